@@ -1,0 +1,61 @@
+#pragma once
+
+// Agent: the tae-agent object graph. The Link carries messages, the Runner runs jobs, the Journal
+// keeps every event until taed acks it. All state lives on one io_context thread; the link's
+// threads only post to it.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "agent/journal/journal.h"
+#include "agent/link/link.h"
+#include "agent/runner/runner.h"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/steady_timer.hpp"
+
+namespace tae::agent {
+
+struct AgentOptions {
+  std::string id;
+  std::string taed;   // host:port of taed's agent listener
+  std::string token;
+  int slots = 1;
+  std::map<std::string, std::string> labels;
+  std::string work_dir;
+  std::string train_binary;
+  int threads_per_run = 1;
+  double heartbeat_s = 5;
+};
+
+class Agent {
+ public:
+  Agent(boost::asio::io_context* io, AgentOptions options);
+
+  void Start();
+  // Cancels every run, waits (up to grace) for their exits to be acked, then calls done.
+  void Shutdown(std::function<void()> done, int grace_ms = 8000);
+
+ private:
+  void OnConnected();
+  void OnDisconnected(const std::string& why);
+  void OnMessage(const tae::v1::TaedMessage& message);
+  void OnEvent(tae::v1::Event event);
+  void ScheduleFlush();
+  void Flush();
+  void Heartbeat();
+  void CheckShutdown();
+
+  boost::asio::io_context* io_;
+  AgentOptions options_;
+  Journal journal_;
+  Runner runner_;
+  std::unique_ptr<Link> link_;
+  boost::asio::steady_timer heartbeat_timer_;
+  bool connected_ = false;
+  bool flush_scheduled_ = false;
+  std::function<void()> shutdown_done_;
+};
+
+}  // namespace tae::agent

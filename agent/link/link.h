@@ -1,0 +1,57 @@
+#pragma once
+
+// Link: the agent's connection to taed. One thread dials taed's AgentLink.Connect with jittered
+// exponential backoff (500 ms -> 30 s, reset once taed answers), reads messages until the stream
+// breaks, and dials again; a second thread writes queued messages, one at a time. Callbacks run
+// on the link thread: they must only post work to the agent's io_context.
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "grpcpp/client_context.h"
+#include "tae/v1/agent_link.grpc.pb.h"
+
+namespace tae::agent {
+
+struct LinkCallbacks {
+  std::function<void()> on_connected;  // a new stream is open: send Register first
+  std::function<void(tae::v1::TaedMessage)> on_message;
+  std::function<void(const std::string& why)> on_disconnected;
+};
+
+class Link {
+ public:
+  Link(std::string target, std::string token, LinkCallbacks callbacks);
+  ~Link();
+
+  void Start();
+  void Stop();
+  // Queues a message for the current stream. Returns false when there is none.
+  bool Send(tae::v1::AgentMessage message);
+
+ private:
+  void Run();
+  void RunStream(tae::v1::AgentLink::Stub* stub);
+  void WriteLoop(grpc::ClientReaderWriter<tae::v1::AgentMessage, tae::v1::TaedMessage>* stream,
+                 grpc::ClientContext* ctx);
+  bool SleepBackoff(int attempt);
+
+  std::string target_;
+  std::string token_;
+  LinkCallbacks callbacks_;
+  std::thread thread_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;                          // guarded by mu_
+  bool stream_open_ = false;                       // guarded by mu_
+  std::deque<tae::v1::AgentMessage> queue_;        // guarded by mu_
+  grpc::ClientContext* ctx_ = nullptr;             // guarded by mu_
+};
+
+}  // namespace tae::agent

@@ -1,0 +1,109 @@
+// tae-agent: runs on every worker. Parses config (TAE_* environment < flags), wires the agent,
+// runs its io loop until SIGTERM/SIGINT.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_split.h"
+#include "agent/core/agent.h"
+#include "boost/asio/signal_set.hpp"
+#include "common/cli/flags.h"
+#include "common/log/log.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+std::string NextToSelf(const char* name) {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? name : (self.parent_path() / name).string();
+}
+
+absl::Status ParseLabels(const std::string& text, std::map<std::string, std::string>* labels) {
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    if (kv.first.empty() || kv.second.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--labels: '", item, "' is not key=value"));
+    }
+    (*labels)[kv.first] = kv.second;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tae::agent::AgentOptions options;
+  options.taed = tae::cli::EnvOr("TAE_TAED", "127.0.0.1:7733");
+  options.token = tae::cli::EnvOr("TAE_AGENT_TOKEN", "");
+  options.id = tae::cli::EnvOr("TAE_AGENT_ID", "");
+  options.work_dir = tae::cli::EnvOr("TAE_AGENT_DIR", "/tmp/tae-agent");
+  options.train_binary = NextToSelf("tae-train");
+  std::string labels = "accelerator=cpu";
+  int threads = 0;
+  std::string log_level = "info";
+
+  tae::cli::FlagSet flags(
+      "usage: tae-agent [flags]\n\n"
+      "Runs TAE jobs on this worker: dials taed's agent link, registers its slots and labels,\n"
+      "runs each run as a child process and streams its metrics and logs back. The token comes\n"
+      "from TAE_AGENT_TOKEN (never a flag, so it does not show in ps).");
+  flags.String("taed", &options.taed, "taed's agent link address host:port (TAE_TAED)");
+  flags.String("id", &options.id, "agent id (default: hostname)");
+  flags.Int("slots", &options.slots, "runs this agent runs at once");
+  flags.String("labels", &labels, "comma-separated key=value labels");
+  flags.String("work-dir", &options.work_dir, "where run directories are made (TAE_AGENT_DIR)");
+  flags.String("train-binary", &options.train_binary, "path of tae-train");
+  flags.Int("threads", &threads, "threads per run (default: cores / slots)");
+  flags.String("log-level", &log_level, "trace, debug, info, warn or error");
+  std::vector<std::string> positional;
+  absl::Status parsed = flags.Parse({argv + 1, argv + argc}, &positional);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return 0;
+  }
+  if (parsed.ok()) {
+    parsed = ParseLabels(labels, &options.labels);
+  }
+  if (parsed.ok() && options.slots < 1) {
+    parsed = absl::InvalidArgumentError("--slots: must be at least 1");
+  }
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "tae-agent: %s\n", std::string(parsed.message()).c_str());
+    return 2;
+  }
+  if (options.token.empty()) {
+    std::fprintf(stderr, "tae-agent: TAE_AGENT_TOKEN is not set (taed writes it to "
+                         "$TAE_HOME/agent.token)\n");
+    return 2;
+  }
+  if (options.id.empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    options.id = host;
+  }
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.threads_per_run = threads > 0 ? threads : std::max(1, cores / options.slots);
+  tae::log::Setup("tae-agent", log_level);
+
+  boost::asio::io_context io;
+  tae::agent::Agent agent(&io, options);
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& error, int signo) {
+    if (error) {
+      return;
+    }
+    spdlog::info("signal {}: stopping runs and exiting", signo);
+    agent.Shutdown([&io] { io.stop(); });
+  });
+  agent.Start();
+  spdlog::info("agent {} ({} slots, {} threads per run) dialing {}", options.id, options.slots,
+               options.threads_per_run, options.taed);
+  io.run();
+  return 0;
+}

@@ -1,0 +1,66 @@
+#pragma once
+
+// Runner: runs each run as a child process in its own process group, turns its output into
+// events (stdout/stderr lines -> log events, JSON lines on TAE_METRICS_FD -> metric events), and
+// reports its exit once every pipe is drained and no process of the group remains. Single
+// threaded: everything happens on the agent's io_context.
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/posix/stream_descriptor.hpp"
+#include "boost/asio/signal_set.hpp"
+#include "boost/asio/steady_timer.hpp"
+#include "tae/v1/agent_link.pb.h"
+
+namespace tae::agent {
+
+struct RunnerOptions {
+  std::string work_dir;       // runs live in work_dir/runs/r<ID>-a<ATTEMPT>
+  std::string train_binary;   // tae-train
+  int threads_per_run = 1;    // exported as TAE_THREADS
+  int kill_grace_ms = 5000;   // SIGTERM -> SIGKILL
+};
+
+class Runner {
+ public:
+  // Receives every event (without seq) in the order it happened.
+  using EventSink = std::function<void(tae::v1::Event)>;
+
+  Runner(boost::asio::io_context* io, RunnerOptions options, EventSink sink);
+  ~Runner();
+
+  absl::Status Start(const tae::v1::StartRun& start);
+  // SIGTERM to the run's process group, SIGKILL after the grace; the exit is reported with
+  // cancelled = true. Unknown runs are ignored.
+  void Cancel(int64_t run_id, int attempt, const std::string& reason);
+  void CancelAll(const std::string& reason);
+
+  std::vector<std::pair<int64_t, int>> Held() const;
+  bool idle() const { return jobs_.empty(); }
+
+ private:
+  struct Job;
+  void WatchChildren();
+  void ReadPipe(std::shared_ptr<Job> job, int index);
+  void OnLine(Job& job, int index, std::string line);
+  void MaybeFinish(std::shared_ptr<Job> job);
+  void VerifyGroupGone(std::shared_ptr<Job> job, int tries);
+  void Emit(const Job& job, tae::v1::Event event);
+
+  boost::asio::io_context* io_;
+  RunnerOptions options_;
+  EventSink sink_;
+  boost::asio::signal_set sigchld_;
+  std::map<int64_t, std::shared_ptr<Job>> jobs_;  // by run id
+};
+
+}  // namespace tae::agent

@@ -1,0 +1,35 @@
+#pragma once
+
+// One function per taectl verb. Each parses its own flags, talks to taed through ControlClient,
+// prints a table (or JSON with --json) and returns the process exit code.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace tae::client {
+
+using Args = std::vector<std::string>;
+
+struct CommandEnv {
+  std::string home;        // $TAE_HOME
+  std::string binary_dir;  // where taed / tae-agent live (next to taectl)
+};
+
+int Up(const CommandEnv& env, const Args& args);
+int Down(const CommandEnv& env, const Args& args);
+int Submit(const CommandEnv& env, const Args& args);
+int Wait(const CommandEnv& env, const Args& args);
+int Ls(const CommandEnv& env, const Args& args);
+int Show(const CommandEnv& env, const Args& args);
+int Runs(const CommandEnv& env, const Args& args);
+int Logs(const CommandEnv& env, const Args& args);
+int Report(const CommandEnv& env, const Args& args);
+int Cancel(const CommandEnv& env, const Args& args);
+int Agents(const CommandEnv& env, const Args& args);
+
+// Prints "taectl: <message>" to stderr; returns 2 for bad input, 1 otherwise.
+int Fail(const absl::Status& status);
+
+}  // namespace tae::client

@@ -1,0 +1,30 @@
+#include "client/commands/common.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+
+namespace tae::client {
+
+int Fail(const absl::Status& status) {
+  std::cerr << "taectl: " << status.message() << "\n";
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+int ParseOrExit(cli::FlagSet& flags, const Args& args, size_t min_positional,
+                size_t max_positional, Args* positional) {
+  absl::Status parsed = flags.Parse(args, positional);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return 0;
+  }
+  if (parsed.ok() && (positional->size() < min_positional || positional->size() > max_positional)) {
+    parsed = absl::InvalidArgumentError(absl::StrCat("wrong number of arguments\n", flags.Help()));
+  }
+  if (!parsed.ok()) {
+    return Fail(parsed);
+  }
+  return -1;
+}
+
+}  // namespace tae::client

@@ -1,0 +1,96 @@
+#include "client/commands/json.h"
+
+namespace tae::client {
+
+nlohmann::ordered_json ExperimentJson(const tae::v1::Experiment& exp) {
+  const tae::v1::RunCounts& c = exp.counts();
+  return {
+      {"id", exp.id()},
+      {"name", exp.name()},
+      {"description", exp.description()},
+      {"state", exp.state()},
+      {"spec_hash", exp.spec_hash()},
+      {"spec_path", exp.spec_path()},
+      {"created_at", exp.created_at()},
+      {"variants", std::vector<std::string>(exp.variants().begin(), exp.variants().end())},
+      {"counts",
+       {{"total", c.total()},
+        {"queued", c.queued()},
+        {"running", c.running()},
+        {"succeeded", c.succeeded()},
+        {"failed", c.failed()},
+        {"cancelled", c.cancelled()},
+        {"lost", c.lost()}}},
+  };
+}
+
+nlohmann::ordered_json RunJson(const tae::v1::Run& run) {
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+  for (const tae::v1::Scalar& s : run.final_metrics()) {
+    metrics[s.key()] = s.value();
+  }
+  nlohmann::ordered_json config = nlohmann::ordered_json::parse(run.config_json(), nullptr, false);
+  return {
+      {"id", run.id()},
+      {"experiment", run.experiment_id()},
+      {"variant", run.variant()},
+      {"seed", run.seed()},
+      {"state", run.state()},
+      {"attempt", run.attempt()},
+      {"agent", run.agent_id()},
+      {"pid", run.pid()},
+      {"exit_code", run.exit_code()},
+      {"reason", run.reason()},
+      {"created_at", run.created_at()},
+      {"started_at", run.started_at()},
+      {"finished_at", run.finished_at()},
+      {"last_step", run.last_step()},
+      {"final_metrics", metrics},
+      {"config", config.is_discarded() ? nlohmann::ordered_json() : config},
+  };
+}
+
+nlohmann::ordered_json AgentJson(const tae::v1::AgentInfo& agent) {
+  nlohmann::ordered_json labels = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : agent.labels()) {
+    labels[key] = value;
+  }
+  return {
+      {"id", agent.id()},
+      {"host", agent.host()},
+      {"state", agent.state()},
+      {"slots", agent.slots()},
+      {"busy_slots", agent.busy_slots()},
+      {"labels", labels},
+      {"version", agent.version()},
+      {"connected_at", agent.connected_at()},
+      {"last_seen", agent.last_seen()},
+      {"runs", std::vector<int64_t>(agent.run_ids().begin(), agent.run_ids().end())},
+  };
+}
+
+nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const tae::v1::ReportRow& row : report.rows()) {
+    nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+    for (const tae::v1::ReportCell& cell : row.cells()) {
+      nlohmann::ordered_json value = {{"n", cell.n()}};
+      value["mean"] = cell.n() > 0 ? nlohmann::ordered_json(cell.mean()) : nullptr;
+      value["std"] = cell.n() > 0 ? nlohmann::ordered_json(cell.std()) : nullptr;
+      value["delta"] = cell.has_delta() ? nlohmann::ordered_json(cell.delta()) : nullptr;
+      metrics[cell.metric()] = value;
+    }
+    rows.push_back({{"variant", row.variant()},
+                    {"runs", row.runs()},
+                    {"runs_total", row.runs_total()},
+                    {"metrics", metrics}});
+  }
+  return {{"experiment", report.experiment().id()},
+          {"name", report.experiment().name()},
+          {"state", report.experiment().state()},
+          {"baseline", report.baseline()},
+          {"metrics", std::vector<std::string>(report.metrics().begin(), report.metrics().end())},
+          {"rows", rows}};
+}
+
+}  // namespace tae::client

@@ -1,0 +1,179 @@
+// taectl up / down: start taed in the background with local agents, and stop it.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "client/commands/commands.h"
+#include "client/rpc/control_client.h"
+#include "common/cli/flags.h"
+
+namespace tae::client {
+namespace {
+
+int ReadPid(const std::string& home) {
+  std::ifstream in(home + "/taed.pid");
+  int pid = 0;
+  in >> pid;
+  return pid;
+}
+
+std::string Tail(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
+}
+
+// Starts taed detached from this terminal, logging to home/logs/taed.log. Returns its pid.
+absl::StatusOr<pid_t> SpawnTaed(const CommandEnv& env, int agents, int slots) {
+  std::error_code ec;
+  std::filesystem::create_directories(env.home + "/logs", ec);
+  chmod(env.home.c_str(), 0700);
+  std::string binary = cli::EnvOr("TAE_TAED_BINARY", env.binary_dir + "/taed");
+  std::string log_path = env.home + "/logs/taed.log";
+  std::vector<std::string> args = {binary,   "--home",  env.home, "--agents", absl::StrCat(agents),
+                                   "--slots", absl::StrCat(slots)};
+  std::vector<char*> argv;
+  for (std::string& a : args) {
+    argv.push_back(a.data());
+  }
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    return absl::InternalError("fork failed");
+  }
+  if (pid == 0) {
+    setsid();
+    int null_fd = open("/dev/null", O_RDONLY);
+    int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    dup2(null_fd, STDIN_FILENO);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Alive and not a zombie (a zombie's parent may never reap it, e.g. PID 1 in a container).
+bool ProcessAlive(pid_t pid) {
+  if (kill(pid, 0) != 0) {
+    return false;
+  }
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t paren = text.rfind(')');
+  return paren == std::string::npos || paren + 2 >= text.size() || text[paren + 2] != 'Z';
+}
+
+}  // namespace
+
+int Up(const CommandEnv& env, const Args& args) {
+  int agents = 1;
+  int slots = 1;
+  int timeout_s = 60;
+  cli::FlagSet flags(
+      "usage: taectl up [--agents N] [--slots S]\n\n"
+      "Starts taed in the background on $TAE_HOME with N local agents of S slots each, and\n"
+      "waits until they are connected. Logs go to $TAE_HOME/logs/.");
+  flags.Int("agents", &agents, "local agents to start");
+  flags.Int("slots", &slots, "run slots per agent (runs side by side; cores are shared)");
+  flags.Int("timeout", &timeout_s, "seconds to wait for taed and its agents");
+  Args rest;
+  absl::Status parsed = flags.Parse(args, &rest);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return 0;
+  }
+  if (!parsed.ok()) {
+    return Fail(parsed);
+  }
+  if (agents < 0 || slots < 1) {
+    return Fail(absl::InvalidArgumentError("--agents must be >= 0 and --slots >= 1"));
+  }
+  ControlClient client(env.home);
+  if (client.Ping()) {
+    std::printf("taed already running on %s (pid %d)\n", env.home.c_str(), ReadPid(env.home));
+    return 0;
+  }
+  absl::StatusOr<pid_t> pid = SpawnTaed(env, agents, slots);
+  if (!pid.ok()) {
+    return Fail(pid.status());
+  }
+  std::fprintf(stderr, "starting taed (pid %d) on %s with %d local agent(s)...\n", *pid,
+               env.home.c_str(), agents);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(*pid, &status, WNOHANG) == *pid) {
+      std::fprintf(stderr, "taed exited during start-up; the end of %s/logs/taed.log:\n%s",
+                   env.home.c_str(), Tail(env.home + "/logs/taed.log", 2000).c_str());
+      return 1;
+    }
+    tae::v1::ListAgentsRequest request;
+    tae::v1::ListAgentsResponse response;
+    if (client.stub()->ListAgents(ControlClient::Context(2000).get(), request, &response).ok()) {
+      int ready = 0;
+      for (const tae::v1::AgentInfo& agent : response.agents()) {
+        ready += agent.state() != "lost" ? 1 : 0;
+      }
+      if (ready >= agents) {
+        std::printf("taed up (pid %d): %d agent(s) ready, data in %s\n", *pid, ready,
+                    env.home.c_str());
+        return 0;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::fprintf(stderr, "taectl: taed did not get %d agent(s) ready in %ds; see %s/logs/\n", agents,
+               timeout_s, env.home.c_str());
+  return 1;
+}
+
+int Down(const CommandEnv& env, const Args& args) {
+  cli::FlagSet flags("usage: taectl down\n\nStops taed and its local agents (their runs stop).");
+  Args rest;
+  absl::Status parsed = flags.Parse(args, &rest);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return 0;
+  }
+  if (!parsed.ok()) {
+    return Fail(parsed);
+  }
+  ControlClient client(env.home);
+  tae::v1::ShutdownRequest request;
+  tae::v1::ShutdownResponse response;
+  grpc::Status status = client.stub()->Shutdown(ControlClient::Context().get(), request, &response);
+  if (!status.ok()) {
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      std::printf("taed is not running on %s\n", env.home.c_str());
+      return 0;
+    }
+    return Fail(client.Check(status));
+  }
+  pid_t pid = static_cast<pid_t>(response.pid());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (ProcessAlive(pid) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (ProcessAlive(pid)) {
+    std::fprintf(stderr, "taectl: taed (pid %d) is still stopping\n", pid);
+    return 1;
+  }
+  std::printf("taed stopped (pid %d)\n", pid);
+  return 0;
+}
+
+}  // namespace tae::client

@@ -1,0 +1,263 @@
+// taectl ls / show / runs / agents: what taed knows, as tables or --json.
+
+#include <cstdio>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/commands/common.h"
+#include "client/commands/json.h"
+#include "client/output/table.h"
+#include "client/rpc/control_client.h"
+
+namespace tae::client {
+namespace {
+
+std::string Counts(const tae::v1::RunCounts& c) {
+  std::string out = absl::StrCat(c.succeeded(), "/", c.total());
+  if (c.running() > 0) {
+    absl::StrAppend(&out, " ", c.running(), " running");
+  }
+  if (c.failed() > 0) {
+    absl::StrAppend(&out, " ", c.failed(), " failed");
+  }
+  if (c.cancelled() > 0) {
+    absl::StrAppend(&out, " ", c.cancelled(), " cancelled");
+  }
+  return out;
+}
+
+std::string Metric(const tae::v1::Run& run, const std::string& key) {
+  for (const tae::v1::Scalar& s : run.final_metrics()) {
+    if (s.key() == key) {
+      return FormatNumber(s.value());
+    }
+  }
+  return "-";
+}
+
+void PrintRuns(const tae::v1::ListRunsResponse& runs) {
+  Table table({"RUN", "VARIANT", "SEED", "STATE", "ATTEMPT", "AGENT", "STEP", "eval/loss",
+               "eval/acc", "REASON"});
+  for (const tae::v1::Run& run : runs.runs()) {
+    table.Add({absl::StrCat("r", run.id()), run.variant(), absl::StrCat(run.seed()), run.state(),
+               absl::StrCat(run.attempt()), run.agent_id().empty() ? "-" : run.agent_id(),
+               absl::StrCat(run.last_step()), Metric(run, "eval/loss"), Metric(run, "eval/acc"),
+               run.reason()});
+  }
+  std::fputs(table.Render().c_str(), stdout);
+}
+
+int ShowRun(ControlClient& client, int64_t run_id, bool json) {
+  tae::v1::GetRunRequest request;
+  request.set_run_id(run_id);
+  tae::v1::GetRunResponse response;
+  absl::Status s =
+      client.Check(client.stub()->GetRun(ControlClient::Context().get(), request, &response));
+  if (!s.ok()) {
+    return Fail(s);
+  }
+  const tae::v1::Run& run = response.run();
+  if (json) {
+    nlohmann::ordered_json out = RunJson(run);
+    nlohmann::ordered_json transitions = nlohmann::ordered_json::array();
+    for (const tae::v1::Transition& t : response.transitions()) {
+      transitions.push_back({{"attempt", t.attempt()}, {"from", t.from_state()},
+                             {"to", t.to_state()}, {"reason", t.reason()}, {"at", t.at()}});
+    }
+    out["transitions"] = transitions;
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("run r%ld  experiment e%ld  variant %s  seed %ld\n", static_cast<long>(run.id()),
+              static_cast<long>(run.experiment_id()), run.variant().c_str(),
+              static_cast<long>(run.seed()));
+  std::printf("state %s  attempt %d  agent %s  pid %ld  last step %ld\n", run.state().c_str(),
+              run.attempt(), run.agent_id().empty() ? "-" : run.agent_id().c_str(),
+              static_cast<long>(run.pid()), static_cast<long>(run.last_step()));
+  if (!run.reason().empty()) {
+    std::printf("reason: %s\n", run.reason().c_str());
+  }
+  std::printf("\ntransitions:\n");
+  Table transitions({"  AT", "ATTEMPT", "FROM", "TO", "REASON"});
+  for (const tae::v1::Transition& t : response.transitions()) {
+    transitions.Add({"  " + FormatTime(t.at()), absl::StrCat(t.attempt()),
+                     t.from_state().empty() ? "-" : t.from_state(), t.to_state(), t.reason()});
+  }
+  std::fputs(transitions.Render().c_str(), stdout);
+  if (run.final_metrics_size() > 0) {
+    std::printf("\nfinal metrics:\n");
+    Table metrics({"  METRIC", "VALUE"});
+    for (const tae::v1::Scalar& m : run.final_metrics()) {
+      metrics.Add({"  " + m.key(), FormatNumber(m.value(), 6)});
+    }
+    std::fputs(metrics.Render().c_str(), stdout);
+  }
+  std::printf("\nconfig: %s\n", run.config_json().c_str());
+  return 0;
+}
+
+}  // namespace
+
+int Ls(const CommandEnv& env, const Args& args) {
+  bool json = false;
+  int limit = 0;
+  cli::FlagSet flags("usage: taectl ls [--json] [--limit N]\n\nLists experiments, newest first.");
+  flags.Bool("json", &json, "print a JSON array of experiments");
+  flags.Int("limit", &limit, "at most N experiments (0: all)");
+  Args rest;
+  if (int code = ParseOrExit(flags, args, 0, 0, &rest); code >= 0) {
+    return code;
+  }
+  ControlClient client(env.home);
+  tae::v1::ListExperimentsRequest request;
+  request.set_limit(limit);
+  tae::v1::ListExperimentsResponse response;
+  absl::Status s = client.Check(
+      client.stub()->ListExperiments(ControlClient::Context().get(), request, &response));
+  if (!s.ok()) {
+    return Fail(s);
+  }
+  if (json) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const tae::v1::Experiment& exp : response.experiments()) {
+      out.push_back(ExperimentJson(exp));
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  Table table({"ID", "NAME", "STATE", "SUCCEEDED", "VARIANTS", "CREATED"});
+  for (const tae::v1::Experiment& exp : response.experiments()) {
+    table.Add({absl::StrCat("e", exp.id()), exp.name(), exp.state(), Counts(exp.counts()),
+               absl::StrCat(exp.variants_size()), FormatTime(exp.created_at())});
+  }
+  std::fputs(table.Render().c_str(), stdout);
+  return 0;
+}
+
+int Runs(const CommandEnv& env, const Args& args) {
+  bool json = false;
+  cli::FlagSet flags("usage: taectl runs EXP [--json]\n\nLists the runs of an experiment.");
+  flags.Bool("json", &json, "print a JSON array of runs");
+  Args rest;
+  if (int code = ParseOrExit(flags, args, 1, 1, &rest); code >= 0) {
+    return code;
+  }
+  ControlClient client(env.home);
+  tae::v1::ListRunsRequest request;
+  request.set_experiment(rest[0]);
+  tae::v1::ListRunsResponse response;
+  absl::Status s =
+      client.Check(client.stub()->ListRuns(ControlClient::Context().get(), request, &response));
+  if (!s.ok()) {
+    return Fail(s);
+  }
+  if (json) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const tae::v1::Run& run : response.runs()) {
+      out.push_back(RunJson(run));
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  PrintRuns(response);
+  return 0;
+}
+
+int Show(const CommandEnv& env, const Args& args) {
+  bool json = false;
+  cli::FlagSet flags(
+      "usage: taectl show ID [--json]\n\n"
+      "Shows a run (r<ID>: state, every transition with its reason, final metrics, config) or\n"
+      "an experiment (e<ID>, id or name: its runs).");
+  flags.Bool("json", &json, "print JSON");
+  Args rest;
+  if (int code = ParseOrExit(flags, args, 1, 1, &rest); code >= 0) {
+    return code;
+  }
+  ControlClient client(env.home);
+  int64_t run_id = 0;
+  if (rest[0].size() > 1 && (rest[0][0] == 'r' || rest[0][0] == 'R') &&
+      absl::SimpleAtoi(rest[0].substr(1), &run_id)) {
+    return ShowRun(client, run_id, json);
+  }
+  tae::v1::GetExperimentRequest request;
+  request.set_experiment(rest[0]);
+  tae::v1::Experiment exp;
+  absl::Status s =
+      client.Check(client.stub()->GetExperiment(ControlClient::Context().get(), request, &exp));
+  if (!s.ok()) {
+    return Fail(s);
+  }
+  tae::v1::ListRunsRequest runs_request;
+  runs_request.set_experiment(absl::StrCat(exp.id()));
+  tae::v1::ListRunsResponse runs;
+  s = client.Check(client.stub()->ListRuns(ControlClient::Context().get(), runs_request, &runs));
+  if (!s.ok()) {
+    return Fail(s);
+  }
+  if (json) {
+    nlohmann::ordered_json out = ExperimentJson(exp);
+    out["runs"] = nlohmann::ordered_json::array();
+    for (const tae::v1::Run& run : runs.runs()) {
+      out["runs"].push_back(RunJson(run));
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("experiment e%ld '%s'  %s  %s\n", static_cast<long>(exp.id()), exp.name().c_str(),
+              exp.state().c_str(), Counts(exp.counts()).c_str());
+  if (!exp.description().empty()) {
+    std::printf("%s\n", exp.description().c_str());
+  }
+  std::printf("spec %s (hash %s), submitted %s\nvariants: %s\n\n", exp.spec_path().c_str(),
+              exp.spec_hash().c_str(), FormatTime(exp.created_at()).c_str(),
+              absl::StrJoin(exp.variants(), ", ").c_str());
+  PrintRuns(runs);
+  return 0;
+}
+
+int Agents(const CommandEnv& env, const Args& args) {
+  bool json = false;
+  cli::FlagSet flags("usage: taectl agents [--json]\n\nLists the agents taed knows.");
+  flags.Bool("json", &json, "print a JSON array of agents");
+  Args rest;
+  if (int code = ParseOrExit(flags, args, 0, 0, &rest); code >= 0) {
+    return code;
+  }
+  ControlClient client(env.home);
+  tae::v1::ListAgentsRequest request;
+  tae::v1::ListAgentsResponse response;
+  absl::Status s =
+      client.Check(client.stub()->ListAgents(ControlClient::Context().get(), request, &response));
+  if (!s.ok()) {
+    return Fail(s);
+  }
+  if (json) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const tae::v1::AgentInfo& agent : response.agents()) {
+      out.push_back(AgentJson(agent));
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  Table table({"ID", "STATE", "SLOTS", "HOST", "LABELS", "RUNS", "LAST SEEN"});
+  for (const tae::v1::AgentInfo& agent : response.agents()) {
+    std::vector<std::string> labels;
+    for (const auto& [key, value] : agent.labels()) {
+      labels.push_back(absl::StrCat(key, "=", value));
+    }
+    std::sort(labels.begin(), labels.end());
+    std::vector<std::string> runs;
+    for (int64_t id : agent.run_ids()) {
+      runs.push_back(absl::StrCat("r", id));
+    }
+    table.Add({agent.id(), agent.state(), absl::StrCat(agent.busy_slots(), "/", agent.slots()),
+               agent.host(), absl::StrJoin(labels, ","), runs.empty() ? "-" : absl::StrJoin(runs, ","),
+               FormatTime(agent.last_seen())});
+  }
+  std::fputs(table.Render().c_str(), stdout);
+  return 0;
+}
+
+}  // namespace tae::client

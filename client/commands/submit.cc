@@ -1,0 +1,208 @@
+// taectl submit / wait: send an experiment file to taed and follow it to the end.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/commands/commands.h"
+#include "client/commands/json.h"
+#include "client/output/table.h"
+#include "client/rpc/control_client.h"
+#include "common/cli/flags.h"
+#include "common/spec/spec.h"
+
+namespace tae::client {
+namespace {
+
+std::string ProgressLine(const tae::v1::Experiment& exp, const tae::v1::ListRunsResponse& runs,
+                         double elapsed) {
+  const tae::v1::RunCounts& c = exp.counts();
+  int done = c.succeeded() + c.failed() + c.cancelled();
+  std::string line = absl::StrCat("[", FormatDuration(elapsed), "] e", exp.id(), " ", exp.name(),
+                                  ": ", done, "/", c.total(), " done");
+  if (c.failed() > 0) {
+    absl::StrAppend(&line, " (", c.failed(), " failed)");
+  }
+  std::vector<std::string> running;
+  for (const tae::v1::Run& run : runs.runs()) {
+    if (run.state() == "running" || run.state() == "assigned") {
+      running.push_back(absl::StrCat("r", run.id(), " ", run.variant(), "/s", run.seed(), " @",
+                                     run.last_step()));
+    }
+  }
+  if (!running.empty()) {
+    absl::StrAppend(&line, ", running ", absl::StrJoin(running, ", "));
+  }
+  if (c.queued() > 0) {
+    absl::StrAppend(&line, ", ", c.queued(), " queued");
+  }
+  return line;
+}
+
+bool Finished(const tae::v1::Experiment& exp) {
+  const tae::v1::RunCounts& c = exp.counts();
+  return c.total() > 0 && c.succeeded() + c.failed() + c.cancelled() == c.total();
+}
+
+// Polls until every run of the experiment is final, printing progress on stderr. Returns the
+// exit code: 0 when every run succeeded.
+int WaitFor(ControlClient& client, const std::string& experiment, double timeout_s) {
+  auto start = std::chrono::steady_clock::now();
+  bool tty = isatty(STDERR_FILENO);
+  std::string last_line;
+  tae::v1::Experiment exp;
+  while (true) {
+    tae::v1::GetExperimentRequest request;
+    request.set_experiment(experiment);
+    exp.Clear();
+    absl::Status s =
+        client.Check(client.stub()->GetExperiment(ControlClient::Context().get(), request, &exp));
+    if (!s.ok()) {
+      return Fail(s);
+    }
+    tae::v1::ListRunsRequest runs_request;
+    runs_request.set_experiment(experiment);
+    tae::v1::ListRunsResponse runs;
+    client.stub()->ListRuns(ControlClient::Context().get(), runs_request, &runs);
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string line = ProgressLine(exp, runs, elapsed);
+    // A line per change on a log; one refreshed line on a terminal.
+    std::string changed = line.substr(line.find(']') + 1);
+    if (tty) {
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    } else if (changed != last_line) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+    last_line = changed;
+    if (Finished(exp)) {
+      break;
+    }
+    if (timeout_s > 0 && elapsed > timeout_s) {
+      std::fprintf(stderr, "%staectl: still running after %.0fs\n", tty ? "\n" : "", timeout_s);
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (tty) {
+    std::fprintf(stderr, "\n");
+  }
+  const tae::v1::RunCounts& c = exp.counts();
+  std::fprintf(stderr, "e%ld %s %s: %d succeeded, %d failed, %d cancelled\n",
+               static_cast<long>(exp.id()), exp.name().c_str(), exp.state().c_str(),
+               c.succeeded(), c.failed(), c.cancelled());
+  return c.succeeded() == c.total() ? 0 : 1;
+}
+
+}  // namespace
+
+int Submit(const CommandEnv& env, const Args& args) {
+  std::vector<std::string> overrides;
+  bool wait = false;
+  bool force_new = false;
+  bool json = false;
+  double timeout_s = 0;
+  cli::FlagSet flags(
+      "usage: taectl submit FILE [--set key=value]... [--wait] [--new] [--json]\n\n"
+      "Validates the experiment file, then queues its runs (baseline + each [[ablation]],\n"
+      "times train.seeds). Submitting an identical spec again returns the existing experiment\n"
+      "unless --new is given. --set overrides any key of the baseline, e.g. --set "
+      "model.layers=4.");
+  flags.Repeated("set", &overrides, "override key=value (repeatable)");
+  flags.Bool("wait", &wait, "follow progress on stderr until every run is final");
+  flags.Bool("new", &force_new, "a new experiment even if an identical one exists");
+  flags.Bool("json", &json, "print {\"experiment\": ID, ...} on stdout");
+  flags.Double("timeout", &timeout_s, "with --wait: give up after this many seconds (0: never)");
+  Args files;
+  absl::Status parsed = flags.Parse(args, &files);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return 0;
+  }
+  if (parsed.ok() && files.size() != 1) {
+    parsed = absl::InvalidArgumentError("submit takes exactly one experiment file");
+  }
+  if (!parsed.ok()) {
+    return Fail(parsed);
+  }
+  std::ifstream in(files[0]);
+  if (!in) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("cannot read ", files[0])));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<spec::Spec> spec = spec::ParseSpec(text.str(), files[0], overrides);
+  if (!spec.ok()) {
+    return Fail(spec.status());
+  }
+  ControlClient client(env.home);
+  tae::v1::SubmitRequest request;
+  request.set_spec_text(text.str());
+  request.set_spec_path(files[0]);
+  for (const std::string& o : overrides) {
+    request.add_overrides(o);
+  }
+  request.set_force_new(force_new);
+  tae::v1::SubmitResponse response;
+  absl::Status s =
+      client.Check(client.stub()->Submit(ControlClient::Context().get(), request, &response));
+  if (!s.ok()) {
+    return Fail(s);
+  }
+  const tae::v1::Experiment& exp = response.experiment();
+  FILE* human = json ? stderr : stdout;
+  if (response.existing()) {
+    std::fprintf(human, "identical to e%ld '%s' (%s); use --new to run it again\n",
+                 static_cast<long>(exp.id()), exp.name().c_str(), exp.state().c_str());
+  } else {
+    std::fprintf(human, "submitted e%ld '%s': %d runs (%d variants x %zu seeds)\n",
+                 static_cast<long>(exp.id()), exp.name().c_str(), exp.counts().total(),
+                 exp.variants_size(), spec->seeds.size());
+  }
+  int code = 0;
+  if (wait) {
+    code = WaitFor(client, absl::StrCat(exp.id()), timeout_s);
+  }
+  if (json) {
+    nlohmann::ordered_json out = {{"experiment", exp.id()}, {"existing", response.existing()}};
+    tae::v1::GetExperimentRequest get;
+    get.set_experiment(absl::StrCat(exp.id()));
+    tae::v1::Experiment latest;
+    if (client.stub()->GetExperiment(ControlClient::Context().get(), get, &latest).ok()) {
+      out["state"] = latest.state();
+      out["details"] = ExperimentJson(latest);
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+  }
+  return code;
+}
+
+int Wait(const CommandEnv& env, const Args& args) {
+  double timeout_s = 0;
+  cli::FlagSet flags(
+      "usage: taectl wait EXP [--timeout S]\n\n"
+      "Follows an experiment until every run is final; exit code 0 only if all succeeded.");
+  flags.Double("timeout", &timeout_s, "give up after this many seconds (0: never)");
+  Args rest;
+  absl::Status parsed = flags.Parse(args, &rest);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return 0;
+  }
+  if (parsed.ok() && rest.size() != 1) {
+    parsed = absl::InvalidArgumentError("wait takes one experiment (id, e<ID> or name)");
+  }
+  if (!parsed.ok()) {
+    return Fail(parsed);
+  }
+  ControlClient client(env.home);
+  return WaitFor(client, rest[0], timeout_s);
+}
+
+}  // namespace tae::client

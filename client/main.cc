@@ -1,0 +1,80 @@
+// taectl: the researcher's CLI over taed's Control API.
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "client/commands/commands.h"
+#include "client/rpc/control_client.h"
+
+namespace {
+
+struct Verb {
+  const char* name;
+  int (*run)(const tae::client::CommandEnv&, const tae::client::Args&);
+  const char* summary;
+};
+
+constexpr Verb kVerbs[] = {
+    {"up", tae::client::Up, "start taed in the background with local agents"},
+    {"down", tae::client::Down, "stop taed and its local agents"},
+    {"submit", tae::client::Submit, "submit an experiment file (--wait to follow it)"},
+    {"wait", tae::client::Wait, "follow an experiment until every run is final"},
+    {"ls", tae::client::Ls, "list experiments"},
+    {"show", tae::client::Show, "show an experiment or a run (r<ID>)"},
+    {"runs", tae::client::Runs, "list the runs of an experiment"},
+    {"logs", tae::client::Logs, "print a run's output (-f to follow)"},
+    {"report", tae::client::Report, "the ablation table of an experiment"},
+    {"cancel", tae::client::Cancel, "cancel a run or an experiment"},
+    {"agents", tae::client::Agents, "list agents"},
+};
+
+void Usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: taectl [--home DIR] COMMAND [ARGS]\n\n"
+               "Runs Transformer ablation studies through taed. Data lives in $TAE_HOME\n"
+               "(default ~/.local/share/tae). `taectl COMMAND --help` explains each command.\n\n"
+               "Commands:\n");
+  for (const Verb& verb : kVerbs) {
+    std::fprintf(out, "  %-8s %s\n", verb.name, verb.summary);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tae::client::CommandEnv env;
+  env.home = tae::client::DefaultHome();
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  env.binary_dir = ec ? "." : self.parent_path().string();
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--home" && i + 1 < argc) {
+      env.home = argv[++i];
+    } else if (arg.rfind("--home=", 0) == 0) {
+      env.home = arg.substr(7);
+    } else if (arg == "-h" || arg == "--help" || arg == "help") {
+      Usage(stdout);
+      return 0;
+    } else {
+      break;
+    }
+  }
+  if (i >= argc) {
+    Usage(stderr);
+    return 2;
+  }
+  std::string command = argv[i];
+  tae::client::Args args(argv + i + 1, argv + argc);
+  for (const Verb& verb : kVerbs) {
+    if (command == verb.name) {
+      return verb.run(env, args);
+    }
+  }
+  std::fprintf(stderr, "taectl: unknown command '%s'\n\n", command.c_str());
+  Usage(stderr);
+  return 2;
+}

@@ -1,0 +1,53 @@
+#include "client/rpc/control_client.h"
+
+#include <chrono>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+
+namespace tae::client {
+
+std::string DefaultHome() {
+  if (const char* home = std::getenv("TAE_HOME"); home != nullptr && *home != '\0') {
+    return home;
+  }
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::string(xdg) + "/tae";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : ".") + "/.local/share/tae";
+}
+
+ControlClient::ControlClient(const std::string& home)
+    : home_(home), socket_path_(home + "/taed.sock") {
+  stub_ = tae::v1::Control::NewStub(
+      grpc::CreateChannel("unix:" + socket_path_, grpc::InsecureChannelCredentials()));
+}
+
+std::unique_ptr<grpc::ClientContext> ControlClient::Context(int timeout_ms) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  return ctx;
+}
+
+absl::Status ControlClient::Check(const grpc::Status& status) const {
+  if (status.ok()) {
+    return absl::OkStatus();
+  }
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return absl::UnavailableError(absl::StrCat("taed is not running on ", home_,
+                                               " (start it with `taectl up`)"));
+  }
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+bool ControlClient::Ping() {
+  tae::v1::ListAgentsRequest request;
+  tae::v1::ListAgentsResponse response;
+  return stub_->ListAgents(Context(2000).get(), request, &response).ok();
+}
+
+}  // namespace tae::client

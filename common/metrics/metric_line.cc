@@ -1,0 +1,117 @@
+#include "common/metrics/metric_line.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "nlohmann/json.hpp"
+
+namespace tae::metrics {
+namespace {
+
+bool IsStepKey(std::string_view key) { return key == "step" || key == "Step"; }
+
+absl::StatusOr<int64_t> StepFromJson(const nlohmann::ordered_json& value) {
+  if (value.is_number_integer() || value.is_number_unsigned()) {
+    int64_t step = value.get<int64_t>();
+    if (step < 0) {
+      return absl::InvalidArgumentError("metric line: \"step\" must be >= 0");
+    }
+    return step;
+  }
+  if (value.is_number_float()) {
+    double d = value.get<double>();
+    if (d >= 0 && d == std::floor(d) && d < 9.0e18) {
+      return static_cast<int64_t>(d);
+    }
+  }
+  return absl::InvalidArgumentError("metric line: \"step\" must be a non-negative integer");
+}
+
+}  // namespace
+
+bool IsValidMetricKey(std::string_view key) {
+  if (key.empty() || key.size() > kMaxKeyLength) {
+    return false;
+  }
+  for (char c : key) {
+    if (c <= ' ' || c > '~') {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line) {
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return absl::InvalidArgumentError("metric line: not valid JSON");
+  }
+  if (!doc.is_object()) {
+    return absl::InvalidArgumentError("metric line: expected a JSON object");
+  }
+  if (doc.size() > kMaxValuesPerLine + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metric line: more than ", kMaxValuesPerLine, " values"));
+  }
+  MetricRecord record;
+  for (const auto& [key, value] : doc.items()) {
+    if (IsStepKey(key)) {
+      absl::StatusOr<int64_t> step = StepFromJson(value);
+      if (!step.ok()) {
+        return step.status();
+      }
+      record.step = *step;
+      continue;
+    }
+    if (!IsValidMetricKey(key)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric line: invalid key '", std::string(key.substr(0, kMaxKeyLength)),
+                       "' (1-128 printable characters, no spaces)"));
+    }
+    if (value.is_null()) {
+      continue;
+    }
+    if (!value.is_number()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric line: value of '", key, "' is not a number"));
+    }
+    record.values.emplace_back(key, value.get<double>());
+  }
+  return record;
+}
+
+std::optional<MetricRecord> ParseKeyValueLine(std::string_view line) {
+  MetricRecord record;
+  absl::string_view view(line.data(), line.size());  // Debian's absl has its own string_view
+  for (absl::string_view token : absl::StrSplit(view, absl::ByAnyChar(" \t,"), absl::SkipEmpty())) {
+    size_t eq = token.find('=');
+    if (eq == absl::string_view::npos || eq == 0) {
+      continue;
+    }
+    std::string_view key(token.data(), eq);
+    absl::string_view text = token.substr(eq + 1);
+    if (IsStepKey(key)) {
+      int64_t step = 0;
+      if (absl::SimpleAtoi(text, &step) && step >= 0) {
+        record.step = step;
+      }
+      continue;
+    }
+    double value = 0;
+    if (!IsValidMetricKey(key) || !absl::SimpleAtod(text, &value) || !std::isfinite(value)) {
+      continue;
+    }
+    record.values.emplace_back(std::string(key), value);
+  }
+  if (record.values.empty()) {
+    return std::nullopt;
+  }
+  return record;
+}
+
+}  // namespace tae::metrics

@@ -1,0 +1,38 @@
+#pragma once
+
+// Parsing of the metric lines a job emits (DESIGN §2 step 5): JSON objects on the fd named by
+// TAE_METRICS_FD, and plain `Key=Value` stdout lines such as
+// `Epoch=1 Step=20 Loss=2.31 Rate=812`.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tae::metrics {
+
+inline constexpr size_t kMaxKeyLength = 128;
+inline constexpr size_t kMaxValuesPerLine = 1024;
+
+struct MetricRecord {
+  std::optional<int64_t> step;  // absent: the caller uses the run's last step
+  std::vector<std::pair<std::string, double>> values;  // in line order
+};
+
+// Parses one JSON metric line: an object with an optional integer "step" and numeric values,
+// e.g. {"step": 10, "train/loss": 2.31}. null values are skipped (a job may write null for NaN).
+// Errors name the offending key.
+absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line);
+
+// Parses a `Key=Value Key=Value` line; numeric values become metrics, `Step`/`step` the step.
+// Returns nullopt when the line holds no numeric key=value pair.
+std::optional<MetricRecord> ParseKeyValueLine(std::string_view line);
+
+// A metric key is 1..kMaxKeyLength printable non-space ASCII characters.
+bool IsValidMetricKey(std::string_view key);
+
+}  // namespace tae::metrics

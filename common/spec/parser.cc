@@ -1,0 +1,393 @@
+// ParseSpec: TOML -> validated Spec. Walks the whole file collecting problems and reports the
+// first in file order, then applies --set overrides, then runs the cross-key checks on the
+// baseline and on every ablation's resolved config.
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "absl/status/status.h"
+#include "common/spec/checks.h"
+#include "common/spec/overrides.h"
+#include "common/spec/schema.h"
+#include "common/spec/spec.h"
+#include "common/spec/text.h"
+#include "common/spec/value.h"
+
+namespace tae::spec {
+namespace {
+
+constexpr std::string_view kAblationTable = "ablation";
+constexpr std::string_view kSeedsKey = "train.seeds";
+
+// The layers a value can come from, weakest first.
+enum class Layer { kDefault, kFile, kSet, kAblation };
+
+struct Origin {
+  Layer layer = Layer::kDefault;
+  toml::source_position where{1, 1};
+  std::string set_arg;  // kSet: "KEY=VALUE"
+};
+
+using Origins = std::map<std::string, Origin, std::less<>>;
+
+struct ParsedAblation {
+  std::string name;
+  toml::source_position where;  // the [[ablation]] table
+  nlohmann::json overrides = nlohmann::json::object();
+  Origins origins;
+  std::map<std::string, toml::source_position, std::less<>> keys;  // where each override's key is
+  bool has_entries = false;  // any key besides name, valid or not
+};
+
+// Everything the file (and later --set) says, flat, including name/description/train.seeds.
+struct Draft {
+  nlohmann::json values = nlohmann::json::object();
+  Origins origins;
+  std::vector<ParsedAblation> ablations;
+};
+
+absl::Status Error(std::string_view path, const Origin& origin, std::string_view what) {
+  if (origin.layer == Layer::kSet) {
+    return absl::InvalidArgumentError(Cat("--set ", origin.set_arg, ": ", what));
+  }
+  return absl::InvalidArgumentError(
+      Cat(path, ":", origin.where.line, ":", origin.where.column, ": ", what));
+}
+
+bool Before(const toml::source_position& a, const toml::source_position& b) {
+  return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+}
+
+std::vector<std::string_view> KeyNames(bool run_scope_only) {
+  std::vector<std::string_view> names;
+  for (const KeyInfo& key : Schema()) {
+    if (!run_scope_only || key.scope == KeyScope::kRun) {
+      names.push_back(key.name);
+    }
+  }
+  return names;
+}
+
+std::vector<std::string_view> TableNames() {
+  std::vector<std::string_view> names = Sections();
+  names.push_back(kAblationTable);
+  return names;
+}
+
+// Candidates for an unknown top-level key: a key that belongs in a table ("lr" -> "train.lr")
+// or a misspelt table written with dotted keys ("modle.layers = 2" -> "model").
+std::vector<std::string_view> TopLevelNames() {
+  std::vector<std::string_view> names = TableNames();
+  std::vector<std::string_view> keys = KeyNames(false);
+  names.insert(names.end(), keys.begin(), keys.end());
+  return names;
+}
+
+bool IsSection(std::string_view name) {
+  const std::vector<std::string_view>& sections = Sections();
+  return std::find(sections.begin(), sections.end(), name) != sections.end();
+}
+
+Problem Unknown(std::string_view full, const toml::key& key, const toml::node& node,
+                const std::vector<std::string_view>& candidates) {
+  if (node.is_table()) {
+    return {node.source().begin, Cat("unknown table '", full, "'", DidYouMean(full, candidates))};
+  }
+  return {key.source().begin, Cat("unknown key '", full, "'", DidYouMean(full, candidates))};
+}
+
+class FileWalker {
+ public:
+  FileWalker();
+
+  void Walk(const toml::table& root);
+
+  // The first problem in file order, if any.
+  std::optional<Problem> FirstProblem() const;
+
+  Draft TakeDraft() { return std::move(draft_); }
+
+ private:
+  void WalkSection(std::string_view section, const toml::node& node);
+  void WalkAblations(const toml::node& node);
+  void WalkAblation(size_t index, const toml::table& table);
+  void WalkOverride(std::string_view prefix, const toml::key& key, const toml::node& node,
+                    ParsedAblation* ablation);
+  void CheckAblationName(const ParsedAblation& ablation, const toml::node& name_node);
+  // Converts `node` as `key` into values[key.name] with its origin; records a problem if bad.
+  void Store(const KeyInfo& key, std::string_view display, const toml::node& node, Layer layer,
+             nlohmann::json* values, Origins* origins);
+  void Add(std::optional<Problem> problem);
+
+  Draft draft_;
+  std::vector<Problem> problems_;
+};
+
+FileWalker::FileWalker() {
+  for (const KeyInfo& key : Schema()) {
+    if (!key.default_json.empty()) {
+      draft_.values[std::string(key.name)] = nlohmann::json::parse(key.default_json);
+    }
+  }
+}
+
+void FileWalker::Add(std::optional<Problem> problem) {
+  if (problem) {
+    problems_.push_back(std::move(*problem));
+  }
+}
+
+std::optional<Problem> FileWalker::FirstProblem() const {
+  std::optional<Problem> first;
+  for (const Problem& problem : problems_) {
+    if (!first || Before(problem.where, first->where)) {
+      first = problem;
+    }
+  }
+  return first;
+}
+
+void FileWalker::Store(const KeyInfo& key, std::string_view display, const toml::node& node,
+                       Layer layer, nlohmann::json* values, Origins* origins) {
+  nlohmann::json value;
+  if (std::optional<Problem> problem = ConvertValue(key, display, node, &value)) {
+    Add(std::move(problem));
+    return;
+  }
+  (*values)[std::string(key.name)] = std::move(value);
+  (*origins)[std::string(key.name)] = Origin{layer, node.source().begin, ""};
+}
+
+void FileWalker::Walk(const toml::table& root) {
+  for (auto&& [key, node] : root) {
+    std::string_view name = key.str();
+    const KeyInfo* info = FindKey(name);
+    if (info != nullptr) {
+      Store(*info, info->name, node, Layer::kFile, &draft_.values, &draft_.origins);
+    } else if (IsSection(name)) {
+      WalkSection(name, node);
+    } else if (name == kAblationTable) {
+      WalkAblations(node);
+    } else if (name == "grid") {
+      Add(Problem{node.source().begin, "[grid] is not supported yet"});
+    } else if (name == "job") {
+      Add(Problem{node.source().begin, "[job] command jobs are not supported yet"});
+    } else {
+      Add(Unknown(name, key, node, node.is_table() ? TableNames() : TopLevelNames()));
+    }
+  }
+}
+
+void FileWalker::WalkSection(std::string_view section, const toml::node& node) {
+  const toml::table* table = node.as_table();
+  if (table == nullptr) {
+    Add(Problem{node.source().begin,
+                Cat(section, ": expected a table, got ", TypeName(node.type()))});
+    return;
+  }
+  for (auto&& [key, value] : *table) {
+    std::string full = Cat(section, ".", key.str());
+    if (const KeyInfo* info = FindKey(full)) {
+      Store(*info, info->name, value, Layer::kFile, &draft_.values, &draft_.origins);
+    } else if (full == "resources.hosts") {
+      Add(CheckHosts(value));
+    } else {
+      Add(Unknown(full, key, value, KeyNames(false)));
+    }
+  }
+}
+
+void FileWalker::WalkAblations(const toml::node& node) {
+  const toml::array* array = node.as_array();
+  if (array == nullptr) {
+    Add(Problem{
+        node.source().begin,
+        Cat("ablation: expected an array of tables ([[ablation]]), got ", TypeName(node.type()))});
+    return;
+  }
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& element = *array->get(i);
+    if (const toml::table* table = element.as_table()) {
+      WalkAblation(i, *table);
+    } else {
+      Add(Problem{element.source().begin,
+                  Cat("ablation #", i + 1, ": expected a table, got ", TypeName(element.type()))});
+    }
+  }
+}
+
+void FileWalker::WalkAblation(size_t index, const toml::table& table) {
+  ParsedAblation ablation;
+  ablation.where = table.source().begin;
+  const toml::node* name_node = nullptr;
+  for (auto&& [key, value] : table) {
+    if (key.str() == "name") {
+      name_node = &value;
+    } else {
+      ablation.has_entries = true;
+      WalkOverride("", key, value, &ablation);
+    }
+  }
+  if (name_node == nullptr) {
+    Add(Problem{ablation.where, Cat("ablation #", index + 1, ": missing required key 'name'")});
+  } else {
+    nlohmann::json name;
+    if (std::optional<Problem> problem =
+            ConvertValue(*FindKey("name"), "ablation name", *name_node, &name)) {
+      Add(std::move(problem));
+    } else {
+      ablation.name = name.get<std::string>();
+      CheckAblationName(ablation, *name_node);
+    }
+  }
+  if (!ablation.has_entries) {
+    std::string label = ablation.name.empty() ? Cat("#", index + 1) : Cat("'", ablation.name, "'");
+    Add(Problem{ablation.where,
+                Cat("ablation ", label,
+                    " has no overrides (add one such as \"model.norm\" = \"rmsnorm\")")});
+  }
+  draft_.ablations.push_back(std::move(ablation));
+}
+
+void FileWalker::CheckAblationName(const ParsedAblation& ablation, const toml::node& name_node) {
+  if (ablation.name == kBaselineName) {
+    Add(Problem{name_node.source().begin,
+                "ablation name 'baseline' is reserved for the implicit baseline variant"});
+    return;
+  }
+  for (const ParsedAblation& other : draft_.ablations) {
+    if (other.name == ablation.name) {
+      Add(Problem{name_node.source().begin,
+                  Cat("duplicate ablation name '", ablation.name, "' (first defined at ",
+                      other.where.line, ":", other.where.column, ")")});
+      return;
+    }
+  }
+}
+
+void FileWalker::WalkOverride(std::string_view prefix, const toml::key& key, const toml::node& node,
+                              ParsedAblation* ablation) {
+  std::string full = prefix.empty() ? std::string(key.str()) : Cat(prefix, ".", key.str());
+  const KeyInfo* info = FindKey(full);
+  if (info != nullptr && info->scope == KeyScope::kRun) {
+    auto [it, inserted] = ablation->keys.emplace(full, key.source().begin);
+    if (inserted) {
+      Store(*info, info->name, node, Layer::kAblation, &ablation->overrides, &ablation->origins);
+    } else {
+      // Written twice (quoted "model.x" and nested model.x): report the later one.
+      toml::source_position later = std::max(it->second, key.source().begin, Before);
+      Add(Problem{later, Cat("duplicate override '", full, "'")});
+    }
+  } else if (info != nullptr) {
+    Add(Problem{key.source().begin,
+                Cat(full, " cannot be overridden in an ablation",
+                    full == kSeedsKey ? " (every variant runs once per seed)" : "")});
+  } else if (full == "resources.hosts") {
+    Add(CheckHosts(node));
+  } else if (prefix.empty() && IsSection(full) && node.is_table()) {
+    for (auto&& [sub_key, sub_node] : *node.as_table()) {
+      WalkOverride(full, sub_key, sub_node, ablation);
+    }
+  } else {
+    Add(Unknown(full, key, node, KeyNames(true)));
+  }
+}
+
+void ApplyOverrides(const std::vector<SetOverride>& sets, Draft* draft) {
+  for (const SetOverride& set : sets) {
+    std::string name(set.key->name);
+    draft->values[name] = set.value;
+    draft->origins[name] = Origin{Layer::kSet, {1, 1}, set.arg};
+  }
+}
+
+const Origin* FindOrigin(const Origins* origins, std::string_view key) {
+  if (origins == nullptr) {
+    return nullptr;
+  }
+  auto it = origins->find(key);
+  return it == origins->end() ? nullptr : &it->second;
+}
+
+// Where to report a cross-key problem: at the involved key set by the latest layer (ablation,
+// --set, file), the offending key first on ties; 1:1 if only defaults are involved.
+Origin Blame(const CrossProblem& problem, const Origins& base, const Origins* ablation) {
+  Origin blamed;
+  for (std::string_view key : problem.keys) {
+    const Origin* origin = FindOrigin(ablation, key);
+    if (origin == nullptr) {
+      origin = FindOrigin(&base, key);
+    }
+    if (origin != nullptr && origin->layer > blamed.layer) {
+      blamed = *origin;
+    }
+  }
+  return blamed;
+}
+
+absl::Status CheckCrossKeys(std::string_view path, const Draft& draft) {
+  if (std::optional<CrossProblem> problem = CheckConfig(draft.values)) {
+    return Error(path, Blame(*problem, draft.origins, nullptr), problem->what);
+  }
+  for (const ParsedAblation& ablation : draft.ablations) {
+    nlohmann::json config = draft.values;
+    config.update(ablation.overrides);
+    if (std::optional<CrossProblem> problem = CheckConfig(config)) {
+      return Error(path, Blame(*problem, draft.origins, &ablation.origins), problem->what);
+    }
+  }
+  return absl::OkStatus();
+}
+
+Spec BuildSpec(Draft draft) {
+  Spec spec;
+  nlohmann::json& values = draft.values;
+  spec.name = values.at("name").get<std::string>();
+  spec.description = values.at("description").get<std::string>();
+  spec.seeds = values.at(std::string(kSeedsKey)).get<std::vector<int64_t>>();
+  for (const KeyInfo& key : Schema()) {
+    if (key.scope == KeyScope::kExperiment) {
+      values.erase(std::string(key.name));
+    }
+  }
+  spec.base = std::move(values);
+  for (ParsedAblation& ablation : draft.ablations) {
+    spec.ablations.push_back(Variant{std::move(ablation.name), std::move(ablation.overrides)});
+  }
+  return spec;
+}
+
+}  // namespace
+
+absl::StatusOr<Spec> ParseSpec(std::string_view text, std::string_view path,
+                               const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& error) {
+    return Error(path, Origin{Layer::kFile, error.source().begin, ""}, error.description());
+  }
+  FileWalker walker;
+  walker.Walk(root);
+  if (std::optional<Problem> problem = walker.FirstProblem()) {
+    return Error(path, Origin{Layer::kFile, problem->where, ""}, problem->what);
+  }
+  absl::StatusOr<std::vector<SetOverride>> sets = ParseOverrides(overrides);
+  if (!sets.ok()) {
+    return sets.status();
+  }
+  Draft draft = walker.TakeDraft();
+  ApplyOverrides(*sets, &draft);
+  if (!draft.values.contains("name")) {
+    return Error(path, Origin{}, "missing required key 'name'");
+  }
+  if (absl::Status status = CheckCrossKeys(path, draft); !status.ok()) {
+    return status;
+  }
+  return BuildSpec(std::move(draft));
+}
+
+}  // namespace tae::spec

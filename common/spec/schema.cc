@@ -1,0 +1,247 @@
+#include "common/spec/schema.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_join.h"
+#include "common/spec/text.h"
+
+namespace tae::spec {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+KeyInfo Int(std::string_view name, std::string_view def, double min, double max,
+            std::string_view doc) {
+  KeyInfo key;
+  key.name = name;
+  key.type = ValueType::kInt;
+  key.default_json = def;
+  key.min = min;
+  key.max = max;
+  key.doc = doc;
+  return key;
+}
+
+KeyInfo Float(std::string_view name, std::string_view def, double min, bool min_open, double max,
+              bool max_open, std::string_view doc) {
+  KeyInfo key = Int(name, def, min, max, doc);
+  key.type = ValueType::kFloat;
+  key.min_open = min_open;
+  key.max_open = max_open;
+  return key;
+}
+
+KeyInfo Of(ValueType type, std::string_view name, std::string_view def, std::string_view doc) {
+  KeyInfo key;
+  key.name = name;
+  key.type = type;
+  key.default_json = def;
+  key.doc = doc;
+  return key;
+}
+
+KeyInfo Enum(std::string_view name, std::string_view def, std::string_view allowed,
+             std::string_view doc) {
+  KeyInfo key = Of(ValueType::kEnum, name, def, doc);
+  key.allowed = allowed;
+  return key;
+}
+
+KeyInfo IntArray(std::string_view name, std::string_view def, bool non_empty,
+                 std::string_view doc) {
+  KeyInfo key = Of(ValueType::kIntArray, name, def, doc);
+  key.min = 0;
+  key.unique = true;
+  key.non_empty = non_empty;
+  return key;
+}
+
+KeyInfo Experiment(KeyInfo key) {
+  key.scope = KeyScope::kExperiment;
+  return key;
+}
+
+std::vector<KeyInfo> BuildSchema() {
+  using T = ValueType;
+  return {
+      Experiment(Of(T::kName, "name", "", "experiment name, [A-Za-z0-9._-]+ (required)")),
+      Experiment(Of(T::kString, "description", R"("")", "free text")),
+      // [model]
+      Int("model.layers", "2", 0, 64, "number of Transformer blocks"),
+      Int("model.d_model", "64", 1, 8192, "residual stream width"),
+      Int("model.heads", "4", 1, kInf, "attention heads; must divide model.d_model"),
+      Int("model.ffn_mult", "4", 1, 64, "d_ff = ffn_mult * d_model"),
+      Enum("model.activation", R"("gelu")", "relu|gelu", "FFN activation"),
+      Enum("model.norm", R"("layernorm")", "layernorm|rmsnorm|none", "normalisation layer"),
+      Enum("model.pos_encoding", R"("learned")", "none|sinusoidal|learned", "positional encoding"),
+      Of(T::kBool, "model.residual", "true", "residual connections around sublayers"),
+      Of(T::kBool, "model.causal", "true", "causal mask; false: bidirectional encoder"),
+      IntArray("model.drop_attention_layers", "[]", false,
+               "layers whose attention sublayer is removed"),
+      IntArray("model.drop_ffn_layers", "[]", false, "layers whose FFN sublayer is removed"),
+      Of(T::kBool, "model.tie_embeddings", "true", "tie input and output embeddings"),
+      Of(T::kBool, "model.bias", "true", "biases in linear layers"),
+      Float("model.dropout", "0.0", 0, false, 1, true, "dropout probability"),
+      // [train]
+      Enum("train.task", R"("copy")", "copy|lm", "synthetic task or byte-level LM"),
+      Of(T::kString, "train.data", R"("")", "text file for task = \"lm\" (\"\": built-in)"),
+      Int("train.vocab", "16", 2, 65536, "alphabet size of synthetic tasks"),
+      Int("train.seq_len", "32", 4, 65536, "sequence length"),
+      Int("train.batch_size", "32", 1, 65536, "sequences per step"),
+      Int("train.steps", "500", 1, 1e9, "optimiser steps"),
+      Enum("train.optimizer", R"("adamw")", "adamw|sgd", "optimiser"),
+      Float("train.lr", "3e-3", 0, true, kInf, false, "peak learning rate"),
+      Enum("train.schedule", R"("cosine")", "constant|linear|cosine", "lr schedule after warmup"),
+      Int("train.warmup", "50", 0, kInf, "linear warmup steps; at most train.steps"),
+      Float("train.weight_decay", "0.0", 0, false, kInf, false, "decoupled weight decay"),
+      Float("train.grad_clip", "1.0", 0, false, kInf, false, "gradient norm clip; 0: off"),
+      Int("train.eval_every", "100", 1, kInf, "steps between evaluations"),
+      Int("train.eval_batches", "8", 1, kInf, "batches per evaluation"),
+      Int("train.threads", "0", 0, kInf, "intra-op threads; 0: all cores of the slot"),
+      Experiment(IntArray("train.seeds", "[0, 1, 2]", true, "every variant runs once per seed")),
+      // [resources]
+      Int("resources.slots", "1", 1, kInf, "worker slots a run occupies"),
+      Of(T::kStringMap, "resources.labels", "{}", "agent labels a run needs, e.g. accelerator"),
+      Int("resources.max_attempts", "3", 1, kInf, "attempts before a lost run fails"),
+      Int("resources.priority", "0", -kInf, kInf, "higher runs first"),
+  };
+}
+
+std::string_view Table(std::string_view name) {
+  size_t dot = name.rfind('.');
+  return dot == std::string_view::npos ? std::string_view() : name.substr(0, dot);
+}
+
+std::string_view Leaf(std::string_view name) {
+  size_t dot = name.rfind('.');
+  return dot == std::string_view::npos ? name : name.substr(dot + 1);
+}
+
+std::string FormatBound(const KeyInfo& key, double bound) {
+  if (key.type == ValueType::kFloat) {
+    return Cat(bound);
+  }
+  return Cat(static_cast<int64_t>(bound));
+}
+
+}  // namespace
+
+const std::vector<KeyInfo>& Schema() {
+  static const auto* const schema = new std::vector<KeyInfo>(BuildSchema());
+  return *schema;
+}
+
+const KeyInfo* FindKey(std::string_view name) {
+  for (const KeyInfo& key : Schema()) {
+    if (key.name == name) {
+      return &key;
+    }
+  }
+  return nullptr;
+}
+
+const std::vector<std::string_view>& Sections() {
+  static const auto* const sections =
+      new std::vector<std::string_view>{"model", "train", "resources"};
+  return *sections;
+}
+
+nlohmann::json DefaultConfig() {
+  nlohmann::json config = nlohmann::json::object();
+  for (const KeyInfo& key : Schema()) {
+    if (key.scope == KeyScope::kRun) {
+      config[std::string(key.name)] = nlohmann::json::parse(key.default_json);
+    }
+  }
+  return config;
+}
+
+std::string DescribeRange(const KeyInfo& key) {
+  bool has_min = std::isfinite(key.min);
+  bool has_max = std::isfinite(key.max);
+  if (has_min && has_max && !key.min_open && !key.max_open && key.type != ValueType::kFloat) {
+    return Cat(FormatBound(key, key.min), "..", FormatBound(key, key.max));
+  }
+  std::vector<std::string> parts;
+  if (has_min) {
+    parts.push_back(Cat(key.min_open ? "> " : ">= ", FormatBound(key, key.min)));
+  }
+  if (has_max) {
+    parts.push_back(Cat(key.max_open ? "< " : "<= ", FormatBound(key, key.max)));
+  }
+  return absl::StrJoin(parts, " and ");
+}
+
+std::vector<std::string> AllowedValues(const KeyInfo& key) {
+  std::vector<std::string> values;
+  std::string_view rest = key.allowed;
+  while (!rest.empty()) {
+    size_t bar = std::min(rest.find('|'), rest.size());
+    values.emplace_back(rest.substr(0, bar));
+    rest.remove_prefix(std::min(bar + 1, rest.size()));
+  }
+  return values;
+}
+
+int EditDistance(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  const size_t m = b.size();
+  std::vector<std::vector<int>> d(n + 1, std::vector<int>(m + 1, 0));
+  for (size_t i = 0; i <= n; ++i) {
+    d[i][0] = static_cast<int>(i);
+  }
+  for (size_t j = 0; j <= m; ++j) {
+    d[0][j] = static_cast<int>(j);
+  }
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      int cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[n][m];
+}
+
+std::optional<std::string> Suggest(std::string_view unknown,
+                                   const std::vector<std::string_view>& candidates) {
+  constexpr int kMaxDistance = 2;
+  constexpr size_t kMinPrefix = 3;
+  int best_distance = kMaxDistance + 1;
+  std::optional<std::string> best;
+  for (std::string_view candidate : candidates) {
+    int distance = EditDistance(unknown, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = std::string(candidate);
+    }
+  }
+  if (best) {
+    return best;
+  }
+  for (std::string_view candidate : candidates) {
+    if (Leaf(candidate) == Leaf(unknown)) {
+      return std::string(candidate);
+    }
+  }
+  std::string_view leaf = Leaf(unknown);
+  for (std::string_view candidate : candidates) {
+    std::string_view other = Leaf(candidate);
+    bool prefix = leaf.size() >= kMinPrefix && other.size() >= kMinPrefix &&
+                  (other.substr(0, leaf.size()) == leaf || leaf.substr(0, other.size()) == other);
+    if (Table(candidate) == Table(unknown) && prefix) {
+      return std::string(candidate);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string DidYouMean(std::string_view unknown, const std::vector<std::string_view>& candidates) {
+  std::optional<std::string> suggestion = Suggest(unknown, candidates);
+  return suggestion ? Cat(" (did you mean '", *suggestion, "'?)") : std::string();
+}
+
+}  // namespace tae::spec

@@ -1,0 +1,77 @@
+// The schema of the experiment file: every key with its type, default, allowed values and doc.
+#pragma once
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace tae::spec {
+
+enum class ValueType {
+  kInt,
+  kFloat,  // accepts TOML integers; stored as a JSON double
+  kBool,
+  kString,
+  kEnum,       // a string from KeyInfo::allowed
+  kName,       // a non-empty string of [A-Za-z0-9._-]+ (experiment and ablation names)
+  kIntArray,   // elements checked against min/max, `unique`, `non_empty`
+  kStringMap,  // a table of string -> string (labels)
+};
+
+// Where a key lives.
+enum class KeyScope {
+  kExperiment,  // name, description, train.seeds: part of the Spec, not of a run's config
+  kRun,         // part of every run's config; an [[ablation]] may override it
+};
+
+struct KeyInfo {
+  std::string_view name;  // full dotted name, e.g. "model.layers"
+  ValueType type = ValueType::kInt;
+  KeyScope scope = KeyScope::kRun;
+  std::string_view default_json;  // the default as JSON text; empty: the key is required
+  std::string_view allowed;       // kEnum: the allowed values, separated by '|'
+  double min = -std::numeric_limits<double>::infinity();  // numbers and array elements
+  double max = std::numeric_limits<double>::infinity();
+  bool min_open = false;   // true: value > min (else >=)
+  bool max_open = false;   // true: value < max (else <=)
+  bool unique = false;     // kIntArray: no element twice
+  bool non_empty = false;  // kIntArray: at least one element
+  std::string_view doc;
+};
+
+// The whole schema, in documentation order (top-level keys, [model], [train], [resources]).
+const std::vector<KeyInfo>& Schema();
+
+// The schema entry of a full dotted name, or nullptr.
+const KeyInfo* FindKey(std::string_view name);
+
+// The tables of the file that hold schema keys ("model", "train", "resources").
+const std::vector<std::string_view>& Sections();
+
+// A flat config with the default of every run-scope key.
+nlohmann::json DefaultConfig();
+
+// The allowed range of a number key as text, e.g. "0..64", ">= 1", ">= 0 and < 1"; empty when
+// the key has no bounds.
+std::string DescribeRange(const KeyInfo& key);
+
+// The allowed values of an enum key, e.g. {"relu", "gelu"}.
+std::vector<std::string> AllowedValues(const KeyInfo& key);
+
+// Optimal-string-alignment edit distance (a transposition counts as one edit).
+int EditDistance(std::string_view a, std::string_view b);
+
+// The candidate the user probably meant by `unknown`: one within edit distance 2, else one with
+// the same last component ("lr" -> "train.lr"), else one in the same table whose last component
+// starts with the other's ("model.pos" -> "model.pos_encoding").
+std::optional<std::string> Suggest(std::string_view unknown,
+                                   const std::vector<std::string_view>& candidates);
+
+// " (did you mean 'X'?)" or "" -- for appending to an "unknown key" message.
+std::string DidYouMean(std::string_view unknown, const std::vector<std::string_view>& candidates);
+
+}  // namespace tae::spec

@@ -1,0 +1,246 @@
+#include "common/spec/value.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_join.h"
+#include "common/spec/text.h"
+
+namespace tae::spec {
+namespace {
+
+using Result = std::optional<Problem>;
+
+std::string_view Expected(ValueType type) {
+  switch (type) {
+    case ValueType::kInt:
+      return "an integer";
+    case ValueType::kFloat:
+      return "a number";
+    case ValueType::kBool:
+      return "a boolean";
+    case ValueType::kString:
+    case ValueType::kEnum:
+    case ValueType::kName:
+      return "a string";
+    case ValueType::kIntArray:
+      return "an array of integers";
+    case ValueType::kStringMap:
+      return "a table of strings";
+  }
+  return "a value";
+}
+
+Problem WrongType(std::string_view display, std::string_view expected, const toml::node& node) {
+  return {node.source().begin,
+          Cat(display, ": expected ", expected, ", got ", TypeName(node.type()))};
+}
+
+bool InRange(const KeyInfo& key, double value) {
+  bool above = key.min_open ? value > key.min : value >= key.min;
+  bool below = key.max_open ? value < key.max : value <= key.max;
+  return above && below;
+}
+
+Problem OutOfRange(const KeyInfo& key, std::string_view display, std::string_view value,
+                   const toml::node& node) {
+  return {node.source().begin,
+          Cat(display, ": ", value, " is out of range (must be ", DescribeRange(key), ")")};
+}
+
+bool IsNameChar(char c, bool allow_slash) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
+         (allow_slash && c == '/');
+}
+
+bool IsValidName(std::string_view name, bool allow_slash) {
+  if (name.empty() || name == "." || name == "..") {
+    return false;
+  }
+  for (char c : name) {
+    if (!IsNameChar(c, allow_slash)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Result ConvertInt(const KeyInfo& key, std::string_view display, const toml::node& node,
+                  nlohmann::json* out) {
+  const toml::value<int64_t>* value = node.as_integer();
+  if (value == nullptr) {
+    return WrongType(display, Expected(key.type), node);
+  }
+  int64_t v = value->get();
+  if (!InRange(key, static_cast<double>(v))) {
+    return OutOfRange(key, display, Cat(v), node);
+  }
+  *out = v;
+  return std::nullopt;
+}
+
+Result ConvertFloat(const KeyInfo& key, std::string_view display, const toml::node& node,
+                    nlohmann::json* out) {
+  double v = 0;
+  if (const toml::value<int64_t>* i = node.as_integer()) {
+    v = static_cast<double>(i->get());
+  } else if (const toml::value<double>* f = node.as_floating_point()) {
+    v = f->get();
+  } else {
+    return WrongType(display, Expected(key.type), node);
+  }
+  if (!std::isfinite(v)) {
+    return Problem{node.source().begin, Cat(display, ": ", v, " is not a finite number")};
+  }
+  if (!InRange(key, v)) {
+    return OutOfRange(key, display, Cat(v), node);
+  }
+  *out = v;
+  return std::nullopt;
+}
+
+Result ConvertString(const KeyInfo& key, std::string_view display, const toml::node& node,
+                     nlohmann::json* out) {
+  const toml::value<std::string>* value = node.as_string();
+  if (value == nullptr) {
+    return WrongType(display, Expected(key.type), node);
+  }
+  const std::string& v = value->get();
+  if (key.type == ValueType::kEnum) {
+    std::vector<std::string> allowed = AllowedValues(key);
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+      return Problem{node.source().begin,
+                     Cat(display, ": '", v, "' is not one of ", absl::StrJoin(allowed, ", "))};
+    }
+  }
+  if (key.type == ValueType::kName && v.empty()) {
+    return Problem{node.source().begin, Cat(display, ": must not be empty")};
+  }
+  if (key.type == ValueType::kName && !IsValidName(v, false)) {
+    return Problem{node.source().begin,
+                   Cat(display, ": '", v, "' is not a valid name (use [A-Za-z0-9._-]+)")};
+  }
+  *out = v;
+  return std::nullopt;
+}
+
+Result ConvertIntArray(const KeyInfo& key, std::string_view display, const toml::node& node,
+                       nlohmann::json* out) {
+  const toml::array* array = node.as_array();
+  if (array == nullptr) {
+    return WrongType(display, Expected(key.type), node);
+  }
+  if (key.non_empty && array->empty()) {
+    return Problem{node.source().begin, Cat(display, ": must not be empty")};
+  }
+  nlohmann::json values = nlohmann::json::array();
+  std::set<int64_t> seen;
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& element = *array->get(i);
+    std::string element_display = Cat(display, "[", i, "]");
+    const toml::value<int64_t>* value = element.as_integer();
+    if (value == nullptr) {
+      return WrongType(element_display, "an integer", element);
+    }
+    int64_t v = value->get();
+    if (!InRange(key, static_cast<double>(v))) {
+      return OutOfRange(key, element_display, Cat(v), element);
+    }
+    if (key.unique && !seen.insert(v).second) {
+      return Problem{element.source().begin, Cat(element_display, ": ", v, " is listed twice")};
+    }
+    values.push_back(v);
+  }
+  *out = std::move(values);
+  return std::nullopt;
+}
+
+Result ConvertStringMap(const KeyInfo& key, std::string_view display, const toml::node& node,
+                        nlohmann::json* out) {
+  const toml::table* table = node.as_table();
+  if (table == nullptr) {
+    return WrongType(display, Expected(key.type), node);
+  }
+  nlohmann::json values = nlohmann::json::object();
+  for (auto&& [name, value] : *table) {
+    if (!IsValidName(name.str(), true)) {
+      return Problem{
+          name.source().begin,
+          Cat(display, ": '", name.str(), "' is not a valid label name (use [A-Za-z0-9._/-]+)")};
+    }
+    const toml::value<std::string>* text = value.as_string();
+    if (text == nullptr) {
+      return WrongType(Cat(display, ".", name.str()), "a string", value);
+    }
+    values[std::string(name.str())] = text->get();
+  }
+  *out = std::move(values);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view TypeName(toml::node_type type) {
+  switch (type) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display,
+                                    const toml::node& node, nlohmann::json* out) {
+  switch (key.type) {
+    case ValueType::kInt:
+      return ConvertInt(key, display, node, out);
+    case ValueType::kFloat:
+      return ConvertFloat(key, display, node, out);
+    case ValueType::kBool:
+      if (const toml::value<bool>* value = node.as_boolean()) {
+        *out = value->get();
+        return std::nullopt;
+      }
+      return WrongType(display, Expected(key.type), node);
+    case ValueType::kString:
+    case ValueType::kEnum:
+    case ValueType::kName:
+      return ConvertString(key, display, node, out);
+    case ValueType::kIntArray:
+      return ConvertIntArray(key, display, node, out);
+    case ValueType::kStringMap:
+      return ConvertStringMap(key, display, node, out);
+  }
+  return WrongType(display, "a value", node);
+}
+
+std::optional<Problem> CheckHosts(const toml::node& node) {
+  const toml::value<int64_t>* value = node.as_integer();
+  if (value != nullptr && value->get() == 1) {
+    return std::nullopt;
+  }
+  return Problem{node.source().begin,
+                 "resources.hosts: multi-host runs are not supported yet (only hosts = 1)"};
+}
+
+}  // namespace tae::spec

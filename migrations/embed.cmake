@@ -1,0 +1,12 @@
+# Writes OUT: a C++ array of {version, name, sql} for every FILES entry (NNNN_name.sql).
+set(body "// Generated from migrations/*.sql; do not edit.\n#include \"server/store/migration.h\"\n\nnamespace tae::store {\n\nconst std::vector<Migration>& EmbeddedMigrations() {\n  static const std::vector<Migration> kMigrations = {\n")
+foreach(f ${FILES})
+  get_filename_component(base ${f} NAME_WE)
+  string(SUBSTRING ${base} 0 4 version)
+  string(SUBSTRING ${base} 5 -1 name)
+  math(EXPR version "${version}")
+  file(READ ${f} sql)
+  string(APPEND body "      {${version}, \"${name}\", R\"tae_sql(${sql})tae_sql\"},\n")
+endforeach()
+string(APPEND body "  };\n  return kMigrations;\n}\n\n}  // namespace tae::store\n")
+file(WRITE ${OUT} "${body}")

@@ -1,0 +1,180 @@
+#include "server/controller/controller.h"
+
+#include "server/scheduler/scheduler.h"
+
+#include <chrono>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/spec/spec.h"
+#include "common/status/macros.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+
+namespace tae::controller {
+namespace {
+
+store::Labels LabelsOf(const nlohmann::json& config) {
+  store::Labels labels;
+  auto it = config.find("resources.labels");
+  if (it != config.end() && it->is_object()) {
+    for (const auto& [key, value] : it->items()) {
+      labels[key] = value.is_string() ? value.get<std::string>() : value.dump();
+    }
+  }
+  return labels;
+}
+
+int IntOf(const nlohmann::json& config, const char* key, int fallback) {
+  auto it = config.find(key);
+  return it != config.end() && it->is_number_integer() ? it->get<int>() : fallback;
+}
+
+store::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec& spec) {
+  store::NewExperiment exp;
+  exp.name = spec.name;
+  exp.description = spec.description;
+  exp.spec_hash = spec::SpecHash(spec);
+  exp.spec_path = input.spec_path;
+  exp.spec_text = input.spec_text;
+  exp.overrides_json = nlohmann::json(input.overrides).dump();
+  for (const spec::RunPlan& plan : spec::ExpandRuns(spec)) {
+    store::NewRun run;
+    run.variant = plan.variant;
+    run.seed = plan.seed;
+    run.config_json = plan.config.dump();
+    run.max_attempts = IntOf(plan.config, "resources.max_attempts", 1);
+    run.priority = IntOf(plan.config, "resources.priority", 0);
+    run.slots = IntOf(plan.config, "resources.slots", 1);
+    run.labels = LabelsOf(plan.config);
+    exp.runs.push_back(std::move(run));
+  }
+  return exp;
+}
+
+}  // namespace
+
+double WallNow() {
+  using namespace std::chrono;
+  return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
+}
+
+Controller::Controller(boost::asio::io_context* io, store::Store* store, Options options)
+    : io_(io), store_(store), options_(options) {}
+
+absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
+  ASSIGN_OR_RETURN(spec::Spec spec,
+                   spec::ParseSpec(input.spec_text, input.spec_path, input.overrides));
+  std::string hash = spec::SpecHash(spec);
+  if (!input.force_new) {
+    ASSIGN_OR_RETURN(std::optional<int64_t> existing, store_->FindExperimentByHash(hash));
+    if (existing.has_value()) {
+      return SubmitResult{*existing, true};
+    }
+  }
+  ASSIGN_OR_RETURN(int64_t id, store_->CreateExperiment(ToNewExperiment(input, spec), WallNow()));
+  spdlog::info("experiment e{} '{}' submitted", id, spec.name);
+  Schedule();
+  return SubmitResult{id, false};
+}
+
+absl::StatusOr<ReportResult> Controller::Report(const std::string& experiment,
+                                                std::vector<std::string> metrics,
+                                                std::string baseline) {
+  if (metrics.empty()) {
+    metrics = {"eval/loss", "eval/acc"};
+  }
+  if (baseline.empty()) {
+    baseline = "baseline";
+  }
+  ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
+  ReportResult result;
+  ASSIGN_OR_RETURN(result.experiment, store_->GetExperiment(id));
+  ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
+  ASSIGN_OR_RETURN(std::vector<store::FinalValue> values, store_->FinalValues(id, metrics));
+  result.rows =
+      report::BuildReport(result.experiment.variants, runs, values, metrics, baseline);
+  result.metrics = std::move(metrics);
+  result.baseline = std::move(baseline);
+  return result;
+}
+
+absl::StatusOr<int> Controller::Cancel(const std::string& target, const std::string& reason) {
+  std::vector<store::RunRecord> runs;
+  int64_t run_id = 0;
+  if (target.size() > 1 && (target[0] == 'r' || target[0] == 'R') &&
+      absl::SimpleAtoi(target.substr(1), &run_id)) {
+    ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+    runs.push_back(std::move(run));
+  } else {
+    ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(target));
+    ASSIGN_OR_RETURN(runs, store_->ListRuns(id));
+  }
+  int affected = 0;
+  for (const store::RunRecord& run : runs) {
+    if (store::IsFinal(run.state)) {
+      continue;
+    }
+    RETURN_IF_ERROR(CancelRun(run, reason.empty() ? "cancelled by user" : reason));
+    ++affected;
+  }
+  Schedule();
+  return affected;
+}
+
+absl::Status Controller::CancelRun(const store::RunRecord& run, const std::string& reason) {
+  registry::Agent* agent = registry_.Find(run.agent_id);
+  bool on_agent = run.state == store::RunState::kAssigned || run.state == store::RunState::kRunning;
+  if (on_agent && agent != nullptr && agent->connected) {
+    // The agent kills the process group and reports `exited` with cancelled = true.
+    tae::v1::TaedMessage message;
+    tae::v1::CancelRun* cancel = message.mutable_cancel_run();
+    cancel->set_run_id(run.id);
+    cancel->set_attempt(run.attempt);
+    cancel->set_reason(reason);
+    agent->channel->Send(message);
+    return absl::OkStatus();
+  }
+  registry_.RemoveRun(run.agent_id, run.id);
+  return store_->FinishRun(run.id, store::RunState::kCancelled, reason, WallNow());
+}
+
+void Controller::Schedule() {
+  absl::StatusOr<std::vector<store::RunRecord>> queued = store_->QueuedRuns();
+  if (!queued.ok()) {
+    spdlog::error("scheduler: {}", queued.status().ToString());
+    return;
+  }
+  if (queued->empty()) {
+    return;
+  }
+  std::vector<scheduler::QueuedRun> queue;
+  for (const store::RunRecord& run : *queued) {
+    queue.push_back({run.id, run.priority, run.slots, run.labels});
+  }
+  std::vector<scheduler::AgentCapacity> capacity;
+  for (const registry::Agent* agent : registry_.Connected()) {
+    capacity.push_back({agent->id, agent->free_slots(), agent->labels});
+  }
+  for (const scheduler::Placement& placement : scheduler::Place(queue, capacity)) {
+    absl::StatusOr<store::RunRecord> run =
+        store_->AssignRun(placement.run_id, placement.agent_id, WallNow());
+    if (!run.ok()) {
+      spdlog::error("scheduler: {}", run.status().ToString());
+      continue;
+    }
+    registry_.AddRun(placement.agent_id, run->id, run->slots);
+    tae::v1::TaedMessage message;
+    tae::v1::StartRun* start = message.mutable_start_run();
+    start->set_run_id(run->id);
+    start->set_attempt(run->attempt);
+    start->set_experiment_id(run->experiment_id);
+    start->set_variant(run->variant);
+    start->set_seed(run->seed);
+    start->set_config_json(run->config_json);
+    registry_.Find(placement.agent_id)->channel->Send(message);
+    spdlog::info("run r{} (attempt {}) -> {}", run->id, run->attempt, placement.agent_id);
+  }
+}
+
+}  // namespace tae::controller

@@ -1,0 +1,90 @@
+#pragma once
+
+// Controller: the one place where runs change state. It owns the agent registry, runs the
+// scheduler, and turns Control requests and agent events into Store transactions and messages
+// to agents. Every method runs on taed's core thread (docs/threading.md); nothing here blocks
+// on the network.
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "boost/asio/io_context.hpp"
+#include "server/registry/registry.h"
+#include "server/report/report.h"
+#include "server/store/store.h"
+
+namespace tae::controller {
+
+struct Options {
+  double agent_grace_s = 30;  // a lost agent's runs are requeued after this long
+};
+
+struct SubmitInput {
+  std::string spec_text;
+  std::string spec_path;
+  std::vector<std::string> overrides;
+  bool force_new = false;
+};
+
+struct SubmitResult {
+  int64_t experiment_id = 0;
+  bool existing = false;
+};
+
+struct ReportResult {
+  store::ExperimentRecord experiment;
+  std::vector<std::string> metrics;
+  std::string baseline;
+  std::vector<report::Row> rows;
+};
+
+// What an agent says when it (re)connects.
+struct AgentHello {
+  registry::Agent agent;                         // id, host, slots, labels, version
+  std::vector<std::pair<int64_t, int>> held;     // (run id, attempt) it still supervises
+};
+
+class Controller {
+ public:
+  Controller(boost::asio::io_context* io, store::Store* store, Options options);
+
+  // Control API.
+  absl::StatusOr<SubmitResult> Submit(const SubmitInput& input);
+  // target: "r57" (a run) or an experiment reference. Returns how many runs were affected.
+  absl::StatusOr<int> Cancel(const std::string& target, const std::string& reason);
+  absl::StatusOr<ReportResult> Report(const std::string& experiment,
+                                      std::vector<std::string> metrics, std::string baseline);
+  const registry::AgentRegistry& registry() const { return registry_; }
+  store::Store* store() { return store_; }
+
+  // Agent link.
+  void OnRegister(std::shared_ptr<registry::AgentChannel> channel, AgentHello hello);
+  absl::Status OnEvents(const std::string& agent_id, const std::vector<store::IngestEvent>& events,
+                        uint64_t last_seq);
+  void OnHeartbeat(const std::string& agent_id);
+  void OnDisconnected(const std::string& agent_id, const registry::AgentChannel* channel);
+
+  // At start-up: runs left assigned/running by a previous taed get the grace period to be
+  // re-claimed by their agent.
+  void Recover();
+  // Places queued runs on free agent slots.
+  void Schedule();
+
+ private:
+  void StartGraceTimer(const std::string& agent_id);
+  void LoseUnclaimedRuns(const std::string& agent_id, const std::string& reason);
+  absl::Status CancelRun(const store::RunRecord& run, const std::string& reason);
+
+  boost::asio::io_context* io_;
+  store::Store* store_;
+  Options options_;
+  registry::AgentRegistry registry_;
+};
+
+// Seconds since the Unix epoch.
+double WallNow();
+
+}  // namespace tae::controller

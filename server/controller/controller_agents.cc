@@ -1,0 +1,159 @@
+// Controller: the agent side — registration and reconciliation, event ingest, loss and grace.
+
+#include <chrono>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "boost/asio/steady_timer.hpp"
+#include "server/controller/controller.h"
+#include "spdlog/spdlog.h"
+
+namespace tae::controller {
+
+void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, AgentHello hello) {
+  registry::Agent& agent = hello.agent;
+  double now = WallNow();
+  agent.connected = true;
+  agent.connected_at = now;
+  agent.last_seen = now;
+  agent.channel = channel;
+  std::string id = agent.id;
+  store::AgentRecord record{agent.id,  agent.host,          agent.slots, agent.labels,
+                            agent.version, "ready", now, now};
+  if (absl::Status s = store_->UpsertAgent(record); !s.ok()) {
+    spdlog::error("agent {}: {}", id, s.ToString());
+  }
+  if (std::shared_ptr<registry::AgentChannel> previous = registry_.Connect(std::move(agent))) {
+    previous->Close();
+  }
+  spdlog::info("agent {} registered ({} held runs)", id, hello.held.size());
+
+  tae::v1::TaedMessage registered;
+  registered.mutable_registered()->set_agent_id(id);
+  channel->Send(registered);
+
+  // Reconcile: runs the store places on this agent but the agent no longer holds are lost;
+  // runs the agent holds that the store has finished are cancelled on the agent.
+  std::set<std::pair<int64_t, int>> held(hello.held.begin(), hello.held.end());
+  absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
+  if (active.ok()) {
+    for (const store::RunRecord& run : *active) {
+      if (run.agent_id != id) {
+        continue;
+      }
+      if (held.erase({run.id, run.attempt}) > 0) {
+        registry_.AddRun(id, run.id, run.slots);
+      } else {
+        registry_.RemoveRun(id, run.id);
+        store_->LoseRun(run.id, absl::StrCat("agent ", id, " reconnected without it"), now)
+            .status()
+            .IgnoreError();
+      }
+    }
+  }
+  for (const auto& [run_id, attempt] : held) {
+    tae::v1::TaedMessage cancel;
+    cancel.mutable_cancel_run()->set_run_id(run_id);
+    cancel.mutable_cancel_run()->set_attempt(attempt);
+    cancel.mutable_cancel_run()->set_reason("taed no longer expects this run");
+    channel->Send(cancel);
+  }
+  Schedule();
+}
+
+absl::Status Controller::OnEvents(const std::string& agent_id,
+                                  const std::vector<store::IngestEvent>& events,
+                                  uint64_t last_seq) {
+  absl::StatusOr<std::vector<store::RunEnded>> ended = store_->Ingest(agent_id, events);
+  if (!ended.ok()) {
+    // Not acked: the agent keeps the events and sends them again on its next connection.
+    spdlog::error("ingest from {} failed: {}", agent_id, ended.status().ToString());
+    return ended.status();
+  }
+  registry::Agent* agent = registry_.Find(agent_id);
+  if (agent != nullptr) {
+    agent->last_seen = WallNow();
+    if (agent->channel != nullptr) {
+      tae::v1::TaedMessage ack;
+      ack.mutable_ack()->set_seq(last_seq);
+      agent->channel->Send(ack);
+    }
+  }
+  for (const store::RunEnded& run : *ended) {
+    registry_.RemoveRun(run.agent_id, run.run_id);
+    spdlog::info("run r{} {}", run.run_id, store::ToString(run.state));
+  }
+  if (!ended->empty()) {
+    Schedule();
+  }
+  return absl::OkStatus();
+}
+
+void Controller::OnHeartbeat(const std::string& agent_id) {
+  if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
+    agent->last_seen = WallNow();
+  }
+}
+
+void Controller::OnDisconnected(const std::string& agent_id,
+                                const registry::AgentChannel* channel) {
+  if (!registry_.Disconnect(agent_id, channel, WallNow())) {
+    return;  // an old stream of an agent that already reconnected
+  }
+  spdlog::warn("agent {} disconnected; its runs wait {}s for it to come back", agent_id,
+               options_.agent_grace_s);
+  store_->SetAgentState(agent_id, "lost", WallNow()).IgnoreError();
+  StartGraceTimer(agent_id);
+}
+
+void Controller::StartGraceTimer(const std::string& agent_id) {
+  auto timer = std::make_shared<boost::asio::steady_timer>(
+      *io_, std::chrono::milliseconds(static_cast<int64_t>(options_.agent_grace_s * 1000)));
+  timer->async_wait([this, timer, agent_id](const boost::system::error_code& error) {
+    if (error) {
+      return;
+    }
+    registry::Agent* agent = registry_.Find(agent_id);
+    if (agent != nullptr && agent->connected) {
+      return;
+    }
+    LoseUnclaimedRuns(agent_id, absl::StrCat("agent ", agent_id, " lost"));
+  });
+}
+
+void Controller::LoseUnclaimedRuns(const std::string& agent_id, const std::string& reason) {
+  absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
+  if (!active.ok()) {
+    spdlog::error("{}", active.status().ToString());
+    return;
+  }
+  for (const store::RunRecord& run : *active) {
+    if (run.agent_id != agent_id) {
+      continue;
+    }
+    registry_.RemoveRun(agent_id, run.id);
+    absl::StatusOr<store::RunState> next = store_->LoseRun(run.id, reason, WallNow());
+    if (next.ok()) {
+      spdlog::warn("run r{} lost on {}: now {}", run.id, agent_id, store::ToString(*next));
+    }
+  }
+  Schedule();
+}
+
+void Controller::Recover() {
+  absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
+  if (!active.ok()) {
+    return;
+  }
+  std::set<std::string> agents;
+  for (const store::RunRecord& run : *active) {
+    agents.insert(run.agent_id);
+  }
+  for (const std::string& agent_id : agents) {
+    spdlog::info("runs of agent {} from a previous taed wait {}s for it", agent_id,
+                 options_.agent_grace_s);
+    StartGraceTimer(agent_id);
+  }
+}
+
+}  // namespace tae::controller

@@ -1,0 +1,71 @@
+#pragma once
+
+// Daemon: wires taed's object graph (store, controller, the two gRPC servers, the local
+// provider) exactly as main runs it, so tests build the same graph.
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "boost/asio/io_context.hpp"
+#include "grpcpp/server.h"
+#include "server/controller/controller.h"
+#include "server/daemon/home.h"
+#include "server/provider/local_provider.h"
+#include "server/rpc/agent_link_service.h"
+#include "server/rpc/control_service.h"
+#include "server/store/store.h"
+
+namespace tae::daemon {
+
+struct Config {
+  std::string home;                        // $TAE_HOME
+  std::string agent_listen = "127.0.0.1:0";  // agent link listener; port 0 picks a free port
+  int local_agents = 1;
+  int slots = 1;                           // per local agent
+  double agent_grace_s = 30;
+  std::string agent_binary;                // tae-agent; default: next to taed
+};
+
+class Daemon {
+ public:
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(const Config& config);
+  ~Daemon();
+
+  // Blocks until RequestShutdown() (Shutdown RPC, SIGINT or SIGTERM), then stops everything.
+  void Wait();
+  void RequestShutdown();
+
+  int agent_port() const { return agent_port_; }
+  std::string control_address() const;
+
+ private:
+  explicit Daemon(Config config) : config_(std::move(config)) {}
+  absl::Status Init();
+  absl::Status StartServers(const std::string& token);
+  void Stop();
+
+  Config config_;
+  std::optional<HomeLock> lock_;
+  boost::asio::io_context core_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<controller::Controller> controller_;
+  std::unique_ptr<rpc::ControlService> control_service_;
+  std::unique_ptr<rpc::AgentLinkService> agent_service_;
+  std::unique_ptr<grpc::Server> control_server_;
+  std::unique_ptr<grpc::Server> agent_server_;
+  std::unique_ptr<provider::LocalProvider> provider_;
+  std::thread core_thread_;
+  int agent_port_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool shutdown_requested_ = false;  // guarded by mu_
+  bool stopped_ = false;
+};
+
+}  // namespace tae::daemon

@@ -1,0 +1,70 @@
+// taed: the control-plane daemon. Parses config (defaults < TAE_* environment < flags), starts
+// the daemon's object graph and waits for shutdown.
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "common/cli/flags.h"
+#include "common/log/log.h"
+#include "server/daemon/daemon.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+std::string DefaultHome() {
+  const char* xdg = std::getenv("XDG_DATA_HOME");
+  if (xdg != nullptr && *xdg != '\0') {
+    return std::string(xdg) + "/tae";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : ".") + "/.local/share/tae";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tae::daemon::Config config;
+  config.home = tae::cli::EnvOr("TAE_HOME", DefaultHome());
+  config.agent_listen = tae::cli::EnvOr("TAE_AGENT_LISTEN", config.agent_listen);
+  absl::SimpleAtoi(tae::cli::EnvOr("TAE_LOCAL_AGENTS", "1"), &config.local_agents);
+  absl::SimpleAtoi(tae::cli::EnvOr("TAE_SLOTS", "1"), &config.slots);
+  std::string log_level = "info";
+
+  tae::cli::FlagSet flags(
+      "usage: taed [flags]\n\n"
+      "The TAE control-plane daemon: stores experiments, runs, metrics and logs in SQLite under\n"
+      "--home, schedules runs onto agents and starts local agents. Usually started by\n"
+      "`taectl up`. Environment: TAE_HOME, TAE_AGENT_LISTEN, TAE_LOCAL_AGENTS, TAE_SLOTS,\n"
+      "TAE_LOG_LEVEL.");
+  flags.String("home", &config.home, "data dir (database, socket, logs)");
+  flags.String("agent-listen", &config.agent_listen, "agent link address (loopback only)");
+  flags.Int("agents", &config.local_agents, "local agents to start");
+  flags.Int("slots", &config.slots, "run slots per local agent");
+  flags.Double("agent-grace", &config.agent_grace_s,
+               "seconds a disconnected agent has to come back before its runs are requeued");
+  flags.String("agent-binary", &config.agent_binary, "path of tae-agent (default: next to taed)");
+  flags.String("log-level", &log_level, "trace, debug, info, warn or error");
+  std::vector<std::string> positional;
+  absl::Status parsed = flags.Parse({argv + 1, argv + argc}, &positional);
+  if (flags.help_requested()) {
+    std::fputs(flags.Help().c_str(), stdout);
+    return 0;
+  }
+  if (!parsed.ok() || !positional.empty()) {
+    std::fprintf(stderr, "taed: %s\n",
+                 parsed.ok() ? "unexpected arguments" : std::string(parsed.message()).c_str());
+    return 2;
+  }
+  tae::log::Setup("taed", log_level);
+  absl::StatusOr<std::unique_ptr<tae::daemon::Daemon>> daemon =
+      tae::daemon::Daemon::Start(config);
+  if (!daemon.ok()) {
+    spdlog::error("{}", std::string(daemon.status().message()));
+    return 1;
+  }
+  (*daemon)->Wait();
+  return 0;
+}

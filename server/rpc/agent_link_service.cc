@@ -1,0 +1,214 @@
+#include "server/rpc/agent_link_service.h"
+
+#include <deque>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "boost/asio/post.hpp"
+#include "server/registry/agent_channel.h"
+#include "server/rpc/convert.h"
+#include "spdlog/spdlog.h"
+
+namespace tae::rpc {
+namespace {
+
+using Reactor = grpc::ServerBidiReactor<tae::v1::AgentMessage, tae::v1::TaedMessage>;
+
+class Rejected final : public Reactor {
+ public:
+  explicit Rejected(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+// Write side of one stream, shared between the reactor (gRPC threads) and the core thread.
+class StreamChannel final : public registry::AgentChannel {
+ public:
+  explicit StreamChannel(Reactor* reactor) : reactor_(reactor) {}
+
+  void Send(const tae::v1::TaedMessage& message) override {
+    const tae::v1::TaedMessage* next = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      if (reactor_ == nullptr || closing_) {
+        return;
+      }
+      queue_.push_back(message);
+      if (writing_) {
+        return;
+      }
+      writing_ = true;
+      next = &queue_.front();
+    }
+    reactor_->StartWrite(next);
+  }
+
+  void Close() override {
+    Reactor* finish = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      if (reactor_ == nullptr || closing_) {
+        return;
+      }
+      closing_ = true;
+      if (!writing_) {
+        finished_ = true;
+        finish = reactor_;
+      }
+    }
+    if (finish != nullptr) {
+      finish->Finish(grpc::Status::OK);
+    }
+  }
+
+  // From the reactor: the write in flight completed.
+  void WriteDone(bool ok) {
+    const tae::v1::TaedMessage* next = nullptr;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      queue_.pop_front();
+      if (!ok) {
+        queue_.clear();
+        closing_ = true;  // the stream is broken; reads will end too
+      }
+      if (!closing_ && !queue_.empty()) {
+        next = &queue_.front();
+      } else {
+        writing_ = false;
+        if (closing_ && !finished_ && ok) {
+          finished_ = true;
+          finish = true;
+        }
+      }
+    }
+    if (next != nullptr) {
+      reactor_->StartWrite(next);
+    } else if (finish) {
+      reactor_->Finish(grpc::Status::OK);
+    }
+  }
+
+  void Detach() {
+    absl::MutexLock lock(&mu_);
+    reactor_ = nullptr;
+  }
+
+ private:
+  absl::Mutex mu_;
+  Reactor* reactor_ ABSL_GUARDED_BY(mu_);
+  std::deque<tae::v1::TaedMessage> queue_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+class AgentStream final : public Reactor {
+ public:
+  AgentStream(boost::asio::io_context* core, controller::Controller* controller)
+      : core_(core), controller_(controller), channel_(std::make_shared<StreamChannel>(this)) {
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The agent closed its side or the connection broke: end the stream from the core.
+      boost::asio::post(*core_, [channel = channel_] { channel->Close(); });
+      return;
+    }
+    Dispatch(std::move(in_));
+    in_.Clear();
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override { channel_->WriteDone(ok); }
+
+  void OnDone() override {
+    channel_->Detach();
+    if (!agent_id_.empty()) {
+      boost::asio::post(*core_, [controller = controller_, id = agent_id_, channel = channel_] {
+        controller->OnDisconnected(id, channel.get());
+      });
+    }
+    delete this;
+  }
+
+ private:
+  void Dispatch(tae::v1::AgentMessage message) {
+    switch (message.kind_case()) {
+      case tae::v1::AgentMessage::kRegister: {
+        agent_id_ = message.register_().agent_id();
+        if (agent_id_.empty()) {
+          channel_->Close();
+          return;
+        }
+        boost::asio::post(*core_, [controller = controller_, channel = channel_,
+                                   hello = FromProto(message.register_())]() mutable {
+          controller->OnRegister(channel, std::move(hello));
+        });
+        return;
+      }
+      case tae::v1::AgentMessage::kEvents: {
+        if (agent_id_.empty()) {
+          return;  // events before Register are ignored; the agent resends them
+        }
+        auto events = std::make_shared<std::vector<store::IngestEvent>>();
+        uint64_t last_seq = FromProto(message.events(), events.get());
+        boost::asio::post(*core_, [controller = controller_, id = agent_id_, events, last_seq] {
+          controller->OnEvents(id, *events, last_seq).IgnoreError();
+        });
+        return;
+      }
+      case tae::v1::AgentMessage::kHeartbeat:
+        if (!agent_id_.empty()) {
+          boost::asio::post(*core_, [controller = controller_, id = agent_id_] {
+            controller->OnHeartbeat(id);
+          });
+        }
+        return;
+      case tae::v1::AgentMessage::KIND_NOT_SET:
+        return;
+    }
+  }
+
+  boost::asio::io_context* core_;
+  controller::Controller* controller_;
+  std::shared_ptr<StreamChannel> channel_;
+  tae::v1::AgentMessage in_;
+  std::string agent_id_;  // set by Register; only touched by the read chain
+};
+
+}  // namespace
+
+bool TokenMatches(std::string_view header, std::string_view token) {
+  constexpr std::string_view kPrefix = "Bearer ";
+  if (token.empty() || header.size() != kPrefix.size() + token.size() ||
+      header.substr(0, kPrefix.size()) != kPrefix) {
+    return false;
+  }
+  unsigned char diff = 0;
+  for (size_t i = 0; i < token.size(); ++i) {
+    diff |= static_cast<unsigned char>(header[kPrefix.size() + i] ^ token[i]);
+  }
+  return diff == 0;
+}
+
+AgentLinkService::AgentLinkService(boost::asio::io_context* core,
+                                   controller::Controller* controller, std::string token)
+    : core_(core), controller_(controller), token_(std::move(token)) {}
+
+grpc::ServerBidiReactor<tae::v1::AgentMessage, tae::v1::TaedMessage>* AgentLinkService::Connect(
+    grpc::CallbackServerContext* ctx) {
+  const auto& metadata = ctx->client_metadata();
+  auto it = metadata.find("authorization");
+  std::string_view header =
+      it == metadata.end() ? std::string_view() : std::string_view(it->second.data(),
+                                                                   it->second.size());
+  if (!TokenMatches(header, token_)) {
+    spdlog::warn("agent link from {} refused: bad or missing token", ctx->peer());
+    return new Rejected(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+  }
+  return new AgentStream(core_, controller_);
+}
+
+}  // namespace tae::rpc

@@ -1,0 +1,201 @@
+#include "server/rpc/control_service.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "boost/asio/post.hpp"
+#include "common/status/macros.h"
+#include "server/rpc/convert.h"
+
+namespace tae::rpc {
+namespace {
+
+constexpr size_t kMaxSpecBytes = 1 << 20;
+constexpr int kMaxOverrides = 256;
+constexpr int kDefaultLogLines = 1000;
+constexpr int kMaxLogLines = 10000;
+
+absl::Status FillRun(store::Store* store, const store::RunRecord& record, tae::v1::Run* run) {
+  ToProto(record, run);
+  ASSIGN_OR_RETURN(std::vector<store::MetricSummary> summaries, store->Summaries(record.id));
+  int64_t last_step = 0;
+  for (const store::MetricSummary& s : summaries) {
+    tae::v1::Scalar* scalar = run->add_final_metrics();
+    scalar->set_key(s.key);
+    scalar->set_value(s.last_value);
+    last_step = std::max(last_step, s.last_step);
+  }
+  run->set_last_step(last_step);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ControlService::ControlService(boost::asio::io_context* core, controller::Controller* controller,
+                               std::function<void()> request_shutdown)
+    : core_(core), controller_(controller), request_shutdown_(std::move(request_shutdown)) {}
+
+template <typename Fn>
+grpc::ServerUnaryReactor* ControlService::OnCore(grpc::CallbackServerContext* ctx, Fn fn) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  boost::asio::post(*core_, [reactor, fn = std::move(fn)]() mutable {
+    reactor->Finish(ToGrpc(fn()));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ControlService::Submit(grpc::CallbackServerContext* ctx,
+                                                 const tae::v1::SubmitRequest* request,
+                                                 tae::v1::SubmitResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    if (request->spec_text().size() > kMaxSpecBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec_text: larger than ", kMaxSpecBytes, " bytes"));
+    }
+    if (request->overrides_size() > kMaxOverrides) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("overrides: more than ", kMaxOverrides, " entries"));
+    }
+    controller::SubmitInput input{request->spec_text(), request->spec_path(),
+                                  {request->overrides().begin(), request->overrides().end()},
+                                  request->force_new()};
+    ASSIGN_OR_RETURN(controller::SubmitResult result, controller_->Submit(input));
+    ASSIGN_OR_RETURN(store::ExperimentRecord exp,
+                     controller_->store()->GetExperiment(result.experiment_id));
+    ToProto(exp, response->mutable_experiment());
+    response->set_existing(result.existing);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::ListExperiments(
+    grpc::CallbackServerContext* ctx, const tae::v1::ListExperimentsRequest* request,
+    tae::v1::ListExperimentsResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<store::ExperimentRecord> exps,
+                     controller_->store()->ListExperiments(request->limit()));
+    for (const store::ExperimentRecord& exp : exps) {
+      ToProto(exp, response->add_experiments());
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::GetExperiment(
+    grpc::CallbackServerContext* ctx, const tae::v1::GetExperimentRequest* request,
+    tae::v1::Experiment* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    ASSIGN_OR_RETURN(int64_t id, controller_->store()->ResolveExperiment(request->experiment()));
+    ASSIGN_OR_RETURN(store::ExperimentRecord exp, controller_->store()->GetExperiment(id));
+    ToProto(exp, response);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::ListRuns(grpc::CallbackServerContext* ctx,
+                                                   const tae::v1::ListRunsRequest* request,
+                                                   tae::v1::ListRunsResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    store::Store* store = controller_->store();
+    ASSIGN_OR_RETURN(int64_t id, store->ResolveExperiment(request->experiment()));
+    ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store->ListRuns(id));
+    for (const store::RunRecord& run : runs) {
+      RETURN_IF_ERROR(FillRun(store, run, response->add_runs()));
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::GetRun(grpc::CallbackServerContext* ctx,
+                                                 const tae::v1::GetRunRequest* request,
+                                                 tae::v1::GetRunResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    store::Store* store = controller_->store();
+    ASSIGN_OR_RETURN(store::RunRecord run, store->GetRun(request->run_id()));
+    RETURN_IF_ERROR(FillRun(store, run, response->mutable_run()));
+    ASSIGN_OR_RETURN(std::vector<store::TransitionRecord> transitions,
+                     store->ListTransitions(run.id));
+    for (const store::TransitionRecord& t : transitions) {
+      ToProto(t, response->add_transitions());
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::Logs(grpc::CallbackServerContext* ctx,
+                                               const tae::v1::LogsRequest* request,
+                                               tae::v1::LogsResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    store::Store* store = controller_->store();
+    if (request->limit() < 0 || request->limit() > kMaxLogLines) {
+      return absl::InvalidArgumentError(absl::StrCat("limit: must be 0..", kMaxLogLines));
+    }
+    ASSIGN_OR_RETURN(store::RunRecord run, store->GetRun(request->run_id()));
+    int limit = request->limit() == 0 ? kDefaultLogLines : request->limit();
+    ASSIGN_OR_RETURN(std::vector<store::LogRecord> lines,
+                     store->Logs(run.id, request->after(), limit));
+    int64_t next = request->after();
+    for (const store::LogRecord& line : lines) {
+      tae::v1::LogEntry* entry = response->add_lines();
+      entry->set_cursor(line.cursor);
+      entry->set_attempt(line.attempt);
+      entry->set_stream(line.stream);
+      entry->set_text(line.text);
+      entry->set_wall_time(line.wall_time);
+      next = line.cursor;
+    }
+    response->set_next(next);
+    // Final only once every line has been read: a final run's lines are all stored already.
+    response->set_run_finished(store::IsFinal(run.state) && static_cast<int>(lines.size()) < limit);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::Report(grpc::CallbackServerContext* ctx,
+                                                 const tae::v1::ReportRequest* request,
+                                                 tae::v1::ReportResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    ASSIGN_OR_RETURN(controller::ReportResult result,
+                     controller_->Report(request->experiment(),
+                                         {request->metrics().begin(), request->metrics().end()},
+                                         request->baseline()));
+    ToProto(result, response);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::Cancel(grpc::CallbackServerContext* ctx,
+                                                 const tae::v1::CancelRequest* request,
+                                                 tae::v1::CancelResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    if (request->target().empty()) {
+      return absl::InvalidArgumentError("target: an experiment or run (r<ID>) is required");
+    }
+    ASSIGN_OR_RETURN(int n, controller_->Cancel(request->target(), request->reason()));
+    response->set_cancelled(n);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::ListAgents(grpc::CallbackServerContext* ctx,
+                                                     const tae::v1::ListAgentsRequest* request,
+                                                     tae::v1::ListAgentsResponse* response) {
+  return OnCore(ctx, [this, response]() -> absl::Status {
+    for (const auto& [id, agent] : controller_->registry().agents()) {
+      ToProto(agent, response->add_agents());
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::Shutdown(grpc::CallbackServerContext* ctx,
+                                                   const tae::v1::ShutdownRequest* request,
+                                                   tae::v1::ShutdownResponse* response) {
+  response->set_pid(getpid());
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  request_shutdown_();
+  return reactor;
+}
+
+}  // namespace tae::rpc

@@ -1,0 +1,60 @@
+#pragma once
+
+// The Control service (taectl -> taed): a thin adapter. Each call is posted to the core thread,
+// where the Controller and Store answer it; gRPC threads only move messages.
+
+#include <functional>
+
+#include "boost/asio/io_context.hpp"
+#include "server/controller/controller.h"
+#include "tae/v1/control.grpc.pb.h"
+
+namespace tae::rpc {
+
+class ControlService final : public tae::v1::Control::CallbackService {
+ public:
+  ControlService(boost::asio::io_context* core, controller::Controller* controller,
+                 std::function<void()> request_shutdown);
+
+  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx,
+                                   const tae::v1::SubmitRequest* request,
+                                   tae::v1::SubmitResponse* response) override;
+  grpc::ServerUnaryReactor* ListExperiments(grpc::CallbackServerContext* ctx,
+                                            const tae::v1::ListExperimentsRequest* request,
+                                            tae::v1::ListExperimentsResponse* response) override;
+  grpc::ServerUnaryReactor* GetExperiment(grpc::CallbackServerContext* ctx,
+                                          const tae::v1::GetExperimentRequest* request,
+                                          tae::v1::Experiment* response) override;
+  grpc::ServerUnaryReactor* ListRuns(grpc::CallbackServerContext* ctx,
+                                     const tae::v1::ListRunsRequest* request,
+                                     tae::v1::ListRunsResponse* response) override;
+  grpc::ServerUnaryReactor* GetRun(grpc::CallbackServerContext* ctx,
+                                   const tae::v1::GetRunRequest* request,
+                                   tae::v1::GetRunResponse* response) override;
+  grpc::ServerUnaryReactor* Logs(grpc::CallbackServerContext* ctx,
+                                 const tae::v1::LogsRequest* request,
+                                 tae::v1::LogsResponse* response) override;
+  grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* ctx,
+                                   const tae::v1::ReportRequest* request,
+                                   tae::v1::ReportResponse* response) override;
+  grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx,
+                                   const tae::v1::CancelRequest* request,
+                                   tae::v1::CancelResponse* response) override;
+  grpc::ServerUnaryReactor* ListAgents(grpc::CallbackServerContext* ctx,
+                                       const tae::v1::ListAgentsRequest* request,
+                                       tae::v1::ListAgentsResponse* response) override;
+  grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* ctx,
+                                     const tae::v1::ShutdownRequest* request,
+                                     tae::v1::ShutdownResponse* response) override;
+
+ private:
+  // Runs fn on the core thread and finishes the call with its status.
+  template <typename Fn>
+  grpc::ServerUnaryReactor* OnCore(grpc::CallbackServerContext* ctx, Fn fn);
+
+  boost::asio::io_context* core_;
+  controller::Controller* controller_;
+  std::function<void()> request_shutdown_;
+};
+
+}  // namespace tae::rpc

@@ -1,0 +1,152 @@
+#include "server/rpc/convert.h"
+
+#include <algorithm>
+
+namespace tae::rpc {
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+void ToProto(const store::ExperimentRecord& in, tae::v1::Experiment* out) {
+  out->set_id(in.id);
+  out->set_name(in.name);
+  out->set_description(in.description);
+  out->set_spec_hash(in.spec_hash);
+  out->set_spec_path(in.spec_path);
+  out->set_state(store::ExperimentState(in.counts));
+  out->set_created_at(in.created_at);
+  tae::v1::RunCounts* counts = out->mutable_counts();
+  counts->set_total(in.counts.total);
+  counts->set_queued(in.counts.queued);
+  counts->set_running(in.counts.running);
+  counts->set_succeeded(in.counts.succeeded);
+  counts->set_failed(in.counts.failed);
+  counts->set_cancelled(in.counts.cancelled);
+  counts->set_lost(in.counts.lost);
+  for (const std::string& variant : in.variants) {
+    out->add_variants(variant);
+  }
+}
+
+void ToProto(const store::RunRecord& in, tae::v1::Run* out) {
+  out->set_id(in.id);
+  out->set_experiment_id(in.experiment_id);
+  out->set_variant(in.variant);
+  out->set_seed(in.seed);
+  out->set_state(std::string(store::ToString(in.state)));
+  out->set_attempt(in.attempt);
+  out->set_agent_id(in.agent_id);
+  out->set_exit_code(in.exit_code.value_or(0));
+  out->set_reason(in.reason);
+  out->set_created_at(in.created_at);
+  out->set_started_at(in.started_at.value_or(0));
+  out->set_finished_at(in.finished_at.value_or(0));
+  out->set_config_json(in.config_json);
+  out->set_pid(in.pid);
+}
+
+void ToProto(const store::TransitionRecord& in, tae::v1::Transition* out) {
+  out->set_attempt(in.attempt);
+  out->set_from_state(in.from_state);
+  out->set_to_state(in.to_state);
+  out->set_reason(in.reason);
+  out->set_at(in.at);
+}
+
+void ToProto(const registry::Agent& in, tae::v1::AgentInfo* out) {
+  out->set_id(in.id);
+  out->set_host(in.host);
+  out->set_state(registry::ToString(in.state()));
+  out->set_slots(in.slots);
+  out->set_busy_slots(in.busy_slots());
+  for (const auto& [key, value] : in.labels) {
+    (*out->mutable_labels())[key] = value;
+  }
+  out->set_version(in.version);
+  out->set_connected_at(in.connected_at);
+  out->set_last_seen(in.last_seen);
+  for (const auto& [run_id, slots] : in.runs) {
+    out->add_run_ids(run_id);
+  }
+}
+
+void ToProto(const controller::ReportResult& in, tae::v1::ReportResponse* out) {
+  ToProto(in.experiment, out->mutable_experiment());
+  for (const std::string& metric : in.metrics) {
+    out->add_metrics(metric);
+  }
+  out->set_baseline(in.baseline);
+  for (const report::Row& row : in.rows) {
+    tae::v1::ReportRow* r = out->add_rows();
+    r->set_variant(row.variant);
+    r->set_runs(row.runs);
+    r->set_runs_total(row.runs_total);
+    for (const report::Cell& cell : row.cells) {
+      tae::v1::ReportCell* c = r->add_cells();
+      c->set_metric(cell.metric);
+      c->set_n(cell.n);
+      c->set_mean(cell.mean);
+      c->set_std(cell.std);
+      c->set_has_delta(cell.has_delta);
+      c->set_delta(cell.delta);
+    }
+  }
+}
+
+controller::AgentHello FromProto(const tae::v1::Register& in) {
+  controller::AgentHello hello;
+  hello.agent.id = in.agent_id();
+  hello.agent.host = in.host();
+  hello.agent.slots = in.slots();
+  hello.agent.labels = store::Labels(in.labels().begin(), in.labels().end());
+  hello.agent.version = in.version();
+  for (const tae::v1::HeldRun& run : in.held_runs()) {
+    hello.held.emplace_back(run.run_id(), run.attempt());
+  }
+  return hello;
+}
+
+uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent>* out) {
+  uint64_t last_seq = 0;
+  for (const tae::v1::Event& e : in.events()) {
+    store::IngestEvent event;
+    event.seq = e.seq();
+    event.run_id = e.run_id();
+    event.attempt = e.attempt();
+    event.wall_time = e.wall_time();
+    last_seq = std::max(last_seq, e.seq());
+    switch (e.kind_case()) {
+      case tae::v1::Event::kMetrics:
+        event.kind = store::IngestEvent::Kind::kMetrics;
+        event.step = e.metrics().step();
+        for (const tae::v1::Scalar& s : e.metrics().values()) {
+          event.values.push_back({s.key(), s.value()});
+        }
+        break;
+      case tae::v1::Event::kLog:
+        event.kind = store::IngestEvent::Kind::kLog;
+        event.stream = e.log().stream();
+        event.text = e.log().text();
+        break;
+      case tae::v1::Event::kStarted:
+        event.kind = store::IngestEvent::Kind::kStarted;
+        event.pid = e.started().pid();
+        break;
+      case tae::v1::Event::kExited:
+        event.kind = store::IngestEvent::Kind::kExited;
+        event.exit_code = e.exited().exit_code();
+        event.signal = e.exited().signal();
+        event.cancelled = e.exited().cancelled();
+        event.text = e.exited().reason();
+        break;
+      case tae::v1::Event::KIND_NOT_SET:
+        continue;
+    }
+    out->push_back(std::move(event));
+  }
+  return last_seq;
+}
+
+}  // namespace tae::rpc

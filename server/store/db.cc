@@ -1,0 +1,184 @@
+#include "server/store/db.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace tae::store {
+namespace {
+
+absl::Status SqliteError(sqlite3* db, std::string_view what) {
+  return absl::InternalError(absl::StrCat("sqlite: ", std::string(what), ": ", sqlite3_errmsg(db)));
+}
+
+}  // namespace
+
+Statement::Statement(Statement&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)), stmt_(std::exchange(other.stmt_, nullptr)) {}
+
+Statement& Statement::operator=(Statement&& other) noexcept {
+  if (this != &other) {
+    sqlite3_finalize(stmt_);
+    db_ = std::exchange(other.db_, nullptr);
+    stmt_ = std::exchange(other.stmt_, nullptr);
+  }
+  return *this;
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::Bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::Bind(int index, double value) {
+  sqlite3_bind_double(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::Bind(int index, std::string_view value) {
+  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
+Statement& Statement::BindNull(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
+absl::StatusOr<bool> Statement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) {
+    return true;
+  }
+  if (rc == SQLITE_DONE) {
+    return false;
+  }
+  return SqliteError(db_, sqlite3_sql(stmt_));
+}
+
+absl::Status Statement::Run() {
+  while (true) {
+    absl::StatusOr<bool> row = Step();
+    if (!row.ok()) {
+      Reset();
+      return row.status();
+    }
+    if (!*row) {
+      Reset();
+      return absl::OkStatus();
+    }
+  }
+}
+
+void Statement::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+int64_t Statement::Int(int column) const { return sqlite3_column_int64(stmt_, column); }
+
+double Statement::Double(int column) const { return sqlite3_column_double(stmt_, column); }
+
+std::string Statement::Text(int column) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, column);
+  int size = sqlite3_column_bytes(stmt_, column);
+  return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text), size);
+}
+
+bool Statement::IsNull(int column) const {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+
+std::optional<double> Statement::OptionalDouble(int column) const {
+  if (IsNull(column)) {
+    return std::nullopt;
+  }
+  return Double(column);
+}
+
+absl::StatusOr<Db> Db::Open(const std::string& path) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  Db db(raw);
+  if (rc != SQLITE_OK) {
+    return absl::UnavailableError(absl::StrCat("cannot open database ", path, ": ",
+                                               raw ? sqlite3_errmsg(raw) : "out of memory"));
+  }
+  sqlite3_busy_timeout(raw, 5000);
+  return db;
+}
+
+Db::Db(Db&& other) noexcept : db_(std::exchange(other.db_, nullptr)) {}
+
+Db& Db::operator=(Db&& other) noexcept {
+  if (this != &other) {
+    sqlite3_close_v2(db_);
+    db_ = std::exchange(other.db_, nullptr);
+  }
+  return *this;
+}
+
+Db::~Db() { sqlite3_close_v2(db_); }
+
+absl::Status Db::Exec(std::string_view sql) {
+  std::string owned(sql);
+  char* error = nullptr;
+  if (sqlite3_exec(db_, owned.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    absl::Status status = absl::InternalError(absl::StrCat("sqlite: ", error ? error : "error"));
+    sqlite3_free(error);
+    return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Statement> Db::Prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
+      SQLITE_OK) {
+    return SqliteError(db_, sql);
+  }
+  return Statement(db_, stmt);
+}
+
+int64_t Db::LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
+
+int Db::Changes() const { return sqlite3_changes(db_); }
+
+absl::StatusOr<int64_t> Db::QueryInt(std::string_view sql) {
+  absl::StatusOr<Statement> stmt = Prepare(sql);
+  if (!stmt.ok()) {
+    return stmt.status();
+  }
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) {
+    return row.status();
+  }
+  if (!*row) {
+    return absl::NotFoundError(absl::StrCat("no row for: ", std::string(sql)));
+  }
+  return stmt->Int(0);
+}
+
+Transaction::Transaction(Db* db) : db_(db), begin_status_(db->Exec("BEGIN IMMEDIATE")) {
+  done_ = !begin_status_.ok();
+}
+
+Transaction::~Transaction() {
+  if (!done_) {
+    db_->Exec("ROLLBACK").IgnoreError();
+  }
+}
+
+absl::Status Transaction::Commit() {
+  absl::Status status = db_->Exec("COMMIT");
+  if (status.ok()) {
+    done_ = true;
+  }
+  return status;
+}
+
+}  // namespace tae::store

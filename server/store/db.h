@@ -1,0 +1,92 @@
+#pragma once
+
+// A thin RAII layer over sqlite3: Db owns the connection, Statement a prepared statement.
+// Errors come back as absl::Status with SQLite's message. Not thread-safe: the owner of a Db
+// is one thread (see docs/threading.md).
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tae::store {
+
+class Statement {
+ public:
+  Statement() = default;
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(Statement&& other) noexcept;
+  Statement& operator=(Statement&& other) noexcept;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement();
+
+  // Binds are 1-based, as in SQLite.
+  Statement& Bind(int index, int64_t value);
+  Statement& Bind(int index, double value);
+  Statement& Bind(int index, std::string_view value);
+  Statement& BindNull(int index);
+
+  // Steps once: true when a row is available, false when done; errors as status.
+  absl::StatusOr<bool> Step();
+  // Steps to completion, for statements without result rows.
+  absl::Status Run();
+  // Resets and clears bindings so the statement can be reused.
+  void Reset();
+
+  int64_t Int(int column) const;
+  double Double(int column) const;
+  std::string Text(int column) const;
+  bool IsNull(int column) const;
+  std::optional<double> OptionalDouble(int column) const;
+
+ private:
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class Db {
+ public:
+  // Opens (creating if needed) the database file at path.
+  static absl::StatusOr<Db> Open(const std::string& path);
+
+  Db(Db&& other) noexcept;
+  Db& operator=(Db&& other) noexcept;
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+  ~Db();
+
+  absl::Status Exec(std::string_view sql);
+  absl::StatusOr<Statement> Prepare(std::string_view sql);
+  int64_t LastInsertId() const;
+  int Changes() const;
+  absl::StatusOr<int64_t> QueryInt(std::string_view sql);
+
+ private:
+  explicit Db(sqlite3* db) : db_(db) {}
+  sqlite3* db_ = nullptr;
+};
+
+// BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless Commit() succeeded.
+class Transaction {
+ public:
+  explicit Transaction(Db* db);
+  ~Transaction();
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  const absl::Status& begin_status() const { return begin_status_; }
+  absl::Status Commit();
+
+ private:
+  Db* db_;
+  absl::Status begin_status_;
+  bool done_ = false;
+};
+
+}  // namespace tae::store

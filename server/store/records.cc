@@ -1,0 +1,60 @@
+#include "server/store/records.h"
+
+namespace tae::store {
+namespace {
+
+constexpr std::pair<RunState, const char*> kRunStateNames[] = {
+    {RunState::kQueued, "queued"},       {RunState::kAssigned, "assigned"},
+    {RunState::kRunning, "running"},     {RunState::kSucceeded, "succeeded"},
+    {RunState::kFailed, "failed"},       {RunState::kCancelled, "cancelled"},
+    {RunState::kLost, "lost"},
+};
+
+}  // namespace
+
+const char* ToString(RunState state) {
+  for (const auto& [value, name] : kRunStateNames) {
+    if (value == state) {
+      return name;
+    }
+  }
+  return "unknown";
+}
+
+std::optional<RunState> RunStateFromString(std::string_view text) {
+  for (const auto& [value, name] : kRunStateNames) {
+    if (std::string_view(name) == text) {
+      return value;
+    }
+  }
+  return std::nullopt;
+}
+
+bool IsFinal(RunState state) {
+  return state == RunState::kSucceeded || state == RunState::kFailed ||
+         state == RunState::kCancelled;
+}
+
+std::string ExperimentState(const RunCounts& counts) {
+  if (counts.total == 0) {
+    return "empty";
+  }
+  if (counts.running > 0 || counts.lost > 0) {
+    return "running";
+  }
+  if (counts.queued == counts.total) {
+    return "queued";
+  }
+  if (counts.queued > 0) {
+    return "running";
+  }
+  if (counts.failed > 0) {
+    return "failed";
+  }
+  if (counts.cancelled > 0) {
+    return "cancelled";
+  }
+  return "succeeded";
+}
+
+}  // namespace tae::store

@@ -1,0 +1,164 @@
+#pragma once
+
+// The rows taed keeps, as plain structs. The Store reads and writes them; nothing else touches
+// SQLite.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tae::store {
+
+enum class RunState { kQueued, kAssigned, kRunning, kSucceeded, kFailed, kCancelled, kLost };
+
+const char* ToString(RunState state);
+std::optional<RunState> RunStateFromString(std::string_view text);
+bool IsFinal(RunState state);
+
+using Labels = std::map<std::string, std::string>;
+
+struct RunCounts {
+  int total = 0;
+  int queued = 0;
+  int running = 0;  // assigned or running
+  int succeeded = 0;
+  int failed = 0;
+  int cancelled = 0;
+  int lost = 0;
+};
+
+struct ExperimentRecord {
+  int64_t id = 0;
+  std::string name;
+  std::string description;
+  std::string spec_hash;
+  std::string spec_path;
+  double created_at = 0;
+  RunCounts counts;
+  std::vector<std::string> variants;  // in submission order, baseline first
+};
+
+// Derived from the run counts: queued, running, succeeded, failed, cancelled.
+std::string ExperimentState(const RunCounts& counts);
+
+struct NewRun {
+  std::string variant;
+  int64_t seed = 0;
+  std::string config_json;
+  int max_attempts = 1;
+  int priority = 0;
+  int slots = 1;
+  Labels labels;
+};
+
+struct NewExperiment {
+  std::string name;
+  std::string description;
+  std::string spec_hash;
+  std::string spec_path;
+  std::string spec_text;
+  std::string overrides_json;
+  std::vector<NewRun> runs;
+};
+
+struct RunRecord {
+  int64_t id = 0;
+  int64_t experiment_id = 0;
+  std::string variant;
+  int64_t seed = 0;
+  std::string config_json;
+  RunState state = RunState::kQueued;
+  int attempt = 0;
+  int max_attempts = 1;
+  int priority = 0;
+  int slots = 1;
+  Labels labels;
+  std::string agent_id;
+  int64_t pid = 0;
+  std::optional<int> exit_code;
+  std::string reason;
+  double created_at = 0;
+  std::optional<double> started_at;
+  std::optional<double> finished_at;
+};
+
+struct TransitionRecord {
+  int attempt = 0;
+  std::string from_state;
+  std::string to_state;
+  std::string reason;
+  double at = 0;
+};
+
+struct MetricSummary {
+  std::string key;
+  int64_t last_step = 0;
+  double last_value = 0;
+  double min_value = 0;
+  double max_value = 0;
+  int64_t count = 0;
+};
+
+struct LogRecord {
+  int64_t cursor = 0;
+  int attempt = 0;
+  std::string stream;
+  std::string text;
+  double wall_time = 0;
+};
+
+// The last value of one metric of one run, for reports.
+struct FinalValue {
+  int64_t run_id = 0;
+  std::string variant;
+  int64_t seed = 0;
+  RunState state = RunState::kQueued;
+  std::string key;
+  double value = 0;
+};
+
+struct AgentRecord {
+  std::string id;
+  std::string host;
+  int slots = 0;
+  Labels labels;
+  std::string version;
+  std::string state;
+  double first_seen = 0;
+  double last_seen = 0;
+};
+
+// What the agent link delivers, already decoded from the wire (see server/rpc).
+struct MetricValue {
+  std::string key;
+  double value = 0;
+};
+
+struct IngestEvent {
+  enum class Kind { kMetrics, kLog, kStarted, kExited };
+  Kind kind = Kind::kLog;
+  uint64_t seq = 0;
+  int64_t run_id = 0;
+  int attempt = 0;
+  double wall_time = 0;
+  int64_t step = 0;                   // kMetrics
+  std::vector<MetricValue> values;    // kMetrics
+  std::string stream;                 // kLog
+  std::string text;                   // kLog; kExited: reason
+  int64_t pid = 0;                    // kStarted
+  int exit_code = 0;                  // kExited
+  int signal = 0;                     // kExited
+  bool cancelled = false;             // kExited
+};
+
+// A run that reached a final state while ingesting, so the scheduler can free its slot.
+struct RunEnded {
+  int64_t run_id = 0;
+  std::string agent_id;
+  RunState state = RunState::kSucceeded;
+};
+
+}  // namespace tae::store

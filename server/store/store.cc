@@ -1,0 +1,389 @@
+#include "server/store/store.h"
+
+#include "common/status/macros.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace tae::store {
+namespace {
+
+
+std::string LabelsToJson(const Labels& labels) { return nlohmann::json(labels).dump(); }
+
+Labels LabelsFromJson(const std::string& text) {
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  Labels labels;
+  if (doc.is_object()) {
+    for (const auto& [key, value] : doc.items()) {
+      labels[key] = value.is_string() ? value.get<std::string>() : value.dump();
+    }
+  }
+  return labels;
+}
+
+constexpr const char* kRunColumns =
+    "id, experiment_id, variant, seed, config, state, attempt, max_attempts, priority, slots, "
+    "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at";
+
+RunRecord ReadRun(const Statement& stmt) {
+  RunRecord run;
+  run.id = stmt.Int(0);
+  run.experiment_id = stmt.Int(1);
+  run.variant = stmt.Text(2);
+  run.seed = stmt.Int(3);
+  run.config_json = stmt.Text(4);
+  run.state = RunStateFromString(stmt.Text(5)).value_or(RunState::kFailed);
+  run.attempt = static_cast<int>(stmt.Int(6));
+  run.max_attempts = static_cast<int>(stmt.Int(7));
+  run.priority = static_cast<int>(stmt.Int(8));
+  run.slots = static_cast<int>(stmt.Int(9));
+  run.labels = LabelsFromJson(stmt.Text(10));
+  run.agent_id = stmt.Text(11);
+  run.pid = stmt.Int(12);
+  if (!stmt.IsNull(13)) {
+    run.exit_code = static_cast<int>(stmt.Int(13));
+  }
+  run.reason = stmt.Text(14);
+  run.created_at = stmt.Double(15);
+  run.started_at = stmt.OptionalDouble(16);
+  run.finished_at = stmt.OptionalDouble(17);
+  return run;
+}
+
+void AddToCounts(RunState state, int n, RunCounts* counts) {
+  counts->total += n;
+  switch (state) {
+    case RunState::kQueued:
+      counts->queued += n;
+      break;
+    case RunState::kAssigned:
+    case RunState::kRunning:
+      counts->running += n;
+      break;
+    case RunState::kSucceeded:
+      counts->succeeded += n;
+      break;
+    case RunState::kFailed:
+      counts->failed += n;
+      break;
+    case RunState::kCancelled:
+      counts->cancelled += n;
+      break;
+    case RunState::kLost:
+      counts->lost += n;
+      break;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
+                                                   const std::vector<Migration>& migrations) {
+  ASSIGN_OR_RETURN(Db db, Db::Open(path));
+  RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode = WAL"));
+  RETURN_IF_ERROR(db.Exec("PRAGMA synchronous = NORMAL"));
+  RETURN_IF_ERROR(db.Exec("PRAGMA foreign_keys = ON"));
+  RETURN_IF_ERROR(Migrate(&db, migrations));
+  return std::unique_ptr<Store>(new Store(std::move(db)));
+}
+
+absl::Status Store::RecordTransition(int64_t run_id, int attempt, RunState from, RunState to,
+                                     const std::string& reason, double now) {
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(
+                                       "INSERT INTO run_transitions (run_id, attempt, "
+                                       "from_state, to_state, reason, at) VALUES (?,?,?,?,?,?)"));
+  stmt.Bind(1, run_id)
+      .Bind(2, static_cast<int64_t>(attempt))
+      .Bind(3, ToString(from))
+      .Bind(4, ToString(to))
+      .Bind(5, reason)
+      .Bind(6, now);
+  return stmt.Run();
+}
+
+absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment, double now) {
+  Transaction tx(&db_);
+  RETURN_IF_ERROR(tx.begin_status());
+  ASSIGN_OR_RETURN(Statement exp, db_.Prepare("INSERT INTO experiments (name, description, "
+                                              "spec_hash, spec_path, spec_text, overrides, "
+                                              "created_at) VALUES (?,?,?,?,?,?,?)"));
+  exp.Bind(1, experiment.name)
+      .Bind(2, experiment.description)
+      .Bind(3, experiment.spec_hash)
+      .Bind(4, experiment.spec_path)
+      .Bind(5, experiment.spec_text)
+      .Bind(6, experiment.overrides_json)
+      .Bind(7, now);
+  RETURN_IF_ERROR(exp.Run());
+  int64_t experiment_id = db_.LastInsertId();
+  ASSIGN_OR_RETURN(Statement run, db_.Prepare("INSERT INTO runs (experiment_id, variant, seed, "
+                                              "config, state, max_attempts, priority, slots, "
+                                              "labels, created_at) VALUES "
+                                              "(?,?,?,?,'queued',?,?,?,?,?)"));
+  ASSIGN_OR_RETURN(Statement transition,
+                   db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
+                               "to_state, reason, at) VALUES (?, 0, '', 'queued', 'submitted', ?)"));
+  for (const NewRun& r : experiment.runs) {
+    run.Bind(1, experiment_id)
+        .Bind(2, r.variant)
+        .Bind(3, r.seed)
+        .Bind(4, r.config_json)
+        .Bind(5, static_cast<int64_t>(r.max_attempts))
+        .Bind(6, static_cast<int64_t>(r.priority))
+        .Bind(7, static_cast<int64_t>(r.slots))
+        .Bind(8, LabelsToJson(r.labels))
+        .Bind(9, now);
+    RETURN_IF_ERROR(run.Run());
+    transition.Bind(1, db_.LastInsertId()).Bind(2, now);
+    RETURN_IF_ERROR(transition.Run());
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return experiment_id;
+}
+
+absl::StatusOr<std::optional<int64_t>> Store::FindExperimentByHash(const std::string& spec_hash) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT id FROM experiments WHERE spec_hash = ? ORDER BY id DESC "
+                               "LIMIT 1"));
+  stmt.Bind(1, spec_hash);
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) {
+    return std::optional<int64_t>();
+  }
+  return std::optional<int64_t>(stmt.Int(0));
+}
+
+absl::StatusOr<int64_t> Store::ResolveExperiment(const std::string& ref) {
+  std::string digits = ref;
+  if (!digits.empty() && (digits[0] == 'e' || digits[0] == 'E')) {
+    digits.erase(0, 1);
+  }
+  int64_t id = 0;
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("SELECT id FROM experiments WHERE id = ?1 OR "
+                                               "name = ?2 ORDER BY (id = ?1) DESC, id DESC "
+                                               "LIMIT 1"));
+  if (absl::SimpleAtoi(digits, &id)) {
+    stmt.Bind(1, id);
+  } else {
+    stmt.BindNull(1);
+  }
+  stmt.Bind(2, ref);
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) {
+    return absl::NotFoundError(absl::StrCat("no experiment '", ref, "' (see taectl ls)"));
+  }
+  return stmt.Int(0);
+}
+
+absl::StatusOr<ExperimentRecord> Store::GetExperiment(int64_t id) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT id, name, description, spec_hash, spec_path, created_at "
+                               "FROM experiments WHERE id = ?"));
+  stmt.Bind(1, id);
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) {
+    return absl::NotFoundError(absl::StrCat("no experiment e", id));
+  }
+  ExperimentRecord exp;
+  exp.id = stmt.Int(0);
+  exp.name = stmt.Text(1);
+  exp.description = stmt.Text(2);
+  exp.spec_hash = stmt.Text(3);
+  exp.spec_path = stmt.Text(4);
+  exp.created_at = stmt.Double(5);
+  ASSIGN_OR_RETURN(Statement counts, db_.Prepare("SELECT state, COUNT(*) FROM runs WHERE "
+                                                 "experiment_id = ? GROUP BY state"));
+  counts.Bind(1, id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, counts.Step());
+    if (!more) {
+      break;
+    }
+    AddToCounts(RunStateFromString(counts.Text(0)).value_or(RunState::kFailed),
+                static_cast<int>(counts.Int(1)), &exp.counts);
+  }
+  ASSIGN_OR_RETURN(Statement variants, db_.Prepare("SELECT variant FROM runs WHERE "
+                                                   "experiment_id = ? GROUP BY variant "
+                                                   "ORDER BY MIN(id)"));
+  variants.Bind(1, id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, variants.Step());
+    if (!more) {
+      break;
+    }
+    exp.variants.push_back(variants.Text(0));
+  }
+  return exp;
+}
+
+absl::StatusOr<std::vector<ExperimentRecord>> Store::ListExperiments(int limit) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT id FROM experiments ORDER BY id DESC LIMIT ?"));
+  stmt.Bind(1, static_cast<int64_t>(limit > 0 ? limit : -1));
+  std::vector<int64_t> ids;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      break;
+    }
+    ids.push_back(stmt.Int(0));
+  }
+  std::vector<ExperimentRecord> out;
+  for (int64_t id : ids) {
+    ASSIGN_OR_RETURN(ExperimentRecord exp, GetExperiment(id));
+    out.push_back(std::move(exp));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<RunRecord>> Store::QueryRuns(const std::string& where, int64_t arg) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare(absl::StrCat("SELECT ", kRunColumns, " FROM runs ", where)));
+  if (where.find('?') != std::string::npos) {
+    stmt.Bind(1, arg);
+  }
+  std::vector<RunRecord> runs;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      break;
+    }
+    runs.push_back(ReadRun(stmt));
+  }
+  return runs;
+}
+
+absl::StatusOr<std::vector<RunRecord>> Store::ListRuns(int64_t experiment_id) {
+  return QueryRuns("WHERE experiment_id = ? ORDER BY id", experiment_id);
+}
+
+absl::StatusOr<RunRecord> Store::GetRun(int64_t run_id) {
+  ASSIGN_OR_RETURN(std::vector<RunRecord> runs, QueryRuns("WHERE id = ?", run_id));
+  if (runs.empty()) {
+    return absl::NotFoundError(absl::StrCat("no run r", run_id));
+  }
+  return std::move(runs.front());
+}
+
+absl::StatusOr<std::vector<RunRecord>> Store::QueuedRuns() {
+  return QueryRuns("WHERE state = 'queued' ORDER BY priority DESC, id", 0);
+}
+
+absl::StatusOr<std::vector<RunRecord>> Store::ActiveRuns() {
+  return QueryRuns("WHERE state IN ('assigned', 'running') ORDER BY id", 0);
+}
+
+absl::StatusOr<std::vector<TransitionRecord>> Store::ListTransitions(int64_t run_id) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT attempt, from_state, to_state, reason, at FROM "
+                               "run_transitions WHERE run_id = ? ORDER BY id"));
+  stmt.Bind(1, run_id);
+  std::vector<TransitionRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      break;
+    }
+    out.push_back({static_cast<int>(stmt.Int(0)), stmt.Text(1), stmt.Text(2), stmt.Text(3),
+                   stmt.Double(4)});
+  }
+  return out;
+}
+
+absl::StatusOr<RunRecord> Store::AssignRun(int64_t run_id, const std::string& agent_id,
+                                           double now) {
+  Transaction tx(&db_);
+  RETURN_IF_ERROR(tx.begin_status());
+  ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));
+  if (run.state != RunState::kQueued) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run r", run_id, " is ", ToString(run.state), ", not queued"));
+  }
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("UPDATE runs SET state = 'assigned', attempt = attempt + 1, "
+                               "agent_id = ?, pid = 0, exit_code = NULL, reason = '' "
+                               "WHERE id = ?"));
+  stmt.Bind(1, agent_id).Bind(2, run_id);
+  RETURN_IF_ERROR(stmt.Run());
+  RETURN_IF_ERROR(RecordTransition(run_id, run.attempt + 1, RunState::kQueued,
+                                   RunState::kAssigned, absl::StrCat("placed on ", agent_id),
+                                   now));
+  RETURN_IF_ERROR(tx.Commit());
+  run.state = RunState::kAssigned;
+  run.attempt += 1;
+  run.agent_id = agent_id;
+  return run;
+}
+
+absl::StatusOr<RunState> Store::LoseRun(int64_t run_id, const std::string& reason, double now) {
+  Transaction tx(&db_);
+  RETURN_IF_ERROR(tx.begin_status());
+  ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));
+  if (run.state != RunState::kAssigned && run.state != RunState::kRunning) {
+    return run.state;
+  }
+  RETURN_IF_ERROR(RecordTransition(run_id, run.attempt, run.state, RunState::kLost, reason, now));
+  bool retry = run.attempt < run.max_attempts;
+  RunState next = retry ? RunState::kQueued : RunState::kFailed;
+  std::string next_reason =
+      retry ? absl::StrCat("requeued (attempt ", run.attempt, " of ", run.max_attempts, " lost)")
+            : absl::StrCat("lost on its last attempt (", run.max_attempts, "): ", reason);
+  RETURN_IF_ERROR(RecordTransition(run_id, run.attempt, RunState::kLost, next, next_reason, now));
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("UPDATE runs SET state = ?, reason = ?, finished_at = ? "
+                               "WHERE id = ?"));
+  stmt.Bind(1, ToString(next)).Bind(2, next_reason).Bind(4, run_id);
+  if (retry) {
+    stmt.BindNull(3);
+  } else {
+    stmt.Bind(3, now);
+  }
+  RETURN_IF_ERROR(stmt.Run());
+  RETURN_IF_ERROR(tx.Commit());
+  return next;
+}
+
+absl::Status Store::FinishRun(int64_t run_id, RunState to, const std::string& reason,
+                              double now) {
+  Transaction tx(&db_);
+  RETURN_IF_ERROR(tx.begin_status());
+  ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));
+  if (IsFinal(run.state)) {
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("UPDATE runs SET state = ?, reason = ?, finished_at = ? "
+                               "WHERE id = ?"));
+  stmt.Bind(1, ToString(to)).Bind(2, reason).Bind(3, now).Bind(4, run_id);
+  RETURN_IF_ERROR(stmt.Run());
+  RETURN_IF_ERROR(RecordTransition(run_id, run.attempt, run.state, to, reason, now));
+  return tx.Commit();
+}
+
+absl::Status Store::UpsertAgent(const AgentRecord& agent) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("INSERT INTO agents (id, host, slots, labels, version, state, "
+                               "first_seen, last_seen) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(id) "
+                               "DO UPDATE SET host = excluded.host, slots = excluded.slots, "
+                               "labels = excluded.labels, version = excluded.version, "
+                               "state = excluded.state, last_seen = excluded.last_seen"));
+  stmt.Bind(1, agent.id)
+      .Bind(2, agent.host)
+      .Bind(3, static_cast<int64_t>(agent.slots))
+      .Bind(4, LabelsToJson(agent.labels))
+      .Bind(5, agent.version)
+      .Bind(6, agent.state)
+      .Bind(7, agent.first_seen)
+      .Bind(8, agent.last_seen);
+  return stmt.Run();
+}
+
+absl::Status Store::SetAgentState(const std::string& id, const std::string& state, double now) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("UPDATE agents SET state = ?, last_seen = ? WHERE id = ?"));
+  stmt.Bind(1, state).Bind(2, now).Bind(3, id);
+  return stmt.Run();
+}
+
+}  // namespace tae::store

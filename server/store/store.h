@@ -1,0 +1,80 @@
+#pragma once
+
+// Store: taed's one system of record. Owns the SQLite connection (WAL, foreign keys, STRICT
+// tables, migrations applied at open). Every run transition is one transaction with a reason.
+// Single-threaded: only taed's core thread calls it (docs/threading.md).
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/store/db.h"
+#include "server/store/migrations.h"
+#include "server/store/records.h"
+
+namespace tae::store {
+
+class Store {
+ public:
+  // Opens path (":memory:" works) and migrates it with `migrations`.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(
+      const std::string& path, const std::vector<Migration>& migrations = EmbeddedMigrations());
+
+  // Experiments.
+  absl::StatusOr<int64_t> CreateExperiment(const NewExperiment& experiment, double now);
+  absl::StatusOr<std::optional<int64_t>> FindExperimentByHash(const std::string& spec_hash);
+  // ref: "12", "e12" or a name (the newest experiment with that name).
+  absl::StatusOr<int64_t> ResolveExperiment(const std::string& ref);
+  absl::StatusOr<ExperimentRecord> GetExperiment(int64_t id);
+  absl::StatusOr<std::vector<ExperimentRecord>> ListExperiments(int limit);
+
+  // Runs.
+  absl::StatusOr<std::vector<RunRecord>> ListRuns(int64_t experiment_id);
+  absl::StatusOr<RunRecord> GetRun(int64_t run_id);
+  absl::StatusOr<std::vector<TransitionRecord>> ListTransitions(int64_t run_id);
+  // Queued runs, highest priority first, then oldest first.
+  absl::StatusOr<std::vector<RunRecord>> QueuedRuns();
+  // Runs in assigned or running state (all agents).
+  absl::StatusOr<std::vector<RunRecord>> ActiveRuns();
+
+  // queued -> assigned on agent_id; the attempt number goes up by one.
+  absl::StatusOr<RunRecord> AssignRun(int64_t run_id, const std::string& agent_id, double now);
+  // assigned/running -> lost -> queued (attempts left) or failed. Returns the new state.
+  absl::StatusOr<RunState> LoseRun(int64_t run_id, const std::string& reason, double now);
+  // Moves a non-final run straight to `to` (cancelled or failed) with reason.
+  absl::Status FinishRun(int64_t run_id, RunState to, const std::string& reason, double now);
+
+  // Writes one batch of agent events in one transaction. Runs that ended are returned.
+  absl::StatusOr<std::vector<RunEnded>> Ingest(const std::string& agent_id,
+                                               const std::vector<IngestEvent>& events);
+
+  // Metrics and logs.
+  absl::StatusOr<std::vector<MetricSummary>> Summaries(int64_t run_id);
+  absl::StatusOr<std::vector<FinalValue>> FinalValues(int64_t experiment_id,
+                                                      const std::vector<std::string>& keys);
+  absl::StatusOr<std::vector<LogRecord>> Logs(int64_t run_id, int64_t after, int limit);
+
+  // Agents.
+  absl::Status UpsertAgent(const AgentRecord& agent);
+  absl::Status SetAgentState(const std::string& id, const std::string& state, double now);
+
+  Db* db_for_test() { return &db_; }
+
+ private:
+  explicit Store(Db db) : db_(std::move(db)) {}
+
+  absl::Status RecordTransition(int64_t run_id, int attempt, RunState from, RunState to,
+                                const std::string& reason, double now);
+  absl::Status IngestOne(const std::string& agent_id, const IngestEvent& event,
+                         std::vector<RunEnded>* ended);
+  absl::Status IngestMetrics(const IngestEvent& event);
+  absl::StatusOr<int64_t> MetricKeyId(const std::string& name);
+  absl::StatusOr<std::vector<RunRecord>> QueryRuns(const std::string& where, int64_t arg);
+
+  Db db_;
+  std::map<std::string, int64_t> metric_key_ids_;
+};
+
+}  // namespace tae::store

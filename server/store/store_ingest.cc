@@ -1,0 +1,202 @@
+// Store: ingest of agent events, and the metric/log queries that read them back.
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status/macros.h"
+#include "server/store/store.h"
+
+namespace tae::store {
+
+absl::StatusOr<int64_t> Store::MetricKeyId(const std::string& name) {
+  if (auto it = metric_key_ids_.find(name); it != metric_key_ids_.end()) {
+    return it->second;
+  }
+  ASSIGN_OR_RETURN(Statement insert,
+                   db_.Prepare("INSERT INTO metric_keys (name) VALUES (?) ON CONFLICT(name) DO "
+                               "UPDATE SET name = excluded.name RETURNING id"));
+  insert.Bind(1, name);
+  ASSIGN_OR_RETURN(bool row, insert.Step());
+  if (!row) {
+    return absl::InternalError("metric key insert returned no id");
+  }
+  int64_t id = insert.Int(0);
+  insert.Reset();
+  metric_key_ids_[name] = id;
+  return id;
+}
+
+absl::Status Store::IngestMetrics(const IngestEvent& event) {
+  ASSIGN_OR_RETURN(Statement insert,
+                   db_.Prepare("INSERT INTO metrics (run_id, key_id, step, attempt, value, "
+                               "wall_time) VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET "
+                               "attempt = excluded.attempt, value = excluded.value, "
+                               "wall_time = excluded.wall_time WHERE excluded.attempt > attempt"));
+  ASSIGN_OR_RETURN(
+      Statement summary,
+      db_.Prepare("INSERT INTO run_summaries (run_id, key_id, last_step, last_value, min_value, "
+                  "max_value, count) VALUES (?1,?2,?3,?4,?4,?4,1) ON CONFLICT DO UPDATE SET "
+                  "last_value = CASE WHEN excluded.last_step >= last_step THEN "
+                  "excluded.last_value ELSE last_value END, "
+                  "last_step = MAX(last_step, excluded.last_step), "
+                  "min_value = MIN(min_value, excluded.min_value), "
+                  "max_value = MAX(max_value, excluded.max_value), count = count + 1"));
+  for (const MetricValue& value : event.values) {
+    ASSIGN_OR_RETURN(int64_t key_id, MetricKeyId(value.key));
+    insert.Bind(1, event.run_id)
+        .Bind(2, key_id)
+        .Bind(3, event.step)
+        .Bind(4, static_cast<int64_t>(event.attempt))
+        .Bind(5, value.value)
+        .Bind(6, event.wall_time);
+    RETURN_IF_ERROR(insert.Run());
+    if (db_.Changes() == 0) {
+      continue;  // a resend of a point already stored
+    }
+    summary.Bind(1, event.run_id).Bind(2, key_id).Bind(3, event.step).Bind(4, value.value);
+    RETURN_IF_ERROR(summary.Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& event,
+                              std::vector<RunEnded>* ended) {
+  absl::StatusOr<RunRecord> run = GetRun(event.run_id);
+  if (!run.ok()) {
+    return absl::OkStatus();  // not ours (e.g. a run from another data dir): drop it
+  }
+  switch (event.kind) {
+    case IngestEvent::Kind::kMetrics:
+      return IngestMetrics(event);
+    case IngestEvent::Kind::kLog: {
+      ASSIGN_OR_RETURN(Statement stmt,
+                       db_.Prepare("INSERT OR IGNORE INTO logs (run_id, attempt, seq, agent_id, "
+                                   "stream, line, wall_time) VALUES (?,?,?,?,?,?,?)"));
+      stmt.Bind(1, event.run_id)
+          .Bind(2, static_cast<int64_t>(event.attempt))
+          .Bind(3, static_cast<int64_t>(event.seq))
+          .Bind(4, agent_id)
+          .Bind(5, event.stream)
+          .Bind(6, event.text)
+          .Bind(7, event.wall_time);
+      return stmt.Run();
+    }
+    case IngestEvent::Kind::kStarted: {
+      if (run->state != RunState::kAssigned || run->attempt != event.attempt) {
+        return absl::OkStatus();
+      }
+      ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE runs SET state = 'running', pid = ?, "
+                                                   "started_at = ? WHERE id = ?"));
+      stmt.Bind(1, event.pid).Bind(2, event.wall_time).Bind(3, event.run_id);
+      RETURN_IF_ERROR(stmt.Run());
+      return RecordTransition(event.run_id, event.attempt, run->state, RunState::kRunning,
+                              absl::StrCat("started as pid ", event.pid, " on ", agent_id),
+                              event.wall_time);
+    }
+    case IngestEvent::Kind::kExited: {
+      if (IsFinal(run->state) || run->attempt != event.attempt) {
+        return absl::OkStatus();
+      }
+      RunState to = event.cancelled         ? RunState::kCancelled
+                    : event.exit_code == 0 ? RunState::kSucceeded
+                                           : RunState::kFailed;
+      std::string reason = event.text;
+      if (reason.empty()) {
+        reason = event.signal != 0 ? absl::StrCat("killed by signal ", event.signal)
+                                   : absl::StrCat("exit code ", event.exit_code);
+      }
+      ASSIGN_OR_RETURN(Statement stmt,
+                       db_.Prepare("UPDATE runs SET state = ?, exit_code = ?, reason = ?, "
+                                   "finished_at = ? WHERE id = ?"));
+      stmt.Bind(1, ToString(to))
+          .Bind(2, static_cast<int64_t>(event.exit_code))
+          .Bind(3, reason)
+          .Bind(4, event.wall_time)
+          .Bind(5, event.run_id);
+      RETURN_IF_ERROR(stmt.Run());
+      RETURN_IF_ERROR(
+          RecordTransition(event.run_id, event.attempt, run->state, to, reason, event.wall_time));
+      ended->push_back({event.run_id, agent_id, to});
+      return absl::OkStatus();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<RunEnded>> Store::Ingest(const std::string& agent_id,
+                                                    const std::vector<IngestEvent>& events) {
+  std::vector<RunEnded> ended;
+  Transaction tx(&db_);
+  RETURN_IF_ERROR(tx.begin_status());
+  for (const IngestEvent& event : events) {
+    if (absl::Status s = IngestOne(agent_id, event, &ended); !s.ok()) {
+      metric_key_ids_.clear();  // ids assigned inside the rolled-back transaction are void
+      return s;
+    }
+  }
+  if (absl::Status s = tx.Commit(); !s.ok()) {
+    metric_key_ids_.clear();
+    return s;
+  }
+  return ended;
+}
+
+absl::StatusOr<std::vector<MetricSummary>> Store::Summaries(int64_t run_id) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT k.name, s.last_step, s.last_value, s.min_value, "
+                               "s.max_value, s.count FROM run_summaries s JOIN metric_keys k ON "
+                               "k.id = s.key_id WHERE s.run_id = ? ORDER BY k.name"));
+  stmt.Bind(1, run_id);
+  std::vector<MetricSummary> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      break;
+    }
+    out.push_back({stmt.Text(0), stmt.Int(1), stmt.Double(2), stmt.Double(3), stmt.Double(4),
+                   stmt.Int(5)});
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<FinalValue>> Store::FinalValues(int64_t experiment_id,
+                                                           const std::vector<std::string>& keys) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT r.id, r.variant, r.seed, r.state, k.name, s.last_value "
+                               "FROM runs r JOIN run_summaries s ON s.run_id = r.id "
+                               "JOIN metric_keys k ON k.id = s.key_id "
+                               "WHERE r.experiment_id = ? AND k.name = ? ORDER BY r.id"));
+  std::vector<FinalValue> out;
+  for (const std::string& key : keys) {
+    stmt.Bind(1, experiment_id).Bind(2, key);
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, stmt.Step());
+      if (!more) {
+        break;
+      }
+      out.push_back({stmt.Int(0), stmt.Text(1), stmt.Int(2),
+                     RunStateFromString(stmt.Text(3)).value_or(RunState::kFailed), stmt.Text(4),
+                     stmt.Double(5)});
+    }
+    stmt.Reset();
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<LogRecord>> Store::Logs(int64_t run_id, int64_t after, int limit) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT id, attempt, stream, line, wall_time FROM logs WHERE "
+                               "run_id = ? AND id > ? ORDER BY id LIMIT ?"));
+  stmt.Bind(1, run_id).Bind(2, after).Bind(3, static_cast<int64_t>(limit));
+  std::vector<LogRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      break;
+    }
+    out.push_back({stmt.Int(0), static_cast<int>(stmt.Int(1)), stmt.Text(2), stmt.Text(3),
+                   stmt.Double(4)});
+  }
+  return out;
+}
+
+}  // namespace tae::store

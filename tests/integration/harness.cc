@@ -1,0 +1,145 @@
+#include "tests/integration/harness.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace tae::testing {
+
+std::string BinPath(const std::string& name) { return std::string(TAE_BIN_DIR) + "/" + name; }
+
+CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s) {
+  int out[2];
+  int err[2];
+  REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+  REQUIRE(pipe2(err, O_CLOEXEC) == 0);
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargs;
+  for (std::string& a : args) {
+    cargs.push_back(a.data());
+  }
+  cargs.push_back(nullptr);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    dup2(err[1], STDERR_FILENO);
+    execv(cargs[0], cargs.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  CommandResult result;
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[4096];
+  while (open_fds > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) {
+      kill(pid, SIGKILL);
+      break;
+    }
+    if (poll(fds, 2, static_cast<int>(left)) <= 0) {
+      continue;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP))) {
+        ssize_t n = read(fds[i].fd, buf, sizeof(buf));
+        if (n <= 0) {
+          close(fds[i].fd);
+          fds[i].fd = -1;
+          --open_fds;
+        } else {
+          (i == 0 ? result.out : result.err).append(buf, n);
+        }
+      }
+    }
+  }
+  for (auto& fd : fds) {
+    if (fd.fd >= 0) {
+      close(fd.fd);
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/tae-test-XXXXXX";  // short: unix socket paths are limited to 108 bytes
+  char* dir = mkdtemp(tmpl);
+  REQUIRE(dir != nullptr);
+  path_ = dir;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::Write(const std::string& name, const std::string& content) const {
+  std::string path = path_ + "/" + name;
+  std::ofstream(path) << content;
+  return path;
+}
+
+Cluster::Cluster(int agents, int slots) {
+  CommandResult up = Taectl({"up", "--agents", std::to_string(agents), "--slots",
+                             std::to_string(slots)},
+                            120);
+  INFO("taectl up: " << up.out << up.err);
+  REQUIRE(up.exit_code == 0);
+  started_ = true;
+}
+
+Cluster::~Cluster() {
+  if (started_) {
+    RunCommand({BinPath("taectl"), "--home", home(), "down"}, 60);
+  }
+}
+
+CommandResult Cluster::Taectl(std::vector<std::string> args, double timeout_s) {
+  std::vector<std::string> argv = {BinPath("taectl"), "--home", home()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, timeout_s);
+}
+
+nlohmann::json Cluster::TaectlJson(std::vector<std::string> args) {
+  args.push_back("--json");
+  CommandResult result = Taectl(args);
+  INFO("taectl stderr: " << result.err);
+  REQUIRE(result.exit_code == 0);
+  nlohmann::json doc = nlohmann::json::parse(result.out, nullptr, false);
+  INFO("taectl stdout: " << result.out);
+  REQUIRE_FALSE(doc.is_discarded());
+  return doc;
+}
+
+bool WaitUntil(const std::function<bool()>& pred, double timeout_s) {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return pred();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+bool ProcessGroupExists(long pgid) { return kill(-static_cast<pid_t>(pgid), 0) == 0; }
+
+}  // namespace tae::testing

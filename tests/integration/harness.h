@@ -1,0 +1,63 @@
+#pragma once
+
+// Test harness for integration tests: runs the real binaries (taectl, which starts taed and its
+// agents) against a temporary TAE_HOME, and waits on conditions with deadlines, never sleeps.
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace tae::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv to completion (killed after timeout_s), capturing stdout and stderr.
+CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s = 120);
+
+std::string BinPath(const std::string& name);
+
+// A temporary directory, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string Write(const std::string& name, const std::string& content) const;
+
+ private:
+  std::string path_;
+};
+
+// taed with local agents on a fresh TAE_HOME, started by `taectl up`, stopped by `taectl down`.
+class Cluster {
+ public:
+  explicit Cluster(int agents = 1, int slots = 2);
+  ~Cluster();
+  const std::string& home() const { return home_.path(); }
+  const TempDir& dir() const { return home_; }
+  bool started() const { return started_; }
+  CommandResult Taectl(std::vector<std::string> args, double timeout_s = 300);
+  // Runs `taectl ARGS --json` and parses stdout; fails the test on a bad exit or bad JSON.
+  nlohmann::json TaectlJson(std::vector<std::string> args);
+  std::string db_path() const { return home_.path() + "/tae.db"; }
+
+ private:
+  TempDir home_;
+  bool started_ = false;
+};
+
+// Polls pred every 50 ms until it holds or the deadline passes. Returns pred's last answer.
+bool WaitUntil(const std::function<bool()>& pred, double timeout_s);
+
+// True while any process is in process group pgid.
+bool ProcessGroupExists(long pgid);
+
+}  // namespace tae::testing

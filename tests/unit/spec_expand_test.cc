@@ -1,0 +1,174 @@
+// Expansion of a Spec into runs and the spec hash (common/spec).
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "common/spec/schema.h"
+#include "common/spec/spec.h"
+
+namespace tae::spec {
+namespace {
+
+Spec MustParse(const std::string& text, const std::vector<std::string>& sets = {}) {
+  absl::StatusOr<Spec> spec = ParseSpec(text, "study.toml", sets);
+  INFO(spec.status().ToString());
+  REQUIRE(spec.ok());
+  return *spec;
+}
+
+constexpr char kStudy[] = R"(
+name = "norms"
+description = "which norm?"
+
+[model]
+layers = 3
+norm = "layernorm"
+
+[train]
+lr = 3e-3
+seeds = [11, 22, 33]
+
+[[ablation]]
+name = "rms"
+"model.norm" = "rmsnorm"
+
+[[ablation]]
+name = "deep"
+"model.layers" = 6
+"train.lr" = 1e-3
+)";
+
+TEST_CASE("runs are the baseline then the ablations in file order and each once per seed",
+          "[spec][expand]") {
+  Spec spec = MustParse(kStudy);
+  std::vector<RunPlan> runs = ExpandRuns(spec);
+  REQUIRE(runs.size() == (1 + 2) * 3);
+  std::vector<std::string> variants;
+  std::vector<int64_t> seeds;
+  for (const RunPlan& run : runs) {
+    variants.push_back(run.variant);
+    seeds.push_back(run.seed);
+    CHECK(run.config.at("train.seed") == run.seed);
+  }
+  CHECK(variants == std::vector<std::string>{"baseline", "baseline", "baseline", "rms", "rms",
+                                             "rms", "deep", "deep", "deep"});
+  CHECK(seeds == std::vector<int64_t>{11, 22, 33, 11, 22, 33, 11, 22, 33});
+}
+
+TEST_CASE("a variant's config is the baseline plus only its own overrides", "[spec][expand]") {
+  Spec spec = MustParse(kStudy);
+  std::vector<RunPlan> runs = ExpandRuns(spec);
+  const nlohmann::json& baseline = runs[0].config;
+  const nlohmann::json& rms = runs[3].config;
+  const nlohmann::json& deep = runs[6].config;
+  CHECK(baseline.at("model.norm") == "layernorm");
+  CHECK(baseline.at("model.layers") == 3);
+  CHECK(rms.at("model.norm") == "rmsnorm");
+  CHECK(rms.at("model.layers") == 3);
+  CHECK(rms.at("train.lr").get<double>() == 3e-3);
+  CHECK(deep.at("model.norm") == "layernorm");
+  CHECK(deep.at("model.layers") == 6);
+  CHECK(deep.at("train.lr").get<double>() == 1e-3);
+
+  nlohmann::json expected = spec.base;
+  expected["model.norm"] = "rmsnorm";
+  expected["train.seed"] = 11;
+  CHECK(rms == expected);
+}
+
+TEST_CASE("a run config holds every run key with defaults plus train.seed", "[spec][expand]") {
+  Spec spec = MustParse(R"(name = "defaults")");
+  std::vector<RunPlan> runs = ExpandRuns(spec);
+  REQUIRE(runs.size() == 3);
+  const nlohmann::json& config = runs[0].config;
+  size_t run_keys = 0;
+  for (const KeyInfo& key : Schema()) {
+    if (key.scope == KeyScope::kRun) {
+      ++run_keys;
+      INFO(key.name);
+      REQUIRE(config.contains(std::string(key.name)));
+      CHECK(config.at(std::string(key.name)) == nlohmann::json::parse(key.default_json));
+    }
+  }
+  CHECK(config.size() == run_keys + 1);
+  CHECK(config.at("train.seed") == 0);
+  CHECK_FALSE(config.contains("train.seeds"));
+  CHECK_FALSE(config.contains("name"));
+  CHECK(config.at("train.lr").dump() == "0.003");
+  CHECK(config.at("model.dropout").dump() == "0.0");
+  CHECK(config.dump().find("\"model.activation\":\"gelu\",\"model.bias\":true") !=
+        std::string::npos);
+}
+
+TEST_CASE("overrides from --set apply to the baseline and the ablations inherit them",
+          "[spec][expand]") {
+  Spec spec = MustParse(kStudy, {"train.steps=100", "model.norm=none", "train.seeds=[4]"});
+  std::vector<RunPlan> runs = ExpandRuns(spec);
+  REQUIRE(runs.size() == 3);
+  CHECK(runs[0].config.at("model.norm") == "none");
+  CHECK(runs[1].variant == "rms");
+  CHECK(runs[1].config.at("model.norm") == "rmsnorm");
+  CHECK(runs[2].config.at("model.norm") == "none");
+  for (const RunPlan& run : runs) {
+    CHECK(run.config.at("train.steps") == 100);
+    CHECK(run.seed == 4);
+  }
+}
+
+TEST_CASE("ResolveConfig gives one variant's config", "[spec][expand]") {
+  Spec spec = MustParse(kStudy);
+  CHECK(ResolveConfig(spec, "deep", 22) == ExpandRuns(spec)[7].config);
+  CHECK(ResolveConfig(spec, "baseline", 11) == ExpandRuns(spec)[0].config);
+  CHECK(ResolveConfig(spec, "nope", 11).is_null());
+}
+
+TEST_CASE("SpecHash ignores formatting and key order but not values", "[spec][hash]") {
+  const std::string hash = SpecHash(MustParse(kStudy));
+  CHECK(hash.size() == 16);
+  CHECK(hash.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(SpecHash(MustParse(kStudy)) == hash);
+
+  const std::string reordered = R"(# the same study, written differently
+description    = "which norm?"
+name = "norms"
+[train]
+seeds = [ 11, 22, 33 ]   # three seeds
+lr = 0.003
+[model]
+norm = "layernorm"
+layers = 3
+[[ablation]]
+"model.norm" = "rmsnorm"
+name = "rms"
+[[ablation]]
+name = "deep"
+train.lr = 0.001
+model = { layers = 6 }
+)";
+  CHECK(SpecHash(MustParse(reordered)) == hash);
+  // Writing a default explicitly changes nothing either.
+  CHECK(SpecHash(MustParse(std::string(kStudy) + "[resources]\nslots = 1\n")) == hash);
+  CHECK(SpecHash(MustParse(kStudy, {"train.lr=3e-3"})) == hash);
+
+  CHECK(SpecHash(MustParse(kStudy, {"train.lr=2e-3"})) != hash);
+  std::string changed = kStudy;
+  changed.replace(changed.find("layers = 3"), 10, "layers = 4");
+  CHECK(SpecHash(MustParse(changed)) != hash);
+  changed = kStudy;
+  changed.replace(changed.find("[11, 22, 33]"), 12, "[11, 22]");
+  CHECK(SpecHash(MustParse(changed)) != hash);
+  changed = kStudy;
+  changed.replace(changed.find("\"rms\""), 5, "\"rms2\"");
+  CHECK(SpecHash(MustParse(changed)) != hash);
+}
+
+TEST_CASE("SpecHash is float-format independent and pinned", "[spec][hash]") {
+  CHECK(SpecHash(MustParse("name = \"f\"\n[train]\nlr = 1\n")) ==
+        SpecHash(MustParse("name = \"f\"\n[train]\nlr = 1.0\n")));
+  // Stored hashes must not change between builds: a change here needs a migration plan.
+  CHECK(SpecHash(MustParse(R"(name = "pinned")")) == "22d2e0edcbb39c5a");
+}
+
+}  // namespace
+}  // namespace tae::spec

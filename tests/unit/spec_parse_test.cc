@@ -1,0 +1,399 @@
+// Parsing and validation of the experiment file (common/spec): good files, and every class of
+// bad file with its exact message.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "common/spec/schema.h"
+#include "common/spec/spec.h"
+
+namespace tae::spec {
+namespace {
+
+constexpr char kPath[] = "study.toml";
+
+Spec MustParse(const std::string& text, const std::vector<std::string>& sets = {}) {
+  absl::StatusOr<Spec> spec = ParseSpec(text, kPath, sets);
+  INFO(spec.status().ToString());
+  REQUIRE(spec.ok());
+  return *spec;
+}
+
+// The message of the error ParseSpec returns (fails the test if it succeeds).
+std::string ErrorOf(const std::string& text, const std::vector<std::string>& sets = {}) {
+  absl::StatusOr<Spec> spec = ParseSpec(text, kPath, sets);
+  REQUIRE_FALSE(spec.ok());
+  CHECK(spec.status().code() == absl::StatusCode::kInvalidArgument);
+  return std::string(spec.status().message());
+}
+
+TEST_CASE("a minimal file gets every default", "[spec]") {
+  Spec spec = MustParse(R"(name = "minimal")");
+  CHECK(spec.name == "minimal");
+  CHECK(spec.description.empty());
+  CHECK(spec.seeds == std::vector<int64_t>{0, 1, 2});
+  CHECK(spec.ablations.empty());
+  CHECK(spec.base == DefaultConfig());
+  CHECK(spec.base.at("model.layers") == 2);
+  CHECK(spec.base.at("model.norm") == "layernorm");
+  CHECK(spec.base.at("train.lr").get<double>() == 3e-3);
+  CHECK(spec.base.at("train.lr").is_number_float());
+  CHECK(spec.base.at("model.drop_ffn_layers") == nlohmann::json::array());
+  CHECK(spec.base.at("resources.labels") == nlohmann::json::object());
+  CHECK_FALSE(spec.base.contains("train.seeds"));
+  CHECK_FALSE(spec.base.contains("name"));
+}
+
+TEST_CASE("a full file is read into the baseline and the ablations", "[spec]") {
+  Spec spec = MustParse(R"(
+name = "pos-encoding"
+description = "does order matter?"
+
+[model]
+layers = 4
+d_model = 128
+heads = 8
+norm = "rmsnorm"
+causal = false
+drop_ffn_layers = [3, 1]
+dropout = 0.1
+
+[train]
+task = "lm"
+data = "kjv.txt"
+lr = 1            # float keys take integers
+weight_decay = 0.01
+seeds = [7, 3]
+
+[resources]
+slots = 2
+labels = { accelerator = "v4-8", slice = "a" }
+priority = -5
+
+[[ablation]]
+name = "no-pos"
+"model.pos_encoding" = "none"
+
+[[ablation]]
+name = "wide.ffn_2"
+"model.ffn_mult" = 8
+"train.lr" = 1e-3
+)");
+  CHECK(spec.name == "pos-encoding");
+  CHECK(spec.description == "does order matter?");
+  CHECK(spec.base.at("model.layers") == 4);
+  CHECK(spec.base.at("model.norm") == "rmsnorm");
+  CHECK(spec.base.at("model.causal") == false);
+  CHECK(spec.base.at("model.drop_ffn_layers") == nlohmann::json({3, 1}));
+  CHECK(spec.base.at("train.lr").is_number_float());
+  CHECK(spec.base.at("train.lr").get<double>() == 1.0);
+  CHECK(spec.base.at("train.task") == "lm");
+  CHECK(spec.base.at("resources.labels") ==
+        nlohmann::json({{"accelerator", "v4-8"}, {"slice", "a"}}));
+  CHECK(spec.base.at("resources.priority") == -5);
+  CHECK(spec.seeds == std::vector<int64_t>{7, 3});
+  REQUIRE(spec.ablations.size() == 2);
+  CHECK(spec.ablations[0].name == "no-pos");
+  CHECK(spec.ablations[0].overrides == nlohmann::json({{"model.pos_encoding", "none"}}));
+  CHECK(spec.ablations[1].name == "wide.ffn_2");
+  CHECK(spec.ablations[1].overrides == nlohmann::json({{"model.ffn_mult", 8}, {"train.lr", 1e-3}}));
+}
+
+TEST_CASE("ablation overrides may also be written as nested or dotted tables", "[spec]") {
+  Spec spec = MustParse(R"(
+name = "x"
+[[ablation]]
+name = "a"
+model.layers = 3
+train = { lr = 0.5 }
+"resources.labels" = { accelerator = "cpu" }
+)");
+  REQUIRE(spec.ablations.size() == 1);
+  CHECK(spec.ablations[0].overrides ==
+        nlohmann::json({{"model.layers", 3},
+                        {"train.lr", 0.5},
+                        {"resources.labels", {{"accelerator", "cpu"}}}}));
+}
+
+TEST_CASE("resources.hosts = 1 is accepted", "[spec]") {
+  Spec spec = MustParse("name = \"x\"\n[resources]\nhosts = 1\n");
+  CHECK_FALSE(spec.base.contains("resources.hosts"));
+  CHECK(MustParse("name = \"x\"", {"resources.hosts=1"}).base == spec.base);
+}
+
+TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
+  std::vector<std::string> keys = KnownKeys();
+  CHECK(keys.size() == 36);
+  CHECK(keys.front() == "name");
+  CHECK(keys[1] == "description");
+  for (const char* key : {"model.layers", "model.tie_embeddings", "train.seeds", "train.threads",
+                          "resources.labels", "resources.priority"}) {
+    CHECK(std::find(keys.begin(), keys.end(), key) != keys.end());
+  }
+  for (const KeyInfo& key : Schema()) {
+    CHECK_FALSE(key.doc.empty());
+  }
+}
+
+TEST_CASE("TOML syntax errors carry toml++'s description and position", "[spec][errors]") {
+  CHECK(ErrorOf("name = \"x\"\n[model\n") ==
+        "study.toml:2:7: Error while parsing table header: expected ']', saw '\\n'");
+  CHECK(ErrorOf("name = \"x\"\nname = \"y\"\n") ==
+        "study.toml:2:8: Error while parsing key-value pair: cannot redefine existing string "
+        "'name'");
+}
+
+TEST_CASE("unknown keys and tables get a did-you-mean", "[spec][errors]") {
+  CHECK(ErrorOf("name = \"x\"\n[model]\nlayres = 3\n") ==
+        "study.toml:3:1: unknown key 'model.layres' (did you mean 'model.layers'?)");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nlr = 0.1\n") ==
+        "study.toml:3:1: unknown key 'model.lr' (did you mean 'train.lr'?)");
+  CHECK(ErrorOf("name = \"x\"\n[model]\npos = \"none\"\n") ==
+        "study.toml:3:1: unknown key 'model.pos' (did you mean 'model.pos_encoding'?)");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nfrobnicate = 1\n") ==
+        "study.toml:3:1: unknown key 'model.frobnicate'");
+  CHECK(ErrorOf("nmae = \"x\"\n") == "study.toml:1:1: unknown key 'nmae' (did you mean 'name'?)");
+  CHECK(ErrorOf("name = \"x\"\n[modle]\nlayers = 2\n") ==
+        "study.toml:2:1: unknown table 'modle' (did you mean 'model'?)");
+  CHECK(ErrorOf("name = \"x\"\nlr = 3\n") ==
+        "study.toml:2:1: unknown key 'lr' (did you mean 'train.lr'?)");
+  CHECK(ErrorOf("name = \"x\"\nmodle.layers = 3\n") ==
+        "study.toml:2:1: unknown table 'modle' (did you mean 'model'?)");
+  CHECK(ErrorOf("name = \"x\"\n[optimizer]\nlr = 2\n") ==
+        "study.toml:2:1: unknown table 'optimizer'");
+  CHECK(ErrorOf("name = \"x\"\n[resources.label]\na = \"b\"\n") ==
+        "study.toml:2:1: unknown table 'resources.label' (did you mean 'resources.labels'?)");
+}
+
+TEST_CASE("a wrong type names the expected and the actual type", "[spec][errors]") {
+  CHECK(ErrorOf("name = \"x\"\n[model]\nlayers = \"2\"\n") ==
+        "study.toml:3:10: model.layers: expected an integer, got a string");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nlayers = 2.0\n") ==
+        "study.toml:3:10: model.layers: expected an integer, got a float");
+  CHECK(ErrorOf("name = \"x\"\n[train]\nlr = \"fast\"\n") ==
+        "study.toml:3:6: train.lr: expected a number, got a string");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nresidual = 1\n") ==
+        "study.toml:3:12: model.residual: expected a boolean, got an integer");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nnorm = false\n") ==
+        "study.toml:3:8: model.norm: expected a string, got a boolean");
+  CHECK(ErrorOf("name = \"x\"\n[model]\ndrop_ffn_layers = 1\n") ==
+        "study.toml:3:19: model.drop_ffn_layers: expected an array of integers, got an integer");
+  CHECK(ErrorOf("name = \"x\"\n[model]\ndrop_ffn_layers = [0, \"1\"]\n") ==
+        "study.toml:3:23: model.drop_ffn_layers[1]: expected an integer, got a string");
+  CHECK(ErrorOf("name = \"x\"\n[resources]\nlabels = \"cpu\"\n") ==
+        "study.toml:3:10: resources.labels: expected a table of strings, got a string");
+  CHECK(ErrorOf("name = \"x\"\n[resources]\nlabels = { accelerator = 4 }\n") ==
+        "study.toml:3:26: resources.labels.accelerator: expected a string, got an integer");
+  CHECK(
+      ErrorOf("name = \"x\"\n[resources]\nlabels = { \"a b\" = \"c\" }\n") ==
+      "study.toml:3:12: resources.labels: 'a b' is not a valid label name (use [A-Za-z0-9._/-]+)");
+  CHECK(ErrorOf("name = \"x\"\nmodel = 3\n") ==
+        "study.toml:2:9: model: expected a table, got an integer");
+  CHECK(ErrorOf("name = 3\n") == "study.toml:1:8: name: expected a string, got an integer");
+  CHECK(ErrorOf("name = \"x\"\ndescription = []\n") ==
+        "study.toml:2:15: description: expected a string, got an array");
+}
+
+TEST_CASE("values out of range or not allowed list what is allowed", "[spec][errors]") {
+  CHECK(ErrorOf("name = \"x\"\n[model]\nnorm = \"batchnorm\"\n") ==
+        "study.toml:3:8: model.norm: 'batchnorm' is not one of layernorm, rmsnorm, none");
+  CHECK(ErrorOf("name = \"x\"\n[train]\ntask = \"sort\"\n") ==
+        "study.toml:3:8: train.task: 'sort' is not one of copy, lm");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nlayers = 65\n") ==
+        "study.toml:3:10: model.layers: 65 is out of range (must be 0..64)");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nheads = 0\n") ==
+        "study.toml:3:9: model.heads: 0 is out of range (must be >= 1)");
+  CHECK(ErrorOf("name = \"x\"\n[train]\nlr = 0\n") ==
+        "study.toml:3:6: train.lr: 0 is out of range (must be > 0)");
+  CHECK(ErrorOf("name = \"x\"\n[train]\nlr = -1e-3\n") ==
+        "study.toml:3:6: train.lr: -0.001 is out of range (must be > 0)");
+  CHECK(ErrorOf("name = \"x\"\n[model]\ndropout = 1.0\n") ==
+        "study.toml:3:11: model.dropout: 1 is out of range (must be >= 0 and < 1)");
+  CHECK(ErrorOf("name = \"x\"\n[train]\nlr = inf\n") ==
+        "study.toml:3:6: train.lr: inf is not a finite number");
+  CHECK(ErrorOf("name = \"x\"\n[train]\nsteps = 1_000_000_001\n") ==
+        "study.toml:3:9: train.steps: 1000000001 is out of range (must be 1..1000000000)");
+  CHECK(ErrorOf("name = \"x\"\n[model]\ndrop_attention_layers = [-1]\n") ==
+        "study.toml:3:26: model.drop_attention_layers[0]: -1 is out of range (must be >= 0)");
+  CHECK(ErrorOf("name = \"x\"\n[model]\ndrop_attention_layers = [1, 1]\n") ==
+        "study.toml:3:29: model.drop_attention_layers[1]: 1 is listed twice");
+}
+
+TEST_CASE("train.seeds must be a non-empty list of unique seeds", "[spec][errors]") {
+  CHECK(ErrorOf("name = \"x\"\n[train]\nseeds = []\n") ==
+        "study.toml:3:9: train.seeds: must not be empty");
+  CHECK(ErrorOf("name = \"x\"\n[train]\nseeds = [0, 1, 0]\n") ==
+        "study.toml:3:16: train.seeds[2]: 0 is listed twice");
+  CHECK(ErrorOf("name = \"x\"\n[train]\nseeds = [-1]\n") ==
+        "study.toml:3:10: train.seeds[0]: -1 is out of range (must be >= 0)");
+}
+
+TEST_CASE("the experiment name is required and restricted", "[spec][errors]") {
+  CHECK(ErrorOf("description = \"no name\"\n") == "study.toml:1:1: missing required key 'name'");
+  CHECK(ErrorOf("name = \"\"\n") == "study.toml:1:8: name: must not be empty");
+  CHECK(ErrorOf("name = \"my study\"\n") ==
+        "study.toml:1:8: name: 'my study' is not a valid name (use [A-Za-z0-9._-]+)");
+  CHECK(ErrorOf("name = \"..\"\n") ==
+        "study.toml:1:8: name: '..' is not a valid name (use [A-Za-z0-9._-]+)");
+}
+
+TEST_CASE("ablations are checked", "[spec][errors]") {
+  const std::string head = "name = \"x\"\n";
+  CHECK(ErrorOf(head + "[[ablation]]\nname = \"a\"\n\"model.norm\" = \"none\"\n"
+                       "[[ablation]]\nname = \"a\"\n\"model.layers\" = 1\n") ==
+        "study.toml:6:8: duplicate ablation name 'a' (first defined at 2:1)");
+  CHECK(ErrorOf(head + "[[ablation]]\nname = \"baseline\"\n\"model.layers\" = 1\n") ==
+        "study.toml:3:8: ablation name 'baseline' is reserved for the implicit baseline variant");
+  CHECK(ErrorOf(head + "[[ablation]]\n\"model.layers\" = 1\n") ==
+        "study.toml:2:1: ablation #1: missing required key 'name'");
+  CHECK(ErrorOf(head + "[[ablation]]\nname = \"empty\"\n") ==
+        "study.toml:2:1: ablation 'empty' has no overrides (add one such as \"model.norm\" = "
+        "\"rmsnorm\")");
+  CHECK(ErrorOf(head + "[[ablation]]\nname = \"no pos\"\n\"model.layers\" = 1\n") ==
+        "study.toml:3:8: ablation name: 'no pos' is not a valid name (use [A-Za-z0-9._-]+)");
+  CHECK(ErrorOf(head + "ablation = [1]\n") ==
+        "study.toml:2:13: ablation #1: expected a table, got an integer");
+  CHECK(MustParse(head + "ablation = []\n").ablations.empty());
+  CHECK(ErrorOf(head + "[ablation]\nname = \"a\"\n") ==
+        "study.toml:2:1: ablation: expected an array of tables ([[ablation]]), got a table");
+}
+
+TEST_CASE("ablation overrides are checked like the baseline's keys", "[spec][errors]") {
+  const std::string head = "name = \"x\"\n[[ablation]]\nname = \"a\"\n";
+  CHECK(ErrorOf(head + "\"model.layres\" = 1\n") ==
+        "study.toml:4:1: unknown key 'model.layres' (did you mean 'model.layers'?)");
+  CHECK(ErrorOf(head + "layers = 1\n") ==
+        "study.toml:4:1: unknown key 'layers' (did you mean 'model.layers'?)");
+  CHECK(ErrorOf(head + "\"model.norm\" = \"batchnorm\"\n") ==
+        "study.toml:4:16: model.norm: 'batchnorm' is not one of layernorm, rmsnorm, none");
+  CHECK(ErrorOf(head + "\"model.layers\" = \"1\"\n") ==
+        "study.toml:4:18: model.layers: expected an integer, got a string");
+  CHECK(ErrorOf(head + "\"train.seeds\" = [1]\n") ==
+        "study.toml:4:1: train.seeds cannot be overridden in an ablation (every variant runs "
+        "once per seed)");
+  CHECK(ErrorOf(head + "\"model.layers\" = 1\nmodel.layers = 3\n") ==
+        "study.toml:5:7: duplicate override 'model.layers'");
+  CHECK(ErrorOf(head + "\"resources.hosts\" = 4\n") ==
+        "study.toml:4:21: resources.hosts: multi-host runs are not supported yet (only hosts = 1)");
+}
+
+TEST_CASE("features that are not supported yet are refused", "[spec][errors]") {
+  CHECK(ErrorOf("name = \"x\"\n[grid]\n\"model.layers\" = [1, 2, 4]\n") ==
+        "study.toml:2:1: [grid] is not supported yet");
+  CHECK(ErrorOf("name = \"x\"\n[job]\ncommand = \"python3 train.py\"\n") ==
+        "study.toml:2:1: [job] command jobs are not supported yet");
+  CHECK(ErrorOf("name = \"x\"\n[resources]\nhosts = 2\n") ==
+        "study.toml:3:9: resources.hosts: multi-host runs are not supported yet (only hosts = 1)");
+}
+
+TEST_CASE("cross-key checks point at the baseline key", "[spec][errors]") {
+  CHECK(ErrorOf("name = \"x\"\n[model]\nheads = 3\n") ==
+        "study.toml:3:9: model.heads: 3 does not divide model.d_model 64");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nd_model = 66\n") ==
+        "study.toml:3:11: model.heads: 4 does not divide model.d_model 66");
+  CHECK(ErrorOf("name = \"x\"\n[model]\ndrop_attention_layers = [0, 2]\n") ==
+        "study.toml:3:25: model.drop_attention_layers: layer 2 does not exist (model.layers is 2)");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nlayers = 0\ndrop_ffn_layers = [0]\n") ==
+        "study.toml:4:19: model.drop_ffn_layers: layer 0 does not exist (model.layers is 0)");
+  CHECK(ErrorOf("name = \"x\"\n[train]\nsteps = 10\n") ==
+        "study.toml:3:9: train.warmup: 50 is more than train.steps 10");
+}
+
+TEST_CASE("cross-key checks run on every ablation and point inside it", "[spec][errors]") {
+  const std::string head = "name = \"x\"\n[model]\ndrop_ffn_layers = [1]\n";
+  CHECK(ErrorOf(head + "[[ablation]]\nname = \"ok\"\n\"model.norm\" = \"none\"\n"
+                       "[[ablation]]\nname = \"odd\"\n\"model.heads\" = 3\n") ==
+        "study.toml:9:17: model.heads: 3 does not divide model.d_model 64");
+  CHECK(ErrorOf(head + "[[ablation]]\nname = \"wide\"\n\"model.d_model\" = 66\n") ==
+        "study.toml:6:19: model.heads: 4 does not divide model.d_model 66");
+  CHECK(ErrorOf(head + "[[ablation]]\nname = \"shallow\"\n\"model.layers\" = 1\n") ==
+        "study.toml:6:18: model.drop_ffn_layers: layer 1 does not exist (model.layers is 1)");
+}
+
+TEST_CASE("the first error in file order is reported", "[spec][errors]") {
+  // [model] sorts before [train] in toml++'s tables; the report follows the file.
+  CHECK(ErrorOf("name = \"x\"\n[train]\nlr = \"a\"\n[model]\nlayers = \"b\"\n") ==
+        "study.toml:3:6: train.lr: expected a number, got a string");
+  CHECK(ErrorOf("name = \"x\"\n[train]\nlr = 0\nvocab = 1\n") ==
+        "study.toml:3:6: train.lr: 0 is out of range (must be > 0)");
+}
+
+TEST_CASE("overrides from --set replace baseline values", "[spec][set]") {
+  Spec spec = MustParse(
+      "name = \"x\"\n[model]\nlayers = 4\n",
+      {"model.layers=6", "model.norm=rmsnorm", "train.lr=1e-3", "train.warmup=1",
+       "model.drop_ffn_layers=[0, 5]", "resources.labels={accelerator=\"tpu\"}", "train.data=2024",
+       "train.seeds=[5]", "name=renamed", " description = \"quoted text\" ", "model.causal=false"});
+  CHECK(spec.base.at("model.layers") == 6);
+  CHECK(spec.base.at("model.norm") == "rmsnorm");
+  CHECK(spec.base.at("train.lr").get<double>() == 1e-3);
+  CHECK(spec.base.at("model.drop_ffn_layers") == nlohmann::json({0, 5}));
+  CHECK(spec.base.at("resources.labels") == nlohmann::json({{"accelerator", "tpu"}}));
+  CHECK(spec.base.at("train.data") == "2024");
+  CHECK(spec.base.at("model.causal") == false);
+  CHECK(spec.seeds == std::vector<int64_t>{5});
+  CHECK(spec.name == "renamed");
+  CHECK(spec.description == "quoted text");
+  CHECK(MustParse("name = \"x\"", {"train.lr=2"}).base.at("train.lr").is_number_float());
+  CHECK(MustParse("", {"name=from-flag"}).name == "from-flag");
+  CHECK(MustParse("name = \"x\"", {"model.layers=3", "model.layers=5"}).base.at("model.layers") ==
+        5);
+}
+
+TEST_CASE("errors in --set values name the flag", "[spec][set][errors]") {
+  const std::string text = "name = \"x\"\n";
+  CHECK(ErrorOf(text, {"model.layers"}) ==
+        "--set model.layers: expected KEY=VALUE, e.g. --set model.layers=4");
+  CHECK(ErrorOf(text, {"=4"}) == "--set =4: expected KEY=VALUE, e.g. --set model.layers=4");
+  CHECK(ErrorOf(text, {"model.layres=4"}) ==
+        "--set model.layres=4: unknown key 'model.layres' (did you mean 'model.layers'?)");
+  CHECK(ErrorOf(text, {"base.lr=1e-3"}) ==
+        "--set base.lr=1e-3: unknown key 'base.lr' (did you mean 'train.lr'?)");
+  CHECK(ErrorOf(text, {"model.layers=four"}) ==
+        "--set model.layers=four: model.layers: expected an integer, got a string");
+  CHECK(ErrorOf(text, {"model.layers=99"}) ==
+        "--set model.layers=99: model.layers: 99 is out of range (must be 0..64)");
+  CHECK(ErrorOf(text, {"model.norm=batchnorm"}) ==
+        "--set model.norm=batchnorm: model.norm: 'batchnorm' is not one of layernorm, rmsnorm, "
+        "none");
+  CHECK(ErrorOf(text, {"train.seeds=[]"}) ==
+        "--set train.seeds=[]: train.seeds: must not be empty");
+  CHECK(ErrorOf(text, {"resources.hosts=2"}) ==
+        "--set resources.hosts=2: resources.hosts: multi-host runs are not supported yet (only "
+        "hosts = 1)");
+  CHECK(ErrorOf(text, {"train.data=\xff"}) ==
+        "--set train.data=\xff: the value is not valid UTF-8");
+}
+
+TEST_CASE("values from --set go through the cross-key checks", "[spec][set][errors]") {
+  CHECK(ErrorOf("name = \"x\"\n", {"model.heads=3"}) ==
+        "--set model.heads=3: model.heads: 3 does not divide model.d_model 64");
+  CHECK(ErrorOf("name = \"x\"\n[model]\ndrop_ffn_layers = [1]\n", {"model.layers=1"}) ==
+        "--set model.layers=1: model.drop_ffn_layers: layer 1 does not exist (model.layers is 1)");
+  CHECK(ErrorOf("name = \"x\"\n[[ablation]]\nname = \"a\"\n\"model.drop_ffn_layers\" = [1]\n",
+                {"model.layers=1"}) ==
+        "study.toml:4:27: model.drop_ffn_layers: layer 1 does not exist (model.layers is 1)");
+}
+
+TEST_CASE("ParseSpecFile reads fixture files", "[spec][file]") {
+  const std::string dir = std::string(TAE_TEST_DATA_DIR) + "/specs/";
+  absl::StatusOr<Spec> good = ParseSpecFile(dir + "pos_encoding.toml", {});
+  INFO(good.status().ToString());
+  REQUIRE(good.ok());
+  CHECK(good->name == "pos-encoding");
+  CHECK(good->ablations.size() == 2);
+
+  absl::StatusOr<Spec> bad = ParseSpecFile(dir + "bad_heads.toml", {});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() ==
+        dir + "bad_heads.toml:11:17: model.heads: 3 does not divide model.d_model 64");
+
+  absl::StatusOr<Spec> missing = ParseSpecFile(dir + "does_not_exist.toml", {});
+  CHECK(missing.status().code() == absl::StatusCode::kNotFound);
+  CHECK(std::string(missing.status().message()).find("does_not_exist.toml: cannot open") !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace tae::spec
