@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -61,6 +63,7 @@ absl::StatusOr<pid_t> SpawnTaed(const CommandEnv& env, int agents, int slots) {
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
     execv(argv[0], argv.data());
+    std::fprintf(stderr, "taectl up: cannot execute %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
   }
   return pid;

@@ -43,7 +43,7 @@ void PrintRuns(const tae::v1::ListRunsResponse& runs) {
     table.Add({absl::StrCat("r", run.id()), run.variant(), absl::StrCat(run.seed()), run.state(),
                absl::StrCat(run.attempt()), run.agent_id().empty() ? "-" : run.agent_id(),
                absl::StrCat(run.last_step()), Metric(run, "eval/loss"), Metric(run, "eval/acc"),
-               run.reason()});
+               run.state() == "succeeded" ? "" : run.reason()});
   }
   std::fputs(table.Render().c_str(), stdout);
 }

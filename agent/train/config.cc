@@ -1,0 +1,352 @@
+#include "agent/train/config.h"
+
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+
+namespace tae::train {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kMaxSeqLen = 1 << 16;
+constexpr int64_t kMaxVocab = 1 << 20;
+
+absl::Status KeyError(absl::string_view key, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("run spec: key \"", key, "\": ", why));
+}
+
+std::string Shown(const json& value) {
+  std::string text = value.dump();
+  constexpr size_t kMaxShown = 60;
+  if (text.size() > kMaxShown) {
+    text = text.substr(0, kMaxShown) + "...";
+  }
+  return text;
+}
+
+// Reads typed values out of the spec; every accessor names the key in its error.
+class SpecReader {
+ public:
+  explicit SpecReader(const json& spec) : spec_(spec) {}
+
+  absl::StatusOr<const json*> Get(const std::string& key) const {
+    auto it = spec_.find(key);
+    if (it == spec_.end()) {
+      return KeyError(key, "missing");
+    }
+    return &*it;
+  }
+
+  absl::Status Int(const std::string& key, int64_t min, int64_t max, int64_t* out) const {
+    absl::StatusOr<const json*> value = Get(key);
+    if (!value.ok()) {
+      return value.status();
+    }
+    if (!(*value)->is_number_integer()) {
+      return KeyError(key, absl::StrCat("must be an integer, got ", Shown(**value)));
+    }
+    if ((*value)->is_number_unsigned() &&
+        (*value)->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return KeyError(key, absl::StrCat("out of range, got ", Shown(**value)));
+    }
+    const int64_t v = (*value)->get<int64_t>();
+    if (v < min || v > max) {
+      return KeyError(key, absl::StrCat("must be in [", min, ", ", max, "], got ", v));
+    }
+    *out = v;
+    return absl::OkStatus();
+  }
+
+  absl::Status Double(const std::string& key, double min, double max, double* out) const {
+    absl::StatusOr<const json*> value = Get(key);
+    if (!value.ok()) {
+      return value.status();
+    }
+    if (!(*value)->is_number()) {
+      return KeyError(key, absl::StrCat("must be a number, got ", Shown(**value)));
+    }
+    const double v = (*value)->get<double>();
+    if (!(v >= min && v <= max)) {
+      return KeyError(key, absl::StrCat("must be in [", min, ", ", max, "], got ", v));
+    }
+    *out = v;
+    return absl::OkStatus();
+  }
+
+  absl::Status Bool(const std::string& key, bool* out) const {
+    absl::StatusOr<const json*> value = Get(key);
+    if (!value.ok()) {
+      return value.status();
+    }
+    if (!(*value)->is_boolean()) {
+      return KeyError(key, absl::StrCat("must be true or false, got ", Shown(**value)));
+    }
+    *out = (*value)->get<bool>();
+    return absl::OkStatus();
+  }
+
+  absl::Status String(const std::string& key, std::string* out) const {
+    absl::StatusOr<const json*> value = Get(key);
+    if (!value.ok()) {
+      return value.status();
+    }
+    if (!(*value)->is_string()) {
+      return KeyError(key, absl::StrCat("must be a string, got ", Shown(**value)));
+    }
+    *out = (*value)->get<std::string>();
+    return absl::OkStatus();
+  }
+
+  template <typename E>
+  absl::Status Enum(const std::string& key, const std::vector<std::pair<std::string, E>>& names,
+                    E* out) const {
+    std::string text;
+    if (absl::Status status = String(key, &text); !status.ok()) {
+      return status;
+    }
+    std::vector<std::string> allowed;
+    for (const auto& [name, value] : names) {
+      if (name == text) {
+        *out = value;
+        return absl::OkStatus();
+      }
+      allowed.push_back(name);
+    }
+    return KeyError(
+        key, absl::StrCat("must be one of ", absl::StrJoin(allowed, "|"), ", got \"", text, "\""));
+  }
+
+  // A list of distinct layer indices in [0, layers).
+  absl::Status LayerList(const std::string& key, int64_t layers, std::vector<int64_t>* out) const {
+    absl::StatusOr<const json*> value = Get(key);
+    if (!value.ok()) {
+      return value.status();
+    }
+    if (!(*value)->is_array()) {
+      return KeyError(key, absl::StrCat("must be a list of layer indices, got ", Shown(**value)));
+    }
+    std::set<int64_t> seen;
+    for (const json& item : **value) {
+      if (!item.is_number_integer() || item.get<int64_t>() < 0 || item.get<int64_t>() >= layers) {
+        return KeyError(key, absl::StrCat("entries must be layer indices in [0, ", layers,
+                                          "), got ", Shown(item)));
+      }
+      seen.insert(item.get<int64_t>());
+    }
+    out->assign(seen.begin(), seen.end());
+    return absl::OkStatus();
+  }
+
+ private:
+  const json& spec_;
+};
+
+#define TAE_RETURN_IF_ERROR(expr)             \
+  do {                                        \
+    if (absl::Status s_ = (expr); !s_.ok()) { \
+      return s_;                              \
+    }                                         \
+  } while (false)
+
+absl::Status ParseModel(const SpecReader& r, ModelConfig* m) {
+  TAE_RETURN_IF_ERROR(r.Int("model.layers", 0, 256, &m->layers));
+  TAE_RETURN_IF_ERROR(r.Int("model.d_model", 1, 1 << 16, &m->d_model));
+  TAE_RETURN_IF_ERROR(r.Int("model.heads", 1, m->d_model, &m->heads));
+  if (m->d_model % m->heads != 0) {
+    return KeyError("model.heads",
+                    absl::StrCat("must divide model.d_model (", m->d_model, "), got ", m->heads));
+  }
+  TAE_RETURN_IF_ERROR(r.Int("model.ffn_mult", 1, 64, &m->ffn_mult));
+  TAE_RETURN_IF_ERROR(r.Enum<Activation>("model.activation",
+                                         {{"relu", Activation::kRelu}, {"gelu", Activation::kGelu}},
+                                         &m->activation));
+  TAE_RETURN_IF_ERROR(r.Enum<NormKind>("model.norm",
+                                       {{"layernorm", NormKind::kLayerNorm},
+                                        {"rmsnorm", NormKind::kRmsNorm},
+                                        {"none", NormKind::kNone}},
+                                       &m->norm));
+  TAE_RETURN_IF_ERROR(r.Enum<PosEncoding>("model.pos_encoding",
+                                          {{"none", PosEncoding::kNone},
+                                           {"sinusoidal", PosEncoding::kSinusoidal},
+                                           {"learned", PosEncoding::kLearned}},
+                                          &m->pos_encoding));
+  TAE_RETURN_IF_ERROR(r.Bool("model.residual", &m->residual));
+  TAE_RETURN_IF_ERROR(r.Bool("model.causal", &m->causal));
+  TAE_RETURN_IF_ERROR(
+      r.LayerList("model.drop_attention_layers", m->layers, &m->drop_attention_layers));
+  TAE_RETURN_IF_ERROR(r.LayerList("model.drop_ffn_layers", m->layers, &m->drop_ffn_layers));
+  TAE_RETURN_IF_ERROR(r.Bool("model.tie_embeddings", &m->tie_embeddings));
+  TAE_RETURN_IF_ERROR(r.Bool("model.bias", &m->bias));
+  TAE_RETURN_IF_ERROR(r.Double("model.dropout", 0.0, 0.99, &m->dropout));
+  return absl::OkStatus();
+}
+
+absl::Status ParseTraining(const SpecReader& r, TrainingConfig* t) {
+  TAE_RETURN_IF_ERROR(
+      r.Enum<TaskKind>("train.task", {{"copy", TaskKind::kCopy}, {"lm", TaskKind::kLm}}, &t->task));
+  TAE_RETURN_IF_ERROR(r.String("train.data", &t->data));
+  TAE_RETURN_IF_ERROR(r.Int("train.vocab", 1, kMaxVocab, &t->vocab));
+  if (t->task == TaskKind::kCopy && t->vocab < 2) {
+    return KeyError("train.vocab", "must be at least 2 for task copy");
+  }
+  TAE_RETURN_IF_ERROR(r.Int("train.seq_len", 2, kMaxSeqLen, &t->seq_len));
+  TAE_RETURN_IF_ERROR(r.Int("train.batch_size", 1, 1 << 16, &t->batch_size));
+  TAE_RETURN_IF_ERROR(r.Int("train.steps", 1, int64_t{1} << 40, &t->steps));
+  TAE_RETURN_IF_ERROR(r.Enum<OptimizerKind>(
+      "train.optimizer", {{"adamw", OptimizerKind::kAdamW}, {"sgd", OptimizerKind::kSgd}},
+      &t->optimizer));
+  TAE_RETURN_IF_ERROR(r.Double("train.lr", 1e-12, 1e3, &t->lr));
+  TAE_RETURN_IF_ERROR(r.Enum<Schedule>("train.schedule",
+                                       {{"constant", Schedule::kConstant},
+                                        {"linear", Schedule::kLinear},
+                                        {"cosine", Schedule::kCosine}},
+                                       &t->schedule));
+  TAE_RETURN_IF_ERROR(r.Int("train.warmup", 0, int64_t{1} << 40, &t->warmup));
+  TAE_RETURN_IF_ERROR(r.Double("train.weight_decay", 0.0, 1e3, &t->weight_decay));
+  TAE_RETURN_IF_ERROR(r.Double("train.grad_clip", 0.0, 1e9, &t->grad_clip));
+  TAE_RETURN_IF_ERROR(r.Int("train.eval_every", 0, int64_t{1} << 40, &t->eval_every));
+  TAE_RETURN_IF_ERROR(r.Int("train.eval_batches", 1, 1 << 20, &t->eval_batches));
+  TAE_RETURN_IF_ERROR(r.Int("train.threads", 0, 4096, &t->threads));
+  int64_t seed = 0;
+  TAE_RETURN_IF_ERROR(r.Int("train.seed", 0, std::numeric_limits<int64_t>::max(), &seed));
+  t->seed = static_cast<uint64_t>(seed);
+  return absl::OkStatus();
+}
+
+const std::set<std::string>& KnownKeys() {
+  static const auto* const kKeys = new std::set<std::string>{"model.layers",
+                                                             "model.d_model",
+                                                             "model.heads",
+                                                             "model.ffn_mult",
+                                                             "model.activation",
+                                                             "model.norm",
+                                                             "model.pos_encoding",
+                                                             "model.residual",
+                                                             "model.causal",
+                                                             "model.drop_attention_layers",
+                                                             "model.drop_ffn_layers",
+                                                             "model.tie_embeddings",
+                                                             "model.bias",
+                                                             "model.dropout",
+                                                             "train.task",
+                                                             "train.data",
+                                                             "train.vocab",
+                                                             "train.seq_len",
+                                                             "train.batch_size",
+                                                             "train.steps",
+                                                             "train.optimizer",
+                                                             "train.lr",
+                                                             "train.schedule",
+                                                             "train.warmup",
+                                                             "train.weight_decay",
+                                                             "train.grad_clip",
+                                                             "train.eval_every",
+                                                             "train.eval_batches",
+                                                             "train.threads",
+                                                             "train.seed"};
+  return *kKeys;
+}
+
+// Keys of DESIGN.md §10 that this version does not implement yet: accepted (and optional) only
+// while they ask for nothing, so a spec that relies on them fails loudly instead of silently.
+absl::Status CheckNotYetImplemented(const json& spec, const ModelConfig& m) {
+  for (const auto& [key, value] : spec.items()) {
+    if (KnownKeys().count(key) > 0 ||
+        (key.rfind("model.", 0) != 0 && key.rfind("train.", 0) != 0)) {
+      continue;
+    }
+    bool no_op = false;
+    if (key == "model.kv_heads") {
+      no_op = value.is_number_integer() && value.get<int64_t>() == m.heads;
+    } else if (key == "model.norm_position") {
+      no_op = value == "pre";
+    } else if (key == "model.prune_heads") {
+      no_op = value.is_object() && value.empty();
+    } else if (key == "train.head_importance") {
+      no_op = value == false;
+    } else if (key == "train.checkpoint_every" || key == "train.seeds") {
+      no_op = true;  // no checkpoints yet; taed expands seeds into train.seed
+    } else {
+      return KeyError(key, "unknown key");
+    }
+    if (!no_op) {
+      return KeyError(
+          key, absl::StrCat("value ", Shown(value), " is not supported by this tae-train version"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TrainConfig> ParseTrainConfig(const json& spec) {
+  if (!spec.is_object()) {
+    return absl::InvalidArgumentError("run spec: must be a JSON object");
+  }
+  SpecReader reader(spec);
+  TrainConfig config;
+  TAE_RETURN_IF_ERROR(ParseModel(reader, &config.model));
+  TAE_RETURN_IF_ERROR(ParseTraining(reader, &config.train));
+  TAE_RETURN_IF_ERROR(CheckNotYetImplemented(spec, config.model));
+  return config;
+}
+
+absl::StatusOr<TrainConfig> LoadTrainConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::InvalidArgumentError(absl::StrCat("run spec: cannot read \"", path, "\""));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  json spec;
+  try {
+    spec = json::parse(text.str());
+  } catch (const json::parse_error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run spec: \"", path, "\" is not valid JSON: ", e.what()));
+  }
+  return ParseTrainConfig(spec);
+}
+
+const char* ActivationName(Activation activation) {
+  return activation == Activation::kRelu ? "relu" : "gelu";
+}
+
+const char* NormName(NormKind norm) {
+  switch (norm) {
+    case NormKind::kLayerNorm:
+      return "layernorm";
+    case NormKind::kRmsNorm:
+      return "rmsnorm";
+    case NormKind::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+const char* PosEncodingName(PosEncoding pos_encoding) {
+  switch (pos_encoding) {
+    case PosEncoding::kNone:
+      return "none";
+    case PosEncoding::kSinusoidal:
+      return "sinusoidal";
+    case PosEncoding::kLearned:
+      return "learned";
+  }
+  return "?";
+}
+
+const char* TaskName(TaskKind task) { return task == TaskKind::kCopy ? "copy" : "lm"; }
+
+}  // namespace tae::train

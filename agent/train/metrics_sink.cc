@@ -1,0 +1,70 @@
+#include "agent/train/metrics_sink.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace tae::train {
+namespace {
+
+constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
+
+}  // namespace
+
+std::string FormatMetricLine(int64_t step, const MetricValues& values) {
+  nlohmann::ordered_json line;
+  line["step"] = step;
+  for (const auto& [name, value] : values) {
+    if (!std::isfinite(value)) {
+      continue;
+    }
+    if (std::floor(value) == value && std::fabs(value) < kMaxExactInteger) {
+      line[name] = static_cast<int64_t>(value);
+    } else {
+      line[name] = value;
+    }
+  }
+  return line.dump();
+}
+
+absl::StatusOr<std::unique_ptr<MetricsSink>> MetricsSink::FromEnvValue(const char* env_value) {
+  if (env_value == nullptr) {
+    return std::make_unique<MetricsSink>(STDOUT_FILENO);
+  }
+  int fd = -1;
+  if (!absl::SimpleAtoi(env_value, &fd) || fd < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TAE_METRICS_FD=\"", env_value, "\" is not a file descriptor number"));
+  }
+  if (::fcntl(fd, F_GETFD) == -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TAE_METRICS_FD=", fd, " is not an open file descriptor"));
+  }
+  return std::make_unique<MetricsSink>(fd);
+}
+
+absl::Status MetricsSink::Emit(int64_t step, const MetricValues& values) {
+  const std::string line = FormatMetricLine(step, values) + "\n";
+  size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + written, line.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot write metrics to fd ", fd_, ": ", std::strerror(errno)));
+    }
+    written += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tae::train

@@ -1,0 +1,41 @@
+#pragma once
+
+// Metric lines for the agent: one JSON object per line, {"step": 100, "train/loss": 2.31, ...},
+// written with one write(2) per line to the fd named by TAE_METRICS_FD, or to stdout when unset.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tae::train {
+
+using MetricValues = std::vector<std::pair<std::string, double>>;
+
+// {"step":N,"k":v,...} without a newline; non-finite values are left out (JSON has no NaN).
+// Values that are whole numbers below 2^53 are written as integers.
+std::string FormatMetricLine(int64_t step, const MetricValues& values);
+
+class MetricsSink {
+ public:
+  // Writes to `fd`, which the sink does not own.
+  explicit MetricsSink(int fd) : fd_(fd) {}
+
+  // The fd named by `env_value` (the value of TAE_METRICS_FD, nullptr when unset: stdout).
+  // InvalidArgument when it is not a number or not an open fd.
+  static absl::StatusOr<std::unique_ptr<MetricsSink>> FromEnvValue(const char* env_value);
+
+  // Writes one line; an error when the fd is gone.
+  absl::Status Emit(int64_t step, const MetricValues& values);
+
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace tae::train

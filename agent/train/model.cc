@@ -1,0 +1,130 @@
+#include "agent/train/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace tae::train {
+namespace {
+
+constexpr double kInitStd = 0.02;
+
+bool Contains(const std::vector<int64_t>& list, int64_t value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+}  // namespace
+
+BlockImpl::BlockImpl(const ModelConfig& config, bool has_attention, bool has_ffn)
+    : residual_(config.residual) {
+  if (has_attention) {
+    attention_norm_ =
+        register_module("attention_norm", Norm(config.norm, config.d_model, config.bias));
+    AttentionOptions options;
+    options.d_model = config.d_model;
+    options.heads = config.heads;
+    options.causal = config.causal;
+    options.bias = config.bias;
+    options.dropout = config.dropout;
+    attention_ = register_module("attention", Attention(options));
+  }
+  if (has_ffn) {
+    ffn_norm_ = register_module("ffn_norm", Norm(config.norm, config.d_model, config.bias));
+    ffn_ = register_module("ffn", FeedForward(config));
+  }
+}
+
+torch::Tensor BlockImpl::forward(torch::Tensor x) {
+  if (!attention_.is_empty()) {
+    torch::Tensor update = attention_(attention_norm_(x));
+    x = residual_ ? x + update : update;
+  }
+  if (!ffn_.is_empty()) {
+    torch::Tensor update = ffn_(ffn_norm_(x));
+    x = residual_ ? x + update : update;
+  }
+  return x;
+}
+
+TransformerLMImpl::TransformerLMImpl(const ModelConfig& config, int64_t vocab_size, int64_t max_len)
+    : config_(config), vocab_size_(vocab_size), max_len_(max_len) {
+  token_embedding_ =
+      register_module("token_embedding", torch::nn::Embedding(vocab_size, config.d_model));
+  if (config.pos_encoding == PosEncoding::kLearned) {
+    position_embedding_ =
+        register_module("position_embedding", torch::nn::Embedding(max_len, config.d_model));
+  } else if (config.pos_encoding == PosEncoding::kSinusoidal) {
+    sinusoid_table_ = register_buffer("sinusoid_table", SinusoidTable(max_len, config.d_model));
+  }
+  embedding_dropout_ = register_module("embedding_dropout", torch::nn::Dropout(config.dropout));
+  for (int64_t i = 0; i < config.layers; ++i) {
+    blocks_.push_back(register_module("block" + std::to_string(i),
+                                      Block(config, !Contains(config.drop_attention_layers, i),
+                                            !Contains(config.drop_ffn_layers, i))));
+  }
+  final_norm_ = register_module("final_norm", Norm(config.norm, config.d_model, config.bias));
+  if (!config.tie_embeddings) {
+    head_ = register_module(
+        "head",
+        torch::nn::Linear(torch::nn::LinearOptions(config.d_model, vocab_size).bias(false)));
+  }
+  InitWeights();
+}
+
+// GPT-2 style: N(0, 0.02) for matrices, zero biases, unit norm gains.
+void TransformerLMImpl::InitWeights() {
+  torch::NoGradGuard no_grad;
+  for (auto& named : named_parameters()) {
+    torch::Tensor& p = named.value();
+    if (p.dim() >= 2) {
+      p.normal_(0.0, kInitStd);
+    } else if (named.key().size() >= 4 && named.key().substr(named.key().size() - 4) == "bias") {
+      p.zero_();
+    }
+  }
+}
+
+torch::Tensor TransformerLMImpl::forward(const torch::Tensor& tokens) {
+  const int64_t time = tokens.size(1);
+  TORCH_CHECK(time <= max_len_, "sequence of ", time, " tokens exceeds max_len ", max_len_);
+  torch::Tensor x = token_embedding_(tokens);
+  if (config_.pos_encoding == PosEncoding::kLearned) {
+    x = x + position_embedding_(torch::arange(time, torch::kLong));
+  } else if (config_.pos_encoding == PosEncoding::kSinusoidal) {
+    x = x + sinusoid_table_.slice(0, 0, time);
+  }
+  if (config_.dropout > 0.0) {
+    x = embedding_dropout_(x);
+  }
+  for (Block& block : blocks_) {
+    x = block(x);
+  }
+  x = final_norm_(x);
+  if (config_.tie_embeddings) {
+    return torch::linear(x, token_embedding_->weight);
+  }
+  return head_(x);
+}
+
+int64_t TransformerLMImpl::ParameterCount() const {
+  int64_t count = 0;
+  for (const torch::Tensor& p : parameters()) {
+    count += p.numel();
+  }
+  return count;
+}
+
+torch::Tensor SinusoidTable(int64_t max_len, int64_t d_model) {
+  torch::Tensor table = torch::zeros({max_len, d_model});
+  torch::Tensor position = torch::arange(max_len, torch::kFloat).unsqueeze(1);
+  torch::Tensor even = torch::arange(0, d_model, 2, torch::kFloat);
+  torch::Tensor angle = position * torch::exp(even * (-std::log(10000.0) / d_model));
+  table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, torch::indexing::None, 2)},
+                   torch::sin(angle));
+  const int64_t odd_count = d_model / 2;
+  table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None, 2)},
+                   torch::cos(angle.slice(1, 0, odd_count)));
+  return table;
+}
+
+}  // namespace tae::train

@@ -1,0 +1,63 @@
+#pragma once
+
+// A decoder-only Transformer LM whose every component is a knob (DESIGN.md §6): token embedding,
+// positional encoding none|sinusoidal|learned, pre-norm blocks whose attention / FFN sublayers
+// can be removed per layer (no parameters are created for a removed sublayer, including its
+// norm), residual adds on/off, final norm, LM head tied to the embedding or separate.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "agent/train/config.h"
+#include "agent/train/layers.h"
+
+namespace tae::train {
+
+// One pre-norm block: x + Attn(Norm(x)), then x + FFN(Norm(x)); either sublayer may be absent.
+class BlockImpl : public torch::nn::Module {
+ public:
+  BlockImpl(const ModelConfig& config, bool has_attention, bool has_ffn);
+  torch::Tensor forward(torch::Tensor x);
+
+ private:
+  bool residual_;
+  Norm attention_norm_{nullptr};
+  Attention attention_{nullptr};
+  Norm ffn_norm_{nullptr};
+  FeedForward ffn_{nullptr};
+};
+TORCH_MODULE(Block);
+
+class TransformerLMImpl : public torch::nn::Module {
+ public:
+  // `vocab_size` tokens in and out; sequences of at most `max_len` positions.
+  TransformerLMImpl(const ModelConfig& config, int64_t vocab_size, int64_t max_len);
+
+  // tokens [batch, time] (int64) -> logits [batch, time, vocab_size].
+  torch::Tensor forward(const torch::Tensor& tokens);
+
+  // Number of trainable scalars (a tied head is counted once).
+  int64_t ParameterCount() const;
+
+ private:
+  void InitWeights();
+
+  ModelConfig config_;
+  int64_t vocab_size_;
+  int64_t max_len_;
+  torch::nn::Embedding token_embedding_{nullptr};
+  torch::nn::Embedding position_embedding_{nullptr};  // learned positions only
+  torch::Tensor sinusoid_table_;                      // sinusoidal positions only (a buffer)
+  torch::nn::Dropout embedding_dropout_{nullptr};
+  std::vector<Block> blocks_;
+  Norm final_norm_{nullptr};
+  torch::nn::Linear head_{nullptr};  // untied head only
+};
+TORCH_MODULE(TransformerLM);
+
+// The [max_len, d_model] table of the original Transformer's sinusoidal encoding.
+torch::Tensor SinusoidTable(int64_t max_len, int64_t d_model);
+
+}  // namespace tae::train

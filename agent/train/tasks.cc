@@ -1,0 +1,56 @@
+#include "agent/train/tasks.h"
+
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "agent/train/copy_task.h"
+#include "agent/train/corpus.h"
+#include "agent/train/lm_task.h"
+
+namespace tae::train {
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+TaskRng::TaskRng(uint64_t seed, uint64_t stream)
+    : engine_(SplitMix64(SplitMix64(seed) ^ SplitMix64(stream + 0x7461650000ULL))) {}
+
+int64_t TaskRng::Below(int64_t n) {
+  const uint64_t range = static_cast<uint64_t>(n);
+  const uint64_t limit =
+      std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % range;
+  uint64_t draw = engine_();
+  while (draw >= limit) {
+    draw = engine_();
+  }
+  return static_cast<int64_t>(draw % range);
+}
+
+absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TrainingConfig& config) {
+  if (config.task == TaskKind::kCopy) {
+    return std::unique_ptr<Task>(std::make_unique<CopyTask>(
+        config.vocab, config.seq_len, config.batch_size, config.eval_batches, config.seed));
+  }
+  absl::StatusOr<std::string> text =
+      config.data.empty() ? LoadKjvText(DefaultKjvCachePath()) : ReadTextFile(config.data);
+  if (!text.ok()) {
+    return text.status();
+  }
+  absl::StatusOr<std::unique_ptr<LmTask>> task = LmTask::Create(
+      *std::move(text), config.seq_len, config.batch_size, config.eval_batches, config.seed);
+  if (!task.ok()) {
+    return task.status();
+  }
+  return std::unique_ptr<Task>(*std::move(task));
+}
+
+}  // namespace tae::train

@@ -1,0 +1,62 @@
+#include "agent/train/threads.h"
+
+#include <dlfcn.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace tae::train {
+
+absl::StatusOr<int> ResolveThreadCount(int64_t configured, const char* env_value) {
+  if (configured > 0) {
+    return static_cast<int>(configured);
+  }
+  if (env_value != nullptr) {
+    int threads = 0;
+    if (!absl::SimpleAtoi(env_value, &threads) || threads <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TAE_THREADS=\"", env_value, "\" is not a positive integer"));
+    }
+    return threads;
+  }
+  const unsigned hardware = std::thread::hardware_concurrency();
+  return hardware > 0 ? static_cast<int>(hardware) : 1;
+}
+
+void ReexecWithPassiveOpenMpIfNeeded(int threads, char** argv) {
+  constexpr char kWaitPolicy[] = "OMP_WAIT_POLICY";
+  if (threads <= 1 || std::getenv(kWaitPolicy) != nullptr) {
+    return;
+  }
+  if (::setenv(kWaitPolicy, "PASSIVE", /*overwrite=*/1) != 0) {
+    return;
+  }
+  ::execv("/proc/self/exe", argv);
+  std::cerr << "tae-train: warning: cannot re-execute with " << kWaitPolicy
+            << "=PASSIVE: " << std::strerror(errno) << "; multi-threaded steps may be slow\n";
+}
+
+void ConfigureThreads(int threads) {
+  torch::set_num_threads(threads);
+  try {
+    torch::set_num_interop_threads(1);
+  } catch (const c10::Error&) {
+    // Already sized (a second call in one process, e.g. in tests); the first size stays.
+  }
+  // libtorch does not resize OpenBLAS's pthread pool; call it directly when it is loaded.
+  using SetThreads = void (*)(int);
+  if (void* symbol = ::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) {
+    reinterpret_cast<SetThreads>(symbol)(std::getenv("XBLAS") ? 1 : threads);
+  }
+}
+
+}  // namespace tae::train

@@ -1,0 +1,215 @@
+#include "agent/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/train/schedule.h"
+
+namespace tae::train {
+namespace {
+
+constexpr double kSgdMomentum = 0.9;
+
+using Clock = std::chrono::steady_clock;
+
+std::string HumanRate(double tokens_per_s) {
+  if (tokens_per_s >= 1e6) {
+    return absl::StrFormat("%.2fM tok/s", tokens_per_s / 1e6);
+  }
+  return absl::StrFormat("%.1fk tok/s", tokens_per_s / 1e3);
+}
+
+}  // namespace
+
+struct Trainer::Window {
+  double loss_sum = 0.0;
+  int64_t steps = 0;
+  double grad_norm = 0.0;  // of the latest step
+  double lr = 0.0;         // of the latest step
+  double seconds = 0.0;
+  int64_t tokens = 0;
+};
+
+torch::Tensor MaskedCrossEntropy(const torch::Tensor& logits, const torch::Tensor& targets,
+                                 const torch::Tensor& mask) {
+  const int64_t vocab = logits.size(-1);
+  torch::Tensor per_token =
+      torch::nn::functional::cross_entropy(
+          logits.reshape({-1, vocab}), targets.reshape({-1}),
+          torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
+          .view_as(mask);
+  return (per_token * mask).sum() / mask.sum().clamp_min(1.0);
+}
+
+std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainingConfig& config,
+                                                       TransformerLM& model) {
+  std::vector<torch::Tensor> decay;
+  std::vector<torch::Tensor> no_decay;
+  for (const torch::Tensor& p : model->parameters()) {
+    (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  if (config.optimizer == OptimizerKind::kAdamW) {
+    auto options = [&](double wd) {
+      return std::make_unique<torch::optim::AdamWOptions>(
+          torch::optim::AdamWOptions(config.lr).weight_decay(wd));
+    };
+    groups.emplace_back(decay, options(config.weight_decay));
+    groups.emplace_back(no_decay, options(0.0));
+    return std::make_unique<torch::optim::AdamW>(std::move(groups),
+                                                 torch::optim::AdamWOptions(config.lr));
+  }
+  auto options = [&](double wd) {
+    return std::make_unique<torch::optim::SGDOptions>(
+        torch::optim::SGDOptions(config.lr).momentum(kSgdMomentum).weight_decay(wd));
+  };
+  groups.emplace_back(decay, options(config.weight_decay));
+  groups.emplace_back(no_decay, options(0.0));
+  return std::make_unique<torch::optim::SGD>(std::move(groups),
+                                             torch::optim::SGDOptions(config.lr));
+}
+
+Trainer::Trainer(const TrainConfig& config, Task* task, MetricsSink* sink, std::ostream* progress)
+    : config_(config), task_(task), sink_(sink), progress_(progress) {}
+
+absl::StatusOr<TrainSummary> Trainer::Run() {
+  try {
+    return RunOrThrow();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("libtorch: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(e.what());
+  }
+}
+
+absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
+  const TrainingConfig& t = config_.train;
+  torch::manual_seed(t.seed);
+  TransformerLM model(config_.model, task_->VocabSize(), t.seq_len);
+  std::unique_ptr<torch::optim::Optimizer> optimizer = MakeOptimizer(t, model);
+  TrainSummary summary;
+  summary.params = model->ParameterCount();
+  if (absl::Status s = sink_->Emit(0, {{"model/params", static_cast<double>(summary.params)}});
+      !s.ok()) {
+    return s;
+  }
+  if (progress_ != nullptr) {
+    *progress_ << "tae-train: task " << TaskName(t.task) << " (vocab " << task_->VocabSize()
+               << ", chance acc " << absl::StrFormat("%.3f", task_->ChanceAccuracy()) << "), "
+               << config_.model.layers << " layers, d_model " << config_.model.d_model << ", "
+               << summary.params << " params, " << torch::get_num_threads() << " threads"
+               << std::endl;
+  }
+  model->train();
+  Window window;
+  for (int64_t step = 1; step <= t.steps; ++step) {
+    const Clock::time_point start = Clock::now();
+    window.loss_sum += TrainStep(model, *optimizer, step, &window.grad_norm);
+    window.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    window.lr = LearningRate(t, step - 1);
+    window.steps += 1;
+    window.tokens += t.batch_size * t.seq_len;
+    if (step % kTrainLogEvery == 0 || step == t.steps) {
+      if (absl::Status s = ReportTrain(step, &window, &summary); !s.ok()) {
+        return s;
+      }
+    }
+    if ((t.eval_every > 0 && step % t.eval_every == 0) || step == t.steps) {
+      if (absl::Status s = ReportEval(model, step, summary, window, &summary.final_eval); !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return summary;
+}
+
+double Trainer::TrainStep(TransformerLM& model, torch::optim::Optimizer& optimizer, int64_t step,
+                          double* grad_norm) {
+  const double lr = LearningRate(config_.train, step - 1);
+  for (torch::optim::OptimizerParamGroup& group : optimizer.param_groups()) {
+    group.options().set_lr(lr);
+  }
+  Batch batch = task_->NextTrainBatch();
+  torch::Tensor logits = model->forward(batch.inputs);
+  torch::Tensor loss = MaskedCrossEntropy(logits, batch.targets, batch.mask);
+  optimizer.zero_grad();
+  loss.backward();
+  const double max_norm = config_.train.grad_clip > 0.0 ? config_.train.grad_clip
+                                                        : std::numeric_limits<double>::infinity();
+  *grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
+  optimizer.step();
+  return loss.item<double>();
+}
+
+absl::Status Trainer::ReportTrain(int64_t step, Window* window, TrainSummary* summary) {
+  const double loss = window->loss_sum / static_cast<double>(window->steps);
+  if (std::isnan(summary->first_train_loss)) {
+    summary->first_train_loss = loss;
+  }
+  summary->last_train_loss = loss;
+  last_tokens_per_s_ =
+      window->seconds > 0.0 ? static_cast<double>(window->tokens) / window->seconds : 0.0;
+  const double step_ms = 1e3 * window->seconds / static_cast<double>(window->steps);
+  absl::Status status = sink_->Emit(step, {{"train/loss", loss},
+                                           {"train/lr", window->lr},
+                                           {"train/grad_norm", window->grad_norm},
+                                           {"perf/tokens_per_s", last_tokens_per_s_},
+                                           {"perf/step_ms", step_ms}});
+  *window = Window();
+  return status;
+}
+
+absl::Status Trainer::ReportEval(TransformerLM& model, int64_t step, const TrainSummary& summary,
+                                 const Window& window, EvalResult* result) {
+  *result = Evaluate(model, *task_);
+  absl::Status status = sink_->Emit(step, {{"eval/loss", result->loss},
+                                           {"eval/acc", result->accuracy},
+                                           {"eval/seq_acc", result->sequence_accuracy},
+                                           {"eval/ppl", std::exp(result->loss)}});
+  if (progress_ != nullptr) {
+    *progress_ << absl::StrFormat(
+                      "step %d/%d train/loss %.4f eval/loss %.4f eval/acc %.4f eval/seq_acc "
+                      "%.3f %s",
+                      step, config_.train.steps, summary.last_train_loss, result->loss,
+                      result->accuracy, result->sequence_accuracy, HumanRate(last_tokens_per_s_))
+               << std::endl;
+  }
+  return status;
+}
+
+EvalResult Trainer::Evaluate(TransformerLM& model, const Task& task) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  double loss_sum = 0.0;
+  double correct = 0.0;
+  double scored = 0.0;
+  double rows_right = 0.0;
+  double rows = 0.0;
+  for (const Batch& batch : task.EvalBatches()) {
+    torch::Tensor logits = model->forward(batch.inputs);
+    const double batch_scored = batch.mask.sum().item<double>();
+    loss_sum += MaskedCrossEntropy(logits, batch.targets, batch.mask).item<double>() * batch_scored;
+    torch::Tensor hits = logits.argmax(-1).eq(batch.targets).to(torch::kFloat) * batch.mask;
+    correct += hits.sum().item<double>();
+    scored += batch_scored;
+    rows_right += hits.sum(1).eq(batch.mask.sum(1)).sum().item<double>();
+    rows += static_cast<double>(batch.inputs.size(0));
+  }
+  model->train();
+  EvalResult result;
+  if (scored > 0.0) {
+    result.loss = loss_sum / scored;
+    result.accuracy = correct / scored;
+  }
+  result.sequence_accuracy = rows > 0.0 ? rows_right / rows : 0.0;
+  return result;
+}
+
+}  // namespace tae::train

@@ -1,0 +1,131 @@
+#include "agent/train/config.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "tests/train/spec_fixture.h"
+
+namespace tae::train {
+namespace {
+
+using testing::DefaultSpec;
+
+std::string ErrorOf(const nlohmann::json& spec) {
+  absl::StatusOr<TrainConfig> config = ParseTrainConfig(spec);
+  REQUIRE_FALSE(config.ok());
+  CHECK(config.status().code() == absl::StatusCode::kInvalidArgument);
+  const std::string message(config.status().message());
+  CHECK(message.find('\n') == std::string::npos);
+  return message;
+}
+
+TEST_CASE("the default spec parses into the documented defaults", "[config]") {
+  nlohmann::json spec = DefaultSpec();
+  spec["model.drop_attention_layers"] = {1, 0, 1};
+  spec["model.norm"] = "rmsnorm";
+  spec["train.optimizer"] = "sgd";
+  spec["train.lr"] = 1;  // an integer is a number too
+  spec["train.seed"] = 7;
+  absl::StatusOr<TrainConfig> config = ParseTrainConfig(spec);
+  REQUIRE(config.ok());
+  CHECK(config->model.layers == 2);
+  CHECK(config->model.d_model == 64);
+  CHECK(config->model.norm == NormKind::kRmsNorm);
+  CHECK(config->model.pos_encoding == PosEncoding::kLearned);
+  CHECK(config->model.drop_attention_layers == std::vector<int64_t>{0, 1});
+  CHECK(config->model.tie_embeddings);
+  CHECK(config->train.task == TaskKind::kCopy);
+  CHECK(config->train.optimizer == OptimizerKind::kSgd);
+  CHECK(config->train.lr == 1.0);
+  CHECK(config->train.schedule == Schedule::kCosine);
+  CHECK(config->train.seed == 7u);
+  CHECK(config->train.eval_batches == 8);
+}
+
+TEST_CASE("a missing key is an error naming it", "[config]") {
+  for (const char* key : {"model.heads", "model.residual", "train.steps", "train.data"}) {
+    nlohmann::json spec = DefaultSpec();
+    spec.erase(key);
+    const std::string message = ErrorOf(spec);
+    CHECK(message.find(key) != std::string::npos);
+    CHECK(message.find("missing") != std::string::npos);
+  }
+}
+
+TEST_CASE("a bad enum value is an error naming the key and the choices", "[config]") {
+  nlohmann::json spec = DefaultSpec();
+  spec["model.norm"] = "batchnorm";
+  const std::string message = ErrorOf(spec);
+  CHECK(message.find("model.norm") != std::string::npos);
+  CHECK(message.find("layernorm|rmsnorm|none") != std::string::npos);
+  CHECK(message.find("batchnorm") != std::string::npos);
+
+  spec = DefaultSpec();
+  spec["train.schedule"] = "step";
+  CHECK(ErrorOf(spec).find("train.schedule") != std::string::npos);
+}
+
+TEST_CASE("wrongly typed and out-of-range values name the key", "[config]") {
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+  };
+  for (const Case& c :
+       {Case{"model.layers", "2"}, Case{"model.layers", 2.5}, Case{"model.causal", 1},
+        Case{"train.lr", "fast"}, Case{"train.lr", 0.0}, Case{"train.batch_size", 0},
+        Case{"train.seed", -1}, Case{"model.dropout", 1.5},
+        Case{"model.drop_ffn_layers", nlohmann::json::array({2})},
+        Case{"model.drop_ffn_layers", "0"}, Case{"train.data", nullptr}}) {
+    nlohmann::json spec = DefaultSpec();
+    spec[c.key] = c.value;
+    INFO(c.key << " = " << c.value.dump());
+    CHECK(ErrorOf(spec).find(c.key) != std::string::npos);
+  }
+}
+
+TEST_CASE("heads must divide d_model", "[config]") {
+  nlohmann::json spec = DefaultSpec();
+  spec["model.heads"] = 5;
+  CHECK(ErrorOf(spec).find("model.heads") != std::string::npos);
+}
+
+TEST_CASE("resources and foreign keys are ignored, unknown model/train keys are not", "[config]") {
+  nlohmann::json spec = DefaultSpec();
+  spec["resources.hosts"] = 1;
+  spec["name"] = "pos-encoding";
+  CHECK(ParseTrainConfig(spec).ok());
+
+  spec["model.kv_heads"] = 4;  // known to the design; a no-op while equal to heads
+  spec["train.seeds"] = {0, 1, 2};
+  CHECK(ParseTrainConfig(spec).ok());
+
+  spec["model.kv_heads"] = 1;
+  CHECK(ErrorOf(spec).find("model.kv_heads") != std::string::npos);
+
+  spec = DefaultSpec();
+  spec["model.layerz"] = 3;
+  CHECK(ErrorOf(spec).find("model.layerz") != std::string::npos);
+}
+
+TEST_CASE("LoadTrainConfig reports unreadable files and bad JSON", "[config]") {
+  CHECK_FALSE(LoadTrainConfig("/nonexistent/run.json").ok());
+  char path[] = "/tmp/tae_train_config_XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  std::ofstream(path) << "{\"model.layers\": ";
+  absl::StatusOr<TrainConfig> bad = LoadTrainConfig(path);
+  CHECK_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find("not valid JSON") != std::string::npos);
+  std::ofstream(path) << DefaultSpec().dump();
+  CHECK(LoadTrainConfig(path).ok());
+  std::remove(path);
+}
+
+}  // namespace
+}  // namespace tae::train

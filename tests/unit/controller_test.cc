@@ -1,0 +1,181 @@
+#include <catch2/catch.hpp>
+
+#include "boost/asio/io_context.hpp"
+#include "server/controller/controller.h"
+#include "server/rpc/agent_link_service.h"
+
+namespace tae::controller {
+namespace {
+
+class FakeChannel : public registry::AgentChannel {
+ public:
+  void Send(const tae::v1::TaedMessage& message) override { sent.push_back(message); }
+  void Close() override { closed = true; }
+  std::vector<tae::v1::StartRun> Starts() const {
+    std::vector<tae::v1::StartRun> out;
+    for (const auto& m : sent) {
+      if (m.has_start_run()) {
+        out.push_back(m.start_run());
+      }
+    }
+    return out;
+  }
+  std::vector<tae::v1::TaedMessage> sent;
+  bool closed = false;
+};
+
+constexpr const char* kSpec = R"(
+name = "tiny"
+[train]
+seeds = [0, 1]
+[[ablation]]
+name = "no-pos"
+"model.pos_encoding" = "none"
+)";
+
+AgentHello Hello(const std::string& id, int slots) {
+  AgentHello hello;
+  hello.agent.id = id;
+  hello.agent.slots = slots;
+  hello.agent.labels = {{"accelerator", "cpu"}};
+  return hello;
+}
+
+store::IngestEvent Exited(uint64_t seq, int64_t run_id, int attempt, int code) {
+  store::IngestEvent event;
+  event.kind = store::IngestEvent::Kind::kExited;
+  event.seq = seq;
+  event.run_id = run_id;
+  event.attempt = attempt;
+  event.exit_code = code;
+  return event;
+}
+
+struct Fixture {
+  Fixture() : store(std::move(*store::Store::Open(":memory:"))), controller(&io, store.get(), {}) {}
+  boost::asio::io_context io;
+  std::unique_ptr<store::Store> store;
+  Controller controller;
+};
+
+}  // namespace
+
+TEST_CASE("submit expands the spec; the scheduler fills free slots and refills them on exit") {
+  Fixture f;
+  auto channel = std::make_shared<FakeChannel>();
+  f.controller.OnRegister(channel, Hello("a", 2));
+  auto submitted = f.controller.Submit({kSpec, "tiny.toml", {}, false});
+  REQUIRE(submitted.ok());
+  CHECK_FALSE(submitted->existing);
+  auto runs = f.store->ListRuns(submitted->experiment_id);
+  REQUIRE(runs->size() == 4);  // (baseline + no-pos) x 2 seeds
+
+  auto starts = channel->Starts();
+  REQUIRE(starts.size() == 2);  // two slots
+  CHECK(starts[0].attempt() == 1);
+  CHECK(starts[0].config_json().find("\"model.pos_encoding\":\"learned\"") != std::string::npos);
+
+  REQUIRE(f.controller.OnEvents("a", {Exited(1, starts[0].run_id(), 1, 0)}, 1).ok());
+  CHECK(channel->Starts().size() == 3);  // the freed slot took the next run
+  CHECK(channel->sent.back().has_start_run());
+  bool acked = false;
+  for (const auto& m : channel->sent) {
+    acked = acked || (m.has_ack() && m.ack().seq() == 1);
+  }
+  CHECK(acked);
+  CHECK(f.store->GetRun(starts[0].run_id())->state == store::RunState::kSucceeded);
+}
+
+TEST_CASE("an identical spec is recognised unless a new experiment is forced") {
+  Fixture f;
+  auto first = f.controller.Submit({kSpec, "tiny.toml", {}, false});
+  auto second = f.controller.Submit({kSpec, "other-path.toml", {}, false});
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  CHECK(second->existing);
+  CHECK(second->experiment_id == first->experiment_id);
+  auto forced = f.controller.Submit({kSpec, "tiny.toml", {}, true});
+  REQUIRE(forced.ok());
+  CHECK(forced->experiment_id != first->experiment_id);
+  auto overridden = f.controller.Submit({kSpec, "tiny.toml", {"model.layers=3"}, false});
+  REQUIRE(overridden.ok());
+  CHECK_FALSE(overridden->existing);
+}
+
+TEST_CASE("a bad spec is refused and stores nothing") {
+  Fixture f;
+  auto result = f.controller.Submit({"name = \"x\"\n[model]\nlayres = 2\n", "bad.toml", {}, false});
+  REQUIRE_FALSE(result.ok());
+  CHECK(std::string(result.status().message()).find("bad.toml:3:1") == 0);
+  CHECK(f.store->ListExperiments(0)->empty());
+}
+
+TEST_CASE("cancel: queued runs end at once, running runs are asked to stop on their agent") {
+  Fixture f;
+  auto channel = std::make_shared<FakeChannel>();
+  f.controller.OnRegister(channel, Hello("a", 1));
+  auto submitted = f.controller.Submit({kSpec, "tiny.toml", {}, false});
+  REQUIRE(submitted.ok());
+  auto cancelled = f.controller.Cancel("e" + std::to_string(submitted->experiment_id), "");
+  REQUIRE(cancelled.ok());
+  CHECK(*cancelled == 4);
+  auto runs = *f.store->ListRuns(submitted->experiment_id);
+  int queued_cancelled = 0;
+  for (const auto& run : runs) {
+    queued_cancelled += run.state == store::RunState::kCancelled ? 1 : 0;
+  }
+  CHECK(queued_cancelled == 3);
+  REQUIRE(channel->sent.back().has_cancel_run());
+  int64_t running = channel->sent.back().cancel_run().run_id();
+  store::IngestEvent exited = Exited(1, running, 1, -1);
+  exited.cancelled = true;
+  REQUIRE(f.controller.OnEvents("a", {exited}, 1).ok());
+  CHECK(f.store->GetRun(running)->state == store::RunState::kCancelled);
+}
+
+TEST_CASE("reconnecting without a run loses it; it is requeued and placed again") {
+  Fixture f;
+  auto first = std::make_shared<FakeChannel>();
+  f.controller.OnRegister(first, Hello("a", 1));
+  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false}).ok());
+  int64_t run_id = first->Starts().at(0).run_id();
+  auto second = std::make_shared<FakeChannel>();
+  f.controller.OnRegister(second, Hello("a", 1));  // an agent restart: holds nothing
+  CHECK(first->closed);
+  // The lost run went back to the queue and, being the oldest, was placed again: attempt 2.
+  auto starts = second->Starts();
+  REQUIRE(starts.size() == 1);
+  CHECK(starts[0].run_id() == run_id);
+  CHECK(starts[0].attempt() == 2);
+  std::vector<std::string> to;
+  auto transitions = f.store->ListTransitions(run_id);
+  REQUIRE(transitions.ok());
+  for (const auto& t : *transitions) {
+    to.push_back(t.to_state);
+  }
+  CHECK(to == std::vector<std::string>{"queued", "assigned", "lost", "queued", "assigned"});
+}
+
+TEST_CASE("a reconnect that still holds its run keeps it running") {
+  Fixture f;
+  auto first = std::make_shared<FakeChannel>();
+  f.controller.OnRegister(first, Hello("a", 1));
+  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false}).ok());
+  int64_t run_id = first->Starts().at(0).run_id();
+  auto second = std::make_shared<FakeChannel>();
+  AgentHello hello = Hello("a", 1);
+  hello.held.emplace_back(run_id, 1);
+  f.controller.OnRegister(second, hello);
+  CHECK(f.store->GetRun(run_id)->state == store::RunState::kAssigned);
+  CHECK(second->Starts().empty());  // its only slot is still busy
+}
+
+TEST_CASE("agent tokens are compared exactly") {
+  CHECK(rpc::TokenMatches("Bearer s3cret", "s3cret"));
+  CHECK_FALSE(rpc::TokenMatches("Bearer s3cre", "s3cret"));
+  CHECK_FALSE(rpc::TokenMatches("Bearer s3creT", "s3cret"));
+  CHECK_FALSE(rpc::TokenMatches("s3cret", "s3cret"));
+  CHECK_FALSE(rpc::TokenMatches("Bearer ", ""));
+}
+
+}  // namespace tae::controller

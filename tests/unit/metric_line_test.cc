@@ -1,0 +1,56 @@
+#include <catch2/catch.hpp>
+
+#include "common/metrics/metric_line.h"
+
+namespace tae::metrics {
+
+TEST_CASE("a JSON metric line gives its step and values in order") {
+  auto record = ParseJsonLine(R"({"step": 100, "train/loss": 2.5, "perf/tokens_per_s": 81234})");
+  REQUIRE(record.ok());
+  REQUIRE(record->step.has_value());
+  CHECK(*record->step == 100);
+  REQUIRE(record->values.size() == 2);
+  CHECK(record->values[0].first == "train/loss");
+  CHECK(record->values[0].second == 2.5);
+  CHECK(record->values[1].first == "perf/tokens_per_s");
+  CHECK(record->values[1].second == 81234.0);
+}
+
+TEST_CASE("a JSON metric line without a step leaves it to the caller; null values are skipped") {
+  auto record = ParseJsonLine(R"({"loss": 1.0, "acc": null})");
+  REQUIRE(record.ok());
+  CHECK_FALSE(record->step.has_value());
+  REQUIRE(record->values.size() == 1);
+  CHECK(record->values[0].first == "loss");
+}
+
+TEST_CASE("bad JSON metric lines are errors that say why") {
+  auto message = [](const char* line) {
+    auto record = ParseJsonLine(line);
+    REQUIRE_FALSE(record.ok());
+    return std::string(record.status().message());
+  };
+  CHECK(message("{not json") == "metric line: not valid JSON");
+  CHECK(message("[1, 2]") == "metric line: expected a JSON object");
+  CHECK(message(R"({"step": -1, "x": 1})") == "metric line: \"step\" must be >= 0");
+  CHECK(message(R"({"step": "ten", "x": 1})") ==
+        "metric line: \"step\" must be a non-negative integer");
+  CHECK(message(R"({"loss": "low"})") == "metric line: value of 'loss' is not a number");
+  CHECK(message(R"({"bad key": 1})") ==
+        "metric line: invalid key 'bad key' (1-128 printable characters, no spaces)");
+}
+
+TEST_CASE("key=value lines from TPU training scripts become metrics") {
+  auto record = ParseKeyValueLine(
+      "Training Device=xla:0/3 Epoch=1 Step=40 Loss=2.31 Rate=812.4 GlobalRate=790.2 "
+      "Time=21:19:06");
+  REQUIRE(record.has_value());
+  CHECK(record->step == 40);
+  REQUIRE(record->values.size() == 4);
+  CHECK(record->values[0] == std::make_pair(std::string("Epoch"), 1.0));
+  CHECK(record->values[1] == std::make_pair(std::string("Loss"), 2.31));
+  CHECK(record->values[3].first == "GlobalRate");
+  CHECK_FALSE(ParseKeyValueLine("plain progress output, nothing numeric").has_value());
+}
+
+}  // namespace tae::metrics

@@ -1,0 +1,197 @@
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "server/store/migrations.h"
+#include "server/store/store.h"
+
+namespace tae::store {
+namespace {
+
+std::string TempDbPath(const char* name) {
+  std::string path = std::filesystem::temp_directory_path() /
+                     (std::string("tae-store-test-") + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + "-wal");
+  std::filesystem::remove(path + "-shm");
+  return path;
+}
+
+NewExperiment TwoRuns() {
+  NewExperiment exp;
+  exp.name = "study";
+  exp.spec_hash = "abc";
+  exp.spec_text = "name = \"study\"";
+  exp.runs.push_back({"baseline", 0, "{}", 2, 0, 1, {}});
+  exp.runs.push_back({"no-attn", 0, "{}", 2, 0, 1, {{"accelerator", "cpu"}}});
+  return exp;
+}
+
+}  // namespace
+
+TEST_CASE("migrations build a fresh database at the latest version") {
+  std::string path = TempDbPath("fresh");
+  auto store = Store::Open(path);
+  REQUIRE(store.ok());
+  auto version = (*store)->db_for_test()->QueryInt("PRAGMA user_version");
+  REQUIRE(version.ok());
+  CHECK(*version == EmbeddedMigrations().back().version);
+  auto tables = (*store)->db_for_test()->QueryInt(
+      "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
+      "('experiments', 'runs', 'run_transitions', 'metrics', 'run_summaries', 'logs', 'agents')");
+  REQUIRE(tables.ok());
+  CHECK(*tables == 7);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("migrations on an existing database apply only the new ones and keep the data") {
+  std::string path = TempDbPath("existing");
+  std::vector<Migration> v1 = {{1, "one", "CREATE TABLE a (x INTEGER) STRICT;"}};
+  {
+    auto store = Store::Open(path, v1);
+    REQUIRE(store.ok());
+    REQUIRE((*store)->db_for_test()->Exec("INSERT INTO a VALUES (42)").ok());
+  }
+  std::vector<Migration> v2 = v1;
+  // Running migration 1 again would fail (table exists), so success proves it was skipped.
+  v2.push_back({2, "two", "ALTER TABLE a ADD COLUMN y INTEGER NOT NULL DEFAULT 7;"});
+  auto store = Store::Open(path, v2);
+  REQUIRE(store.ok());
+  auto version = (*store)->db_for_test()->QueryInt("PRAGMA user_version");
+  CHECK(*version == 2);
+  auto sum = (*store)->db_for_test()->QueryInt("SELECT x + y FROM a");
+  REQUIRE(sum.ok());
+  CHECK(*sum == 49);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a database newer than the binary is refused with a clear message") {
+  std::string path = TempDbPath("newer");
+  {
+    auto db = Db::Open(path);
+    REQUIRE(db.ok());
+    REQUIRE(db->Exec("PRAGMA user_version = 999").ok());
+  }
+  auto store = Store::Open(path);
+  REQUIRE_FALSE(store.ok());
+  CHECK(std::string(store.status().message()).find("schema version 999 is newer") !=
+        std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a failing migration leaves the database at the previous version") {
+  std::string path = TempDbPath("failing");
+  std::vector<Migration> bad = {{1, "one", "CREATE TABLE a (x INTEGER) STRICT;"},
+                                {2, "two", "CREATE TABLE b (x INTEGER); SELECT * FROM nope;"}};
+  auto store = Store::Open(path, bad);
+  REQUIRE_FALSE(store.ok());
+  auto db = Db::Open(path);
+  REQUIRE(db.ok());
+  CHECK(*db->QueryInt("PRAGMA user_version") == 1);
+  CHECK(*db->QueryInt("SELECT COUNT(*) FROM sqlite_schema WHERE name = 'b'") == 0);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("run lifecycle: assign, start, metrics, exit, with a transition for each step") {
+  auto opened = Store::Open(":memory:");
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  auto exp_id = store.CreateExperiment(TwoRuns(), 100.0);
+  REQUIRE(exp_id.ok());
+  auto queued = store.QueuedRuns();
+  REQUIRE(queued.ok());
+  REQUIRE(queued->size() == 2);
+  int64_t run_id = (*queued)[0].id;
+
+  auto assigned = store.AssignRun(run_id, "agent-a", 101.0);
+  REQUIRE(assigned.ok());
+  CHECK(assigned->attempt == 1);
+  CHECK_FALSE(store.AssignRun(run_id, "agent-b", 101.5).ok());  // not queued any more
+
+  auto event = [run_id](IngestEvent::Kind kind, uint64_t seq, double at) {
+    IngestEvent e;
+    e.kind = kind;
+    e.seq = seq;
+    e.run_id = run_id;
+    e.attempt = 1;
+    e.wall_time = at;
+    return e;
+  };
+  IngestEvent started = event(IngestEvent::Kind::kStarted, 1, 102.0);
+  started.pid = 4242;
+  IngestEvent m1 = event(IngestEvent::Kind::kMetrics, 2, 103.0);
+  m1.step = 10;
+  m1.values = {{"eval/loss", 2.0}};
+  IngestEvent m2 = event(IngestEvent::Kind::kMetrics, 3, 104.0);
+  m2.step = 20;
+  m2.values = {{"eval/loss", 1.5}};
+  IngestEvent exited = event(IngestEvent::Kind::kExited, 4, 105.0);
+  auto ended = store.Ingest("agent-a", {started, m1, m2, exited});
+  REQUIRE(ended.ok());
+  REQUIRE(ended->size() == 1);
+  CHECK((*ended)[0].state == RunState::kSucceeded);
+
+  // A resend of the same batch changes nothing.
+  auto again = store.Ingest("agent-a", {started, m1, m2, exited});
+  REQUIRE(again.ok());
+  CHECK(again->empty());
+  CHECK(*store.db_for_test()->QueryInt("SELECT COUNT(*) FROM metrics") == 2);
+
+  auto run = store.GetRun(run_id);
+  REQUIRE(run.ok());
+  CHECK(run->state == RunState::kSucceeded);
+  CHECK(run->pid == 4242);
+  auto summaries = store.Summaries(run_id);
+  REQUIRE(summaries.ok());
+  REQUIRE(summaries->size() == 1);
+  CHECK((*summaries)[0].last_step == 20);
+  CHECK((*summaries)[0].last_value == 1.5);
+  CHECK((*summaries)[0].min_value == 1.5);
+  CHECK((*summaries)[0].max_value == 2.0);
+  CHECK((*summaries)[0].count == 2);
+
+  auto transitions = store.ListTransitions(run_id);
+  REQUIRE(transitions.ok());
+  std::vector<std::string> to;
+  for (const auto& t : *transitions) {
+    to.push_back(t.to_state);
+  }
+  CHECK(to == std::vector<std::string>{"queued", "assigned", "running", "succeeded"});
+}
+
+TEST_CASE("a lost run is requeued until its attempts run out, then fails") {
+  auto opened = Store::Open(":memory:");
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  REQUIRE(store.CreateExperiment(TwoRuns(), 1.0).ok());
+  int64_t run_id = (*store.QueuedRuns())[0].id;
+  REQUIRE(store.AssignRun(run_id, "a", 2.0).ok());
+  auto first = store.LoseRun(run_id, "agent a lost", 3.0);
+  REQUIRE(first.ok());
+  CHECK(*first == RunState::kQueued);
+  REQUIRE(store.AssignRun(run_id, "a", 4.0).ok());
+  auto second = store.LoseRun(run_id, "agent a lost", 5.0);
+  REQUIRE(second.ok());
+  CHECK(*second == RunState::kFailed);  // max_attempts = 2
+  CHECK(store.GetRun(run_id)->attempt == 2);
+}
+
+TEST_CASE("experiments resolve by id, e-prefixed id and newest name") {
+  auto opened = Store::Open(":memory:");
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  int64_t first = *store.CreateExperiment(TwoRuns(), 1.0);
+  int64_t second = *store.CreateExperiment(TwoRuns(), 2.0);
+  CHECK(*store.ResolveExperiment(std::to_string(first)) == first);
+  CHECK(*store.ResolveExperiment("e" + std::to_string(first)) == first);
+  CHECK(*store.ResolveExperiment("study") == second);
+  auto missing = store.ResolveExperiment("nope");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().code() == absl::StatusCode::kNotFound);
+  auto exp = store.GetExperiment(second);
+  REQUIRE(exp.ok());
+  CHECK(exp->counts.total == 2);
+  CHECK(exp->counts.queued == 2);
+  CHECK(exp->variants == std::vector<std::string>{"baseline", "no-attn"});
+}
+
+}  // namespace tae::store
