@@ -55,7 +55,7 @@ void ConfigureThreads(int threads) {
   // libtorch does not resize OpenBLAS's pthread pool; call it directly when it is loaded.
   using SetThreads = void (*)(int);
   if (void* symbol = ::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) {
-    reinterpret_cast<SetThreads>(symbol)(std::getenv("XBLAS") ? 1 : threads);
+    reinterpret_cast<SetThreads>(symbol)(threads);
   }
 }
 

@@ -156,8 +156,10 @@ void Daemon::Stop() {
   if (core_thread_.joinable()) {
     core_thread_.join();
   }
-  unlink((config_.home + "/taed.sock").c_str());
-  spdlog::info("taed stopped");
+  if (control_server_ != nullptr) {
+    unlink((config_.home + "/taed.sock").c_str());  // ours: only a lock holder gets this far
+    spdlog::info("taed stopped");
+  }
 }
 
 Daemon::~Daemon() { Stop(); }

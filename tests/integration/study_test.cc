@@ -1,0 +1,187 @@
+// End to end through the real binaries: taectl up starts taed and a local agent on a temp
+// TAE_HOME; a tiny study runs real tae-train processes; results are checked in the SQLite file.
+
+#include <catch2/catch.hpp>
+#include <sys/stat.h>
+
+#include <set>
+
+#include "server/store/db.h"
+#include "tests/integration/harness.h"
+
+namespace tae::testing {
+namespace {
+
+constexpr const char* kTinyStudy = R"(name = "tiny"
+[model]
+layers = 1
+d_model = 16
+heads = 2
+[train]
+steps = 60
+eval_every = 20
+warmup = 10
+seeds = [0, 1]
+[[ablation]]
+name = "no-attn"
+"model.drop_attention_layers" = [0]
+)";
+
+std::vector<int64_t> Steps(store::Db& db, int64_t run_id, const std::string& key) {
+  auto stmt = db.Prepare(
+      "SELECT m.step FROM metrics m JOIN metric_keys k ON k.id = m.key_id WHERE m.run_id = ? "
+      "AND k.name = ? ORDER BY m.step");
+  REQUIRE(stmt.ok());
+  stmt->Bind(1, run_id).Bind(2, key);
+  std::vector<int64_t> steps;
+  while (*stmt->Step()) {
+    steps.push_back(stmt->Int(0));
+  }
+  return steps;
+}
+
+}  // namespace
+
+TEST_CASE("a study runs end to end and its metrics land in SQLite with the expected steps") {
+  Cluster cluster(1, 2);
+  std::string spec = cluster.dir().Write("tiny.toml", kTinyStudy);
+
+  CommandResult submit = cluster.Taectl({"submit", spec, "--wait", "--json"}, 300);
+  INFO("submit stderr: " << submit.err);
+  REQUIRE(submit.exit_code == 0);
+  nlohmann::json submitted = nlohmann::json::parse(submit.out);
+  int64_t exp_id = submitted.at("experiment").get<int64_t>();
+  CHECK(submitted.at("state") == "succeeded");
+  CHECK(submit.err.find("4/4 done") != std::string::npos);  // progress went to stderr
+
+  nlohmann::json runs = cluster.TaectlJson({"runs", std::to_string(exp_id)});
+  REQUIRE(runs.size() == 4);
+  std::set<std::string> variants;
+  for (const auto& run : runs) {
+    CHECK(run.at("state") == "succeeded");
+    CHECK(run.at("attempt") == 1);
+    CHECK(run.at("last_step") == 60);
+    variants.insert(run.at("variant").get<std::string>());
+  }
+  CHECK(variants == std::set<std::string>{"baseline", "no-attn"});
+
+  auto db = store::Db::Open(cluster.db_path());
+  REQUIRE(db.ok());
+  for (const auto& run : runs) {
+    int64_t run_id = run.at("id").get<int64_t>();
+    CHECK(Steps(*db, run_id, "eval/loss") == std::vector<int64_t>{20, 40, 60});
+    CHECK(Steps(*db, run_id, "eval/acc") == std::vector<int64_t>{20, 40, 60});
+    std::vector<int64_t> train = Steps(*db, run_id, "train/loss");
+    REQUIRE_FALSE(train.empty());
+    CHECK(train.back() == 60);
+    CHECK(Steps(*db, run_id, "model/params").size() == 1);
+  }
+  // The ablated model really has fewer parameters.
+  auto params = db->Prepare(
+      "SELECT r.variant, MIN(m.value) FROM metrics m JOIN metric_keys k ON k.id = m.key_id "
+      "JOIN runs r ON r.id = m.run_id WHERE k.name = 'model/params' GROUP BY r.variant "
+      "ORDER BY r.variant");
+  REQUIRE(params.ok());
+  REQUIRE(*params->Step());
+  double baseline_params = params->Double(1);
+  REQUIRE(*params->Step());
+  double ablated_params = params->Double(1);
+  CHECK(ablated_params < baseline_params);
+
+  nlohmann::json report = cluster.TaectlJson({"report", std::to_string(exp_id)});
+  CHECK(report.at("experiment") == exp_id);
+  REQUIRE(report.at("rows").size() == 2);
+  const auto& base = report.at("rows")[0];
+  CHECK(base.at("variant") == "baseline");
+  CHECK(base.at("runs") == 2);
+  CHECK(base.at("metrics").at("eval/loss").at("delta").get<double>() == 0.0);
+  const auto& ablated = report.at("rows")[1];
+  CHECK(ablated.at("variant") == "no-attn");
+  double mean = ablated.at("metrics").at("eval/loss").at("mean").get<double>();
+  double base_mean = base.at("metrics").at("eval/loss").at("mean").get<double>();
+  CHECK(ablated.at("metrics").at("eval/loss").at("delta").get<double>() ==
+        Approx(mean - base_mean));
+
+  // Logs of a run came back too.
+  CommandResult logs = cluster.Taectl({"logs", "r" + std::to_string(runs[0].at("id").get<int>())});
+  CHECK(logs.exit_code == 0);
+  CHECK(logs.out.find("step 60/60") != std::string::npos);
+
+  // Resubmitting the identical spec returns the same experiment and queues nothing new.
+  nlohmann::json again = cluster.TaectlJson({"submit", spec});
+  CHECK(again.at("experiment") == exp_id);
+  CHECK(again.at("existing") == true);
+  CHECK(cluster.TaectlJson({"ls"}).size() == 1);
+}
+
+TEST_CASE("cancel stops a running run and its whole process group") {
+  Cluster cluster(1, 1);
+  std::string spec = cluster.dir().Write("long.toml", kTinyStudy);
+  nlohmann::json submitted =
+      cluster.TaectlJson({"submit", spec, "--set", "train.steps=1000000", "--set",
+                          "train.seeds=[0]"});
+  std::string exp = std::to_string(submitted.at("experiment").get<int64_t>());
+
+  int64_t run_id = 0;
+  int64_t pid = 0;
+  REQUIRE(WaitUntil(
+      [&] {
+        for (const auto& run : cluster.TaectlJson({"runs", exp})) {
+          if (run.at("state") == "running" && run.at("last_step").get<int64_t>() > 0) {
+            run_id = run.at("id").get<int64_t>();
+            pid = run.at("pid").get<int64_t>();
+            return true;
+          }
+        }
+        return false;
+      },
+      120));
+  REQUIRE(pid > 0);
+  REQUIRE(ProcessGroupExists(pid));
+
+  CommandResult cancel = cluster.Taectl({"cancel", "r" + std::to_string(run_id)});
+  REQUIRE(cancel.exit_code == 0);
+  REQUIRE(WaitUntil(
+      [&] {
+        return cluster.TaectlJson({"show", "r" + std::to_string(run_id)}).at("state") ==
+               "cancelled";
+      },
+      60));
+  // The agent reports `cancelled` only after it has seen the group empty.
+  CHECK_FALSE(ProcessGroupExists(pid));
+  nlohmann::json shown = cluster.TaectlJson({"show", "r" + std::to_string(run_id)});
+  CHECK(shown.at("transitions").back().at("from") == "running");
+  CHECK(shown.at("transitions").back().at("to") == "cancelled");
+  CHECK(shown.at("reason") == "cancelled by user");
+}
+
+TEST_CASE("a bad spec is refused with file:line:col and nothing is stored") {
+  Cluster cluster(1, 1);
+  std::string spec = cluster.dir().Write("bad.toml", "name = \"x\"\n[model]\nlayres = 2\n");
+  CommandResult submit = cluster.Taectl({"submit", spec});
+  CHECK(submit.exit_code == 2);
+  CHECK(submit.err.find(spec + ":3:1: unknown key 'model.layres' (did you mean "
+                               "'model.layers'?)") != std::string::npos);
+  CHECK(cluster.TaectlJson({"ls"}).empty());
+  CommandResult bad_set = cluster.Taectl({"submit", cluster.dir().Write("ok.toml", kTinyStudy),
+                                          "--set", "model.heads=3"});
+  CHECK(bad_set.exit_code == 2);
+  CHECK(bad_set.err.find("model.heads: 3 does not divide model.d_model 16") != std::string::npos);
+  CHECK(cluster.TaectlJson({"ls"}).empty());
+}
+
+TEST_CASE("taed refuses a second instance on the same data dir and keeps its files private") {
+  Cluster cluster(0, 1);
+  CommandResult second = RunCommand({BinPath("taed"), "--home", cluster.home(), "--agents", "0"});
+  CHECK(second.exit_code == 1);
+  CHECK(second.err.find("another taed (pid") != std::string::npos);
+  struct stat st {};
+  REQUIRE(stat((cluster.home() + "/taed.sock").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  REQUIRE(stat(cluster.home().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  CommandResult agents = cluster.Taectl({"agents", "--json"});
+  CHECK(agents.exit_code == 0);
+}
+
+}  // namespace tae::testing
