@@ -1,5 +1,7 @@
 #include "agent/train/copy_task.h"
 
+#include <algorithm>
+
 namespace tae::train {
 
 CopyLayout MakeCopyLayout(int64_t vocab, int64_t seq_len) {
@@ -7,16 +9,18 @@ CopyLayout MakeCopyLayout(int64_t vocab, int64_t seq_len) {
   layout.copy_length = seq_len / 2;  // 2L + 1 tokens fit in the seq_len + 1 of a row
   layout.separator = vocab;
   layout.pad = vocab + 1;
+  layout.mask_token = vocab + 2;
   layout.first_scored = layout.copy_length;
   layout.last_scored = 2 * layout.copy_length - 1;
   return layout;
 }
 
 CopyTask::CopyTask(int64_t vocab, int64_t seq_len, int64_t batch_size, int64_t eval_batches,
-                   uint64_t seed)
+                   uint64_t seed, bool hide_answers)
     : vocab_(vocab),
       seq_len_(seq_len),
       batch_size_(batch_size),
+      hide_answers_(hide_answers),
       layout_(MakeCopyLayout(vocab, seq_len)),
       train_rng_(seed, TaskRng::kTrainStream) {
   TaskRng eval_rng(seed, TaskRng::kEvalStream);
@@ -44,6 +48,9 @@ Batch CopyTask::Generate(TaskRng& rng) const {
   Batch batch;
   batch.inputs = rows.slice(1, 0, seq_len_).contiguous();
   batch.targets = rows.slice(1, 1, row_len).contiguous();
+  if (hide_answers_) {  // input positions L+1 .. 2L hold the second copy
+    batch.inputs.slice(1, length + 1, std::min(2 * length + 1, seq_len_)).fill_(layout_.mask_token);
+  }
   batch.mask = torch::zeros({batch_size_, seq_len_});
   batch.mask.slice(1, layout_.first_scored, layout_.last_scored + 1).fill_(1.0);
   return batch;

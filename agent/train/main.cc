@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     return Fail(kExitUsage, sink.status());
   }
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<tae::train::Task>> task = tae::train::MakeTask(config->train);
+  absl::StatusOr<std::unique_ptr<tae::train::Task>> task = tae::train::MakeTask(*config);
   if (!task.ok()) {
     return Fail(kExitRuntime, task.status());
   }

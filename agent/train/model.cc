@@ -54,7 +54,12 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& config, int64_t vocab_si
     position_embedding_ =
         register_module("position_embedding", torch::nn::Embedding(max_len, config.d_model));
   } else if (config.pos_encoding == PosEncoding::kSinusoidal) {
-    sinusoid_table_ = register_buffer("sinusoid_table", SinusoidTable(max_len, config.d_model));
+    // Vaswani et al. add the table to embeddings scaled up by sqrt(d_model); with GPT-style
+    // N(0, 0.02) embeddings the same ratio means scaling the table down by sqrt(d_model). At full
+    // amplitude it drowned the tokens: the default copy run stayed at chance for 500 steps.
+    sinusoid_table_ =
+        register_buffer("sinusoid_table", SinusoidTable(max_len, config.d_model) /
+                                              std::sqrt(static_cast<double>(config.d_model)));
   }
   embedding_dropout_ = register_module("embedding_dropout", torch::nn::Dropout(config.dropout));
   for (int64_t i = 0; i < config.layers; ++i) {

@@ -35,18 +35,19 @@ int64_t TaskRng::Below(int64_t n) {
   return static_cast<int64_t>(draw % range);
 }
 
-absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TrainingConfig& config) {
-  if (config.task == TaskKind::kCopy) {
+absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TrainConfig& config) {
+  const TrainingConfig& t = config.train;
+  if (t.task == TaskKind::kCopy) {
     return std::unique_ptr<Task>(std::make_unique<CopyTask>(
-        config.vocab, config.seq_len, config.batch_size, config.eval_batches, config.seed));
+        t.vocab, t.seq_len, t.batch_size, t.eval_batches, t.seed, !config.model.causal));
   }
   absl::StatusOr<std::string> text =
-      config.data.empty() ? LoadKjvText(DefaultKjvCachePath()) : ReadTextFile(config.data);
+      t.data.empty() ? LoadKjvText(DefaultKjvCachePath()) : ReadTextFile(t.data);
   if (!text.ok()) {
     return text.status();
   }
-  absl::StatusOr<std::unique_ptr<LmTask>> task = LmTask::Create(
-      *std::move(text), config.seq_len, config.batch_size, config.eval_batches, config.seed);
+  absl::StatusOr<std::unique_ptr<LmTask>> task =
+      LmTask::Create(*std::move(text), t.seq_len, t.batch_size, t.eval_batches, t.seed);
   if (!task.ok()) {
     return task.status();
   }

@@ -38,8 +38,9 @@ class Task {
   virtual const std::vector<Batch>& EvalBatches() const = 0;
 };
 
-// Builds the task named by config.task (lm reads train.data or the cached KJV text).
-absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TrainingConfig& config);
+// Builds the task named by config.train.task (lm reads train.data or the cached KJV text; copy
+// hides its answers from bidirectional models).
+absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TrainConfig& config);
 
 // The data generator's random source: a 64-bit Mersenne Twister whose seed mixes train.seed with
 // a stream id (train and eval streams never coincide). Draws are platform-independent.

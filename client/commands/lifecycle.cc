@@ -126,7 +126,8 @@ int Up(const CommandEnv& env, const Args& args) {
     }
     tae::v1::ListAgentsRequest request;
     tae::v1::ListAgentsResponse response;
-    if (client.stub()->ListAgents(ControlClient::Context(2000).get(), request, &response).ok()) {
+    ControlClient fresh(env.home);  // a new channel: no reconnect backoff from earlier misses
+    if (fresh.stub()->ListAgents(ControlClient::Context(2000).get(), request, &response).ok()) {
       int ready = 0;
       for (const tae::v1::AgentInfo& agent : response.agents()) {
         ready += agent.state() != "lost" ? 1 : 0;

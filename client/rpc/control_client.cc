@@ -22,8 +22,14 @@ std::string DefaultHome() {
 
 ControlClient::ControlClient(const std::string& home)
     : home_(home), socket_path_(home + "/taed.sock") {
-  stub_ = tae::v1::Control::NewStub(
-      grpc::CreateChannel("unix:" + socket_path_, grpc::InsecureChannelCredentials()));
+  // Short reconnect backoff: `taectl up` polls a socket that appears a moment later.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  stub_ = tae::v1::Control::NewStub(grpc::CreateCustomChannel(
+      "unix:" + socket_path_, grpc::InsecureChannelCredentials(), args));
 }
 
 std::unique_ptr<grpc::ClientContext> ControlClient::Context(int timeout_ms) {

@@ -145,13 +145,18 @@ void Daemon::Stop() {
   if (provider_ != nullptr) {
     provider_->Stop();  // agents stop their jobs and exit
   }
-  auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(5);
+  // Calls in flight get this long to finish; after it gRPC cancels them. Every call's work runs
+  // on the core, which is still running here.
+  auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(500);
   if (control_server_ != nullptr) {
+    spdlog::debug("stopping the control server");
     control_server_->Shutdown(deadline);
   }
   if (agent_server_ != nullptr) {
+    spdlog::debug("stopping the agent server");
     agent_server_->Shutdown(deadline);
   }
+  spdlog::debug("servers stopped");
   core_.stop();
   if (core_thread_.joinable()) {
     core_thread_.join();

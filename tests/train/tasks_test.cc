@@ -20,7 +20,7 @@ TEST_CASE("copy rows are  s SEP s  and only the second copy is scored", "[tasks]
   constexpr int64_t kSeqLen = 32;
   CopyTask task(kVocab, kSeqLen, /*batch_size=*/4, /*eval_batches=*/2, /*seed=*/0);
   const CopyLayout& layout = task.layout();
-  CHECK(task.VocabSize() == kVocab + 2);
+  CHECK(task.VocabSize() == kVocab + 3);  // SEP, PAD, MASK
   CHECK(task.ChanceAccuracy() == Approx(1.0 / kVocab));
   CHECK(layout.copy_length == 16);
   CHECK(layout.first_scored == 16);
@@ -55,6 +55,30 @@ TEST_CASE("an odd seq_len pads the tail and leaves it unscored", "[tasks]") {
   Batch batch = task.NextTrainBatch();
   CHECK(batch.targets[0][8].item<int64_t>() == task.layout().pad);
   CHECK(batch.mask.sum().item<float>() == 2 * 4);
+}
+
+TEST_CASE("for bidirectional models the second copy is hidden from the inputs", "[tasks]") {
+  for (int64_t seq_len : {8, 9}) {
+    CopyTask shown(5, seq_len, 3, 1, /*seed=*/1);
+    CopyTask hidden(5, seq_len, 3, 1, /*seed=*/1, /*hide_answers=*/true);
+    const CopyLayout& layout = hidden.layout();
+    Batch a = shown.NextTrainBatch();
+    Batch b = hidden.NextTrainBatch();
+    CHECK(torch::equal(a.targets, b.targets));
+    CHECK(torch::equal(a.mask, b.mask));
+    for (int64_t p = 0; p < seq_len; ++p) {
+      const bool second_copy = p > layout.copy_length && p <= 2 * layout.copy_length;
+      INFO("seq_len " << seq_len << " position " << p);
+      CHECK((b.inputs.select(1, p) == layout.mask_token).all().item<bool>() == second_copy);
+      if (!second_copy) {
+        CHECK(torch::equal(a.inputs.select(1, p), b.inputs.select(1, p)));
+      }
+    }
+    // No scored target appears anywhere after its own position in the inputs.
+    for (int64_t p = layout.first_scored; p < seq_len - 1; ++p) {
+      CHECK((b.inputs.select(1, p + 1) == layout.mask_token).all().item<bool>());
+    }
+  }
 }
 
 TEST_CASE("task streams are deterministic per seed and eval differs from train", "[tasks]") {
@@ -110,9 +134,9 @@ TEST_CASE("lm windows come from the right split and score every position", "[tas
 }
 
 TEST_CASE("a missing train.data file is an error naming it", "[tasks]") {
-  TrainingConfig config;
-  config.task = TaskKind::kLm;
-  config.data = "/nonexistent/corpus.txt";
+  TrainConfig config;
+  config.train.task = TaskKind::kLm;
+  config.train.data = "/nonexistent/corpus.txt";
   absl::StatusOr<std::unique_ptr<Task>> task = MakeTask(config);
   REQUIRE_FALSE(task.ok());
   CHECK(std::string(task.status().message()).find("/nonexistent/corpus.txt") != std::string::npos);
