@@ -350,3 +350,5 @@ const char* PosEncodingName(PosEncoding pos_encoding) {
 const char* TaskName(TaskKind task) { return task == TaskKind::kCopy ? "copy" : "lm"; }
 
 }  // namespace tae::train
+
+#undef TAE_RETURN_IF_ERROR

@@ -47,7 +47,7 @@ torch::Tensor BlockImpl::forward(torch::Tensor x) {
 }
 
 TransformerLMImpl::TransformerLMImpl(const ModelConfig& config, int64_t vocab_size, int64_t max_len)
-    : config_(config), vocab_size_(vocab_size), max_len_(max_len) {
+    : config_(config), max_len_(max_len) {
   token_embedding_ =
       register_module("token_embedding", torch::nn::Embedding(vocab_size, config.d_model));
   if (config.pos_encoding == PosEncoding::kLearned) {

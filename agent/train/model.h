@@ -45,7 +45,6 @@ class TransformerLMImpl : public torch::nn::Module {
   void InitWeights();
 
   ModelConfig config_;
-  int64_t vocab_size_;
   int64_t max_len_;
   torch::nn::Embedding token_embedding_{nullptr};
   torch::nn::Embedding position_embedding_{nullptr};  // learned positions only

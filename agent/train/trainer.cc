@@ -26,6 +26,19 @@ std::string HumanRate(double tokens_per_s) {
   return absl::StrFormat("%.1fk tok/s", tokens_per_s / 1e3);
 }
 
+// Empty groups are left out (e.g. no biases and no norms leaves nothing without decay).
+void AddGroups(std::vector<torch::Tensor> decay, std::vector<torch::Tensor> no_decay,
+               std::unique_ptr<torch::optim::OptimizerOptions> decay_options,
+               std::unique_ptr<torch::optim::OptimizerOptions> no_decay_options,
+               std::vector<torch::optim::OptimizerParamGroup>* groups) {
+  if (!decay.empty()) {
+    groups->emplace_back(std::move(decay), std::move(decay_options));
+  }
+  if (!no_decay.empty()) {
+    groups->emplace_back(std::move(no_decay), std::move(no_decay_options));
+  }
+}
+
 }  // namespace
 
 struct Trainer::Window {
@@ -61,8 +74,8 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainingConfig& con
       return std::make_unique<torch::optim::AdamWOptions>(
           torch::optim::AdamWOptions(config.lr).weight_decay(wd));
     };
-    groups.emplace_back(decay, options(config.weight_decay));
-    groups.emplace_back(no_decay, options(0.0));
+    AddGroups(std::move(decay), std::move(no_decay), options(config.weight_decay), options(0.0),
+              &groups);
     return std::make_unique<torch::optim::AdamW>(std::move(groups),
                                                  torch::optim::AdamWOptions(config.lr));
   }
@@ -70,8 +83,8 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainingConfig& con
     return std::make_unique<torch::optim::SGDOptions>(
         torch::optim::SGDOptions(config.lr).momentum(kSgdMomentum).weight_decay(wd));
   };
-  groups.emplace_back(decay, options(config.weight_decay));
-  groups.emplace_back(no_decay, options(0.0));
+  AddGroups(std::move(decay), std::move(no_decay), options(config.weight_decay), options(0.0),
+            &groups);
   return std::make_unique<torch::optim::SGD>(std::move(groups),
                                              torch::optim::SGDOptions(config.lr));
 }
@@ -104,7 +117,7 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
     *progress_ << "tae-train: task " << TaskName(t.task) << " (vocab " << task_->VocabSize()
                << ", chance acc " << absl::StrFormat("%.3f", task_->ChanceAccuracy()) << "), "
                << config_.model.layers << " layers, d_model " << config_.model.d_model << ", "
-               << summary.params << " params, " << torch::get_num_threads() << " threads"
+               << summary.params << " params, " << torch::get_num_threads() << " thread(s)"
                << std::endl;
   }
   model->train();
@@ -122,7 +135,7 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
       }
     }
     if ((t.eval_every > 0 && step % t.eval_every == 0) || step == t.steps) {
-      if (absl::Status s = ReportEval(model, step, summary, window, &summary.final_eval); !s.ok()) {
+      if (absl::Status s = ReportEval(model, step, summary, &summary.final_eval); !s.ok()) {
         return s;
       }
     }
@@ -167,7 +180,7 @@ absl::Status Trainer::ReportTrain(int64_t step, Window* window, TrainSummary* su
 }
 
 absl::Status Trainer::ReportEval(TransformerLM& model, int64_t step, const TrainSummary& summary,
-                                 const Window& window, EvalResult* result) {
+                                 EvalResult* result) {
   *result = Evaluate(model, *task_);
   absl::Status status = sink_->Emit(step, {{"eval/loss", result->loss},
                                            {"eval/acc", result->accuracy},

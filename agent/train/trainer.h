@@ -58,7 +58,7 @@ class Trainer {
                    double* grad_norm);
   absl::Status ReportTrain(int64_t step, Window* window, TrainSummary* summary);
   absl::Status ReportEval(TransformerLM& model, int64_t step, const TrainSummary& summary,
-                          const Window& window, EvalResult* result);
+                          EvalResult* result);
 
   TrainConfig config_;
   Task* task_;

@@ -55,7 +55,8 @@ bool Finished(const tae::v1::Experiment& exp) {
 int WaitFor(ControlClient& client, const std::string& experiment, double timeout_s) {
   auto start = std::chrono::steady_clock::now();
   bool tty = isatty(STDERR_FILENO);
-  std::string last_line;
+  std::string last_counts;
+  double last_print = 0;
   tae::v1::Experiment exp;
   while (true) {
     tae::v1::GetExperimentRequest request;
@@ -73,14 +74,18 @@ int WaitFor(ControlClient& client, const std::string& experiment, double timeout
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string line = ProgressLine(exp, runs, elapsed);
-    // A line per change on a log; one refreshed line on a terminal.
-    std::string changed = line.substr(line.find(']') + 1);
+    // One refreshed line on a terminal; on a log, a line when a run starts or ends, and a
+    // heartbeat line every 15 s.
+    std::string counts = absl::StrCat(exp.counts().queued(), "/", exp.counts().running(), "/",
+                                      exp.counts().succeeded() + exp.counts().failed() +
+                                          exp.counts().cancelled());
     if (tty) {
       std::fprintf(stderr, "\r\033[K%s", line.c_str());
-    } else if (changed != last_line) {
+    } else if (counts != last_counts || elapsed - last_print >= 15) {
       std::fprintf(stderr, "%s\n", line.c_str());
+      last_print = elapsed;
     }
-    last_line = changed;
+    last_counts = counts;
     if (Finished(exp)) {
       break;
     }

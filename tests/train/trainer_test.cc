@@ -27,7 +27,8 @@ TrainConfig TinyCopyConfig(int64_t steps) {
   spec["model.d_model"] = 32;
   spec["train.vocab"] = 8;
   spec["train.seq_len"] = 16;
-  spec["train.batch_size"] = 16;
+  spec["train.batch_size"] = 32;
+  spec["train.lr"] = 0.01;  // learns to copy on every seed tried (0-4) within 150 steps
   spec["train.steps"] = steps;
   spec["train.warmup"] = 10;
   spec["train.eval_every"] = 50;
@@ -69,8 +70,8 @@ TEST_CASE("a short copy run drives the loss well down and learns to copy", "[tra
   INFO("first loss " << summary.first_train_loss << ", last " << summary.last_train_loss
                      << ", eval acc " << summary.final_eval.accuracy);
   CHECK(summary.first_train_loss > 1.5);  // ~ln(8) at the start
-  CHECK(summary.last_train_loss < 0.6 * summary.first_train_loss);
-  CHECK(summary.final_eval.accuracy > 0.6);  // chance is 1/8
+  CHECK(summary.last_train_loss < 0.3 * summary.first_train_loss);
+  CHECK(summary.final_eval.accuracy > 0.9);  // chance is 1/8
 
   REQUIRE(!lines.empty());
   CHECK(lines.front()["step"] == 0);
@@ -106,6 +107,9 @@ TEST_CASE("the final eval is emitted at step == train.steps off the eval grid", 
   config.train.optimizer = OptimizerKind::kSgd;
   config.train.schedule = Schedule::kLinear;
   config.train.grad_clip = 0.0;
+  config.model.bias = false;  // with no norms either, every parameter is a decayed matrix
+  config.model.norm = NormKind::kNone;
+  config.train.weight_decay = 0.1;
   TrainSummary summary;
   std::vector<nlohmann::json> lines = RunAndCollect(config, &summary);
   REQUIRE(lines.size() >= 2);
