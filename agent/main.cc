@@ -27,8 +27,7 @@ absl::Status ParseLabels(const std::string& text, std::map<std::string, std::str
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
     std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
     if (kv.first.empty() || kv.second.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--labels: '", item, "' is not key=value"));
+      return absl::InvalidArgumentError(absl::StrCat("--labels: '", item, "' is not key=value"));
     }
     (*labels)[kv.first] = kv.second;
   }
@@ -78,8 +77,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (options.token.empty()) {
-    std::fprintf(stderr, "tae-agent: TAE_AGENT_TOKEN is not set (taed writes it to "
-                         "$TAE_HOME/agent.token)\n");
+    std::fprintf(stderr,
+                 "tae-agent: TAE_AGENT_TOKEN is not set (taed writes it to "
+                 "$TAE_HOME/agent.token)\n");
     return 2;
   }
   if (options.id.empty()) {

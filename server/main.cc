@@ -59,8 +59,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   tae::log::Setup("taed", log_level);
-  absl::StatusOr<std::unique_ptr<tae::daemon::Daemon>> daemon =
-      tae::daemon::Daemon::Start(config);
+  absl::StatusOr<std::unique_ptr<tae::daemon::Daemon>> daemon = tae::daemon::Daemon::Start(config);
   if (!daemon.ok()) {
     spdlog::error("{}", std::string(daemon.status().message()));
     return 1;

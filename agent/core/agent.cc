@@ -23,8 +23,7 @@ std::string HostName() {
 Agent::Agent(boost::asio::io_context* io, AgentOptions options)
     : io_(io),
       options_(std::move(options)),
-      runner_(io,
-              RunnerOptions{options_.work_dir, options_.train_binary, options_.threads_per_run},
+      runner_(io, RunnerOptions{options_.work_dir, options_.train_binary, options_.threads_per_run},
               [this](tae::v1::Event event) { OnEvent(std::move(event)); }),
       heartbeat_timer_(*io) {}
 
@@ -158,8 +157,8 @@ void Agent::Heartbeat() {
 void Agent::Shutdown(std::function<void()> done, int grace_ms) {
   shutdown_done_ = std::move(done);
   runner_.CancelAll("agent shutting down");
-  auto timer = std::make_shared<boost::asio::steady_timer>(*io_,
-                                                           std::chrono::milliseconds(grace_ms));
+  auto timer =
+      std::make_shared<boost::asio::steady_timer>(*io_, std::chrono::milliseconds(grace_ms));
   timer->async_wait([this, timer](const boost::system::error_code&) {
     if (shutdown_done_) {
       spdlog::warn("shutdown grace over with {} unacked events", journal_.unacked());

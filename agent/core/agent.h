@@ -19,7 +19,7 @@ namespace tae::agent {
 
 struct AgentOptions {
   std::string id;
-  std::string taed;   // host:port of taed's agent listener
+  std::string taed;  // host:port of taed's agent listener
   std::string token;
   int slots = 1;
   std::map<std::string, std::string> labels;

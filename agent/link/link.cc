@@ -15,7 +15,9 @@ Link::Link(std::string target, std::string token, LinkCallbacks callbacks)
 
 Link::~Link() { Stop(); }
 
-void Link::Start() { thread_ = std::thread([this] { Run(); }); }
+void Link::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void Link::Stop() {
   {
@@ -113,15 +115,14 @@ void Link::RunStream(tae::v1::AgentLink::Stub* stub) {
   }
   writer.join();
   grpc::Status status = stream->Finish();
-  std::string why = status.ok() ? "taed closed the stream"
-                                : std::to_string(status.error_code()) + " " +
-                                      status.error_message();
+  std::string why = status.ok()
+                        ? "taed closed the stream"
+                        : std::to_string(status.error_code()) + " " + status.error_message();
   callbacks_.on_disconnected(why);
 }
 
-void Link::WriteLoop(
-    grpc::ClientReaderWriter<tae::v1::AgentMessage, tae::v1::TaedMessage>* stream,
-    grpc::ClientContext* ctx) {
+void Link::WriteLoop(grpc::ClientReaderWriter<tae::v1::AgentMessage, tae::v1::TaedMessage>* stream,
+                     grpc::ClientContext* ctx) {
   while (true) {
     tae::v1::AgentMessage message;
     {

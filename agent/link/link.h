@@ -48,10 +48,10 @@ class Link {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;                          // guarded by mu_
-  bool stream_open_ = false;                       // guarded by mu_
-  std::deque<tae::v1::AgentMessage> queue_;        // guarded by mu_
-  grpc::ClientContext* ctx_ = nullptr;             // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  bool stream_open_ = false;                 // guarded by mu_
+  std::deque<tae::v1::AgentMessage> queue_;  // guarded by mu_
+  grpc::ClientContext* ctx_ = nullptr;       // guarded by mu_
 };
 
 }  // namespace tae::agent

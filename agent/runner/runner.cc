@@ -73,8 +73,7 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   }
   auto job = std::make_shared<Job>(io_);
   job->spec = start;
-  job->run_dir =
-      absl::StrCat(options_.work_dir, "/runs/r", start.run_id(), "-a", start.attempt());
+  job->run_dir = absl::StrCat(options_.work_dir, "/runs/r", start.run_id(), "-a", start.attempt());
   std::error_code ec;
   std::filesystem::create_directories(job->run_dir, ec);
   if (ec) {
@@ -178,8 +177,8 @@ void Runner::OnLine(Job& job, int index, std::string line) {
   tae::v1::Event event;
   if (!record.ok()) {
     event.mutable_log()->set_stream("agent");
-    event.mutable_log()->set_text(absl::StrCat("bad metric line ignored: ", record.status().message(),
-                                               ": ", line.substr(0, 200)));
+    event.mutable_log()->set_text(absl::StrCat(
+        "bad metric line ignored: ", record.status().message(), ": ", line.substr(0, 200)));
     Emit(job, std::move(event));
     return;
   }
@@ -289,8 +288,8 @@ void Runner::VerifyGroupGone(std::shared_ptr<Job> job, int tries) {
   } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
     reason = absl::StrCat("exit code ", WEXITSTATUS(status));
   } else if (WIFSIGNALED(status)) {
-    reason = absl::StrCat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)),
-                          ")");
+    reason =
+        absl::StrCat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
   }
   if (!gone) {
     absl::StrAppend(&reason, reason.empty() ? "" : "; ", "process group ", job->pid,

@@ -24,10 +24,10 @@
 namespace tae::agent {
 
 struct RunnerOptions {
-  std::string work_dir;       // runs live in work_dir/runs/r<ID>-a<ATTEMPT>
-  std::string train_binary;   // tae-train
-  int threads_per_run = 1;    // exported as TAE_THREADS
-  int kill_grace_ms = 5000;   // SIGTERM -> SIGKILL
+  std::string work_dir;      // runs live in work_dir/runs/r<ID>-a<ATTEMPT>
+  std::string train_binary;  // tae-train
+  int threads_per_run = 1;   // exported as TAE_THREADS
+  int kill_grace_ms = 5000;  // SIGTERM -> SIGKILL
 };
 
 class Runner {

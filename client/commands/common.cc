@@ -11,8 +11,8 @@ int Fail(const absl::Status& status) {
   return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
-int ParseOrExit(cli::FlagSet& flags, const Args& args, size_t min_positional,
-                size_t max_positional, Args* positional) {
+int ParseOrExit(cli::FlagSet& flags, const Args& args, size_t min_positional, size_t max_positional,
+                Args* positional) {
   absl::Status parsed = flags.Parse(args, positional);
   if (flags.help_requested()) {
     std::fputs(flags.Help().c_str(), stdout);

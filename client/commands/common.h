@@ -11,7 +11,7 @@
 namespace tae::client {
 
 // Parses flags; returns -1 to go on, or the exit code to return (help printed or bad usage).
-int ParseOrExit(cli::FlagSet& flags, const Args& args, size_t min_positional,
-                size_t max_positional, Args* positional);
+int ParseOrExit(cli::FlagSet& flags, const Args& args, size_t min_positional, size_t max_positional,
+                Args* positional);
 
 }  // namespace tae::client

@@ -8,8 +8,8 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -44,8 +44,8 @@ absl::StatusOr<pid_t> SpawnTaed(const CommandEnv& env, int agents, int slots) {
   chmod(env.home.c_str(), 0700);
   std::string binary = cli::EnvOr("TAE_TAED_BINARY", env.binary_dir + "/taed");
   std::string log_path = env.home + "/logs/taed.log";
-  std::vector<std::string> args = {binary,   "--home",  env.home, "--agents", absl::StrCat(agents),
-                                   "--slots", absl::StrCat(slots)};
+  std::vector<std::string> args = {
+      binary, "--home", env.home, "--agents", absl::StrCat(agents), "--slots", absl::StrCat(slots)};
   std::vector<char*> argv;
   for (std::string& a : args) {
     argv.push_back(a.data());

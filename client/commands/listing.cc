@@ -62,8 +62,11 @@ int ShowRun(ControlClient& client, int64_t run_id, bool json) {
     nlohmann::ordered_json out = RunJson(run);
     nlohmann::ordered_json transitions = nlohmann::ordered_json::array();
     for (const tae::v1::Transition& t : response.transitions()) {
-      transitions.push_back({{"attempt", t.attempt()}, {"from", t.from_state()},
-                             {"to", t.to_state()}, {"reason", t.reason()}, {"at", t.at()}});
+      transitions.push_back({{"attempt", t.attempt()},
+                             {"from", t.from_state()},
+                             {"to", t.to_state()},
+                             {"reason", t.reason()},
+                             {"at", t.at()}});
     }
     out["transitions"] = transitions;
     std::printf("%s\n", out.dump(2).c_str());
@@ -253,8 +256,8 @@ int Agents(const CommandEnv& env, const Args& args) {
       runs.push_back(absl::StrCat("r", id));
     }
     table.Add({agent.id(), agent.state(), absl::StrCat(agent.busy_slots(), "/", agent.slots()),
-               agent.host(), absl::StrJoin(labels, ","), runs.empty() ? "-" : absl::StrJoin(runs, ","),
-               FormatTime(agent.last_seen())});
+               agent.host(), absl::StrJoin(labels, ","),
+               runs.empty() ? "-" : absl::StrJoin(runs, ","), FormatTime(agent.last_seen())});
   }
   std::fputs(table.Render().c_str(), stdout);
   return 0;

@@ -32,8 +32,8 @@ std::string ProgressLine(const tae::v1::Experiment& exp, const tae::v1::ListRuns
   std::vector<std::string> running;
   for (const tae::v1::Run& run : runs.runs()) {
     if (run.state() == "running" || run.state() == "assigned") {
-      running.push_back(absl::StrCat("r", run.id(), " ", run.variant(), "/s", run.seed(), " @",
-                                     run.last_step()));
+      running.push_back(
+          absl::StrCat("r", run.id(), " ", run.variant(), "/s", run.seed(), " @", run.last_step()));
     }
   }
   if (!running.empty()) {
@@ -76,9 +76,9 @@ int WaitFor(ControlClient& client, const std::string& experiment, double timeout
     std::string line = ProgressLine(exp, runs, elapsed);
     // One refreshed line on a terminal; on a log, a line when a run starts or ends, and a
     // heartbeat line every 15 s.
-    std::string counts = absl::StrCat(exp.counts().queued(), "/", exp.counts().running(), "/",
-                                      exp.counts().succeeded() + exp.counts().failed() +
-                                          exp.counts().cancelled());
+    std::string counts =
+        absl::StrCat(exp.counts().queued(), "/", exp.counts().running(), "/",
+                     exp.counts().succeeded() + exp.counts().failed() + exp.counts().cancelled());
     if (tty) {
       std::fprintf(stderr, "\r\033[K%s", line.c_str());
     } else if (counts != last_counts || elapsed - last_print >= 15) {
@@ -100,8 +100,8 @@ int WaitFor(ControlClient& client, const std::string& experiment, double timeout
   }
   const tae::v1::RunCounts& c = exp.counts();
   std::fprintf(stderr, "e%ld %s %s: %d succeeded, %d failed, %d cancelled\n",
-               static_cast<long>(exp.id()), exp.name().c_str(), exp.state().c_str(),
-               c.succeeded(), c.failed(), c.cancelled());
+               static_cast<long>(exp.id()), exp.name().c_str(), exp.state().c_str(), c.succeeded(),
+               c.failed(), c.cancelled());
   return c.succeeded() == c.total() ? 0 : 1;
 }
 

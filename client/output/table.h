@@ -19,8 +19,8 @@ class Table {
 };
 
 // Formatting helpers shared by the commands.
-std::string FormatTime(double unix_seconds);            // 2026-11-22 11:35:02
-std::string FormatDuration(double seconds);             // 1m05s
-std::string FormatNumber(double value, int digits = 4); // 0.1234, 1.23e-05
+std::string FormatTime(double unix_seconds);             // 2026-11-22 11:35:02
+std::string FormatDuration(double seconds);              // 1m05s
+std::string FormatNumber(double value, int digits = 4);  // 0.1234, 1.23e-05
 
 }  // namespace tae::client

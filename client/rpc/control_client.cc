@@ -28,8 +28,8 @@ ControlClient::ControlClient(const std::string& home)
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  stub_ = tae::v1::Control::NewStub(grpc::CreateCustomChannel(
-      "unix:" + socket_path_, grpc::InsecureChannelCredentials(), args));
+  stub_ = tae::v1::Control::NewStub(
+      grpc::CreateCustomChannel("unix:" + socket_path_, grpc::InsecureChannelCredentials(), args));
 }
 
 std::unique_ptr<grpc::ClientContext> ControlClient::Context(int timeout_ms) {
@@ -43,11 +43,10 @@ absl::Status ControlClient::Check(const grpc::Status& status) const {
     return absl::OkStatus();
   }
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    return absl::UnavailableError(absl::StrCat("taed is not running on ", home_,
-                                               " (start it with `taectl up`)"));
+    return absl::UnavailableError(
+        absl::StrCat("taed is not running on ", home_, " (start it with `taectl up`)"));
   }
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
 bool ControlClient::Ping() {

@@ -19,38 +19,38 @@ void FlagSet::String(std::string name, std::string* dest, std::string help) {
 
 void FlagSet::Int(std::string name, int64_t* dest, std::string help) {
   std::string flag = name;
-  flags_.push_back(
-      {std::move(name), std::move(help), absl::StrCat(*dest), true,
-       [dest, flag](const std::string& v) {
-         if (!absl::SimpleAtoi(v, dest)) {
-           return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", v, "' is not an integer"));
-         }
-         return absl::OkStatus();
-       }});
+  flags_.push_back({std::move(name), std::move(help), absl::StrCat(*dest), true,
+                    [dest, flag](const std::string& v) {
+                      if (!absl::SimpleAtoi(v, dest)) {
+                        return absl::InvalidArgumentError(
+                            absl::StrCat("--", flag, ": '", v, "' is not an integer"));
+                      }
+                      return absl::OkStatus();
+                    }});
 }
 
 void FlagSet::Int(std::string name, int* dest, std::string help) {
   std::string flag = name;
-  flags_.push_back(
-      {std::move(name), std::move(help), absl::StrCat(*dest), true,
-       [dest, flag](const std::string& v) {
-         if (!absl::SimpleAtoi(v, dest)) {
-           return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", v, "' is not an integer"));
-         }
-         return absl::OkStatus();
-       }});
+  flags_.push_back({std::move(name), std::move(help), absl::StrCat(*dest), true,
+                    [dest, flag](const std::string& v) {
+                      if (!absl::SimpleAtoi(v, dest)) {
+                        return absl::InvalidArgumentError(
+                            absl::StrCat("--", flag, ": '", v, "' is not an integer"));
+                      }
+                      return absl::OkStatus();
+                    }});
 }
 
 void FlagSet::Double(std::string name, double* dest, std::string help) {
   std::string flag = name;
-  flags_.push_back(
-      {std::move(name), std::move(help), absl::StrCat(*dest), true,
-       [dest, flag](const std::string& v) {
-         if (!absl::SimpleAtod(v, dest)) {
-           return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", v, "' is not a number"));
-         }
-         return absl::OkStatus();
-       }});
+  flags_.push_back({std::move(name), std::move(help), absl::StrCat(*dest), true,
+                    [dest, flag](const std::string& v) {
+                      if (!absl::SimpleAtod(v, dest)) {
+                        return absl::InvalidArgumentError(
+                            absl::StrCat("--", flag, ": '", v, "' is not a number"));
+                      }
+                      return absl::OkStatus();
+                    }});
 }
 
 void FlagSet::Bool(std::string name, bool* dest, std::string help) {

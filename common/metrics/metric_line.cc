@@ -47,7 +47,8 @@ bool IsValidMetricKey(std::string_view key) {
 }
 
 absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line) {
-  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
+  nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     return absl::InvalidArgumentError("metric line: not valid JSON");
   }
@@ -69,9 +70,9 @@ absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line) {
       continue;
     }
     if (!IsValidMetricKey(key)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("metric line: invalid key '", std::string(key.substr(0, kMaxKeyLength)),
-                       "' (1-128 printable characters, no spaces)"));
+      return absl::InvalidArgumentError(absl::StrCat("metric line: invalid key '",
+                                                     std::string(key.substr(0, kMaxKeyLength)),
+                                                     "' (1-128 printable characters, no spaces)"));
     }
     if (value.is_null()) {
       continue;

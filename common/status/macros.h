@@ -21,9 +21,9 @@
 #define ASSIGN_OR_RETURN(lhs, expr) \
   TAE_ASSIGN_OR_RETURN_IMPL(TAE_STATUS_CONCAT(status_or_, __LINE__), lhs, expr)
 
-#define RETURN_IF_ERROR(expr)                   \
-  do {                                          \
+#define RETURN_IF_ERROR(expr)                           \
+  do {                                                  \
     if (absl::Status status_ = (expr); !status_.ok()) { \
-      return status_;                           \
-    }                                           \
+      return status_;                                   \
+    }                                                   \
   } while (0)

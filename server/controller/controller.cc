@@ -1,7 +1,5 @@
 #include "server/controller/controller.h"
 
-#include "server/scheduler/scheduler.h"
-
 #include <chrono>
 
 #include "absl/strings/numbers.h"
@@ -9,6 +7,7 @@
 #include "common/spec/spec.h"
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
+#include "server/scheduler/scheduler.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::controller {
@@ -92,8 +91,7 @@ absl::StatusOr<ReportResult> Controller::Report(const std::string& experiment,
   ASSIGN_OR_RETURN(result.experiment, store_->GetExperiment(id));
   ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
   ASSIGN_OR_RETURN(std::vector<store::FinalValue> values, store_->FinalValues(id, metrics));
-  result.rows =
-      report::BuildReport(result.experiment.variants, runs, values, metrics, baseline);
+  result.rows = report::BuildReport(result.experiment.variants, runs, values, metrics, baseline);
   result.metrics = std::move(metrics);
   result.baseline = std::move(baseline);
   return result;

@@ -43,8 +43,8 @@ struct ReportResult {
 
 // What an agent says when it (re)connects.
 struct AgentHello {
-  registry::Agent agent;                         // id, host, slots, labels, version
-  std::vector<std::pair<int64_t, int>> held;     // (run id, attempt) it still supervises
+  registry::Agent agent;                      // id, host, slots, labels, version
+  std::vector<std::pair<int64_t, int>> held;  // (run id, attempt) it still supervises
 };
 
 class Controller {

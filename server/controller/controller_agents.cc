@@ -18,8 +18,8 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
   agent.last_seen = now;
   agent.channel = channel;
   std::string id = agent.id;
-  store::AgentRecord record{agent.id,  agent.host,          agent.slots, agent.labels,
-                            agent.version, "ready", now, now};
+  store::AgentRecord record{agent.id,      agent.host, agent.slots, agent.labels,
+                            agent.version, "ready",    now,         now};
   if (absl::Status s = store_->UpsertAgent(record); !s.ok()) {
     spdlog::error("agent {}: {}", id, s.ToString());
   }

@@ -77,9 +77,13 @@ absl::Status Daemon::Init() {
   });
 
   if (config_.local_agents > 0) {
-    provider::LocalOptions local{config_.local_agents, config_.slots, config_.agent_binary,
-                                 absl::StrCat("127.0.0.1:", agent_port_), token,
-                                 config_.home + "/agents", config_.home + "/logs"};
+    provider::LocalOptions local{config_.local_agents,
+                                 config_.slots,
+                                 config_.agent_binary,
+                                 absl::StrCat("127.0.0.1:", agent_port_),
+                                 token,
+                                 config_.home + "/agents",
+                                 config_.home + "/logs"};
     provider_ = std::make_unique<provider::LocalProvider>(&core_, local);
     std::promise<absl::Status> started;
     boost::asio::post(core_, [this, &started] { started.set_value(provider_->Start()); });

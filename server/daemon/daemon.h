@@ -23,12 +23,12 @@
 namespace tae::daemon {
 
 struct Config {
-  std::string home;                        // $TAE_HOME
+  std::string home;                          // $TAE_HOME
   std::string agent_listen = "127.0.0.1:0";  // agent link listener; port 0 picks a free port
   int local_agents = 1;
-  int slots = 1;                           // per local agent
+  int slots = 1;  // per local agent
   double agent_grace_s = 30;
-  std::string agent_binary;                // tae-agent; default: next to taed
+  std::string agent_binary;  // tae-agent; default: next to taed
 };
 
 class Daemon {

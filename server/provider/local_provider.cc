@@ -38,9 +38,17 @@ absl::Status LocalProvider::Spawn(Child* child) {
   std::string work_dir = absl::StrCat(options_.work_root, "/", child->id);
   std::string log_path = absl::StrCat(options_.log_dir, "/", child->id, ".log");
   std::string slots = absl::StrCat(options_.slots);
-  std::vector<std::string> args = {options_.agent_binary, "--taed", options_.taed_address,
-                                   "--id", child->id, "--slots", slots, "--work-dir", work_dir,
-                                   "--labels", "accelerator=cpu,provider=local"};
+  std::vector<std::string> args = {options_.agent_binary,
+                                   "--taed",
+                                   options_.taed_address,
+                                   "--id",
+                                   child->id,
+                                   "--slots",
+                                   slots,
+                                   "--work-dir",
+                                   work_dir,
+                                   "--labels",
+                                   "accelerator=cpu,provider=local"};
   // Everything exec needs is built before fork: the child only calls async-signal-safe code.
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -112,8 +120,8 @@ void LocalProvider::OnExit(pid_t pid, int status) {
     child.restarts += 1;
     int delay_ms = std::min(30000, 500 * (1 << std::min(child.restarts, 6)));
     spdlog::warn("agent {} exited (status {}); restarting in {} ms", child.id, status, delay_ms);
-    auto timer = std::make_shared<boost::asio::steady_timer>(*io_,
-                                                             std::chrono::milliseconds(delay_ms));
+    auto timer =
+        std::make_shared<boost::asio::steady_timer>(*io_, std::chrono::milliseconds(delay_ms));
     timer->async_wait([this, timer, &child](const boost::system::error_code& error) {
       if (!error && !stopping_ && child.pid == 0) {
         Spawn(&child).IgnoreError();

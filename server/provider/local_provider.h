@@ -18,12 +18,12 @@ namespace tae::provider {
 
 struct LocalOptions {
   int agents = 1;
-  int slots = 1;                 // per agent
-  std::string agent_binary;      // path of tae-agent
-  std::string taed_address;      // host:port of the agent listener
-  std::string token;             // passed in the environment, never on the command line
-  std::string work_root;         // each agent works in work_root/<id>
-  std::string log_dir;           // each agent logs to log_dir/<id>.log
+  int slots = 1;             // per agent
+  std::string agent_binary;  // path of tae-agent
+  std::string taed_address;  // host:port of the agent listener
+  std::string token;         // passed in the environment, never on the command line
+  std::string work_root;     // each agent works in work_root/<id>
+  std::string log_dir;       // each agent logs to log_dir/<id>.log
 };
 
 class LocalProvider {

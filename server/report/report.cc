@@ -33,8 +33,7 @@ Cell Summarise(const std::string& metric, const std::vector<double>& xs) {
 std::vector<Row> BuildReport(const std::vector<std::string>& variants,
                              const std::vector<store::RunRecord>& runs,
                              const std::vector<store::FinalValue>& values,
-                             const std::vector<std::string>& metrics,
-                             const std::string& baseline) {
+                             const std::vector<std::string>& metrics, const std::string& baseline) {
   std::map<std::string, Row> rows;
   for (const store::RunRecord& run : runs) {
     Row& row = rows[run.variant];

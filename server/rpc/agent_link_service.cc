@@ -161,9 +161,8 @@ class AgentStream final : public Reactor {
       }
       case tae::v1::AgentMessage::kHeartbeat:
         if (!agent_id_.empty()) {
-          boost::asio::post(*core_, [controller = controller_, id = agent_id_] {
-            controller->OnHeartbeat(id);
-          });
+          boost::asio::post(
+              *core_, [controller = controller_, id = agent_id_] { controller->OnHeartbeat(id); });
         }
         return;
       case tae::v1::AgentMessage::KIND_NOT_SET:
@@ -201,9 +200,9 @@ grpc::ServerBidiReactor<tae::v1::AgentMessage, tae::v1::TaedMessage>* AgentLinkS
     grpc::CallbackServerContext* ctx) {
   const auto& metadata = ctx->client_metadata();
   auto it = metadata.find("authorization");
-  std::string_view header =
-      it == metadata.end() ? std::string_view() : std::string_view(it->second.data(),
-                                                                   it->second.size());
+  std::string_view header = it == metadata.end()
+                                ? std::string_view()
+                                : std::string_view(it->second.data(), it->second.size());
   if (!TokenMatches(header, token_)) {
     spdlog::warn("agent link from {} refused: bad or missing token", ctx->peer());
     return new Rejected(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));

@@ -38,9 +38,8 @@ ControlService::ControlService(boost::asio::io_context* core, controller::Contro
 template <typename Fn>
 grpc::ServerUnaryReactor* ControlService::OnCore(grpc::CallbackServerContext* ctx, Fn fn) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  boost::asio::post(*core_, [reactor, fn = std::move(fn)]() mutable {
-    reactor->Finish(ToGrpc(fn()));
-  });
+  boost::asio::post(*core_,
+                    [reactor, fn = std::move(fn)]() mutable { reactor->Finish(ToGrpc(fn())); });
   return reactor;
 }
 
@@ -56,7 +55,8 @@ grpc::ServerUnaryReactor* ControlService::Submit(grpc::CallbackServerContext* ct
       return absl::InvalidArgumentError(
           absl::StrCat("overrides: more than ", kMaxOverrides, " entries"));
     }
-    controller::SubmitInput input{request->spec_text(), request->spec_path(),
+    controller::SubmitInput input{request->spec_text(),
+                                  request->spec_path(),
                                   {request->overrides().begin(), request->overrides().end()},
                                   request->force_new()};
     ASSIGN_OR_RETURN(controller::SubmitResult result, controller_->Submit(input));

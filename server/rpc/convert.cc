@@ -5,8 +5,7 @@
 namespace tae::rpc {
 
 grpc::Status ToGrpc(const absl::Status& status) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 void ToProto(const store::ExperimentRecord& in, tae::v1::Experiment* out) {

@@ -100,9 +100,9 @@ std::optional<double> Statement::OptionalDouble(int column) const {
 
 absl::StatusOr<Db> Db::Open(const std::string& path) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   Db db(raw);
   if (rc != SQLITE_OK) {
     return absl::UnavailableError(absl::StrCat("cannot open database ", path, ": ",

@@ -11,9 +11,9 @@ absl::Status Migrate(Db* db, const std::vector<Migration>& migrations) {
   }
   int latest = migrations.empty() ? 0 : migrations.back().version;
   if (*current > latest) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("database schema version ", *current, " is newer than this taed supports (",
-                     latest, "); use a newer taed or another TAE_HOME"));
+    return absl::FailedPreconditionError(absl::StrCat("database schema version ", *current,
+                                                      " is newer than this taed supports (", latest,
+                                                      "); use a newer taed or another TAE_HOME"));
   }
   for (const Migration& migration : migrations) {
     if (migration.version <= *current) {
@@ -24,8 +24,8 @@ absl::Status Migrate(Db* db, const std::vector<Migration>& migrations) {
       return tx.begin_status();
     }
     if (absl::Status s = db->Exec(migration.sql); !s.ok()) {
-      return absl::InternalError(absl::StrCat("migration ", migration.version, "_",
-                                              migration.name, " failed: ", s.message()));
+      return absl::InternalError(absl::StrCat("migration ", migration.version, "_", migration.name,
+                                              " failed: ", s.message()));
     }
     if (absl::Status s = db->Exec(absl::StrCat("PRAGMA user_version = ", migration.version));
         !s.ok()) {

@@ -4,9 +4,9 @@ namespace tae::store {
 namespace {
 
 constexpr std::pair<RunState, const char*> kRunStateNames[] = {
-    {RunState::kQueued, "queued"},       {RunState::kAssigned, "assigned"},
-    {RunState::kRunning, "running"},     {RunState::kSucceeded, "succeeded"},
-    {RunState::kFailed, "failed"},       {RunState::kCancelled, "cancelled"},
+    {RunState::kQueued, "queued"},   {RunState::kAssigned, "assigned"},
+    {RunState::kRunning, "running"}, {RunState::kSucceeded, "succeeded"},
+    {RunState::kFailed, "failed"},   {RunState::kCancelled, "cancelled"},
     {RunState::kLost, "lost"},
 };
 

@@ -144,14 +144,14 @@ struct IngestEvent {
   int64_t run_id = 0;
   int attempt = 0;
   double wall_time = 0;
-  int64_t step = 0;                   // kMetrics
-  std::vector<MetricValue> values;    // kMetrics
-  std::string stream;                 // kLog
-  std::string text;                   // kLog; kExited: reason
-  int64_t pid = 0;                    // kStarted
-  int exit_code = 0;                  // kExited
-  int signal = 0;                     // kExited
-  bool cancelled = false;             // kExited
+  int64_t step = 0;                 // kMetrics
+  std::vector<MetricValue> values;  // kMetrics
+  std::string stream;               // kLog
+  std::string text;                 // kLog; kExited: reason
+  int64_t pid = 0;                  // kStarted
+  int exit_code = 0;                // kExited
+  int signal = 0;                   // kExited
+  bool cancelled = false;           // kExited
 };
 
 // A run that reached a final state while ingesting, so the scheduler can free its slot.

@@ -1,13 +1,12 @@
 #include "server/store/store.h"
 
-#include "common/status/macros.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status/macros.h"
 #include "nlohmann/json.hpp"
 
 namespace tae::store {
 namespace {
-
 
 std::string LabelsToJson(const Labels& labels) { return nlohmann::json(labels).dump(); }
 
@@ -90,9 +89,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
 
 absl::Status Store::RecordTransition(int64_t run_id, int attempt, RunState from, RunState to,
                                      const std::string& reason, double now) {
-  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(
-                                       "INSERT INTO run_transitions (run_id, attempt, "
-                                       "from_state, to_state, reason, at) VALUES (?,?,?,?,?,?)"));
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("INSERT INTO run_transitions (run_id, attempt, "
+                               "from_state, to_state, reason, at) VALUES (?,?,?,?,?,?)"));
   stmt.Bind(1, run_id)
       .Bind(2, static_cast<int64_t>(attempt))
       .Bind(3, ToString(from))
@@ -121,9 +120,10 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
                                               "config, state, max_attempts, priority, slots, "
                                               "labels, created_at) VALUES "
                                               "(?,?,?,?,'queued',?,?,?,?,?)"));
-  ASSIGN_OR_RETURN(Statement transition,
-                   db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
-                               "to_state, reason, at) VALUES (?, 0, '', 'queued', 'submitted', ?)"));
+  ASSIGN_OR_RETURN(
+      Statement transition,
+      db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
+                  "to_state, reason, at) VALUES (?, 0, '', 'queued', 'submitted', ?)"));
   for (const NewRun& r : experiment.runs) {
     run.Bind(1, experiment_id)
         .Bind(2, r.variant)
@@ -285,8 +285,8 @@ absl::StatusOr<std::vector<TransitionRecord>> Store::ListTransitions(int64_t run
     if (!more) {
       break;
     }
-    out.push_back({static_cast<int>(stmt.Int(0)), stmt.Text(1), stmt.Text(2), stmt.Text(3),
-                   stmt.Double(4)});
+    out.push_back(
+        {static_cast<int>(stmt.Int(0)), stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Double(4)});
   }
   return out;
 }
@@ -306,9 +306,8 @@ absl::StatusOr<RunRecord> Store::AssignRun(int64_t run_id, const std::string& ag
                                "WHERE id = ?"));
   stmt.Bind(1, agent_id).Bind(2, run_id);
   RETURN_IF_ERROR(stmt.Run());
-  RETURN_IF_ERROR(RecordTransition(run_id, run.attempt + 1, RunState::kQueued,
-                                   RunState::kAssigned, absl::StrCat("placed on ", agent_id),
-                                   now));
+  RETURN_IF_ERROR(RecordTransition(run_id, run.attempt + 1, RunState::kQueued, RunState::kAssigned,
+                                   absl::StrCat("placed on ", agent_id), now));
   RETURN_IF_ERROR(tx.Commit());
   run.state = RunState::kAssigned;
   run.attempt += 1;
@@ -344,8 +343,7 @@ absl::StatusOr<RunState> Store::LoseRun(int64_t run_id, const std::string& reaso
   return next;
 }
 
-absl::Status Store::FinishRun(int64_t run_id, RunState to, const std::string& reason,
-                              double now) {
+absl::Status Store::FinishRun(int64_t run_id, RunState to, const std::string& reason, double now) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));

@@ -96,7 +96,7 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
       if (IsFinal(run->state) || run->attempt != event.attempt) {
         return absl::OkStatus();
       }
-      RunState to = event.cancelled         ? RunState::kCancelled
+      RunState to = event.cancelled        ? RunState::kCancelled
                     : event.exit_code == 0 ? RunState::kSucceeded
                                            : RunState::kFailed;
       std::string reason = event.text;
@@ -152,8 +152,8 @@ absl::StatusOr<std::vector<MetricSummary>> Store::Summaries(int64_t run_id) {
     if (!more) {
       break;
     }
-    out.push_back({stmt.Text(0), stmt.Int(1), stmt.Double(2), stmt.Double(3), stmt.Double(4),
-                   stmt.Int(5)});
+    out.push_back(
+        {stmt.Text(0), stmt.Int(1), stmt.Double(2), stmt.Double(3), stmt.Double(4), stmt.Int(5)});
   }
   return out;
 }
@@ -193,8 +193,8 @@ absl::StatusOr<std::vector<LogRecord>> Store::Logs(int64_t run_id, int64_t after
     if (!more) {
       break;
     }
-    out.push_back({stmt.Int(0), static_cast<int>(stmt.Int(1)), stmt.Text(2), stmt.Text(3),
-                   stmt.Double(4)});
+    out.push_back(
+        {stmt.Int(0), static_cast<int>(stmt.Int(1)), stmt.Text(2), stmt.Text(3), stmt.Double(4)});
   }
   return out;
 }

@@ -97,9 +97,8 @@ std::string TempDir::Write(const std::string& name, const std::string& content) 
 }
 
 Cluster::Cluster(int agents, int slots) {
-  CommandResult up = Taectl({"up", "--agents", std::to_string(agents), "--slots",
-                             std::to_string(slots)},
-                            120);
+  CommandResult up =
+      Taectl({"up", "--agents", std::to_string(agents), "--slots", std::to_string(slots)}, 120);
   INFO("taectl up: " << up.out << up.err);
   REQUIRE(up.exit_code == 0);
   started_ = true;

@@ -1,9 +1,9 @@
 // End to end through the real binaries: taectl up starts taed and a local agent on a temp
 // TAE_HOME; a tiny study runs real tae-train processes; results are checked in the SQLite file.
 
-#include <catch2/catch.hpp>
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <set>
 
 #include "server/store/db.h"
@@ -117,9 +117,8 @@ TEST_CASE("a study runs end to end and its metrics land in SQLite with the expec
 TEST_CASE("cancel stops a running run and its whole process group") {
   Cluster cluster(1, 1);
   std::string spec = cluster.dir().Write("long.toml", kTinyStudy);
-  nlohmann::json submitted =
-      cluster.TaectlJson({"submit", spec, "--set", "train.steps=1000000", "--set",
-                          "train.seeds=[0]"});
+  nlohmann::json submitted = cluster.TaectlJson(
+      {"submit", spec, "--set", "train.steps=1000000", "--set", "train.seeds=[0]"});
   std::string exp = std::to_string(submitted.at("experiment").get<int64_t>());
 
   int64_t run_id = 0;
@@ -163,8 +162,8 @@ TEST_CASE("a bad spec is refused with file:line:col and nothing is stored") {
   CHECK(submit.err.find(spec + ":3:1: unknown key 'model.layres' (did you mean "
                                "'model.layers'?)") != std::string::npos);
   CHECK(cluster.TaectlJson({"ls"}).empty());
-  CommandResult bad_set = cluster.Taectl({"submit", cluster.dir().Write("ok.toml", kTinyStudy),
-                                          "--set", "model.heads=3"});
+  CommandResult bad_set = cluster.Taectl(
+      {"submit", cluster.dir().Write("ok.toml", kTinyStudy), "--set", "model.heads=3"});
   CHECK(bad_set.exit_code == 2);
   CHECK(bad_set.err.find("model.heads: 3 does not divide model.d_model 16") != std::string::npos);
   CHECK(cluster.TaectlJson({"ls"}).empty());

@@ -1,7 +1,8 @@
+#include "server/controller/controller.h"
+
 #include <catch2/catch.hpp>
 
 #include "boost/asio/io_context.hpp"
-#include "server/controller/controller.h"
 #include "server/rpc/agent_link_service.h"
 
 namespace tae::controller {

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "common/cli/flags.h"
+
+#include <catch2/catch.hpp>
 
 namespace tae::cli {
 
@@ -16,8 +16,8 @@ TEST_CASE("flags: values, booleans, repeats, positionals and --") {
   flags.Repeated("set", &sets, "");
   std::vector<std::string> positional;
   REQUIRE(flags
-              .Parse({"file.toml", "--name", "x", "--count=3", "--wait", "--set", "a=1", "--set=b=2",
-                      "--", "--not-a-flag"},
+              .Parse({"file.toml", "--name", "x", "--count=3", "--wait", "--set", "a=1",
+                      "--set=b=2", "--", "--not-a-flag"},
                      &positional)
               .ok());
   CHECK(name == "x");

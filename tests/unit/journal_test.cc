@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "agent/journal/journal.h"
+
+#include <catch2/catch.hpp>
 
 namespace tae::agent {
 namespace {

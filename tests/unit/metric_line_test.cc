@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "common/metrics/metric_line.h"
+
+#include <catch2/catch.hpp>
 
 namespace tae::metrics {
 

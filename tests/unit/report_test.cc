@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "server/report/report.h"
+
+#include <catch2/catch.hpp>
 
 namespace tae::report {
 namespace {

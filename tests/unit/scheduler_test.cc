@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "server/scheduler/scheduler.h"
+
+#include <catch2/catch.hpp>
 
 namespace tae::scheduler {
 
@@ -33,8 +33,6 @@ TEST_CASE("label constraints must all match the agent's labels") {
   CHECK_FALSE(LabelsMatch({{"x", "y"}}, {{"x", "z"}}));
 }
 
-TEST_CASE("no agents, no placements") {
-  CHECK(Place({{1, 0, 1, {}}}, {}).empty());
-}
+TEST_CASE("no agents, no placements") { CHECK(Place({{1, 0, 1, {}}}, {}).empty()); }
 
 }  // namespace tae::scheduler

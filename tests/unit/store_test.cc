@@ -1,8 +1,9 @@
+#include "server/store/store.h"
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "server/store/migrations.h"
-#include "server/store/store.h"
 
 namespace tae::store {
 namespace {
