@@ -82,7 +82,7 @@ void TransformerLMImpl::InitWeights() {
   for (auto& named : named_parameters()) {
     torch::Tensor& p = named.value();
     if (p.dim() >= 2) {
-      p.normal_(0.0, kInitStd);
+      p.copy_(torch::randn(p.sizes()) * kInitStd);
     } else if (named.key().size() >= 4 && named.key().substr(named.key().size() - 4) == "bias") {
       p.zero_();
     }

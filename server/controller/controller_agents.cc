@@ -66,8 +66,14 @@ absl::Status Controller::OnEvents(const std::string& agent_id,
                                   uint64_t last_seq) {
   absl::StatusOr<std::vector<store::RunEnded>> ended = store_->Ingest(agent_id, events);
   if (!ended.ok()) {
-    // Not acked: the agent keeps the events and sends them again on its next connection.
-    spdlog::error("ingest from {} failed: {}", agent_id, ended.status().ToString());
+    // Not acked: the agent keeps the events. Closing the stream makes it reconnect and send
+    // them again, so a passing fault (disk full, a locked database) heals by itself.
+    spdlog::error("ingest from {} failed: {}; asking it to resend", agent_id,
+                  ended.status().ToString());
+    if (registry::Agent* agent = registry_.Find(agent_id);
+        agent != nullptr && agent->channel != nullptr) {
+      agent->channel->Close();
+    }
     return ended.status();
   }
   registry::Agent* agent = registry_.Find(agent_id);
