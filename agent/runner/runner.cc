@@ -48,6 +48,7 @@ struct Runner::Job {
   std::string cancel_reason;
   bool finishing = false;
   int64_t last_step = 0;
+  std::string last_stderr;  // the likely explanation of a failure
   boost::asio::steady_timer kill_timer;
 };
 
@@ -162,6 +163,9 @@ void Runner::ReadPipe(std::shared_ptr<Job> job, int index) {
 void Runner::OnLine(Job& job, int index, std::string line) {
   if (line.size() > kMaxLogLine) {
     line.resize(kMaxLogLine);
+  }
+  if (index == kStderr && line.find_first_not_of(" \t\r") != std::string::npos) {
+    job.last_stderr = line.substr(0, 300);
   }
   if (index != kMetrics) {
     tae::v1::Event event;
@@ -287,6 +291,9 @@ void Runner::VerifyGroupGone(std::shared_ptr<Job> job, int tries) {
     reason = job->cancel_reason;
   } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
     reason = absl::StrCat("exit code ", WEXITSTATUS(status));
+    if (!job->last_stderr.empty()) {
+      absl::StrAppend(&reason, ": ", job->last_stderr);
+    }
   } else if (WIFSIGNALED(status)) {
     reason =
         absl::StrCat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
