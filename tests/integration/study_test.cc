@@ -169,6 +169,24 @@ TEST_CASE("a bad spec is refused with file:line:col and nothing is stored") {
   CHECK(cluster.TaectlJson({"ls"}).empty());
 }
 
+TEST_CASE("a run that fails is marked failed with the reason, and --wait exits non-zero") {
+  Cluster cluster(1, 1);
+  std::string spec = cluster.dir().Write("tiny.toml", kTinyStudy);
+  CommandResult submit =
+      cluster.Taectl({"submit", spec, "--set", "train.task=lm", "--set",
+                      "train.data=/nonexistent/corpus.txt", "--set", "train.seeds=[0]", "--wait"});
+  CHECK(submit.exit_code == 1);
+  CHECK(submit.err.find("2 failed") != std::string::npos);
+  nlohmann::json runs = cluster.TaectlJson({"runs", "tiny"});
+  REQUIRE(runs.size() == 2);
+  for (const auto& run : runs) {
+    CHECK(run.at("state") == "failed");
+    CHECK(run.at("exit_code") != 0);
+    CHECK(run.at("reason").get<std::string>().find("/nonexistent/corpus.txt") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("taed refuses a second instance on the same data dir and keeps its files private") {
   Cluster cluster(0, 1);
   CommandResult second = RunCommand({BinPath("taed"), "--home", cluster.home(), "--agents", "0"});
