@@ -61,7 +61,7 @@ Runner::Runner(boost::asio::io_context* io, RunnerOptions options, EventSink sin
 }
 
 Runner::~Runner() {
-  for (auto& [run_id, job] : jobs_) {
+  for (auto& [key, job] : jobs_) {
     if (job->pid > 0) {
       kill(-job->pid, SIGKILL);
     }
@@ -69,8 +69,9 @@ Runner::~Runner() {
 }
 
 absl::Status Runner::Start(const tae::v1::StartRun& start) {
-  if (jobs_.count(start.run_id()) > 0) {
-    return absl::AlreadyExistsError(absl::StrCat("run r", start.run_id(), " is already running"));
+  if (jobs_.count({start.run_id(), start.attempt()}) > 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("run r", start.run_id(), " attempt ", start.attempt(), " is already running"));
   }
   auto job = std::make_shared<Job>(io_);
   job->spec = start;
@@ -110,7 +111,7 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
     job->pipes.push_back(std::make_unique<boost::asio::posix::stream_descriptor>(*io_, fd));
   }
   job->open_pipes = 3;
-  jobs_[start.run_id()] = job;
+  jobs_[{start.run_id(), start.attempt()}] = job;
 
   tae::v1::Event started;
   started.mutable_started()->set_pid(job->pid);
@@ -208,7 +209,7 @@ void Runner::WatchChildren() {
     int status = 0;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-      for (auto& [run_id, job] : jobs_) {
+      for (auto& [key, job] : jobs_) {
         if (job->pid == pid && !job->exited) {
           job->exited = true;
           job->wait_status = status;
@@ -222,8 +223,8 @@ void Runner::WatchChildren() {
 }
 
 void Runner::Cancel(int64_t run_id, int attempt, const std::string& reason) {
-  auto it = jobs_.find(run_id);
-  if (it == jobs_.end() || it->second->spec.attempt() != attempt) {
+  auto it = jobs_.find({run_id, attempt});
+  if (it == jobs_.end()) {
     return;
   }
   std::shared_ptr<Job> job = it->second;
@@ -251,8 +252,8 @@ void Runner::CancelAll(const std::string& reason) {
 
 std::vector<std::pair<int64_t, int>> Runner::Held() const {
   std::vector<std::pair<int64_t, int>> out;
-  for (const auto& [run_id, job] : jobs_) {
-    out.emplace_back(run_id, job->spec.attempt());
+  for (const auto& [key, job] : jobs_) {
+    out.push_back(key);
   }
   return out;
 }
@@ -306,7 +307,7 @@ void Runner::VerifyGroupGone(std::shared_ptr<Job> job, int tries) {
   spdlog::info("run r{} attempt {} exited: status {}{}", job->spec.run_id(), job->spec.attempt(),
                status, reason.empty() ? "" : absl::StrCat(" (", reason, ")"));
   Emit(*job, std::move(event));
-  jobs_.erase(job->spec.run_id());
+  jobs_.erase({job->spec.run_id(), job->spec.attempt()});
 }
 
 }  // namespace tae::agent

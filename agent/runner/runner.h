@@ -60,7 +60,8 @@ class Runner {
   RunnerOptions options_;
   EventSink sink_;
   boost::asio::signal_set sigchld_;
-  std::map<int64_t, std::shared_ptr<Job>> jobs_;  // by run id
+  // By (run id, attempt): a requeued run can arrive while its old attempt is still stopping.
+  std::map<std::pair<int64_t, int>, std::shared_ptr<Job>> jobs_;
 };
 
 }  // namespace tae::agent

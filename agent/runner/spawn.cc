@@ -69,7 +69,16 @@ absl::StatusOr<SpawnedProcess> Spawn(const SpawnRequest& request) {
   }
   envp.push_back(nullptr);
 
+  // Block every signal across fork so the child cannot run our (Asio) handlers before exec; the
+  // child resets them to the default and unblocks.
+  sigset_t all;
+  sigset_t saved;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &saved);
   pid_t pid = fork();
+  if (pid != 0) {
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  }
   if (pid < 0) {
     std::string msg = strerror(errno);
     CloseAll({&out[0], &out[1], &err[0], &err[1], &met[0], &met[1]});
@@ -77,11 +86,13 @@ absl::StatusOr<SpawnedProcess> Spawn(const SpawnRequest& request) {
   }
   if (pid == 0) {
     setpgid(0, 0);
+    for (int signo = 1; signo < NSIG; ++signo) {
+      signal(signo, SIG_DFL);  // fails harmlessly for SIGKILL, SIGSTOP and unused numbers
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    signal(SIGPIPE, SIG_DFL);
-    int devnull = open("/dev/null", O_RDONLY);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     dup2(devnull, STDIN_FILENO);
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);
@@ -92,11 +103,22 @@ absl::StatusOr<SpawnedProcess> Spawn(const SpawnRequest& request) {
       _exit(126);
     }
     execve(argv[0], argv.data(), envp.data());
-    const char msg[] = "tae-agent: cannot execute the job: ";
-    (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
-    const char* why = strerror(errno);
-    (void)!write(STDERR_FILENO, why, strlen(why));
-    (void)!write(STDERR_FILENO, "\n", 1);
+    // Only async-signal-safe calls here: the errno is written as a number.
+    int error = errno;
+    char msg[96] = "tae-agent: cannot execute the job (errno ";
+    size_t len = strlen(msg);
+    char digits[12];
+    int n = 0;
+    do {
+      digits[n++] = static_cast<char>('0' + error % 10);
+      error /= 10;
+    } while (error > 0 && n < 11);
+    while (n > 0) {
+      msg[len++] = digits[--n];
+    }
+    msg[len++] = ')';
+    msg[len++] = '\n';
+    (void)!write(STDERR_FILENO, msg, len);
     _exit(127);
   }
   setpgid(pid, pid);  // also from the parent, so the group exists before we ever signal it

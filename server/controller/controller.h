@@ -62,8 +62,10 @@ class Controller {
 
   // Agent link.
   void OnRegister(std::shared_ptr<registry::AgentChannel> channel, AgentHello hello);
-  absl::Status OnEvents(const std::string& agent_id, const std::vector<store::IngestEvent>& events,
-                        uint64_t last_seq);
+  // Events that arrived on `channel`; acks go back on it. Batches from a stream the agent has
+  // since replaced are still stored (idempotently) but not acked there.
+  absl::Status OnEvents(const std::string& agent_id, registry::AgentChannel* channel,
+                        const std::vector<store::IngestEvent>& events, uint64_t last_seq);
   void OnHeartbeat(const std::string& agent_id);
   void OnDisconnected(const std::string& agent_id, const registry::AgentChannel* channel);
 

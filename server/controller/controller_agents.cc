@@ -61,7 +61,7 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
   Schedule();
 }
 
-absl::Status Controller::OnEvents(const std::string& agent_id,
+absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentChannel* channel,
                                   const std::vector<store::IngestEvent>& events,
                                   uint64_t last_seq) {
   absl::StatusOr<std::vector<store::RunEnded>> ended = store_->Ingest(agent_id, events);
@@ -70,21 +70,15 @@ absl::Status Controller::OnEvents(const std::string& agent_id,
     // them again, so a passing fault (disk full, a locked database) heals by itself.
     spdlog::error("ingest from {} failed: {}; asking it to resend", agent_id,
                   ended.status().ToString());
-    if (registry::Agent* agent = registry_.Find(agent_id);
-        agent != nullptr && agent->channel != nullptr) {
-      agent->channel->Close();
-    }
+    channel->Close();
     return ended.status();
   }
-  registry::Agent* agent = registry_.Find(agent_id);
-  if (agent != nullptr) {
+  if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
     agent->last_seen = WallNow();
-    if (agent->channel != nullptr) {
-      tae::v1::TaedMessage ack;
-      ack.mutable_ack()->set_seq(last_seq);
-      agent->channel->Send(ack);
-    }
   }
+  tae::v1::TaedMessage ack;
+  ack.mutable_ack()->set_seq(last_seq);
+  channel->Send(ack);
   for (const store::RunEnded& run : *ended) {
     registry_.RemoveRun(run.agent_id, run.run_id);
     spdlog::info("run r{} {}", run.run_id, store::ToString(run.state));
@@ -113,15 +107,17 @@ void Controller::OnDisconnected(const std::string& agent_id,
 }
 
 void Controller::StartGraceTimer(const std::string& agent_id) {
+  registry::Agent* at_start = registry_.Find(agent_id);
+  uint64_t generation = at_start != nullptr ? at_start->connections : 0;
   auto timer = std::make_shared<boost::asio::steady_timer>(
       *io_, std::chrono::milliseconds(static_cast<int64_t>(options_.agent_grace_s * 1000)));
-  timer->async_wait([this, timer, agent_id](const boost::system::error_code& error) {
+  timer->async_wait([this, timer, agent_id, generation](const boost::system::error_code& error) {
     if (error) {
       return;
     }
     registry::Agent* agent = registry_.Find(agent_id);
-    if (agent != nullptr && agent->connected) {
-      return;
+    if (agent != nullptr && (agent->connected || agent->connections != generation)) {
+      return;  // it came back (a later disconnect has its own timer)
     }
     LoseUnclaimedRuns(agent_id, absl::StrCat("agent ", agent_id, " lost"));
   });

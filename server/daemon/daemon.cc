@@ -147,6 +147,12 @@ void Daemon::Stop() {
   }
   stopped_ = true;
   if (provider_ != nullptr) {
+    std::promise<void> prepared;
+    boost::asio::post(core_, [this, &prepared] {
+      provider_->PrepareStop();
+      prepared.set_value();
+    });
+    prepared.get_future().wait();
     provider_->Stop();  // agents stop their jobs and exit
   }
   // Calls in flight get this long to finish; after it gRPC cancels them. Every call's work runs

@@ -68,12 +68,22 @@ absl::Status LocalProvider::Spawn(Child* child) {
   }
   envp.push_back(nullptr);
   pid_t parent = getpid();
+  sigset_t all;
+  sigset_t saved;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &saved);  // no Asio handler may run in the child
   pid_t pid = fork();
+  if (pid != 0) {
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  }
   if (pid < 0) {
     return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
   }
   if (pid == 0) {
     setpgid(0, 0);
+    for (int signo = 1; signo < NSIG; ++signo) {
+      signal(signo, SIG_DFL);
+    }
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) {
       _exit(1);
@@ -96,8 +106,8 @@ absl::Status LocalProvider::Spawn(Child* child) {
 
 void LocalProvider::WatchChildren() {
   sigchld_.async_wait([this](const boost::system::error_code& error, int) {
-    if (error) {
-      return;
+    if (error || stopping_) {
+      return;  // once stopping, Stop() reaps the children itself
     }
     int status = 0;
     pid_t pid;
@@ -129,6 +139,12 @@ void LocalProvider::OnExit(pid_t pid, int status) {
     });
     return;
   }
+}
+
+void LocalProvider::PrepareStop() {
+  stopping_ = true;
+  boost::system::error_code ignored;
+  sigchld_.cancel(ignored);
 }
 
 void LocalProvider::Stop(int grace_ms) {

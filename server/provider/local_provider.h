@@ -32,8 +32,10 @@ class LocalProvider {
   ~LocalProvider();
 
   absl::Status Start();
-  // SIGTERM to every agent, then SIGKILL after grace_ms; waits for them. Call off the core thread
-  // once the core has stopped.
+  // On the core thread: no more restarts, no more reaping by the SIGCHLD handler.
+  void PrepareStop();
+  // SIGTERM to every agent, then SIGKILL after grace_ms; waits for them. After PrepareStop() ran
+  // on the core (or once the core has stopped), from any thread.
   void Stop(int grace_ms = 10000);
 
  private:

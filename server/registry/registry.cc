@@ -35,8 +35,10 @@ std::shared_ptr<AgentChannel> AgentRegistry::Connect(Agent agent) {
   if (it != agents_.end()) {
     previous = std::move(it->second.channel);
     agent.runs = std::move(it->second.runs);
+    agent.connections = it->second.connections + 1;
     it->second = std::move(agent);
   } else {
+    agent.connections = 1;
     std::string id = agent.id;
     agents_.emplace(id, std::move(agent));
   }

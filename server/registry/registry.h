@@ -27,6 +27,7 @@ struct Agent {
   double connected_at = 0;
   double last_seen = 0;
   bool connected = false;
+  uint64_t connections = 0;     // how many times it has registered in this taed's life
   std::map<int64_t, int> runs;  // run id -> slots it uses
   std::shared_ptr<AgentChannel> channel;
 

@@ -76,7 +76,7 @@ class StreamChannel final : public registry::AgentChannel {
         next = &queue_.front();
       } else {
         writing_ = false;
-        if (closing_ && !finished_ && ok) {
+        if (closing_ && !finished_) {  // also after a failed write: every RPC must finish
           finished_ = true;
           finish = true;
         }
@@ -137,11 +137,14 @@ class AgentStream final : public Reactor {
   void Dispatch(tae::v1::AgentMessage message) {
     switch (message.kind_case()) {
       case tae::v1::AgentMessage::kRegister: {
-        agent_id_ = message.register_().agent_id();
-        if (agent_id_.empty()) {
-          channel_->Close();
+        if (!agent_id_.empty()) {
+          return;  // one Register per stream
+        }
+        if (message.register_().agent_id().empty()) {
+          boost::asio::post(*core_, [channel = channel_] { channel->Close(); });
           return;
         }
+        agent_id_ = message.register_().agent_id();
         boost::asio::post(*core_, [controller = controller_, channel = channel_,
                                    hello = FromProto(message.register_())]() mutable {
           controller->OnRegister(channel, std::move(hello));
@@ -154,8 +157,9 @@ class AgentStream final : public Reactor {
         }
         auto events = std::make_shared<std::vector<store::IngestEvent>>();
         uint64_t last_seq = FromProto(message.events(), events.get());
-        boost::asio::post(*core_, [controller = controller_, id = agent_id_, events, last_seq] {
-          controller->OnEvents(id, *events, last_seq).IgnoreError();
+        boost::asio::post(*core_, [controller = controller_, id = agent_id_, channel = channel_,
+                                   events, last_seq] {
+          controller->OnEvents(id, channel.get(), *events, last_seq).IgnoreError();
         });
         return;
       }

@@ -61,8 +61,11 @@ absl::Status Store::IngestMetrics(const IngestEvent& event) {
 absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& event,
                               std::vector<RunEnded>* ended) {
   absl::StatusOr<RunRecord> run = GetRun(event.run_id);
-  if (!run.ok()) {
+  if (absl::IsNotFound(run.status())) {
     return absl::OkStatus();  // not ours (e.g. a run from another data dir): drop it
+  }
+  if (!run.ok()) {
+    return run.status();
   }
   switch (event.kind) {
     case IngestEvent::Kind::kMetrics:

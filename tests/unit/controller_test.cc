@@ -76,7 +76,7 @@ TEST_CASE("submit expands the spec; the scheduler fills free slots and refills t
   CHECK(starts[0].attempt() == 1);
   CHECK(starts[0].config_json().find("\"model.pos_encoding\":\"learned\"") != std::string::npos);
 
-  REQUIRE(f.controller.OnEvents("a", {Exited(1, starts[0].run_id(), 1, 0)}, 1).ok());
+  REQUIRE(f.controller.OnEvents("a", channel.get(), {Exited(1, starts[0].run_id(), 1, 0)}, 1).ok());
   CHECK(channel->Starts().size() == 3);  // the freed slot took the next run
   CHECK(channel->sent.back().has_start_run());
   bool acked = false;
@@ -130,7 +130,7 @@ TEST_CASE("cancel: queued runs end at once, running runs are asked to stop on th
   int64_t running = channel->sent.back().cancel_run().run_id();
   store::IngestEvent exited = Exited(1, running, 1, -1);
   exited.cancelled = true;
-  REQUIRE(f.controller.OnEvents("a", {exited}, 1).ok());
+  REQUIRE(f.controller.OnEvents("a", channel.get(), {exited}, 1).ok());
   CHECK(f.store->GetRun(running)->state == store::RunState::kCancelled);
 }
 
