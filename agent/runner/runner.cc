@@ -101,6 +101,8 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
       {"TAE_THREADS", absl::StrCat(options_.threads_per_run)},
       {"OMP_NUM_THREADS", absl::StrCat(options_.threads_per_run)},
       {"OPENBLAS_NUM_THREADS", absl::StrCat(options_.threads_per_run)},
+      // Spinning OpenMP workers starve each other on shared cores (steps several times slower).
+      {"OMP_WAIT_POLICY", "PASSIVE"},
   };
   absl::StatusOr<SpawnedProcess> spawned = Spawn(request);
   if (!spawned.ok()) {
