@@ -14,8 +14,8 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "agent/runner/spawn.h"
 #include "common/metrics/metric_line.h"
+#include "common/process/spawn.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::agent {
@@ -88,8 +88,10 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
       return absl::InternalError(absl::StrCat("cannot write ", job->run_dir, "/run.json"));
     }
   }
-  SpawnRequest request;
+  process::SpawnRequest request;
   request.argv = {options_.train_binary, "--spec", "run.json"};
+  request.metrics_pipe = true;
+  request.env_remove = {"TAE_AGENT_TOKEN"};  // the job never sees the agent's credentials
   request.cwd = job->run_dir;
   request.env = {
       {"TAE_RUN_ID", absl::StrCat(start.run_id())},
@@ -104,7 +106,7 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
       // Spinning OpenMP workers starve each other on shared cores (steps several times slower).
       {"OMP_WAIT_POLICY", "PASSIVE"},
   };
-  absl::StatusOr<SpawnedProcess> spawned = Spawn(request);
+  absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
   if (!spawned.ok()) {
     return spawned.status();
   }

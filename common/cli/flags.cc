@@ -17,40 +17,38 @@ void FlagSet::String(std::string name, std::string* dest, std::string help) {
                     }});
 }
 
+namespace {
+
+// A setter that parses with parse(text, dest) and names the flag when the text is not a `what`.
+template <typename T, typename Parse>
+std::function<absl::Status(const std::string&)> Parser(std::string flag, T* dest, const char* what,
+                                                       Parse parse) {
+  return [flag = std::move(flag), dest, what, parse](const std::string& v) {
+    if (!parse(v, dest)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", v, "' is not ", what));
+    }
+    return absl::OkStatus();
+  };
+}
+
+}  // namespace
+
 void FlagSet::Int(std::string name, int64_t* dest, std::string help) {
-  std::string flag = name;
-  flags_.push_back({std::move(name), std::move(help), absl::StrCat(*dest), true,
-                    [dest, flag](const std::string& v) {
-                      if (!absl::SimpleAtoi(v, dest)) {
-                        return absl::InvalidArgumentError(
-                            absl::StrCat("--", flag, ": '", v, "' is not an integer"));
-                      }
-                      return absl::OkStatus();
-                    }});
+  auto parse = [](const std::string& v, int64_t* d) { return absl::SimpleAtoi(v, d); };
+  flags_.push_back(
+      {name, std::move(help), absl::StrCat(*dest), true, Parser(name, dest, "an integer", parse)});
 }
 
 void FlagSet::Int(std::string name, int* dest, std::string help) {
-  std::string flag = name;
-  flags_.push_back({std::move(name), std::move(help), absl::StrCat(*dest), true,
-                    [dest, flag](const std::string& v) {
-                      if (!absl::SimpleAtoi(v, dest)) {
-                        return absl::InvalidArgumentError(
-                            absl::StrCat("--", flag, ": '", v, "' is not an integer"));
-                      }
-                      return absl::OkStatus();
-                    }});
+  auto parse = [](const std::string& v, int* d) { return absl::SimpleAtoi(v, d); };
+  flags_.push_back(
+      {name, std::move(help), absl::StrCat(*dest), true, Parser(name, dest, "an integer", parse)});
 }
 
 void FlagSet::Double(std::string name, double* dest, std::string help) {
-  std::string flag = name;
-  flags_.push_back({std::move(name), std::move(help), absl::StrCat(*dest), true,
-                    [dest, flag](const std::string& v) {
-                      if (!absl::SimpleAtod(v, dest)) {
-                        return absl::InvalidArgumentError(
-                            absl::StrCat("--", flag, ": '", v, "' is not a number"));
-                      }
-                      return absl::OkStatus();
-                    }});
+  auto parse = [](const std::string& v, double* d) { return absl::SimpleAtod(v, d); };
+  flags_.push_back(
+      {name, std::move(help), absl::StrCat(*dest), true, Parser(name, dest, "a number", parse)});
 }
 
 void FlagSet::Bool(std::string name, bool* dest, std::string help) {

@@ -1,8 +1,6 @@
 #include "server/provider/local_provider.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "boost/asio/steady_timer.hpp"
+#include "common/process/spawn.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::provider {
@@ -35,72 +34,27 @@ absl::Status LocalProvider::Start() {
 }
 
 absl::Status LocalProvider::Spawn(Child* child) {
-  std::string work_dir = absl::StrCat(options_.work_root, "/", child->id);
-  std::string log_path = absl::StrCat(options_.log_dir, "/", child->id, ".log");
-  std::string slots = absl::StrCat(options_.slots);
-  std::vector<std::string> args = {options_.agent_binary,
-                                   "--taed",
-                                   options_.taed_address,
-                                   "--id",
-                                   child->id,
-                                   "--slots",
-                                   slots,
-                                   "--work-dir",
-                                   work_dir,
-                                   "--labels",
-                                   "accelerator=cpu,provider=local"};
-  // Everything exec needs is built before fork: the child only calls async-signal-safe code.
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::string_view(*e).rfind("TAE_AGENT_TOKEN=", 0) != 0) {
-      env.emplace_back(*e);
-    }
+  process::SpawnRequest request;
+  request.argv = {options_.agent_binary,
+                  "--taed",
+                  options_.taed_address,
+                  "--id",
+                  child->id,
+                  "--slots",
+                  absl::StrCat(options_.slots),
+                  "--work-dir",
+                  absl::StrCat(options_.work_root, "/", child->id),
+                  "--labels",
+                  "accelerator=cpu,provider=local"};
+  request.env = {{"TAE_AGENT_TOKEN", options_.token}};  // never on the command line
+  request.log_path = absl::StrCat(options_.log_dir, "/", child->id, ".log");
+  request.die_with_parent = true;
+  absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
+  if (!spawned.ok()) {
+    return spawned.status();
   }
-  env.push_back(absl::StrCat("TAE_AGENT_TOKEN=", options_.token));
-  std::vector<char*> argv;
-  for (std::string& a : args) {
-    argv.push_back(a.data());
-  }
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (std::string& e : env) {
-    envp.push_back(e.data());
-  }
-  envp.push_back(nullptr);
-  pid_t parent = getpid();
-  sigset_t all;
-  sigset_t saved;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &saved);  // no Asio handler may run in the child
-  pid_t pid = fork();
-  if (pid != 0) {
-    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-  }
-  if (pid < 0) {
-    return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    for (int signo = 1; signo < NSIG; ++signo) {
-      signal(signo, SIG_DFL);
-    }
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) {
-      _exit(1);
-    }
-    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-    }
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
-  }
-  child->pid = pid;
-  spdlog::info("started agent {} (pid {}, log {})", child->id, pid, log_path);
+  child->pid = spawned->pid;
+  spdlog::info("started agent {} (pid {}, log {})", child->id, child->pid, request.log_path);
   return absl::OkStatus();
 }
 

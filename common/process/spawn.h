@@ -1,0 +1,38 @@
+#pragma once
+
+// Spawn: fork/exec of a child in its own process group, for jobs (agent) and for agents
+// (taed's local provider). Everything is prepared before fork; signals are blocked across it
+// and reset to their defaults in the child, which only calls async-signal-safe functions.
+
+#include <sys/types.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tae::process {
+
+inline constexpr int kMetricsFd = 3;
+
+struct SpawnRequest {
+  std::vector<std::string> argv;                         // argv[0] is the path to execute
+  std::string cwd;                                       // "": inherit
+  std::vector<std::pair<std::string, std::string>> env;  // added to (and overriding) ours
+  std::vector<std::string> env_remove;                   // variables not passed on
+  std::string log_path;          // set: stdout and stderr append to this file, else pipes
+  bool metrics_pipe = false;     // a pipe on fd 3, announced as TAE_METRICS_FD=3
+  bool die_with_parent = false;  // SIGTERM when the spawning process dies
+};
+
+struct SpawnedProcess {
+  pid_t pid = 0;  // also the process group id
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int metrics_fd = -1;
+};
+
+absl::StatusOr<SpawnedProcess> Spawn(const SpawnRequest& request);
+
+}  // namespace tae::process
