@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdlib>
@@ -137,6 +138,22 @@ bool WaitUntil(const std::function<bool()>& pred, double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return true;
+}
+
+long FindProcess(const std::string& name, const std::string& needle) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string pid = entry.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(name) != std::string::npos && cmdline.find(needle) != std::string::npos) {
+      return std::stol(pid);
+    }
+  }
+  return 0;
 }
 
 bool ProcessGroupExists(long pgid) { return kill(-static_cast<pid_t>(pgid), 0) == 0; }

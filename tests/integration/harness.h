@@ -57,6 +57,9 @@ class Cluster {
 // Polls pred every 50 ms until it holds or the deadline passes. Returns pred's last answer.
 bool WaitUntil(const std::function<bool()>& pred, double timeout_s);
 
+// The pid of a running process whose command line contains both `name` and `needle`, or 0.
+long FindProcess(const std::string& name, const std::string& needle);
+
 // True while any process is in process group pgid.
 bool ProcessGroupExists(long pgid);
 

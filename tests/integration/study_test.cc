@@ -1,6 +1,7 @@
 // End to end through the real binaries: taectl up starts taed and a local agent on a temp
 // TAE_HOME; a tiny study runs real tae-train processes; results are checked in the SQLite file.
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -182,9 +183,58 @@ TEST_CASE("a run that fails is marked failed with the reason, and --wait exits n
   for (const auto& run : runs) {
     CHECK(run.at("state") == "failed");
     CHECK(run.at("exit_code") != 0);
-    CHECK(run.at("reason").get<std::string>().find("/nonexistent/corpus.txt") !=
-          std::string::npos);
+    CHECK(run.at("reason").get<std::string>().find("/nonexistent/corpus.txt") != std::string::npos);
   }
+}
+
+TEST_CASE("a killed agent is restarted and its run is requeued and completes") {
+  Cluster cluster(1, 1);
+  std::string spec = cluster.dir().Write("one.toml", R"(name = "one"
+[model]
+layers = 1
+d_model = 16
+heads = 2
+[train]
+steps = 3000
+eval_every = 1000
+seeds = [0]
+)");
+  nlohmann::json submitted = cluster.TaectlJson({"submit", spec});
+  std::string exp = std::to_string(submitted.at("experiment").get<int64_t>());
+  REQUIRE(WaitUntil(
+      [&] {
+        nlohmann::json runs = cluster.TaectlJson({"runs", exp});
+        return runs[0].at("state") == "running" && runs[0].at("last_step").get<int64_t>() > 0;
+      },
+      120));
+  long agent_pid = FindProcess("tae-agent", cluster.home());
+  REQUIRE(agent_pid > 0);
+  REQUIRE(kill(static_cast<pid_t>(agent_pid), SIGKILL) == 0);
+
+  CommandResult wait = cluster.Taectl({"wait", exp}, 600);
+  INFO(wait.err);
+  REQUIRE(wait.exit_code == 0);
+  for (const auto& run : cluster.TaectlJson({"runs", exp})) {
+    CHECK(run.at("state") == "succeeded");
+    CHECK(run.at("attempt") == 2);
+    nlohmann::json shown =
+        cluster.TaectlJson({"show", "r" + std::to_string(run.at("id").get<int>())});
+    std::vector<std::string> to;
+    for (const auto& t : shown.at("transitions")) {
+      to.push_back(t.at("to").get<std::string>());
+    }
+    CHECK(to == std::vector<std::string>{"queued", "assigned", "running", "lost", "queued",
+                                         "assigned", "running", "succeeded"});
+  }
+  // The second attempt's points replaced the first's: one point per step.
+  auto db = store::Db::Open(cluster.db_path());
+  REQUIRE(db.ok());
+  CHECK(*db->QueryInt("SELECT COUNT(*) FROM metrics m JOIN metric_keys k ON k.id = m.key_id "
+                      "WHERE k.name = 'eval/loss'") == 3);
+  CHECK(*db->QueryInt("SELECT MIN(attempt) FROM metrics") == 2);
+  nlohmann::json agents = cluster.TaectlJson({"agents"});
+  REQUIRE(agents.size() == 1);
+  CHECK(agents[0].at("state") == "ready");
 }
 
 TEST_CASE("taed refuses a second instance on the same data dir and keeps its files private") {
