@@ -2,8 +2,11 @@
 add_library(tae_settings INTERFACE)
 target_compile_options(tae_settings INTERFACE -Wall -Wextra -Wpedantic -Wno-unused-parameter)
 if(TAE_WERROR)
-  # maybe-uninitialized has false positives at -O2 with gcc 12 (absl::StatusOr internals).
-  target_compile_options(tae_settings INTERFACE -Werror -Wno-error=maybe-uninitialized)
+  target_compile_options(tae_settings INTERFACE -Werror)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # maybe-uninitialized has false positives at -O2 with gcc 12 (absl::StatusOr internals).
+    target_compile_options(tae_settings INTERFACE -Wno-error=maybe-uninitialized)
+  endif()
 endif()
 if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   target_compile_options(tae_settings INTERFACE -Wthread-safety)

@@ -21,12 +21,11 @@ void Link::Start() {
 
 void Link::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     if (ctx_ != nullptr) {
       ctx_->TryCancel();
     }
-    cv_.notify_all();
   }
   if (thread_.joinable()) {
     thread_.join();
@@ -34,12 +33,11 @@ void Link::Stop() {
 }
 
 bool Link::Send(tae::v1::AgentMessage message) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!stream_open_) {
     return false;
   }
   queue_.push_back(std::move(message));
-  cv_.notify_all();
   return true;
 }
 
@@ -48,8 +46,9 @@ bool Link::SleepBackoff(int attempt) {
   double cap_ms = std::min(30000.0, 500.0 * (1 << std::min(attempt, 6)));
   std::uniform_real_distribution<double> jitter(0.5, 1.0);
   auto delay = std::chrono::milliseconds(static_cast<int64_t>(cap_ms * jitter(rng)));
-  std::unique_lock<std::mutex> lock(mu_);
-  return !cv_.wait_for(lock, delay, [this] { return stopping_; });
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(delay));
+  return !stopping_;
 }
 
 void Link::Run() {
@@ -65,7 +64,7 @@ void Link::Run() {
   int attempt = 0;
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) {
         return;
       }
@@ -86,7 +85,7 @@ void Link::RunStream(tae::v1::AgentLink::Stub* stub) {
   grpc::ClientContext ctx;
   ctx.AddMetadata("authorization", "Bearer " + token_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) {
       return;
     }
@@ -95,7 +94,7 @@ void Link::RunStream(tae::v1::AgentLink::Stub* stub) {
   std::unique_ptr<grpc::ClientReaderWriter<tae::v1::AgentMessage, tae::v1::TaedMessage>> stream =
       stub->Connect(&ctx);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     queue_.clear();  // anything queued for an old stream is resent from the journal
     stream_open_ = true;
   }
@@ -107,11 +106,10 @@ void Link::RunStream(tae::v1::AgentLink::Stub* stub) {
     message.Clear();
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stream_open_ = false;
     queue_.clear();
     ctx_ = nullptr;
-    cv_.notify_all();
   }
   writer.join();
   grpc::Status status = stream->Finish();
@@ -121,13 +119,15 @@ void Link::RunStream(tae::v1::AgentLink::Stub* stub) {
   callbacks_.on_disconnected(why);
 }
 
+bool Link::WriterShouldWake() const { return !stream_open_ || stopping_ || !queue_.empty(); }
+
 void Link::WriteLoop(grpc::ClientReaderWriter<tae::v1::AgentMessage, tae::v1::TaedMessage>* stream,
                      grpc::ClientContext* ctx) {
   while (true) {
     tae::v1::AgentMessage message;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return !stream_open_ || stopping_ || !queue_.empty(); });
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &Link::WriterShouldWake));
       if (!stream_open_ || stopping_) {
         return;
       }

@@ -5,14 +5,14 @@
 // breaks, and dials again; a second thread writes queued messages, one at a time. Callbacks run
 // on the link thread: they must only post work to the agent's io_context.
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/client_context.h"
 #include "tae/v1/agent_link.grpc.pb.h"
 
@@ -40,18 +40,18 @@ class Link {
   void WriteLoop(grpc::ClientReaderWriter<tae::v1::AgentMessage, tae::v1::TaedMessage>* stream,
                  grpc::ClientContext* ctx);
   bool SleepBackoff(int attempt);
+  bool WriterShouldWake() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::string target_;
   std::string token_;
   LinkCallbacks callbacks_;
   std::thread thread_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;                    // guarded by mu_
-  bool stream_open_ = false;                 // guarded by mu_
-  std::deque<tae::v1::AgentMessage> queue_;  // guarded by mu_
-  grpc::ClientContext* ctx_ = nullptr;       // guarded by mu_
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stream_open_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<tae::v1::AgentMessage> queue_ ABSL_GUARDED_BY(mu_);
+  grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace tae::agent

@@ -128,15 +128,14 @@ absl::Status Daemon::StartServers(const std::string& token) {
 }
 
 void Daemon::RequestShutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   shutdown_requested_ = true;
-  cv_.notify_all();
 }
 
 void Daemon::Wait() {
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return shutdown_requested_; });
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&shutdown_requested_));
   }
   Stop();
 }

@@ -3,14 +3,14 @@
 // Daemon: wires taed's object graph (store, controller, the two gRPC servers, the local
 // provider) exactly as main runs it, so tests build the same graph.
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "boost/asio/io_context.hpp"
 #include "grpcpp/server.h"
 #include "server/controller/controller.h"
@@ -62,9 +62,8 @@ class Daemon {
   std::thread core_thread_;
   int agent_port_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool shutdown_requested_ = false;  // guarded by mu_
+  absl::Mutex mu_;
+  bool shutdown_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ = false;
 };
 
