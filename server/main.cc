@@ -29,8 +29,11 @@ int main(int argc, char** argv) {
   tae::daemon::Config config;
   config.home = tae::cli::EnvOr("TAE_HOME", DefaultHome());
   config.agent_listen = tae::cli::EnvOr("TAE_AGENT_LISTEN", config.agent_listen);
-  absl::SimpleAtoi(tae::cli::EnvOr("TAE_LOCAL_AGENTS", "1"), &config.local_agents);
-  absl::SimpleAtoi(tae::cli::EnvOr("TAE_SLOTS", "1"), &config.slots);
+  if (!absl::SimpleAtoi(tae::cli::EnvOr("TAE_LOCAL_AGENTS", "1"), &config.local_agents) ||
+      !absl::SimpleAtoi(tae::cli::EnvOr("TAE_SLOTS", "1"), &config.slots)) {
+    std::fprintf(stderr, "taed: TAE_LOCAL_AGENTS and TAE_SLOTS must be integers\n");
+    return 2;
+  }
   std::string log_level = "info";
 
   tae::cli::FlagSet flags(

@@ -28,6 +28,7 @@ class StreamChannel final : public registry::AgentChannel {
 
   void Send(const tae::v1::TaedMessage& message) override {
     const tae::v1::TaedMessage* next = nullptr;
+    Reactor* reactor = nullptr;
     {
       absl::MutexLock lock(&mu_);
       if (reactor_ == nullptr || closing_) {
@@ -39,8 +40,9 @@ class StreamChannel final : public registry::AgentChannel {
       }
       writing_ = true;
       next = &queue_.front();
+      reactor = reactor_;
     }
-    reactor_->StartWrite(next);
+    reactor->StartWrite(next);  // outside the lock: a reaction may run inline
   }
 
   void Close() override {
@@ -65,8 +67,10 @@ class StreamChannel final : public registry::AgentChannel {
   void WriteDone(bool ok) {
     const tae::v1::TaedMessage* next = nullptr;
     bool finish = false;
+    Reactor* reactor = nullptr;  // alive: OnDone cannot run while this write is outstanding
     {
       absl::MutexLock lock(&mu_);
+      reactor = reactor_;
       queue_.pop_front();
       if (!ok) {
         queue_.clear();
@@ -83,9 +87,9 @@ class StreamChannel final : public registry::AgentChannel {
       }
     }
     if (next != nullptr) {
-      reactor_->StartWrite(next);
+      reactor->StartWrite(next);
     } else if (finish) {
-      reactor_->Finish(grpc::Status::OK);
+      reactor->Finish(grpc::Status::OK);
     }
   }
 
