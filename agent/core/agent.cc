@@ -156,7 +156,12 @@ void Agent::Heartbeat() {
 
 void Agent::Shutdown(std::function<void()> done, int grace_ms) {
   shutdown_done_ = std::move(done);
-  runner_.CancelAll("agent shutting down");
+  if (connected_) {
+    tae::v1::AgentMessage draining;
+    draining.mutable_draining();
+    link_->Send(std::move(draining));  // ahead of the runs' exits on the same stream
+  }
+  runner_.InterruptAll("agent shut down");
   auto timer =
       std::make_shared<boost::asio::steady_timer>(*io_, std::chrono::milliseconds(grace_ms));
   timer->async_wait([this, timer](const boost::system::error_code&) {

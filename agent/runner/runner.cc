@@ -45,6 +45,7 @@ struct Runner::Job {
   bool exited = false;
   int wait_status = 0;
   bool cancel_requested = false;
+  bool interrupted = false;
   std::string cancel_reason;
   bool finishing = false;
   int64_t last_step = 0;
@@ -231,10 +232,14 @@ void Runner::Cancel(int64_t run_id, int attempt, const std::string& reason) {
   if (it == jobs_.end()) {
     return;
   }
-  std::shared_ptr<Job> job = it->second;
+  Terminate(it->second, reason);
+}
+
+void Runner::Terminate(std::shared_ptr<Job> job, const std::string& reason) {
   if (job->cancel_requested) {
     return;
   }
+  int64_t run_id = job->spec.run_id();
   job->cancel_requested = true;
   job->cancel_reason = reason.empty() ? "cancelled" : reason;
   spdlog::info("run r{}: cancelling ({})", run_id, job->cancel_reason);
@@ -247,10 +252,12 @@ void Runner::Cancel(int64_t run_id, int attempt, const std::string& reason) {
   });
 }
 
-void Runner::CancelAll(const std::string& reason) {
-  std::vector<std::pair<int64_t, int>> held = Held();
-  for (const auto& [run_id, attempt] : held) {
-    Cancel(run_id, attempt, reason);
+void Runner::InterruptAll(const std::string& reason) {
+  for (auto& [key, job] : jobs_) {
+    if (!job->cancel_requested) {
+      job->interrupted = true;
+    }
+    Terminate(job, reason);
   }
 }
 
@@ -284,7 +291,8 @@ void Runner::VerifyGroupGone(std::shared_ptr<Job> job, int tries) {
   int status = job->wait_status;
   tae::v1::Event event;
   tae::v1::RunExited* exited = event.mutable_exited();
-  exited->set_cancelled(job->cancel_requested);
+  exited->set_cancelled(job->cancel_requested && !job->interrupted);
+  exited->set_interrupted(job->interrupted);
   if (WIFEXITED(status)) {
     exited->set_exit_code(WEXITSTATUS(status));
   } else {

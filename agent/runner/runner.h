@@ -42,13 +42,16 @@ class Runner {
   // SIGTERM to the run's process group, SIGKILL after the grace; the exit is reported with
   // cancelled = true. Unknown runs are ignored.
   void Cancel(int64_t run_id, int attempt, const std::string& reason);
-  void CancelAll(const std::string& reason);
+  // Stops every run because the agent is going away; their exits say `interrupted`, so taed
+  // requeues them instead of marking them cancelled.
+  void InterruptAll(const std::string& reason);
 
   std::vector<std::pair<int64_t, int>> Held() const;
   bool idle() const { return jobs_.empty(); }
 
  private:
   struct Job;
+  void Terminate(std::shared_ptr<Job> job, const std::string& reason);
   void WatchChildren();
   void ReadPipe(std::shared_ptr<Job> job, int index);
   void OnLine(Job& job, int index, std::string line);

@@ -67,6 +67,8 @@ class Controller {
   absl::Status OnEvents(const std::string& agent_id, registry::AgentChannel* channel,
                         const std::vector<store::IngestEvent>& events, uint64_t last_seq);
   void OnHeartbeat(const std::string& agent_id);
+  // The agent is shutting down: nothing more is placed on it until it registers again.
+  void OnDraining(const std::string& agent_id);
   void OnDisconnected(const std::string& agent_id, const registry::AgentChannel* channel);
 
   // At start-up: runs left assigned/running by a previous taed get the grace period to be

@@ -95,6 +95,14 @@ void Controller::OnHeartbeat(const std::string& agent_id) {
   }
 }
 
+void Controller::OnDraining(const std::string& agent_id) {
+  if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
+    agent->draining = true;
+    spdlog::info("agent {} is draining", agent_id);
+    store_->SetAgentState(agent_id, "draining", WallNow()).IgnoreError();
+  }
+}
+
 void Controller::OnDisconnected(const std::string& agent_id,
                                 const registry::AgentChannel* channel) {
   if (!registry_.Disconnect(agent_id, channel, WallNow())) {

@@ -8,6 +8,8 @@ const char* ToString(AgentState state) {
       return "ready";
     case AgentState::kBusy:
       return "busy";
+    case AgentState::kDraining:
+      return "draining";
     case AgentState::kLost:
       return "lost";
   }
@@ -25,6 +27,9 @@ int Agent::busy_slots() const {
 AgentState Agent::state() const {
   if (!connected) {
     return AgentState::kLost;
+  }
+  if (draining) {
+    return AgentState::kDraining;
   }
   return busy_slots() > 0 ? AgentState::kBusy : AgentState::kReady;
 }

@@ -15,7 +15,7 @@
 
 namespace tae::registry {
 
-enum class AgentState { kReady, kBusy, kLost };
+enum class AgentState { kReady, kBusy, kDraining, kLost };
 const char* ToString(AgentState state);
 
 struct Agent {
@@ -27,12 +27,13 @@ struct Agent {
   double connected_at = 0;
   double last_seen = 0;
   bool connected = false;
+  bool draining = false;        // shutting down: takes no new runs
   uint64_t connections = 0;     // how many times it has registered in this taed's life
   std::map<int64_t, int> runs;  // run id -> slots it uses
   std::shared_ptr<AgentChannel> channel;
 
   int busy_slots() const;
-  int free_slots() const { return connected ? slots - busy_slots() : 0; }
+  int free_slots() const { return connected && !draining ? slots - busy_slots() : 0; }
   AgentState state() const;
 };
 

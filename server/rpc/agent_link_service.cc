@@ -167,6 +167,12 @@ class AgentStream final : public Reactor {
         });
         return;
       }
+      case tae::v1::AgentMessage::kDraining:
+        if (!agent_id_.empty()) {
+          boost::asio::post(
+              *core_, [controller = controller_, id = agent_id_] { controller->OnDraining(id); });
+        }
+        return;
       case tae::v1::AgentMessage::kHeartbeat:
         if (!agent_id_.empty()) {
           boost::asio::post(

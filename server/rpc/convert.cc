@@ -138,6 +138,7 @@ uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent
         event.exit_code = e.exited().exit_code();
         event.signal = e.exited().signal();
         event.cancelled = e.exited().cancelled();
+        event.interrupted = e.exited().interrupted();
         event.text = e.exited().reason();
         break;
       case tae::v1::Event::KIND_NOT_SET:

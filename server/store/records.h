@@ -152,6 +152,7 @@ struct IngestEvent {
   int exit_code = 0;                // kExited
   int signal = 0;                   // kExited
   bool cancelled = false;           // kExited
+  bool interrupted = false;         // kExited: the agent stopped it as it shut down; requeue
 };
 
 // A run that reached a final state while ingesting, so the scheduler can free its slot.

@@ -322,6 +322,14 @@ absl::StatusOr<RunState> Store::LoseRun(int64_t run_id, const std::string& reaso
   if (run.state != RunState::kAssigned && run.state != RunState::kRunning) {
     return run.state;
   }
+  ASSIGN_OR_RETURN(RunState next, LoseRunInTransaction(run, reason, now));
+  RETURN_IF_ERROR(tx.Commit());
+  return next;
+}
+
+absl::StatusOr<RunState> Store::LoseRunInTransaction(const RunRecord& run,
+                                                     const std::string& reason, double now) {
+  int64_t run_id = run.id;
   RETURN_IF_ERROR(RecordTransition(run_id, run.attempt, run.state, RunState::kLost, reason, now));
   bool retry = run.attempt < run.max_attempts;
   RunState next = retry ? RunState::kQueued : RunState::kFailed;
@@ -339,7 +347,6 @@ absl::StatusOr<RunState> Store::LoseRun(int64_t run_id, const std::string& reaso
     stmt.Bind(3, now);
   }
   RETURN_IF_ERROR(stmt.Run());
-  RETURN_IF_ERROR(tx.Commit());
   return next;
 }
 

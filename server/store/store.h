@@ -67,6 +67,9 @@ class Store {
 
   absl::Status RecordTransition(int64_t run_id, int attempt, RunState from, RunState to,
                                 const std::string& reason, double now);
+  // run is assigned/running; the caller holds a transaction.
+  absl::StatusOr<RunState> LoseRunInTransaction(const RunRecord& run, const std::string& reason,
+                                                double now);
   absl::Status IngestOne(const std::string& agent_id, const IngestEvent& event,
                          std::vector<RunEnded>* ended);
   absl::Status IngestMetrics(const IngestEvent& event);

@@ -99,6 +99,13 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
       if (IsFinal(run->state) || run->attempt != event.attempt) {
         return absl::OkStatus();
       }
+      if (event.interrupted && !event.cancelled) {
+        ASSIGN_OR_RETURN(RunState next,
+                         LoseRunInTransaction(*run, event.text.empty() ? "interrupted" : event.text,
+                                              event.wall_time));
+        ended->push_back({event.run_id, agent_id, next});
+        return absl::OkStatus();
+      }
       RunState to = event.cancelled        ? RunState::kCancelled
                     : event.exit_code == 0 ? RunState::kSucceeded
                                            : RunState::kFailed;

@@ -237,6 +237,42 @@ seeds = [0]
   CHECK(agents[0].at("state") == "ready");
 }
 
+TEST_CASE("taectl down interrupts running runs; they are requeued and finish after up") {
+  Cluster cluster(1, 1);
+  std::string spec = cluster.dir().Write("tiny.toml", kTinyStudy);
+  nlohmann::json submitted = cluster.TaectlJson(
+      {"submit", spec, "--set", "train.steps=2000", "--set", "train.eval_every=1000"});
+  std::string exp = std::to_string(submitted.at("experiment").get<int64_t>());
+  REQUIRE(WaitUntil(
+      [&] {
+        for (const auto& run : cluster.TaectlJson({"runs", exp})) {
+          if (run.at("state") == "running" && run.at("last_step").get<int64_t>() > 0) {
+            return true;
+          }
+        }
+        return false;
+      },
+      120));
+  REQUIRE(cluster.Taectl({"down"}).exit_code == 0);
+  REQUIRE(cluster.Taectl({"up", "--agents", "1", "--slots", "2"}).exit_code == 0);
+  CommandResult wait = cluster.Taectl({"wait", exp}, 600);
+  INFO(wait.err);
+  REQUIRE(wait.exit_code == 0);
+  int requeued = 0;
+  for (const auto& run : cluster.TaectlJson({"runs", exp})) {
+    CHECK(run.at("state") == "succeeded");
+    nlohmann::json shown =
+        cluster.TaectlJson({"show", "r" + std::to_string(run.at("id").get<int>())});
+    for (const auto& t : shown.at("transitions")) {
+      if (t.at("to") == "lost") {
+        ++requeued;
+        CHECK(t.at("reason") == "agent shut down");
+      }
+    }
+  }
+  CHECK(requeued == 1);  // one slot: exactly one run was running at `down`
+}
+
 TEST_CASE("taed refuses a second instance on the same data dir and keeps its files private") {
   Cluster cluster(0, 1);
   CommandResult second = RunCommand({BinPath("taed"), "--home", cluster.home(), "--agents", "0"});

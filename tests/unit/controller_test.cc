@@ -171,6 +171,25 @@ TEST_CASE("a reconnect that still holds its run keeps it running") {
   CHECK(second->Starts().empty());  // its only slot is still busy
 }
 
+TEST_CASE("a draining agent gets no new runs; an interrupted run is requeued") {
+  Fixture f;
+  auto channel = std::make_shared<FakeChannel>();
+  f.controller.OnRegister(channel, Hello("a", 1));
+  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false}).ok());
+  REQUIRE(channel->Starts().size() == 1);
+  int64_t run_id = channel->Starts()[0].run_id();
+  f.controller.OnDraining("a");
+  store::IngestEvent interrupted = Exited(1, run_id, 1, -1);
+  interrupted.interrupted = true;
+  interrupted.text = "agent shut down";
+  REQUIRE(f.controller.OnEvents("a", channel.get(), {interrupted}, 1).ok());
+  CHECK(channel->Starts().size() == 1);  // the freed slot is not refilled while draining
+  auto run = f.store->GetRun(run_id);
+  CHECK(run->state == store::RunState::kQueued);
+  CHECK(run->attempt == 1);
+  CHECK(f.controller.registry().agents().at("a").state() == registry::AgentState::kDraining);
+}
+
 TEST_CASE("agent tokens are compared exactly") {
   CHECK(rpc::TokenMatches("Bearer s3cret", "s3cret"));
   CHECK_FALSE(rpc::TokenMatches("Bearer s3cre", "s3cret"));
