@@ -258,7 +258,7 @@ const std::set<std::string>& KnownKeys() {
   return *kKeys;
 }
 
-// Keys of DESIGN.md §10 that this version does not implement yet: accepted (and optional) only
+// Keys of docs/design.md §10 that this version does not implement yet: accepted (and optional) only
 // while they ask for nothing, so a spec that relies on them fails loudly instead of silently.
 absl::Status CheckNotYetImplemented(const json& spec, const ModelConfig& m) {
   for (const auto& [key, value] : spec.items()) {

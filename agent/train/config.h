@@ -1,7 +1,8 @@
 #pragma once
 
 // The typed configuration of one tae-train run, parsed from the flat run.json that taed writes
-// (keys are the experiment-file names of DESIGN.md §10, e.g. "model.layers"). No libtorch here.
+// (keys are the experiment-file names of docs/design.md §10, e.g. "model.layers"). No libtorch
+// here.
 
 #include <cstdint>
 #include <string>

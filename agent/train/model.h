@@ -1,9 +1,9 @@
 #pragma once
 
-// A decoder-only Transformer LM whose every component is a knob (DESIGN.md §6): token embedding,
-// positional encoding none|sinusoidal|learned, pre-norm blocks whose attention / FFN sublayers
-// can be removed per layer (no parameters are created for a removed sublayer, including its
-// norm), residual adds on/off, final norm, LM head tied to the embedding or separate.
+// A decoder-only Transformer LM whose every component is a knob (docs/design.md §6): token
+// embedding, positional encoding none|sinusoidal|learned, pre-norm blocks whose attention / FFN
+// sublayers can be removed per layer (no parameters are created for a removed sublayer, including
+// its norm), residual adds on/off, final norm, LM head tied to the embedding or separate.
 
 #include <torch/torch.h>
 

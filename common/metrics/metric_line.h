@@ -1,8 +1,8 @@
 #pragma once
 
-// Parsing of the metric lines a job emits (DESIGN §2 step 5): JSON objects on the fd named by
-// TAE_METRICS_FD, and plain `Key=Value` stdout lines such as
-// `Epoch=1 Step=20 Loss=2.31 Rate=812`.
+// Parsing of the metric lines a job emits (docs/design.md §2 step 5): JSON objects on the fd named
+// by TAE_METRICS_FD, and plain `Key=Value` stdout lines such as `Epoch=1 Step=20 Loss=2.31
+// Rate=812`.
 
 #include <cstdint>
 #include <optional>

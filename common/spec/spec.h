@@ -1,4 +1,4 @@
-// The experiment file (DESIGN §10): parse, validate and expand into runs.
+// The experiment file (docs/design.md §10): parse, validate and expand into runs.
 //
 // A Spec is the validated content of one experiment file. Configs are FLAT JSON objects whose
 // keys are the full dotted names ("model.layers", "train.lr", "resources.labels", ...), with

@@ -1,6 +1,6 @@
 #pragma once
 
-// A complete, valid run spec (the defaults of DESIGN.md §10) for tests to modify.
+// A complete, valid run spec (the defaults of docs/design.md §10) for tests to modify.
 
 #include <nlohmann/json.hpp>
 
