@@ -24,12 +24,27 @@ nlohmann::ordered_json ExperimentJson(const tae::v1::Experiment& exp) {
   };
 }
 
+namespace {
+
+// Absent values are null in JSON: 0 / "" mean "not yet" in the wire message.
+template <typename T>
+nlohmann::ordered_json OrNull(const T& value, bool present) {
+  return present ? nlohmann::ordered_json(value) : nlohmann::ordered_json();
+}
+
+bool IsFinal(const std::string& state) {
+  return state == "succeeded" || state == "failed" || state == "cancelled";
+}
+
+}  // namespace
+
 nlohmann::ordered_json RunJson(const tae::v1::Run& run) {
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
   for (const tae::v1::Scalar& s : run.final_metrics()) {
     metrics[s.key()] = s.value();
   }
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(run.config_json(), nullptr, false);
+  bool exited = IsFinal(run.state()) && run.started_at() > 0;
   return {
       {"id", run.id()},
       {"experiment", run.experiment_id()},
@@ -37,13 +52,13 @@ nlohmann::ordered_json RunJson(const tae::v1::Run& run) {
       {"seed", run.seed()},
       {"state", run.state()},
       {"attempt", run.attempt()},
-      {"agent", run.agent_id()},
-      {"pid", run.pid()},
-      {"exit_code", run.exit_code()},
+      {"agent", OrNull(run.agent_id(), !run.agent_id().empty())},
+      {"pid", OrNull(run.pid(), run.pid() > 0)},
+      {"exit_code", OrNull(run.exit_code(), exited)},
       {"reason", run.reason()},
       {"created_at", run.created_at()},
-      {"started_at", run.started_at()},
-      {"finished_at", run.finished_at()},
+      {"started_at", OrNull(run.started_at(), run.started_at() > 0)},
+      {"finished_at", OrNull(run.finished_at(), run.finished_at() > 0)},
       {"last_step", run.last_step()},
       {"final_metrics", metrics},
       {"config", config.is_discarded() ? nlohmann::ordered_json() : config},

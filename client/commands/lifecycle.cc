@@ -87,7 +87,7 @@ int Up(const CommandEnv& env, const Args& args) {
   int slots = 1;
   int timeout_s = 60;
   cli::FlagSet flags(
-      "usage: taectl up [--agents N] [--slots S]\n\n"
+      "usage: taectl up [--agents N] [--slots S] [--timeout SEC]\n\n"
       "Starts taed in the background on $TAE_HOME with N local agents of S slots each, and\n"
       "waits until they are connected. Logs go to $TAE_HOME/logs/.");
   flags.Int("agents", &agents, "local agents to start");
@@ -107,7 +107,10 @@ int Up(const CommandEnv& env, const Args& args) {
   }
   ControlClient client(env.home);
   if (client.Ping()) {
-    std::printf("taed already running on %s (pid %d)\n", env.home.c_str(), ReadPid(env.home));
+    std::printf(
+        "taed already running on %s (pid %d); --agents/--slots apply at the next up "
+        "(taectl down first)\n",
+        env.home.c_str(), ReadPid(env.home));
     return 0;
   }
   absl::StatusOr<pid_t> pid = SpawnTaed(env, agents, slots);

@@ -112,6 +112,9 @@ int Ls(const CommandEnv& env, const Args& args) {
   if (int code = ParseOrExit(flags, args, 0, 0, &rest); code >= 0) {
     return code;
   }
+  if (limit < 0) {
+    return Fail(absl::InvalidArgumentError("--limit: must be >= 0"));
+  }
   ControlClient client(env.home);
   tae::v1::ListExperimentsRequest request;
   request.set_limit(limit);

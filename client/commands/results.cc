@@ -1,5 +1,6 @@
 // taectl logs / report / cancel.
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -68,6 +69,7 @@ int Logs(const CommandEnv& env, const Args& args) {
   }
   ControlClient client(env.home);
   int64_t cursor = 0;
+  bool told = false;
   while (true) {
     tae::v1::LogsRequest request;
     request.set_run_id(*run_id);
@@ -87,7 +89,11 @@ int Logs(const CommandEnv& env, const Args& args) {
       }
     }
     std::fflush(stdout);
-    cursor = response.next();
+    if (cursor == 0 && response.lines_size() == 0 && !response.run_finished() && !told) {
+      std::fprintf(stderr, "(no output yet from r%ld)\n", static_cast<long>(*run_id));
+      told = true;
+    }
+    cursor = std::max(cursor, response.next());
     if (response.lines_size() > 0) {
       continue;  // page through what is stored before waiting
     }
@@ -165,7 +171,7 @@ int Cancel(const CommandEnv& env, const Args& args) {
   std::string reason;
   bool json = false;
   cli::FlagSet flags(
-      "usage: taectl cancel ID [--reason TEXT]\n\n"
+      "usage: taectl cancel ID [--reason TEXT] [--json]\n\n"
       "Cancels a run (r<ID>) or every unfinished run of an experiment (e<ID>, id or name).\n"
       "Running jobs get SIGTERM, then SIGKILL; their whole process group is stopped.");
   flags.String("reason", &reason, "recorded with the transition");
@@ -186,6 +192,8 @@ int Cancel(const CommandEnv& env, const Args& args) {
   }
   if (json) {
     std::printf("{\"cancelled\": %d}\n", response.cancelled());
+  } else if (response.cancelled() == 0) {
+    std::printf("nothing to cancel: every run of %s has already finished\n", rest[0].c_str());
   } else {
     std::printf("cancelling %d run(s)\n", response.cancelled());
   }

@@ -70,7 +70,10 @@ int WaitFor(ControlClient& client, const std::string& experiment, double timeout
     tae::v1::ListRunsRequest runs_request;
     runs_request.set_experiment(experiment);
     tae::v1::ListRunsResponse runs;
-    client.stub()->ListRuns(ControlClient::Context().get(), runs_request, &runs);
+    s = client.Check(client.stub()->ListRuns(ControlClient::Context().get(), runs_request, &runs));
+    if (!s.ok()) {
+      return Fail(s);
+    }
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string line = ProgressLine(exp, runs, elapsed);
@@ -114,7 +117,7 @@ int Submit(const CommandEnv& env, const Args& args) {
   bool json = false;
   double timeout_s = 0;
   cli::FlagSet flags(
-      "usage: taectl submit FILE [--set key=value]... [--wait] [--new] [--json]\n\n"
+      "usage: taectl submit FILE [--set key=value]... [--wait [--timeout S]] [--new] [--json]\n\n"
       "Validates the experiment file, then queues its runs (baseline + each [[ablation]],\n"
       "times train.seeds). Submitting an identical spec again returns the existing experiment\n"
       "unless --new is given. --set overrides any key of the baseline, e.g. --set "
@@ -169,6 +172,10 @@ int Submit(const CommandEnv& env, const Args& args) {
     std::fprintf(human, "submitted e%ld '%s': %d runs (%d variants x %zu seeds)\n",
                  static_cast<long>(exp.id()), exp.name().c_str(), exp.counts().total(),
                  exp.variants_size(), spec->seeds.size());
+  }
+  if (!wait) {
+    std::fprintf(human, "follow it with: taectl wait e%ld; then: taectl report e%ld\n",
+                 static_cast<long>(exp.id()), static_cast<long>(exp.id()));
   }
   int code = 0;
   if (wait) {

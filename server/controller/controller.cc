@@ -1,9 +1,12 @@
 #include "server/controller/controller.h"
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/spec/spec.h"
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
@@ -90,6 +93,12 @@ absl::StatusOr<ReportResult> Controller::Report(const std::string& experiment,
   ReportResult result;
   ASSIGN_OR_RETURN(result.experiment, store_->GetExperiment(id));
   ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
+  if (std::find(result.experiment.variants.begin(), result.experiment.variants.end(), baseline) ==
+      result.experiment.variants.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("baseline: e", id, " has no variant '", baseline,
+                     "'; its variants are: ", absl::StrJoin(result.experiment.variants, ", ")));
+  }
   ASSIGN_OR_RETURN(std::vector<store::FinalValue> values, store_->FinalValues(id, metrics));
   result.rows = report::BuildReport(result.experiment.variants, runs, values, metrics, baseline);
   result.metrics = std::move(metrics);
@@ -152,9 +161,20 @@ void Controller::Schedule() {
   }
   std::vector<scheduler::AgentCapacity> capacity;
   for (const registry::Agent* agent : registry_.Connected()) {
-    capacity.push_back({agent->id, agent->free_slots(), agent->labels});
+    capacity.push_back(
+        {agent->id, agent->free_slots(), agent->draining ? 0 : agent->slots, agent->labels});
   }
-  for (const scheduler::Placement& placement : scheduler::Place(queue, capacity)) {
+  std::vector<scheduler::Placement> placements = scheduler::Place(queue, capacity);
+  std::set<int64_t> placed;
+  for (const scheduler::Placement& placement : placements) {
+    placed.insert(placement.run_id);
+  }
+  for (const scheduler::QueuedRun& run : queue) {
+    if (placed.count(run.run_id) == 0) {
+      store_->SetWaitingReason(run.run_id, scheduler::WhyWaiting(run, capacity)).IgnoreError();
+    }
+  }
+  for (const scheduler::Placement& placement : placements) {
     absl::StatusOr<store::RunRecord> run =
         store_->AssignRun(placement.run_id, placement.agent_id, WallNow());
     if (!run.ok()) {

@@ -1,5 +1,7 @@
 #include "server/scheduler/scheduler.h"
 
+#include <algorithm>
+
 namespace tae::scheduler {
 
 bool LabelsMatch(const store::Labels& wanted, const store::Labels& offered) {
@@ -10,6 +12,32 @@ bool LabelsMatch(const store::Labels& wanted, const store::Labels& offered) {
     }
   }
   return true;
+}
+
+std::string WhyWaiting(const QueuedRun& run, const std::vector<AgentCapacity>& agents) {
+  if (agents.empty()) {
+    return "waiting for an agent to connect";
+  }
+  int largest = 0;
+  bool labels_ok = false;
+  for (const AgentCapacity& agent : agents) {
+    if (LabelsMatch(run.labels, agent.labels)) {
+      labels_ok = true;
+      largest = std::max(largest, agent.total_slots);
+    }
+  }
+  if (!labels_ok) {
+    std::string wanted;
+    for (const auto& [key, value] : run.labels) {
+      wanted += (wanted.empty() ? "" : ",") + key + "=" + value;
+    }
+    return "waiting: no connected agent has " + wanted;
+  }
+  if (largest < run.slots) {
+    return "waiting: needs " + std::to_string(run.slots) +
+           " slots, the largest matching agent has " + std::to_string(largest);
+  }
+  return "waiting for a free slot";
 }
 
 std::vector<Placement> Place(const std::vector<QueuedRun>& queue,

@@ -14,6 +14,7 @@ namespace tae::scheduler {
 struct AgentCapacity {
   std::string id;
   int free_slots = 0;
+  int total_slots = 0;
   store::Labels labels;
 };
 
@@ -30,6 +31,10 @@ struct Placement {
 };
 
 bool LabelsMatch(const store::Labels& wanted, const store::Labels& offered);
+
+// Why `run` cannot be placed on any of `agents` (given their total slots), e.g. "no agent has
+// accelerator=v4-8"; "waiting for a free slot" when one could take it once it frees up.
+std::string WhyWaiting(const QueuedRun& run, const std::vector<AgentCapacity>& agents);
 
 // Places runs in queue order (the caller sorts by priority, then age) onto the agent with the
 // most free slots that matches; a run that fits nowhere does not block smaller runs behind it.

@@ -350,6 +350,13 @@ absl::StatusOr<RunState> Store::LoseRunInTransaction(const RunRecord& run,
   return next;
 }
 
+absl::Status Store::SetWaitingReason(int64_t run_id, const std::string& reason) {
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE runs SET reason = ?1 WHERE id = ?2 AND "
+                                               "state = 'queued' AND reason != ?1"));
+  stmt.Bind(1, reason).Bind(2, run_id);
+  return stmt.Run();
+}
+
 absl::Status Store::FinishRun(int64_t run_id, RunState to, const std::string& reason, double now) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());

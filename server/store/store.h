@@ -43,6 +43,8 @@ class Store {
   absl::StatusOr<RunRecord> AssignRun(int64_t run_id, const std::string& agent_id, double now);
   // assigned/running -> lost -> queued (attempts left) or failed. Returns the new state.
   absl::StatusOr<RunState> LoseRun(int64_t run_id, const std::string& reason, double now);
+  // Why a queued run is still waiting (shown by `taectl runs`); no transition is recorded.
+  absl::Status SetWaitingReason(int64_t run_id, const std::string& reason);
   // Moves a non-final run straight to `to` (cancelled or failed) with reason.
   absl::Status FinishRun(int64_t run_id, RunState to, const std::string& reason, double now);
 

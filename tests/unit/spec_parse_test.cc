@@ -205,11 +205,11 @@ TEST_CASE("values out of range or not allowed list what is allowed", "[spec][err
   CHECK(ErrorOf("name = \"x\"\n[model]\nheads = 0\n") ==
         "study.toml:3:9: model.heads: 0 is out of range (must be >= 1)");
   CHECK(ErrorOf("name = \"x\"\n[train]\nlr = 0\n") ==
-        "study.toml:3:6: train.lr: 0 is out of range (must be > 0)");
+        "study.toml:3:6: train.lr: 0 is out of range (must be > 0 and <= 1000)");
   CHECK(ErrorOf("name = \"x\"\n[train]\nlr = -1e-3\n") ==
-        "study.toml:3:6: train.lr: -0.001 is out of range (must be > 0)");
+        "study.toml:3:6: train.lr: -0.001 is out of range (must be > 0 and <= 1000)");
   CHECK(ErrorOf("name = \"x\"\n[model]\ndropout = 1.0\n") ==
-        "study.toml:3:11: model.dropout: 1 is out of range (must be >= 0 and < 1)");
+        "study.toml:3:11: model.dropout: 1 is out of range (must be >= 0 and <= 0.99)");
   CHECK(ErrorOf("name = \"x\"\n[train]\nlr = inf\n") ==
         "study.toml:3:6: train.lr: inf is not a finite number");
   CHECK(ErrorOf("name = \"x\"\n[train]\nsteps = 1_000_000_001\n") ==
@@ -316,7 +316,7 @@ TEST_CASE("the first error in file order is reported", "[spec][errors]") {
   CHECK(ErrorOf("name = \"x\"\n[train]\nlr = \"a\"\n[model]\nlayers = \"b\"\n") ==
         "study.toml:3:6: train.lr: expected a number, got a string");
   CHECK(ErrorOf("name = \"x\"\n[train]\nlr = 0\nvocab = 1\n") ==
-        "study.toml:3:6: train.lr: 0 is out of range (must be > 0)");
+        "study.toml:3:6: train.lr: 0 is out of range (must be > 0 and <= 1000)");
 }
 
 TEST_CASE("overrides from --set replace baseline values", "[spec][set]") {

@@ -1,0 +1,72 @@
+// Whatever `taectl submit` accepts, tae-train must accept too: otherwise a study passes
+// validation and then fails on every run. Checked at the edges of every numeric range.
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "agent/train/config.h"
+#include "common/spec/schema.h"
+
+namespace tae::train {
+namespace {
+
+nlohmann::json RunConfig() {
+  nlohmann::json config = spec::DefaultConfig();
+  config.erase("name");
+  config.erase("description");
+  config.erase("train.seeds");
+  config["train.seed"] = 0;
+  return config;
+}
+
+// The extreme values of a key that the schema accepts (closed bounds only; open bounds are
+// nudged inside).
+std::vector<double> Edges(const spec::KeyInfo& key) {
+  std::vector<double> out;
+  for (auto [bound, open, inward] :
+       {std::tuple{key.min, key.min_open, 1.0}, std::tuple{key.max, key.max_open, -1.0}}) {
+    if (!std::isfinite(bound) || std::fabs(bound) > 1e12) {
+      continue;
+    }
+    out.push_back(open ? bound + inward * (key.type == spec::ValueType::kInt ? 1 : 1e-9) : bound);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the trainer accepts the default config the spec schema produces") {
+  auto config = ParseTrainConfig(RunConfig());
+  INFO(config.status().ToString());
+  CHECK(config.ok());
+}
+
+TEST_CASE("the trainer accepts every numeric key at the edges of the schema's range") {
+  for (const spec::KeyInfo& key : spec::Schema()) {
+    bool numeric = key.type == spec::ValueType::kInt || key.type == spec::ValueType::kFloat;
+    if (!numeric || key.scope != spec::KeyScope::kRun || key.name.rfind("resources.", 0) == 0) {
+      continue;
+    }
+    for (double edge : Edges(key)) {
+      nlohmann::json config = RunConfig();
+      std::string name(key.name);
+      if (key.type == spec::ValueType::kInt) {
+        config[name] = static_cast<int64_t>(edge);
+      } else {
+        config[name] = edge;
+      }
+      if (name == "train.warmup") {
+        int64_t warmup = config[name].get<int64_t>();
+        config["train.steps"] = std::max(config["train.steps"].get<int64_t>(), warmup);
+      }
+      if (name == "model.heads" || name == "model.d_model") {
+        continue;  // tied by divisibility; covered by the spec's own cross-key checks
+      }
+      auto parsed = ParseTrainConfig(config);
+      INFO(name << " = " << config[name].dump() << ": " << parsed.status().ToString());
+      CHECK(parsed.ok());
+    }
+  }
+}
+
+}  // namespace tae::train
