@@ -41,6 +41,12 @@ std::string ProgressLine(const tae::v1::Experiment& exp, const tae::v1::ListRuns
   }
   if (c.queued() > 0) {
     absl::StrAppend(&line, ", ", c.queued(), " queued");
+    for (const tae::v1::Run& run : runs.runs()) {
+      if (running.empty() && run.state() == "queued" && !run.reason().empty()) {
+        absl::StrAppend(&line, " (", run.reason(), ")");  // e.g. no agent has the labels
+        break;
+      }
+    }
   }
   return line;
 }
