@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/install-deps.sh
-bash deploy/build.sh
+bash deploy/build.sh taed tae-agent tae-train taectl
 build/bin/taectl up --agents 1 --slots 2
 build/bin/taectl submit examples/quickstart.toml --wait
 build/bin/taectl report quickstart
