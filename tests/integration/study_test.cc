@@ -240,8 +240,9 @@ seeds = [0]
 TEST_CASE("taectl down interrupts running runs; they are requeued and finish after up") {
   Cluster cluster(1, 1);
   std::string spec = cluster.dir().Write("tiny.toml", kTinyStudy);
-  nlohmann::json submitted = cluster.TaectlJson(
-      {"submit", spec, "--set", "train.steps=2000", "--set", "train.eval_every=1000"});
+  nlohmann::json submitted =
+      cluster.TaectlJson({"submit", spec, "--set", "train.steps=4000", "--set",
+                          "train.eval_every=1000", "--set", "train.seeds=[0]"});
   std::string exp = std::to_string(submitted.at("experiment").get<int64_t>());
   REQUIRE(WaitUntil(
       [&] {
