@@ -274,6 +274,24 @@ TEST_CASE("taectl down interrupts running runs; they are requeued and finish aft
   CHECK(requeued == 1);  // one slot: exactly one run was running at `down`
 }
 
+TEST_CASE("logs -f follows a run from before its first line to its end") {
+  Cluster cluster(1, 1);
+  std::string spec = cluster.dir().Write("tiny.toml", kTinyStudy);
+  nlohmann::json submitted =
+      cluster.TaectlJson({"submit", spec, "--set", "train.steps=1500", "--set", "train.seeds=[0]"});
+  nlohmann::json runs =
+      cluster.TaectlJson({"runs", std::to_string(submitted.at("experiment").get<int64_t>())});
+  std::string run = "r" + std::to_string(runs[0].at("id").get<int64_t>());
+  CommandResult follow = cluster.Taectl({"logs", run, "-f"}, 300);
+  CHECK(follow.exit_code == 0);
+  CHECK(follow.out.find("step 1500/1500") != std::string::npos);
+  // It returned because the run ended, not because output paused.
+  CHECK(cluster.TaectlJson({"show", run}).at("state") == "succeeded");
+  // Every line exactly once.
+  size_t first = follow.out.find("step 1500/1500");
+  CHECK(follow.out.find("step 1500/1500", first + 1) == std::string::npos);
+}
+
 TEST_CASE("taed refuses a second instance on the same data dir and keeps its files private") {
   Cluster cluster(0, 1);
   CommandResult second = RunCommand({BinPath("taed"), "--home", cluster.home(), "--agents", "0"});
