@@ -164,6 +164,14 @@ int Report(const CommandEnv& env, const Args& args) {
     table.Add(cells);
   }
   std::fputs(table.Render().c_str(), stdout);
+  const tae::v1::RunCounts& c = exp.counts();
+  int unfinished = c.total() - c.succeeded() - c.failed() - c.cancelled();
+  if (c.failed() + c.cancelled() + unfinished > 0) {
+    std::printf(
+        "\nonly succeeded runs count: %d failed, %d cancelled, %d not finished (see "
+        "taectl runs e%ld)\n",
+        c.failed(), c.cancelled(), unfinished, static_cast<long>(exp.id()));
+  }
   return 0;
 }
 
