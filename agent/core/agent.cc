@@ -78,10 +78,8 @@ void Agent::OnDisconnected(const std::string& why) {
 void Agent::OnMessage(const tae::v1::TaedMessage& message) {
   switch (message.kind_case()) {
     case tae::v1::TaedMessage::kStartRun: {
-      if (shutdown_done_) {
-        return;  // shutting down: taed requeues it when this agent is gone
-      }
-      absl::Status status = runner_.Start(message.start_run());
+      absl::Status status = shutdown_done_ ? absl::UnavailableError("agent shutting down")
+                                           : runner_.Start(message.start_run());
       if (!status.ok()) {
         spdlog::error("run r{}: {}", message.start_run().run_id(), status.ToString());
         tae::v1::Event exited;
@@ -90,6 +88,8 @@ void Agent::OnMessage(const tae::v1::TaedMessage& message) {
         exited.mutable_exited()->set_exit_code(-1);
         exited.mutable_exited()->set_reason(
             absl::StrCat("agent could not start it: ", status.message()));
+        // Placed while this agent was going away: not the run's fault, so taed requeues it.
+        exited.mutable_exited()->set_interrupted(static_cast<bool>(shutdown_done_));
         OnEvent(std::move(exited));
       }
       return;
