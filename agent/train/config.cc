@@ -167,15 +167,33 @@ absl::Status ParseModel(const SpecReader& r, ModelConfig* m) {
     return KeyError("model.heads",
                     absl::StrCat("must divide model.d_model (", m->d_model, "), got ", m->heads));
   }
+  // 0 = "as many as model.heads" (the spec schema's default).
+  TAE_RETURN_IF_ERROR(r.Int("model.kv_heads", 0, 1 << 16, &m->kv_heads));
+  if (m->kv_heads == 0) {
+    m->kv_heads = m->heads;
+  }
+  if (m->heads % m->kv_heads != 0) {
+    return KeyError("model.kv_heads",
+                    absl::StrCat("must divide model.heads (", m->heads, "), got ", m->kv_heads));
+  }
   TAE_RETURN_IF_ERROR(r.Int("model.ffn_mult", 1, 64, &m->ffn_mult));
   TAE_RETURN_IF_ERROR(r.Enum<Activation>("model.activation",
-                                         {{"relu", Activation::kRelu}, {"gelu", Activation::kGelu}},
+                                         {{"relu", Activation::kRelu},
+                                          {"gelu", Activation::kGelu},
+                                          {"swiglu", Activation::kSwiGlu},
+                                          {"geglu", Activation::kGeGlu}},
                                          &m->activation));
   TAE_RETURN_IF_ERROR(r.Enum<NormKind>("model.norm",
                                        {{"layernorm", NormKind::kLayerNorm},
                                         {"rmsnorm", NormKind::kRmsNorm},
+                                        {"scalenorm", NormKind::kScaleNorm},
                                         {"none", NormKind::kNone}},
                                        &m->norm));
+  TAE_RETURN_IF_ERROR(r.Enum<NormPosition>("model.norm_position",
+                                           {{"pre", NormPosition::kPre},
+                                            {"post", NormPosition::kPost},
+                                            {"sandwich", NormPosition::kSandwich}},
+                                           &m->norm_position));
   TAE_RETURN_IF_ERROR(r.Enum<PosEncoding>("model.pos_encoding",
                                           {{"none", PosEncoding::kNone},
                                            {"sinusoidal", PosEncoding::kSinusoidal},
@@ -228,9 +246,11 @@ const std::set<std::string>& KnownKeys() {
   static const auto* const kKeys = new std::set<std::string>{"model.layers",
                                                              "model.d_model",
                                                              "model.heads",
+                                                             "model.kv_heads",
                                                              "model.ffn_mult",
                                                              "model.activation",
                                                              "model.norm",
+                                                             "model.norm_position",
                                                              "model.pos_encoding",
                                                              "model.residual",
                                                              "model.causal",
@@ -260,18 +280,14 @@ const std::set<std::string>& KnownKeys() {
 
 // Keys of docs/design.md §10 that this version does not implement yet: accepted (and optional) only
 // while they ask for nothing, so a spec that relies on them fails loudly instead of silently.
-absl::Status CheckNotYetImplemented(const json& spec, const ModelConfig& m) {
+absl::Status CheckNotYetImplemented(const json& spec) {
   for (const auto& [key, value] : spec.items()) {
     if (KnownKeys().count(key) > 0 ||
         (key.rfind("model.", 0) != 0 && key.rfind("train.", 0) != 0)) {
       continue;
     }
     bool no_op = false;
-    if (key == "model.kv_heads") {
-      no_op = value.is_number_integer() && value.get<int64_t>() == m.heads;
-    } else if (key == "model.norm_position") {
-      no_op = value == "pre";
-    } else if (key == "model.prune_heads") {
+    if (key == "model.prune_heads") {
       no_op = value.is_object() && value.empty();
     } else if (key == "train.head_importance") {
       no_op = value == false;
@@ -298,7 +314,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const json& spec) {
   TrainConfig config;
   TAE_RETURN_IF_ERROR(ParseModel(reader, &config.model));
   TAE_RETURN_IF_ERROR(ParseTraining(reader, &config.train));
-  TAE_RETURN_IF_ERROR(CheckNotYetImplemented(spec, config.model));
+  TAE_RETURN_IF_ERROR(CheckNotYetImplemented(spec));
   return config;
 }
 
@@ -320,7 +336,17 @@ absl::StatusOr<TrainConfig> LoadTrainConfig(const std::string& path) {
 }
 
 const char* ActivationName(Activation activation) {
-  return activation == Activation::kRelu ? "relu" : "gelu";
+  switch (activation) {
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kGelu:
+      return "gelu";
+    case Activation::kSwiGlu:
+      return "swiglu";
+    case Activation::kGeGlu:
+      return "geglu";
+  }
+  return "?";
 }
 
 const char* NormName(NormKind norm) {
@@ -329,8 +355,22 @@ const char* NormName(NormKind norm) {
       return "layernorm";
     case NormKind::kRmsNorm:
       return "rmsnorm";
+    case NormKind::kScaleNorm:
+      return "scalenorm";
     case NormKind::kNone:
       return "none";
+  }
+  return "?";
+}
+
+const char* NormPositionName(NormPosition position) {
+  switch (position) {
+    case NormPosition::kPre:
+      return "pre";
+    case NormPosition::kPost:
+      return "post";
+    case NormPosition::kSandwich:
+      return "sandwich";
   }
   return "?";
 }
@@ -348,6 +388,10 @@ const char* PosEncodingName(PosEncoding pos_encoding) {
 }
 
 const char* TaskName(TaskKind task) { return task == TaskKind::kCopy ? "copy" : "lm"; }
+
+int64_t KvHeads(const ModelConfig& config) {
+  return config.kv_heads == 0 ? config.heads : config.kv_heads;
+}
 
 }  // namespace tae::train
 

@@ -13,8 +13,9 @@
 
 namespace tae::train {
 
-enum class Activation { kRelu, kGelu };
-enum class NormKind { kLayerNorm, kRmsNorm, kNone };
+enum class Activation { kRelu, kGelu, kSwiGlu, kGeGlu };
+enum class NormKind { kLayerNorm, kRmsNorm, kScaleNorm, kNone };
+enum class NormPosition { kPre, kPost, kSandwich };
 enum class PosEncoding { kNone, kSinusoidal, kLearned };
 enum class OptimizerKind { kAdamW, kSgd };
 enum class Schedule { kConstant, kLinear, kCosine };
@@ -24,9 +25,13 @@ struct ModelConfig {
   int64_t layers = 2;
   int64_t d_model = 64;
   int64_t heads = 4;
+  // Key/value heads of grouped-query attention; must divide heads. 0 (the spec's default) means
+  // "= heads" (plain multi-head attention); 1 is multi-query attention.
+  int64_t kv_heads = 0;
   int64_t ffn_mult = 4;
   Activation activation = Activation::kGelu;
   NormKind norm = NormKind::kLayerNorm;
+  NormPosition norm_position = NormPosition::kPre;
   PosEncoding pos_encoding = PosEncoding::kLearned;
   bool residual = true;
   bool causal = true;
@@ -72,7 +77,11 @@ absl::StatusOr<TrainConfig> LoadTrainConfig(const std::string& path);
 // Names used in specs and progress output.
 const char* ActivationName(Activation activation);
 const char* NormName(NormKind norm);
+const char* NormPositionName(NormPosition position);
 const char* PosEncodingName(PosEncoding pos_encoding);
 const char* TaskName(TaskKind task);
+
+// The number of key/value heads a config asks for: kv_heads, or heads when kv_heads is 0.
+int64_t KvHeads(const ModelConfig& config);
 
 }  // namespace tae::train

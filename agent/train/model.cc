@@ -16,13 +16,19 @@ bool Contains(const std::vector<int64_t>& list, int64_t value) {
 }  // namespace
 
 BlockImpl::BlockImpl(const ModelConfig& config, bool has_attention, bool has_ffn)
-    : residual_(config.residual) {
+    : residual_(config.residual), norm_position_(config.norm_position) {
+  const bool sandwich = norm_position_ == NormPosition::kSandwich;
   if (has_attention) {
     attention_norm_ =
         register_module("attention_norm", Norm(config.norm, config.d_model, config.bias));
+    if (sandwich) {
+      attention_out_norm_ =
+          register_module("attention_out_norm", Norm(config.norm, config.d_model, config.bias));
+    }
     AttentionOptions options;
     options.d_model = config.d_model;
     options.heads = config.heads;
+    options.kv_heads = KvHeads(config);
     options.causal = config.causal;
     options.bias = config.bias;
     options.dropout = config.dropout;
@@ -30,18 +36,40 @@ BlockImpl::BlockImpl(const ModelConfig& config, bool has_attention, bool has_ffn
   }
   if (has_ffn) {
     ffn_norm_ = register_module("ffn_norm", Norm(config.norm, config.d_model, config.bias));
+    if (sandwich) {
+      ffn_out_norm_ =
+          register_module("ffn_out_norm", Norm(config.norm, config.d_model, config.bias));
+    }
     ffn_ = register_module("ffn", FeedForward(config));
   }
 }
 
+torch::Tensor BlockImpl::Sublayer(const torch::Tensor& x, Norm& in_norm, Norm& out_norm,
+                                  const std::function<torch::Tensor(const torch::Tensor&)>& f) {
+  switch (norm_position_) {
+    case NormPosition::kPre:
+      break;
+    case NormPosition::kPost: {
+      torch::Tensor sum = residual_ ? x + f(x) : f(x);
+      return in_norm->forward(sum);
+    }
+    case NormPosition::kSandwich: {
+      torch::Tensor update = out_norm->forward(f(in_norm->forward(x)));
+      return residual_ ? x + update : update;
+    }
+  }
+  torch::Tensor update = f(in_norm->forward(x));
+  return residual_ ? x + update : update;
+}
+
 torch::Tensor BlockImpl::forward(torch::Tensor x) {
   if (!attention_.is_empty()) {
-    torch::Tensor update = attention_(attention_norm_(x));
-    x = residual_ ? x + update : update;
+    x = Sublayer(x, attention_norm_, attention_out_norm_,
+                 [this](const torch::Tensor& h) { return attention_->forward(h); });
   }
   if (!ffn_.is_empty()) {
-    torch::Tensor update = ffn_(ffn_norm_(x));
-    x = residual_ ? x + update : update;
+    x = Sublayer(x, ffn_norm_, ffn_out_norm_,
+                 [this](const torch::Tensor& h) { return ffn_->forward(h); });
   }
   return x;
 }
@@ -67,7 +95,9 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& config, int64_t vocab_si
                                       Block(config, !Contains(config.drop_attention_layers, i),
                                             !Contains(config.drop_ffn_layers, i))));
   }
-  final_norm_ = register_module("final_norm", Norm(config.norm, config.d_model, config.bias));
+  if (config.norm_position != NormPosition::kPost) {
+    final_norm_ = register_module("final_norm", Norm(config.norm, config.d_model, config.bias));
+  }
   if (!config.tie_embeddings) {
     head_ = register_module(
         "head",
@@ -104,7 +134,9 @@ torch::Tensor TransformerLMImpl::forward(const torch::Tensor& tokens) {
   for (Block& block : blocks_) {
     x = block(x);
   }
-  x = final_norm_(x);
+  if (!final_norm_.is_empty()) {
+    x = final_norm_(x);
+  }
   if (config_.tie_embeddings) {
     return torch::linear(x, token_embedding_->weight);
   }

@@ -1,13 +1,15 @@
 #pragma once
 
 // A decoder-only Transformer LM whose every component is a knob (docs/design.md §6): token
-// embedding, positional encoding none|sinusoidal|learned, pre-norm blocks whose attention / FFN
-// sublayers can be removed per layer (no parameters are created for a removed sublayer, including
-// its norm), residual adds on/off, final norm, LM head tied to the embedding or separate.
+// embedding, positional encoding none|sinusoidal|learned, pre-/post-/sandwich-norm blocks whose
+// attention / FFN sublayers can be removed per layer (no parameters are created for a removed
+// sublayer, including its norms), residual adds on/off, final norm (except with post-norm, whose
+// blocks already end in a norm), LM head tied to the embedding or separate.
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "agent/train/config.h"
@@ -15,17 +17,28 @@
 
 namespace tae::train {
 
-// One pre-norm block: x + Attn(Norm(x)), then x + FFN(Norm(x)); either sublayer may be absent.
+// One block of an attention sublayer then an FFN sublayer f (either may be absent), each wrapped
+// according to model.norm_position (without residual, drop the "x +"):
+//   pre:      x + f(Norm(x))
+//   post:     Norm(x + f(x))
+//   sandwich: x + Norm2(f(Norm1(x)))   (two norms per sublayer)
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const ModelConfig& config, bool has_attention, bool has_ffn);
   torch::Tensor forward(torch::Tensor x);
 
  private:
+  // One sublayer with its norms; `out_norm` is only defined for sandwich.
+  torch::Tensor Sublayer(const torch::Tensor& x, Norm& in_norm, Norm& out_norm,
+                         const std::function<torch::Tensor(const torch::Tensor&)>& f);
+
   bool residual_;
+  NormPosition norm_position_;
   Norm attention_norm_{nullptr};
+  Norm attention_out_norm_{nullptr};  // sandwich only
   Attention attention_{nullptr};
   Norm ffn_norm_{nullptr};
+  Norm ffn_out_norm_{nullptr};  // sandwich only
   FeedForward ffn_{nullptr};
 };
 TORCH_MODULE(Block);
@@ -51,7 +64,7 @@ class TransformerLMImpl : public torch::nn::Module {
   torch::Tensor sinusoid_table_;                      // sinusoidal positions only (a buffer)
   torch::nn::Dropout embedding_dropout_{nullptr};
   std::vector<Block> blocks_;
-  Norm final_norm_{nullptr};
+  Norm final_norm_{nullptr};         // absent with post-norm
   torch::nn::Linear head_{nullptr};  // untied head only
 };
 TORCH_MODULE(TransformerLM);

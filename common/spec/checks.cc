@@ -17,6 +17,17 @@ Result CheckHeads(const nlohmann::json& config) {
   return std::nullopt;
 }
 
+// model.kv_heads = 0 means "= model.heads" and always divides.
+Result CheckKvHeads(const nlohmann::json& config) {
+  int64_t kv_heads = config.at("model.kv_heads").get<int64_t>();
+  int64_t heads = config.at("model.heads").get<int64_t>();
+  if (kv_heads != 0 && heads % kv_heads != 0) {
+    return CrossProblem{Cat("model.kv_heads: ", kv_heads, " does not divide model.heads ", heads),
+                        {"model.kv_heads", "model.heads"}};
+  }
+  return std::nullopt;
+}
+
 Result CheckDroppedLayers(const nlohmann::json& config, std::string_view key) {
   int64_t layers = config.at("model.layers").get<int64_t>();
   for (const nlohmann::json& value : config.at(std::string(key))) {
@@ -44,6 +55,9 @@ Result CheckWarmup(const nlohmann::json& config) {
 
 std::optional<CrossProblem> CheckConfig(const nlohmann::json& config) {
   if (Result problem = CheckHeads(config)) {
+    return problem;
+  }
+  if (Result problem = CheckKvHeads(config)) {
     return problem;
   }
   if (Result problem = CheckDroppedLayers(config, "model.drop_attention_layers")) {

@@ -62,7 +62,7 @@ TEST_CASE("a bad enum value is an error naming the key and the choices", "[confi
   spec["model.norm"] = "batchnorm";
   const std::string message = ErrorOf(spec);
   CHECK(message.find("model.norm") != std::string::npos);
-  CHECK(message.find("layernorm|rmsnorm|none") != std::string::npos);
+  CHECK(message.find("layernorm|rmsnorm|scalenorm|none") != std::string::npos);
   CHECK(message.find("batchnorm") != std::string::npos);
 
   spec = DefaultSpec();
@@ -94,18 +94,52 @@ TEST_CASE("heads must divide d_model", "[config]") {
   CHECK(ErrorOf(spec).find("model.heads") != std::string::npos);
 }
 
+TEST_CASE("kv_heads, norm_position and the new enum values parse", "[config]") {
+  nlohmann::json spec = DefaultSpec();
+  absl::StatusOr<TrainConfig> config = ParseTrainConfig(spec);
+  REQUIRE(config.ok());
+  CHECK(config->model.kv_heads == 4);  // 0 = heads
+  CHECK(config->model.norm_position == NormPosition::kPre);
+  spec["model.kv_heads"] = 2;
+  spec["model.norm_position"] = "sandwich";
+  spec["model.activation"] = "swiglu";
+  spec["model.norm"] = "scalenorm";
+  config = ParseTrainConfig(spec);
+  REQUIRE(config.ok());
+  CHECK(config->model.kv_heads == 2);
+  CHECK(config->model.norm_position == NormPosition::kSandwich);
+  CHECK(config->model.activation == Activation::kSwiGlu);
+  CHECK(config->model.norm == NormKind::kScaleNorm);
+  spec["model.activation"] = "geglu";
+  spec["model.norm_position"] = "post";
+  config = ParseTrainConfig(spec);
+  REQUIRE(config.ok());
+  CHECK(config->model.activation == Activation::kGeGlu);
+  CHECK(config->model.norm_position == NormPosition::kPost);
+
+  spec["model.kv_heads"] = 3;
+  CHECK(ErrorOf(spec) == "run spec: key \"model.kv_heads\": must divide model.heads (4), got 3");
+  spec["model.kv_heads"] = 8;
+  CHECK(ErrorOf(spec).find("model.kv_heads") != std::string::npos);
+  spec["model.kv_heads"] = -1;
+  CHECK(ErrorOf(spec).find("model.kv_heads") != std::string::npos);
+  spec = DefaultSpec();
+  spec["model.norm_position"] = "middle";
+  CHECK(ErrorOf(spec).find("pre|post|sandwich") != std::string::npos);
+}
+
 TEST_CASE("resources and foreign keys are ignored, unknown model/train keys are not", "[config]") {
   nlohmann::json spec = DefaultSpec();
   spec["resources.hosts"] = 1;
   spec["name"] = "pos-encoding";
   CHECK(ParseTrainConfig(spec).ok());
 
-  spec["model.kv_heads"] = 4;  // known to the design; a no-op while equal to heads
+  spec["model.prune_heads"] = nlohmann::json::object();  // known to the design; a no-op if empty
   spec["train.seeds"] = {0, 1, 2};
   CHECK(ParseTrainConfig(spec).ok());
 
-  spec["model.kv_heads"] = 1;
-  CHECK(ErrorOf(spec).find("model.kv_heads") != std::string::npos);
+  spec["model.prune_heads"] = {{"0", {1}}};
+  CHECK(ErrorOf(spec).find("model.prune_heads") != std::string::npos);
 
   spec = DefaultSpec();
   spec["model.layerz"] = 3;

@@ -1,7 +1,11 @@
 #include "agent/train/model.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "agent/train/config.h"
 
@@ -137,6 +141,207 @@ TEST_CASE("rmsnorm normalises the root mean square", "[model]") {
   Norm identity(NormKind::kNone, 8, true);
   CHECK(torch::equal(identity(x), x));
   CHECK(identity->parameters().empty());
+}
+
+// --- gated FFN, scalenorm, norm position, grouped-query attention ---------------------------
+
+TEST_CASE("gated activations add a third d_model x d_ff matrix (d_ff is not scaled)", "[model]") {
+  ModelConfig config = SmallConfig();
+  const int64_t d = config.d_model;
+  const int64_t d_ff = config.ffn_mult * d;
+  const int64_t plain = Params(config);
+  for (Activation gated : {Activation::kSwiGlu, Activation::kGeGlu}) {
+    config.activation = gated;
+    CHECK(Params(config) == plain + config.layers * (d * d_ff + d_ff));
+    config.bias = false;
+    const int64_t no_bias = Params(config);
+    config.activation = Activation::kGelu;
+    CHECK(no_bias == Params(config) + config.layers * d * d_ff);
+    config.bias = true;
+  }
+}
+
+TEST_CASE("swiglu and geglu compute down(act(gate(x)) * up(x))", "[model]") {
+  torch::manual_seed(4);
+  for (Activation gated : {Activation::kSwiGlu, Activation::kGeGlu}) {
+    ModelConfig config = SmallConfig();
+    config.activation = gated;
+    FeedForward ffn(config);
+    auto p = ffn->named_parameters();
+    for (auto& named : p) {
+      torch::NoGradGuard no_grad;
+      named.value().normal_(0.0, 0.5);
+    }
+    torch::Tensor x = torch::randn({2, 5, config.d_model});
+    torch::Tensor gate = torch::linear(x, p["gate.weight"], p["gate.bias"]);
+    gate = gated == Activation::kSwiGlu ? gate * torch::sigmoid(gate) : torch::gelu(gate);
+    torch::Tensor up = torch::linear(x, p["up.weight"], p["up.bias"]);
+    torch::Tensor expected = torch::linear(gate * up, p["down.weight"], p["down.bias"]);
+    torch::Tensor y = ffn(x);
+    CHECK(y.sizes() == torch::IntArrayRef({2, 5, config.d_model}));
+    CHECK(torch::allclose(y, expected, 1e-4, 1e-5));
+  }
+}
+
+TEST_CASE("scalenorm has one scalar gain sqrt(d) and rescales x to norm g", "[model]") {
+  ModelConfig config = SmallConfig();
+  const int64_t d = config.d_model;
+  const int64_t layernorm = Params(config);
+  config.norm = NormKind::kScaleNorm;
+  CHECK(Params(config) == layernorm - 5 * 2 * d + 5);  // 5 norms, each now 1 scalar
+
+  Norm norm(NormKind::kScaleNorm, 8, /*bias=*/true);
+  REQUIRE(norm->parameters().size() == 1);
+  CHECK(norm->parameters()[0].numel() == 1);
+  CHECK(norm->parameters()[0].item<float>() == Approx(std::sqrt(8.0)));
+  torch::Tensor x = torch::arange(16, torch::kFloat).reshape({2, 8}) - 3.0;
+  torch::Tensor y = norm(x);
+  CHECK(torch::allclose(y.norm(2, -1), torch::full({2}, std::sqrt(8.0)), 1e-4, 1e-4));
+  CHECK(torch::allclose(y / y.norm(2, -1, true), x / x.norm(2, -1, true), 1e-5, 1e-6));
+  {
+    torch::NoGradGuard no_grad;
+    norm->parameters()[0].fill_(2.0);
+  }
+  CHECK(torch::allclose(norm(x).norm(2, -1), torch::full({2}, 2.0), 1e-4, 1e-4));
+  CHECK_FALSE(norm(torch::zeros({1, 8})).isnan().any().item<bool>());
+}
+
+TEST_CASE("norm position: post drops the final norm, sandwich adds one per sublayer", "[model]") {
+  ModelConfig config = SmallConfig();
+  const int64_t norm = 2 * config.d_model;
+  const int64_t pre = Params(config);
+  config.norm_position = NormPosition::kPost;
+  CHECK(Params(config) == pre - norm);
+  config.norm_position = NormPosition::kSandwich;
+  CHECK(Params(config) == pre + 2 * config.layers * norm);
+  config.drop_ffn_layers = {1};  // a removed sublayer takes both of its norms with it
+  config.norm_position = NormPosition::kPre;
+  const int64_t pre_dropped = Params(config);
+  config.norm_position = NormPosition::kSandwich;
+  CHECK(Params(config) == pre_dropped + 3 * norm);
+}
+
+// Per-position mean and standard deviation of a block's output.
+std::pair<float, float> OutputStats(const ModelConfig& config) {
+  torch::manual_seed(5);
+  Block block(config, /*has_attention=*/true, /*has_ffn=*/true);
+  torch::NoGradGuard no_grad;
+  for (auto& named : block->named_parameters()) {
+    if (named.value().dim() >= 2) {
+      named.value().normal_(0.0, 0.02);
+    }
+  }
+  torch::Tensor y = block(3.0 * torch::randn({2, 6, config.d_model}) + 1.0);
+  return {y.mean(-1).abs().max().item<float>(), y.std(-1, false).mean().item<float>()};
+}
+
+TEST_CASE("norm position decides where the block output is normalised", "[model]") {
+  ModelConfig config = SmallConfig();
+  config.norm_position = NormPosition::kPost;  // Norm(x + f(x)): mean 0, std 1
+  auto [post_mean, post_std] = OutputStats(config);
+  CHECK(post_mean < 1e-4);
+  CHECK(post_std == Approx(1.0).margin(1e-2));
+  config.norm_position = NormPosition::kPre;  // x + f(Norm(x)): the input's scale survives
+  auto [pre_mean, pre_std] = OutputStats(config);
+  CHECK(pre_mean > 0.5);
+  CHECK(pre_std > 2.0);
+  config.residual = false;  // f(Norm(x)) with 0.02-std weights: small, not normalised
+  CHECK(OutputStats(config).second < 0.5);
+  config.norm_position = NormPosition::kSandwich;  // Norm2(f(Norm1(x))): normalised
+  auto [sandwich_mean, sandwich_std] = OutputStats(config);
+  CHECK(sandwich_mean < 1e-4);
+  CHECK(sandwich_std == Approx(1.0).margin(1e-2));
+}
+
+TEST_CASE("grouped-query attention shrinks K/V projections by heads / kv_heads", "[model]") {
+  ModelConfig config = SmallConfig();
+  const int64_t d = config.d_model;
+  const int64_t kv_mha = 2 * (d * d + d);  // K and V projections (weights + biases) of MHA
+  const int64_t mha = Params(config);
+  for (int64_t kv_heads : {4, 2, 1}) {
+    config.kv_heads = kv_heads;
+    INFO("kv_heads = " << kv_heads);
+    const int64_t kv_gqa = kv_mha * kv_heads / config.heads;
+    CHECK(Params(config) == mha - config.layers * (kv_mha - kv_gqa));
+    AttentionOptions options;
+    options.d_model = d;
+    options.heads = config.heads;
+    options.kv_heads = kv_heads;
+    Attention attention(options);
+    int64_t count = 0;
+    for (const torch::Tensor& p : attention->parameters()) {
+      count += p.numel();
+    }
+    CHECK(count - 2 * (d * d + d) == kv_gqa);  // minus the Q and output projections
+    torch::Tensor y = attention(torch::randn({3, 7, d}));
+    CHECK(y.sizes() == torch::IntArrayRef({3, 7, d}));
+  }
+  config.kv_heads = 0;  // "= heads"
+  CHECK(Params(config) == mha);
+}
+
+TEST_CASE("grouped-query attention equals MHA with each K/V head repeated", "[model]") {
+  torch::manual_seed(6);
+  AttentionOptions options;
+  options.d_model = 32;
+  options.heads = 4;
+  options.kv_heads = 2;
+  const int64_t d = options.d_model;
+  const int64_t hd = d / options.heads;
+  const int64_t group = options.heads / options.kv_heads;
+  Attention gqa(options);
+  options.kv_heads = options.heads;
+  Attention mha(options);
+  torch::NoGradGuard no_grad;
+  for (const char* name : {"qkv.weight", "qkv.bias", "out.weight", "out.bias"}) {
+    torch::Tensor p = gqa->named_parameters()[name];
+    p.normal_(0.0, 0.3);
+    if (std::string(name).rfind("qkv", 0) != 0) {
+      mha->named_parameters()[name].copy_(p);
+      continue;
+    }
+    // rows: Q (heads*hd), K (kv_heads*hd), V (kv_heads*hd); K/V head g serves query heads
+    // g*group .. g*group+group-1.
+    torch::Tensor q = p.slice(0, 0, d);
+    auto expand = [&](const torch::Tensor& rows) {  // [kv_heads*hd, ...] -> [heads*hd, ...]
+      std::vector<int64_t> shape = rows.sizes().vec();
+      shape[0] = d;
+      return rows.reshape({-1, hd, rows.dim() == 1 ? 1 : d})
+          .repeat_interleave(group, 0)
+          .reshape(shape);
+    };
+    torch::Tensor k = expand(p.slice(0, d, d + 2 * hd));
+    torch::Tensor v = expand(p.slice(0, d + 2 * hd, d + 4 * hd));
+    mha->named_parameters()[name].copy_(torch::cat({q, k, v}, 0));
+  }
+  torch::Tensor x = torch::randn({2, 9, d});
+  CHECK(torch::allclose(gqa(x), mha(x), 1e-4, 1e-5));
+}
+
+TEST_CASE("the new knobs keep the causal mask and train end to end", "[model]") {
+  torch::manual_seed(7);
+  for (NormPosition position : {NormPosition::kPre, NormPosition::kPost, NormPosition::kSandwich}) {
+    ModelConfig config = SmallConfig();
+    config.norm_position = position;
+    config.kv_heads = 1;
+    config.activation = Activation::kSwiGlu;
+    config.norm = NormKind::kScaleNorm;
+    TransformerLM model(config, kVocab, kMaxLen);
+    torch::Tensor tokens = torch::randint(kVocab, {2, kMaxLen}, torch::kLong);
+    torch::Tensor changed = tokens.clone();
+    changed.slice(1, 9, kMaxLen).fill_(0);
+    tokens.slice(1, 9, kMaxLen).fill_(kVocab - 1);
+    CHECK(torch::allclose(Logits(model, tokens).slice(1, 0, 9),
+                          Logits(model, changed).slice(1, 0, 9), 1e-5, 1e-6));
+    model->train();
+    torch::Tensor logits = model->forward(tokens);
+    CHECK(logits.sizes() == torch::IntArrayRef({2, kMaxLen, kVocab}));
+    logits.pow(2).sum().backward();
+    for (const auto& named : model->named_parameters()) {
+      INFO(named.key());
+      REQUIRE(named.value().grad().defined());
+    }
+  }
 }
 
 }  // namespace

@@ -124,7 +124,7 @@ TEST_CASE("resources.hosts = 1 is accepted", "[spec]") {
 
 TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
   std::vector<std::string> keys = KnownKeys();
-  CHECK(keys.size() == 36);
+  CHECK(keys.size() == 38);
   CHECK(keys.front() == "name");
   CHECK(keys[1] == "description");
   for (const char* key : {"model.layers", "model.tie_embeddings", "train.seeds", "train.threads",
@@ -196,8 +196,9 @@ TEST_CASE("a wrong type names the expected and the actual type", "[spec][errors]
 }
 
 TEST_CASE("values out of range or not allowed list what is allowed", "[spec][errors]") {
-  CHECK(ErrorOf("name = \"x\"\n[model]\nnorm = \"batchnorm\"\n") ==
-        "study.toml:3:8: model.norm: 'batchnorm' is not one of layernorm, rmsnorm, none");
+  CHECK(
+      ErrorOf("name = \"x\"\n[model]\nnorm = \"batchnorm\"\n") ==
+      "study.toml:3:8: model.norm: 'batchnorm' is not one of layernorm, rmsnorm, scalenorm, none");
   CHECK(ErrorOf("name = \"x\"\n[train]\ntask = \"sort\"\n") ==
         "study.toml:3:8: train.task: 'sort' is not one of copy, lm");
   CHECK(ErrorOf("name = \"x\"\n[model]\nlayers = 65\n") ==
@@ -265,8 +266,9 @@ TEST_CASE("ablation overrides are checked like the baseline's keys", "[spec][err
         "study.toml:4:1: unknown key 'model.layres' (did you mean 'model.layers'?)");
   CHECK(ErrorOf(head + "layers = 1\n") ==
         "study.toml:4:1: unknown key 'layers' (did you mean 'model.layers'?)");
-  CHECK(ErrorOf(head + "\"model.norm\" = \"batchnorm\"\n") ==
-        "study.toml:4:16: model.norm: 'batchnorm' is not one of layernorm, rmsnorm, none");
+  CHECK(
+      ErrorOf(head + "\"model.norm\" = \"batchnorm\"\n") ==
+      "study.toml:4:16: model.norm: 'batchnorm' is not one of layernorm, rmsnorm, scalenorm, none");
   CHECK(ErrorOf(head + "\"model.layers\" = \"1\"\n") ==
         "study.toml:4:18: model.layers: expected an integer, got a string");
   CHECK(ErrorOf(head + "\"train.seeds\" = [1]\n") ==
@@ -292,6 +294,12 @@ TEST_CASE("cross-key checks point at the baseline key", "[spec][errors]") {
         "study.toml:3:9: model.heads: 3 does not divide model.d_model 64");
   CHECK(ErrorOf("name = \"x\"\n[model]\nd_model = 66\n") ==
         "study.toml:3:11: model.heads: 4 does not divide model.d_model 66");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nkv_heads = 3\n") ==
+        "study.toml:3:12: model.kv_heads: 3 does not divide model.heads 4");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nkv_heads = 2\nheads = 1\nd_model = 8\n") ==
+        "study.toml:3:12: model.kv_heads: 2 does not divide model.heads 1");  // tie: offender
+  CHECK(MustParse("name = \"x\"\n[model]\nkv_heads = 2\n").base.at("model.kv_heads") == 2);
+  CHECK(MustParse("name = \"x\"\n[model]\nheads = 8\n").base.at("model.kv_heads") == 0);
   CHECK(ErrorOf("name = \"x\"\n[model]\ndrop_attention_layers = [0, 2]\n") ==
         "study.toml:3:25: model.drop_attention_layers: layer 2 does not exist (model.layers is 2)");
   CHECK(ErrorOf("name = \"x\"\n[model]\nlayers = 0\ndrop_ffn_layers = [0]\n") ==
@@ -356,7 +364,7 @@ TEST_CASE("errors in --set values name the flag", "[spec][set][errors]") {
         "--set model.layers=99: model.layers: 99 is out of range (must be 0..64)");
   CHECK(ErrorOf(text, {"model.norm=batchnorm"}) ==
         "--set model.norm=batchnorm: model.norm: 'batchnorm' is not one of layernorm, rmsnorm, "
-        "none");
+        "scalenorm, none");
   CHECK(ErrorOf(text, {"train.seeds=[]"}) ==
         "--set train.seeds=[]: train.seeds: must not be empty");
   CHECK(ErrorOf(text, {"resources.hosts=2"}) ==
