@@ -5,23 +5,17 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_split.h"
 #include "agent/core/agent.h"
 #include "boost/asio/signal_set.hpp"
 #include "common/cli/flags.h"
+#include "common/cli/paths.h"
 #include "common/log/log.h"
 #include "spdlog/spdlog.h"
 
 namespace {
-
-std::string NextToSelf(const char* name) {
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? name : (self.parent_path() / name).string();
-}
 
 absl::Status ParseLabels(const std::string& text, std::map<std::string, std::string>* labels) {
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
@@ -42,7 +36,7 @@ int main(int argc, char** argv) {
   options.token = tae::cli::EnvOr("TAE_AGENT_TOKEN", "");
   options.id = tae::cli::EnvOr("TAE_AGENT_ID", "");
   options.work_dir = tae::cli::EnvOr("TAE_AGENT_DIR", "/tmp/tae-agent");
-  options.train_binary = NextToSelf("tae-train");
+  options.train_binary = tae::cli::ProgramDir() + "/tae-train";
   std::string labels = "accelerator=cpu";
   int threads = 0;
   std::string log_level = "info";

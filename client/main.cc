@@ -2,11 +2,10 @@
 
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <string>
 
 #include "client/commands/commands.h"
-#include "client/rpc/control_client.h"
+#include "common/cli/paths.h"
 
 namespace {
 
@@ -45,10 +44,8 @@ void Usage(std::FILE* out) {
 
 int main(int argc, char** argv) {
   tae::client::CommandEnv env;
-  env.home = tae::client::DefaultHome();
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  env.binary_dir = ec ? "." : self.parent_path().string();
+  env.home = tae::cli::TaeHome();
+  env.binary_dir = tae::cli::ProgramDir();
   int i = 1;
   for (; i < argc; ++i) {
     std::string arg = argv[i];

@@ -2,32 +2,19 @@
 // the daemon's object graph and waits for shutdown.
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "common/cli/flags.h"
+#include "common/cli/paths.h"
 #include "common/log/log.h"
 #include "server/daemon/daemon.h"
 #include "spdlog/spdlog.h"
 
-namespace {
-
-std::string DefaultHome() {
-  const char* xdg = std::getenv("XDG_DATA_HOME");
-  if (xdg != nullptr && *xdg != '\0') {
-    return std::string(xdg) + "/tae";
-  }
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : ".") + "/.local/share/tae";
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   tae::daemon::Config config;
-  config.home = tae::cli::EnvOr("TAE_HOME", DefaultHome());
+  config.home = tae::cli::TaeHome();
   config.agent_listen = tae::cli::EnvOr("TAE_AGENT_LISTEN", config.agent_listen);
   if (!absl::SimpleAtoi(tae::cli::EnvOr("TAE_LOCAL_AGENTS", "1"), &config.local_agents) ||
       !absl::SimpleAtoi(tae::cli::EnvOr("TAE_SLOTS", "1"), &config.slots)) {

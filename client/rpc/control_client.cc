@@ -1,24 +1,12 @@
 #include "client/rpc/control_client.h"
 
 #include <chrono>
-#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
 namespace tae::client {
-
-std::string DefaultHome() {
-  if (const char* home = std::getenv("TAE_HOME"); home != nullptr && *home != '\0') {
-    return home;
-  }
-  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0') {
-    return std::string(xdg) + "/tae";
-  }
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : ".") + "/.local/share/tae";
-}
 
 ControlClient::ControlClient(const std::string& home)
     : home_(home), socket_path_(home + "/taed.sock") {

@@ -31,6 +31,4 @@ class ControlClient {
   std::unique_ptr<tae::v1::Control::Stub> stub_;
 };
 
-std::string DefaultHome();
-
 }  // namespace tae::client

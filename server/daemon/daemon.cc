@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <future>
 
 #include "absl/strings/match.h"
@@ -12,6 +11,7 @@
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/asio/signal_set.hpp"
+#include "common/cli/paths.h"
 #include "common/status/macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -19,12 +19,6 @@
 
 namespace tae::daemon {
 namespace {
-
-std::string DefaultAgentBinary() {
-  std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "tae-agent" : (self.parent_path() / "tae-agent").string();
-}
 
 bool IsLoopback(const std::string& address) {
   return absl::StartsWith(address, "127.") || absl::StartsWith(address, "localhost:") ||
@@ -50,7 +44,7 @@ absl::Status Daemon::Init() {
                      ": only loopback addresses are allowed until TLS is configured"));
   }
   if (config_.agent_binary.empty()) {
-    config_.agent_binary = DefaultAgentBinary();
+    config_.agent_binary = cli::ProgramDir() + "/tae-agent";
   }
   RETURN_IF_ERROR(EnsurePrivateDir(config_.home));
   ASSIGN_OR_RETURN(HomeLock lock, HomeLock::Acquire(config_.home));
