@@ -76,10 +76,14 @@ class Store {
                          std::vector<RunEnded>* ended);
   absl::Status IngestMetrics(const IngestEvent& event);
   absl::StatusOr<int64_t> MetricKeyId(const std::string& name);
+  // The statement for `sql` (a string constant), prepared on first use and kept; reset and
+  // unbound on every return. For the ingest path, which runs per event.
+  absl::StatusOr<Statement*> Cached(const char* sql);
   absl::StatusOr<std::vector<RunRecord>> QueryRuns(const std::string& where, int64_t arg);
 
   Db db_;
   std::map<std::string, int64_t> metric_key_ids_;
+  std::map<const char*, Statement> statements_;  // after db_: finalized before it closes
 };
 
 }  // namespace tae::store

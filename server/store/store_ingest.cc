@@ -6,54 +6,70 @@
 #include "server/store/store.h"
 
 namespace tae::store {
+namespace {
+
+constexpr char kInsertMetricKey[] =
+    "INSERT INTO metric_keys (name) VALUES (?) ON CONFLICT(name) DO UPDATE SET name = "
+    "excluded.name RETURNING id";
+constexpr char kInsertMetric[] =
+    "INSERT INTO metrics (run_id, key_id, step, attempt, value, wall_time) VALUES "
+    "(?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET attempt = excluded.attempt, value = "
+    "excluded.value, wall_time = excluded.wall_time WHERE excluded.attempt > attempt";
+constexpr char kUpsertSummary[] =
+    "INSERT INTO run_summaries (run_id, key_id, last_step, last_value, min_value, max_value, "
+    "count) VALUES (?1,?2,?3,?4,?4,?4,1) ON CONFLICT DO UPDATE SET last_value = CASE WHEN "
+    "excluded.last_step >= last_step THEN excluded.last_value ELSE last_value END, last_step = "
+    "MAX(last_step, excluded.last_step), min_value = MIN(min_value, excluded.min_value), "
+    "max_value = MAX(max_value, excluded.max_value), count = count + 1";
+constexpr char kInsertLog[] =
+    "INSERT OR IGNORE INTO logs (run_id, attempt, seq, agent_id, stream, line, wall_time) "
+    "VALUES (?,?,?,?,?,?,?)";
+
+}  // namespace
+
+absl::StatusOr<Statement*> Store::Cached(const char* sql) {
+  auto it = statements_.find(sql);
+  if (it == statements_.end()) {
+    ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(sql));
+    it = statements_.emplace(sql, std::move(stmt)).first;
+  }
+  it->second.Reset();
+  return &it->second;
+}
 
 absl::StatusOr<int64_t> Store::MetricKeyId(const std::string& name) {
   if (auto it = metric_key_ids_.find(name); it != metric_key_ids_.end()) {
     return it->second;
   }
-  ASSIGN_OR_RETURN(Statement insert,
-                   db_.Prepare("INSERT INTO metric_keys (name) VALUES (?) ON CONFLICT(name) DO "
-                               "UPDATE SET name = excluded.name RETURNING id"));
-  insert.Bind(1, name);
-  ASSIGN_OR_RETURN(bool row, insert.Step());
+  ASSIGN_OR_RETURN(Statement * insert, Cached(kInsertMetricKey));
+  insert->Bind(1, name);
+  ASSIGN_OR_RETURN(bool row, insert->Step());
   if (!row) {
     return absl::InternalError("metric key insert returned no id");
   }
-  int64_t id = insert.Int(0);
-  insert.Reset();
+  int64_t id = insert->Int(0);
+  insert->Reset();
   metric_key_ids_[name] = id;
   return id;
 }
 
 absl::Status Store::IngestMetrics(const IngestEvent& event) {
-  ASSIGN_OR_RETURN(Statement insert,
-                   db_.Prepare("INSERT INTO metrics (run_id, key_id, step, attempt, value, "
-                               "wall_time) VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET "
-                               "attempt = excluded.attempt, value = excluded.value, "
-                               "wall_time = excluded.wall_time WHERE excluded.attempt > attempt"));
-  ASSIGN_OR_RETURN(
-      Statement summary,
-      db_.Prepare("INSERT INTO run_summaries (run_id, key_id, last_step, last_value, min_value, "
-                  "max_value, count) VALUES (?1,?2,?3,?4,?4,?4,1) ON CONFLICT DO UPDATE SET "
-                  "last_value = CASE WHEN excluded.last_step >= last_step THEN "
-                  "excluded.last_value ELSE last_value END, "
-                  "last_step = MAX(last_step, excluded.last_step), "
-                  "min_value = MIN(min_value, excluded.min_value), "
-                  "max_value = MAX(max_value, excluded.max_value), count = count + 1"));
+  ASSIGN_OR_RETURN(Statement * insert, Cached(kInsertMetric));
+  ASSIGN_OR_RETURN(Statement * summary, Cached(kUpsertSummary));
   for (const MetricValue& value : event.values) {
     ASSIGN_OR_RETURN(int64_t key_id, MetricKeyId(value.key));
-    insert.Bind(1, event.run_id)
+    insert->Bind(1, event.run_id)
         .Bind(2, key_id)
         .Bind(3, event.step)
         .Bind(4, static_cast<int64_t>(event.attempt))
         .Bind(5, value.value)
         .Bind(6, event.wall_time);
-    RETURN_IF_ERROR(insert.Run());
+    RETURN_IF_ERROR(insert->Run());
     if (db_.Changes() == 0) {
       continue;  // a resend of a point already stored
     }
-    summary.Bind(1, event.run_id).Bind(2, key_id).Bind(3, event.step).Bind(4, value.value);
-    RETURN_IF_ERROR(summary.Run());
+    summary->Bind(1, event.run_id).Bind(2, key_id).Bind(3, event.step).Bind(4, value.value);
+    RETURN_IF_ERROR(summary->Run());
   }
   return absl::OkStatus();
 }
@@ -71,17 +87,15 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
     case IngestEvent::Kind::kMetrics:
       return IngestMetrics(event);
     case IngestEvent::Kind::kLog: {
-      ASSIGN_OR_RETURN(Statement stmt,
-                       db_.Prepare("INSERT OR IGNORE INTO logs (run_id, attempt, seq, agent_id, "
-                                   "stream, line, wall_time) VALUES (?,?,?,?,?,?,?)"));
-      stmt.Bind(1, event.run_id)
+      ASSIGN_OR_RETURN(Statement * stmt, Cached(kInsertLog));
+      stmt->Bind(1, event.run_id)
           .Bind(2, static_cast<int64_t>(event.attempt))
           .Bind(3, static_cast<int64_t>(event.seq))
           .Bind(4, agent_id)
           .Bind(5, event.stream)
           .Bind(6, event.text)
           .Bind(7, event.wall_time);
-      return stmt.Run();
+      return stmt->Run();
     }
     case IngestEvent::Kind::kStarted: {
       if (run->state != RunState::kAssigned || run->attempt != event.attempt) {
