@@ -1,5 +1,6 @@
 #include "agent/train/config.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <limits>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
@@ -148,6 +150,50 @@ class SpecReader {
     return absl::OkStatus();
   }
 
+  // {"layer": [head, ...]} with existing layers and heads; a layer that keeps its attention must
+  // keep at least one head.
+  absl::Status HeadMap(const std::string& key, const ModelConfig& m,
+                       std::vector<std::vector<int64_t>>* out) const {
+    absl::StatusOr<const json*> value = Get(key);
+    if (!value.ok()) {
+      return value.status();
+    }
+    if (!(*value)->is_object()) {
+      return KeyError(
+          key, absl::StrCat("must be an object of layer -> head indices, got ", Shown(**value)));
+    }
+    out->assign(static_cast<size_t>(m.layers), {});
+    for (const auto& [layer_text, heads] : (*value)->items()) {
+      int64_t layer = -1;
+      if (!absl::SimpleAtoi(layer_text, &layer) || layer < 0 || layer >= m.layers) {
+        return KeyError(
+            key, absl::StrCat("\"", layer_text, "\" is not a layer index in [0, ", m.layers, ")"));
+      }
+      if (!heads.is_array()) {
+        return KeyError(key, absl::StrCat("layer ", layer, ": must be a list of head indices"));
+      }
+      std::set<int64_t> seen;
+      for (const json& head : heads) {
+        if (!head.is_number_integer() || head.get<int64_t>() < 0 ||
+            head.get<int64_t>() >= m.heads) {
+          return KeyError(key, absl::StrCat("layer ", layer, ": head indices must be in [0, ",
+                                            m.heads, "), got ", Shown(head)));
+        }
+        seen.insert(head.get<int64_t>());
+      }
+      const bool attention_kept =
+          std::find(m.drop_attention_layers.begin(), m.drop_attention_layers.end(), layer) ==
+          m.drop_attention_layers.end();
+      if (attention_kept && static_cast<int64_t>(seen.size()) == m.heads) {
+        return KeyError(key, absl::StrCat("layer ", layer,
+                                          ": every head is pruned but the attention sublayer is "
+                                          "kept (use model.drop_attention_layers)"));
+      }
+      (*out)[static_cast<size_t>(layer)].assign(seen.begin(), seen.end());
+    }
+    return absl::OkStatus();
+  }
+
  private:
   const json& spec_;
 };
@@ -162,8 +208,9 @@ class SpecReader {
 absl::Status ParseModel(const SpecReader& r, ModelConfig* m) {
   TAE_RETURN_IF_ERROR(r.Int("model.layers", 0, 256, &m->layers));
   TAE_RETURN_IF_ERROR(r.Int("model.d_model", 1, 1 << 16, &m->d_model));
-  TAE_RETURN_IF_ERROR(r.Int("model.heads", 1, m->d_model, &m->heads));
-  if (m->d_model % m->heads != 0) {
+  TAE_RETURN_IF_ERROR(r.Int("model.heads", 1, 1 << 16, &m->heads));
+  TAE_RETURN_IF_ERROR(r.Int("model.head_dim", 0, 1 << 16, &m->head_dim));
+  if (m->head_dim == 0 && m->d_model % m->heads != 0) {
     return KeyError("model.heads",
                     absl::StrCat("must divide model.d_model (", m->d_model, "), got ", m->heads));
   }
@@ -197,13 +244,20 @@ absl::Status ParseModel(const SpecReader& r, ModelConfig* m) {
   TAE_RETURN_IF_ERROR(r.Enum<PosEncoding>("model.pos_encoding",
                                           {{"none", PosEncoding::kNone},
                                            {"sinusoidal", PosEncoding::kSinusoidal},
-                                           {"learned", PosEncoding::kLearned}},
+                                           {"learned", PosEncoding::kLearned},
+                                           {"rope", PosEncoding::kRope},
+                                           {"alibi", PosEncoding::kAlibi}},
                                           &m->pos_encoding));
+  if (m->pos_encoding == PosEncoding::kRope && HeadDim(*m) % 2 != 0) {
+    return KeyError("model.pos_encoding",
+                    absl::StrCat("rope needs an even head width, got ", HeadDim(*m)));
+  }
   TAE_RETURN_IF_ERROR(r.Bool("model.residual", &m->residual));
   TAE_RETURN_IF_ERROR(r.Bool("model.causal", &m->causal));
   TAE_RETURN_IF_ERROR(
       r.LayerList("model.drop_attention_layers", m->layers, &m->drop_attention_layers));
   TAE_RETURN_IF_ERROR(r.LayerList("model.drop_ffn_layers", m->layers, &m->drop_ffn_layers));
+  TAE_RETURN_IF_ERROR(r.HeadMap("model.prune_heads", *m, &m->prune_heads));
   TAE_RETURN_IF_ERROR(r.Bool("model.tie_embeddings", &m->tie_embeddings));
   TAE_RETURN_IF_ERROR(r.Bool("model.bias", &m->bias));
   TAE_RETURN_IF_ERROR(r.Double("model.dropout", 0.0, 0.99, &m->dropout));
@@ -211,8 +265,15 @@ absl::Status ParseModel(const SpecReader& r, ModelConfig* m) {
 }
 
 absl::Status ParseTraining(const SpecReader& r, TrainingConfig* t) {
-  TAE_RETURN_IF_ERROR(
-      r.Enum<TaskKind>("train.task", {{"copy", TaskKind::kCopy}, {"lm", TaskKind::kLm}}, &t->task));
+  TAE_RETURN_IF_ERROR(r.Enum<TaskKind>("train.task",
+                                       {{"copy", TaskKind::kCopy},
+                                        {"reverse", TaskKind::kReverse},
+                                        {"sort", TaskKind::kSort},
+                                        {"assoc_recall", TaskKind::kAssocRecall},
+                                        {"induction", TaskKind::kInduction},
+                                        {"mod_add", TaskKind::kModAdd},
+                                        {"lm", TaskKind::kLm}},
+                                       &t->task));
   TAE_RETURN_IF_ERROR(r.String("train.data", &t->data));
   TAE_RETURN_IF_ERROR(r.Int("train.vocab", 1, kMaxVocab, &t->vocab));
   if (t->task == TaskKind::kCopy && t->vocab < 2) {
@@ -235,6 +296,8 @@ absl::Status ParseTraining(const SpecReader& r, TrainingConfig* t) {
   TAE_RETURN_IF_ERROR(r.Double("train.grad_clip", 0.0, 1e9, &t->grad_clip));
   TAE_RETURN_IF_ERROR(r.Int("train.eval_every", 0, int64_t{1} << 40, &t->eval_every));
   TAE_RETURN_IF_ERROR(r.Int("train.eval_batches", 1, 1 << 20, &t->eval_batches));
+  TAE_RETURN_IF_ERROR(r.Int("train.checkpoint_every", 0, int64_t{1} << 40, &t->checkpoint_every));
+  TAE_RETURN_IF_ERROR(r.Bool("train.head_importance", &t->head_importance));
   TAE_RETURN_IF_ERROR(r.Int("train.threads", 0, 4096, &t->threads));
   int64_t seed = 0;
   TAE_RETURN_IF_ERROR(r.Int("train.seed", 0, std::numeric_limits<int64_t>::max(), &seed));
@@ -247,6 +310,7 @@ const std::set<std::string>& KnownKeys() {
                                                              "model.d_model",
                                                              "model.heads",
                                                              "model.kv_heads",
+                                                             "model.head_dim",
                                                              "model.ffn_mult",
                                                              "model.activation",
                                                              "model.norm",
@@ -256,6 +320,7 @@ const std::set<std::string>& KnownKeys() {
                                                              "model.causal",
                                                              "model.drop_attention_layers",
                                                              "model.drop_ffn_layers",
+                                                             "model.prune_heads",
                                                              "model.tie_embeddings",
                                                              "model.bias",
                                                              "model.dropout",
@@ -273,33 +338,23 @@ const std::set<std::string>& KnownKeys() {
                                                              "train.grad_clip",
                                                              "train.eval_every",
                                                              "train.eval_batches",
+                                                             "train.checkpoint_every",
+                                                             "train.head_importance",
                                                              "train.threads",
                                                              "train.seed"};
   return *kKeys;
 }
 
-// Keys of docs/design.md §10 that this version does not implement yet: accepted (and optional) only
-// while they ask for nothing, so a spec that relies on them fails loudly instead of silently.
-absl::Status CheckNotYetImplemented(const json& spec) {
+// Every model.* / train.* key must be one this version knows: a spec from a newer taectl that asks
+// for something this tae-train cannot do fails loudly instead of being silently ignored.
+// train.seeds is the experiment's list; taed expands it into train.seed.
+absl::Status CheckUnknownKeys(const json& spec) {
   for (const auto& [key, value] : spec.items()) {
-    if (KnownKeys().count(key) > 0 ||
+    if (KnownKeys().count(key) > 0 || key == "train.seeds" ||
         (key.rfind("model.", 0) != 0 && key.rfind("train.", 0) != 0)) {
       continue;
     }
-    bool no_op = false;
-    if (key == "model.prune_heads") {
-      no_op = value.is_object() && value.empty();
-    } else if (key == "train.head_importance") {
-      no_op = value == false;
-    } else if (key == "train.checkpoint_every" || key == "train.seeds") {
-      no_op = true;  // no checkpoints yet; taed expands seeds into train.seed
-    } else {
-      return KeyError(key, "unknown key");
-    }
-    if (!no_op) {
-      return KeyError(
-          key, absl::StrCat("value ", Shown(value), " is not supported by this tae-train version"));
-    }
+    return KeyError(key, "unknown key (is tae-train older than taectl?)");
   }
   return absl::OkStatus();
 }
@@ -314,7 +369,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const json& spec) {
   TrainConfig config;
   TAE_RETURN_IF_ERROR(ParseModel(reader, &config.model));
   TAE_RETURN_IF_ERROR(ParseTraining(reader, &config.train));
-  TAE_RETURN_IF_ERROR(CheckNotYetImplemented(spec));
+  TAE_RETURN_IF_ERROR(CheckUnknownKeys(spec));
   return config;
 }
 
@@ -383,14 +438,54 @@ const char* PosEncodingName(PosEncoding pos_encoding) {
       return "sinusoidal";
     case PosEncoding::kLearned:
       return "learned";
+    case PosEncoding::kRope:
+      return "rope";
+    case PosEncoding::kAlibi:
+      return "alibi";
   }
   return "?";
 }
 
-const char* TaskName(TaskKind task) { return task == TaskKind::kCopy ? "copy" : "lm"; }
+const char* TaskName(TaskKind task) {
+  switch (task) {
+    case TaskKind::kCopy:
+      return "copy";
+    case TaskKind::kReverse:
+      return "reverse";
+    case TaskKind::kSort:
+      return "sort";
+    case TaskKind::kAssocRecall:
+      return "assoc_recall";
+    case TaskKind::kInduction:
+      return "induction";
+    case TaskKind::kModAdd:
+      return "mod_add";
+    case TaskKind::kLm:
+      return "lm";
+  }
+  return "?";
+}
 
 int64_t KvHeads(const ModelConfig& config) {
   return config.kv_heads == 0 ? config.heads : config.kv_heads;
+}
+
+int64_t HeadDim(const ModelConfig& config) {
+  return config.head_dim == 0 ? config.d_model / config.heads : config.head_dim;
+}
+
+std::vector<int64_t> KeptHeads(const ModelConfig& config, int64_t layer) {
+  std::vector<int64_t> kept;
+  const std::vector<int64_t>* pruned = nullptr;
+  if (layer >= 0 && static_cast<size_t>(layer) < config.prune_heads.size()) {
+    pruned = &config.prune_heads[static_cast<size_t>(layer)];
+  }
+  for (int64_t h = 0; h < config.heads; ++h) {
+    if (pruned == nullptr || std::find(pruned->begin(), pruned->end(), h) == pruned->end()) {
+      kept.push_back(h);
+    }
+  }
+  return kept;
 }
 
 }  // namespace tae::train

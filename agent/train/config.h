@@ -16,10 +16,10 @@ namespace tae::train {
 enum class Activation { kRelu, kGelu, kSwiGlu, kGeGlu };
 enum class NormKind { kLayerNorm, kRmsNorm, kScaleNorm, kNone };
 enum class NormPosition { kPre, kPost, kSandwich };
-enum class PosEncoding { kNone, kSinusoidal, kLearned };
+enum class PosEncoding { kNone, kSinusoidal, kLearned, kRope, kAlibi };
 enum class OptimizerKind { kAdamW, kSgd };
 enum class Schedule { kConstant, kLinear, kCosine };
-enum class TaskKind { kCopy, kLm };
+enum class TaskKind { kCopy, kReverse, kSort, kAssocRecall, kInduction, kModAdd, kLm };
 
 struct ModelConfig {
   int64_t layers = 2;
@@ -28,6 +28,8 @@ struct ModelConfig {
   // Key/value heads of grouped-query attention; must divide heads. 0 (the spec's default) means
   // "= heads" (plain multi-head attention); 1 is multi-query attention.
   int64_t kv_heads = 0;
+  // Width of one head; 0 (the spec's default) means d_model / heads.
+  int64_t head_dim = 0;
   int64_t ffn_mult = 4;
   Activation activation = Activation::kGelu;
   NormKind norm = NormKind::kLayerNorm;
@@ -37,6 +39,9 @@ struct ModelConfig {
   bool causal = true;
   std::vector<int64_t> drop_attention_layers;
   std::vector<int64_t> drop_ffn_layers;
+  // Query heads removed from the start, per layer: prune_heads[l] is a sorted list of head indices
+  // (empty for layers that keep every head). Sized `layers`.
+  std::vector<std::vector<int64_t>> prune_heads;
   bool tie_embeddings = true;
   bool bias = true;
   double dropout = 0.0;
@@ -57,6 +62,8 @@ struct TrainingConfig {
   double grad_clip = 1.0;
   int64_t eval_every = 100;
   int64_t eval_batches = 8;
+  int64_t checkpoint_every = 0;  // 0 = only at the end
+  bool head_importance = false;
   int64_t threads = 0;  // 0 = TAE_THREADS, else all cores
   uint64_t seed = 0;
 };
@@ -83,5 +90,11 @@ const char* TaskName(TaskKind task);
 
 // The number of key/value heads a config asks for: kv_heads, or heads when kv_heads is 0.
 int64_t KvHeads(const ModelConfig& config);
+
+// The width of one head: head_dim, or d_model / heads when head_dim is 0.
+int64_t HeadDim(const ModelConfig& config);
+
+// The heads of `layer` that prune_heads keeps, ascending.
+std::vector<int64_t> KeptHeads(const ModelConfig& config, int64_t layer);
 
 }  // namespace tae::train

@@ -7,6 +7,7 @@
 // by MASK in the inputs (the targets are unchanged): it would otherwise read its answers there.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "agent/train/tasks.h"
@@ -35,6 +36,10 @@ class CopyTask : public Task {
   double ChanceAccuracy() const override { return 1.0 / static_cast<double>(vocab_); }
   Batch NextTrainBatch() override;
   const std::vector<Batch>& EvalBatches() const override { return eval_; }
+  std::string SaveStreamState() const override { return train_rng_.Save(); }
+  absl::Status RestoreStreamState(const std::string& state) override {
+    return train_rng_.Restore(state);
+  }
 
   const CopyLayout& layout() const { return layout_; }
 

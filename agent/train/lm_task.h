@@ -27,6 +27,10 @@ class LmTask : public Task {
   double ChanceAccuracy() const override { return 1.0 / kVocab; }
   Batch NextTrainBatch() override;
   const std::vector<Batch>& EvalBatches() const override { return eval_; }
+  std::string SaveStreamState() const override { return train_rng_.Save(); }
+  absl::Status RestoreStreamState(const std::string& state) override {
+    return train_rng_.Restore(state);
+  }
 
   int64_t train_end() const { return train_end_; }
 

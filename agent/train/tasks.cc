@@ -1,6 +1,7 @@
 #include "agent/train/tasks.h"
 
 #include <limits>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -35,11 +36,31 @@ int64_t TaskRng::Below(int64_t n) {
   return static_cast<int64_t>(draw % range);
 }
 
+std::string TaskRng::Save() const {
+  std::ostringstream out;
+  out << engine_;
+  return out.str();
+}
+
+absl::Status TaskRng::Restore(const std::string& state) {
+  std::istringstream in(state);
+  std::mt19937_64 engine;
+  in >> engine;
+  if (in.fail()) {
+    return absl::InvalidArgumentError("task stream state: not a generator state");
+  }
+  engine_ = engine;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TrainConfig& config) {
   const TrainingConfig& t = config.train;
   if (t.task == TaskKind::kCopy) {
     return std::unique_ptr<Task>(std::make_unique<CopyTask>(
         t.vocab, t.seq_len, t.batch_size, t.eval_batches, t.seed, !config.model.causal));
+  }
+  if (t.task != TaskKind::kLm) {
+    return absl::UnimplementedError(absl::StrCat("task ", TaskName(t.task), " is not built yet"));
   }
   absl::StatusOr<std::string> text =
       t.data.empty() ? LoadKjvText(DefaultKjvCachePath()) : ReadTextFile(t.data);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -36,6 +37,12 @@ class Task {
   virtual Batch NextTrainBatch() = 0;
   // The held-out evaluation set: train.eval_batches fixed batches.
   virtual const std::vector<Batch>& EvalBatches() const = 0;
+
+  // The position of the training stream, for checkpoints: after RestoreStreamState(s) the next
+  // NextTrainBatch() returns what it returned after SaveStreamState() gave s.
+  virtual std::string SaveStreamState() const = 0;
+  // Fails (InvalidArgument) on text that SaveStreamState of this task did not produce.
+  virtual absl::Status RestoreStreamState(const std::string& state) = 0;
 };
 
 // Builds the task named by config.train.task (lm reads train.data or the cached KJV text; copy
@@ -52,6 +59,10 @@ class TaskRng {
   TaskRng(uint64_t seed, uint64_t stream);
   // Uniform in [0, n); n > 0.
   int64_t Below(int64_t n);
+
+  // The engine's state as text (the standard's portable mt19937_64 serialisation) and back.
+  std::string Save() const;
+  absl::Status Restore(const std::string& state);
 
  private:
   std::mt19937_64 engine_;

@@ -158,7 +158,12 @@ void FileWalker::Store(const KeyInfo& key, std::string_view display, const toml:
     return;
   }
   (*values)[std::string(key.name)] = std::move(value);
-  (*origins)[std::string(key.name)] = Origin{layer, node.source().begin, ""};
+  // toml++ gives inline tables no source position; point at the value's first element instead.
+  toml::source_position where = node.source().begin;
+  if (!where && node.is_table() && !node.as_table()->empty()) {
+    where = node.as_table()->cbegin()->first.source().begin;
+  }
+  (*origins)[std::string(key.name)] = Origin{layer, where, ""};
 }
 
 void FileWalker::Walk(const toml::table& root) {

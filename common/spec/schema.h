@@ -20,6 +20,7 @@ enum class ValueType {
   kName,       // a non-empty string of [A-Za-z0-9._-]+ (experiment and ablation names)
   kIntArray,   // elements checked against min/max, `unique`, `non_empty`
   kStringMap,  // a table of string -> string (labels)
+  kHeadMap,    // a table of layer index (as a string) -> unique non-negative ints (prune_heads)
 };
 
 // Where a key lives.

@@ -30,6 +30,8 @@ std::string_view Expected(ValueType type) {
       return "an array of integers";
     case ValueType::kStringMap:
       return "a table of strings";
+    case ValueType::kHeadMap:
+      return "a table of layer -> head indices";
   }
   return "a value";
 }
@@ -181,6 +183,43 @@ Result ConvertStringMap(const KeyInfo& key, std::string_view display, const toml
   return std::nullopt;
 }
 
+// { "0" = [1, 3], "2" = [0] }: keys are layer indices written as strings (TOML keys are strings),
+// values unique head indices. Stored as a JSON object with the canonical key ("01" -> "1").
+Result ConvertHeadMap(const KeyInfo& key, std::string_view display, const toml::node& node,
+                      nlohmann::json* out) {
+  const toml::table* table = node.as_table();
+  if (table == nullptr) {
+    return WrongType(display, Expected(key.type), node);
+  }
+  KeyInfo heads_key = key;
+  heads_key.type = ValueType::kIntArray;
+  heads_key.min = 0;
+  heads_key.unique = true;
+  heads_key.non_empty = false;
+  nlohmann::json values = nlohmann::json::object();
+  for (auto&& [name, value] : *table) {
+    std::string_view text = name.str();
+    bool digits =
+        !text.empty() && text.size() <= 6 &&
+        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) {
+      return Problem{name.source().begin,
+                     Cat(display, ": '", text, "' is not a layer index (write \"0\" = [1, 3])")};
+    }
+    std::string layer = Cat(std::stoi(std::string(text)));
+    if (values.contains(layer)) {
+      return Problem{name.source().begin, Cat(display, ": layer ", layer, " is listed twice")};
+    }
+    nlohmann::json heads;
+    if (Result problem = ConvertIntArray(heads_key, Cat(display, ".", layer), value, &heads)) {
+      return problem;
+    }
+    values[layer] = std::move(heads);
+  }
+  *out = std::move(values);
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view TypeName(toml::node_type type) {
@@ -230,6 +269,8 @@ std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display
       return ConvertIntArray(key, display, node, out);
     case ValueType::kStringMap:
       return ConvertStringMap(key, display, node, out);
+    case ValueType::kHeadMap:
+      return ConvertHeadMap(key, display, node, out);
   }
   return WrongType(display, "a value", node);
 }

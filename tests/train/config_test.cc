@@ -134,16 +134,48 @@ TEST_CASE("resources and foreign keys are ignored, unknown model/train keys are 
   spec["name"] = "pos-encoding";
   CHECK(ParseTrainConfig(spec).ok());
 
-  spec["model.prune_heads"] = nlohmann::json::object();  // known to the design; a no-op if empty
   spec["train.seeds"] = {0, 1, 2};
   CHECK(ParseTrainConfig(spec).ok());
-
-  spec["model.prune_heads"] = {{"0", {1}}};
-  CHECK(ErrorOf(spec).find("model.prune_heads") != std::string::npos);
 
   spec = DefaultSpec();
   spec["model.layerz"] = 3;
   CHECK(ErrorOf(spec).find("model.layerz") != std::string::npos);
+}
+
+TEST_CASE("prune_heads parses per layer and refuses missing layers, heads and empty layers",
+          "[config]") {
+  nlohmann::json spec = DefaultSpec();
+  spec["model.prune_heads"] = {{"1", {3, 0}}};
+  absl::StatusOr<TrainConfig> config = ParseTrainConfig(spec);
+  REQUIRE(config.ok());
+  REQUIRE(config->model.prune_heads.size() == 2);
+  CHECK(config->model.prune_heads[0].empty());
+  CHECK(config->model.prune_heads[1] == std::vector<int64_t>{0, 3});
+  CHECK(KeptHeads(config->model, 0) == std::vector<int64_t>{0, 1, 2, 3});
+  CHECK(KeptHeads(config->model, 1) == std::vector<int64_t>{1, 2});
+
+  spec["model.prune_heads"] = {{"2", {0}}};
+  CHECK(ErrorOf(spec).find("model.prune_heads") != std::string::npos);
+  spec["model.prune_heads"] = {{"0", {4}}};
+  CHECK(ErrorOf(spec).find("head indices must be in [0, 4)") != std::string::npos);
+  spec["model.prune_heads"] = {{"0", {0, 1, 2, 3}}};
+  CHECK(ErrorOf(spec).find("every head is pruned") != std::string::npos);
+  spec["model.drop_attention_layers"] = {0};
+  CHECK(ParseTrainConfig(spec).ok());
+}
+
+TEST_CASE("head_dim decouples head width from d_model; rope needs it even", "[config]") {
+  nlohmann::json spec = DefaultSpec();
+  spec["model.heads"] = 3;  // does not divide 64
+  CHECK(ErrorOf(spec).find("model.heads") != std::string::npos);
+  spec["model.head_dim"] = 16;
+  absl::StatusOr<TrainConfig> config = ParseTrainConfig(spec);
+  REQUIRE(config.ok());
+  CHECK(HeadDim(config->model) == 16);
+  spec["model.pos_encoding"] = "rope";
+  CHECK(ParseTrainConfig(spec).ok());
+  spec["model.head_dim"] = 15;
+  CHECK(ErrorOf(spec).find("model.pos_encoding") != std::string::npos);
 }
 
 TEST_CASE("LoadTrainConfig reports unreadable files and bad JSON", "[config]") {

@@ -124,7 +124,7 @@ TEST_CASE("resources.hosts = 1 is accepted", "[spec]") {
 
 TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
   std::vector<std::string> keys = KnownKeys();
-  CHECK(keys.size() == 38);
+  CHECK(keys.size() == 42);
   CHECK(keys.front() == "name");
   CHECK(keys[1] == "description");
   for (const char* key : {"model.layers", "model.tie_embeddings", "train.seeds", "train.threads",
@@ -199,8 +199,9 @@ TEST_CASE("values out of range or not allowed list what is allowed", "[spec][err
   CHECK(
       ErrorOf("name = \"x\"\n[model]\nnorm = \"batchnorm\"\n") ==
       "study.toml:3:8: model.norm: 'batchnorm' is not one of layernorm, rmsnorm, scalenorm, none");
-  CHECK(ErrorOf("name = \"x\"\n[train]\ntask = \"sort\"\n") ==
-        "study.toml:3:8: train.task: 'sort' is not one of copy, lm");
+  CHECK(ErrorOf("name = \"x\"\n[train]\ntask = \"sorting\"\n") ==
+        "study.toml:3:8: train.task: 'sorting' is not one of copy, reverse, sort, assoc_recall, "
+        "induction, mod_add, lm");
   CHECK(ErrorOf("name = \"x\"\n[model]\nlayers = 65\n") ==
         "study.toml:3:10: model.layers: 65 is out of range (must be 0..64)");
   CHECK(ErrorOf("name = \"x\"\n[model]\nheads = 0\n") ==
@@ -306,6 +307,31 @@ TEST_CASE("cross-key checks point at the baseline key", "[spec][errors]") {
         "study.toml:4:19: model.drop_ffn_layers: layer 0 does not exist (model.layers is 0)");
   CHECK(ErrorOf("name = \"x\"\n[train]\nsteps = 10\n") ==
         "study.toml:3:9: train.warmup: 50 is more than train.steps 10");
+}
+
+TEST_CASE("prune_heads, head_dim and rope are checked against the model at submit",
+          "[spec][errors]") {
+  CHECK(MustParse("name = \"x\"\n[model]\nheads = 3\nhead_dim = 16\n").base.at("model.heads") == 3);
+  CHECK(ErrorOf("name = \"x\"\n[model]\npos_encoding = \"rope\"\nhead_dim = 7\n") ==
+        "study.toml:3:16: model.pos_encoding: rope needs an even head width, got 7 (set "
+        "model.head_dim or change model.heads)");
+  CHECK(MustParse("name = \"x\"\n[model]\nprune_heads = { \"1\" = [0, 3] }\n")
+            .base.at("model.prune_heads") == nlohmann::json{{"1", {0, 3}}});
+  CHECK(ErrorOf("name = \"x\"\n[model]\nprune_heads = { \"2\" = [0] }\n") ==
+        "study.toml:3:15: model.prune_heads: layer 2 does not exist (model.layers is 2)");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nprune_heads = { \"0\" = [4] }\n") ==
+        "study.toml:3:15: model.prune_heads.0: head 4 does not exist (model.heads is 4)");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nprune_heads = { \"0\" = [0, 1, 2, 3] }\n") ==
+        "study.toml:3:15: model.prune_heads.0: all 4 heads are pruned but the layer keeps its "
+        "attention (add 0 to model.drop_attention_layers to remove the sublayer)");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nprune_heads = { \"x\" = [0] }\n") ==
+        "study.toml:3:17: model.prune_heads: 'x' is not a layer index (write \"0\" = [1, 3])");
+  CHECK(ErrorOf("name = \"x\"\n[model]\nprune_heads = { \"0\" = [1, 1] }\n") ==
+        "study.toml:3:27: model.prune_heads.0[1]: 1 is listed twice");
+  CHECK(MustParse("name = \"x\"\n[model]\nprune_heads = { \"0\" = [0, 1, 2, 3] }\n"
+                  "drop_attention_layers = [0]\n")
+            .base.at("model.prune_heads")
+            .size() == 1);
 }
 
 TEST_CASE("cross-key checks run on every ablation and point inside it", "[spec][errors]") {
