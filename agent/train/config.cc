@@ -374,6 +374,26 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const json& spec) {
 }
 
 absl::StatusOr<TrainConfig> LoadTrainConfig(const std::string& path) {
+  absl::StatusOr<json> spec = LoadSpecJson(path);
+  if (!spec.ok()) {
+    return spec.status();
+  }
+  return ParseTrainConfig(*spec);
+}
+
+std::string ConfigFingerprint(const json& spec) {
+  json kept = json::object();
+  for (const auto& [key, value] : spec.items()) {
+    const bool run_key = key.rfind("model.", 0) == 0 || key.rfind("train.", 0) == 0;
+    if (run_key && key != "train.threads" && key != "train.checkpoint_every" &&
+        key != "train.head_importance" && key != "train.eval_every" && key != "train.seeds") {
+      kept[key] = value;
+    }
+  }
+  return kept.dump();
+}
+
+absl::StatusOr<json> LoadSpecJson(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     return absl::InvalidArgumentError(absl::StrCat("run spec: cannot read \"", path, "\""));
@@ -387,7 +407,7 @@ absl::StatusOr<TrainConfig> LoadTrainConfig(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat("run spec: \"", path, "\" is not valid JSON: ", e.what()));
   }
-  return ParseTrainConfig(spec);
+  return spec;
 }
 
 const char* ActivationName(Activation activation) {

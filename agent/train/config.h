@@ -81,6 +81,14 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const nlohmann::json& spec);
 // Reads `path` and parses it as above; an unreadable file or bad JSON is InvalidArgument too.
 absl::StatusOr<TrainConfig> LoadTrainConfig(const std::string& path);
 
+// The JSON object in `path` (InvalidArgument when unreadable or not JSON).
+absl::StatusOr<nlohmann::json> LoadSpecJson(const std::string& path);
+
+// What identifies a run for checkpoints: the model.* and train.* keys of `spec` except those that
+// do not change the training trajectory (train.threads, train.checkpoint_every,
+// train.head_importance, train.eval_every), as compact JSON.
+std::string ConfigFingerprint(const nlohmann::json& spec);
+
 // Names used in specs and progress output.
 const char* ActivationName(Activation activation);
 const char* NormName(NormKind norm);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace tae::train {
 namespace {
@@ -9,6 +11,7 @@ namespace {
 constexpr double kLayerNormEps = 1e-5;
 constexpr double kRmsNormEps = 1e-6;
 constexpr double kScaleNormEps = 1e-5;
+constexpr double kRopeBase = 10000.0;
 
 bool IsGated(Activation activation) {
   return activation == Activation::kSwiGlu || activation == Activation::kGeGlu;
@@ -44,47 +47,148 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x) {
   return x;
 }
 
-AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options) {
-  const int64_t d = options_.d_model;
-  const int64_t kv_width = options_.kv_heads * (d / options_.heads);
-  qkv_ = register_module(
-      "qkv", torch::nn::Linear(torch::nn::LinearOptions(d, d + 2 * kv_width).bias(options_.bias)));
-  out_ =
-      register_module("out", torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(options_.bias)));
-  attn_dropout_ = register_module("attn_dropout", torch::nn::Dropout(options_.dropout));
-  out_dropout_ = register_module("out_dropout", torch::nn::Dropout(options_.dropout));
+std::vector<double> AlibiSlopes(int64_t heads) {
+  auto power_of_two_slopes = [](int64_t n) {
+    std::vector<double> slopes;
+    for (int64_t i = 1; i <= n; ++i) {
+      slopes.push_back(std::pow(2.0, -8.0 * static_cast<double>(i) / static_cast<double>(n)));
+    }
+    return slopes;
+  };
+  int64_t closest = 1;
+  while (closest * 2 <= heads) {
+    closest *= 2;
+  }
+  std::vector<double> slopes = power_of_two_slopes(closest);
+  std::vector<double> extra = power_of_two_slopes(2 * closest);
+  for (size_t i = 0; static_cast<int64_t>(slopes.size()) < heads; i += 2) {
+    slopes.push_back(extra[i]);
+  }
+  return slopes;
 }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options) {
+  if (options_.head_dim == 0) {
+    options_.head_dim = options_.d_model / options_.heads;
+  }
+  const int64_t d = options_.d_model;
+  const int64_t hd = options_.head_dim;
+  const int64_t group = options_.heads / options_.kv_heads;
+  kept_ = options_.kept_heads;
+  if (kept_.empty()) {
+    for (int64_t h = 0; h < options_.heads; ++h) {
+      kept_.push_back(h);
+    }
+  }
+  std::vector<int64_t> kv_of_query;
+  for (int64_t h : kept_) {
+    if (kept_kv_.empty() || kept_kv_.back() != h / group) {
+      kept_kv_.push_back(h / group);
+    }
+    kv_of_query.push_back(static_cast<int64_t>(kept_kv_.size()) - 1);
+  }
+  const auto n_q = static_cast<int64_t>(kept_.size());
+  const auto n_kv = static_cast<int64_t>(kept_kv_.size());
+  if (n_kv != n_q) {
+    kv_of_query_ = torch::tensor(kv_of_query, torch::kLong);
+  }
+  kept_index_ = torch::tensor(kept_, torch::kLong);
+  qkv_ = register_module(
+      "qkv",
+      torch::nn::Linear(torch::nn::LinearOptions(d, (n_q + 2 * n_kv) * hd).bias(options_.bias)));
+  out_ = register_module(
+      "out", torch::nn::Linear(torch::nn::LinearOptions(n_q * hd, d).bias(options_.bias)));
+  attn_dropout_ = register_module("attn_dropout", torch::nn::Dropout(options_.dropout));
+  out_dropout_ = register_module("out_dropout", torch::nn::Dropout(options_.dropout));
+  if (options_.pos_encoding == PosEncoding::kRope) {
+    // theta_i = 10000^(-2i / head_dim), pairs (x_i, x_{i + hd/2}) rotated by position * theta_i.
+    torch::Tensor inv_freq =
+        torch::exp(torch::arange(0, hd / 2, torch::kDouble) * (-2.0 * std::log(kRopeBase) / hd));
+    torch::Tensor angle = torch::outer(torch::arange(options_.max_len, torch::kDouble), inv_freq);
+    rope_cos_ = register_buffer("rope_cos", torch::cos(angle).to(torch::kFloat));
+    rope_sin_ = register_buffer("rope_sin", torch::sin(angle).to(torch::kFloat));
+  } else if (options_.pos_encoding == PosEncoding::kAlibi) {
+    std::vector<double> all = AlibiSlopes(options_.heads);
+    std::vector<float> slopes;
+    for (int64_t h : kept_) {
+      slopes.push_back(static_cast<float>(all[static_cast<size_t>(h)]));
+    }
+    alibi_slopes_ = register_buffer("alibi_slopes", torch::tensor(slopes).view({n_q, 1, 1}));
+  }
+}
+
+void AttentionImpl::SetHeadGate(torch::Tensor gate) { gate_ = std::move(gate); }
+
+// Rotate-half RoPE on [batch, heads, time, head_dim].
+torch::Tensor AttentionImpl::Rotate(const torch::Tensor& x, int64_t time) const {
+  const int64_t half = options_.head_dim / 2;
+  torch::Tensor cos = rope_cos_.slice(0, 0, time);
+  torch::Tensor sin = rope_sin_.slice(0, 0, time);
+  torch::Tensor x1 = x.slice(-1, 0, half);
+  torch::Tensor x2 = x.slice(-1, half, 2 * half);
+  return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
+}
+
+AttentionImpl::Projected AttentionImpl::Project(const torch::Tensor& x) const {
   const int64_t batch = x.size(0);
   const int64_t time = x.size(1);
-  const int64_t heads = options_.heads;
-  const int64_t kv_heads = options_.kv_heads;
-  const int64_t head_dim = options_.d_model / heads;
-  // [batch, time, (heads + 2*kv_heads) * head_dim] -> [batch, heads + 2*kv_heads, time, head_dim]
-  torch::Tensor qkv =
-      qkv_(x).view({batch, time, heads + 2 * kv_heads, head_dim}).permute({0, 2, 1, 3});
-  torch::Tensor q = qkv.slice(1, 0, heads);
-  torch::Tensor k = qkv.slice(1, heads, heads + kv_heads);
-  torch::Tensor v = qkv.slice(1, heads + kv_heads, heads + 2 * kv_heads);
-  if (kv_heads != heads) {  // query head h reads K/V head h / (heads / kv_heads)
-    k = k.repeat_interleave(heads / kv_heads, 1);
-    v = v.repeat_interleave(heads / kv_heads, 1);
+  const auto n_q = static_cast<int64_t>(kept_.size());
+  const auto n_kv = static_cast<int64_t>(kept_kv_.size());
+  // [batch, time, (n_q + 2*n_kv) * hd] -> [batch, n_q + 2*n_kv, time, hd]
+  torch::Tensor qkv = torch::linear(x, qkv_->weight, qkv_->bias)
+                          .view({batch, time, n_q + 2 * n_kv, options_.head_dim})
+                          .permute({0, 2, 1, 3});
+  Projected p;
+  p.q = qkv.slice(1, 0, n_q);
+  p.k = qkv.slice(1, n_q, n_q + n_kv);
+  p.v = qkv.slice(1, n_q + n_kv, n_q + 2 * n_kv);
+  if (options_.pos_encoding == PosEncoding::kRope) {
+    p.q = Rotate(p.q, time);
+    p.k = Rotate(p.k, time);
   }
-  torch::Tensor scores =
-      torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim)));
+  if (kv_of_query_.defined()) {  // query head i reads K/V head kv_of_query_[i]
+    p.k = p.k.index_select(1, kv_of_query_);
+    p.v = p.v.index_select(1, kv_of_query_);
+  }
+  return p;
+}
+
+torch::Tensor AttentionImpl::Probabilities(const torch::Tensor& q, const torch::Tensor& k) const {
+  const int64_t time = q.size(2);
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) *
+                         (1.0 / std::sqrt(static_cast<double>(options_.head_dim)));
+  if (alibi_slopes_.defined()) {
+    torch::Tensor position = torch::arange(time, torch::kFloat);
+    torch::Tensor distance = (position.unsqueeze(1) - position.unsqueeze(0)).abs_();
+    scores = scores - alibi_slopes_ * distance;
+  }
   if (options_.causal) {
     torch::Tensor future =
         torch::ones({time, time}, torch::TensorOptions().dtype(torch::kBool)).triu(1);
     scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
   }
-  torch::Tensor probs = torch::softmax(scores, -1);
+  return torch::softmax(scores, -1);
+}
+
+torch::Tensor AttentionImpl::AttentionPattern(const torch::Tensor& x) const {
+  Projected p = Project(x);
+  return Probabilities(p.q, p.k);
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t batch = x.size(0);
+  const int64_t time = x.size(1);
+  const auto n_q = static_cast<int64_t>(kept_.size());
+  Projected p = Project(x);
+  torch::Tensor probs = Probabilities(p.q, p.k);
   if (options_.dropout > 0.0) {
     probs = attn_dropout_(probs);
   }
-  torch::Tensor mixed =
-      torch::matmul(probs, v).transpose(1, 2).reshape({batch, time, options_.d_model});
-  torch::Tensor y = out_(mixed);
+  torch::Tensor mixed = torch::matmul(probs, p.v);  // [batch, n_q, time, head_dim]
+  if (gate_.defined()) {
+    mixed = mixed * gate_.index_select(0, kept_index_).view({1, n_q, 1, 1});
+  }
+  torch::Tensor y = out_(mixed.transpose(1, 2).reshape({batch, time, n_q * options_.head_dim}));
   return options_.dropout > 0.0 ? out_dropout_(y) : y;
 }
 

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "agent/train/config.h"
 
@@ -29,30 +30,72 @@ TORCH_MODULE(Norm);
 
 struct AttentionOptions {
   int64_t d_model = 64;
-  int64_t heads = 4;
+  int64_t heads = 4;     // query heads of the unpruned layer
   int64_t kv_heads = 4;  // must divide heads; each K/V head serves heads / kv_heads query heads
+  int64_t head_dim = 0;  // 0: d_model / heads
+  // The query heads this layer has (original indices, ascending); empty: all of them. A pruned
+  // head owns no parameters: its Q rows and output columns are absent, and a K/V head whose whole
+  // group is pruned is absent too.
+  std::vector<int64_t> kept_heads;
   bool causal = true;
   bool bias = true;
   double dropout = 0.0;
+  // rope rotates q and k; alibi adds -slope_h * distance to the scores (slopes by original head
+  // index, so pruning a head leaves the others' slopes unchanged). Others: nothing here.
+  PosEncoding pos_encoding = PosEncoding::kLearned;
+  int64_t max_len = 1024;
 };
 
-// Multi-head self-attention over [batch, time, d_model]. With kv_heads < heads it is grouped-query
-// attention: the fused projection makes heads query heads but only kv_heads key and value heads
-// (d_model + 2 * kv_heads * head_dim outputs), and each K/V head is repeated for its group of
-// heads / kv_heads consecutive query heads.
+// Self-attention over [batch, time, d_model]: fused projection to the kept query heads and their
+// K/V heads (kept * head_dim + 2 * kv * head_dim outputs), scaled dot-product scores with the
+// causal mask and ALiBi bias, softmax, values, then an optional per-head gate and the output
+// projection (kept * head_dim -> d_model).
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const AttentionOptions& options);
   torch::Tensor forward(const torch::Tensor& x);
 
+  // Multiplies head h's output by gate[h] before the output projection (gate: [heads], indexed by
+  // ORIGINAL head; entries of pruned heads are ignored). Undefined: no gate. Used to mask heads at
+  // evaluation and for gradient head-importance scores.
+  void SetHeadGate(torch::Tensor gate);
+
+  // The attention probabilities [batch, kept heads, time, time] for x (no dropout).
+  torch::Tensor AttentionPattern(const torch::Tensor& x) const;
+
+  const std::vector<int64_t>& kept_heads() const { return kept_; }
+  // The K/V heads this layer has (original indices) and, per kept query head, the position of its
+  // K/V head in that list.
+  const std::vector<int64_t>& kept_kv_heads() const { return kept_kv_; }
+
  private:
+  struct Projected {
+    torch::Tensor q, k, v;  // [batch, kept heads, time, head_dim]; K/V already per query head
+  };
+  Projected Project(const torch::Tensor& x) const;
+  torch::Tensor Probabilities(const torch::Tensor& q, const torch::Tensor& k) const;
+  torch::Tensor Rotate(const torch::Tensor& x, int64_t time) const;
+
   AttentionOptions options_;
+  std::vector<int64_t> kept_;
+  std::vector<int64_t> kept_kv_;
+  torch::Tensor kv_of_query_;  // [kept] int64: K/V position per query head; undefined if 1:1
+  torch::Tensor kept_index_;   // [kept] int64: original index per query head
+  torch::Tensor rope_cos_;     // [max_len, head_dim / 2] (rope only)
+  torch::Tensor rope_sin_;
+  torch::Tensor alibi_slopes_;  // [kept, 1, 1] (alibi only)
+  torch::Tensor gate_;
   torch::nn::Linear qkv_{nullptr};
   torch::nn::Linear out_{nullptr};
   torch::nn::Dropout attn_dropout_{nullptr};
   torch::nn::Dropout out_dropout_{nullptr};
 };
 TORCH_MODULE(Attention);
+
+// The ALiBi slopes of `heads` heads (Press et al. 2022): 2^(-8 i / n) for i = 1..n when n is a
+// power of two; otherwise those of the closest smaller power of two followed by every other slope
+// of twice that.
+std::vector<double> AlibiSlopes(int64_t heads);
 
 // Position-wise FFN with d_ff = ffn_mult * d:
 //   relu|gelu:    down(act(up(x)))                      2 matrices

@@ -2,7 +2,9 @@
 //   tae-train --spec run.json
 // Exit codes: 0 success, 1 runtime failure, 2 bad spec / flags / environment.
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -23,48 +25,84 @@ constexpr int kExitRuntime = 1;
 constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] =
-    "usage: tae-train --spec run.json\n"
+    "usage: tae-train --spec run.json [--checkpoint-dir DIR]\n"
     "\n"
     "Trains and evaluates one Transformer ablation run described by run.json, a flat JSON object\n"
     "of experiment-file keys (\"model.layers\", \"train.lr\", ...; see docs/design.md section "
     "10).\n"
     "\n"
-    "environment:\n"
-    "  TAE_METRICS_FD  fd to write metric JSON lines to (default: stdout)\n"
-    "  TAE_THREADS     CPU threads when train.threads is 0 (default: all hardware threads)\n"
+    "Checkpoints (every train.checkpoint_every steps, at the end, and on SIGTERM/SIGINT) go to\n"
+    "DIR/checkpoint.pt. A run that finds a checkpoint of the same config there resumes after its\n"
+    "step and produces the same losses as an uninterrupted run; one of another config is an\n"
+    "error.\n"
     "\n"
-    "exit status: 0 success, 1 runtime failure, 2 bad spec, flag or environment\n";
+    "options:\n"
+    "  --checkpoint-dir DIR  default: $TAE_CHECKPOINT_DIR, else ./checkpoint\n"
+    "  --no-checkpoint       neither write nor resume checkpoints\n"
+    "\n"
+    "environment:\n"
+    "  TAE_METRICS_FD      fd to write metric JSON lines to (default: stdout)\n"
+    "  TAE_THREADS         CPU threads when train.threads is 0 (default: all hardware threads)\n"
+    "  TAE_CHECKPOINT_DIR  checkpoint directory (the agent sets one per run)\n"
+    "\n"
+    "exit status: 0 success, 1 runtime failure, 2 bad spec, flag or environment,\n"
+    "             143 stopped by SIGTERM/SIGINT after writing a checkpoint\n";
+
+constexpr int kExitStopped = 128 + SIGTERM;
+
+std::atomic<bool> g_stop{false};
+
+void OnStopSignal(int) { g_stop.store(true); }
+
+struct Args {
+  std::string spec;
+  std::string checkpoint_dir;
+  bool no_checkpoint = false;
+};
 
 int Fail(int code, const absl::Status& status) {
   std::cerr << "tae-train: " << status.message() << std::endl;
   return code;
 }
 
-// Returns the --spec path, or "" after printing usage/help (exit code in *exit_code).
-std::string ParseArgs(int argc, char** argv, int* exit_code) {
-  std::string spec;
+// Returns false after printing usage/help (exit code in *exit_code).
+bool ParseArgs(int argc, char** argv, Args* args, int* exit_code) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
       *exit_code = 0;
-      return "";
+      return false;
     }
     if (arg == "--spec" && i + 1 < argc) {
-      spec = argv[++i];
+      args->spec = argv[++i];
     } else if (arg.rfind("--spec=", 0) == 0) {
-      spec = arg.substr(std::strlen("--spec="));
+      args->spec = arg.substr(std::strlen("--spec="));
+    } else if (arg == "--checkpoint-dir" && i + 1 < argc) {
+      args->checkpoint_dir = argv[++i];
+    } else if (arg.rfind("--checkpoint-dir=", 0) == 0) {
+      args->checkpoint_dir = arg.substr(std::strlen("--checkpoint-dir="));
+    } else if (arg == "--no-checkpoint") {
+      args->no_checkpoint = true;
     } else {
       std::cerr << "tae-train: unexpected argument \"" << arg << "\"\n" << kUsage;
       *exit_code = kExitUsage;
-      return "";
+      return false;
     }
   }
-  if (spec.empty()) {
+  if (args->spec.empty()) {
     std::cerr << "tae-train: --spec is required\n" << kUsage;
     *exit_code = kExitUsage;
+    return false;
   }
-  return spec;
+  if (args->checkpoint_dir.empty()) {
+    const char* env = std::getenv("TAE_CHECKPOINT_DIR");
+    args->checkpoint_dir = env != nullptr && *env != '\0' ? env : "checkpoint";
+  }
+  if (args->no_checkpoint) {
+    args->checkpoint_dir.clear();
+  }
+  return true;
 }
 
 }  // namespace
@@ -72,11 +110,15 @@ std::string ParseArgs(int argc, char** argv, int* exit_code) {
 int main(int argc, char** argv) {
   using tae::train::MetricsSink;
   int exit_code = 0;
-  const std::string spec_path = ParseArgs(argc, argv, &exit_code);
-  if (spec_path.empty()) {
+  Args args;
+  if (!ParseArgs(argc, argv, &args, &exit_code)) {
     return exit_code;
   }
-  absl::StatusOr<tae::train::TrainConfig> config = tae::train::LoadTrainConfig(spec_path);
+  absl::StatusOr<nlohmann::json> spec = tae::train::LoadSpecJson(args.spec);
+  if (!spec.ok()) {
+    return Fail(kExitUsage, spec.status());
+  }
+  absl::StatusOr<tae::train::TrainConfig> config = tae::train::ParseTrainConfig(*spec);
   if (!config.ok()) {
     return Fail(kExitUsage, config.status());
   }
@@ -97,10 +139,20 @@ int main(int argc, char** argv) {
   if (!task.ok()) {
     return Fail(kExitRuntime, task.status());
   }
-  tae::train::Trainer trainer(*config, task->get(), sink->get(), &std::cout);
+  std::cout << "tae-train: " << tae::train::RuntimeDescription() << std::endl;
+  tae::train::TrainerOptions options;
+  options.checkpoint_dir = args.checkpoint_dir;
+  options.fingerprint = tae::train::ConfigFingerprint(*spec);
+  options.should_stop = [](int64_t) { return g_stop.load(); };
+  std::signal(SIGTERM, OnStopSignal);
+  std::signal(SIGINT, OnStopSignal);
+  tae::train::Trainer trainer(*config, task->get(), sink->get(), &std::cout, options);
   absl::StatusOr<tae::train::TrainSummary> summary = trainer.Run();
   if (!summary.ok()) {
     return Fail(kExitRuntime, summary.status());
+  }
+  if (summary->interrupted) {
+    return kExitStopped;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

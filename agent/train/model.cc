@@ -15,9 +15,11 @@ bool Contains(const std::vector<int64_t>& list, int64_t value) {
 
 }  // namespace
 
-BlockImpl::BlockImpl(const ModelConfig& config, bool has_attention, bool has_ffn)
+BlockImpl::BlockImpl(const ModelConfig& config, int64_t layer, int64_t max_len)
     : residual_(config.residual), norm_position_(config.norm_position) {
   const bool sandwich = norm_position_ == NormPosition::kSandwich;
+  const bool has_attention = !Contains(config.drop_attention_layers, layer);
+  const bool has_ffn = !Contains(config.drop_ffn_layers, layer);
   if (has_attention) {
     attention_norm_ =
         register_module("attention_norm", Norm(config.norm, config.d_model, config.bias));
@@ -29,6 +31,10 @@ BlockImpl::BlockImpl(const ModelConfig& config, bool has_attention, bool has_ffn
     options.d_model = config.d_model;
     options.heads = config.heads;
     options.kv_heads = KvHeads(config);
+    options.head_dim = HeadDim(config);
+    options.kept_heads = KeptHeads(config, layer);
+    options.pos_encoding = config.pos_encoding;
+    options.max_len = max_len;
     options.causal = config.causal;
     options.bias = config.bias;
     options.dropout = config.dropout;
@@ -91,9 +97,7 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& config, int64_t vocab_si
   }
   embedding_dropout_ = register_module("embedding_dropout", torch::nn::Dropout(config.dropout));
   for (int64_t i = 0; i < config.layers; ++i) {
-    blocks_.push_back(register_module("block" + std::to_string(i),
-                                      Block(config, !Contains(config.drop_attention_layers, i),
-                                            !Contains(config.drop_ffn_layers, i))));
+    blocks_.push_back(register_module("block" + std::to_string(i), Block(config, i, max_len)));
   }
   if (config.norm_position != NormPosition::kPost) {
     final_norm_ = register_module("final_norm", Norm(config.norm, config.d_model, config.bias));
@@ -149,6 +153,56 @@ int64_t TransformerLMImpl::ParameterCount() const {
     count += p.numel();
   }
   return count;
+}
+
+int64_t TransformerLMImpl::NonEmbeddingParameterCount() const {
+  int64_t count = ParameterCount() - token_embedding_->weight.numel();
+  if (!position_embedding_.is_empty()) {
+    count -= position_embedding_->weight.numel();
+  }
+  if (!head_.is_empty()) {
+    count -= head_->weight.numel();
+  }
+  return count;
+}
+
+void TransformerLMImpl::SetHeadGates(const std::vector<torch::Tensor>& gates) {
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    Attention& attention = blocks_[l]->attention();
+    if (!attention.is_empty()) {
+      attention->SetHeadGate(l < gates.size() ? gates[l] : torch::Tensor());
+    }
+  }
+}
+
+double ForwardFlopsPerToken(const ModelConfig& config, int64_t vocab_size, int64_t seq_len) {
+  const auto d = static_cast<double>(config.d_model);
+  const auto hd = static_cast<double>(HeadDim(config));
+  const double d_ff = static_cast<double>(config.ffn_mult) * d;
+  const bool gated =
+      config.activation == Activation::kSwiGlu || config.activation == Activation::kGeGlu;
+  const int64_t group = config.heads / KvHeads(config);
+  double flops = 2.0 * d * static_cast<double>(vocab_size);  // LM head
+  for (int64_t layer = 0; layer < config.layers; ++layer) {
+    if (!Contains(config.drop_attention_layers, layer)) {
+      const std::vector<int64_t> kept = KeptHeads(config, layer);
+      std::vector<int64_t> kv;
+      for (int64_t h : kept) {
+        if (kv.empty() || kv.back() != h / group) {
+          kv.push_back(h / group);
+        }
+      }
+      const auto n_q = static_cast<double>(kept.size());
+      const auto n_kv = static_cast<double>(kv.size());
+      flops += 2.0 * d * (n_q + 2.0 * n_kv) * hd;                    // fused QKV
+      flops += 2.0 * 2.0 * static_cast<double>(seq_len) * n_q * hd;  // scores and values
+      flops += 2.0 * n_q * hd * d;                                   // output projection
+    }
+    if (!Contains(config.drop_ffn_layers, layer)) {
+      flops += (gated ? 3.0 : 2.0) * 2.0 * d * d_ff;
+    }
+  }
+  return flops;
 }
 
 torch::Tensor SinusoidTable(int64_t max_len, int64_t d_model) {

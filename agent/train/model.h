@@ -24,8 +24,12 @@ namespace tae::train {
 //   sandwich: x + Norm2(f(Norm1(x)))   (two norms per sublayer)
 class BlockImpl : public torch::nn::Module {
  public:
-  BlockImpl(const ModelConfig& config, bool has_attention, bool has_ffn);
+  // Block `layer` (0-based) of `config`, for sequences of at most `max_len` positions.
+  BlockImpl(const ModelConfig& config, int64_t layer, int64_t max_len);
   torch::Tensor forward(torch::Tensor x);
+
+  // The attention sublayer, or an empty holder when the layer's attention is removed.
+  Attention& attention() { return attention_; }
 
  private:
   // One sublayer with its norms; `out_norm` is only defined for sandwich.
@@ -53,6 +57,15 @@ class TransformerLMImpl : public torch::nn::Module {
 
   // Number of trainable scalars (a tied head is counted once).
   int64_t ParameterCount() const;
+  // ParameterCount() without the token embedding, the learned position embedding and an untied
+  // output head (Kaplan et al. 2020's N).
+  int64_t NonEmbeddingParameterCount() const;
+
+  // Per-layer head gates (see AttentionImpl::SetHeadGate): gates[l] is a [heads] tensor or
+  // undefined; layers past gates.size() and layers without attention are left ungated.
+  void SetHeadGates(const std::vector<torch::Tensor>& gates);
+  void ClearHeadGates() { SetHeadGates({}); }
+  std::vector<Block>& blocks() { return blocks_; }
 
  private:
   void InitWeights();
@@ -68,6 +81,15 @@ class TransformerLMImpl : public torch::nn::Module {
   torch::nn::Linear head_{nullptr};  // untied head only
 };
 TORCH_MODULE(TransformerLM);
+
+// Analytic forward FLOPs per token (multiply-adds count 2) of `config` with `vocab_size` outputs
+// at context `seq_len`, as docs/engine.md derives it: every weight matrix in use (the fused QKV of
+// the kept heads and their K/V heads, the output projection, the FFN's 2 or 3 matrices, the LM
+// head) costs 2 * rows * cols, and attention's scores and weighted values cost
+// 2 * 2 * seq_len * kept_heads * head_dim per layer (the full T x T product is computed; the
+// causal mask does not halve it). Embedding lookups, norms, softmax and biases are not counted.
+// Training costs about 3x this (backward = 2x forward).
+double ForwardFlopsPerToken(const ModelConfig& config, int64_t vocab_size, int64_t seq_len);
 
 // The [max_len, d_model] table of the original Transformer's sinusoidal encoding.
 torch::Tensor SinusoidTable(int64_t max_len, int64_t d_model);

@@ -5,10 +5,14 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
+#include "agent/train/assoc_recall_task.h"
 #include "agent/train/copy_task.h"
 #include "agent/train/corpus.h"
+#include "agent/train/induction_task.h"
 #include "agent/train/lm_task.h"
+#include "agent/train/mod_add_task.h"
+#include "agent/train/order_tasks.h"
+#include "agent/train/synthetic_task.h"
 
 namespace tae::train {
 namespace {
@@ -59,8 +63,22 @@ absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TrainConfig& config) {
     return std::unique_ptr<Task>(std::make_unique<CopyTask>(
         t.vocab, t.seq_len, t.batch_size, t.eval_batches, t.seed, !config.model.causal));
   }
-  if (t.task != TaskKind::kLm) {
-    return absl::UnimplementedError(absl::StrCat("task ", TaskName(t.task), " is not built yet"));
+  const TaskShape shape{t.vocab, t.seq_len, t.batch_size, t.eval_batches, t.seed,
+                        !config.model.causal};
+  switch (t.task) {
+    case TaskKind::kReverse:
+      return MakeReverseTask(shape);
+    case TaskKind::kSort:
+      return MakeSortTask(shape);
+    case TaskKind::kAssocRecall:
+      return MakeAssocRecallTask(shape);
+    case TaskKind::kInduction:
+      return MakeInductionTask(shape);
+    case TaskKind::kModAdd:
+      return MakeModAddTask(shape);
+    case TaskKind::kCopy:
+    case TaskKind::kLm:
+      break;
   }
   absl::StatusOr<std::string> text =
       t.data.empty() ? LoadKjvText(DefaultKjvCachePath()) : ReadTextFile(t.data);

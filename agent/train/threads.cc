@@ -2,12 +2,15 @@
 
 #include <dlfcn.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <string>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -57,6 +60,42 @@ void ConfigureThreads(int threads) {
   if (void* symbol = ::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) {
     reinterpret_cast<SetThreads>(symbol)(threads);
   }
+}
+
+}  // namespace tae::train
+
+namespace tae::train {
+
+std::string LoadedBlasLibrary() {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    const size_t slash = line.find('/');
+    if (slash == std::string::npos) {
+      continue;
+    }
+    const std::string path = line.substr(slash);
+    const std::string file = path.substr(path.rfind('/') + 1);
+    if (file.rfind("libblas.so", 0) == 0 || file.rfind("libopenblas", 0) == 0 ||
+        file.rfind("libmkl_rt", 0) == 0 || file.rfind("libblis", 0) == 0) {
+      return path;
+    }
+  }
+  return "";
+}
+
+std::string RuntimeDescription() {
+  std::string blas = LoadedBlasLibrary();
+  std::string text =
+      absl::StrCat("libtorch ", TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".",
+                   TORCH_VERSION_PATCH, ", BLAS ", blas.empty() ? "(none loaded)" : blas, ", ",
+                   torch::get_num_threads(), " intra-op thread(s)");
+  using GetThreads = int (*)();
+  if (void* symbol = ::dlsym(RTLD_DEFAULT, "openblas_get_num_threads")) {
+    absl::StrAppend(&text, ", OpenBLAS ", reinterpret_cast<GetThreads>(symbol)(), " thread(s)");
+  }
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  absl::StrAppend(&text, ", OMP_WAIT_POLICY=", wait_policy != nullptr ? wait_policy : "(unset)");
+  return text;
 }
 
 }  // namespace tae::train

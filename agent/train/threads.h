@@ -4,6 +4,7 @@
 // pools each sized to all cores) is several times slower, so every pool is sized explicitly.
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/statusor.h"
 
@@ -23,5 +24,13 @@ void ReexecWithPassiveOpenMpIfNeeded(int threads, char** argv);
 // Sizes libtorch's intra-op pool (OpenMP) to `threads`, its inter-op pool to 1 (only possible
 // before the first inter-op use; later calls keep the first size) and OpenBLAS's own pool.
 void ConfigureThreads(int threads);
+
+// The BLAS shared library this process has loaded (its path as mapped, e.g.
+// /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3), or "" when none is.
+std::string LoadedBlasLibrary();
+
+// "libtorch 1.13.0, BLAS <path>, 2 intra-op thread(s), OpenBLAS 2 thread(s), OMP_WAIT_POLICY=..."
+// for the run's log.
+std::string RuntimeDescription();
 
 }  // namespace tae::train

@@ -1,8 +1,11 @@
 #include "agent/train/trainer.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/train/head_importance.h"
 #include "agent/train/schedule.h"
 
 namespace tae::train {
@@ -40,15 +44,6 @@ void AddGroups(std::vector<torch::Tensor> decay, std::vector<torch::Tensor> no_d
 }
 
 }  // namespace
-
-struct Trainer::Window {
-  double loss_sum = 0.0;
-  int64_t steps = 0;
-  double grad_norm = 0.0;  // of the latest step
-  double lr = 0.0;         // of the latest step
-  double seconds = 0.0;
-  int64_t tokens = 0;
-};
 
 torch::Tensor MaskedCrossEntropy(const torch::Tensor& logits, const torch::Tensor& targets,
                                  const torch::Tensor& mask) {
@@ -89,8 +84,19 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainingConfig& con
                                              torch::optim::SGDOptions(config.lr));
 }
 
-Trainer::Trainer(const TrainConfig& config, Task* task, MetricsSink* sink, std::ostream* progress)
-    : config_(config), task_(task), sink_(sink), progress_(progress) {}
+Trainer::Trainer(const TrainConfig& config, Task* task, MetricsSink* sink, std::ostream* progress,
+                 TrainerOptions options)
+    : config_(config),
+      task_(task),
+      sink_(sink),
+      progress_(progress),
+      options_(std::move(options)) {}
+
+double PeakRssMb() {
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
 
 absl::StatusOr<TrainSummary> Trainer::Run() {
   try {
@@ -109,20 +115,16 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
   std::unique_ptr<torch::optim::Optimizer> optimizer = MakeOptimizer(t, model);
   TrainSummary summary;
   summary.params = model->ParameterCount();
-  if (absl::Status s = sink_->Emit(0, {{"model/params", static_cast<double>(summary.params)}});
-      !s.ok()) {
+  TrainWindow window;
+  absl::StatusOr<int64_t> first_step = Resume(model, *optimizer, &window, &summary);
+  if (!first_step.ok()) {
+    return first_step.status();
+  }
+  if (absl::Status s = ReportModel(model, summary); !s.ok()) {
     return s;
   }
-  if (progress_ != nullptr) {
-    *progress_ << "tae-train: task " << TaskName(t.task) << " (vocab " << task_->VocabSize()
-               << ", chance acc " << absl::StrFormat("%.3f", task_->ChanceAccuracy()) << "), "
-               << config_.model.layers << " layers, d_model " << config_.model.d_model << ", "
-               << summary.params << " params, " << torch::get_num_threads() << " thread(s)"
-               << std::endl;
-  }
   model->train();
-  Window window;
-  for (int64_t step = 1; step <= t.steps; ++step) {
+  for (int64_t step = *first_step; step <= t.steps; ++step) {
     const Clock::time_point start = Clock::now();
     window.loss_sum += TrainStep(model, *optimizer, step, &window.grad_norm);
     window.seconds += std::chrono::duration<double>(Clock::now() - start).count();
@@ -139,8 +141,120 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
         return s;
       }
     }
+    const bool stop = options_.should_stop && step < t.steps && options_.should_stop(step);
+    const bool scheduled = t.checkpoint_every > 0 && step % t.checkpoint_every == 0;
+    if (stop || scheduled || step == t.steps) {
+      if (absl::Status s = Checkpoint(model, *optimizer, step, window, summary); !s.ok()) {
+        return s;
+      }
+    }
+    if (stop) {
+      summary.interrupted = true;
+      if (progress_ != nullptr) {
+        *progress_ << "tae-train: stopped after step " << step << ", checkpoint written"
+                   << std::endl;
+      }
+      return summary;
+    }
+  }
+  if (*first_step > t.steps) {  // resumed from the final checkpoint: report the result again
+    if (absl::Status s = ReportEval(model, t.steps, summary, &summary.final_eval); !s.ok()) {
+      return s;
+    }
+  }
+  if (t.head_importance) {
+    if (absl::Status s = ReportHeads(model, t.steps); !s.ok()) {
+      return s;
+    }
   }
   return summary;
+}
+
+absl::Status Trainer::ReportModel(TransformerLM& model, const TrainSummary& summary) {
+  const TrainingConfig& t = config_.train;
+  const double flops = ForwardFlopsPerToken(config_.model, task_->VocabSize(), t.seq_len);
+  if (absl::Status s = sink_->Emit(0, {{"model/params", static_cast<double>(summary.params)},
+                                       {"model/params_non_embedding",
+                                        static_cast<double>(model->NonEmbeddingParameterCount())},
+                                       {"model/flops_per_token", flops}});
+      !s.ok()) {
+    return s;
+  }
+  if (progress_ != nullptr) {
+    *progress_ << "tae-train: task " << TaskName(t.task) << " (vocab " << task_->VocabSize()
+               << ", chance acc " << absl::StrFormat("%.3f", task_->ChanceAccuracy()) << "), "
+               << config_.model.layers << " layers, d_model " << config_.model.d_model << ", "
+               << summary.params << " params, " << absl::StrFormat("%.3g", flops)
+               << " FLOPs/token, " << torch::get_num_threads() << " thread(s)";
+    if (summary.resumed_from > 0) {
+      *progress_ << ", resumed after step " << summary.resumed_from;
+    }
+    *progress_ << std::endl;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Trainer::Resume(TransformerLM& model, torch::optim::Optimizer& optimizer,
+                                        TrainWindow* window, TrainSummary* summary) {
+  if (options_.checkpoint_dir.empty()) {
+    return 1;
+  }
+  absl::StatusOr<std::optional<TrainerState>> state =
+      LoadCheckpoint(options_.checkpoint_dir, options_.fingerprint, *model, optimizer);
+  if (!state.ok()) {
+    return state.status();
+  }
+  if (!state->has_value()) {
+    return 1;
+  }
+  const TrainerState& loaded = **state;
+  if (absl::Status s = task_->RestoreStreamState(loaded.task_stream); !s.ok()) {
+    return s;
+  }
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(loaded.rng_state);
+  }
+  *window = loaded.window;
+  summary->first_train_loss = loaded.first_train_loss;
+  summary->last_train_loss = loaded.last_train_loss;
+  summary->resumed_from = loaded.step;
+  return loaded.step + 1;
+}
+
+absl::Status Trainer::Checkpoint(TransformerLM& model, torch::optim::Optimizer& optimizer,
+                                 int64_t step, const TrainWindow& window,
+                                 const TrainSummary& summary) {
+  if (options_.checkpoint_dir.empty()) {
+    return absl::OkStatus();
+  }
+  TrainerState state;
+  state.step = step;
+  state.fingerprint = options_.fingerprint;
+  state.task_stream = task_->SaveStreamState();
+  state.rng_state = at::detail::getDefaultCPUGenerator().get_state();
+  state.window = window;
+  state.first_train_loss = summary.first_train_loss;
+  state.last_train_loss = summary.last_train_loss;
+  return SaveCheckpoint(options_.checkpoint_dir, state, *model, optimizer);
+}
+
+absl::Status Trainer::ReportHeads(TransformerLM& model, int64_t step) {
+  HeadScores scores = ScoreHeads(model, *task_, config_.model.heads);
+  MetricValues values;
+  for (const auto& [head, delta] : scores.masked) {
+    values.emplace_back(MaskedHeadKey(head.first, head.second), delta);
+  }
+  for (const auto& [head, score] : scores.gradient) {
+    values.emplace_back(GradientHeadKey(head.first, head.second), score);
+  }
+  if (progress_ != nullptr) {
+    *progress_ << absl::StrFormat("tae-train: head importance of %d heads (eval loss %.4f)",
+                                  scores.masked.size(), scores.base_loss)
+               << std::endl;
+  }
+  return values.empty() ? absl::OkStatus() : sink_->Emit(step, values);
 }
 
 double Trainer::TrainStep(TransformerLM& model, torch::optim::Optimizer& optimizer, int64_t step,
@@ -161,7 +275,7 @@ double Trainer::TrainStep(TransformerLM& model, torch::optim::Optimizer& optimiz
   return loss.item<double>();
 }
 
-absl::Status Trainer::ReportTrain(int64_t step, Window* window, TrainSummary* summary) {
+absl::Status Trainer::ReportTrain(int64_t step, TrainWindow* window, TrainSummary* summary) {
   const double loss = window->loss_sum / static_cast<double>(window->steps);
   if (std::isnan(summary->first_train_loss)) {
     summary->first_train_loss = loss;
@@ -174,8 +288,9 @@ absl::Status Trainer::ReportTrain(int64_t step, Window* window, TrainSummary* su
                                            {"train/lr", window->lr},
                                            {"train/grad_norm", window->grad_norm},
                                            {"perf/tokens_per_s", last_tokens_per_s_},
-                                           {"perf/step_ms", step_ms}});
-  *window = Window();
+                                           {"perf/step_ms", step_ms},
+                                           {"perf/peak_rss_mb", PeakRssMb()}});
+  *window = TrainWindow();
   return status;
 }
 

@@ -7,11 +7,14 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <ostream>
+#include <string>
 
 #include "absl/status/statusor.h"
+#include "agent/train/checkpoint.h"
 #include "agent/train/config.h"
 #include "agent/train/metrics_sink.h"
 #include "agent/train/model.h"
@@ -27,6 +30,8 @@ struct EvalResult {
 
 struct TrainSummary {
   int64_t params = 0;
+  int64_t resumed_from = 0;  // the checkpoint step the run resumed after; 0: a fresh start
+  bool interrupted = false;  // stopped early by TrainerOptions::stop (a checkpoint was written)
   double first_train_loss = std::numeric_limits<double>::quiet_NaN();  // mean of the first log
   double last_train_loss = std::numeric_limits<double>::quiet_NaN();   // mean of the last log
   EvalResult final_eval;
@@ -36,12 +41,24 @@ struct TrainSummary {
 torch::Tensor MaskedCrossEntropy(const torch::Tensor& logits, const torch::Tensor& targets,
                                  const torch::Tensor& mask);
 
+struct TrainerOptions {
+  // Where checkpoints go (train.checkpoint_every, and always at the end); "": no checkpoints and
+  // no resume.
+  std::string checkpoint_dir;
+  // Identifies the config a checkpoint belongs to (a checkpoint of another config is refused).
+  std::string fingerprint;
+  // Asked after every step but the last; when it answers true (e.g. after SIGTERM), the run
+  // checkpoints after that step and returns with TrainSummary::interrupted.
+  std::function<bool(int64_t step)> should_stop;
+};
+
 class Trainer {
  public:
   static constexpr int64_t kTrainLogEvery = 10;
 
   // `task` and `sink` must outlive the trainer; `progress` may be nullptr (no human output).
-  Trainer(const TrainConfig& config, Task* task, MetricsSink* sink, std::ostream* progress);
+  Trainer(const TrainConfig& config, Task* task, MetricsSink* sink, std::ostream* progress,
+          TrainerOptions options = {});
 
   // Trains and evaluates; libtorch exceptions come back as Internal, a lost metrics fd as
   // Unavailable.
@@ -51,21 +68,30 @@ class Trainer {
   static EvalResult Evaluate(TransformerLM& model, const Task& task);
 
  private:
-  struct Window;  // training statistics since the last train/loss line
-
   absl::StatusOr<TrainSummary> RunOrThrow();
+  absl::Status ReportModel(TransformerLM& model, const TrainSummary& summary);
+  // Resumes from options_.checkpoint_dir if it holds a checkpoint; returns the next step to run.
+  absl::StatusOr<int64_t> Resume(TransformerLM& model, torch::optim::Optimizer& optimizer,
+                                 TrainWindow* window, TrainSummary* summary);
+  absl::Status Checkpoint(TransformerLM& model, torch::optim::Optimizer& optimizer, int64_t step,
+                          const TrainWindow& window, const TrainSummary& summary);
   double TrainStep(TransformerLM& model, torch::optim::Optimizer& optimizer, int64_t step,
                    double* grad_norm);
-  absl::Status ReportTrain(int64_t step, Window* window, TrainSummary* summary);
+  absl::Status ReportTrain(int64_t step, TrainWindow* window, TrainSummary* summary);
   absl::Status ReportEval(TransformerLM& model, int64_t step, const TrainSummary& summary,
                           EvalResult* result);
+  absl::Status ReportHeads(TransformerLM& model, int64_t step);
 
   TrainConfig config_;
   Task* task_;
   MetricsSink* sink_;
   std::ostream* progress_;
+  TrainerOptions options_;
   double last_tokens_per_s_ = 0.0;
 };
+
+// The process's peak resident set size in MiB (getrusage).
+double PeakRssMb();
 
 // The optimiser of train.optimizer; weight decay applies to matrices only (not biases / gains).
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainingConfig& config,

@@ -1,17 +1,50 @@
 #include "common/spec/task_checks.h"
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/spec/text.h"
 
 namespace tae::spec {
+namespace {
+
+// The smallest train.seq_len of each generated task and what the positions are for; the layouts
+// are in docs/tasks.md, and tae-train's task constructors refuse the same shapes.
+struct TaskNeeds {
+  std::string_view task;
+  int64_t min_seq_len;
+  std::string_view needs;
+};
+
+constexpr TaskNeeds kNeeds[] = {
+    {"copy", 2, "a symbol, SEP and its copy"},
+    {"reverse", 4, "a sequence of at least 2 symbols, SEP and its rearrangement"},
+    {"sort", 4, "a sequence of at least 2 symbols, SEP and its rearrangement"},
+    {"assoc_recall", 8, "2 key-value pairs, SEP and 2 queries with their answers"},
+    {"induction", 5, "a block of 2 or 3 symbols and its repeat, so the length can vary"},
+    {"mod_add", 4, "one problem a + b = c is 5 tokens"},
+};
+
+}  // namespace
 
 std::optional<CrossProblem> CheckTask(const nlohmann::json& config) {
   const std::string task = config.at("train.task").get<std::string>();
   const int64_t vocab = config.at("train.vocab").get<int64_t>();
-  if (task == "copy" && vocab < 2) {
-    return CrossProblem{Cat("train.vocab: task copy needs at least 2 symbols, got ", vocab),
-                        {"train.vocab", "train.task"}};
+  const int64_t seq_len = config.at("train.seq_len").get<int64_t>();
+  for (const TaskNeeds& needs : kNeeds) {
+    if (needs.task != task) {
+      continue;
+    }
+    if (vocab < 2) {
+      return CrossProblem{Cat("train.vocab: task ", task, " needs at least 2 symbols, got ", vocab),
+                          {"train.vocab", "train.task"}};
+    }
+    if (seq_len < needs.min_seq_len) {
+      return CrossProblem{Cat("train.seq_len: task ", task, " needs at least ", needs.min_seq_len,
+                              " positions (", needs.needs, "), got ", seq_len),
+                          {"train.seq_len", "train.task"}};
+    }
   }
   return std::nullopt;
 }

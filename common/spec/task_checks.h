@@ -9,6 +9,10 @@
 
 namespace tae::spec {
 
+// For the generated tasks (every task but lm, whose vocabulary is the 256 bytes): train.vocab must
+// be at least 2 and train.seq_len at least the task's minimum (reverse, sort, mod_add 4,
+// induction 5, assoc_recall 8). The message names the key, e.g. "train.seq_len: task
+// assoc_recall needs at least 8 positions (...), got 6".
 std::optional<CrossProblem> CheckTask(const nlohmann::json& config);
 
 }  // namespace tae::spec
