@@ -101,6 +101,9 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
       {"TAE_VARIANT", start.variant()},
       {"TAE_SEED", absl::StrCat(start.seed())},
       {"TAE_RUN_DIR", job->run_dir},
+      // Shared by the run's attempts on this agent: a re-queued attempt resumes from it.
+      {"TAE_CHECKPOINT_DIR",
+       absl::StrCat(options_.work_dir, "/runs/r", start.run_id(), "/checkpoint")},
       {"TAE_THREADS", absl::StrCat(options_.threads_per_run)},
       {"OMP_NUM_THREADS", absl::StrCat(options_.threads_per_run)},
       {"OPENBLAS_NUM_THREADS", absl::StrCat(options_.threads_per_run)},

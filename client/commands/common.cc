@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace tae::client {
@@ -25,6 +26,18 @@ int ParseOrExit(cli::FlagSet& flags, const Args& args, size_t min_positional, si
     return Fail(parsed);
   }
   return -1;
+}
+
+absl::StatusOr<int64_t> ParseRunId(const std::string& text) {
+  std::string digits = text;
+  if (!digits.empty() && (digits[0] == 'r' || digits[0] == 'R')) {
+    digits.erase(0, 1);
+  }
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(digits, &id) || id <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a run id (r<ID>)"));
+  }
+  return id;
 }
 
 }  // namespace tae::client

@@ -2,9 +2,11 @@
 
 // Flag parsing shared by the simple verbs: `--json`, `--help`, N positional arguments.
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "client/commands/commands.h"
 #include "common/cli/flags.h"
 
@@ -13,5 +15,8 @@ namespace tae::client {
 // Parses flags; returns -1 to go on, or the exit code to return (help printed or bad usage).
 int ParseOrExit(cli::FlagSet& flags, const Args& args, size_t min_positional, size_t max_positional,
                 Args* positional);
+
+// "r12", "R12" or "12" -> 12; anything else is InvalidArgument naming the text.
+absl::StatusOr<int64_t> ParseRunId(const std::string& text);
 
 }  // namespace tae::client

@@ -108,4 +108,37 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
           {"rows", rows}};
 }
 
+nlohmann::ordered_json HeadGridJson(int64_t run_id, const HeadGrid& grid) {
+  auto values = [&](const std::vector<std::vector<std::optional<double>>>& grid_values) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& layer : grid_values) {
+      nlohmann::ordered_json row = nlohmann::ordered_json::array();
+      for (const std::optional<double>& value : layer) {
+        row.push_back(value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json());
+      }
+      rows.push_back(row);
+    }
+    return rows;
+  };
+  nlohmann::ordered_json cells = nlohmann::ordered_json::array();
+  for (const auto& layer : grid.kind) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::array();
+    for (HeadCell kind : layer) {
+      row.push_back(kind == HeadCell::kScored         ? "scored"
+                    : kind == HeadCell::kPruned       ? "pruned"
+                    : kind == HeadCell::kLayerRemoved ? "removed"
+                                                      : "missing");
+    }
+    cells.push_back(row);
+  }
+  nlohmann::ordered_json out;
+  out["run"] = run_id;
+  out["layers"] = grid.layers;
+  out["heads"] = grid.heads;
+  out["masked"] = values(grid.masked);
+  out["gradient"] = values(grid.gradient);
+  out["cells"] = cells;
+  return out;
+}
+
 }  // namespace tae::client

@@ -1,4 +1,4 @@
-// taectl logs / report / cancel.
+// taectl logs / report / cancel / heads.
 
 #include <algorithm>
 #include <chrono>
@@ -11,24 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/commands/common.h"
+#include "client/commands/head_grid.h"
 #include "client/commands/json.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 
 namespace tae::client {
 namespace {
-
-absl::StatusOr<int64_t> ParseRunId(const std::string& text) {
-  std::string digits = text;
-  if (!digits.empty() && (digits[0] == 'r' || digits[0] == 'R')) {
-    digits.erase(0, 1);
-  }
-  int64_t id = 0;
-  if (!absl::SimpleAtoi(digits, &id) || id <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a run id (r<ID>)"));
-  }
-  return id;
-}
 
 std::string Cell(const tae::v1::ReportCell& cell) {
   if (cell.n() == 0) {
@@ -205,6 +194,47 @@ int Cancel(const CommandEnv& env, const Args& args) {
   } else {
     std::printf("cancelling %d run(s)\n", response.cancelled());
   }
+  return 0;
+}
+
+int Heads(const CommandEnv& env, const Args& args) {
+  bool json = false;
+  cli::FlagSet flags(
+      "usage: taectl heads RUN [--json]\n\n"
+      "Head importance of a finished tae-train run (train.head_importance = true) as two\n"
+      "layer x head grids: the eval/loss increase when each head alone is masked at evaluation,\n"
+      "and Michel et al.'s gradient score normalised per layer. Heads removed by\n"
+      "model.prune_heads show as 'pruned', layers without attention as 'removed'.");
+  flags.Bool("json", &json, "print {run, layers, heads, masked: [[...]], gradient: [[...]]}");
+  Args rest;
+  if (int code = ParseOrExit(flags, args, 1, 1, &rest); code >= 0) {
+    return code;
+  }
+  absl::StatusOr<int64_t> run_id = ParseRunId(rest[0]);
+  if (!run_id.ok()) {
+    return Fail(run_id.status());
+  }
+  ControlClient client(env.home);
+  tae::v1::GetRunRequest request;
+  request.set_run_id(*run_id);
+  tae::v1::GetRunResponse response;
+  absl::Status s =
+      client.Check(client.stub()->GetRun(ControlClient::Context().get(), request, &response));
+  if (!s.ok()) {
+    return Fail(s);
+  }
+  absl::StatusOr<HeadGrid> grid = BuildHeadGrid(response.run());
+  if (!grid.ok()) {
+    return Fail(grid.status());
+  }
+  if (json) {
+    std::printf("%s\n", HeadGridJson(*run_id, *grid).dump(2).c_str());
+    return 0;
+  }
+  const tae::v1::Run& run = response.run();
+  std::printf("r%ld %s seed %ld (%s)\n\n", static_cast<long>(run.id()), run.variant().c_str(),
+              static_cast<long>(run.seed()), run.state().c_str());
+  std::fputs(RenderHeadGrid(*grid).c_str(), stdout);
   return 0;
 }
 
