@@ -195,6 +195,14 @@ void Runner::OnLine(Job& job, int index, std::string line) {
     Emit(job, std::move(event));
     return;
   }
+  if (!record->meta.empty()) {
+    tae::v1::Event meta;
+    auto* values = meta.mutable_meta()->mutable_values();
+    for (auto& [key, value] : record->meta) {
+      (*values)[key] = std::move(value);  // a repeated key: the last one wins
+    }
+    Emit(job, std::move(meta));
+  }
   if (record->values.empty()) {
     return;
   }

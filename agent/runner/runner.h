@@ -1,9 +1,10 @@
 #pragma once
 
 // Runner: runs each run as a child process in its own process group, turns its output into
-// events (stdout/stderr lines -> log events, JSON lines on TAE_METRICS_FD -> metric events), and
-// reports its exit once every pipe is drained and no process of the group remains. Single
-// threaded: everything happens on the agent's io_context.
+// events (stdout/stderr lines -> log events, JSON lines on TAE_METRICS_FD -> metric events and,
+// for a line's "meta" object, a run metadata event), and reports its exit once every pipe is
+// drained and no process of the group remains. Single threaded: everything happens on the agent's
+// io_context.
 
 #include <sys/types.h>
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "agent/train/config.h"
 #include "agent/train/metrics_sink.h"
+#include "agent/train/runtime_info.h"
 #include "agent/train/tasks.h"
 #include "agent/train/threads.h"
 #include "agent/train/trainer.h"
@@ -140,6 +141,9 @@ int main(int argc, char** argv) {
     return Fail(kExitRuntime, task.status());
   }
   std::cout << "tae-train: " << tae::train::RuntimeDescription() << std::endl;
+  if (absl::Status s = (*sink)->EmitMeta(tae::train::RuntimeMetadata()); !s.ok()) {
+    return Fail(kExitRuntime, s);
+  }
   tae::train::TrainerOptions options;
   options.checkpoint_dir = args.checkpoint_dir;
   options.fingerprint = tae::train::ConfigFingerprint(*spec);

@@ -34,6 +34,17 @@ std::string FormatMetricLine(int64_t step, const MetricValues& values) {
   return line.dump();
 }
 
+std::string FormatMetaLine(const std::vector<std::pair<std::string, std::string>>& meta) {
+  nlohmann::ordered_json values = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : meta) {
+    values[key] = value;
+  }
+  nlohmann::ordered_json line;
+  line["meta"] = std::move(values);
+  // Replaces invalid UTF-8 (e.g. in a library path) instead of throwing.
+  return line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 absl::StatusOr<std::unique_ptr<MetricsSink>> MetricsSink::FromEnvValue(const char* env_value) {
   if (env_value == nullptr) {
     return std::make_unique<MetricsSink>(STDOUT_FILENO);
@@ -51,7 +62,14 @@ absl::StatusOr<std::unique_ptr<MetricsSink>> MetricsSink::FromEnvValue(const cha
 }
 
 absl::Status MetricsSink::Emit(int64_t step, const MetricValues& values) {
-  const std::string line = FormatMetricLine(step, values) + "\n";
+  return WriteLine(FormatMetricLine(step, values) + "\n");
+}
+
+absl::Status MetricsSink::EmitMeta(const std::vector<std::pair<std::string, std::string>>& meta) {
+  return WriteLine(FormatMetaLine(meta) + "\n");
+}
+
+absl::Status MetricsSink::WriteLine(const std::string& line) {
   size_t written = 0;
   while (written < line.size()) {
     const ssize_t n = ::write(fd_, line.data() + written, line.size() - written);

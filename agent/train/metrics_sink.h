@@ -2,6 +2,7 @@
 
 // Metric lines for the agent: one JSON object per line, {"step": 100, "train/loss": 2.31, ...},
 // written with one write(2) per line to the fd named by TAE_METRICS_FD, or to stdout when unset.
+// A meta line, {"meta": {"libtorch": "1.13.0", ...}}, carries the run's metadata instead.
 
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,9 @@ using MetricValues = std::vector<std::pair<std::string, double>>;
 // Values that are whole numbers below 2^53 are written as integers.
 std::string FormatMetricLine(int64_t step, const MetricValues& values);
 
+// {"meta":{"k":"v",...}} without a newline, keys in the given order.
+std::string FormatMetaLine(const std::vector<std::pair<std::string, std::string>>& meta);
+
 class MetricsSink {
  public:
   // Writes to `fd`, which the sink does not own.
@@ -31,10 +35,14 @@ class MetricsSink {
 
   // Writes one line; an error when the fd is gone.
   absl::Status Emit(int64_t step, const MetricValues& values);
+  // Writes one meta line (see FormatMetaLine); an error when the fd is gone.
+  absl::Status EmitMeta(const std::vector<std::pair<std::string, std::string>>& meta);
 
   int fd() const { return fd_; }
 
  private:
+  absl::Status WriteLine(const std::string& line);
+
   int fd_;
 };
 

@@ -1,5 +1,8 @@
 #include "client/commands/json.h"
 
+#include <map>
+#include <string>
+
 namespace tae::client {
 
 nlohmann::ordered_json ExperimentJson(const tae::v1::Experiment& exp) {
@@ -43,6 +46,11 @@ nlohmann::ordered_json RunJson(const tae::v1::Run& run) {
   for (const tae::v1::Scalar& s : run.final_metrics()) {
     metrics[s.key()] = s.value();
   }
+  nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+  for (const auto& [key, value] :
+       std::map<std::string, std::string>(run.meta().begin(), run.meta().end())) {
+    meta[key] = value;  // sorted: a proto map has no order
+  }
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(run.config_json(), nullptr, false);
   bool exited = IsFinal(run.state()) && run.started_at() > 0;
   return {
@@ -61,6 +69,7 @@ nlohmann::ordered_json RunJson(const tae::v1::Run& run) {
       {"finished_at", OrNull(run.finished_at(), run.finished_at() > 0)},
       {"last_step", run.last_step()},
       {"final_metrics", metrics},
+      {"meta", meta},
       {"config", config.is_discarded() ? nlohmann::ordered_json() : config},
   };
 }

@@ -1,6 +1,8 @@
 // taectl ls / show / runs / agents: what taed knows, as tables or --json.
 
 #include <cstdio>
+#include <map>
+#include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -95,6 +97,15 @@ int ShowRun(ControlClient& client, int64_t run_id, bool json) {
       metrics.Add({"  " + m.key(), FormatNumber(m.value(), 6)});
     }
     std::fputs(metrics.Render().c_str(), stdout);
+  }
+  if (!run.meta().empty()) {
+    std::printf("\nruntime:\n");
+    Table meta({"  KEY", "VALUE"});
+    for (const auto& [key, value] :
+         std::map<std::string, std::string>(run.meta().begin(), run.meta().end())) {
+      meta.Add({"  " + key, value});
+    }
+    std::fputs(meta.Render().c_str(), stdout);
   }
   std::printf("\nconfig: %s\n", run.config_json().c_str());
   return 0;

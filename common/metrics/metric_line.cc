@@ -15,6 +15,46 @@ namespace {
 
 bool IsStepKey(std::string_view key) { return key == "step" || key == "Step"; }
 
+constexpr char kMetaKey[] = "meta";
+
+absl::Status InvalidKey(const char* what, std::string_view key) {
+  return absl::InvalidArgumentError(absl::StrCat("metric line: invalid ", what, " '",
+                                                 std::string(key.substr(0, kMaxKeyLength)),
+                                                 "' (1-128 printable characters, no spaces)"));
+}
+
+absl::Status ParseMeta(const nlohmann::ordered_json& meta, MetricRecord* record) {
+  if (!meta.is_object()) {
+    return absl::InvalidArgumentError("metric line: \"meta\" must be an object of strings");
+  }
+  if (meta.size() > kMaxMetaEntriesPerLine) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metric line: \"meta\" has more than ", kMaxMetaEntriesPerLine, " entries"));
+  }
+  for (const auto& [key, value] : meta.items()) {
+    if (!IsValidMetricKey(key)) {
+      return InvalidKey("meta key", key);
+    }
+    std::string text;
+    if (value.is_null()) {
+      continue;
+    } else if (value.is_string()) {
+      text = value.get<std::string>();
+    } else if (value.is_number() || value.is_boolean()) {
+      text = value.dump();
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric line: meta value of '", key, "' is not a string"));
+    }
+    if (text.size() > kMaxMetaValueLength) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "metric line: meta value of '", key, "' is longer than ", kMaxMetaValueLength, " bytes"));
+    }
+    record->meta.emplace_back(key, std::move(text));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> StepFromJson(const nlohmann::ordered_json& value) {
   if (value.is_number_integer() || value.is_number_unsigned()) {
     int64_t step = value.get<int64_t>();
@@ -55,7 +95,7 @@ absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line) {
   if (!doc.is_object()) {
     return absl::InvalidArgumentError("metric line: expected a JSON object");
   }
-  if (doc.size() > kMaxValuesPerLine + 1) {
+  if (doc.size() > kMaxValuesPerLine + 2) {  // the values, "step" and "meta"
     return absl::InvalidArgumentError(
         absl::StrCat("metric line: more than ", kMaxValuesPerLine, " values"));
   }
@@ -69,10 +109,14 @@ absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line) {
       record.step = *step;
       continue;
     }
+    if (key == kMetaKey) {
+      if (absl::Status s = ParseMeta(value, &record); !s.ok()) {
+        return s;
+      }
+      continue;
+    }
     if (!IsValidMetricKey(key)) {
-      return absl::InvalidArgumentError(absl::StrCat("metric line: invalid key '",
-                                                     std::string(key.substr(0, kMaxKeyLength)),
-                                                     "' (1-128 printable characters, no spaces)"));
+      return InvalidKey("key", key);
     }
     if (value.is_null()) {
       continue;

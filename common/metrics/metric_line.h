@@ -2,7 +2,8 @@
 
 // Parsing of the metric lines a job emits (docs/design.md §2 step 5): JSON objects on the fd named
 // by TAE_METRICS_FD, and plain `Key=Value` stdout lines such as `Epoch=1 Step=20 Loss=2.31
-// Rate=812`.
+// Rate=812`. A JSON line may also carry a "meta" object of strings about the run itself (library
+// versions, thread counts), which taed keeps as the run's metadata.
 
 #include <cstdint>
 #include <optional>
@@ -17,15 +18,20 @@ namespace tae::metrics {
 
 inline constexpr size_t kMaxKeyLength = 128;
 inline constexpr size_t kMaxValuesPerLine = 1024;
+inline constexpr size_t kMaxMetaEntriesPerLine = 256;
+inline constexpr size_t kMaxMetaValueLength = 1024;
 
 struct MetricRecord {
   std::optional<int64_t> step;  // absent: the caller uses the run's last step
-  std::vector<std::pair<std::string, double>> values;  // in line order
+  std::vector<std::pair<std::string, double>> values;     // in line order
+  std::vector<std::pair<std::string, std::string>> meta;  // in line order
 };
 
 // Parses one JSON metric line: an object with an optional integer "step" and numeric values,
 // e.g. {"step": 10, "train/loss": 2.31}. null values are skipped (a job may write null for NaN).
-// Errors name the offending key.
+// An optional "meta" object holds run metadata, e.g. {"meta": {"libtorch": "1.13.0"}}: its keys
+// follow the metric key rules, its values are strings (a number or bool becomes its JSON text, a
+// null is skipped) of at most kMaxMetaValueLength bytes. Errors name the offending key.
 absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line);
 
 // Parses a `Key=Value Key=Value` line; numeric values become metrics, `Step`/`step` the step.

@@ -44,6 +44,9 @@ void ToProto(const store::RunRecord& in, tae::v1::Run* out) {
   out->set_finished_at(in.finished_at.value_or(0));
   out->set_config_json(in.config_json);
   out->set_pid(in.pid);
+  for (const auto& [key, value] : in.meta) {
+    (*out->mutable_meta())[key] = value;
+  }
 }
 
 void ToProto(const store::TransitionRecord& in, tae::v1::Transition* out) {
@@ -140,6 +143,10 @@ uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent
         event.cancelled = e.exited().cancelled();
         event.interrupted = e.exited().interrupted();
         event.text = e.exited().reason();
+        break;
+      case tae::v1::Event::kMeta:
+        event.kind = store::IngestEvent::Kind::kMeta;
+        event.meta = store::RunMeta(e.meta().values().begin(), e.meta().values().end());
         break;
       case tae::v1::Event::KIND_NOT_SET:
         continue;

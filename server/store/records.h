@@ -19,6 +19,8 @@ std::optional<RunState> RunStateFromString(std::string_view text);
 bool IsFinal(RunState state);
 
 using Labels = std::map<std::string, std::string>;
+// What a job reported about its runtime: libtorch version, BLAS library, thread counts, ...
+using RunMeta = std::map<std::string, std::string>;
 
 struct RunCounts {
   int total = 0;
@@ -83,6 +85,7 @@ struct RunRecord {
   double created_at = 0;
   std::optional<double> started_at;
   std::optional<double> finished_at;
+  RunMeta meta;
 };
 
 struct TransitionRecord {
@@ -138,7 +141,7 @@ struct MetricValue {
 };
 
 struct IngestEvent {
-  enum class Kind { kMetrics, kLog, kStarted, kExited };
+  enum class Kind { kMetrics, kLog, kStarted, kExited, kMeta };
   Kind kind = Kind::kLog;
   uint64_t seq = 0;
   int64_t run_id = 0;
@@ -153,6 +156,7 @@ struct IngestEvent {
   int signal = 0;                   // kExited
   bool cancelled = false;           // kExited
   bool interrupted = false;         // kExited: the agent stopped it as it shut down; requeue
+  RunMeta meta;                     // kMeta: keys to merge into the run's metadata
 };
 
 // A run that reached a final state while ingesting, so the scheduler can free its slot.

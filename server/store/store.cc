@@ -23,7 +23,8 @@ Labels LabelsFromJson(const std::string& text) {
 
 constexpr const char* kRunColumns =
     "id, experiment_id, variant, seed, config, state, attempt, max_attempts, priority, slots, "
-    "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at";
+    "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at, "
+    "meta";
 
 RunRecord ReadRun(const Statement& stmt) {
   RunRecord run;
@@ -47,6 +48,7 @@ RunRecord ReadRun(const Statement& stmt) {
   run.created_at = stmt.Double(15);
   run.started_at = stmt.OptionalDouble(16);
   run.finished_at = stmt.OptionalDouble(17);
+  run.meta = LabelsFromJson(stmt.Text(18));  // the same shape: a JSON object of strings
   return run;
 }
 

@@ -75,6 +75,8 @@ class Store {
   absl::Status IngestOne(const std::string& agent_id, const IngestEvent& event,
                          std::vector<RunEnded>* ended);
   absl::Status IngestMetrics(const IngestEvent& event);
+  // Merges event.meta into the run's metadata; a resend changes nothing.
+  absl::Status IngestMeta(const RunRecord& run, const IngestEvent& event);
   absl::StatusOr<int64_t> MetricKeyId(const std::string& name);
   // The statement for `sql` (a string constant), prepared on first use and kept; reset and
   // unbound on every return. For the ingest path, which runs per event.

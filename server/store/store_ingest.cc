@@ -3,10 +3,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status/macros.h"
+#include "nlohmann/json.hpp"
 #include "server/store/store.h"
 
 namespace tae::store {
 namespace {
+
+// A run keeps at most this many metadata keys; further new keys are dropped (known keys still
+// update), so a job that writes a new key per line cannot grow its run row without bound.
+constexpr size_t kMaxRunMetaKeys = 256;
 
 constexpr char kInsertMetricKey[] =
     "INSERT INTO metric_keys (name) VALUES (?) ON CONFLICT(name) DO UPDATE SET name = "
@@ -24,6 +29,7 @@ constexpr char kUpsertSummary[] =
 constexpr char kInsertLog[] =
     "INSERT OR IGNORE INTO logs (run_id, attempt, seq, agent_id, stream, line, wall_time) "
     "VALUES (?,?,?,?,?,?,?)";
+constexpr char kUpdateMeta[] = "UPDATE runs SET meta = ? WHERE id = ?";
 
 }  // namespace
 
@@ -74,6 +80,28 @@ absl::Status Store::IngestMetrics(const IngestEvent& event) {
   return absl::OkStatus();
 }
 
+absl::Status Store::IngestMeta(const RunRecord& run, const IngestEvent& event) {
+  if (run.attempt != event.attempt) {
+    return absl::OkStatus();  // from an attempt the run has moved past
+  }
+  RunMeta merged = run.meta;
+  for (const auto& [key, value] : event.meta) {
+    if (merged.size() >= kMaxRunMetaKeys && merged.count(key) == 0) {
+      continue;
+    }
+    merged[key] = value;
+  }
+  if (merged == run.meta) {
+    return absl::OkStatus();  // a resend, or nothing new
+  }
+  ASSIGN_OR_RETURN(Statement * stmt, Cached(kUpdateMeta));
+  // The agent's JSON parser only passes valid UTF-8; replace, never throw, should one slip by.
+  stmt->Bind(1,
+             nlohmann::json(merged).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+      .Bind(2, event.run_id);
+  return stmt->Run();
+}
+
 absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& event,
                               std::vector<RunEnded>* ended) {
   absl::StatusOr<RunRecord> run = GetRun(event.run_id);
@@ -86,6 +114,8 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
   switch (event.kind) {
     case IngestEvent::Kind::kMetrics:
       return IngestMetrics(event);
+    case IngestEvent::Kind::kMeta:
+      return IngestMeta(*run, event);
     case IngestEvent::Kind::kLog: {
       ASSIGN_OR_RETURN(Statement * stmt, Cached(kInsertLog));
       stmt->Bind(1, event.run_id)

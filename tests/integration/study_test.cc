@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
+#include <thread>
 
 #include "server/store/db.h"
 #include "tests/integration/harness.h"
@@ -55,6 +57,11 @@ TEST_CASE("a study runs end to end and its metrics land in SQLite with the expec
   CHECK(submitted.at("state") == "succeeded");
   CHECK(submit.err.find("4/4 done") != std::string::npos);  // progress went to stderr
 
+  // tae-train's runtime (its meta line) is stored as each run's metadata. The agent gives a run
+  // cores / slots threads (agent/main.cc; 2 slots here) and tae-train uses them all.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string threads_per_run = std::to_string(std::max(1, cores / 2));
+
   nlohmann::json runs = cluster.TaectlJson({"runs", std::to_string(exp_id)});
   REQUIRE(runs.size() == 4);
   std::set<std::string> variants;
@@ -62,9 +69,22 @@ TEST_CASE("a study runs end to end and its metrics land in SQLite with the expec
     CHECK(run.at("state") == "succeeded");
     CHECK(run.at("attempt") == 1);
     CHECK(run.at("last_step") == 60);
+    CHECK(run.at("meta").value("threads", "") == threads_per_run);
     variants.insert(run.at("variant").get<std::string>());
   }
   CHECK(variants == std::set<std::string>{"baseline", "no-attn"});
+
+  const std::string first_run = "r" + std::to_string(runs[0].at("id").get<int64_t>());
+  nlohmann::json meta = cluster.TaectlJson({"show", first_run}).at("meta");
+  INFO("meta: " << meta.dump());
+  CHECK_FALSE(meta.value("libtorch", "").empty());
+  CHECK_FALSE(meta.value("blas", "").empty());
+  CHECK(meta.value("threads", "") == threads_per_run);
+  CommandResult shown = cluster.Taectl({"show", first_run});
+  CHECK(shown.exit_code == 0);
+  CHECK(shown.out.find("runtime:") != std::string::npos);
+  CHECK(shown.out.find("  libtorch ") != std::string::npos);
+  CHECK(shown.out.find(" " + meta.value("libtorch", "?") + "\n") != std::string::npos);
 
   auto db = store::Db::Open(cluster.db_path());
   REQUIRE(db.ok());

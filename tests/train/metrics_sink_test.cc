@@ -44,6 +44,21 @@ TEST_CASE("the sink writes whole lines to its fd", "[metrics]") {
   CHECK_FALSE(sink.Emit(20, {{"train/loss", 0.4}}).ok());  // fd closed
 }
 
+TEST_CASE("a meta line is one JSON object of strings that the agent's parser accepts",
+          "[metrics]") {
+  const std::vector<std::pair<std::string, std::string>> meta = {{"libtorch", "1.13.0"},
+                                                                 {"blas", "/usr/lib/libblas.so.3"}};
+  CHECK(FormatMetaLine(meta) == R"({"meta":{"libtorch":"1.13.0","blas":"/usr/lib/libblas.so.3"}})");
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  MetricsSink sink(fds[1]);
+  REQUIRE(sink.EmitMeta(meta).ok());
+  ::close(fds[1]);
+  CHECK(ReadAll(fds[0]) == FormatMetaLine(meta) + "\n");
+  ::close(fds[0]);
+  CHECK_FALSE(sink.EmitMeta(meta).ok());  // fd closed
+}
+
 TEST_CASE("TAE_METRICS_FD is validated", "[metrics]") {
   absl::StatusOr<std::unique_ptr<MetricsSink>> stdout_sink = MetricsSink::FromEnvValue(nullptr);
   REQUIRE(stdout_sink.ok());

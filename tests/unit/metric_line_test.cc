@@ -40,6 +40,54 @@ TEST_CASE("bad JSON metric lines are errors that say why") {
         "metric line: invalid key 'bad key' (1-128 printable characters, no spaces)");
 }
 
+TEST_CASE("a JSON line may carry run metadata alone or with metrics") {
+  auto alone =
+      ParseJsonLine(R"({"meta": {"libtorch": "1.13.0", "threads": 2, "mkl": false, "gpu": null}})");
+  REQUIRE(alone.ok());
+  CHECK_FALSE(alone->step.has_value());
+  CHECK(alone->values.empty());
+  using Meta = std::vector<std::pair<std::string, std::string>>;
+  CHECK(alone->meta == Meta{{"libtorch", "1.13.0"}, {"threads", "2"}, {"mkl", "false"}});
+
+  auto mixed =
+      ParseJsonLine(R"({"step": 3, "meta": {"blas": "/usr/lib/libblas.so.3"}, "loss": 1})");
+  REQUIRE(mixed.ok());
+  CHECK(mixed->step == 3);
+  REQUIRE(mixed->values.size() == 1);
+  CHECK(mixed->values[0].first == "loss");
+  CHECK(mixed->meta == Meta{{"blas", "/usr/lib/libblas.so.3"}});
+
+  auto empty = ParseJsonLine(R"({"meta": {}})");
+  REQUIRE(empty.ok());
+  CHECK(empty->meta.empty());
+}
+
+TEST_CASE("bad run metadata is an error that names the key") {
+  auto message = [](const std::string& line) {
+    auto record = ParseJsonLine(line);
+    REQUIRE_FALSE(record.ok());
+    return std::string(record.status().message());
+  };
+  CHECK(message(R"({"meta": "1.13"})") == "metric line: \"meta\" must be an object of strings");
+  CHECK(message(R"({"meta": {"bad key": "x"}})") ==
+        "metric line: invalid meta key 'bad key' (1-128 printable characters, no spaces)");
+  CHECK(message(R"({"meta": {"libs": ["a", "b"]}})") ==
+        "metric line: meta value of 'libs' is not a string");
+  CHECK(message(R"({"meta": {"blas": {"path": "x"}}})") ==
+        "metric line: meta value of 'blas' is not a string");
+  std::string long_value(kMaxMetaValueLength + 1, 'x');
+  CHECK(message(R"({"meta": {"blas": ")" + long_value + R"("}})") ==
+        "metric line: meta value of 'blas' is longer than 1024 bytes");
+  std::string at_limit(kMaxMetaValueLength, 'x');
+  CHECK(ParseJsonLine(R"({"meta": {"blas": ")" + at_limit + R"("}})").ok());
+  std::string many = R"({"meta": {)";
+  for (size_t i = 0; i <= kMaxMetaEntriesPerLine; ++i) {
+    many += (i > 0 ? ",\"k" : "\"k") + std::to_string(i) + "\": \"v\"";
+  }
+  many += "}}";
+  CHECK(message(many) == "metric line: \"meta\" has more than 256 entries");
+}
+
 TEST_CASE("key=value lines from TPU training scripts become metrics") {
   auto record = ParseKeyValueLine(
       "Training Device=xla:0/3 Epoch=1 Step=40 Loss=2.31 Rate=812.4 GlobalRate=790.2 "

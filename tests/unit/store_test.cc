@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "absl/strings/str_cat.h"
 #include "server/store/migrations.h"
 
 namespace tae::store {
@@ -62,6 +63,30 @@ TEST_CASE("migrations on an existing database apply only the new ones and keep t
   auto sum = (*store)->db_for_test()->QueryInt("SELECT x + y FROM a");
   REQUIRE(sum.ok());
   CHECK(*sum == 49);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("runs stored before run metadata existed read back with an empty one") {
+  std::string path = TempDbPath("pre-meta");
+  std::vector<Migration> first = {EmbeddedMigrations().front()};
+  REQUIRE(first.front().version == 1);
+  {
+    auto store = Store::Open(path, first);
+    REQUIRE(store.ok());
+    REQUIRE((*store)
+                ->db_for_test()
+                ->Exec("INSERT INTO experiments (name, spec_hash, spec_text, created_at) VALUES "
+                       "('old', 'h', 't', 1); INSERT INTO runs (experiment_id, variant, seed, "
+                       "config, state, max_attempts, created_at) VALUES (1, 'baseline', 0, '{}', "
+                       "'succeeded', 1, 1)")
+                .ok());
+  }
+  auto store = Store::Open(path);
+  REQUIRE(store.ok());
+  auto run = (*store)->GetRun(1);
+  REQUIRE(run.ok());
+  CHECK(run->variant == "baseline");
+  CHECK(run->meta.empty());
   std::filesystem::remove(path);
 }
 
@@ -157,6 +182,80 @@ TEST_CASE("run lifecycle: assign, start, metrics, exit, with a transition for ea
     to.push_back(t.to_state);
   }
   CHECK(to == std::vector<std::string>{"queued", "assigned", "running", "succeeded"});
+}
+
+TEST_CASE("run metadata merges key by key, survives a resend and ignores a past attempt") {
+  auto opened = Store::Open(":memory:");
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  REQUIRE(store.CreateExperiment(TwoRuns(), 1.0).ok());
+  int64_t run_id = (*store.QueuedRuns())[0].id;
+  CHECK(store.GetRun(run_id)->meta.empty());
+  REQUIRE(store.AssignRun(run_id, "a", 2.0).ok());
+
+  auto meta = [run_id](uint64_t seq, int attempt, RunMeta values) {
+    IngestEvent e;
+    e.kind = IngestEvent::Kind::kMeta;
+    e.seq = seq;
+    e.run_id = run_id;
+    e.attempt = attempt;
+    e.wall_time = 3.0;
+    e.meta = std::move(values);
+    return e;
+  };
+  IngestEvent metrics;
+  metrics.kind = IngestEvent::Kind::kMetrics;
+  metrics.seq = 2;
+  metrics.run_id = run_id;
+  metrics.attempt = 1;
+  metrics.values = {{"train/loss", 2.0}};
+  IngestEvent first = meta(1, 1, {{"libtorch", "1.13.0"}, {"blas", "/usr/lib/libblas.so.3"}});
+  REQUIRE(store.Ingest("a", {first, metrics}).ok());
+  CHECK(store.GetRun(run_id)->meta ==
+        RunMeta{{"blas", "/usr/lib/libblas.so.3"}, {"libtorch", "1.13.0"}});
+
+  // A resend changes nothing; a later line adds keys and replaces the ones it repeats.
+  REQUIRE(store.Ingest("a", {first, metrics}).ok());
+  REQUIRE(store.Ingest("a", {meta(3, 1, {{"threads", "2"}, {"blas", "openblas"}})}).ok());
+  CHECK(store.GetRun(run_id)->meta ==
+        RunMeta{{"blas", "openblas"}, {"libtorch", "1.13.0"}, {"threads", "2"}});
+
+  // After a requeue, a late event of attempt 1 is ignored; attempt 2 merges over attempt 1.
+  REQUIRE(store.LoseRun(run_id, "agent a lost", 4.0).ok());
+  REQUIRE(store.AssignRun(run_id, "b", 5.0).ok());
+  REQUIRE(store.Ingest("a", {meta(4, 1, {{"threads", "8"}})}).ok());
+  REQUIRE(store.Ingest("b", {meta(1, 2, {{"blas", "mkl"}})}).ok());
+  CHECK(store.GetRun(run_id)->meta ==
+        RunMeta{{"blas", "mkl"}, {"libtorch", "1.13.0"}, {"threads", "2"}});
+}
+
+TEST_CASE("a run keeps a bounded number of metadata keys") {
+  auto opened = Store::Open(":memory:");
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  REQUIRE(store.CreateExperiment(TwoRuns(), 1.0).ok());
+  int64_t run_id = (*store.QueuedRuns())[0].id;
+  REQUIRE(store.AssignRun(run_id, "a", 2.0).ok());
+  IngestEvent e;
+  e.kind = IngestEvent::Kind::kMeta;
+  e.seq = 1;
+  e.run_id = run_id;
+  e.attempt = 1;
+  for (int i = 0; i < 300; ++i) {
+    e.meta[absl::StrCat("k", 1000 + i)] = "v";
+  }
+  REQUIRE(store.Ingest("a", {e}).ok());
+  RunMeta stored = store.GetRun(run_id)->meta;
+  CHECK(stored.size() == 256);
+  CHECK(stored.count("k1000") == 1);
+  CHECK(stored.count("k1299") == 0);
+  e.seq = 2;
+  e.meta = {{"k1000", "updated"}, {"new", "dropped"}};
+  REQUIRE(store.Ingest("a", {e}).ok());
+  stored = store.GetRun(run_id)->meta;
+  CHECK(stored.size() == 256);
+  CHECK(stored.at("k1000") == "updated");
+  CHECK(stored.count("new") == 0);
 }
 
 TEST_CASE("a lost run is requeued until its attempts run out, then fails") {

@@ -1,0 +1,18 @@
+#pragma once
+
+// What this tae-train process runs on, as the run's metadata (the "meta" object of a metric line,
+// docs/cli.md): the same facts as RuntimeDescription() in threads.h, as key/value strings that
+// taed stores with the run and `taectl show` prints.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tae::train {
+
+// In this order: libtorch ("1.13.0"), blas (the loaded library's path, or "none"), threads
+// (libtorch's intra-op pool), interop_threads, openblas_threads (only when OpenBLAS is loaded),
+// omp_wait_policy (OMP_WAIT_POLICY, or "unset"). Call after ConfigureThreads().
+std::vector<std::pair<std::string, std::string>> RuntimeMetadata();
+
+}  // namespace tae::train

@@ -1,0 +1,35 @@
+#include "server/rpc/convert.h"
+
+#include <catch2/catch.hpp>
+
+namespace tae::rpc {
+namespace {
+
+TEST_CASE("a run metadata event becomes a meta ingest event, and a run's metadata its proto map") {
+  tae::v1::EventBatch batch;
+  tae::v1::Event* event = batch.add_events();
+  event->set_seq(7);
+  event->set_run_id(3);
+  event->set_attempt(2);
+  (*event->mutable_meta()->mutable_values())["libtorch"] = "1.13.0";
+  (*event->mutable_meta()->mutable_values())["threads"] = "2";
+  std::vector<store::IngestEvent> events;
+  CHECK(FromProto(batch, &events) == 7);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].kind == store::IngestEvent::Kind::kMeta);
+  CHECK(events[0].run_id == 3);
+  CHECK(events[0].attempt == 2);
+  CHECK(events[0].meta == store::RunMeta{{"libtorch", "1.13.0"}, {"threads", "2"}});
+
+  store::RunRecord record;
+  record.id = 3;
+  record.meta = events[0].meta;
+  tae::v1::Run run;
+  ToProto(record, &run);
+  REQUIRE(run.meta().size() == 2);
+  CHECK(run.meta().at("libtorch") == "1.13.0");
+  CHECK(run.meta().at("threads") == "2");
+}
+
+}  // namespace
+}  // namespace tae::rpc
