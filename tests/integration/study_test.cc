@@ -257,7 +257,7 @@ seeds = [0]
   CHECK(agents[0].at("state") == "ready");
 }
 
-TEST_CASE("taectl down interrupts running runs; they are requeued and finish after up") {
+TEST_CASE("taectl down interrupts running runs, they are requeued and finish after up") {
   Cluster cluster(1, 1);
   std::string spec = cluster.dir().Write("tiny.toml", kTinyStudy);
   nlohmann::json submitted =

@@ -164,7 +164,7 @@ TEST_CASE("prune_heads parses per layer and refuses missing layers, heads and em
   CHECK(ParseTrainConfig(spec).ok());
 }
 
-TEST_CASE("head_dim decouples head width from d_model; rope needs it even", "[config]") {
+TEST_CASE("head_dim decouples head width from d_model, rope needs it even", "[config]") {
   nlohmann::json spec = DefaultSpec();
   spec["model.heads"] = 3;  // does not divide 64
   CHECK(ErrorOf(spec).find("model.heads") != std::string::npos);

@@ -207,7 +207,7 @@ TEST_CASE("head importance scores every kept head both ways", "[trainer][heads]"
   }
 }
 
-TEST_CASE("masking a head the model relies on costs loss; the score says which", "[heads]") {
+TEST_CASE("masking a head the model relies on costs loss, the score says which", "[heads]") {
   // A 1-layer model with one head left that has learned much of the copy (chance is 1/8): masking
   // that head must hurt a lot.
   nlohmann::json spec = ResumeSpec();

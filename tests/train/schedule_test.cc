@@ -38,7 +38,7 @@ TEST_CASE("constant, linear and cosine decay after warmup", "[schedule]") {
   CHECK(LearningRate(cosine, 109) > 0.0);
 }
 
-TEST_CASE("no warmup starts at the peak; warmup past the end never decays", "[schedule]") {
+TEST_CASE("no warmup starts at the peak, warmup past the end never decays", "[schedule]") {
   TrainingConfig config = Config(Schedule::kCosine);
   config.warmup = 0;
   CHECK(LearningRate(config, 0) == Approx(1.0));

@@ -61,7 +61,7 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE("submit expands the spec; the scheduler fills free slots and refills them on exit") {
+TEST_CASE("submit expands the spec, the scheduler fills free slots and refills them on exit") {
   Fixture f;
   auto channel = std::make_shared<FakeChannel>();
   f.controller.OnRegister(channel, Hello("a", 2));
@@ -134,7 +134,7 @@ TEST_CASE("cancel: queued runs end at once, running runs are asked to stop on th
   CHECK(f.store->GetRun(running)->state == store::RunState::kCancelled);
 }
 
-TEST_CASE("reconnecting without a run loses it; it is requeued and placed again") {
+TEST_CASE("reconnecting without a run loses it, it is requeued and placed again") {
   Fixture f;
   auto first = std::make_shared<FakeChannel>();
   f.controller.OnRegister(first, Hello("a", 1));
@@ -171,7 +171,7 @@ TEST_CASE("a reconnect that still holds its run keeps it running") {
   CHECK(second->Starts().empty());  // its only slot is still busy
 }
 
-TEST_CASE("a draining agent gets no new runs; an interrupted run is requeued") {
+TEST_CASE("a draining agent gets no new runs, an interrupted run is requeued") {
   Fixture f;
   auto channel = std::make_shared<FakeChannel>();
   f.controller.OnRegister(channel, Hello("a", 1));

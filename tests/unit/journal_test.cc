@@ -25,7 +25,7 @@ TEST_CASE("the journal numbers events and sends each once per connection") {
   CHECK_FALSE(journal.has_unsent());
 }
 
-TEST_CASE("acked events are dropped; a reconnect resends exactly the unacked ones") {
+TEST_CASE("acked events are dropped, a reconnect resends exactly the unacked ones") {
   Journal journal;
   for (const char* t : {"a", "b", "c"}) {
     journal.Append(Log(t));

@@ -16,7 +16,7 @@ TEST_CASE("a JSON metric line gives its step and values in order") {
   CHECK(record->values[1].second == 81234.0);
 }
 
-TEST_CASE("a JSON metric line without a step leaves it to the caller; null values are skipped") {
+TEST_CASE("a JSON metric line without a step leaves it to the caller, null values are skipped") {
   auto record = ParseJsonLine(R"({"loss": 1.0, "acc": null})");
   REQUIRE(record.ok());
   CHECK_FALSE(record->step.has_value());

@@ -80,7 +80,7 @@ TEST_CASE("a train.seq_len below a task's minimum names the key and the need", "
   }
 }
 
-TEST_CASE("generated tasks need two symbols; lm ignores train.vocab", "[spec][tasks]") {
+TEST_CASE("generated tasks need two symbols, lm ignores train.vocab", "[spec][tasks]") {
   for (const Minimum& minimum : Minimums()) {
     INFO(minimum.task);
     std::optional<CrossProblem> problem = CheckTask(Config(minimum.task, 1, 32));
