@@ -5,7 +5,7 @@
 namespace tae::train {
 namespace {
 
-constexpr int64_t kMinBlock = 2;   // one scored position
+constexpr int64_t kMinBlock = 2;   // a block of one symbol would be a constant row
 constexpr int64_t kMinSeqLen = 5;  // block lengths 2 and 3
 constexpr char kNeeds[] = "a block of 2 or 3 symbols and its repeat, so the length can vary";
 
@@ -14,22 +14,22 @@ class InductionFormat final : public RowFormat {
   explicit InductionFormat(const TaskShape& shape)
       : vocab_(shape.vocab), row_len_(shape.seq_len + 1), max_block_(row_len_ / 2) {}
 
-  // Row indices: prefix 0 .. P-1, block P .. P+n-1, repeat P+n .. seq_len (= P+2n-1); scored
-  // inputs P+n .. seq_len-1.
+  // Row indices: the block at 0 .. n-1, then repeats; scored inputs n .. seq_len-1.
   void Fill(TaskRng& rng, int64_t* row, float* scored) const override {
     const int64_t block = kMinBlock + rng.Below(max_block_ - kMinBlock + 1);
-    const int64_t repeat = row_len_ - block;
-    for (int64_t i = 0; i < repeat; ++i) {
+    for (int64_t i = 0; i < block; ++i) {
       row[i] = rng.Below(vocab_);
     }
-    std::copy(row + repeat - block, row + repeat, row + repeat);
-    std::fill(scored + repeat, scored + row_len_ - 1, 1.0f);
+    for (int64_t i = block; i < row_len_; ++i) {
+      row[i] = row[i - block];
+    }
+    std::fill(scored + block, scored + row_len_ - 1, 1.0f);
   }
 
  private:
   int64_t vocab_;
   int64_t row_len_;
-  int64_t max_block_;
+  int64_t max_block_;  // (seq_len + 1) / 2: at least one full repeat
 };
 
 }  // namespace

@@ -1,11 +1,11 @@
 #pragma once
 
-// induction: each row of seq_len + 1 tokens is  r_1 .. r_P  b_1 .. b_n  b_1 .. b_n  with every
-// token uniform over the vocab symbols, a block length n drawn uniformly from
-// 2 .. (seq_len + 1) / 2 for each row and P = seq_len + 1 - 2n random prefix tokens, so the
-// repeat ends the row. The n - 1 positions that read b_1 .. b_(n-1) of the repeat (and predict
-// b_2 .. b_n) are scored; b_1 of the repeat is not predictable and not scored. Needs vocab >= 2
-// and seq_len >= 5 (two block lengths). docs/tasks.md has the diagram.
+// induction: each row of seq_len + 1 tokens is a block b_1 .. b_n of symbols drawn uniformly from
+// the vocab, repeated until the row is full (row[i] = b_(i mod n + 1), the last repeat cut short),
+// with the block length n drawn uniformly from 2 .. (seq_len + 1) / 2 for each row. Every
+// position from the first repeat on is scored except the one predicting its first token b_1, which
+// nothing announces: input positions n .. seq_len-1. Needs vocab >= 2 and seq_len >= 5 (two
+// block lengths). docs/tasks.md has the diagram.
 
 #include <memory>
 

@@ -13,9 +13,9 @@ absl::Status CheckTaskShape(const char* task, const TaskShape& shape, int64_t mi
         absl::StrCat("train.vocab: task ", task, " needs at least 2 symbols, got ", shape.vocab));
   }
   if (shape.seq_len < min_seq_len) {
-    return absl::InvalidArgumentError(absl::StrCat("train.seq_len: task ", task,
-                                                   " needs at least ", min_seq_len, " positions (",
-                                                   needs, "), got ", shape.seq_len));
+    return absl::InvalidArgumentError(absl::StrCat("train.seq_len: task ", task, " needs at least ",
+                                                   min_seq_len, " positions (", needs, "), got ",
+                                                   shape.seq_len));
   }
   return absl::OkStatus();
 }

@@ -63,8 +63,13 @@ absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TrainConfig& config) {
     return std::unique_ptr<Task>(std::make_unique<CopyTask>(
         t.vocab, t.seq_len, t.batch_size, t.eval_batches, t.seed, !config.model.causal));
   }
-  const TaskShape shape{t.vocab, t.seq_len, t.batch_size, t.eval_batches, t.seed,
-                        !config.model.causal};
+  TaskShape shape;
+  shape.vocab = t.vocab;
+  shape.seq_len = t.seq_len;
+  shape.batch_size = t.batch_size;
+  shape.eval_batches = t.eval_batches;
+  shape.seed = t.seed;
+  shape.hide_answers = !config.model.causal;  // bidirectional models must not read answers
   switch (t.task) {
     case TaskKind::kReverse:
       return MakeReverseTask(shape);
