@@ -140,8 +140,13 @@ int main(int argc, char** argv) {
   if (!task.ok()) {
     return Fail(kExitRuntime, task.status());
   }
-  std::cout << "tae-train: " << tae::train::RuntimeDescription() << std::endl;
-  if (absl::Status s = (*sink)->EmitMeta(tae::train::RuntimeMetadata()); !s.ok()) {
+  const auto runtime = tae::train::RuntimeMetadata();
+  std::cout << "tae-train: runtime";
+  for (const auto& [key, value] : runtime) {
+    std::cout << " " << key << "=" << value;
+  }
+  std::cout << std::endl;
+  if (absl::Status s = (*sink)->EmitMeta(runtime); !s.ok()) {
     return Fail(kExitRuntime, s);
   }
   tae::train::TrainerOptions options;

@@ -1,7 +1,7 @@
 #pragma once
 
 // What this tae-train process runs on, as the run's metadata (the "meta" object of a metric line,
-// docs/cli.md): the same facts as RuntimeDescription() in threads.h, as key/value strings that
+// docs/cli.md): the run's runtime facts as key/value strings that
 // taed stores with the run and `taectl show` prints.
 
 #include <string>

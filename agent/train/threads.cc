@@ -83,19 +83,4 @@ std::string LoadedBlasLibrary() {
   return "";
 }
 
-std::string RuntimeDescription() {
-  std::string blas = LoadedBlasLibrary();
-  std::string text =
-      absl::StrCat("libtorch ", TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".",
-                   TORCH_VERSION_PATCH, ", BLAS ", blas.empty() ? "(none loaded)" : blas, ", ",
-                   torch::get_num_threads(), " intra-op thread(s)");
-  using GetThreads = int (*)();
-  if (void* symbol = ::dlsym(RTLD_DEFAULT, "openblas_get_num_threads")) {
-    absl::StrAppend(&text, ", OpenBLAS ", reinterpret_cast<GetThreads>(symbol)(), " thread(s)");
-  }
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-  absl::StrAppend(&text, ", OMP_WAIT_POLICY=", wait_policy != nullptr ? wait_policy : "(unset)");
-  return text;
-}
-
 }  // namespace tae::train

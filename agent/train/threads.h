@@ -29,8 +29,4 @@ void ConfigureThreads(int threads);
 // /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3), or "" when none is.
 std::string LoadedBlasLibrary();
 
-// "libtorch 1.13.0, BLAS <path>, 2 intra-op thread(s), OpenBLAS 2 thread(s), OMP_WAIT_POLICY=..."
-// for the run's log.
-std::string RuntimeDescription();
-
 }  // namespace tae::train
