@@ -1,0 +1,311 @@
+#!/usr/bin/python3
+"""Training-speed benchmark: tae-train vs an equivalent PyTorch eager script, interleaved.
+
+Started by bench/train_speed.sh (which installs python3-torch and builds tae-train when
+missing); see bench/README.md for how to read the output.
+
+Model and run (both programs): GPT with d_model 256, 4 layers, 4 heads, ffn_mult 4, gelu,
+pre-norm layernorm, learned positions, tied embeddings, bias, no dropout; byte-level LM on the
+KJV text (vocab 256), seq_len 128, batch 16, AdamW lr 1e-3 (10 warmup steps, cosine), weight
+decay 0.1, grad clip 1.0.
+
+Training FLOPs per token = 3 x forward (backward ~ 2 x forward), forward = 2 x multiply-adds of
+every matmul:
+  per layer: qkv 3d^2 + out d^2 + ffn up and down 2 x ffn_mult d^2 = (4 + 2 ffn_mult) d^2 MACs,
+             attention scores Q K^T and probs V: 2 T d MACs (the full T x T product, as computed)
+  LM head:   d V MACs (tied embedding; the embedding lookups are not counted)
+  FLOPs/token = 3 x 2 x [L ((4 + 2 ffn_mult) d^2 + 2 T d) + d V]
+              = 3 x [L (24 d^2 + 4 T d) + 2 d V] at ffn_mult 4  (20.84 MFLOP at these knobs)
+"""
+
+import functools
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives in the system interpreter
+
+D_MODEL, LAYERS, HEADS, FFN_MULT = 256, 4, 4, 4
+SEQ_LEN, BATCH, VOCAB = 128, 16, 256
+LR, LR_WARMUP, WEIGHT_DECAY, GRAD_CLIP = 1e-3, 10, 0.1, 1.0
+LOG_EVERY = 10  # tae-train reports perf/step_ms per window of 10 steps (kTrainLogEvery)
+
+
+def flops_per_token():
+    d, t = D_MODEL, SEQ_LEN
+    forward_macs = LAYERS * ((4 + 2 * FFN_MULT) * d * d + 2 * t * d) + d * VOCAB
+    return 3 * 2 * forward_macs
+
+
+def tae_spec(steps, threads):
+    return {
+        "model.layers": LAYERS, "model.d_model": D_MODEL, "model.heads": HEADS,
+        "model.kv_heads": 0, "model.head_dim": 0, "model.ffn_mult": FFN_MULT,
+        "model.activation": "gelu", "model.norm": "layernorm", "model.norm_position": "pre",
+        "model.pos_encoding": "learned", "model.residual": True, "model.causal": True,
+        "model.drop_attention_layers": [], "model.drop_ffn_layers": [], "model.prune_heads": {},
+        "model.tie_embeddings": True, "model.bias": True, "model.dropout": 0.0,
+        "train.task": "lm", "train.data": "", "train.vocab": 16, "train.seq_len": SEQ_LEN,
+        "train.batch_size": BATCH, "train.steps": steps, "train.optimizer": "adamw",
+        "train.lr": LR, "train.schedule": "cosine", "train.warmup": LR_WARMUP,
+        "train.weight_decay": WEIGHT_DECAY, "train.grad_clip": GRAD_CLIP, "train.eval_every": 0,
+        "train.eval_batches": 1, "train.checkpoint_every": 0, "train.head_importance": False,
+        "train.threads": threads, "train.seed": 0,
+        "resources.slots": 1, "resources.labels": {}, "resources.max_attempts": 3,
+        "resources.priority": 0,
+    }
+
+
+def clean_env(**extra):
+    """The caller's environment without thread knobs, plus `extra`."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                        "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_PROC_BIND", "TAE_THREADS",
+                        "TAE_METRICS_FD", "TAE_CHECKPOINT_DIR")}
+    env.update(extra)
+    return env
+
+
+def busy_seconds():
+    """CPU seconds spent busy on all CPUs since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+class Measured:
+    """Runs a command and reports the CPU other processes used meanwhile (in cores)."""
+
+    def __init__(self, argv, env, pass_fds=(), cwd=None):
+        busy0, child0, wall0 = busy_seconds(), children_cpu_seconds(), time.monotonic()
+        self.proc = subprocess.run(argv, env=env, pass_fds=pass_fds, cwd=cwd,
+                                   capture_output=True, text=True, check=False)
+        wall = time.monotonic() - wall0
+        own = children_cpu_seconds() - child0
+        self.other_cores = max(0.0, (busy_seconds() - busy0 - own) / wall)
+        if self.proc.returncode != 0:
+            sys.exit(f"train_speed: {argv[0]} failed (exit {self.proc.returncode}):\n"
+                     f"{self.proc.stderr}{self.proc.stdout[-2000:]}")
+
+
+@functools.lru_cache(maxsize=None)
+def tae_supports(tae_train, flag):
+    """Whether `tae-train --help` lists `flag` (older binaries lack some)."""
+    help_text = subprocess.run([tae_train, "--help"], capture_output=True, text=True,
+                               check=False).stdout
+    return flag in help_text
+
+
+def run_tae(tae_train, steps, warmup, threads, workdir):
+    """One tae-train run in a fresh directory (tae-train resumes from ./checkpoint otherwise)."""
+    rundir = tempfile.mkdtemp(prefix="run-", dir=workdir)
+    spec_path = os.path.join(rundir, "run.json")
+    with open(spec_path, "w") as f:
+        json.dump(tae_spec(steps, threads), f)
+    metrics_path = os.path.join(rundir, "metrics.jsonl")
+    argv = [os.path.abspath(tae_train), "--spec", spec_path]
+    if tae_supports(tae_train, "--no-checkpoint"):
+        argv.append("--no-checkpoint")
+    with open(metrics_path, "w") as metrics:
+        run = Measured(argv, clean_env(TAE_METRICS_FD=str(metrics.fileno()),
+                                       TAE_CHECKPOINT_DIR=os.path.join(rundir, "checkpoint")),
+                       pass_fds=(metrics.fileno(),), cwd=rundir)
+    lines = [json.loads(line) for line in open(metrics_path) if line.strip()]
+    windows = [m for m in lines if "perf/step_ms" in m and m.get("step", 0) > warmup]
+    losses = [m["train/loss"] for m in lines if "train/loss" in m]
+    if not windows:
+        sys.exit(f"train_speed: tae-train wrote no perf/step_ms after step {warmup}:\n"
+                 f"{run.proc.stdout[-2000:]}")
+    step_ms = statistics.fmean(m["perf/step_ms"] for m in windows)
+    reported = [m["model/flops_per_token"] for m in lines if "model/flops_per_token" in m]
+    return {"tokens_per_s": 1e3 * BATCH * SEQ_LEN / step_ms, "step_ms": step_ms,
+            "first_loss": losses[0], "last_loss": losses[-1], "other_cores": run.other_cores,
+            "forward_flops_per_token": reported[0] if reported else None}
+
+
+def run_pytorch(steps, warmup, env, threads=0, attention="manual"):
+    argv = [PYTHON, os.path.join(BENCH_DIR, "train_pytorch.py"), "--steps", str(steps),
+            "--warmup-steps", str(warmup), "--threads", str(threads), "--attention", attention,
+            "--lr", str(LR), "--lr-warmup", str(LR_WARMUP), "--weight-decay", str(WEIGHT_DECAY),
+            "--grad-clip", str(GRAD_CLIP)]
+    run = Measured(argv, env)
+    result = json.loads(run.proc.stdout.strip().splitlines()[-1])
+    result["other_cores"] = run.other_cores
+    return result
+
+
+def sgemm_peak(threads):
+    argv = [PYTHON, os.path.join(BENCH_DIR, "sgemm_peak.py"), "--threads", str(threads)]
+    run = Measured(argv, clean_env(OPENBLAS_NUM_THREADS=str(threads)))
+    result = json.loads(run.proc.stdout.strip().splitlines()[-1])
+    result["other_cores"] = run.other_cores
+    return result
+
+
+class AutogroupPriority:
+    """BENCH_PRIORITY=1: raises this session's scheduler autogroup to nice -19 for the benchmark.
+
+    Linux puts each session in its own autogroup and shares CPU between autogroups before nice
+    applies inside them, so on a shared box a 2-thread run gets ~1 core whenever another session
+    is busy. Writing /proc/self/autogroup (root only) gives our session the larger share; the
+    previous value is restored on exit.
+    """
+
+    PATH = "/proc/self/autogroup"
+
+    def __init__(self, enabled):
+        self.previous = None
+        if not enabled:
+            return
+        try:
+            with open(self.PATH) as f:
+                self.previous = int(f.read().split()[-1])
+            with open(self.PATH, "w") as f:
+                f.write("-19")
+        except (OSError, ValueError) as e:
+            print(f"train_speed: BENCH_PRIORITY ignored: cannot set {self.PATH}: {e}")
+            self.previous = None
+
+    def describe(self):
+        return "autogroup nice -19 (BENCH_PRIORITY=1)" if self.previous is not None else "normal"
+
+    def restore(self):
+        if self.previous is not None:
+            with open(self.PATH, "w") as f:
+                f.write(str(self.previous))
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def pytorch_configs(threads):
+    """(key, label, env, torch threads) of the PyTorch thread settings run in every round."""
+    return [
+        ("pt-issue", f"pytorch, OPENBLAS_NUM_THREADS=1 + {threads} torch threads",
+         clean_env(OPENBLAS_NUM_THREADS="1"), threads),
+        ("pt-passive", f"pytorch, OpenBLAS {threads} + {threads} torch threads, PASSIVE",
+         clean_env(OPENBLAS_NUM_THREADS=str(threads), OMP_WAIT_POLICY="PASSIVE"), threads),
+    ]
+
+
+def print_run(round_label, name, res, note=""):
+    print(f"  {round_label:<6}{name:<58}{res['tokens_per_s']:>10,.0f}{res['step_ms']:>9.1f}"
+          f"{res['last_loss']:>8.3f}{res['other_cores']:>7.2f}{note}", flush=True)
+
+
+def main():
+    priority = AutogroupPriority(os.environ.get("BENCH_PRIORITY") == "1")
+    try:
+        return run_benchmark(priority)
+    finally:
+        priority.restore()
+
+
+def run_benchmark(priority):
+    tae_train = os.environ.get("TAE_TRAIN", "build/bin/tae-train")
+    threads = int(os.environ.get("BENCH_THREADS", "2"))
+    rounds = int(os.environ.get("BENCH_ROUNDS", "3"))
+    steps = int(os.environ.get("BENCH_STEPS", "60"))
+    warmup = LOG_EVERY  # tae-train reports per 10 steps: its first window is the warmup
+    if steps % LOG_EVERY != 0 or steps <= warmup:
+        sys.exit(f"train_speed: BENCH_STEPS must be a multiple of {LOG_EVERY} above {warmup}")
+    fpt = flops_per_token()
+    configs = pytorch_configs(threads)
+
+    print(f"train_speed: GPT d_model {D_MODEL}, {LAYERS} layers, {HEADS} heads, ffn_mult "
+          f"{FFN_MULT}, seq {SEQ_LEN}, batch {BATCH}, vocab {VOCAB}, AdamW, {threads} threads")
+    print(f"machine: {cpu_model()}, {os.cpu_count()} CPUs, load average "
+          + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f", priority {priority.describe()}")
+    print(f"FLOPs/token (training) = 3 x forward = 3 x [L (24 d^2 + 4 T d) + 2 d V] = "
+          f"{fpt / 1e6:.2f} MFLOP  (L {LAYERS}, d {D_MODEL}, T {SEQ_LEN}, V {VOCAB})")
+    peaks = [sgemm_peak(threads)]
+    print(f"sgemm peak (torch.mm, n={peaks[0]['peak_n']}, {threads} threads): "
+          f"{peaks[0]['peak_gflops']:.1f} GFLOP/s")
+    print(f"\ninterleaved runs: {steps} steps each, the first {warmup} untimed; 'other' = CPU "
+          "cores other processes used during the run")
+    print(f"  {'round':<6}{'program':<58}{'tokens/s':>10}{'step ms':>9}{'loss':>8}{'other':>7}")
+    runs = {"tae": []}
+    runs.update({key: [] for key, _, _, _ in configs})
+    labels = {"tae": f"tae-train (train.threads {threads})"}
+    labels.update({key: label for key, label, _, _ in configs})
+    with tempfile.TemporaryDirectory(prefix="tae-bench-") as workdir:
+        for r in range(rounds):
+            order = ["tae"] + [key for key, _, _, _ in configs]
+            order = order[r % len(order):] + order[:r % len(order)]  # rotate against drift
+            for key in order:
+                if key == "tae":
+                    res = run_tae(tae_train, steps, warmup, threads, workdir)
+                else:
+                    _, _, env, torch_threads = next(c for c in configs if c[0] == key)
+                    res = run_pytorch(steps, warmup, env, threads=torch_threads)
+                runs[key].append(res)
+                print_run(str(r + 1), labels[key], res)
+    default_run = run_pytorch(steps, warmup, clean_env())
+    labels["pt-default"] = (f"pytorch, default threads ({default_run['threads']} torch, "
+                            "OpenBLAS default)")
+    print_run("ref", labels["pt-default"], default_run, "  (1 run)")
+    sdpa_run = run_pytorch(steps, warmup, configs[-1][2], threads=threads, attention="sdpa")
+    if "skipped" in sdpa_run:
+        print(f"  {'ref':<6}pytorch + scaled_dot_product_attention: skipped, {sdpa_run['skipped']}")
+    else:
+        print_run("ref", "pytorch + scaled_dot_product_attention", sdpa_run, "  (1 run)")
+    reported = runs["tae"][0]["forward_flops_per_token"]
+    if reported is not None:
+        agrees = "agrees" if abs(3 * reported - fpt) < 1e-6 * fpt else "DISAGREES"
+        print(f"\ntae-train's model/flops_per_token (forward): {reported:,.0f}; x 3 = "
+              f"{3 * reported / 1e6:.2f} MFLOP {agrees} with the formula above")
+    peaks.append(sgemm_peak(threads))
+    peak = max(p["peak_gflops"] for p in peaks)
+
+    med = {key: statistics.median(r["tokens_per_s"] for r in rs) for key, rs in runs.items()}
+    med_ms = {key: statistics.median(r["step_ms"] for r in rs) for key, rs in runs.items()}
+    med["pt-default"], med_ms["pt-default"] = default_run["tokens_per_s"], default_run["step_ms"]
+    print(f"\nsgemm peak: {peak:.1f} GFLOP/s (best of the measurements before and after the "
+          "runs: " + ", ".join(f"{p['peak_gflops']:.1f}" for p in peaks) + ")")
+    print(f"medians of {rounds} rounds (default threads: 1 run):")
+    print(f"  {'program':<64}{'tokens/s':>10}{'step ms':>9}{'GFLOP/s':>9}{'% peak':>8}")
+    for key in list(runs) + ["pt-default"]:
+        gflops = med[key] * fpt / 1e9
+        print(f"  {labels[key]:<64}{med[key]:>10,.0f}{med_ms[key]:>9.1f}{gflops:>9.1f}"
+              f"{100 * gflops / peak:>7.1f}%")
+    best_key = max((key for key in med if key != "tae"), key=med.get)
+    ratio = med["tae"] / med[best_key]
+    tae_share = med["tae"] * fpt / 1e9 / peak
+    print(f"\npytorch at its best here: {labels[best_key]}")
+    print(f"tae-train / pytorch best: {ratio:.2f}x (target >= 1.20x: "
+          f"{'met' if ratio >= 1.2 else 'NOT met'})")
+    for key, _, _, _ in configs:
+        if key != best_key:
+            print(f"tae-train / {labels[key]}: {med['tae'] / med[key]:.2f}x")
+    print(f"tae-train share of sgemm peak: {100 * tae_share:.1f}% (target >= 50%: "
+          f"{'met' if tae_share >= 0.5 else 'NOT met'})")
+    others = [r["other_cores"] for rs in runs.values() for r in rs]
+    if max(others) > 0.25:
+        print(f"warning: other processes used up to {max(others):.2f} cores during the runs; "
+              "the figures are noisy (see bench/README.md, 'A shared machine')")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
