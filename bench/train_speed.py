@@ -222,6 +222,57 @@ def main():
         priority.restore()
 
 
+def run_rounds(tae_train, configs, labels, rounds, steps, warmup, threads):
+    """The interleaved runs: {key: [result, ...]} for tae-train ("tae") and each PyTorch config."""
+    runs = {"tae": []}
+    runs.update({key: [] for key, _, _, _ in configs})
+    print(f"\ninterleaved runs: {steps} steps each, the first {warmup} untimed; 'other' = CPU "
+          "cores other processes used during the run")
+    print(f"  {'round':<6}{'program':<58}{'tokens/s':>10}{'step ms':>9}{'loss':>8}{'other':>7}")
+    with tempfile.TemporaryDirectory(prefix="tae-bench-") as workdir:
+        for r in range(rounds):
+            order = list(runs)
+            order = order[r % len(order):] + order[:r % len(order)]  # rotate against drift
+            for key in order:
+                if key == "tae":
+                    res = run_tae(tae_train, steps, warmup, threads, workdir)
+                else:
+                    _, _, env, torch_threads = next(c for c in configs if c[0] == key)
+                    res = run_pytorch(steps, warmup, env, threads=torch_threads)
+                runs[key].append(res)
+                print_run(str(r + 1), labels[key], res)
+    return runs
+
+
+def print_summary(runs, labels, peak, fpt, rounds):
+    """Medians, GFLOP/s, % of peak, the ratio to the best PyTorch setting, the targets."""
+    med = {key: statistics.median(r["tokens_per_s"] for r in rs) for key, rs in runs.items()}
+    med_ms = {key: statistics.median(r["step_ms"] for r in rs) for key, rs in runs.items()}
+    print(f"medians of {rounds} rounds (default threads: 1 run):")
+    print(f"  {'program':<64}{'tokens/s':>10}{'step ms':>9}{'GFLOP/s':>9}{'% peak':>8}")
+    for key in runs:
+        gflops = med[key] * fpt / 1e9
+        print(f"  {labels[key]:<64}{med[key]:>10,.0f}{med_ms[key]:>9.1f}{gflops:>9.1f}"
+              f"{100 * gflops / peak:>7.1f}%")
+    best_key = max((key for key in med if key != "tae"), key=med.get)
+    ratio = med["tae"] / med[best_key]
+    tae_share = med["tae"] * fpt / 1e9 / peak
+    print(f"\npytorch at its best here: {labels[best_key]}")
+    print(f"tae-train / pytorch best: {ratio:.2f}x (target >= 1.20x: "
+          f"{'met' if ratio >= 1.2 else 'NOT met'})")
+    for key in runs:
+        if key not in ("tae", best_key):
+            print(f"tae-train / {labels[key]}: {med['tae'] / med[key]:.2f}x")
+    print(f"tae-train share of sgemm peak: {100 * tae_share:.1f}% (target >= 50%: "
+          f"{'met' if tae_share >= 0.5 else 'NOT met'})")
+    # The ratio's inputs only: a run whose BLAS is single-threaded leaves a core idle half the
+    # time, so other processes show up there without necessarily slowing it.
+    others = [r["other_cores"] for key in ("tae", best_key) for r in runs[key]]
+    if max(others) > 0.25:
+        print(f"warning: other processes used up to {max(others):.2f} cores during the runs; "
+              "the figures are noisy (see bench/README.md, 'A shared machine')")
+
+
 def run_benchmark(priority):
     tae_train = os.environ.get("TAE_TRAIN", "build/bin/tae-train")
     threads = int(os.environ.get("BENCH_THREADS", "2"))
@@ -232,6 +283,8 @@ def run_benchmark(priority):
         sys.exit(f"train_speed: BENCH_STEPS must be a multiple of {LOG_EVERY} above {warmup}")
     fpt = flops_per_token()
     configs = pytorch_configs(threads)
+    labels = {"tae": f"tae-train (train.threads {threads})"}
+    labels.update({key: label for key, label, _, _ in configs})
 
     print(f"train_speed: GPT d_model {D_MODEL}, {LAYERS} layers, {HEADS} heads, ffn_mult "
           f"{FFN_MULT}, seq {SEQ_LEN}, batch {BATCH}, vocab {VOCAB}, AdamW, {threads} threads")
@@ -242,26 +295,10 @@ def run_benchmark(priority):
     peaks = [sgemm_peak(threads)]
     print(f"sgemm peak (torch.mm, n={peaks[0]['peak_n']}, {threads} threads): "
           f"{peaks[0]['peak_gflops']:.1f} GFLOP/s")
-    print(f"\ninterleaved runs: {steps} steps each, the first {warmup} untimed; 'other' = CPU "
-          "cores other processes used during the run")
-    print(f"  {'round':<6}{'program':<58}{'tokens/s':>10}{'step ms':>9}{'loss':>8}{'other':>7}")
-    runs = {"tae": []}
-    runs.update({key: [] for key, _, _, _ in configs})
-    labels = {"tae": f"tae-train (train.threads {threads})"}
-    labels.update({key: label for key, label, _, _ in configs})
-    with tempfile.TemporaryDirectory(prefix="tae-bench-") as workdir:
-        for r in range(rounds):
-            order = ["tae"] + [key for key, _, _, _ in configs]
-            order = order[r % len(order):] + order[:r % len(order)]  # rotate against drift
-            for key in order:
-                if key == "tae":
-                    res = run_tae(tae_train, steps, warmup, threads, workdir)
-                else:
-                    _, _, env, torch_threads = next(c for c in configs if c[0] == key)
-                    res = run_pytorch(steps, warmup, env, threads=torch_threads)
-                runs[key].append(res)
-                print_run(str(r + 1), labels[key], res)
+
+    runs = run_rounds(tae_train, configs, labels, rounds, steps, warmup, threads)
     default_run = run_pytorch(steps, warmup, clean_env())
+    runs["pt-default"] = [default_run]
     labels["pt-default"] = (f"pytorch, default threads ({default_run['threads']} torch, "
                             "OpenBLAS default)")
     print_run("ref", labels["pt-default"], default_run, "  (1 run)")
@@ -270,6 +307,7 @@ def run_benchmark(priority):
         print(f"  {'ref':<6}pytorch + scaled_dot_product_attention: skipped, {sdpa_run['skipped']}")
     else:
         print_run("ref", "pytorch + scaled_dot_product_attention", sdpa_run, "  (1 run)")
+
     reported = runs["tae"][0]["forward_flops_per_token"]
     if reported is not None:
         agrees = "agrees" if abs(3 * reported - fpt) < 1e-6 * fpt else "DISAGREES"
@@ -277,35 +315,9 @@ def run_benchmark(priority):
               f"{3 * reported / 1e6:.2f} MFLOP {agrees} with the formula above")
     peaks.append(sgemm_peak(threads))
     peak = max(p["peak_gflops"] for p in peaks)
-
-    med = {key: statistics.median(r["tokens_per_s"] for r in rs) for key, rs in runs.items()}
-    med_ms = {key: statistics.median(r["step_ms"] for r in rs) for key, rs in runs.items()}
-    med["pt-default"], med_ms["pt-default"] = default_run["tokens_per_s"], default_run["step_ms"]
     print(f"\nsgemm peak: {peak:.1f} GFLOP/s (best of the measurements before and after the "
           "runs: " + ", ".join(f"{p['peak_gflops']:.1f}" for p in peaks) + ")")
-    print(f"medians of {rounds} rounds (default threads: 1 run):")
-    print(f"  {'program':<64}{'tokens/s':>10}{'step ms':>9}{'GFLOP/s':>9}{'% peak':>8}")
-    for key in list(runs) + ["pt-default"]:
-        gflops = med[key] * fpt / 1e9
-        print(f"  {labels[key]:<64}{med[key]:>10,.0f}{med_ms[key]:>9.1f}{gflops:>9.1f}"
-              f"{100 * gflops / peak:>7.1f}%")
-    best_key = max((key for key in med if key != "tae"), key=med.get)
-    ratio = med["tae"] / med[best_key]
-    tae_share = med["tae"] * fpt / 1e9 / peak
-    print(f"\npytorch at its best here: {labels[best_key]}")
-    print(f"tae-train / pytorch best: {ratio:.2f}x (target >= 1.20x: "
-          f"{'met' if ratio >= 1.2 else 'NOT met'})")
-    for key, _, _, _ in configs:
-        if key != best_key:
-            print(f"tae-train / {labels[key]}: {med['tae'] / med[key]:.2f}x")
-    print(f"tae-train share of sgemm peak: {100 * tae_share:.1f}% (target >= 50%: "
-          f"{'met' if tae_share >= 0.5 else 'NOT met'})")
-    # The ratio's inputs only: a run whose BLAS is single-threaded leaves a core idle half the
-    # time, so other processes show up there without slowing it.
-    others = [r["other_cores"] for key in ("tae", best_key) for r in runs.get(key, [])]
-    if others and max(others) > 0.25:
-        print(f"warning: other processes used up to {max(others):.2f} cores during the runs; "
-              "the figures are noisy (see bench/README.md, 'A shared machine')")
+    print_summary(runs, labels, peak, fpt, rounds)
     return 0
 
 
