@@ -508,6 +508,16 @@ std::vector<int64_t> KeptHeads(const ModelConfig& config, int64_t layer) {
   return kept;
 }
 
+std::vector<int64_t> KvHeadsFor(const std::vector<int64_t>& kept, int64_t group) {
+  std::vector<int64_t> kv;
+  for (int64_t h : kept) {
+    if (kv.empty() || kv.back() != h / group) {
+      kv.push_back(h / group);
+    }
+  }
+  return kv;
+}
+
 }  // namespace tae::train
 
 #undef TAE_RETURN_IF_ERROR

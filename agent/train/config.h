@@ -105,4 +105,9 @@ int64_t HeadDim(const ModelConfig& config);
 // The heads of `layer` that prune_heads keeps, ascending.
 std::vector<int64_t> KeptHeads(const ModelConfig& config, int64_t layer);
 
+// The K/V heads (original indices, ascending) that the query heads `kept` (ascending) read when
+// each K/V head serves `group` = heads / kv_heads consecutive query heads: a K/V head whose whole
+// group is pruned is absent.
+std::vector<int64_t> KvHeadsFor(const std::vector<int64_t>& kept, int64_t group);
+
 }  // namespace tae::train

@@ -1,5 +1,6 @@
 #include "agent/train/layers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -80,12 +81,11 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options
       kept_.push_back(h);
     }
   }
-  std::vector<int64_t> kv_of_query;
+  kept_kv_ = KvHeadsFor(kept_, group);
+  std::vector<int64_t> kv_of_query;  // per kept query head, the position of its K/V head
   for (int64_t h : kept_) {
-    if (kept_kv_.empty() || kept_kv_.back() != h / group) {
-      kept_kv_.push_back(h / group);
-    }
-    kv_of_query.push_back(static_cast<int64_t>(kept_kv_.size()) - 1);
+    kv_of_query.push_back(std::lower_bound(kept_kv_.begin(), kept_kv_.end(), h / group) -
+                          kept_kv_.begin());
   }
   const auto n_q = static_cast<int64_t>(kept_.size());
   const auto n_kv = static_cast<int64_t>(kept_kv_.size());
@@ -134,14 +134,13 @@ AttentionImpl::Projected AttentionImpl::Project(const torch::Tensor& x) const {
   const int64_t time = x.size(1);
   const auto n_q = static_cast<int64_t>(kept_.size());
   const auto n_kv = static_cast<int64_t>(kept_kv_.size());
-  // [batch, time, (n_q + 2*n_kv) * hd] -> [batch, n_q + 2*n_kv, time, hd]
-  torch::Tensor qkv = torch::linear(x, qkv_->weight, qkv_->bias)
-                          .view({batch, time, n_q + 2 * n_kv, options_.head_dim})
-                          .permute({0, 2, 1, 3});
-  Projected p;
-  p.q = qkv.slice(1, 0, n_q);
-  p.k = qkv.slice(1, n_q, n_q + n_kv);
-  p.v = qkv.slice(1, n_q + n_kv, n_q + 2 * n_kv);
+  // [batch, time, (n_q + 2*n_kv) * hd] -> [batch, n_q + 2*n_kv, time, hd], split in one op (its
+  // backward is one cat, where three slices would each zero-fill a full-size gradient).
+  std::vector<torch::Tensor> qkv = torch::linear(x, qkv_->weight, qkv_->bias)
+                                       .view({batch, time, n_q + 2 * n_kv, options_.head_dim})
+                                       .permute({0, 2, 1, 3})
+                                       .split_with_sizes({n_q, n_kv, n_kv}, 1);
+  Projected p{qkv[0], qkv[1], qkv[2]};
   if (options_.pos_encoding == PosEncoding::kRope) {
     p.q = Rotate(p.q, time);
     p.k = Rotate(p.k, time);
@@ -153,19 +152,40 @@ AttentionImpl::Projected AttentionImpl::Project(const torch::Tensor& x) const {
   return p;
 }
 
+namespace {
+
+// The additive causal mask [time, time]: 0 on and below the diagonal, -inf above; zeros when not
+// causal. Cached per thread for the last shape: every layer and step of a run asks for the same
+// one. Not a module buffer, so it is in no checkpoint.
+const torch::Tensor& MaskBias(int64_t time, bool causal) {
+  thread_local torch::Tensor cached[2];
+  torch::Tensor& bias = cached[causal ? 1 : 0];
+  if (!bias.defined() || bias.size(0) != time) {
+    bias = causal ? torch::full({time, time}, -std::numeric_limits<float>::infinity()).triu(1)
+                  : torch::zeros({time, time});
+  }
+  return bias;
+}
+
+}  // namespace
+
+// Scores as one batched matmul over [batch * heads] with the scale and the additive mask fused in
+// (baddbmm: bias + scale * q k^T); ALiBi adds its per-head distance bias on top.
 torch::Tensor AttentionImpl::Probabilities(const torch::Tensor& q, const torch::Tensor& k) const {
+  const int64_t batch = q.size(0);
+  const int64_t heads = q.size(1);
   const int64_t time = q.size(2);
-  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) *
-                         (1.0 / std::sqrt(static_cast<double>(options_.head_dim)));
+  const int64_t hd = options_.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  torch::Tensor scores =
+      torch::baddbmm(MaskBias(time, options_.causal), q.reshape({batch * heads, time, hd}),
+                     k.reshape({batch * heads, time, hd}).transpose(1, 2), /*beta=*/1.0,
+                     /*alpha=*/scale)
+          .view({batch, heads, time, time});
   if (alibi_slopes_.defined()) {
     torch::Tensor position = torch::arange(time, torch::kFloat);
     torch::Tensor distance = (position.unsqueeze(1) - position.unsqueeze(0)).abs_();
     scores = scores - alibi_slopes_ * distance;
-  }
-  if (options_.causal) {
-    torch::Tensor future =
-        torch::ones({time, time}, torch::TensorOptions().dtype(torch::kBool)).triu(1);
-    scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
   }
   return torch::softmax(scores, -1);
 }
@@ -179,16 +199,19 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   const int64_t batch = x.size(0);
   const int64_t time = x.size(1);
   const auto n_q = static_cast<int64_t>(kept_.size());
+  const int64_t hd = options_.head_dim;
   Projected p = Project(x);
   torch::Tensor probs = Probabilities(p.q, p.k);
   if (options_.dropout > 0.0) {
     probs = attn_dropout_(probs);
   }
-  torch::Tensor mixed = torch::matmul(probs, p.v);  // [batch, n_q, time, head_dim]
+  torch::Tensor mixed = torch::bmm(probs.view({batch * n_q, time, time}),
+                                   p.v.reshape({batch * n_q, time, hd}))
+                            .view({batch, n_q, time, hd});
   if (gate_.defined()) {
     mixed = mixed * gate_.index_select(0, kept_index_).view({1, n_q, 1, 1});
   }
-  torch::Tensor y = out_(mixed.transpose(1, 2).reshape({batch, time, n_q * options_.head_dim}));
+  torch::Tensor y = out_(mixed.transpose(1, 2).reshape({batch, time, n_q * hd}));
   return options_.dropout > 0.0 ? out_dropout_(y) : y;
 }
 

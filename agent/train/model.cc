@@ -128,7 +128,7 @@ torch::Tensor TransformerLMImpl::forward(const torch::Tensor& tokens) {
   TORCH_CHECK(time <= max_len_, "sequence of ", time, " tokens exceeds max_len ", max_len_);
   torch::Tensor x = token_embedding_(tokens);
   if (config_.pos_encoding == PosEncoding::kLearned) {
-    x = x + position_embedding_(torch::arange(time, torch::kLong));
+    x = x + position_embedding_->weight.slice(0, 0, time);  // rows 0..time-1, no gather
   } else if (config_.pos_encoding == PosEncoding::kSinusoidal) {
     x = x + sinusoid_table_.slice(0, 0, time);
   }
@@ -186,12 +186,7 @@ double ForwardFlopsPerToken(const ModelConfig& config, int64_t vocab_size, int64
   for (int64_t layer = 0; layer < config.layers; ++layer) {
     if (!Contains(config.drop_attention_layers, layer)) {
       const std::vector<int64_t> kept = KeptHeads(config, layer);
-      std::vector<int64_t> kv;
-      for (int64_t h : kept) {
-        if (kv.empty() || kv.back() != h / group) {
-          kv.push_back(h / group);
-        }
-      }
+      const std::vector<int64_t> kv = KvHeadsFor(kept, group);
       const auto n_q = static_cast<double>(kept.size());
       const auto n_kv = static_cast<double>(kv.size());
       flops += 2.0 * d * (n_q + 2.0 * n_kv) * hd;                    // fused QKV

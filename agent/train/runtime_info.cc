@@ -27,6 +27,8 @@ std::vector<std::pair<std::string, std::string>> RuntimeMetadata() {
   }
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
   meta.emplace_back("omp_wait_policy", wait_policy != nullptr ? wait_policy : "unset");
+  const char* proc_bind = std::getenv("OMP_PROC_BIND");
+  meta.emplace_back("omp_proc_bind", proc_bind != nullptr ? proc_bind : "unset");
   return meta;
 }
 

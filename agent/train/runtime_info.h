@@ -12,7 +12,8 @@ namespace tae::train {
 
 // In this order: libtorch ("1.13.0"), blas (the loaded library's path, or "none"), threads
 // (libtorch's intra-op pool), interop_threads, openblas_threads (only when OpenBLAS is loaded),
-// omp_wait_policy (OMP_WAIT_POLICY, or "unset"). Call after ConfigureThreads().
+// omp_wait_policy and omp_proc_bind (OMP_WAIT_POLICY / OMP_PROC_BIND, or "unset"). Call after
+// ConfigureThreads().
 std::vector<std::pair<std::string, std::string>> RuntimeMetadata();
 
 }  // namespace tae::train

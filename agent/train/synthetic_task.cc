@@ -1,5 +1,6 @@
 #include "agent/train/synthetic_task.h"
 
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -7,10 +8,12 @@
 namespace tae::train {
 
 absl::Status CheckTaskShape(const char* task, const TaskShape& shape, int64_t min_seq_len,
-                            const char* needs) {
-  if (shape.vocab < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("train.vocab: task ", task, " needs at least 2 symbols, got ", shape.vocab));
+                            const char* needs, int64_t min_vocab, const char* vocab_needs) {
+  if (shape.vocab < min_vocab) {
+    const std::string why = *vocab_needs == '\0' ? "" : absl::StrCat(" (", vocab_needs, ")");
+    return absl::InvalidArgumentError(absl::StrCat("train.vocab: task ", task, " needs at least ",
+                                                   min_vocab, " symbols", why, ", got ",
+                                                   shape.vocab));
   }
   if (shape.seq_len < min_seq_len) {
     return absl::InvalidArgumentError(absl::StrCat("train.seq_len: task ", task, " needs at least ",

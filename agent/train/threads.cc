@@ -1,6 +1,7 @@
 #include "agent/train/threads.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -35,17 +37,47 @@ absl::StatusOr<int> ResolveThreadCount(int64_t configured, const char* env_value
   return hardware > 0 ? static_cast<int>(hardware) : 1;
 }
 
-void ReexecWithPassiveOpenMpIfNeeded(int threads, char** argv) {
-  constexpr char kWaitPolicy[] = "OMP_WAIT_POLICY";
-  if (threads <= 1 || std::getenv(kWaitPolicy) != nullptr) {
+std::vector<std::pair<std::string, std::string>> OpenMpSettingsToAdd(
+    int threads, int allowed_cpus, const std::function<const char*(const char*)>& getenv) {
+  std::vector<std::pair<std::string, std::string>> add;
+  if (threads <= 1) {
+    return add;
+  }
+  if (getenv("OMP_WAIT_POLICY") == nullptr) {
+    add.emplace_back("OMP_WAIT_POLICY", "PASSIVE");
+  }
+  if (threads >= allowed_cpus && getenv("OMP_PROC_BIND") == nullptr) {
+    add.emplace_back("OMP_PROC_BIND", "true");
+  }
+  return add;
+}
+
+int AllowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) {
+    const unsigned hardware = std::thread::hardware_concurrency();
+    return hardware > 0 ? static_cast<int>(hardware) : 1;
+  }
+  return CPU_COUNT(&set);
+}
+
+void ReexecWithOpenMpSettingsIfNeeded(int threads, char** argv) {
+  const auto add = OpenMpSettingsToAdd(threads, AllowedCpus(), [](const char* name) {
+    return static_cast<const char*>(std::getenv(name));
+  });
+  if (add.empty()) {
     return;
   }
-  if (::setenv(kWaitPolicy, "PASSIVE", /*overwrite=*/1) != 0) {
-    return;
+  for (const auto& [name, value] : add) {
+    if (::setenv(name.c_str(), value.c_str(), /*overwrite=*/1) != 0) {
+      return;
+    }
   }
   ::execv("/proc/self/exe", argv);
-  std::cerr << "tae-train: warning: cannot re-execute with " << kWaitPolicy
-            << "=PASSIVE: " << std::strerror(errno) << "; multi-threaded steps may be slow\n";
+  std::cerr << "tae-train: warning: cannot re-execute with the OpenMP settings "
+            << add.front().first << "=" << add.front().second << ": " << std::strerror(errno)
+            << "; multi-threaded steps may be slow\n";
 }
 
 void ConfigureThreads(int threads) {

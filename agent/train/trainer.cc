@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/train/fused_adamw.h"
 #include "agent/train/head_importance.h"
 #include "agent/train/schedule.h"
 
@@ -71,8 +72,7 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainingConfig& con
     };
     AddGroups(std::move(decay), std::move(no_decay), options(config.weight_decay), options(0.0),
               &groups);
-    return std::make_unique<torch::optim::AdamW>(std::move(groups),
-                                                 torch::optim::AdamWOptions(config.lr));
+    return std::make_unique<FusedAdamW>(std::move(groups));
   }
   auto options = [&](double wd) {
     return std::make_unique<torch::optim::SGDOptions>(
@@ -263,14 +263,23 @@ double Trainer::TrainStep(TransformerLM& model, torch::optim::Optimizer& optimiz
   for (torch::optim::OptimizerParamGroup& group : optimizer.param_groups()) {
     group.options().set_lr(lr);
   }
+  // Before the forward pass: FusedAdamW may move a parameter back into its flat buffer here (after
+  // a checkpoint load), which must not happen to a tensor the graph has saved.
+  auto* fused = dynamic_cast<FusedAdamW*>(&optimizer);
+  if (fused != nullptr) {
+    fused->ZeroGrad();
+  } else {
+    optimizer.zero_grad();
+  }
   Batch batch = task_->NextTrainBatch();
   torch::Tensor logits = model->forward(batch.inputs);
   torch::Tensor loss = MaskedCrossEntropy(logits, batch.targets, batch.mask);
-  optimizer.zero_grad();
   loss.backward();
   const double max_norm = config_.train.grad_clip > 0.0 ? config_.train.grad_clip
                                                         : std::numeric_limits<double>::infinity();
-  *grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
+  *grad_norm = fused != nullptr
+                   ? fused->ClipGradNorm(max_norm)
+                   : torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
   optimizer.step();
   return loss.item<double>();
 }

@@ -194,7 +194,8 @@ TEST_CASE("assoc_recall answers each query with the value paired with its key",
   struct Case {
     int64_t vocab, seq_len, pairs, queries;
   };
-  for (Case c : {Case{kVocab, kSeqLen, 8, 8}, Case{3, kSeqLen, 3, 13}, Case{kVocab, 11, 2, 3}}) {
+  // keys: the lower vocab / 2 symbols; values: the rest
+  for (Case c : {Case{kVocab, kSeqLen, 8, 8}, Case{5, kSeqLen, 2, 14}, Case{kVocab, 11, 2, 3}}) {
     INFO("vocab " << c.vocab << " seq_len " << c.seq_len);
     std::unique_ptr<Task> task =
         Make(TaskKind::kAssocRecall, Options().Vocab(c.vocab).SeqLen(c.seq_len).BatchSize(16));
@@ -203,7 +204,8 @@ TEST_CASE("assoc_recall answers each query with the value paired with its key",
       std::map<int64_t, int64_t> value_of;
       for (int64_t i = 0; i < c.pairs; ++i) {
         const int64_t key = row.tokens[2 * i];
-        CHECK(key < c.vocab);
+        CHECK(key < c.vocab / 2);
+        CHECK(row.tokens[2 * i + 1] >= c.vocab / 2);
         CHECK(row.tokens[2 * i + 1] < c.vocab);
         CHECK(value_of.count(key) == 0);  // keys are distinct within the row
         value_of[key] = row.tokens[2 * i + 1];
@@ -354,6 +356,9 @@ TEST_CASE("shapes a generated task cannot fill are refused naming the key", "[ta
        "train.seq_len: task mod_add needs at least 4 positions (one problem a + b = c is 5 "
        "tokens), got 3"},
       {TaskKind::kSort, 1, kSeqLen, "train.vocab: task sort needs at least 2 symbols, got 1"},
+      {TaskKind::kAssocRecall, 3, kSeqLen,
+       "train.vocab: task assoc_recall needs at least 4 symbols (keys are the lower half of the "
+       "symbols and values the upper half), got 3"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<std::unique_ptr<Task>> task =
