@@ -114,6 +114,58 @@ int WaitFor(ControlClient& client, const std::string& experiment, double timeout
   return c.succeeded() == c.total() ? 0 : 1;
 }
 
+// What a run changes against the baseline config: its grid point, then its ablation's overrides.
+std::string OverridesText(const spec::Spec& spec, const spec::RunPlan& run) {
+  std::vector<std::string> parts;
+  auto add = [&parts](const std::string& key, const nlohmann::json& value) {
+    parts.push_back(absl::StrCat(key, "=", value.is_string() ? value.get<std::string>()
+                                                                : value.dump()));
+  };
+  for (const auto& [key, value] : run.grid.items()) {
+    add(key, value);
+  }
+  for (const spec::Variant& ablation : spec.ablations) {
+    if (ablation.name == run.ablation) {
+      for (const auto& [key, value] : ablation.overrides.items()) {
+        add(key, value);
+      }
+    }
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, " ");
+}
+
+// --dry-run: the runs the spec expands to, without contacting taed.
+int PrintDryRun(const spec::Spec& spec, bool json) {
+  std::vector<spec::RunPlan> runs = spec::ExpandRuns(spec);
+  if (json) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const spec::RunPlan& run : runs) {
+      out.push_back({{"variant", run.variant},
+                     {"ablation", run.ablation},
+                     {"grid", run.grid},
+                     {"seed", run.seed},
+                     {"overrides", OverridesText(spec, run)},
+                     {"config", run.config}});
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  Table table({"#", "VARIANT", "SEED", "OVERRIDES (vs the baseline config)"});
+  int index = 0;
+  for (const spec::RunPlan& run : runs) {
+    table.Add({absl::StrCat(++index), run.variant, absl::StrCat(run.seed),
+               OverridesText(spec, run)});
+  }
+  size_t points = 1;
+  for (const spec::GridAxis& axis : spec.grid) {
+    points *= axis.values.size();
+  }
+  std::fputs(table.Render().c_str(), stdout);
+  std::printf("%zu runs: %zu variants x %zu grid points x %zu seeds (dry run: nothing submitted)\n",
+              runs.size(), 1 + spec.ablations.size(), points, spec.seeds.size());
+  return 0;
+}
+
 }  // namespace
 
 int Submit(const CommandEnv& env, const Args& args) {
@@ -121,16 +173,20 @@ int Submit(const CommandEnv& env, const Args& args) {
   bool wait = false;
   bool force_new = false;
   bool json = false;
+  bool dry_run = false;
   double timeout_s = 0;
   cli::FlagSet flags(
-      "usage: taectl submit FILE [--set key=value]... [--wait [--timeout S]] [--new] [--json]\n\n"
-      "Validates the experiment file, then queues its runs (baseline + each [[ablation]],\n"
-      "times train.seeds). Submitting an identical spec again returns the existing experiment\n"
-      "unless --new is given. --set overrides any key of the baseline, e.g. --set "
-      "model.layers=4.");
+      "usage: taectl submit FILE [--set key=value]... [--dry-run] [--wait [--timeout S]] [--new]\n"
+      "                    [--json]\n\n"
+      "Validates the experiment file, then queues its runs: the baseline and each [[ablation]],\n"
+      "at every point of the [grid] (if any), once per seed of train.seeds. Submitting an\n"
+      "identical spec again returns the existing experiment unless --new is given. --set\n"
+      "overrides any key of the baseline, e.g. --set model.layers=4. --dry-run prints the\n"
+      "runs it would queue (variant, seed, overrides) and submits nothing.");
   flags.Repeated("set", &overrides, "override key=value (repeatable)");
   flags.Bool("wait", &wait, "follow progress on stderr until every run is final");
   flags.Bool("new", &force_new, "a new experiment even if an identical one exists");
+  flags.Bool("dry-run", &dry_run, "print the expanded runs table and submit nothing");
   flags.Bool("json", &json, "print {\"experiment\": ID, ...} on stdout");
   flags.Double("timeout", &timeout_s, "with --wait: give up after this many seconds (0: never)");
   Args files;
@@ -155,6 +211,9 @@ int Submit(const CommandEnv& env, const Args& args) {
   if (!spec.ok()) {
     return Fail(spec.status());
   }
+  if (dry_run) {
+    return PrintDryRun(*spec, json);
+  }
   ControlClient client(env.home);
   tae::v1::SubmitRequest request;
   request.set_spec_text(text.str());
@@ -177,7 +236,7 @@ int Submit(const CommandEnv& env, const Args& args) {
   } else {
     std::fprintf(human, "submitted e%ld '%s': %d runs (%d variants x %zu seeds)\n",
                  static_cast<long>(exp.id()), exp.name().c_str(), exp.counts().total(),
-                 exp.variants_size(), spec->seeds.size());
+                 exp.variants_size(), spec->seeds.size());  // grid points are in the variants
   }
   if (!wait) {
     std::fprintf(human, "follow it with: taectl wait e%ld; then: taectl report e%ld\n",

@@ -7,8 +7,11 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_format.h"
 #include "common/spec/checks.h"
 #include "common/spec/overrides.h"
 #include "common/spec/schema.h"
@@ -23,7 +26,7 @@ constexpr std::string_view kAblationTable = "ablation";
 constexpr std::string_view kSeedsKey = "train.seeds";
 
 // The layers a value can come from, weakest first.
-enum class Layer { kDefault, kFile, kSet, kAblation };
+enum class Layer { kDefault, kFile, kSet, kGrid, kAblation };
 
 struct Origin {
   Layer layer = Layer::kDefault;
@@ -42,11 +45,20 @@ struct ParsedAblation {
   bool has_entries = false;  // any key besides name, valid or not
 };
 
+struct ParsedAxis {
+  std::string key;
+  toml::source_position where;                   // the key
+  std::vector<nlohmann::json> values;            // converted, file order
+  std::vector<toml::source_position> positions;  // of each value
+};
+
 // Everything the file (and later --set) says, flat, including name/description/train.seeds.
 struct Draft {
   nlohmann::json values = nlohmann::json::object();
   Origins origins;
   std::vector<ParsedAblation> ablations;
+  std::vector<ParsedAxis> grid;
+  toml::source_position grid_where{1, 1};  // the [grid] table
 };
 
 absl::Status Error(std::string_view path, const Origin& origin, std::string_view what) {
@@ -111,12 +123,17 @@ class FileWalker {
   Draft TakeDraft() { return std::move(draft_); }
 
  private:
+  void WalkRoot(const toml::table& root);
   void WalkSection(std::string_view section, const toml::node& node);
   void WalkAblations(const toml::node& node);
   void WalkAblation(size_t index, const toml::table& table);
   void WalkOverride(std::string_view prefix, const toml::key& key, const toml::node& node,
                     ParsedAblation* ablation);
   void CheckAblationName(const ParsedAblation& ablation, const toml::node& name_node);
+  void WalkGrid(const toml::node& node);
+  void WalkGridEntry(std::string_view prefix, const toml::key& key, const toml::node& node);
+  // An ablation may not override a key that [grid] varies (its grid points would be identical).
+  void CheckAblationsAgainstGrid();
   // Converts `node` as `key` into values[key.name] with its origin; records a problem if bad.
   void Store(const KeyInfo& key, std::string_view display, const toml::node& node, Layer layer,
              nlohmann::json* values, Origins* origins);
@@ -167,6 +184,11 @@ void FileWalker::Store(const KeyInfo& key, std::string_view display, const toml:
 }
 
 void FileWalker::Walk(const toml::table& root) {
+  WalkRoot(root);
+  CheckAblationsAgainstGrid();
+}
+
+void FileWalker::WalkRoot(const toml::table& root) {
   for (auto&& [key, node] : root) {
     std::string_view name = key.str();
     const KeyInfo* info = FindKey(name);
@@ -177,11 +199,94 @@ void FileWalker::Walk(const toml::table& root) {
     } else if (name == kAblationTable) {
       WalkAblations(node);
     } else if (name == "grid") {
-      Add(Problem{node.source().begin, "[grid] is not supported yet"});
+      WalkGrid(node);
     } else if (name == "job") {
       Add(Problem{node.source().begin, "[job] command jobs are not supported yet"});
     } else {
       Add(Unknown(name, key, node, node.is_table() ? TableNames() : TopLevelNames()));
+    }
+  }
+}
+
+void FileWalker::WalkGrid(const toml::node& node) {
+  const toml::table* table = node.as_table();
+  if (table == nullptr) {
+    Add(Problem{node.source().begin, Cat("grid: expected a table, got ", TypeName(node.type()))});
+    return;
+  }
+  draft_.grid_where = node.source().begin;
+  if (table->empty()) {
+    Add(Problem{node.source().begin, "[grid] is empty: give it at least one key = [values]"});
+  }
+  for (auto&& [key, value] : *table) {
+    WalkGridEntry("", key, value);
+  }
+}
+
+void FileWalker::WalkGridEntry(std::string_view prefix, const toml::key& key,
+                               const toml::node& node) {
+  std::string full = prefix.empty() ? std::string(key.str()) : Cat(prefix, ".", key.str());
+  const KeyInfo* info = FindKey(full);
+  if (info == nullptr) {
+    if (prefix.empty() && IsSection(full) && node.is_table()) {
+      for (auto&& [sub_key, sub_node] : *node.as_table()) {
+        WalkGridEntry(full, sub_key, sub_node);
+      }
+    } else {
+      Add(Unknown(full, key, node, KeyNames(true)));
+    }
+    return;
+  }
+  if (info->scope != KeyScope::kRun) {
+    Add(Problem{key.source().begin,
+                Cat(full, " cannot be varied in [grid]",
+                    full == kSeedsKey ? " (every variant already runs once per seed)" : "")});
+    return;
+  }
+  for (const ParsedAxis& axis : draft_.grid) {
+    if (axis.key == full) {
+      Add(Problem{std::max(axis.where, key.source().begin, Before),
+                  Cat("duplicate [grid] key '", full, "'")});
+      return;
+    }
+  }
+  const toml::array* array = node.as_array();
+  if (array == nullptr) {
+    Add(Problem{node.source().begin, Cat("[grid] ", full, ": expected an array of values, got ",
+                                         TypeName(node.type()), " (write ", full, " = [a, b])")});
+    return;
+  }
+  if (array->empty()) {
+    Add(Problem{node.source().begin, Cat("[grid] ", full, ": needs at least one value")});
+    return;
+  }
+  ParsedAxis axis{full, key.source().begin, {}, {}};
+  for (const toml::node& element : *array) {
+    nlohmann::json value;
+    if (std::optional<Problem> problem = ConvertValue(*info, info->name, element, &value)) {
+      Add(std::move(problem));
+      return;
+    }
+    if (std::find(axis.values.begin(), axis.values.end(), value) != axis.values.end()) {
+      Add(Problem{element.source().begin,
+                  Cat("[grid] ", full, ": value ", value.dump(), " is listed twice")});
+      return;
+    }
+    axis.values.push_back(std::move(value));
+    axis.positions.push_back(element.source().begin);
+  }
+  draft_.grid.push_back(std::move(axis));
+}
+
+void FileWalker::CheckAblationsAgainstGrid() {
+  for (const ParsedAblation& ablation : draft_.ablations) {
+    for (const ParsedAxis& axis : draft_.grid) {
+      auto it = ablation.keys.find(axis.key);
+      if (it != ablation.keys.end()) {
+        Add(Problem{it->second, Cat("ablation '", ablation.name, "' sets ", axis.key,
+                                    ", which [grid] varies (line ", axis.where.line,
+                                    "); drop one of the two")});
+      }
     }
   }
 }
@@ -333,15 +438,67 @@ Origin Blame(const CrossProblem& problem, const Origins& base, const Origins* ab
   return blamed;
 }
 
-absl::Status CheckCrossKeys(std::string_view path, const Draft& draft) {
-  if (std::optional<CrossProblem> problem = CheckConfig(draft.values)) {
-    return Error(path, Blame(*problem, draft.origins, nullptr), problem->what);
+// A --set of a key that [grid] varies would be silently replaced by the grid's values.
+absl::Status CheckSetsAgainstGrid(std::string_view path, const Draft& draft) {
+  for (const ParsedAxis& axis : draft.grid) {
+    const Origin* origin = FindOrigin(&draft.origins, axis.key);
+    if (origin != nullptr && origin->layer == Layer::kSet) {
+      return Error(path, *origin,
+                   Cat("[grid] varies ", axis.key, " (line ", axis.where.line,
+                       "), so it cannot also be set; use --set on the [grid] key's values in the "
+                       "file instead"));
+    }
   }
-  for (const ParsedAblation& ablation : draft.ablations) {
-    nlohmann::json config = draft.values;
-    config.update(ablation.overrides);
-    if (std::optional<CrossProblem> problem = CheckConfig(config)) {
-      return Error(path, Blame(*problem, draft.origins, &ablation.origins), problem->what);
+  return absl::OkStatus();
+}
+
+absl::Status CheckRunCount(std::string_view path, const Draft& draft) {
+  double points = 1;  // a double: a large grid must not overflow before it is refused
+  for (const ParsedAxis& axis : draft.grid) {
+    points *= static_cast<double>(axis.values.size());
+  }
+  const auto variants = static_cast<double>(1 + draft.ablations.size());
+  const auto seeds = static_cast<double>(draft.values.at(std::string(kSeedsKey)).size());
+  const double runs = points * variants * seeds;
+  if (runs > static_cast<double>(kMaxRuns)) {
+    return Error(path, Origin{Layer::kFile, draft.grid_where, ""},
+                 absl::StrFormat("the experiment expands to %.0f runs (%.0f grid points x %.0f "
+                                 "variants x %.0f seeds); at most %d are allowed, split it into "
+                                 "several experiments",
+                                 runs, points, variants, seeds, kMaxRuns));
+  }
+  return absl::OkStatus();
+}
+
+// The configs of every grid point with their origins: the grid's values are blamed at the value.
+std::vector<std::pair<nlohmann::json, Origins>> GridConfigs(const Draft& draft) {
+  std::vector<std::pair<nlohmann::json, Origins>> configs = {{draft.values, draft.origins}};
+  for (const ParsedAxis& axis : draft.grid) {
+    std::vector<std::pair<nlohmann::json, Origins>> next;
+    for (const auto& [config, origins] : configs) {
+      for (size_t i = 0; i < axis.values.size(); ++i) {
+        auto extended = std::make_pair(config, origins);
+        extended.first[axis.key] = axis.values[i];
+        extended.second[axis.key] = Origin{Layer::kGrid, axis.positions[i], ""};
+        next.push_back(std::move(extended));
+      }
+    }
+    configs = std::move(next);
+  }
+  return configs;
+}
+
+absl::Status CheckCrossKeys(std::string_view path, const Draft& draft) {
+  for (const auto& [base, origins] : GridConfigs(draft)) {
+    if (std::optional<CrossProblem> problem = CheckConfig(base)) {
+      return Error(path, Blame(*problem, origins, nullptr), problem->what);
+    }
+    for (const ParsedAblation& ablation : draft.ablations) {
+      nlohmann::json config = base;
+      config.update(ablation.overrides);
+      if (std::optional<CrossProblem> problem = CheckConfig(config)) {
+        return Error(path, Blame(*problem, origins, &ablation.origins), problem->what);
+      }
     }
   }
   return absl::OkStatus();
@@ -361,6 +518,9 @@ Spec BuildSpec(Draft draft) {
   spec.base = std::move(values);
   for (ParsedAblation& ablation : draft.ablations) {
     spec.ablations.push_back(Variant{std::move(ablation.name), std::move(ablation.overrides)});
+  }
+  for (ParsedAxis& axis : draft.grid) {
+    spec.grid.push_back(GridAxis{std::move(axis.key), std::move(axis.values)});
   }
   return spec;
 }
@@ -388,6 +548,12 @@ absl::StatusOr<Spec> ParseSpec(std::string_view text, std::string_view path,
   ApplyOverrides(*sets, &draft);
   if (!draft.values.contains("name")) {
     return Error(path, Origin{}, "missing required key 'name'");
+  }
+  if (absl::Status status = CheckSetsAgainstGrid(path, draft); !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = CheckRunCount(path, draft); !status.ok()) {
+    return status;
   }
   if (absl::Status status = CheckCrossKeys(path, draft); !status.ok()) {
     return status;

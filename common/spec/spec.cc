@@ -5,9 +5,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/spec/schema.h"
 
 namespace tae::spec {
@@ -55,8 +58,10 @@ absl::StatusOr<Spec> ParseSpecFile(const std::string& path,
   return ParseSpec(*text, path, overrides);
 }
 
-nlohmann::json ResolveConfig(const Spec& spec, std::string_view variant, int64_t seed) {
+nlohmann::json ResolveConfig(const Spec& spec, std::string_view variant, int64_t seed,
+                             const nlohmann::json& grid) {
   nlohmann::json config = spec.base;
+  config.update(grid);
   if (variant != kBaselineName) {
     auto it = std::find_if(spec.ablations.begin(), spec.ablations.end(),
                            [&](const Variant& v) { return v.name == variant; });
@@ -69,16 +74,87 @@ nlohmann::json ResolveConfig(const Spec& spec, std::string_view variant, int64_t
   return config;
 }
 
+namespace {
+
+std::string ValueText(const nlohmann::json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+std::string ShortKey(const std::string& key, const std::vector<GridAxis>& grid) {
+  const size_t dot = key.find('.');
+  if (dot == std::string::npos) {
+    return key;
+  }
+  const std::string tail = key.substr(dot + 1);
+  for (const GridAxis& axis : grid) {
+    if (axis.key != key && axis.key.size() > tail.size() &&
+        axis.key.compare(axis.key.size() - tail.size(), tail.size(), tail) == 0 &&
+        axis.key[axis.key.size() - tail.size() - 1] == '.') {
+      return key;  // model.x and train.x would both read "x"
+    }
+  }
+  return tail;
+}
+
+// Every grid point in order (first axis slowest); one empty point without a grid.
+std::vector<nlohmann::json> GridPoints(const std::vector<GridAxis>& grid) {
+  std::vector<nlohmann::json> points = {nlohmann::json::object()};
+  for (const GridAxis& axis : grid) {
+    std::vector<nlohmann::json> next;
+    for (const nlohmann::json& point : points) {
+      for (const nlohmann::json& value : axis.values) {
+        nlohmann::json extended = point;
+        extended[axis.key] = value;
+        next.push_back(std::move(extended));
+      }
+    }
+    points = std::move(next);
+  }
+  return points;
+}
+
+}  // namespace
+
+std::string GridVariantName(std::string_view ablation, const nlohmann::json& point,
+                            const std::vector<GridAxis>& grid) {
+  std::string name(ablation);
+  if (point.empty()) {
+    return name;
+  }
+  std::vector<std::string> parts;
+  for (const GridAxis& axis : grid) {
+    auto it = point.find(axis.key);
+    if (it != point.end()) {
+      parts.push_back(absl::StrCat(ShortKey(axis.key, grid), "=", ValueText(*it)));
+    }
+  }
+  return absl::StrCat(name, "[", absl::StrJoin(parts, ","), "]");
+}
+
+std::string BaselineFor(std::string_view variant, std::string_view baseline) {
+  const size_t bracket = variant.find('[');
+  if (bracket == std::string_view::npos || baseline.find('[') != std::string_view::npos) {
+    return std::string(baseline);
+  }
+  return absl::StrCat(absl::string_view(baseline.data(), baseline.size()),
+                      absl::string_view(variant.data() + bracket, variant.size() - bracket));
+}
+
 std::vector<RunPlan> ExpandRuns(const Spec& spec) {
   std::vector<std::string_view> variants = {kBaselineName};
   for (const Variant& ablation : spec.ablations) {
     variants.push_back(ablation.name);
   }
+  const std::vector<nlohmann::json> points = GridPoints(spec.grid);
   std::vector<RunPlan> runs;
-  runs.reserve(variants.size() * spec.seeds.size());
-  for (std::string_view variant : variants) {
-    for (int64_t seed : spec.seeds) {
-      runs.push_back(RunPlan{std::string(variant), seed, ResolveConfig(spec, variant, seed)});
+  runs.reserve(points.size() * variants.size() * spec.seeds.size());
+  for (const nlohmann::json& point : points) {
+    for (std::string_view variant : variants) {
+      const std::string name = GridVariantName(variant, point, spec.grid);
+      for (int64_t seed : spec.seeds) {
+        runs.push_back(RunPlan{name, std::string(variant), point, seed,
+                               ResolveConfig(spec, variant, seed, point)});
+      }
     }
   }
   return runs;
@@ -94,6 +170,13 @@ std::string SpecHash(const Spec& spec) {
                               {"base", spec.base},
                               {"seeds", spec.seeds},
                               {"ablations", ablations}};
+  if (!spec.grid.empty()) {  // absent without a grid: the hashes of grid-less specs stay the same
+    nlohmann::json grid = nlohmann::json::array();
+    for (const GridAxis& axis : spec.grid) {
+      grid.push_back({{"key", axis.key}, {"values", axis.values}});
+    }
+    canonical["grid"] = std::move(grid);
+  }
   std::string text = std::string(kHashVersion) +
                      canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return absl::StrCat(absl::Hex(Fnv1a64(text), absl::kZeroPad16));

@@ -28,9 +28,19 @@ struct Variant {
   nlohmann::json overrides;
 };
 
-// One run to schedule: a variant at one seed, with its full flat config.
+// One [grid] axis: a run-scope key and the values it takes (converted, in file order).
+struct GridAxis {
+  std::string key;
+  std::vector<nlohmann::json> values;
+};
+
+// One run to schedule: a variant at one seed, with its full flat config. Without a [grid] the
+// variant is the ablation's name; with one it is the ablation's name followed by the grid point,
+// e.g. "no-pos[layers=2,lr=0.001]" (GridVariantName).
 struct RunPlan {
   std::string variant;
+  std::string ablation;                             // "baseline" or the [[ablation]] name
+  nlohmann::json grid = nlohmann::json::object();   // the grid point: key -> value
   int64_t seed = 0;
   nlohmann::json config;
 };
@@ -41,7 +51,11 @@ struct Spec {
   nlohmann::json base;             // full flat baseline config, without train.seeds/train.seed
   std::vector<int64_t> seeds;      // train.seeds, in file order
   std::vector<Variant> ablations;  // in file order; the baseline is implicit and not listed
+  std::vector<GridAxis> grid;      // in key order (TOML tables are unordered); empty: no [grid]
 };
+
+// At most this many runs per experiment (variants x grid points x seeds); more is refused.
+inline constexpr int64_t kMaxRuns = 10000;
 
 // Parses and validates an experiment file. `path` is only used in messages. `overrides` are
 // "KEY=VALUE" strings (`taectl submit --set`) applied to the baseline before the ablations, so
@@ -54,12 +68,27 @@ absl::StatusOr<Spec> ParseSpec(std::string_view text, std::string_view path,
 absl::StatusOr<Spec> ParseSpecFile(const std::string& path,
                                    const std::vector<std::string>& overrides);
 
-// The runs of a spec: the baseline first, then the ablations in file order; each once per seed,
-// seeds in order. Size: (1 + ablations) x seeds.
+// The runs of a spec: for each grid point (the cartesian product of the [grid] axes, the first
+// axis varying slowest; one empty point without a grid), the baseline and then the ablations in
+// file order, each once per seed, seeds in order. A run's config is the baseline, then the grid
+// point, then the ablation's overrides (which never touch a grid key), then train.seed.
+// Size: grid points x (1 + ablations) x seeds.
 std::vector<RunPlan> ExpandRuns(const Spec& spec);
 
-// The config of `variant` ("baseline" or an ablation name) at `seed`; null if no such variant.
-nlohmann::json ResolveConfig(const Spec& spec, std::string_view variant, int64_t seed);
+// The config of `variant` ("baseline" or an ablation name) at `seed` and grid point `grid`
+// (key -> value; empty without a grid); null if no such variant.
+nlohmann::json ResolveConfig(const Spec& spec, std::string_view variant, int64_t seed,
+                             const nlohmann::json& grid = nlohmann::json::object());
+
+// The variant name of `ablation` at grid point `point`: the ablation's name alone for an empty
+// point, else name[short=value,...] in axis order, where short is the key without its section
+// ("model.layers" -> "layers") unless two axes would then look the same.
+std::string GridVariantName(std::string_view ablation, const nlohmann::json& point,
+                            const std::vector<GridAxis>& grid);
+
+// The name of the baseline variant that `variant` is compared with: "baseline" plus the same
+// grid suffix ("no-pos[layers=2]" -> "baseline[layers=2]"); `baseline` replaces "baseline".
+std::string BaselineFor(std::string_view variant, std::string_view baseline = kBaselineName);
 
 // A stable 16-hex-digit hash (FNV-1a 64) of the canonical content: name, description, base,
 // seeds and ablations. Whitespace, comments and key order in the file do not change it.

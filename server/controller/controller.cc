@@ -93,8 +93,11 @@ absl::StatusOr<ReportResult> Controller::Report(const std::string& experiment,
   ReportResult result;
   ASSIGN_OR_RETURN(result.experiment, store_->GetExperiment(id));
   ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
-  if (std::find(result.experiment.variants.begin(), result.experiment.variants.end(), baseline) ==
-      result.experiment.variants.end()) {
+  const std::vector<std::string>& variants = result.experiment.variants;
+  const bool known = std::any_of(variants.begin(), variants.end(), [&](const std::string& v) {
+    return v == baseline || spec::BaselineFor(v, baseline) == v;  // "baseline[layers=2]"
+  });
+  if (!known) {
     return absl::InvalidArgumentError(
         absl::StrCat("baseline: e", id, " has no variant '", baseline,
                      "'; its variants are: ", absl::StrJoin(result.experiment.variants, ", ")));

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <map>
 
+#include "common/spec/spec.h"
+
 namespace tae::report {
 namespace {
 
@@ -59,21 +61,21 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
     }
     out.push_back(std::move(row));
   }
-  const Row* base = nullptr;
+  // Each variant is compared with the baseline at its own grid point ("x[layers=2]" with
+  // "baseline[layers=2]").
+  std::map<std::string, std::vector<Cell>> cells_of;
   for (const Row& row : out) {
-    if (row.variant == baseline) {
-      base = &row;
-    }
+    cells_of[row.variant] = row.cells;
   }
-  if (base == nullptr) {
-    return out;
-  }
-  std::vector<Cell> base_cells = base->cells;
   for (Row& row : out) {
+    auto base = cells_of.find(spec::BaselineFor(row.variant, baseline));
+    if (base == cells_of.end()) {
+      continue;
+    }
     for (size_t i = 0; i < row.cells.size(); ++i) {
-      if (row.cells[i].n > 0 && base_cells[i].n > 0) {
+      if (row.cells[i].n > 0 && base->second[i].n > 0) {
         row.cells[i].has_delta = true;
-        row.cells[i].delta = row.cells[i].mean - base_cells[i].mean;
+        row.cells[i].delta = row.cells[i].mean - base->second[i].mean;
       }
     }
   }

@@ -174,5 +174,70 @@ TEST_CASE("SpecHash is float-format independent and pinned", "[spec][hash]") {
   CHECK(SpecHash(MustParse(R"(name = "pinned")")) == "e5b10356f2ea4983");
 }
 
+constexpr char kGridStudy[] = R"(
+name = "sweep"
+[train]
+seeds = [0, 1]
+[[ablation]]
+name = "rms"
+"model.norm" = "rmsnorm"
+[grid]
+"model.layers" = [1, 2]
+"train.lr" = [1e-3, 3e-3]
+)";
+
+TEST_CASE("a grid crosses every variant with every point, first axis slowest", "[spec][grid]") {
+  Spec spec = MustParse(kGridStudy);
+  std::vector<RunPlan> runs = ExpandRuns(spec);
+  REQUIRE(runs.size() == 4 * 2 * 2);  // grid points x variants x seeds
+  std::vector<std::string> variants;
+  for (size_t i = 0; i < runs.size(); i += 2) {
+    variants.push_back(runs[i].variant);
+    CHECK(runs[i + 1].variant == runs[i].variant);
+    CHECK(runs[i].seed == 0);
+    CHECK(runs[i + 1].seed == 1);
+  }
+  CHECK(variants == std::vector<std::string>{
+                        "baseline[layers=1,lr=0.001]", "rms[layers=1,lr=0.001]",
+                        "baseline[layers=1,lr=0.003]", "rms[layers=1,lr=0.003]",
+                        "baseline[layers=2,lr=0.001]", "rms[layers=2,lr=0.001]",
+                        "baseline[layers=2,lr=0.003]", "rms[layers=2,lr=0.003]"});
+  const RunPlan& run = runs[14];  // rms at layers 2, lr 3e-3, seed 0
+  CHECK(run.ablation == "rms");
+  CHECK(run.grid == nlohmann::json{{"model.layers", 2}, {"train.lr", 3e-3}});
+  CHECK(run.config.at("model.layers") == 2);
+  CHECK(run.config.at("train.lr") == 3e-3);
+  CHECK(run.config.at("model.norm") == "rmsnorm");
+  CHECK(runs[12].config.at("model.norm") == "layernorm");  // the baseline at the same point
+  CHECK(run.config == ResolveConfig(spec, "rms", 0, run.grid));
+}
+
+TEST_CASE("grid variant names stay unambiguous and find their baseline", "[spec][grid]") {
+  std::vector<GridAxis> grid = {{"model.dropout", {0.0, 0.1}}, {"train.task", {"copy"}}};
+  CHECK(GridVariantName("baseline", nlohmann::json::object(), grid) == "baseline");
+  CHECK(GridVariantName("x", {{"model.dropout", 0.1}, {"train.task", "copy"}}, grid) ==
+        "x[dropout=0.1,task=copy]");
+  // Two axes with the same last part keep their sections.
+  std::vector<GridAxis> clash = {{"model.a", {1}}, {"train.a", {2}}};
+  CHECK(GridVariantName("x", {{"model.a", 1}, {"train.a", 2}}, clash) == "x[model.a=1,train.a=2]");
+  CHECK(BaselineFor("rms[layers=2]") == "baseline[layers=2]");
+  CHECK(BaselineFor("rms") == "baseline");
+  CHECK(BaselineFor("rms[layers=2]", "deep") == "deep[layers=2]");
+  CHECK(BaselineFor("rms[layers=2]", "deep[layers=1]") == "deep[layers=1]");
+}
+
+TEST_CASE("SpecHash sees the grid and leaves grid-less specs as they were", "[spec][grid][hash]") {
+  Spec with_grid = MustParse(kGridStudy);
+  Spec other_values = MustParse(std::string(kGridStudy) + "\"model.d_model\" = [32]\n");
+  CHECK(SpecHash(with_grid) != SpecHash(other_values));
+  Spec without = with_grid;
+  without.grid.clear();
+  Spec parsed_without = MustParse(
+      "name = \"sweep\"\n[train]\nseeds = [0, 1]\n[[ablation]]\nname = \"rms\"\n"
+      "\"model.norm\" = \"rmsnorm\"\n");
+  CHECK(SpecHash(without) == SpecHash(parsed_without));
+  CHECK(SpecHash(without) != SpecHash(with_grid));
+}
+
 }  // namespace
 }  // namespace tae::spec

@@ -282,8 +282,6 @@ TEST_CASE("ablation overrides are checked like the baseline's keys", "[spec][err
 }
 
 TEST_CASE("features that are not supported yet are refused", "[spec][errors]") {
-  CHECK(ErrorOf("name = \"x\"\n[grid]\n\"model.layers\" = [1, 2, 4]\n") ==
-        "study.toml:2:1: [grid] is not supported yet");
   CHECK(ErrorOf("name = \"x\"\n[job]\ncommand = \"python3 train.py\"\n") ==
         "study.toml:2:1: [job] command jobs are not supported yet");
   CHECK(ErrorOf("name = \"x\"\n[resources]\nhosts = 2\n") ==
@@ -427,6 +425,67 @@ TEST_CASE("ParseSpecFile reads fixture files", "[spec][file]") {
   CHECK(missing.status().code() == absl::StatusCode::kNotFound);
   CHECK(std::string(missing.status().message()).find("does_not_exist.toml: cannot open") !=
         std::string::npos);
+}
+
+TEST_CASE("[grid] axes are read in key order, quoted or nested", "[spec][grid]") {
+  Spec spec = MustParse(
+      "name = \"g\"\n[grid]\n\"model.layers\" = [1, 2, 4]\n[grid.train]\nlr = [1e-3, 3e-3]\n");
+  REQUIRE(spec.grid.size() == 2);
+  CHECK(spec.grid[0].key == "model.layers");
+  CHECK(spec.grid[0].values == std::vector<nlohmann::json>{1, 2, 4});
+  CHECK(spec.grid[1].key == "train.lr");
+  CHECK(spec.grid[1].values == std::vector<nlohmann::json>{1e-3, 3e-3});
+}
+
+TEST_CASE("bad [grid] entries say where and why", "[spec][grid][errors]") {
+  CHECK(ErrorOf("name = \"x\"\n[grid]\n\"model.layers\" = 2\n") ==
+        "study.toml:3:18: [grid] model.layers: expected an array of values, got an integer (write "
+        "model.layers = [a, b])");
+  CHECK(ErrorOf("name = \"x\"\n[grid]\n\"model.layers\" = []\n") ==
+        "study.toml:3:18: [grid] model.layers: needs at least one value");
+  CHECK(ErrorOf("name = \"x\"\n[grid]\n\"model.layers\" = [1, \"two\"]\n") ==
+        "study.toml:3:22: model.layers: expected an integer, got a string");
+  CHECK(ErrorOf("name = \"x\"\n[grid]\n\"model.layers\" = [1, 2, 1]\n") ==
+        "study.toml:3:25: [grid] model.layers: value 1 is listed twice");
+  CHECK(ErrorOf("name = \"x\"\n[grid]\n\"train.seeds\" = [[0], [1]]\n") ==
+        "study.toml:3:1: train.seeds cannot be varied in [grid] (every variant already runs once "
+        "per seed)");
+  CHECK(ErrorOf("name = \"x\"\n[grid]\n\"model.layer\" = [1]\n").find(
+            "study.toml:3:1: unknown key 'model.layer'") == 0);
+  CHECK(ErrorOf("name = \"x\"\n[grid]\n") ==
+        "study.toml:2:1: [grid] is empty: give it at least one key = [values]");
+}
+
+TEST_CASE("an ablation may not set a key the grid varies, nor may --set", "[spec][grid][errors]") {
+  const std::string text =
+      "name = \"x\"\n[grid]\n\"model.layers\" = [1, 2]\n[[ablation]]\nname = \"deep\"\n"
+      "\"model.layers\" = 6\n";
+  CHECK(ErrorOf(text) ==
+        "study.toml:6:1: ablation 'deep' sets model.layers, which [grid] varies (line 3); drop one "
+        "of the two");
+  CHECK(ErrorOf("name = \"x\"\n[grid]\n\"model.layers\" = [1, 2]\n", {"model.layers=3"}) ==
+        "--set model.layers=3: [grid] varies model.layers (line 3), so it cannot also be set; use "
+        "--set on the [grid] key's values in the file instead");
+}
+
+TEST_CASE("cross-key checks run on every grid point and blame the grid value",
+          "[spec][grid][errors]") {
+  // heads = 4 divides 64 and 48 but not 30: the error points at the 30.
+  CHECK(ErrorOf("name = \"x\"\n[grid]\n\"model.d_model\" = [64, 48, 30]\n") ==
+        "study.toml:3:28: model.heads: 4 does not divide model.d_model 30");
+}
+
+TEST_CASE("an experiment of more than kMaxRuns runs is refused", "[spec][grid][errors]") {
+  std::string values;
+  for (int i = 1; i <= 101; ++i) {
+    values += (i > 1 ? ", " : "") + std::to_string(i * 8);
+  }
+  // 101 x 101 grid points x 1 variant x 3 seeds
+  const std::string text = "name = \"x\"\n[grid]\n\"model.d_model\" = [" + values +
+                           "]\n\"train.steps\" = [" + values + "]\n";
+  CHECK(ErrorOf(text) ==
+        "study.toml:2:1: the experiment expands to 30603 runs (10201 grid points x 1 variants x 3 "
+        "seeds); at most 10000 are allowed, split it into several experiments");
 }
 
 }  // namespace
