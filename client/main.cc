@@ -25,6 +25,8 @@ constexpr Verb kVerbs[] = {
     {"runs", tae::client::Runs, "list the runs of an experiment"},
     {"logs", tae::client::Logs, "print a run's output (-f to follow)"},
     {"report", tae::client::Report, "the ablation table of an experiment"},
+    {"plot", tae::client::Plot, "metric curves of an experiment as an SVG figure"},
+    {"export", tae::client::Export, "every metric point as CSV / JSON, or TensorBoard files"},
     {"heads", tae::client::Heads, "head importance grids of a run (train.head_importance)"},
     {"cancel", tae::client::Cancel, "cancel a run or an experiment"},
     {"agents", tae::client::Agents, "list agents"},

@@ -55,7 +55,8 @@ class AssocRecallFormat final : public RowFormat {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Task>> MakeAssocRecallTask(const TaskShape& shape) {
-  if (absl::Status status = CheckTaskShape("assoc_recall", shape, kMinSeqLen, kNeeds, kMinVocab, kVocabNeeds);
+  if (absl::Status status =
+          CheckTaskShape("assoc_recall", shape, kMinSeqLen, kNeeds, kMinVocab, kVocabNeeds);
       !status.ok()) {
     return status;
   }

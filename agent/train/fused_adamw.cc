@@ -13,10 +13,10 @@ namespace {
 constexpr int64_t kGrain = 32768;  // floats per parallel chunk
 
 struct Hyper {
-  float decay;        // 1 - lr * weight_decay
+  float decay;  // 1 - lr * weight_decay
   float beta1, beta2;
-  float step_size;    // lr / (1 - beta1^t)
-  float inv_bc2_sqrt; // 1 / sqrt(1 - beta2^t)
+  float step_size;     // lr / (1 - beta1^t)
+  float inv_bc2_sqrt;  // 1 / sqrt(1 - beta2^t)
   float eps;
 };
 
@@ -69,8 +69,7 @@ void FusedAdamW::EnsureFlat() {
       p.set_(flat_param_.storage(), slot.offset, p.sizes(), c10::contiguous_strides(p.sizes()));
     }
     const torch::Tensor& grad = p.grad();
-    if (!grad.defined() || grad.data_ptr<float>() != grads + slot.offset ||
-        !grad.is_contiguous()) {
+    if (!grad.defined() || grad.data_ptr<float>() != grads + slot.offset || !grad.is_contiguous()) {
       torch::Tensor view = flat_grad_.narrow(0, slot.offset, n).view(p.sizes());
       if (grad.defined()) {
         view.copy_(grad);
@@ -107,7 +106,8 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
   EnsureFlat();
   ++steps_;
   for (size_t g = 0; g < param_groups_.size(); ++g) {
-    const auto& options = static_cast<const torch::optim::AdamWOptions&>(param_groups_[g].options());
+    const auto& options =
+        static_cast<const torch::optim::AdamWOptions&>(param_groups_[g].options());
     const double beta1 = std::get<0>(options.betas());
     const double beta2 = std::get<1>(options.betas());
     const double t = static_cast<double>(steps_);
@@ -138,8 +138,7 @@ void FusedAdamW::load(torch::serialize::InputArchive& archive) {
   archive.read("fused_adamw.exp_avg", exp_avg, /*is_buffer=*/true);
   archive.read("fused_adamw.exp_avg_sq", exp_avg_sq, /*is_buffer=*/true);
   TORCH_CHECK(exp_avg.numel() == exp_avg_.numel() && exp_avg_sq.numel() == exp_avg_sq_.numel(),
-              "optimizer state of ", exp_avg.numel(), " weights, the model has ",
-              exp_avg_.numel());
+              "optimizer state of ", exp_avg.numel(), " weights, the model has ", exp_avg_.numel());
   torch::NoGradGuard no_grad;
   exp_avg_.copy_(exp_avg);
   exp_avg_sq_.copy_(exp_avg_sq);

@@ -205,9 +205,9 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   if (options_.dropout > 0.0) {
     probs = attn_dropout_(probs);
   }
-  torch::Tensor mixed = torch::bmm(probs.view({batch * n_q, time, time}),
-                                   p.v.reshape({batch * n_q, time, hd}))
-                            .view({batch, n_q, time, hd});
+  torch::Tensor mixed =
+      torch::bmm(probs.view({batch * n_q, time, time}), p.v.reshape({batch * n_q, time, hd}))
+          .view({batch, n_q, time, hd});
   if (gate_.defined()) {
     mixed = mixed * gate_.index_select(0, kept_index_).view({1, n_q, 1, 1});
   }

@@ -46,8 +46,7 @@ struct SpecialTokens {
 // are for, "" when min_vocab is 2), or train.seq_len when seq_len < min_seq_len (`needs` says
 // what the positions are for). The texts match spec::CheckTask's.
 absl::Status CheckTaskShape(const char* task, const TaskShape& shape, int64_t min_seq_len,
-                            const char* needs, int64_t min_vocab = 2,
-                            const char* vocab_needs = "");
+                            const char* needs, int64_t min_vocab = 2, const char* vocab_needs = "");
 
 class RowFormat {
  public:

@@ -277,9 +277,8 @@ double Trainer::TrainStep(TransformerLM& model, torch::optim::Optimizer& optimiz
   loss.backward();
   const double max_norm = config_.train.grad_clip > 0.0 ? config_.train.grad_clip
                                                         : std::numeric_limits<double>::infinity();
-  *grad_norm = fused != nullptr
-                   ? fused->ClipGradNorm(max_norm)
-                   : torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
+  *grad_norm = fused != nullptr ? fused->ClipGradNorm(max_norm)
+                                : torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
   optimizer.step();
   return loss.item<double>();
 }

@@ -29,6 +29,8 @@ int Report(const CommandEnv& env, const Args& args);
 int Cancel(const CommandEnv& env, const Args& args);
 int Agents(const CommandEnv& env, const Args& args);
 int Heads(const CommandEnv& env, const Args& args);
+int Plot(const CommandEnv& env, const Args& args);
+int Export(const CommandEnv& env, const Args& args);
 
 // Prints "taectl: <message>" to stderr; returns 2 for bad input, 1 otherwise.
 int Fail(const absl::Status& status);

@@ -118,8 +118,8 @@ int WaitFor(ControlClient& client, const std::string& experiment, double timeout
 std::string OverridesText(const spec::Spec& spec, const spec::RunPlan& run) {
   std::vector<std::string> parts;
   auto add = [&parts](const std::string& key, const nlohmann::json& value) {
-    parts.push_back(absl::StrCat(key, "=", value.is_string() ? value.get<std::string>()
-                                                                : value.dump()));
+    parts.push_back(
+        absl::StrCat(key, "=", value.is_string() ? value.get<std::string>() : value.dump()));
   };
   for (const auto& [key, value] : run.grid.items()) {
     add(key, value);
@@ -153,8 +153,8 @@ int PrintDryRun(const spec::Spec& spec, bool json) {
   Table table({"#", "VARIANT", "SEED", "OVERRIDES (vs the baseline config)"});
   int index = 0;
   for (const spec::RunPlan& run : runs) {
-    table.Add({absl::StrCat(++index), run.variant, absl::StrCat(run.seed),
-               OverridesText(spec, run)});
+    table.Add(
+        {absl::StrCat(++index), run.variant, absl::StrCat(run.seed), OverridesText(spec, run)});
   }
   size_t points = 1;
   for (const spec::GridAxis& axis : spec.grid) {

@@ -16,6 +16,7 @@ ControlClient::ControlClient(const std::string& home)
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetMaxReceiveMessageSize(256 << 20);  // export: every point of one run in one response
   stub_ = tae::v1::Control::NewStub(
       grpc::CreateCustomChannel("unix:" + socket_path_, grpc::InsecureChannelCredentials(), args));
 }

@@ -39,8 +39,8 @@ struct GridAxis {
 // e.g. "no-pos[layers=2,lr=0.001]" (GridVariantName).
 struct RunPlan {
   std::string variant;
-  std::string ablation;                             // "baseline" or the [[ablation]] name
-  nlohmann::json grid = nlohmann::json::object();   // the grid point: key -> value
+  std::string ablation;                            // "baseline" or the [[ablation]] name
+  nlohmann::json grid = nlohmann::json::object();  // the grid point: key -> value
   int64_t seed = 0;
   nlohmann::json config;
 };

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <utility>
 
 namespace tae::stats {
 namespace {
@@ -19,8 +18,9 @@ double StirlingRemainder(double x) {
   const double inv2 = 1.0 / (x * x);
   const double series =
       1.0 / 12 -
-      inv2 * (1.0 / 360 -
-              inv2 * (1.0 / 1260 - inv2 * (1.0 / 1680 - inv2 * (1.0 / 1188 - inv2 * 691.0 / 360360))));
+      inv2 *
+          (1.0 / 360 -
+           inv2 * (1.0 / 1260 - inv2 * (1.0 / 1680 - inv2 * (1.0 / 1188 - inv2 * 691.0 / 360360))));
   return series / x;
 }
 
@@ -37,8 +37,7 @@ double LogBeta(double a, double b) {
   const double correction_q = StirlingRemainder(q) - StirlingRemainder(sum);
   if (p < 10) {
     // lgamma(q) - lgamma(p + q) by Stirling, with lgamma(p) exact.
-    return std::lgamma(p) + correction_q + p - p * std::log(sum) +
-           (q - 0.5) * std::log1p(-p / sum);
+    return std::lgamma(p) + correction_q + p - p * std::log(sum) + (q - 0.5) * std::log1p(-p / sum);
   }
   return -0.5 * std::log(q) + kLogSqrt2Pi + StirlingRemainder(p) + correction_q +
          (p - 0.5) * std::log(p / sum) + q * std::log1p(-p / sum);
@@ -57,8 +56,8 @@ struct UnitPoint {
 // I_x(a, b) = x^a y^b / (a B(a, b)) * 1 / (1 + d_1 / (1 + d_2 / (1 + ...))), with
 // d_{2m+1} = -(a + m)(a + b + m) x / ((a + 2m)(a + 2m + 1)) and
 // d_{2m} = m (b - m) x / ((a + 2m - 1)(a + 2m)). It converges fast for x < (a + 1) / (a + b + 2),
-// but evaluated as written it loses about log10(a y) digits when x is close to 1 (large dof):
-// 1 + d_1 is about 1 - x. This returns the same value from its even part,
+// but evaluated as written it loses digits when a is large and x close to 1 (large dof): 1 + d_1
+// is then small and comes out of a difference. This returns the same value from its even part,
 // 1 / (e_0 + f_1 / (e_1 + f_2 / (e_2 + ...))) with e_m = 1 + d_{2m} + d_{2m+1} (d_0 = 0) and
 // f_m = -d_{2m-1} d_{2m}, where e_m is expanded in y = 1 - x so that nothing cancels:
 // 1 + d_{2m+1} = (a (2m + 1 - b) + m (3m + 2 - b) + (a + m)(a + b + m) y) / ((a + 2m)(a + 2m + 1)).
@@ -67,8 +66,11 @@ double BetaContinuedFraction(double a, double b, double x, double y) {
   constexpr double kTiny = 1e-300;
   constexpr int kMaxTerms = 100000;
   auto partial_denominator = [&](double m) {
-    double e = (a * (2 * m + 1 - b) + m * (3 * m + 2 - b) + (a + m) * (a + b + m) * y) /
-               ((a + 2 * m) * (a + 2 * m + 1));
+    // With b <= 1 every term of the expansion in y is >= 0; with b > 1 the plain form is the one
+    // without cancellation (there x is small: the caller has swapped a and b).
+    double e = b <= 1 ? (a * (2 * m + 1 - b) + m * (3 * m + 2 - b) + (a + m) * (a + b + m) * y) /
+                            ((a + 2 * m) * (a + 2 * m + 1))
+                      : 1 - (a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
     if (m > 0) {
       e += m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m));
     }
@@ -110,17 +112,20 @@ double BetaFront(double a, double b, double log_x, double log_y) {
 
 // The regularized incomplete beta function I_x(a, b) for a, b > 0, 0 <= x <= 1.
 double RegularizedBeta(double a, double b, const UnitPoint& point) {
-  if (point.x <= 0) {
+  // x itself may underflow while x^a does not: the logarithms decide.
+  if (std::isinf(point.log_x)) {
     return 0;
   }
-  if (point.y <= 0) {
+  if (std::isinf(point.log_y)) {
     return 1;
   }
   if (point.x < (a + 1) / (a + b + 2)) {
-    return BetaFront(a, b, point.log_x, point.log_y) * BetaContinuedFraction(a, b, point.x, point.y);
+    return BetaFront(a, b, point.log_x, point.log_y) *
+           BetaContinuedFraction(a, b, point.x, point.y);
   }
   // I_x(a, b) = 1 - I_y(b, a); the fraction converges fast on this side.
-  return 1 - BetaFront(b, a, point.log_y, point.log_x) * BetaContinuedFraction(b, a, point.y, point.x);
+  return 1 -
+         BetaFront(b, a, point.log_y, point.log_x) * BetaContinuedFraction(b, a, point.y, point.x);
 }
 
 // The point x = dof / (dof + t^2) of the incomplete beta function behind the t distribution,
@@ -145,10 +150,9 @@ double StudentTPdf(double t, double dof) {
   }
   // log(1 + t^2 / dof), also when t^2 overflows.
   const double abs_t = std::fabs(t);
-  const double log_kernel =
-      abs_t <= std::sqrt(dof)
-          ? std::log1p((abs_t / dof) * abs_t)
-          : 2 * std::log(abs_t) - std::log(dof) + std::log1p((dof / abs_t) / abs_t);
+  const double log_kernel = abs_t <= std::sqrt(dof) ? std::log1p((abs_t / dof) * abs_t)
+                                                    : 2 * std::log(abs_t) - std::log(dof) +
+                                                          std::log1p((dof / abs_t) / abs_t);
   return std::exp(-LogBeta(dof / 2, 0.5) - 0.5 * std::log(dof) - (dof + 1) / 2 * log_kernel);
 }
 

@@ -29,11 +29,13 @@ struct Summary {
 Summary Summarize(const std::vector<double>& values);
 
 // P(T <= t) for Student's t distribution with `dof` degrees of freedom (any real dof > 0;
-// dof = +inf gives the standard normal). Returns NaN if t or dof is NaN or dof <= 0.
+// dof = +inf gives the standard normal), to about 1e-13 relative also far in the tails and for
+// large dof. Returns NaN if t or dof is NaN or dof <= 0.
 double StudentTCdf(double t, double dof);
 
-// The t with StudentTCdf(t, dof) == p, to about 1e-13 relative. p == 0 gives -inf, p == 1 gives
-// +inf; NaN if p is outside [0, 1], if p or dof is NaN, or if dof <= 0.
+// The t with StudentTCdf(t, dof) == p, to about 1e-12 relative. p == 0 gives -inf, p == 1
+// gives +inf, and so does a t beyond the double range (tiny dof); NaN if p is outside [0, 1], if
+// p or dof is NaN, or if dof <= 0.
 double StudentTQuantile(double p, double dof);
 
 struct WelchTest {

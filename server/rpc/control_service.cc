@@ -164,6 +164,59 @@ grpc::ServerUnaryReactor* ControlService::Report(grpc::CallbackServerContext* ct
   });
 }
 
+grpc::ServerUnaryReactor* ControlService::QueryMetrics(grpc::CallbackServerContext* ctx,
+                                                       const tae::v1::QueryMetricsRequest* request,
+                                                       tae::v1::QueryMetricsResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    store::Store* store = controller_->store();
+    if (request->max_points() < 0) {
+      return absl::InvalidArgumentError("max_points: must be >= 0 (0: every point)");
+    }
+    if (request->experiment().empty() == (request->run_ids_size() == 0)) {
+      return absl::InvalidArgumentError("experiment or run_ids: give exactly one of the two");
+    }
+    std::vector<store::RunRecord> runs;
+    if (!request->experiment().empty()) {
+      ASSIGN_OR_RETURN(int64_t id, store->ResolveExperiment(request->experiment()));
+      ASSIGN_OR_RETURN(runs, store->ListRuns(id));
+    } else {
+      for (int64_t run_id : request->run_ids()) {
+        ASSIGN_OR_RETURN(store::RunRecord run, store->GetRun(run_id));
+        runs.push_back(std::move(run));
+      }
+    }
+    for (const store::RunRecord& run : runs) {
+      std::vector<std::string> keys(request->keys().begin(), request->keys().end());
+      if (keys.empty()) {
+        ASSIGN_OR_RETURN(std::vector<store::MetricSummary> summaries, store->Summaries(run.id));
+        for (const store::MetricSummary& summary : summaries) {
+          keys.push_back(summary.key);
+        }
+      }
+      for (const std::string& key : keys) {
+        ASSIGN_OR_RETURN(std::vector<store::MetricPoint> points,
+                         store->QueryMetric(run.id, key, request->max_points()));
+        if (points.empty()) {
+          continue;
+        }
+        tae::v1::MetricSeries* series = response->add_series();
+        ToProto(run, series->mutable_run());
+        series->set_key(key);
+        for (const store::MetricPoint& p : points) {
+          tae::v1::MetricPoint* out = series->add_points();
+          out->set_step(p.step);
+          out->set_value(p.value);
+          out->set_min(p.min);
+          out->set_max(p.max);
+          out->set_wall_time(p.wall_time);
+          out->set_count(p.count);
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
 grpc::ServerUnaryReactor* ControlService::Cancel(grpc::CallbackServerContext* ctx,
                                                  const tae::v1::CancelRequest* request,
                                                  tae::v1::CancelResponse* response) {

@@ -37,6 +37,9 @@ class ControlService final : public tae::v1::Control::CallbackService {
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* ctx,
                                    const tae::v1::ReportRequest* request,
                                    tae::v1::ReportResponse* response) override;
+  grpc::ServerUnaryReactor* QueryMetrics(grpc::CallbackServerContext* ctx,
+                                         const tae::v1::QueryMetricsRequest* request,
+                                         tae::v1::QueryMetricsResponse* response) override;
   grpc::ServerUnaryReactor* Cancel(grpc::CallbackServerContext* ctx,
                                    const tae::v1::CancelRequest* request,
                                    tae::v1::CancelResponse* response) override;

@@ -105,6 +105,17 @@ struct MetricSummary {
   int64_t count = 0;
 };
 
+// One point of a metric series; a bucket of several raw points when downsampled (value = mean,
+// step = the bucket's last step, wall_time = its latest).
+struct MetricPoint {
+  int64_t step = 0;
+  double value = 0;
+  double min = 0;
+  double max = 0;
+  double wall_time = 0;
+  int64_t count = 1;  // raw points in the bucket
+};
+
 struct LogRecord {
   int64_t cursor = 0;
   int attempt = 0;

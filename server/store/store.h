@@ -57,6 +57,12 @@ class Store {
   absl::StatusOr<std::vector<FinalValue>> FinalValues(int64_t experiment_id,
                                                       const std::vector<std::string>& keys);
   absl::StatusOr<std::vector<LogRecord>> Logs(int64_t run_id, int64_t after, int limit);
+  // The points of one run's metric `key` in step order: every raw point when max_points is 0 or
+  // the series has no more; else at most max_points buckets of equal step ranges, each with the
+  // mean, min and max of its points (a plot never pulls points it cannot draw). Empty for an
+  // unknown key.
+  absl::StatusOr<std::vector<MetricPoint>> QueryMetric(int64_t run_id, const std::string& key,
+                                                       int64_t max_points);
 
   // Agents.
   absl::Status UpsertAgent(const AgentRecord& agent);

@@ -253,4 +253,54 @@ absl::StatusOr<std::vector<LogRecord>> Store::Logs(int64_t run_id, int64_t after
   return out;
 }
 
+absl::StatusOr<std::vector<MetricPoint>> Store::QueryMetric(int64_t run_id, const std::string& key,
+                                                            int64_t max_points) {
+  std::vector<MetricPoint> out;
+  ASSIGN_OR_RETURN(
+      Statement range,
+      db_.Prepare("SELECT MIN(m.step), MAX(m.step), COUNT(*) FROM metrics m JOIN "
+                  "metric_keys k ON k.id = m.key_id WHERE m.run_id = ? AND k.name = ?"));
+  range.Bind(1, run_id).Bind(2, key);
+  ASSIGN_OR_RETURN(bool has_row, range.Step());
+  const int64_t count = has_row ? range.Int(2) : 0;
+  if (count == 0) {
+    return out;
+  }
+  const int64_t first = range.Int(0);
+  const int64_t last = range.Int(1);
+  if (max_points <= 0 || count <= max_points) {
+    ASSIGN_OR_RETURN(Statement raw,
+                     db_.Prepare("SELECT m.step, m.value, m.wall_time FROM metrics m JOIN "
+                                 "metric_keys k ON k.id = m.key_id WHERE m.run_id = ? AND "
+                                 "k.name = ? ORDER BY m.step"));
+    raw.Bind(1, run_id).Bind(2, key);
+    out.reserve(static_cast<size_t>(count));
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, raw.Step());
+      if (!more) {
+        break;
+      }
+      const double value = raw.Double(1);
+      out.push_back({raw.Int(0), value, value, value, raw.Double(2), 1});
+    }
+    return out;
+  }
+  // Bucket b holds the steps with (step - first) * max_points / (last - first + 1) == b.
+  ASSIGN_OR_RETURN(Statement buckets,
+                   db_.Prepare("SELECT MAX(m.step), AVG(m.value), MIN(m.value), MAX(m.value), "
+                               "MAX(m.wall_time), COUNT(*) FROM metrics m JOIN metric_keys k ON "
+                               "k.id = m.key_id WHERE m.run_id = ? AND k.name = ? "
+                               "GROUP BY (m.step - ?) * ? / ? ORDER BY 1"));
+  buckets.Bind(1, run_id).Bind(2, key).Bind(3, first).Bind(4, max_points).Bind(5, last - first + 1);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, buckets.Step());
+    if (!more) {
+      break;
+    }
+    out.push_back({buckets.Int(0), buckets.Double(1), buckets.Double(2), buckets.Double(3),
+                   buckets.Double(4), buckets.Int(5)});
+  }
+  return out;
+}
+
 }  // namespace tae::store

@@ -6,9 +6,8 @@
 
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <sstream>
 #include <vector>
 

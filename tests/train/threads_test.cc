@@ -2,12 +2,11 @@
 
 #include <torch/torch.h>
 
+#include <catch2/catch.hpp>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 namespace tae::train {
 namespace {

@@ -197,11 +197,11 @@ TEST_CASE("a grid crosses every variant with every point, first axis slowest", "
     CHECK(runs[i].seed == 0);
     CHECK(runs[i + 1].seed == 1);
   }
-  CHECK(variants == std::vector<std::string>{
-                        "baseline[layers=1,lr=0.001]", "rms[layers=1,lr=0.001]",
-                        "baseline[layers=1,lr=0.003]", "rms[layers=1,lr=0.003]",
-                        "baseline[layers=2,lr=0.001]", "rms[layers=2,lr=0.001]",
-                        "baseline[layers=2,lr=0.003]", "rms[layers=2,lr=0.003]"});
+  CHECK(variants ==
+        std::vector<std::string>{"baseline[layers=1,lr=0.001]", "rms[layers=1,lr=0.001]",
+                                 "baseline[layers=1,lr=0.003]", "rms[layers=1,lr=0.003]",
+                                 "baseline[layers=2,lr=0.001]", "rms[layers=2,lr=0.001]",
+                                 "baseline[layers=2,lr=0.003]", "rms[layers=2,lr=0.003]"});
   const RunPlan& run = runs[14];  // rms at layers 2, lr 3e-3, seed 0
   CHECK(run.ablation == "rms");
   CHECK(run.grid == nlohmann::json{{"model.layers", 2}, {"train.lr", 3e-3}});

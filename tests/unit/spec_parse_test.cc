@@ -450,8 +450,8 @@ TEST_CASE("bad [grid] entries say where and why", "[spec][grid][errors]") {
   CHECK(ErrorOf("name = \"x\"\n[grid]\n\"train.seeds\" = [[0], [1]]\n") ==
         "study.toml:3:1: train.seeds cannot be varied in [grid] (every variant already runs once "
         "per seed)");
-  CHECK(ErrorOf("name = \"x\"\n[grid]\n\"model.layer\" = [1]\n").find(
-            "study.toml:3:1: unknown key 'model.layer'") == 0);
+  CHECK(ErrorOf("name = \"x\"\n[grid]\n\"model.layer\" = [1]\n")
+            .find("study.toml:3:1: unknown key 'model.layer'") == 0);
   CHECK(ErrorOf("name = \"x\"\n[grid]\n") ==
         "study.toml:2:1: [grid] is empty: give it at least one key = [values]");
 }

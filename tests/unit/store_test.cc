@@ -295,3 +295,69 @@ TEST_CASE("experiments resolve by id, e-prefixed id and newest name") {
 }
 
 }  // namespace tae::store
+
+namespace tae::store {
+
+TEST_CASE("QueryMetric returns raw points, or equal-step buckets with mean, min and max") {
+  auto opened = Store::Open(":memory:");
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  REQUIRE(store.CreateExperiment(TwoRuns(), 100.0).ok());
+  const int64_t run_id = (*store.QueuedRuns())[0].id;
+  REQUIRE(store.AssignRun(run_id, "agent-a", 101.0).ok());
+  // Steps 1..100, value = step, one key; a second key with one point.
+  std::vector<IngestEvent> events;
+  for (int step = 1; step <= 100; ++step) {
+    IngestEvent e;
+    e.kind = IngestEvent::Kind::kMetrics;
+    e.seq = static_cast<uint64_t>(step);
+    e.run_id = run_id;
+    e.attempt = 1;
+    e.wall_time = 1000.0 + step;
+    e.step = step;
+    e.values = {{"train/loss", static_cast<double>(step)}};
+    if (step == 50) {
+      e.values.push_back({"eval/acc", 0.5});
+    }
+    events.push_back(e);
+  }
+  REQUIRE(store.Ingest("agent-a", events).ok());
+
+  auto raw = store.QueryMetric(run_id, "train/loss", 0);
+  REQUIRE(raw.ok());
+  REQUIRE(raw->size() == 100);
+  CHECK((*raw)[0].step == 1);
+  CHECK((*raw)[99].step == 100);
+  CHECK((*raw)[99].wall_time == 1100.0);
+  CHECK(store.QueryMetric(run_id, "train/loss", 100)->size() == 100);  // fits: raw
+
+  auto buckets = store.QueryMetric(run_id, "train/loss", 10);
+  REQUIRE(buckets.ok());
+  REQUIRE(buckets->size() == 10);
+  // Bucket b: steps 10b+1 .. 10b+10.
+  const MetricPoint& third = (*buckets)[2];
+  CHECK(third.step == 30);
+  CHECK(third.count == 10);
+  CHECK(third.min == 21.0);
+  CHECK(third.max == 30.0);
+  CHECK(third.value == Approx(25.5));
+  CHECK(third.wall_time == 1030.0);
+  int64_t total = 0;
+  for (const MetricPoint& p : *buckets) {
+    total += p.count;
+  }
+  CHECK(total == 100);  // every point in exactly one bucket
+
+  auto uneven = store.QueryMetric(run_id, "train/loss", 7);
+  REQUIRE(uneven.ok());
+  CHECK(uneven->size() <= 7);
+  CHECK(uneven->back().step == 100);
+
+  auto one = store.QueryMetric(run_id, "eval/acc", 10);
+  REQUIRE(one.ok());
+  REQUIRE(one->size() == 1);
+  CHECK((*one)[0].step == 50);
+  CHECK(store.QueryMetric(run_id, "no/such", 10)->empty());
+}
+
+}  // namespace tae::store

@@ -1,0 +1,29 @@
+#pragma once
+
+// Ingest benchmark: a real taed (`taectl up --agents 0` on a temporary TAE_HOME), one submitted
+// experiment whose runs the scheduler places on N simulated agents (separate processes, each
+// with its own AgentLink stream; see sim_agent.h), which stream every run's metric lines as fast
+// as acks allow. Points/s stored is the points over the time from the start signal to the last
+// agent's final ack; the metrics table is then checked to hold every point exactly once. The
+// references of reference.h are measured in the same invocation with the same points.
+
+#include <cstdint>
+#include <vector>
+
+namespace tae::bench {
+
+struct IngestOptions {
+  std::vector<int> agent_counts = {4, 16};
+  int slots = 2;                // runs per agent
+  int64_t points = 2'400'000;   // per configuration
+  int values_per_event = 6;     // tae-train's training line
+  int batch_events = 2000;      // tae-agent's kMaxEventsPerBatch
+  int window_batches = 4;       // unacked batches per agent
+  bool references = true;
+  bool keep = false;            // keep the temporary TAE_HOMEs
+};
+
+// Prints progress on stderr and the result table on stdout. Returns the exit code.
+int RunIngestBench(const IngestOptions& options);
+
+}  // namespace tae::bench
