@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -56,8 +56,7 @@ int Reap(pid_t pid, double timeout_s) {
 std::string BinDir() { return cli::ProgramDir(); }
 
 double SteadyNow() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double ProcessCpuSeconds(pid_t pid) {
@@ -278,17 +277,16 @@ absl::StatusOr<std::unique_ptr<Taed>> Taed::Up(const std::string& home) {
   std::unique_ptr<Taed> taed(new Taed(home));
   CommandResult up = taed->Taectl({"up", "--agents", "0"}, 60);
   if (up.exit_code != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("taectl up --agents 0 failed: ", up.out, up.err, "\n",
-                     ReadFile(home + "/logs/taed.log")));
+    return absl::UnavailableError(absl::StrCat("taectl up --agents 0 failed: ", up.out, up.err,
+                                               "\n", ReadFile(home + "/logs/taed.log")));
   }
   taed->up_ = true;
   taed->agent_address_ = std::string(absl::StripAsciiWhitespace(ReadFile(home + "/agent.addr")));
   taed->agent_token_ = std::string(absl::StripAsciiWhitespace(ReadFile(home + "/agent.token")));
   taed->pid_ = std::atoi(ReadFile(home + "/taed.pid").c_str());
   if (taed->agent_address_.empty() || taed->agent_token_.empty() || taed->pid_ <= 0) {
-    return absl::InternalError(absl::StrCat("taed on ", home,
-                                            " left no agent.addr, agent.token or taed.pid"));
+    return absl::InternalError(
+        absl::StrCat("taed on ", home, " left no agent.addr, agent.token or taed.pid"));
   }
   return taed;
 }

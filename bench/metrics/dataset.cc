@@ -97,7 +97,9 @@ double Value(const std::string& key, const RunRow& run, int64_t step, int steps)
     return std::exp(loss);
   }
   if (key == "eval/acc" || key == "eval/seq_acc") {
-    return (0.9 - 0.01 * static_cast<double>(run.variant_index)) * (1 - std::exp(-5 * progress));
+    const double ceiling = 0.9 - 0.01 * static_cast<double>(run.variant_index) -
+                           0.004 * static_cast<double>((run.seed * 17) % 5);
+    return ceiling * (1 - std::exp(-5 * progress));
   }
   if (key == "train/lr") {
     return 3e-3 * (1 - progress);
@@ -213,16 +215,19 @@ absl::StatusOr<int64_t> Fill(const std::string& db_path, const DatasetOptions& o
   ASSIGN_OR_RETURN(w.summary,
                    db.Prepare("INSERT INTO run_summaries (run_id, key_id, last_step, last_value, "
                               "min_value, max_value, count) VALUES (?,?,?,?,?,?,?)"));
-  ASSIGN_OR_RETURN(w.finish, db.Prepare(absl::StrCat(
-                                 "UPDATE runs SET state = 'succeeded', attempt = 1, agent_id = '",
-                                 kAgent, "', pid = ?1, exit_code = 0, reason = 'exit code 0', "
-                                 "started_at = ?2, finished_at = ?3 WHERE id = ?4")));
+  ASSIGN_OR_RETURN(w.finish,
+                   db.Prepare(absl::StrCat(
+                       "UPDATE runs SET state = 'succeeded', attempt = 1, agent_id = '", kAgent,
+                       "', pid = ?1, exit_code = 0, reason = 'exit code 0', "
+                       "started_at = ?2, finished_at = ?3 WHERE id = ?4")));
   ASSIGN_OR_RETURN(w.transition,
                    db.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
                               "to_state, reason, at) VALUES (?, 1, ?, ?, ?, ?)"));
   RETURN_IF_ERROR(db.Exec(absl::StrCat(
       "INSERT OR REPLACE INTO agents (id, host, slots, labels, version, state, first_seen, "
-      "last_seen) VALUES ('", kAgent, "', 'bench', 2, '{\"accelerator\":\"cpu\"}', '0.1.0', "
+      "last_seen) VALUES ('",
+      kAgent,
+      "', 'bench', 2, '{\"accelerator\":\"cpu\"}', '0.1.0', "
       "'lost', 1.7e9, 1.7e9)")));
   const double start = SteadyNow();
   int64_t points = 0;

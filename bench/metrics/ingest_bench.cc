@@ -70,14 +70,17 @@ absl::StatusOr<std::string> Check(const std::string& db_path, const std::string&
   ASSIGN_OR_RETURN(
       int64_t complete,
       db.Int(absl::StrCat("SELECT COUNT(*) FROM (SELECT COUNT(*) c, MIN(step) lo, MAX(step) hi "
-                          "FROM metrics WHERE run_id IN ", runs, " GROUP BY run_id, key_id) "
-                          "WHERE c = ", steps, " AND lo = 1 AND hi = ", steps)));
+                          "FROM metrics WHERE run_id IN ",
+                          runs,
+                          " GROUP BY run_id, key_id) "
+                          "WHERE c = ",
+                          steps, " AND lo = 1 AND hi = ", steps)));
   if (complete != series) {
     problems.push_back(absl::StrCat(complete, " of ", series, " series hold steps 1..", steps));
   }
   ASSIGN_OR_RETURN(int64_t summaries,
-                   db.Int(absl::StrCat("SELECT COUNT(*) FROM run_summaries WHERE run_id IN ",
-                                       runs, " AND count = ", steps, " AND last_step = ", steps)));
+                   db.Int(absl::StrCat("SELECT COUNT(*) FROM run_summaries WHERE run_id IN ", runs,
+                                       " AND count = ", steps, " AND last_step = ", steps)));
   if (summaries != series) {
     problems.push_back(absl::StrCat(summaries, " of ", series, " summaries count ", steps));
   }
@@ -89,7 +92,8 @@ absl::StatusOr<std::string> Check(const std::string& db_path, const std::string&
   }
   ASSIGN_OR_RETURN(int64_t placed,
                    db.Int(absl::StrCat("SELECT COUNT(DISTINCT agent_id) FROM runs WHERE "
-                                       "experiment_id = ", exp)));
+                                       "experiment_id = ",
+                                       exp)));
   if (placed != agents) {
     problems.push_back(absl::StrCat("runs on ", placed, " agents"));
   }
@@ -219,8 +223,8 @@ absl::StatusOr<ConfigResult> RunConfig(const IngestOptions& options, int n, cons
   }
   std::fprintf(stderr, "  submitted %d runs; waiting for the scheduler to place them\n",
                layout.runs);
-  RETURN_IF_ERROR(PollAgents(&agents, kReadyTimeoutS, "ready",
-                             [](const AgentState& a) { return a.ready; }));
+  RETURN_IF_ERROR(
+      PollAgents(&agents, kReadyTimeoutS, "ready", [](const AgentState& a) { return a.ready; }));
 
   std::fprintf(stderr, "  streaming %s points (%ld lines per run)\n",
                Thousands(layout.points()).c_str(), static_cast<long>(layout.steps_per_run));
@@ -264,18 +268,18 @@ double Rate(int64_t points, double seconds) {
 
 void PrintTable(const IngestOptions& options, const std::vector<ConfigResult>& results,
                 const AutogroupPriority& priority) {
-  std::printf("\ningest: %d values per line, at most %d lines (%s points) per batch, %d batches "
-              "in flight per agent, %d runs per agent; %s\n\n",
-              options.values_per_event, options.batch_events,
-              Thousands(static_cast<int64_t>(options.batch_events) * options.values_per_event)
-                  .c_str(),
-              options.window_batches, options.slots, priority.Describe().c_str());
+  std::printf(
+      "\ningest: %d values per line, at most %d lines (%s points) per batch, %d batches "
+      "in flight per agent, %d runs per agent; %s\n\n",
+      options.values_per_event, options.batch_events,
+      Thousands(static_cast<int64_t>(options.batch_events) * options.values_per_event).c_str(),
+      options.window_batches, options.slots, priority.Describe().c_str());
   std::printf("%-7s %5s %10s %8s %10s %9s %11s %10s %8s %s\n", "agents", "runs", "points",
               "seconds", "points/s", "taed CPU", "agents CPU", "other CPU", "batches",
               "stored exactly once");
   for (const ConfigResult& r : results) {
-    std::printf("%-7d %5d %10s %8.2f %10s %8.2fc %10.2fc %9.2fc %8ld %s\n", r.agents,
-                r.layout.runs, Thousands(r.layout.points()).c_str(), r.seconds,
+    std::printf("%-7d %5d %10s %8.2f %10s %8.2fc %10.2fc %9.2fc %8ld %s\n", r.agents, r.layout.runs,
+                Thousands(r.layout.points()).c_str(), r.seconds,
                 Thousands(static_cast<int64_t>(Rate(r.layout.points(), r.seconds))).c_str(),
                 r.taed_cpu_s / r.seconds, r.agents_cpu_s / r.seconds, r.other_cpu_s / r.seconds,
                 static_cast<long>(r.batches), r.check.c_str());
@@ -285,14 +289,15 @@ void PrintTable(const IngestOptions& options, const std::vector<ConfigResult>& r
   if (!options.references) {
     return;
   }
-  std::printf("\nreferences (same points, order and points per transaction; one thread; "
-              "nothing else running):\n\n");
+  std::printf(
+      "\nreferences (same points, order and points per transaction; one thread; "
+      "nothing else running):\n\n");
   std::printf("%-7s %-44s %10s %10s %14s\n", "agents", "reference", "seconds", "points/s",
               "taed / it");
   for (const ConfigResult& r : results) {
     for (const auto& [reference, seconds] : r.reference_s) {
-      std::printf("%-7d %-44s %10.2f %10s %13.0f%%\n", r.agents, ReferenceName(reference),
-                  seconds, Thousands(static_cast<int64_t>(Rate(r.layout.points(), seconds))).c_str(),
+      std::printf("%-7d %-44s %10.2f %10s %13.0f%%\n", r.agents, ReferenceName(reference), seconds,
+                  Thousands(static_cast<int64_t>(Rate(r.layout.points(), seconds))).c_str(),
                   100 * seconds / r.seconds);
     }
   }

@@ -14,13 +14,13 @@ namespace tae::bench {
 
 struct IngestOptions {
   std::vector<int> agent_counts = {4, 16};
-  int slots = 2;                // runs per agent
-  int64_t points = 2'400'000;   // per configuration
-  int values_per_event = 6;     // tae-train's training line
-  int batch_events = 2000;      // tae-agent's kMaxEventsPerBatch
-  int window_batches = 4;       // unacked batches per agent
+  int slots = 2;               // runs per agent
+  int64_t points = 2'400'000;  // per configuration
+  int values_per_event = 6;    // tae-train's training line
+  int batch_events = 2000;     // tae-agent's kMaxEventsPerBatch
+  int window_batches = 4;      // unacked batches per agent
   bool references = true;
-  bool keep = false;            // keep the temporary TAE_HOMEs
+  bool keep = false;  // keep the temporary TAE_HOMEs
 };
 
 // Prints progress on stderr and the result table on stdout. Returns the exit code.

@@ -71,8 +71,9 @@ int Ingest(const std::vector<std::string>& args) {
   }
   if (options.agent_counts.empty() || options.slots < 1 || options.points < 1 ||
       options.batch_events < 1 || options.window_batches < 1) {
-    std::fprintf(stderr, "tae-metrics-bench: --agents, --slots, --points, --batch and --window "
-                         "must be positive\n");
+    std::fprintf(stderr,
+                 "tae-metrics-bench: --agents, --slots, --points, --batch and --window "
+                 "must be positive\n");
     return 2;
   }
   return tae::bench::RunIngestBench(options);
@@ -86,8 +87,9 @@ int Query(const std::vector<std::string>& args) {
       "`taectl report` and `taectl ls` from process start to exit.");
   flags.Int("big-runs", &options.big_runs, "runs of the one large experiment");
   flags.Int("small-experiments", &options.small_experiments, "experiments of 10 runs each");
-  flags.Int("steps", &options.steps, "training lines per run (6 values; an eval line of 4 "
-                                      "every 6 steps)");
+  flags.Int("steps", &options.steps,
+            "training lines per run (6 values; an eval line of 4 "
+            "every 6 steps)");
   flags.Int("repeats", &options.repeats, "timed invocations of each command");
   flags.String("data", &options.data_dir,
                "reuse (or create) the data set in this dir instead of a temporary one");

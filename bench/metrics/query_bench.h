@@ -12,15 +12,16 @@
 namespace tae::bench {
 
 struct QueryOptions {
-  int big_runs = 500;           // one experiment: 20 variants x big_runs / 20 seeds
-  int small_experiments = 50;   // 10 runs each: baseline + 4 ablations, 2 seeds
-  int steps = 1500;             // per run: 6 x steps training points + 4 x steps / 6 eval points
+  int big_runs = 500;          // one experiment: 20 variants x big_runs / 20 seeds
+  int small_experiments = 50;  // 10 runs each: baseline + 4 ablations, 2 seeds
+  int steps = 1500;            // per run: 6 x steps training points + 4 x steps / 6 eval points
   int repeats = 9;
-  std::string data_dir;         // "": a temporary dir
+  std::string data_dir;  // "": a temporary dir
   bool keep = false;
 };
 
-// Prints progress on stderr and the result table on stdout. Returns the exit code.
+// Prints progress on stderr and the result table on stdout. Returns the exit code (0 when it
+// ran, whether or not the targets were met).
 int RunQueryBench(const QueryOptions& options);
 
 }  // namespace tae::bench

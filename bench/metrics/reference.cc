@@ -38,8 +38,8 @@ struct Line {
 
 // Calls batch(lines) for every transaction's worth of lines, in the order the simulated agents
 // send them: each agent interleaves its own runs line by line; agents take turns per batch.
-void ForEachBatch(const PointLayout& layout, const std::function<void(const std::vector<Line>&)>&
-                                                 batch) {
+void ForEachBatch(const PointLayout& layout,
+                  const std::function<void(const std::vector<Line>&)>& batch) {
   const int agents = (layout.runs + layout.runs_per_agent - 1) / layout.runs_per_agent;
   std::vector<int64_t> emitted(static_cast<size_t>(agents), 0);  // lines per agent so far
   std::vector<Line> lines;
@@ -74,11 +74,12 @@ absl::StatusOr<double> MeasureRaw(const std::string& path, const PointLayout& la
   SqlFile db;
   RETURN_IF_ERROR(db.Open(path));
   // As Store::Open (server/store/store.cc); journal_mode = WAL is also stored in the file.
-  RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
-                          "PRAGMA foreign_keys = ON"));
+  RETURN_IF_ERROR(
+      db.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
+              "PRAGMA foreign_keys = ON"));
   for (int k = 0; k < layout.values_per_event; ++k) {
-    RETURN_IF_ERROR(db.Exec(
-        absl::StrCat("INSERT INTO metric_keys (name) VALUES ('", SimMetricKey(k), "')")));
+    RETURN_IF_ERROR(
+        db.Exec(absl::StrCat("INSERT INTO metric_keys (name) VALUES ('", SimMetricKey(k), "')")));
   }
   ASSIGN_OR_RETURN(sqlite3_stmt * insert,
                    db.Prepare(taed_sql ? kTaedInsertMetric : kPlainInsertMetric));

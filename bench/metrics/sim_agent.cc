@@ -21,14 +21,13 @@ namespace tae::bench {
 namespace {
 
 constexpr const char* kKeys[] = {
-    "train/loss",  "train/lr",     "train/grad_norm", "perf/tokens_per_s",
-    "perf/step_ms", "perf/peak_rss_mb", "eval/loss",  "eval/acc",
-    "eval/seq_acc", "eval/ppl",     "bench/k10",       "bench/k11",
-    "bench/k12",   "bench/k13",    "bench/k14",       "bench/k15"};
+    "train/loss",   "train/lr",         "train/grad_norm", "perf/tokens_per_s",
+    "perf/step_ms", "perf/peak_rss_mb", "eval/loss",       "eval/acc",
+    "eval/seq_acc", "eval/ppl",         "bench/k10",       "bench/k11",
+    "bench/k12",    "bench/k13",        "bench/k14",       "bench/k15"};
 
 double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 double CpuSeconds() {
@@ -197,8 +196,8 @@ class SimAgent {
     for (int i = 0; i < options_.values_per_event; ++i) {
       tae::v1::Scalar* scalar = line->add_values();
       scalar->set_key(kKeys[i]);
-      scalar->set_value(2.5 * std::exp(-x / 4000.0) + 0.01 * i + 1e-3 * static_cast<double>(
-                                                                       (step * 7919 + i) % 97));
+      scalar->set_value(2.5 * std::exp(-x / 4000.0) + 0.01 * i +
+                        1e-3 * static_cast<double>((step * 7919 + i) % 97));
     }
     points_ += options_.values_per_event;
     return event;

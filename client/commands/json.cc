@@ -1,5 +1,6 @@
 #include "client/commands/json.h"
 
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -98,16 +99,31 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
   for (const tae::v1::ReportRow& row : report.rows()) {
     nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
     for (const tae::v1::ReportCell& cell : row.cells()) {
+      auto number = [](double x) {
+        return std::isnan(x) ? nlohmann::ordered_json() : nlohmann::ordered_json(x);
+      };
       nlohmann::ordered_json value = {{"n", cell.n()}};
-      value["mean"] = cell.n() > 0 ? nlohmann::ordered_json(cell.mean()) : nullptr;
-      value["std"] = cell.n() > 0 ? nlohmann::ordered_json(cell.std()) : nullptr;
-      value["delta"] = cell.has_delta() ? nlohmann::ordered_json(cell.delta()) : nullptr;
+      value["mean"] = number(cell.mean());
+      value["std"] = number(cell.std());
+      value["ci95"] = number(cell.ci95());
+      value["best"] = number(cell.best());
+      value["delta"] = cell.has_delta() ? number(cell.delta()) : nullptr;
+      value["rel_delta"] = cell.has_delta() ? number(cell.rel_delta()) : nullptr;
+      value["p_value"] = cell.has_test() ? number(cell.p_value()) : nullptr;
+      value["mark"] = cell.mark();
       metrics[cell.metric()] = value;
     }
+    auto number = [](double x) {
+      return std::isnan(x) ? nlohmann::ordered_json() : nlohmann::ordered_json(x);
+    };
     rows.push_back({{"variant", row.variant()},
+                    {"baseline", row.baseline()},
                     {"runs", row.runs()},
                     {"runs_total", row.runs_total()},
-                    {"metrics", metrics}});
+                    {"metrics", metrics},
+                    {"params", number(row.params())},
+                    {"flops_per_token", number(row.flops_per_token())},
+                    {"tokens_per_s", number(row.tokens_per_s())}});
   }
   return {{"experiment", report.experiment().id()},
           {"name", report.experiment().name()},

@@ -13,30 +13,12 @@
 #include "client/commands/common.h"
 #include "client/commands/head_grid.h"
 #include "client/commands/json.h"
+#include "client/commands/report_format.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 
 namespace tae::client {
-namespace {
-
-std::string Cell(const tae::v1::ReportCell& cell) {
-  if (cell.n() == 0) {
-    return "-";
-  }
-  if (cell.n() == 1) {
-    return FormatNumber(cell.mean());
-  }
-  return absl::StrCat(FormatNumber(cell.mean()), " ± ", FormatNumber(cell.std()));
-}
-
-std::string Delta(const tae::v1::ReportCell& cell, bool is_baseline) {
-  if (is_baseline || !cell.has_delta()) {
-    return "";
-  }
-  return absl::StrCat(cell.delta() >= 0 ? "+" : "", FormatNumber(cell.delta()));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int Logs(const CommandEnv& env, const Args& args) {
   bool follow = false;
@@ -97,15 +79,27 @@ int Report(const CommandEnv& env, const Args& args) {
   std::string format = "table";
   std::vector<std::string> metrics;
   std::string baseline;
+  std::string sort = "effect";
+  std::string pivot;
   bool json = false;
   cli::FlagSet flags(
-      "usage: taectl report EXP [--format table|json] [--metric M]... [--baseline V]\n\n"
-      "The ablation table: per variant, runs succeeded/total, and for each metric the mean ±\n"
-      "standard deviation over seeds of its final value, and the delta against the baseline.");
-  flags.String("format", &format, "table or json");
+      "usage: taectl report EXP [--metric M]... [--baseline V] [--sort effect|spec]\n"
+      "                         [--format table|md|csv|latex|json] [--pivot A×B]\n\n"
+      "The ablation table. Per variant: runs succeeded/total; per metric the mean over seeds of\n"
+      "each run's final value ± the 95% confidence interval (t distribution), the mean of each\n"
+      "run's best value, and the delta against the baseline at the same grid point, absolute,\n"
+      "relative and marked by Welch's t-test (* p<0.05, ** p<0.01, *** p<0.001); then\n"
+      "parameters, FLOPs per token and tokens/s. Rows are sorted by the size of the first\n"
+      "metric's relative delta (--sort spec: the spec's order).\n\n"
+      "--pivot A×B tabulates the first metric over two keys instead: rows by A, columns by B,\n"
+      "each 'variant' (the ablation, without the grid point) or a spec key such as train.task or\n"
+      "model.layers, e.g. --pivot variant×train.task.");
+  flags.String("format", &format, "table, md, csv, latex or json");
   flags.Bool("json", &json, "same as --format json");
   flags.Repeated("metric", &metrics, "metric to show (repeatable) [eval/loss, eval/acc]");
   flags.String("baseline", &baseline, "variant the deltas are against [baseline]");
+  flags.String("sort", &sort, "effect or spec");
+  flags.String("pivot", &pivot, "two keys A×B (or A,B): one metric over both");
   Args rest;
   if (int code = ParseOrExit(flags, args, 1, 1, &rest); code >= 0) {
     return code;
@@ -113,16 +107,44 @@ int Report(const CommandEnv& env, const Args& args) {
   if (json) {
     format = "json";
   }
-  if (format != "table" && format != "json") {
-    return Fail(absl::InvalidArgumentError("--format: must be table or json"));
+  const std::vector<std::string> formats = {"table", "md", "csv", "latex", "json"};
+  if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--format: '", format, "' is not one of table, md, csv, latex, json")));
   }
   ControlClient client(env.home);
+  if (!pivot.empty()) {
+    tae::v1::ListRunsRequest request;
+    request.set_experiment(rest[0]);
+    tae::v1::ListRunsResponse runs;
+    absl::Status s =
+        client.Check(client.stub()->ListRuns(ControlClient::Context().get(), request, &runs));
+    if (!s.ok()) {
+      return Fail(s);
+    }
+    const std::string metric = metrics.empty() ? "eval/loss" : metrics[0];
+    absl::StatusOr<Pivot> table =
+        BuildPivot({runs.runs().begin(), runs.runs().end()}, pivot, metric);
+    if (!table.ok()) {
+      return Fail(table.status());
+    }
+    if (format == "json") {
+      nlohmann::ordered_json out = {{"metric", table->metric},    {"rows_key", table->row_key},
+                                    {"cols_key", table->col_key}, {"rows", table->rows},
+                                    {"cols", table->cols},        {"cells", table->cells}};
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    std::fputs(RenderPivot(*table, format).c_str(), stdout);
+    return 0;
+  }
   tae::v1::ReportRequest request;
   request.set_experiment(rest[0]);
   for (const std::string& m : metrics) {
     request.add_metrics(m);
   }
   request.set_baseline(baseline);
+  request.set_sort(sort);
   tae::v1::ReportResponse report;
   absl::Status s =
       client.Check(client.stub()->Report(ControlClient::Context().get(), request, &report));
@@ -133,34 +155,11 @@ int Report(const CommandEnv& env, const Args& args) {
     std::printf("%s\n", ReportJson(report).dump(2).c_str());
     return 0;
   }
-  const tae::v1::Experiment& exp = report.experiment();
-  std::printf("e%ld %s (%s): final values, mean ± std over seeds; Δ vs %s\n\n",
-              static_cast<long>(exp.id()), exp.name().c_str(), exp.state().c_str(),
-              report.baseline().c_str());
-  std::vector<std::string> header = {"VARIANT", "RUNS"};
-  for (const std::string& m : report.metrics()) {
-    header.push_back(m);
-    header.push_back("Δ " + m);
+  absl::StatusOr<std::string> text = RenderReport(report, format);
+  if (!text.ok()) {
+    return Fail(text.status());
   }
-  Table table(header);
-  for (const tae::v1::ReportRow& row : report.rows()) {
-    std::vector<std::string> cells = {row.variant(),
-                                      absl::StrCat(row.runs(), "/", row.runs_total())};
-    for (const tae::v1::ReportCell& cell : row.cells()) {
-      cells.push_back(Cell(cell));
-      cells.push_back(Delta(cell, row.variant() == report.baseline()));
-    }
-    table.Add(cells);
-  }
-  std::fputs(table.Render().c_str(), stdout);
-  const tae::v1::RunCounts& c = exp.counts();
-  int unfinished = c.total() - c.succeeded() - c.failed() - c.cancelled();
-  if (c.failed() + c.cancelled() + unfinished > 0) {
-    std::printf(
-        "\nonly succeeded runs count: %d failed, %d cancelled, %d not finished (see "
-        "taectl runs e%ld)\n",
-        c.failed(), c.cancelled(), unfinished, static_cast<long>(exp.id()));
-  }
+  std::fputs(text->c_str(), stdout);
   return 0;
 }
 

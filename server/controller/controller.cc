@@ -82,7 +82,10 @@ absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
 
 absl::StatusOr<ReportResult> Controller::Report(const std::string& experiment,
                                                 std::vector<std::string> metrics,
-                                                std::string baseline) {
+                                                std::string baseline, std::string sort) {
+  if (sort.empty()) {
+    sort = "effect";
+  }
   if (metrics.empty()) {
     metrics = {"eval/loss", "eval/acc"};
   }
@@ -102,8 +105,20 @@ absl::StatusOr<ReportResult> Controller::Report(const std::string& experiment,
         absl::StrCat("baseline: e", id, " has no variant '", baseline,
                      "'; its variants are: ", absl::StrJoin(result.experiment.variants, ", ")));
   }
-  ASSIGN_OR_RETURN(std::vector<store::FinalValue> values, store_->FinalValues(id, metrics));
+  std::vector<std::string> wanted = metrics;
+  for (const std::string& extra : report::ExtraMetrics()) {
+    if (std::find(wanted.begin(), wanted.end(), extra) == wanted.end()) {
+      wanted.push_back(extra);
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<store::FinalValue> values, store_->FinalValues(id, wanted));
   result.rows = report::BuildReport(result.experiment.variants, runs, values, metrics, baseline);
+  if (sort == "effect") {
+    report::SortByEffect(&result.rows);
+  } else if (sort != "spec") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sort: '", sort, "' is not one of effect, spec"));
+  }
   result.metrics = std::move(metrics);
   result.baseline = std::move(baseline);
   return result;

@@ -55,8 +55,10 @@ class Controller {
   absl::StatusOr<SubmitResult> Submit(const SubmitInput& input);
   // target: "r57" (a run) or an experiment reference. Returns how many runs were affected.
   absl::StatusOr<int> Cancel(const std::string& target, const std::string& reason);
+  // sort: "effect" (default when empty) or "spec" (report::SortByEffect).
   absl::StatusOr<ReportResult> Report(const std::string& experiment,
-                                      std::vector<std::string> metrics, std::string baseline);
+                                      std::vector<std::string> metrics, std::string baseline,
+                                      std::string sort = "");
   const registry::AgentRegistry& registry() const { return registry_; }
   store::Store* store() { return store_; }
 

@@ -158,7 +158,7 @@ grpc::ServerUnaryReactor* ControlService::Report(grpc::CallbackServerContext* ct
     ASSIGN_OR_RETURN(controller::ReportResult result,
                      controller_->Report(request->experiment(),
                                          {request->metrics().begin(), request->metrics().end()},
-                                         request->baseline()));
+                                         request->baseline(), request->sort()));
     ToProto(result, response);
     return absl::OkStatus();
   });

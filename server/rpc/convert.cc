@@ -85,14 +85,24 @@ void ToProto(const controller::ReportResult& in, tae::v1::ReportResponse* out) {
     r->set_variant(row.variant);
     r->set_runs(row.runs);
     r->set_runs_total(row.runs_total);
+    r->set_baseline(row.baseline);
+    r->set_params(row.params);
+    r->set_flops_per_token(row.flops_per_token);
+    r->set_tokens_per_s(row.tokens_per_s);
     for (const report::Cell& cell : row.cells) {
       tae::v1::ReportCell* c = r->add_cells();
       c->set_metric(cell.metric);
       c->set_n(cell.n);
       c->set_mean(cell.mean);
       c->set_std(cell.std);
+      c->set_ci95(cell.ci95);
+      c->set_best(cell.best);
       c->set_has_delta(cell.has_delta);
       c->set_delta(cell.delta);
+      c->set_rel_delta(cell.rel_delta);
+      c->set_has_test(cell.has_test);
+      c->set_p_value(cell.p_value);
+      c->set_mark(cell.mark);
     }
   }
 }

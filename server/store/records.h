@@ -131,7 +131,9 @@ struct FinalValue {
   int64_t seed = 0;
   RunState state = RunState::kQueued;
   std::string key;
-  double value = 0;
+  double value = 0;      // the last point's
+  double min_value = 0;  // over the run's whole series
+  double max_value = 0;
 };
 
 struct AgentRecord {

@@ -215,7 +215,8 @@ absl::StatusOr<std::vector<MetricSummary>> Store::Summaries(int64_t run_id) {
 absl::StatusOr<std::vector<FinalValue>> Store::FinalValues(int64_t experiment_id,
                                                            const std::vector<std::string>& keys) {
   ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("SELECT r.id, r.variant, r.seed, r.state, k.name, s.last_value "
+                   db_.Prepare("SELECT r.id, r.variant, r.seed, r.state, k.name, s.last_value, "
+                               "s.min_value, s.max_value "
                                "FROM runs r JOIN run_summaries s ON s.run_id = r.id "
                                "JOIN metric_keys k ON k.id = s.key_id "
                                "WHERE r.experiment_id = ? AND k.name = ? ORDER BY r.id"));
@@ -229,7 +230,7 @@ absl::StatusOr<std::vector<FinalValue>> Store::FinalValues(int64_t experiment_id
       }
       out.push_back({stmt.Int(0), stmt.Text(1), stmt.Int(2),
                      RunStateFromString(stmt.Text(3)).value_or(RunState::kFailed), stmt.Text(4),
-                     stmt.Double(5)});
+                     stmt.Double(5), stmt.Double(6), stmt.Double(7)});
     }
     stmt.Reset();
   }

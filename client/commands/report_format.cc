@@ -1,0 +1,362 @@
+#include "client/commands/report_format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "client/output/table.h"
+#include "common/stats/stats.h"
+#include "nlohmann/json.hpp"
+
+namespace tae::client {
+namespace {
+
+std::string Num(double value) { return std::isnan(value) ? "-" : FormatNumber(value); }
+
+// 3.26M, 20.8M, 1.2k: parameters, FLOPs and tokens/s at a glance.
+std::string Compact(double value) {
+  if (std::isnan(value)) {
+    return "-";
+  }
+  const double mag = std::fabs(value);
+  if (mag >= 1e9) {
+    return absl::StrFormat("%.3gG", value / 1e9);
+  }
+  if (mag >= 1e6) {
+    return absl::StrFormat("%.3gM", value / 1e6);
+  }
+  if (mag >= 1e3) {
+    return absl::StrFormat("%.3gk", value / 1e3);
+  }
+  return absl::StrFormat("%.3g", value);
+}
+
+std::string MeanCi(const tae::v1::ReportCell& cell, const std::string& pm) {
+  if (cell.n() == 0) {
+    return "-";
+  }
+  if (std::isnan(cell.ci95())) {
+    return Num(cell.mean());
+  }
+  return absl::StrCat(Num(cell.mean()), pm, Num(cell.ci95()));
+}
+
+std::string Delta(const tae::v1::ReportRow& row, const tae::v1::ReportCell& cell) {
+  if (row.variant() == row.baseline() || !cell.has_delta()) {
+    return "";
+  }
+  std::string text = absl::StrCat(cell.delta() >= 0 ? "+" : "", Num(cell.delta()));
+  if (!std::isnan(cell.rel_delta())) {
+    absl::StrAppend(&text, absl::StrFormat(" (%+.1f%%)", 100.0 * cell.rel_delta()));
+  }
+  if (!cell.mark().empty()) {
+    absl::StrAppend(&text, " ", cell.mark());
+  }
+  return text;
+}
+
+std::vector<std::string> HumanHeader(const tae::v1::ReportResponse& report) {
+  std::vector<std::string> header = {"variant", "runs"};
+  for (const std::string& m : report.metrics()) {
+    header.push_back(m + " (±95% CI)");
+    header.push_back("best");
+    header.push_back("Δ " + m);
+  }
+  header.insert(header.end(), {"params", "FLOPs/tok", "tok/s"});
+  return header;
+}
+
+std::vector<std::string> HumanRow(const tae::v1::ReportRow& row, const std::string& pm) {
+  std::vector<std::string> cells = {row.variant(), absl::StrCat(row.runs(), "/", row.runs_total())};
+  for (const tae::v1::ReportCell& cell : row.cells()) {
+    cells.push_back(MeanCi(cell, pm));
+    cells.push_back(cell.n() > 0 ? Num(cell.best()) : "-");
+    cells.push_back(Delta(row, cell));
+  }
+  cells.push_back(Compact(row.params()));
+  cells.push_back(Compact(row.flops_per_token()));
+  cells.push_back(Compact(row.tokens_per_s()));
+  return cells;
+}
+
+std::string Legend(const tae::v1::ReportResponse& report) {
+  return absl::StrCat(
+      "Final values, mean over seeds ± 95% CI (t distribution); best: mean of each run's best "
+      "value; Δ vs ",
+      report.baseline(),
+      " at the same grid point, Welch's t-test: * p<0.05, ** p<0.01, *** "
+      "p<0.001.");
+}
+
+std::string CsvField(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) {
+    return text;
+  }
+  return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\"", "\"\""}}), "\"");
+}
+
+std::string CsvNum(double value) {
+  return std::isnan(value) ? "" : absl::StrFormat("%.10g", value);
+}
+
+std::string LatexEscape(const std::string& text) {
+  return absl::StrReplaceAll(text, {{"\\", "\\textbackslash{}"},
+                                    {"_", "\\_"},
+                                    {"%", "\\%"},
+                                    {"&", "\\&"},
+                                    {"#", "\\#"},
+                                    {"$", "\\$"},
+                                    {"{", "\\{"},
+                                    {"}", "\\}"},
+                                    {"~", "\\textasciitilde{}"},
+                                    {"^", "\\textasciicircum{}"},
+                                    {"±", "$\\pm$"},
+                                    {"Δ", "$\\Delta$"}});
+}
+
+std::string Markdown(const std::vector<std::string>& header,
+                     const std::vector<std::vector<std::string>>& rows) {
+  auto line = [](const std::vector<std::string>& cells) {
+    std::vector<std::string> escaped;
+    for (const std::string& c : cells) {
+      escaped.push_back(absl::StrReplaceAll(c, {{"|", "\\|"}, {"*", "\\*"}}));
+    }
+    return absl::StrCat("| ", absl::StrJoin(escaped, " | "), " |\n");
+  };
+  std::string out = line(header);
+  std::vector<std::string> rule(header.size(), "---");
+  for (size_t i = 1; i < rule.size(); ++i) {
+    rule[i] = "---:";
+  }
+  out += line(rule);
+  for (const auto& row : rows) {
+    out += line(row);
+  }
+  return out;
+}
+
+std::string Latex(const std::vector<std::string>& header,
+                  const std::vector<std::vector<std::string>>& rows) {
+  std::string out =
+      absl::StrCat("\\begin{tabular}{l", std::string(header.size() - 1, 'r'), "}\n\\toprule\n");
+  auto line = [](const std::vector<std::string>& cells) {
+    std::vector<std::string> escaped;
+    for (const std::string& c : cells) {
+      std::string e = LatexEscape(c);
+      // Significance marks as superscripts.
+      for (const char* mark : {" ***", " **", " *"}) {
+        if (absl::EndsWith(e, mark)) {
+          e = absl::StrCat(e.substr(0, e.size() - std::string(mark).size()), "$^{",
+                           std::string(mark).substr(1), "}$");
+          break;
+        }
+      }
+      escaped.push_back(e);
+    }
+    return absl::StrCat(absl::StrJoin(escaped, " & "), " \\\\\n");
+  };
+  out += line(header) + "\\midrule\n";
+  for (const auto& row : rows) {
+    out += line(row);
+  }
+  return out + "\\bottomrule\n\\end{tabular}\n";
+}
+
+std::string ConfigValue(const nlohmann::json& config, const std::string& key) {
+  auto it = config.find(key);
+  if (it == config.end()) {
+    return "?";
+  }
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
+                                         const std::string& format) {
+  if (format == "csv") {
+    std::vector<std::string> header = {"variant", "baseline", "runs", "runs_total"};
+    for (const std::string& m : report.metrics()) {
+      for (const char* field :
+           {"n", "mean", "ci95", "std", "best", "delta", "rel_delta", "p_value"}) {
+        header.push_back(absl::StrCat(m, ":", field));
+      }
+    }
+    header.insert(header.end(), {"params", "flops_per_token", "tokens_per_s"});
+    std::vector<std::string> fields;
+    for (const std::string& h : header) {
+      fields.push_back(CsvField(h));
+    }
+    std::string out = absl::StrCat(absl::StrJoin(fields, ","), "\n");
+    for (const tae::v1::ReportRow& row : report.rows()) {
+      std::vector<std::string> cells = {CsvField(row.variant()), CsvField(row.baseline()),
+                                        absl::StrCat(row.runs()), absl::StrCat(row.runs_total())};
+      for (const tae::v1::ReportCell& c : row.cells()) {
+        cells.insert(
+            cells.end(),
+            {absl::StrCat(c.n()), CsvNum(c.mean()), CsvNum(c.ci95()), CsvNum(c.std()),
+             CsvNum(c.best()), c.has_delta() ? CsvNum(c.delta()) : "",
+             c.has_delta() ? CsvNum(c.rel_delta()) : "", c.has_test() ? CsvNum(c.p_value()) : ""});
+      }
+      cells.insert(cells.end(), {CsvNum(row.params()), CsvNum(row.flops_per_token()),
+                                 CsvNum(row.tokens_per_s())});
+      absl::StrAppend(&out, absl::StrJoin(cells, ","), "\n");
+    }
+    return out;
+  }
+  std::vector<std::string> header = HumanHeader(report);
+  const std::string pm = " ± ";
+  std::vector<std::vector<std::string>> rows;
+  for (const tae::v1::ReportRow& row : report.rows()) {
+    rows.push_back(HumanRow(row, pm));
+  }
+  const tae::v1::Experiment& exp = report.experiment();
+  if (format == "table") {
+    Table table(header);
+    for (auto& row : rows) {
+      table.Add(row);
+    }
+    return absl::StrCat("e", exp.id(), " ", exp.name(), " (", exp.state(), ")\n\n", table.Render(),
+                        "\n", Legend(report), "\n");
+  }
+  if (format == "md") {
+    return absl::StrCat(Markdown(header, rows), "\n", Legend(report), "\n");
+  }
+  if (format == "latex") {
+    return absl::StrCat("% ", Legend(report), "\n", Latex(header, rows));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--format: '", format, "' is not one of table, md, csv, latex, json"));
+}
+
+absl::StatusOr<std::pair<std::string, std::string>> ParsePivotSpec(const std::string& spec) {
+  std::vector<std::string> parts;
+  for (const char* sep : {"×", ","}) {
+    parts = absl::StrSplit(spec, absl::MaxSplits(sep, 1));
+    if (parts.size() == 2 && !parts[0].empty() && !parts[1].empty()) {
+      break;
+    }
+  }
+  if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--pivot: '", spec, "' is not two names joined by × or a comma (e.g. variant×train.task)"));
+  }
+  return std::make_pair(parts[0], parts[1]);
+}
+
+absl::StatusOr<Pivot> BuildPivot(const std::vector<tae::v1::Run>& runs, const std::string& spec,
+                                 const std::string& metric) {
+  absl::StatusOr<std::pair<std::string, std::string>> keys = ParsePivotSpec(spec);
+  if (!keys.ok()) {
+    return keys.status();
+  }
+  Pivot pivot;
+  pivot.row_key = keys->first;
+  pivot.col_key = keys->second;
+  pivot.metric = metric;
+  std::map<std::pair<std::string, std::string>, std::vector<double>> values;
+  auto value_of = [](const tae::v1::Run& run, const nlohmann::json& config,
+                     const std::string& key) -> absl::StatusOr<std::string> {
+    if (key == "variant") {
+      return run.variant().substr(0, run.variant().find('['));
+    }
+    if (!config.contains(key)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--pivot: '", key,
+                       "' is neither variant nor a key of the runs' config (e.g. "
+                       "train.task, model.layers)"));
+    }
+    return ConfigValue(config, key);
+  };
+  auto remember = [](std::vector<std::string>* list, const std::string& v) {
+    if (std::find(list->begin(), list->end(), v) == list->end()) {
+      list->push_back(v);
+    }
+  };
+  for (const tae::v1::Run& run : runs) {
+    nlohmann::json config = nlohmann::json::parse(run.config_json(), nullptr, false);
+    if (config.is_discarded()) {
+      config = nlohmann::json::object();
+    }
+    absl::StatusOr<std::string> r = value_of(run, config, pivot.row_key);
+    absl::StatusOr<std::string> c = value_of(run, config, pivot.col_key);
+    if (!r.ok()) {
+      return r.status();
+    }
+    if (!c.ok()) {
+      return c.status();
+    }
+    remember(&pivot.rows, *r);
+    remember(&pivot.cols, *c);
+    if (run.state() != "succeeded") {
+      continue;
+    }
+    for (const tae::v1::Scalar& s : run.final_metrics()) {
+      if (s.key() == metric) {
+        values[{*r, *c}].push_back(s.value());
+      }
+    }
+  }
+  for (const std::string& r : pivot.rows) {
+    std::vector<std::string> line;
+    for (const std::string& c : pivot.cols) {
+      auto it = values.find({r, c});
+      if (it == values.end() || it->second.empty()) {
+        line.push_back("-");
+        continue;
+      }
+      stats::Summary s = stats::Summarize(it->second);
+      line.push_back(
+          absl::StrCat(Num(s.mean), std::isnan(s.ci95) ? "" : " ± " + Num(s.ci95), " (", s.n, ")"));
+    }
+    pivot.cells.push_back(std::move(line));
+  }
+  return pivot;
+}
+
+std::string RenderPivot(const Pivot& pivot, const std::string& format) {
+  std::vector<std::string> header = {absl::StrCat(pivot.row_key, " \\ ", pivot.col_key)};
+  header.insert(header.end(), pivot.cols.begin(), pivot.cols.end());
+  std::vector<std::vector<std::string>> rows;
+  for (size_t i = 0; i < pivot.rows.size(); ++i) {
+    std::vector<std::string> row = {pivot.rows[i]};
+    row.insert(row.end(), pivot.cells[i].begin(), pivot.cells[i].end());
+    rows.push_back(std::move(row));
+  }
+  const std::string legend =
+      absl::StrCat(pivot.metric, ": final value, mean over succeeded runs ± 95% CI (runs)");
+  if (format == "md") {
+    return absl::StrCat(Markdown(header, rows), "\n", legend, "\n");
+  }
+  if (format == "latex") {
+    return absl::StrCat("% ", legend, "\n", Latex(header, rows));
+  }
+  if (format == "csv") {
+    auto line = [](const std::vector<std::string>& cells) {
+      std::vector<std::string> fields;
+      for (const std::string& cell : cells) {
+        fields.push_back(CsvField(cell));
+      }
+      return absl::StrCat(absl::StrJoin(fields, ","), "\n");
+    };
+    std::string out = line(header);
+    for (const auto& row : rows) {
+      out += line(row);
+    }
+    return out;
+  }
+  Table table(header);
+  for (auto& row : rows) {
+    table.Add(row);
+  }
+  return absl::StrCat(table.Render(), "\n", legend, "\n");
+}
+
+}  // namespace tae::client

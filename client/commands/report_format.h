@@ -1,0 +1,34 @@
+#pragma once
+
+// taectl report's renderings of the ablation table (table, md, csv, latex) and of a pivot of one
+// metric over two keys. Pure: ReportResponse / runs in, text out, so the output is unit-tested.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tae/v1/control.pb.h"
+
+namespace tae::client {
+
+// format: "table", "md", "csv" or "latex". The table and md forms show per metric
+// "mean ± ci95", the mean best value and "Δ (Δ%) marks"; csv has one column per number; latex is a
+// booktabs tabular.
+absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
+                                         const std::string& format);
+
+// One metric's mean ± 95% CI over the succeeded runs that share a value of `row_key` and of
+// `col_key`: "variant" (the ablation name without the grid point) or any spec key
+// ("train.task", "model.layers", ...), read from each run's config.
+struct Pivot {
+  std::string row_key, col_key, metric;
+  std::vector<std::string> rows, cols;          // values in first-seen run order
+  std::vector<std::vector<std::string>> cells;  // [row][col]: "mean ± ci (n)" or "-"
+};
+absl::StatusOr<Pivot> BuildPivot(const std::vector<tae::v1::Run>& runs, const std::string& spec,
+                                 const std::string& metric);
+// spec: "A×B" or "A,B".
+absl::StatusOr<std::pair<std::string, std::string>> ParsePivotSpec(const std::string& spec);
+std::string RenderPivot(const Pivot& pivot, const std::string& format);
+
+}  // namespace tae::client
