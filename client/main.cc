@@ -28,6 +28,11 @@ constexpr Verb kVerbs[] = {
     {"plot", tae::client::Plot, "metric curves of an experiment as an SVG figure"},
     {"export", tae::client::Export, "every metric point as CSV / JSON, or TensorBoard files"},
     {"heads", tae::client::Heads, "head importance grids of a run (train.head_importance)"},
+    {"compare", tae::client::Compare, "config and metric differences between runs"},
+    {"pause", tae::client::Pause, "keep an experiment's queued runs from starting"},
+    {"resume", tae::client::Resume, "let a paused experiment's runs start again"},
+    {"retry", tae::client::Retry, "requeue an experiment's failed, cancelled and lost runs"},
+    {"queue", tae::client::Queue, "queued runs and why each waits"},
     {"cancel", tae::client::Cancel, "cancel a run or an experiment"},
     {"agents", tae::client::Agents, "list agents"},
 };

@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
   flags.Int("slots", &config.slots, "run slots per local agent");
   flags.Double("agent-grace", &config.agent_grace_s,
                "seconds a disconnected agent has to come back before its runs are requeued");
+  flags.Double("retry-backoff", &config.retry_backoff_s,
+               "seconds a run lost with its agent waits before its next attempt, doubling per "
+               "attempt (at most 300)");
   flags.String("agent-binary", &config.agent_binary, "path of tae-agent (default: next to taed)");
   flags.String("log-level", &log_level, "trace, debug, info, warn or error");
   std::vector<std::string> positional;

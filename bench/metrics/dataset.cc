@@ -23,6 +23,9 @@ constexpr int kEvalEvery = 6;     // steps between eval lines
 constexpr const char* kTrainKeys[] = {"train/loss",        "train/lr",     "train/grad_norm",
                                       "perf/tokens_per_s", "perf/step_ms", "perf/peak_rss_mb"};
 constexpr const char* kEvalKeys[] = {"eval/loss", "eval/acc", "eval/seq_acc", "eval/ppl"};
+// tae-train reports these once, at step 0.
+constexpr const char* kModelKeys[] = {"model/params", "model/params_non_embedding",
+                                      "model/flops_per_token"};
 constexpr char kAgent[] = "bench-agent";
 
 std::string Spec(const std::string& name, int variants, int seeds, int steps) {
@@ -42,7 +45,7 @@ std::string Spec(const std::string& name, int variants, int seeds, int steps) {
 }
 
 std::string Marker(const DatasetOptions& options) {
-  return absl::StrCat("big_runs=", options.big_runs, " small=", options.small_experiments,
+  return absl::StrCat("v2 big_runs=", options.big_runs, " small=", options.small_experiments,
                       " steps=", options.steps);
 }
 
@@ -101,6 +104,12 @@ double Value(const std::string& key, const RunRow& run, int64_t step, int steps)
                            0.004 * static_cast<double>((run.seed * 17) % 5);
     return ceiling * (1 - std::exp(-5 * progress));
   }
+  if (key == "model/params" || key == "model/params_non_embedding") {
+    return 102528 + 4096 * static_cast<double>(run.variant_index % 3);
+  }
+  if (key == "model/flops_per_token") {
+    return 616000;
+  }
   if (key == "train/lr") {
     return 3e-3 * (1 - progress);
   }
@@ -114,14 +123,16 @@ struct Writer {
   sqlite3_stmt* transition = nullptr;
 };
 
+// Points at steps first, first + every, ... up to last, and the summary ingest keeps of them.
 absl::Status WriteSeries(SqlFile* db, const Writer& w, const RunRow& run, int64_t key_id,
-                         const std::string& key, int every, int steps, int64_t* points) {
+                         const std::string& key, int64_t first, int every, int64_t last, int steps,
+                         int64_t* points) {
   int64_t count = 0;
   double min = 0;
   double max = 0;
-  double last = 0;
+  double last_value = 0;
   int64_t last_step = 0;
-  for (int64_t step = every; step <= steps; step += every) {
+  for (int64_t step = first; step <= last; step += every) {
     const double value = Value(key, run, step, steps);
     sqlite3_bind_int64(w.metric, 1, run.id);
     sqlite3_bind_int64(w.metric, 2, key_id);
@@ -131,7 +142,7 @@ absl::Status WriteSeries(SqlFile* db, const Writer& w, const RunRow& run, int64_
     RETURN_IF_ERROR(db->Run(w.metric));
     min = count == 0 ? value : std::min(min, value);
     max = count == 0 ? value : std::max(max, value);
-    last = value;
+    last_value = value;
     last_step = step;
     ++count;
   }
@@ -139,7 +150,7 @@ absl::Status WriteSeries(SqlFile* db, const Writer& w, const RunRow& run, int64_
   sqlite3_bind_int64(w.summary, 1, run.id);
   sqlite3_bind_int64(w.summary, 2, key_id);
   sqlite3_bind_int64(w.summary, 3, last_step);
-  sqlite3_bind_double(w.summary, 4, last);
+  sqlite3_bind_double(w.summary, 4, last_value);
   sqlite3_bind_double(w.summary, 5, min);
   sqlite3_bind_double(w.summary, 6, max);
   sqlite3_bind_int64(w.summary, 7, count);
@@ -208,6 +219,10 @@ absl::StatusOr<int64_t> Fill(const std::string& db_path, const DatasetOptions& o
     RETURN_IF_ERROR(db.Exec(absl::StrCat("INSERT INTO metric_keys (name) VALUES ('", key, "')")));
     ASSIGN_OR_RETURN(key_ids[key], db.Int("SELECT last_insert_rowid()"));
   }
+  for (const char* key : kModelKeys) {
+    RETURN_IF_ERROR(db.Exec(absl::StrCat("INSERT INTO metric_keys (name) VALUES ('", key, "')")));
+    ASSIGN_OR_RETURN(key_ids[key], db.Int("SELECT last_insert_rowid()"));
+  }
   ASSIGN_OR_RETURN(std::vector<RunRow> runs, LoadRuns(&db));
   Writer w;
   ASSIGN_OR_RETURN(w.metric, db.Prepare("INSERT INTO metrics (run_id, key_id, step, attempt, "
@@ -233,12 +248,17 @@ absl::StatusOr<int64_t> Fill(const std::string& db_path, const DatasetOptions& o
   int64_t points = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     RETURN_IF_ERROR(db.Exec("BEGIN"));
+    for (const char* key : kModelKeys) {
+      RETURN_IF_ERROR(
+          WriteSeries(&db, w, runs[i], key_ids[key], key, 0, 1, 0, options.steps, &points));
+    }
     for (const char* key : kTrainKeys) {
-      RETURN_IF_ERROR(WriteSeries(&db, w, runs[i], key_ids[key], key, 1, options.steps, &points));
+      RETURN_IF_ERROR(WriteSeries(&db, w, runs[i], key_ids[key], key, 1, 1, options.steps,
+                                  options.steps, &points));
     }
     for (const char* key : kEvalKeys) {
-      RETURN_IF_ERROR(
-          WriteSeries(&db, w, runs[i], key_ids[key], key, kEvalEvery, options.steps, &points));
+      RETURN_IF_ERROR(WriteSeries(&db, w, runs[i], key_ids[key], key, kEvalEvery, kEvalEvery,
+                                  options.steps, options.steps, &points));
     }
     RETURN_IF_ERROR(FinishRun(&db, w, runs[i], options.steps));
     RETURN_IF_ERROR(db.Exec("COMMIT"));

@@ -290,13 +290,14 @@ void PrintTable(const IngestOptions& options, const std::vector<ConfigResult>& r
     return;
   }
   std::printf(
-      "\nreferences (same points, order and points per transaction; one thread; "
-      "nothing else running):\n\n");
+      "\nreferences (same points, order and points per transaction; one thread, measured after "
+      "taed and the agents stopped):\n\n");
   std::printf("%-7s %-44s %10s %10s %14s\n", "agents", "reference", "seconds", "points/s",
-              "taed / it");
+              "taed's rate");
   for (const ConfigResult& r : results) {
     for (const auto& [reference, seconds] : r.reference_s) {
-      std::printf("%-7d %-44s %10.2f %10s %13.0f%%\n", r.agents, ReferenceName(reference), seconds,
+      std::printf("%-7d %-44s %10.2f %10s %12.0f%% of it\n", r.agents, ReferenceName(reference),
+                  seconds,
                   Thousands(static_cast<int64_t>(Rate(r.layout.points(), seconds))).c_str(),
                   100 * seconds / r.seconds);
     }

@@ -29,6 +29,13 @@ int Report(const CommandEnv& env, const Args& args);
 int Cancel(const CommandEnv& env, const Args& args);
 int Agents(const CommandEnv& env, const Args& args);
 int Heads(const CommandEnv& env, const Args& args);
+int Compare(const CommandEnv& env, const Args& args);
+int Pause(const CommandEnv& env, const Args& args);
+int Resume(const CommandEnv& env, const Args& args);
+int Retry(const CommandEnv& env, const Args& args);
+int Queue(const CommandEnv& env, const Args& args);
+// taectl agents drain|undrain ID
+int DrainAgent(const CommandEnv& env, const std::string& agent_id, bool drain);
 int Plot(const CommandEnv& env, const Args& args);
 int Export(const CommandEnv& env, const Args& args);
 

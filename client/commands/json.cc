@@ -13,6 +13,7 @@ nlohmann::ordered_json ExperimentJson(const tae::v1::Experiment& exp) {
       {"name", exp.name()},
       {"description", exp.description()},
       {"state", exp.state()},
+      {"paused", exp.paused()},
       {"spec_hash", exp.spec_hash()},
       {"spec_path", exp.spec_path()},
       {"created_at", exp.created_at()},

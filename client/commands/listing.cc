@@ -145,7 +145,8 @@ int Ls(const CommandEnv& env, const Args& args) {
   }
   Table table({"ID", "NAME", "STATE", "SUCCEEDED", "VARIANTS", "CREATED"});
   for (const tae::v1::Experiment& exp : response.experiments()) {
-    table.Add({absl::StrCat("e", exp.id()), exp.name(), exp.state(), Counts(exp.counts()),
+    table.Add({absl::StrCat("e", exp.id()), exp.name(),
+               exp.paused() ? exp.state() + " (paused)" : exp.state(), Counts(exp.counts()),
                absl::StrCat(exp.variants_size()), FormatTime(exp.created_at())});
   }
   std::fputs(table.Render().c_str(), stdout);
@@ -236,11 +237,22 @@ int Show(const CommandEnv& env, const Args& args) {
 
 int Agents(const CommandEnv& env, const Args& args) {
   bool json = false;
-  cli::FlagSet flags("usage: taectl agents [--json]\n\nLists the agents taed knows.");
+  cli::FlagSet flags(
+      "usage: taectl agents [--json]\n"
+      "       taectl agents drain ID | undrain ID\n\n"
+      "Lists the agents taed knows. `drain ID` stops placing new runs on an agent (its running\n"
+      "runs finish; e.g. before maintenance); `undrain ID` lets it take runs again.");
   flags.Bool("json", &json, "print a JSON array of agents");
   Args rest;
-  if (int code = ParseOrExit(flags, args, 0, 0, &rest); code >= 0) {
+  if (int code = ParseOrExit(flags, args, 0, 2, &rest); code >= 0) {
     return code;
+  }
+  if (!rest.empty()) {
+    if ((rest[0] != "drain" && rest[0] != "undrain") || rest.size() != 2) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("agents: '", rest[0], "' is not drain ID or undrain ID")));
+    }
+    return DrainAgent(env, rest[1], rest[0] == "drain");
   }
   ControlClient client(env.home);
   tae::v1::ListAgentsRequest request;

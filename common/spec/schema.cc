@@ -125,6 +125,8 @@ std::vector<KeyInfo> BuildSchema() {
       Of(T::kStringMap, "resources.labels", "{}", "agent labels a run needs, e.g. accelerator"),
       Int("resources.max_attempts", "3", 1, kInf, "attempts before a lost run fails"),
       Int("resources.priority", "0", -kInf, kInf, "higher runs first"),
+      Int("resources.max_concurrent", "0", 0, kInf,
+          "at most this many runs of the experiment at once; 0: no cap"),
   };
 }
 

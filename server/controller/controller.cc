@@ -1,7 +1,10 @@
 #include "server/controller/controller.h"
 
 #include <algorithm>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -49,6 +52,7 @@ store::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec&
     run.priority = IntOf(plan.config, "resources.priority", 0);
     run.slots = IntOf(plan.config, "resources.slots", 1);
     run.labels = LabelsOf(plan.config);
+    run.max_concurrent = IntOf(plan.config, "resources.max_concurrent", 0);
     exp.runs.push_back(std::move(run));
   }
   return exp;
@@ -173,24 +177,46 @@ void Controller::Schedule() {
   if (queued->empty()) {
     return;
   }
+  const double now = WallNow();
+  scheduler::Context context;
+  context.now = now;
+  absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
+  if (active.ok()) {
+    for (const store::RunRecord& run : *active) {
+      context.active[run.experiment_id] += 1;
+    }
+  }
+  std::map<int64_t, bool> paused;
   std::vector<scheduler::QueuedRun> queue;
   for (const store::RunRecord& run : *queued) {
-    queue.push_back({run.id, run.priority, run.slots, run.labels});
+    auto it = paused.find(run.experiment_id);
+    if (it == paused.end()) {
+      absl::StatusOr<store::ExperimentRecord> exp = store_->GetExperiment(run.experiment_id);
+      it = paused.emplace(run.experiment_id, exp.ok() && exp->paused).first;
+    }
+    scheduler::QueuedRun q;
+    q.run_id = run.id;
+    q.priority = run.priority;
+    q.slots = run.slots;
+    q.labels = run.labels;
+    q.experiment_id = run.experiment_id;
+    q.not_before = run.not_before;
+    q.max_concurrent = run.max_concurrent;
+    q.paused = it->second;
+    queue.push_back(std::move(q));
   }
   std::vector<scheduler::AgentCapacity> capacity;
   for (const registry::Agent* agent : registry_.Connected()) {
     capacity.push_back(
         {agent->id, agent->free_slots(), agent->draining ? 0 : agent->slots, agent->labels});
   }
-  std::vector<scheduler::Placement> placements = scheduler::Place(queue, capacity);
-  std::set<int64_t> placed;
-  for (const scheduler::Placement& placement : placements) {
-    placed.insert(placement.run_id);
+  scheduler::Decision decision = scheduler::Decide(queue, capacity, context);
+  const std::vector<scheduler::Placement>& placements = decision.placements;
+  for (const auto& [run_id, why] : decision.waiting) {
+    store_->SetWaitingReason(run_id, why).IgnoreError();
   }
-  for (const scheduler::QueuedRun& run : queue) {
-    if (placed.count(run.run_id) == 0) {
-      store_->SetWaitingReason(run.run_id, scheduler::WhyWaiting(run, capacity)).IgnoreError();
-    }
+  if (decision.wake_at > 0) {
+    WakeAt(decision.wake_at);
   }
   for (const scheduler::Placement& placement : placements) {
     absl::StatusOr<store::RunRecord> run =
@@ -212,5 +238,59 @@ void Controller::Schedule() {
     spdlog::info("run r{} (attempt {}) -> {}", run->id, run->attempt, placement.agent_id);
   }
 }
+
+double Controller::RetryDelay(int attempt) const {
+  const double delay = options_.retry_backoff_s * std::pow(2.0, std::max(0, attempt - 1));
+  return std::min(delay, options_.retry_backoff_max_s);
+}
+
+void Controller::WakeAt(double at) {
+  if (wake_at_ > 0 && wake_at_ <= at) {
+    return;  // an earlier wake-up runs Schedule(), which sets the next one
+  }
+  wake_at_ = at;
+  const double wait_s = std::max(0.0, at - WallNow()) + 0.05;
+  auto timer = std::make_shared<boost::asio::steady_timer>(
+      *io_, std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)));
+  timer->async_wait([this, timer, at](const boost::system::error_code& error) {
+    if (error || wake_at_ != at) {
+      return;  // superseded by an earlier wake-up
+    }
+    wake_at_ = 0;
+    Schedule();
+  });
+}
+
+absl::StatusOr<store::ExperimentRecord> Controller::SetPaused(const std::string& experiment,
+                                                              bool paused) {
+  ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
+  RETURN_IF_ERROR(store_->SetExperimentPaused(id, paused));
+  spdlog::info("experiment e{} {}", id, paused ? "paused" : "resumed");
+  Schedule();
+  return store_->GetExperiment(id);
+}
+
+absl::StatusOr<int> Controller::Retry(const std::string& experiment) {
+  ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
+  ASSIGN_OR_RETURN(int n, store_->RetryRuns(id, "retried (taectl retry)", WallNow()));
+  spdlog::info("experiment e{}: {} run(s) requeued by retry", id, n);
+  Schedule();
+  return n;
+}
+
+absl::Status Controller::Drain(const std::string& agent_id, bool drain) {
+  registry::Agent* agent = registry_.Find(agent_id);
+  if (agent == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("agent_id: no agent '", agent_id, "' (taectl agents lists them)"));
+  }
+  agent->draining = drain;
+  RETURN_IF_ERROR(store_->SetAgentState(agent_id, drain ? "draining" : "ready", WallNow()));
+  spdlog::info("agent {} {}", agent_id, drain ? "draining (taectl agents drain)" : "undrained");
+  Schedule();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<store::RunRecord>> Controller::Queue() { return store_->QueuedRuns(); }
 
 }  // namespace tae::controller

@@ -20,6 +20,11 @@ namespace tae::controller {
 
 struct Options {
   double agent_grace_s = 30;  // a lost agent's runs are requeued after this long
+  // A run lost with its agent (crash, preemption) waits retry_backoff_s * 2^(attempt - 1) seconds,
+  // at most retry_backoff_max_s, before its next attempt; runs stopped by an agent shutting down
+  // are requeued at once.
+  double retry_backoff_s = 10;
+  double retry_backoff_max_s = 300;
 };
 
 struct SubmitInput {
@@ -59,6 +64,15 @@ class Controller {
   absl::StatusOr<ReportResult> Report(const std::string& experiment,
                                       std::vector<std::string> metrics, std::string baseline,
                                       std::string sort = "");
+  // Pause: the experiment's queued runs stay queued (running ones go on); resume undoes it.
+  absl::StatusOr<store::ExperimentRecord> SetPaused(const std::string& experiment, bool paused);
+  // Requeues the experiment's failed, cancelled and lost runs (never succeeded or unfinished ones),
+  // keeping their history. Returns how many.
+  absl::StatusOr<int> Retry(const std::string& experiment);
+  // A drained agent takes no new runs; its running runs finish. drain = false undoes it.
+  absl::Status Drain(const std::string& agent_id, bool drain);
+  // Why each queued run waits (the scheduler's last word), every experiment, queue order.
+  absl::StatusOr<std::vector<store::RunRecord>> Queue();
   const registry::AgentRegistry& registry() const { return registry_; }
   store::Store* store() { return store_; }
 
@@ -81,6 +95,9 @@ class Controller {
 
  private:
   void StartGraceTimer(const std::string& agent_id);
+  // Runs Schedule() at `at` (wall time) unless a wake-up is already due by then.
+  void WakeAt(double at);
+  double RetryDelay(int attempt) const;
   void LoseUnclaimedRuns(const std::string& agent_id, const std::string& reason);
   absl::Status CancelRun(const store::RunRecord& run, const std::string& reason);
 
@@ -88,6 +105,7 @@ class Controller {
   store::Store* store_;
   Options options_;
   registry::AgentRegistry registry_;
+  double wake_at_ = 0;  // when the pending wake-up timer fires; 0: none
 };
 
 // Seconds since the Unix epoch.

@@ -45,7 +45,9 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
         registry_.AddRun(id, run.id, run.slots);
       } else {
         registry_.RemoveRun(id, run.id);
-        store_->LoseRun(run.id, absl::StrCat("agent ", id, " reconnected without it"), now)
+        store_
+            ->LoseRun(run.id, absl::StrCat("agent ", id, " reconnected without it"), now,
+                      RetryDelay(run.attempt))
             .status()
             .IgnoreError();
       }
@@ -142,7 +144,8 @@ void Controller::LoseUnclaimedRuns(const std::string& agent_id, const std::strin
       continue;
     }
     registry_.RemoveRun(agent_id, run.id);
-    absl::StatusOr<store::RunState> next = store_->LoseRun(run.id, reason, WallNow());
+    absl::StatusOr<store::RunState> next =
+        store_->LoseRun(run.id, reason, WallNow(), RetryDelay(run.attempt));
     if (next.ok()) {
       spdlog::warn("run r{} lost on {}: now {}", run.id, agent_id, store::ToString(*next));
     }

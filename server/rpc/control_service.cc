@@ -164,6 +164,56 @@ grpc::ServerUnaryReactor* ControlService::Report(grpc::CallbackServerContext* ct
   });
 }
 
+grpc::ServerUnaryReactor* ControlService::SetPaused(grpc::CallbackServerContext* ctx,
+                                                    const tae::v1::SetPausedRequest* request,
+                                                    tae::v1::Experiment* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    if (request->experiment().empty()) {
+      return absl::InvalidArgumentError("experiment: an experiment (e<ID> or name) is required");
+    }
+    ASSIGN_OR_RETURN(store::ExperimentRecord exp,
+                     controller_->SetPaused(request->experiment(), request->paused()));
+    ToProto(exp, response);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::Retry(grpc::CallbackServerContext* ctx,
+                                                const tae::v1::RetryRequest* request,
+                                                tae::v1::RetryResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    if (request->experiment().empty()) {
+      return absl::InvalidArgumentError("experiment: an experiment (e<ID> or name) is required");
+    }
+    ASSIGN_OR_RETURN(int n, controller_->Retry(request->experiment()));
+    response->set_requeued(n);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::DrainAgent(grpc::CallbackServerContext* ctx,
+                                                     const tae::v1::DrainAgentRequest* request,
+                                                     tae::v1::DrainAgentResponse* response) {
+  return OnCore(ctx, [this, request]() -> absl::Status {
+    if (request->agent_id().empty()) {
+      return absl::InvalidArgumentError("agent_id: required");
+    }
+    return controller_->Drain(request->agent_id(), request->drain());
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::ListQueue(grpc::CallbackServerContext* ctx,
+                                                    const tae::v1::ListQueueRequest* request,
+                                                    tae::v1::ListRunsResponse* response) {
+  return OnCore(ctx, [this, response]() -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<store::RunRecord> queued, controller_->Queue());
+    for (const store::RunRecord& run : queued) {
+      ToProto(run, response->add_runs());
+    }
+    return absl::OkStatus();
+  });
+}
+
 grpc::ServerUnaryReactor* ControlService::QueryMetrics(grpc::CallbackServerContext* ctx,
                                                        const tae::v1::QueryMetricsRequest* request,
                                                        tae::v1::QueryMetricsResponse* response) {

@@ -37,6 +37,18 @@ class ControlService final : public tae::v1::Control::CallbackService {
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* ctx,
                                    const tae::v1::ReportRequest* request,
                                    tae::v1::ReportResponse* response) override;
+  grpc::ServerUnaryReactor* SetPaused(grpc::CallbackServerContext* ctx,
+                                      const tae::v1::SetPausedRequest* request,
+                                      tae::v1::Experiment* response) override;
+  grpc::ServerUnaryReactor* Retry(grpc::CallbackServerContext* ctx,
+                                  const tae::v1::RetryRequest* request,
+                                  tae::v1::RetryResponse* response) override;
+  grpc::ServerUnaryReactor* DrainAgent(grpc::CallbackServerContext* ctx,
+                                       const tae::v1::DrainAgentRequest* request,
+                                       tae::v1::DrainAgentResponse* response) override;
+  grpc::ServerUnaryReactor* ListQueue(grpc::CallbackServerContext* ctx,
+                                      const tae::v1::ListQueueRequest* request,
+                                      tae::v1::ListRunsResponse* response) override;
   grpc::ServerUnaryReactor* QueryMetrics(grpc::CallbackServerContext* ctx,
                                          const tae::v1::QueryMetricsRequest* request,
                                          tae::v1::QueryMetricsResponse* response) override;

@@ -16,6 +16,7 @@ void ToProto(const store::ExperimentRecord& in, tae::v1::Experiment* out) {
   out->set_spec_path(in.spec_path);
   out->set_state(store::ExperimentState(in.counts));
   out->set_created_at(in.created_at);
+  out->set_paused(in.paused);
   tae::v1::RunCounts* counts = out->mutable_counts();
   counts->set_total(in.counts.total);
   counts->set_queued(in.counts.queued);

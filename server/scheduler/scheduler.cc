@@ -1,6 +1,10 @@
 #include "server/scheduler/scheduler.h"
 
 #include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace tae::scheduler {
 
@@ -33,6 +37,9 @@ std::string WhyWaiting(const QueuedRun& run, const std::vector<AgentCapacity>& a
     }
     return "waiting: no connected agent has " + wanted;
   }
+  if (largest == 0) {
+    return "waiting: every matching agent is draining (taectl agents undrain ID)";
+  }
   if (largest < run.slots) {
     return "waiting: needs " + std::to_string(run.slots) +
            " slots, the largest matching agent has " + std::to_string(largest);
@@ -40,25 +47,89 @@ std::string WhyWaiting(const QueuedRun& run, const std::vector<AgentCapacity>& a
   return "waiting for a free slot";
 }
 
-std::vector<Placement> Place(const std::vector<QueuedRun>& queue,
-                             std::vector<AgentCapacity> agents) {
-  std::vector<Placement> placements;
-  for (const QueuedRun& run : queue) {
-    AgentCapacity* best = nullptr;
-    for (AgentCapacity& agent : agents) {
-      if (agent.free_slots < run.slots || !LabelsMatch(run.labels, agent.labels)) {
+Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> agents,
+                Context context) {
+  Decision decision;
+  size_t begin = 0;
+  while (begin < queue.size()) {
+    // One priority level: [begin, end).
+    size_t end = begin;
+    while (end < queue.size() && queue[end].priority == queue[begin].priority) {
+      ++end;
+    }
+    // Per experiment, its runs of this level in queue order (positions into `queue`).
+    std::map<int64_t, std::vector<size_t>> pending;
+    for (size_t i = begin; i < end; ++i) {
+      pending[queue[i].experiment_id].push_back(i);
+    }
+    std::map<int64_t, size_t> next;  // experiment -> index into pending[experiment]
+    while (true) {
+      // The experiment with the fewest active runs; ties: the oldest next run.
+      int64_t chosen = 0;
+      bool found = false;
+      for (const auto& [experiment, positions] : pending) {
+        const size_t k = next[experiment];
+        if (k >= positions.size()) {
+          continue;
+        }
+        if (!found) {
+          chosen = experiment;
+          found = true;
+          continue;
+        }
+        const int a = context.active[experiment];
+        const int b = context.active[chosen];
+        if (a < b || (a == b && positions[k] < pending[chosen][next[chosen]])) {
+          chosen = experiment;
+        }
+      }
+      if (!found) {
+        break;
+      }
+      const QueuedRun& run = queue[pending[chosen][next[chosen]++]];
+      if (run.paused) {
+        decision.waiting[run.run_id] = "experiment paused (taectl resume)";
         continue;
       }
-      if (best == nullptr || agent.free_slots > best->free_slots) {
-        best = &agent;
+      if (run.not_before > context.now) {
+        decision.waiting[run.run_id] = absl::StrFormat(
+            "retry backoff after a lost attempt: starts in %.0fs", run.not_before - context.now);
+        if (decision.wake_at == 0 || run.not_before < decision.wake_at) {
+          decision.wake_at = run.not_before;
+        }
+        continue;
       }
-    }
-    if (best != nullptr) {
+      if (run.max_concurrent > 0 && context.active[chosen] >= run.max_concurrent) {
+        decision.waiting[run.run_id] =
+            absl::StrCat("experiment e", chosen, " at its cap of ", run.max_concurrent,
+                         " active runs (resources.max_concurrent)");
+        continue;
+      }
+      AgentCapacity* best = nullptr;
+      for (AgentCapacity& agent : agents) {
+        if (agent.free_slots < run.slots || !LabelsMatch(run.labels, agent.labels)) {
+          continue;
+        }
+        if (best == nullptr || agent.free_slots > best->free_slots) {
+          best = &agent;
+        }
+      }
+      if (best == nullptr) {
+        decision.waiting[run.run_id] = WhyWaiting(run, agents);
+        continue;
+      }
       best->free_slots -= run.slots;
-      placements.push_back({run.run_id, best->id});
+      context.active[chosen] += 1;
+      decision.placements.push_back({run.run_id, best->id});
     }
+    begin = end;
   }
-  return placements;
+  return decision;
+}
+
+std::vector<Placement> Place(const std::vector<QueuedRun>& queue,
+                             std::vector<AgentCapacity> agents) {
+  return Decide(queue, std::move(agents), Context{}).placements;
 }
 
 }  // namespace tae::scheduler

@@ -4,6 +4,7 @@
 // free capacity, so every decision is unit-testable without processes or clocks.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,11 +24,27 @@ struct QueuedRun {
   int priority = 0;
   int slots = 1;
   store::Labels labels;  // every one must be present on the agent with the same value
+  int64_t experiment_id = 0;
+  double not_before = 0;   // backoff: not started before this time
+  int max_concurrent = 0;  // cap on the experiment's active runs; 0: none
+  bool paused = false;     // its experiment is paused
 };
 
 struct Placement {
   int64_t run_id = 0;
   std::string agent_id;
+};
+
+// Everything Decide needs besides the queue and the agents.
+struct Context {
+  double now = 0;
+  std::map<int64_t, int> active;  // experiment id -> its assigned + running runs
+};
+
+struct Decision {
+  std::vector<Placement> placements;
+  std::map<int64_t, std::string> waiting;  // run id -> why it was not placed
+  double wake_at = 0;                      // earliest backoff end among waiting runs; 0: none
 };
 
 bool LabelsMatch(const store::Labels& wanted, const store::Labels& offered);
@@ -36,8 +53,16 @@ bool LabelsMatch(const store::Labels& wanted, const store::Labels& offered);
 // accelerator=v4-8"; "waiting for a free slot" when one could take it once it frees up.
 std::string WhyWaiting(const QueuedRun& run, const std::vector<AgentCapacity>& agents);
 
-// Places runs in queue order (the caller sorts by priority, then age) onto the agent with the
-// most free slots that matches; a run that fits nowhere does not block smaller runs behind it.
+// Places runs onto the matching agent with the most free slots. `queue` is sorted by priority
+// (highest first), then age. Within one priority, experiments take turns (fair share): the next
+// run comes from the experiment with the fewest active runs, ties to the one whose next run is
+// oldest. A run is skipped, with its reason in `waiting`, while its experiment is paused, its
+// backoff has not ended, or its experiment is at max_concurrent; a run that fits on no agent now
+// does not block smaller runs behind it.
+Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> agents,
+                Context context);
+
+// Decide's placements only (no pauses, caps or backoff in the queue).
 std::vector<Placement> Place(const std::vector<QueuedRun>& queue,
                              std::vector<AgentCapacity> agents);
 

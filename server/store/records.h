@@ -41,6 +41,7 @@ struct ExperimentRecord {
   double created_at = 0;
   RunCounts counts;
   std::vector<std::string> variants;  // in submission order, baseline first
+  bool paused = false;                // its queued runs are not started until resumed
 };
 
 // Derived from the run counts: queued, running, succeeded, failed, cancelled.
@@ -54,6 +55,7 @@ struct NewRun {
   int priority = 0;
   int slots = 1;
   Labels labels;
+  int max_concurrent = 0;  // resources.max_concurrent: cap on the experiment's active runs
 };
 
 struct NewExperiment {
@@ -86,6 +88,8 @@ struct RunRecord {
   std::optional<double> started_at;
   std::optional<double> finished_at;
   RunMeta meta;
+  double not_before = 0;   // queued: not started before this time (backoff after a lost attempt)
+  int max_concurrent = 0;  // at most this many active runs of its experiment; 0: no cap
 };
 
 struct TransitionRecord {

@@ -1,7 +1,10 @@
 #include "server/store/store.h"
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
 
@@ -21,10 +24,22 @@ Labels LabelsFromJson(const std::string& text) {
   return labels;
 }
 
+// resources.max_attempts of a run's config; 1 when absent.
+int ConfiguredAttempts(const std::string& config_json) {
+  nlohmann::json config = nlohmann::json::parse(config_json, nullptr, false);
+  if (config.is_object()) {
+    auto it = config.find("resources.max_attempts");
+    if (it != config.end() && it->is_number_integer() && it->get<int>() >= 1) {
+      return it->get<int>();
+    }
+  }
+  return 1;
+}
+
 constexpr const char* kRunColumns =
     "id, experiment_id, variant, seed, config, state, attempt, max_attempts, priority, slots, "
     "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at, "
-    "meta";
+    "meta, not_before, max_concurrent";
 
 RunRecord ReadRun(const Statement& stmt) {
   RunRecord run;
@@ -49,6 +64,8 @@ RunRecord ReadRun(const Statement& stmt) {
   run.started_at = stmt.OptionalDouble(16);
   run.finished_at = stmt.OptionalDouble(17);
   run.meta = LabelsFromJson(stmt.Text(18));  // the same shape: a JSON object of strings
+  run.not_before = stmt.Double(19);
+  run.max_concurrent = static_cast<int>(stmt.Int(20));
   return run;
 }
 
@@ -120,8 +137,8 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
   int64_t experiment_id = db_.LastInsertId();
   ASSIGN_OR_RETURN(Statement run, db_.Prepare("INSERT INTO runs (experiment_id, variant, seed, "
                                               "config, state, max_attempts, priority, slots, "
-                                              "labels, created_at) VALUES "
-                                              "(?,?,?,?,'queued',?,?,?,?,?)"));
+                                              "labels, created_at, max_concurrent) VALUES "
+                                              "(?,?,?,?,'queued',?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(
       Statement transition,
       db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
@@ -135,7 +152,8 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
         .Bind(6, static_cast<int64_t>(r.priority))
         .Bind(7, static_cast<int64_t>(r.slots))
         .Bind(8, LabelsToJson(r.labels))
-        .Bind(9, now);
+        .Bind(9, now)
+        .Bind(10, static_cast<int64_t>(r.max_concurrent));
     RETURN_IF_ERROR(run.Run());
     transition.Bind(1, db_.LastInsertId()).Bind(2, now);
     RETURN_IF_ERROR(transition.Run());
@@ -180,8 +198,8 @@ absl::StatusOr<int64_t> Store::ResolveExperiment(const std::string& ref) {
 
 absl::StatusOr<ExperimentRecord> Store::GetExperiment(int64_t id) {
   ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("SELECT id, name, description, spec_hash, spec_path, created_at "
-                               "FROM experiments WHERE id = ?"));
+                   db_.Prepare("SELECT id, name, description, spec_hash, spec_path, created_at, "
+                               "paused FROM experiments WHERE id = ?"));
   stmt.Bind(1, id);
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) {
@@ -194,6 +212,7 @@ absl::StatusOr<ExperimentRecord> Store::GetExperiment(int64_t id) {
   exp.spec_hash = stmt.Text(3);
   exp.spec_path = stmt.Text(4);
   exp.created_at = stmt.Double(5);
+  exp.paused = stmt.Int(6) != 0;
   ASSIGN_OR_RETURN(Statement counts, db_.Prepare("SELECT state, COUNT(*) FROM runs WHERE "
                                                  "experiment_id = ? GROUP BY state"));
   counts.Bind(1, id);
@@ -317,32 +336,39 @@ absl::StatusOr<RunRecord> Store::AssignRun(int64_t run_id, const std::string& ag
   return run;
 }
 
-absl::StatusOr<RunState> Store::LoseRun(int64_t run_id, const std::string& reason, double now) {
+absl::StatusOr<RunState> Store::LoseRun(int64_t run_id, const std::string& reason, double now,
+                                        double retry_delay_s) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));
   if (run.state != RunState::kAssigned && run.state != RunState::kRunning) {
     return run.state;
   }
-  ASSIGN_OR_RETURN(RunState next, LoseRunInTransaction(run, reason, now));
+  ASSIGN_OR_RETURN(RunState next, LoseRunInTransaction(run, reason, now, retry_delay_s));
   RETURN_IF_ERROR(tx.Commit());
   return next;
 }
 
 absl::StatusOr<RunState> Store::LoseRunInTransaction(const RunRecord& run,
-                                                     const std::string& reason, double now) {
+                                                     const std::string& reason, double now,
+                                                     double retry_delay_s) {
   int64_t run_id = run.id;
   RETURN_IF_ERROR(RecordTransition(run_id, run.attempt, run.state, RunState::kLost, reason, now));
   bool retry = run.attempt < run.max_attempts;
   RunState next = retry ? RunState::kQueued : RunState::kFailed;
   std::string next_reason =
-      retry ? absl::StrCat("requeued (attempt ", run.attempt, " of ", run.max_attempts, " lost)")
+      retry ? absl::StrCat(
+                  "requeued (attempt ", run.attempt, " of ", run.max_attempts, " lost)",
+                  retry_delay_s > 0 ? absl::StrFormat("; retry in %.0fs", retry_delay_s) : "")
             : absl::StrCat("lost on its last attempt (", run.max_attempts, "): ", reason);
   RETURN_IF_ERROR(RecordTransition(run_id, run.attempt, RunState::kLost, next, next_reason, now));
   ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("UPDATE runs SET state = ?, reason = ?, finished_at = ? "
-                               "WHERE id = ?"));
-  stmt.Bind(1, ToString(next)).Bind(2, next_reason).Bind(4, run_id);
+                   db_.Prepare("UPDATE runs SET state = ?, reason = ?, finished_at = ?, "
+                               "not_before = ? WHERE id = ?"));
+  stmt.Bind(1, ToString(next))
+      .Bind(2, next_reason)
+      .Bind(4, retry ? now + retry_delay_s : 0.0)
+      .Bind(5, run_id);
   if (retry) {
     stmt.BindNull(3);
   } else {
@@ -398,6 +424,40 @@ absl::Status Store::SetAgentState(const std::string& id, const std::string& stat
                    db_.Prepare("UPDATE agents SET state = ?, last_seen = ? WHERE id = ?"));
   stmt.Bind(1, state).Bind(2, now).Bind(3, id);
   return stmt.Run();
+}
+
+absl::Status Store::SetExperimentPaused(int64_t experiment_id, bool paused) {
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE experiments SET paused = ? WHERE id = ?"));
+  stmt.Bind(1, static_cast<int64_t>(paused ? 1 : 0)).Bind(2, experiment_id);
+  return stmt.Run();
+}
+
+absl::StatusOr<int> Store::RetryRuns(int64_t experiment_id, const std::string& reason, double now) {
+  Transaction tx(&db_);
+  RETURN_IF_ERROR(tx.begin_status());
+  ASSIGN_OR_RETURN(std::vector<RunRecord> runs, ListRuns(experiment_id));
+  ASSIGN_OR_RETURN(Statement update,
+                   db_.Prepare("UPDATE runs SET state = 'queued', reason = ?, agent_id = NULL, "
+                               "pid = 0, exit_code = NULL, started_at = NULL, finished_at = NULL, "
+                               "not_before = 0, max_attempts = ? WHERE id = ?"));
+  int retried = 0;
+  for (const RunRecord& run : runs) {
+    if (run.state != RunState::kFailed && run.state != RunState::kCancelled &&
+        run.state != RunState::kLost) {
+      continue;
+    }
+    // As many attempts again as its spec gives (resources.max_attempts); its history
+    // (transitions, attempt numbers, stored points) stays.
+    const int budget = ConfiguredAttempts(run.config_json);
+    RETURN_IF_ERROR(
+        RecordTransition(run.id, run.attempt, run.state, RunState::kQueued, reason, now));
+    update.Bind(1, reason).Bind(2, static_cast<int64_t>(run.attempt + budget)).Bind(3, run.id);
+    RETURN_IF_ERROR(update.Run());
+    update.Reset();
+    ++retried;
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return retried;
 }
 
 }  // namespace tae::store

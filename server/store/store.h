@@ -41,8 +41,16 @@ class Store {
 
   // queued -> assigned on agent_id; the attempt number goes up by one.
   absl::StatusOr<RunRecord> AssignRun(int64_t run_id, const std::string& agent_id, double now);
-  // assigned/running -> lost -> queued (attempts left) or failed. Returns the new state.
-  absl::StatusOr<RunState> LoseRun(int64_t run_id, const std::string& reason, double now);
+  // assigned/running -> lost -> queued (attempts left) or failed. Returns the new state. A
+  // requeued run is not started before now + retry_delay_s (backoff).
+  absl::StatusOr<RunState> LoseRun(int64_t run_id, const std::string& reason, double now,
+                                   double retry_delay_s = 0);
+  // Paused experiments keep their runs queued (running ones go on).
+  absl::Status SetExperimentPaused(int64_t experiment_id, bool paused);
+  // failed / cancelled / lost runs of the experiment -> queued with `reason`, with as many
+  // attempts again as resources.max_attempts gives; succeeded and unfinished runs are left alone.
+  // Returns how many were requeued.
+  absl::StatusOr<int> RetryRuns(int64_t experiment_id, const std::string& reason, double now);
   // Why a queued run is still waiting (shown by `taectl runs`); no transition is recorded.
   absl::Status SetWaitingReason(int64_t run_id, const std::string& reason);
   // Moves a non-final run straight to `to` (cancelled or failed) with reason.
@@ -77,7 +85,7 @@ class Store {
                                 const std::string& reason, double now);
   // run is assigned/running; the caller holds a transaction.
   absl::StatusOr<RunState> LoseRunInTransaction(const RunRecord& run, const std::string& reason,
-                                                double now);
+                                                double now, double retry_delay_s = 0);
   absl::Status IngestOne(const std::string& agent_id, const IngestEvent& event,
                          std::vector<RunEnded>* ended);
   absl::Status IngestMetrics(const IngestEvent& event);

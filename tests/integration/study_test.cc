@@ -5,9 +5,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <iterator>
-#include <catch2/catch.hpp>
 #include <set>
 #include <thread>
 

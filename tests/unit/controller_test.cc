@@ -53,7 +53,8 @@ store::IngestEvent Exited(uint64_t seq, int64_t run_id, int attempt, int code) {
 }
 
 struct Fixture {
-  Fixture() : store(std::move(*store::Store::Open(":memory:"))), controller(&io, store.get(), {}) {}
+  explicit Fixture(Options options = {})
+      : store(std::move(*store::Store::Open(":memory:"))), controller(&io, store.get(), options) {}
   boost::asio::io_context io;
   std::unique_ptr<store::Store> store;
   Controller controller;
@@ -135,7 +136,9 @@ TEST_CASE("cancel: queued runs end at once, running runs are asked to stop on th
 }
 
 TEST_CASE("reconnecting without a run loses it, it is requeued and placed again") {
-  Fixture f;
+  Options no_backoff;
+  no_backoff.retry_backoff_s = 0;
+  Fixture f(no_backoff);
   auto first = std::make_shared<FakeChannel>();
   f.controller.OnRegister(first, Hello("a", 1));
   REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false}).ok());
@@ -155,6 +158,28 @@ TEST_CASE("reconnecting without a run loses it, it is requeued and placed again"
     to.push_back(t.to_state);
   }
   CHECK(to == std::vector<std::string>{"queued", "assigned", "lost", "queued", "assigned"});
+}
+
+TEST_CASE("a run lost with its agent waits out a retry backoff before its next attempt") {
+  Options options;
+  options.retry_backoff_s = 30;
+  Fixture f(options);
+  auto first = std::make_shared<FakeChannel>();
+  f.controller.OnRegister(first, Hello("a", 1));
+  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false}).ok());
+  int64_t run_id = first->Starts().at(0).run_id();
+  auto second = std::make_shared<FakeChannel>();
+  f.controller.OnRegister(second, Hello("a", 1));  // an agent restart: holds nothing
+  // Attempt 1 was lost: requeued, but not before 30 s; the slot goes to the next run instead.
+  auto run = f.store->GetRun(run_id);
+  REQUIRE(run.ok());
+  CHECK(run->state == store::RunState::kQueued);
+  CHECK(run->attempt == 1);
+  CHECK(run->not_before >= WallNow() + 25);
+  CHECK(run->reason.find("retry backoff after a lost attempt: starts in") == 0);
+  for (const auto& start : second->Starts()) {
+    CHECK(start.run_id() != run_id);
+  }
 }
 
 TEST_CASE("a reconnect that still holds its run keeps it running") {

@@ -46,4 +46,76 @@ TEST_CASE("a waiting run says why") {
 
 TEST_CASE("no agents, no placements") { CHECK(Place({{1, 0, 1, {}}}, {}).empty()); }
 
+namespace {
+
+QueuedRun Run(int64_t id, int64_t experiment, int priority = 0) {
+  QueuedRun run;
+  run.run_id = id;
+  run.experiment_id = experiment;
+  run.priority = priority;
+  return run;
+}
+
+std::vector<int64_t> Ids(const Decision& decision) {
+  std::vector<int64_t> ids;
+  for (const Placement& p : decision.placements) {
+    ids.push_back(p.run_id);
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("experiments of equal priority take turns (fair share)", "[scheduler]") {
+  // e1 submitted 4 runs before e2 submitted 2; 4 free slots.
+  std::vector<QueuedRun> queue = {Run(1, 1), Run(2, 1), Run(3, 1), Run(4, 1), Run(5, 2), Run(6, 2)};
+  Decision d = Decide(queue, {{"a", 4, 4, {}}}, Context{});
+  CHECK(Ids(d) == std::vector<int64_t>{1, 5, 2, 6});
+  // e1 already has 2 active runs elsewhere: e2 goes first until they are level.
+  Context busy;
+  busy.active[1] = 2;
+  d = Decide(queue, {{"a", 3, 3, {}}}, busy);
+  CHECK(Ids(d) == std::vector<int64_t>{5, 6, 1});
+  CHECK(d.waiting.at(2) == "waiting for a free slot");
+}
+
+TEST_CASE("higher priority goes first, whatever the experiment", "[scheduler]") {
+  std::vector<QueuedRun> queue = {Run(7, 2, 5), Run(1, 1), Run(5, 2)};
+  Decision d = Decide(queue, {{"a", 2, 2, {}}}, Context{});
+  CHECK(Ids(d) == std::vector<int64_t>{7, 1});
+}
+
+TEST_CASE("max_concurrent caps an experiment's active runs and says so", "[scheduler]") {
+  std::vector<QueuedRun> queue = {Run(1, 1), Run(2, 1), Run(3, 1), Run(4, 2)};
+  for (QueuedRun& run : queue) {
+    run.max_concurrent = run.experiment_id == 1 ? 2 : 0;
+  }
+  Context context;
+  context.active[1] = 1;  // one e1 run already active: one more allowed
+  Decision d = Decide(queue, {{"a", 8, 8, {}}}, context);
+  CHECK(Ids(d) == std::vector<int64_t>{4, 1});
+  CHECK(d.waiting.at(2) == "experiment e1 at its cap of 2 active runs (resources.max_concurrent)");
+  CHECK(d.waiting.at(3) == d.waiting.at(2));
+}
+
+TEST_CASE("paused experiments and runs in backoff wait, the earliest backoff end is reported",
+          "[scheduler]") {
+  std::vector<QueuedRun> queue = {Run(1, 1), Run(2, 2), Run(3, 2), Run(4, 3)};
+  queue[0].paused = true;
+  queue[1].not_before = 130.0;
+  queue[2].not_before = 110.0;
+  Context context;
+  context.now = 100.0;  // a fake clock
+  Decision d = Decide(queue, {{"a", 4, 4, {}}}, context);
+  CHECK(Ids(d) == std::vector<int64_t>{4});
+  CHECK(d.waiting.at(1) == "experiment paused (taectl resume)");
+  CHECK(d.waiting.at(2) == "retry backoff after a lost attempt: starts in 30s");
+  CHECK(d.waiting.at(3) == "retry backoff after a lost attempt: starts in 10s");
+  CHECK(d.wake_at == 110.0);
+  context.now = 110.0;  // the clock moves on: run 3's backoff is over
+  d = Decide(queue, {{"a", 4, 4, {}}}, context);
+  CHECK(Ids(d) == std::vector<int64_t>{3, 4});
+  CHECK(d.wake_at == 130.0);
+}
+
 }  // namespace tae::scheduler

@@ -171,7 +171,7 @@ TEST_CASE("SpecHash is float-format independent and pinned", "[spec][hash]") {
   // (every default lands in Spec::base): specs stored before then no longer dedupe on resubmit.
   // Changed again from df6ec8869aaae088 for model.head_dim, model.prune_heads,
   // train.checkpoint_every and train.head_importance.
-  CHECK(SpecHash(MustParse(R"(name = "pinned")")) == "e5b10356f2ea4983");
+  CHECK(SpecHash(MustParse(R"(name = "pinned")")) == "f8d1b36880f981d0");
 }
 
 constexpr char kGridStudy[] = R"(
