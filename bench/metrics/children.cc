@@ -278,7 +278,7 @@ absl::StatusOr<std::unique_ptr<Taed>> Taed::Up(const std::string& home) {
   CommandResult up = taed->Taectl({"up", "--agents", "0"}, 60);
   if (up.exit_code != 0) {
     return absl::UnavailableError(absl::StrCat("taectl up --agents 0 failed: ", up.out, up.err,
-                                               "\n", ReadFile(home + "/logs/taed.log")));
+                                               "\nthe end of taed.log:\n", taed->LogTail()));
   }
   taed->up_ = true;
   taed->agent_address_ = std::string(absl::StripAsciiWhitespace(ReadFile(home + "/agent.addr")));
@@ -303,6 +303,11 @@ absl::Status Taed::Down() {
     return absl::InternalError(absl::StrCat("taectl down: ", down.out, down.err));
   }
   return absl::OkStatus();
+}
+
+std::string Taed::LogTail() const {
+  std::string log = ReadFile(home_ + "/logs/taed.log");
+  return log.size() > 2000 ? log.substr(log.size() - 2000) : log;
 }
 
 CommandResult Taed::Taectl(std::vector<std::string> args, double timeout_s) const {

@@ -84,6 +84,8 @@ class Taed {
   absl::Status Down();
 
   CommandResult Taectl(std::vector<std::string> args, double timeout_s = 120) const;
+  // The end of taed's log, for error messages.
+  std::string LogTail() const;
   const std::string& home() const { return home_; }
   const std::string& agent_address() const { return agent_address_; }
   const std::string& agent_token() const { return agent_token_; }

@@ -70,7 +70,8 @@ absl::Status Submit(const std::string& home, const DatasetOptions& options) {
     std::ofstream(path) << specs[i].second;
     CommandResult submit = taed->Taectl({"submit", path});
     if (submit.exit_code != 0) {
-      return absl::InternalError(absl::StrCat("taectl submit ", path, ": ", submit.err));
+      return absl::InternalError(absl::StrCat("taectl submit ", path, ": ", submit.err,
+                                              "the end of taed.log:\n", taed->LogTail()));
     }
     if (i % 10 == 0) {
       std::fprintf(stderr, "  submitted %zu/%zu experiments\n", i + 1, specs.size());

@@ -219,7 +219,8 @@ absl::StatusOr<ConfigResult> RunConfig(const IngestOptions& options, int n, cons
   std::ofstream(spec_path) << SpecText(name, layout.runs);
   CommandResult submit = taed->Taectl({"submit", spec_path});
   if (submit.exit_code != 0) {
-    return absl::InternalError(absl::StrCat("taectl submit: ", submit.out, submit.err));
+    return absl::InternalError(absl::StrCat("taectl submit: ", submit.out, submit.err,
+                                            "the end of taed.log:\n", taed->LogTail()));
   }
   std::fprintf(stderr, "  submitted %d runs; waiting for the scheduler to place them\n",
                layout.runs);

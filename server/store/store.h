@@ -4,8 +4,10 @@
 // tables, migrations applied at open). Every run transition is one transaction with a reason.
 // Single-threaded: only taed's core thread calls it (docs/threading.md).
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -86,9 +88,19 @@ class Store {
   // run is assigned/running; the caller holds a transaction.
   absl::StatusOr<RunState> LoseRunInTransaction(const RunRecord& run, const std::string& reason,
                                                 double now, double retry_delay_s = 0);
+  // run_summaries changes of one Ingest batch, written once per (run, key) at its end.
+  struct PendingSummary {
+    int64_t last_step = 0;
+    double last_value = 0;
+    double min = 0;
+    double max = 0;
+    int64_t count = 0;
+  };
+  using SummaryBatch = std::map<std::pair<int64_t, int64_t>, PendingSummary>;
   absl::Status IngestOne(const std::string& agent_id, const IngestEvent& event,
-                         std::vector<RunEnded>* ended);
-  absl::Status IngestMetrics(const IngestEvent& event);
+                         std::vector<RunEnded>* ended, SummaryBatch* batch);
+  absl::Status IngestMetrics(const IngestEvent& event, SummaryBatch* batch);
+  absl::Status WriteSummaries(const SummaryBatch& batch);
   // Merges event.meta into the run's metadata; a resend changes nothing.
   absl::Status IngestMeta(const RunRecord& run, const IngestEvent& event);
   absl::StatusOr<int64_t> MetricKeyId(const std::string& name);

@@ -1,5 +1,7 @@
 // Store: ingest of agent events, and the metric/log queries that read them back.
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status/macros.h"
@@ -20,12 +22,15 @@ constexpr char kInsertMetric[] =
     "INSERT INTO metrics (run_id, key_id, step, attempt, value, wall_time) VALUES "
     "(?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET attempt = excluded.attempt, value = "
     "excluded.value, wall_time = excluded.wall_time WHERE excluded.attempt > attempt";
+// One batch's points of one (run, key) at once: count adds, min/max fold, the last value is the
+// one at the highest step.
 constexpr char kUpsertSummary[] =
     "INSERT INTO run_summaries (run_id, key_id, last_step, last_value, min_value, max_value, "
-    "count) VALUES (?1,?2,?3,?4,?4,?4,1) ON CONFLICT DO UPDATE SET last_value = CASE WHEN "
+    "count) VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT DO UPDATE SET last_value = CASE WHEN "
     "excluded.last_step >= last_step THEN excluded.last_value ELSE last_value END, last_step = "
     "MAX(last_step, excluded.last_step), min_value = MIN(min_value, excluded.min_value), "
-    "max_value = MAX(max_value, excluded.max_value), count = count + 1";
+    "max_value = MAX(max_value, excluded.max_value), count = count + excluded.count";
+constexpr char kRunExists[] = "SELECT 1 FROM runs WHERE id = ?";
 constexpr char kInsertLog[] =
     "INSERT OR IGNORE INTO logs (run_id, attempt, seq, agent_id, stream, line, wall_time) "
     "VALUES (?,?,?,?,?,?,?)";
@@ -59,9 +64,8 @@ absl::StatusOr<int64_t> Store::MetricKeyId(const std::string& name) {
   return id;
 }
 
-absl::Status Store::IngestMetrics(const IngestEvent& event) {
+absl::Status Store::IngestMetrics(const IngestEvent& event, SummaryBatch* batch) {
   ASSIGN_OR_RETURN(Statement * insert, Cached(kInsertMetric));
-  ASSIGN_OR_RETURN(Statement * summary, Cached(kUpsertSummary));
   for (const MetricValue& value : event.values) {
     ASSIGN_OR_RETURN(int64_t key_id, MetricKeyId(value.key));
     insert->Bind(1, event.run_id)
@@ -74,7 +78,29 @@ absl::Status Store::IngestMetrics(const IngestEvent& event) {
     if (db_.Changes() == 0) {
       continue;  // a resend of a point already stored
     }
-    summary->Bind(1, event.run_id).Bind(2, key_id).Bind(3, event.step).Bind(4, value.value);
+    auto [it, inserted] = batch->try_emplace({event.run_id, key_id});
+    PendingSummary& pending = it->second;
+    if (inserted || event.step >= pending.last_step) {
+      pending.last_step = event.step;
+      pending.last_value = value.value;
+    }
+    pending.min = inserted ? value.value : std::min(pending.min, value.value);
+    pending.max = inserted ? value.value : std::max(pending.max, value.value);
+    pending.count += 1;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::WriteSummaries(const SummaryBatch& batch) {
+  ASSIGN_OR_RETURN(Statement * summary, Cached(kUpsertSummary));
+  for (const auto& [key, pending] : batch) {
+    summary->Bind(1, key.first)
+        .Bind(2, key.second)
+        .Bind(3, pending.last_step)
+        .Bind(4, pending.last_value)
+        .Bind(5, pending.min)
+        .Bind(6, pending.max)
+        .Bind(7, pending.count);
     RETURN_IF_ERROR(summary->Run());
   }
   return absl::OkStatus();
@@ -103,7 +129,15 @@ absl::Status Store::IngestMeta(const RunRecord& run, const IngestEvent& event) {
 }
 
 absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& event,
-                              std::vector<RunEnded>* ended) {
+                              std::vector<RunEnded>* ended, SummaryBatch* batch) {
+  if (event.kind == IngestEvent::Kind::kMetrics) {
+    // The hot path: only whether the run exists matters, not the whole row.
+    ASSIGN_OR_RETURN(Statement * exists, Cached(kRunExists));
+    exists->Bind(1, event.run_id);
+    ASSIGN_OR_RETURN(bool found, exists->Step());
+    exists->Reset();
+    return found ? IngestMetrics(event, batch) : absl::OkStatus();  // not ours: drop it
+  }
   absl::StatusOr<RunRecord> run = GetRun(event.run_id);
   if (absl::IsNotFound(run.status())) {
     return absl::OkStatus();  // not ours (e.g. a run from another data dir): drop it
@@ -113,7 +147,7 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
   }
   switch (event.kind) {
     case IngestEvent::Kind::kMetrics:
-      return IngestMetrics(event);
+      return IngestMetrics(event, batch);
     case IngestEvent::Kind::kMeta:
       return IngestMeta(*run, event);
     case IngestEvent::Kind::kLog: {
@@ -181,11 +215,16 @@ absl::StatusOr<std::vector<RunEnded>> Store::Ingest(const std::string& agent_id,
   std::vector<RunEnded> ended;
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
+  SummaryBatch summaries;
   for (const IngestEvent& event : events) {
-    if (absl::Status s = IngestOne(agent_id, event, &ended); !s.ok()) {
+    if (absl::Status s = IngestOne(agent_id, event, &ended, &summaries); !s.ok()) {
       metric_key_ids_.clear();  // ids assigned inside the rolled-back transaction are void
       return s;
     }
+  }
+  if (absl::Status s = WriteSummaries(summaries); !s.ok()) {
+    metric_key_ids_.clear();
+    return s;
   }
   if (absl::Status s = tx.Commit(); !s.ok()) {
     metric_key_ids_.clear();
