@@ -248,7 +248,7 @@ def print_summary(runs, labels, peak, fpt, rounds):
     """Medians, GFLOP/s, % of peak, the ratio to the best PyTorch setting, the targets."""
     med = {key: statistics.median(r["tokens_per_s"] for r in rs) for key, rs in runs.items()}
     med_ms = {key: statistics.median(r["step_ms"] for r in rs) for key, rs in runs.items()}
-    print(f"medians of {rounds} rounds (default threads: 1 run):")
+    print(f"medians of {rounds} rounds (the 'ref' settings: 1 run):")
     print(f"  {'program':<64}{'tokens/s':>10}{'step ms':>9}{'GFLOP/s':>9}{'% peak':>8}")
     for key in runs:
         gflops = med[key] * fpt / 1e9
@@ -302,6 +302,15 @@ def run_benchmark(priority):
     labels["pt-default"] = (f"pytorch, default threads ({default_run['threads']} torch, "
                             "OpenBLAS default)")
     print_run("ref", labels["pt-default"], default_run, "  (1 run)")
+    # tae-train binds its OpenMP threads when it has every CPU (OMP_PROC_BIND=true); PyTorch with
+    # the same variable, for the record (it was slower here), and a candidate for "best".
+    bind_run = run_pytorch(steps, warmup,
+                           clean_env(OPENBLAS_NUM_THREADS=str(threads), OMP_WAIT_POLICY="PASSIVE",
+                                     OMP_PROC_BIND="true"), threads=threads)
+    runs["pt-bind"] = [bind_run]
+    labels["pt-bind"] = (f"pytorch, OpenBLAS {threads} + {threads} torch threads, PASSIVE, "
+                         "OMP_PROC_BIND=true")
+    print_run("ref", labels["pt-bind"], bind_run, "  (1 run)")
     sdpa_run = run_pytorch(steps, warmup, configs[-1][2], threads=threads, attention="sdpa")
     if "skipped" in sdpa_run:
         print(f"  {'ref':<6}pytorch + scaled_dot_product_attention: skipped, {sdpa_run['skipped']}")

@@ -105,6 +105,21 @@ TEST_CASE("a grid study's report, plot and exports agree with the stored points"
     }
   }
 
+  {  // report --pivot and --format csv render the same runs
+    CommandResult pivot =
+        cluster.Taectl({"report", exp, "--pivot", "variant×train.lr", "--format", "csv"});
+    INFO(pivot.err);
+    REQUIRE(pivot.exit_code == 0);
+    CHECK(pivot.out.find("variant \\ train.lr,0.003,0.01\n") == 0);
+    CHECK(pivot.out.find("\nbaseline,") != std::string::npos);
+    CHECK(pivot.out.find("\nno-attn,") != std::string::npos);
+    CHECK(pivot.out.find("(2)") != std::string::npos);  // two seeds per cell
+    CommandResult csv = cluster.Taectl({"report", exp, "--format", "csv"});
+    REQUIRE(csv.exit_code == 0);
+    CHECK(csv.out.find("variant,baseline,runs,runs_total,eval/loss:n,") == 0);
+    CHECK(csv.out.find("\nno-attn[lr=0.01],baseline[lr=0.01],2,2,2,") != std::string::npos);
+  }
+
   {  // plot: an SVG with one line per variant
     const std::string svg_path = cluster.dir().path() + "/curves.svg";
     CommandResult plot = cluster.Taectl({"plot", exp, "-o", svg_path});
