@@ -14,6 +14,7 @@
 #include "absl/strings/str_replace.h"
 #include "client/commands/commands.h"
 #include "client/export/tensorboard.h"
+#include "client/output/table.h"
 #include "client/plot/svg_plot.h"
 #include "client/rpc/control_client.h"
 #include "common/cli/flags.h"
@@ -118,13 +119,6 @@ bool WriteFile(const std::string& path, const std::string& content) {
   out << content;
   out.close();
   return static_cast<bool>(out);
-}
-
-std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) {
-    return text;
-  }
-  return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\"", "\"\""}}), "\"");
 }
 
 std::string Number(double value) {

@@ -95,13 +95,6 @@ std::string Legend(const tae::v1::ReportResponse& report) {
       "p<0.001.");
 }
 
-std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) {
-    return text;
-  }
-  return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\"", "\"\""}}), "\"");
-}
-
 std::string CsvNum(double value) {
   return std::isnan(value) ? "" : absl::StrFormat("%.10g", value);
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 
 namespace tae::client {
 
@@ -76,6 +77,13 @@ std::string FormatNumber(double value, int digits) {
     return absl::StrFormat("%.*e", digits - 2, value);
   }
   return absl::StrFormat("%.*f", digits, value);
+}
+
+std::string CsvField(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) {
+    return text;
+  }
+  return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\"", "\"\""}}), "\"");
 }
 
 }  // namespace tae::client

@@ -22,5 +22,6 @@ class Table {
 std::string FormatTime(double unix_seconds);             // 2026-11-22 11:35:02
 std::string FormatDuration(double seconds);              // 1m05s
 std::string FormatNumber(double value, int digits = 4);  // 0.1234, 1.23e-05
+std::string CsvField(const std::string& text);  // quoted (" doubled) only when it needs to be
 
 }  // namespace tae::client
