@@ -9,7 +9,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread
   libsqlite3-dev libspdlog-dev libfmt-dev libboost-dev
   libtomlplusplus-dev nlohmann-json3-dev catch2
-  bible-kjv
+  bible-kjv python3
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
