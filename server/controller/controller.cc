@@ -186,14 +186,13 @@ void Controller::Schedule() {
       context.active[run.experiment_id] += 1;
     }
   }
-  std::map<int64_t, bool> paused;
+  absl::StatusOr<std::set<int64_t>> paused = store_->PausedExperiments();
+  if (!paused.ok()) {
+    spdlog::error("scheduler: {}", paused.status().ToString());
+    return;
+  }
   std::vector<scheduler::QueuedRun> queue;
   for (const store::RunRecord& run : *queued) {
-    auto it = paused.find(run.experiment_id);
-    if (it == paused.end()) {
-      absl::StatusOr<store::ExperimentRecord> exp = store_->GetExperiment(run.experiment_id);
-      it = paused.emplace(run.experiment_id, exp.ok() && exp->paused).first;
-    }
     scheduler::QueuedRun q;
     q.run_id = run.id;
     q.priority = run.priority;
@@ -202,7 +201,7 @@ void Controller::Schedule() {
     q.experiment_id = run.experiment_id;
     q.not_before = run.not_before;
     q.max_concurrent = run.max_concurrent;
-    q.paused = it->second;
+    q.paused = paused->count(run.experiment_id) > 0;
     queue.push_back(std::move(q));
   }
   std::vector<scheduler::AgentCapacity> capacity;

@@ -432,6 +432,19 @@ absl::Status Store::SetExperimentPaused(int64_t experiment_id, bool paused) {
   return stmt.Run();
 }
 
+absl::StatusOr<std::set<int64_t>> Store::PausedExperiments() {
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("SELECT id FROM experiments WHERE paused != 0"));
+  std::set<int64_t> ids;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      break;
+    }
+    ids.insert(stmt.Int(0));
+  }
+  return ids;
+}
+
 absl::StatusOr<int> Store::RetryRuns(int64_t experiment_id, const std::string& reason, double now) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,7 @@ class Store {
                                    double retry_delay_s = 0);
   // Paused experiments keep their runs queued (running ones go on).
   absl::Status SetExperimentPaused(int64_t experiment_id, bool paused);
+  absl::StatusOr<std::set<int64_t>> PausedExperiments();
   // failed / cancelled / lost runs of the experiment -> queued with `reason`, with as many
   // attempts again as resources.max_attempts gives; succeeded and unfinished runs are left alone.
   // Returns how many were requeued.
