@@ -1,0 +1,293 @@
+#include "server/blobs/blob_store.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+
+namespace tae::blobs {
+namespace {
+
+constexpr size_t kHashLength = 64;
+constexpr size_t kReadChunk = 1 << 20;
+
+std::string Hex(const unsigned char* bytes, size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(kDigits[bytes[i] >> 4]);
+    out.push_back(kDigits[bytes[i] & 15]);
+  }
+  return out;
+}
+
+using Digest = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
+
+Digest NewDigest() {
+  Digest ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
+  return ctx;
+}
+
+std::string Finish(EVP_MD_CTX* ctx) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(ctx, digest, &length);
+  return Hex(digest, length);
+}
+
+absl::Status Errno(const std::string& what) { return absl::ErrnoToStatus(errno, what); }
+
+// The SHA-256 of the file at `path`, read in 1 MiB chunks.
+absl::StatusOr<std::string> HashFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Errno(absl::StrCat("cannot read ", path));
+  }
+  Digest ctx = NewDigest();
+  std::string buffer(kReadChunk, '\0');
+  while (true) {
+    ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      absl::Status status = Errno(absl::StrCat("cannot read ", path));
+      ::close(fd);
+      return status;
+    }
+    if (n == 0) {
+      break;
+    }
+    EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return Finish(ctx.get());
+}
+
+// Adds [begin, end) to sorted disjoint `ranges`, merging neighbours.
+void AddRange(std::vector<std::pair<uint64_t, uint64_t>>* ranges, uint64_t begin, uint64_t end) {
+  ranges->emplace_back(begin, end);
+  std::sort(ranges->begin(), ranges->end());
+  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  for (const auto& r : *ranges) {
+    if (!merged.empty() && r.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, r.second);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  *ranges = std::move(merged);
+}
+
+}  // namespace
+
+bool IsBlobHash(std::string_view hash) {
+  return hash.size() == kHashLength && std::all_of(hash.begin(), hash.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::string Sha256Hex(std::string_view data) {
+  Digest ctx = NewDigest();
+  EVP_DigestUpdate(ctx.get(), data.data(), data.size());
+  return Finish(ctx.get());
+}
+
+absl::StatusOr<BlobStore> BlobStore::Open(const std::string& root) {
+  std::error_code ec;
+  std::filesystem::create_directories(root + "/tmp", ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("cannot create ", root, "/tmp: ", ec.message()));
+  }
+  ::chmod(root.c_str(), 0700);
+  // Partial uploads of an earlier process cannot be resumed: their received ranges are gone.
+  for (const auto& entry : std::filesystem::directory_iterator(root + "/tmp", ec)) {
+    std::filesystem::remove(entry.path(), ec);
+  }
+  return BlobStore(root);
+}
+
+std::string BlobStore::PathOf(std::string_view hash) const {
+  return absl::StrCat(root_, "/", std::string(hash.substr(0, 2)), "/", std::string(hash.substr(2)));
+}
+
+std::string BlobStore::PartPath(std::string_view hash) const {
+  return absl::StrCat(root_, "/tmp/", std::string(hash), ".part");
+}
+
+bool BlobStore::Has(std::string_view hash) const {
+  struct stat st {};
+  return IsBlobHash(hash) && ::stat(PathOf(hash).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::vector<std::string> BlobStore::Missing(const std::vector<std::string>& hashes) const {
+  std::vector<std::string> missing;
+  for (const std::string& hash : hashes) {
+    if (!Has(hash) && std::find(missing.begin(), missing.end(), hash) == missing.end()) {
+      missing.push_back(hash);
+    }
+  }
+  return missing;
+}
+
+absl::StatusOr<ChunkResult> BlobStore::WriteChunk(std::string_view hash, uint64_t offset,
+                                                  uint64_t total_size, std::string_view data) {
+  if (!IsBlobHash(hash)) {
+    return absl::InvalidArgumentError(absl::StrCat("sha256: '", std::string(hash.substr(0, 80)),
+                                                   "' is not 64 lowercase hex digits"));
+  }
+  if (offset > total_size || data.size() > total_size - offset) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk of ", std::string(hash), ": bytes ",
+                                                   offset, "..", offset + data.size(),
+                                                   " past its size ", total_size));
+  }
+  if (Has(hash)) {
+    return ChunkResult{true, 0};
+  }
+  auto [it, inserted] = partial_.try_emplace(std::string(hash));
+  Partial& partial = it->second;
+  if (inserted) {
+    partial.total = total_size;
+  } else if (partial.total != total_size) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk of ", std::string(hash), ": size ",
+                                                   total_size, " differs from the earlier ",
+                                                   partial.total));
+  }
+  const std::string part = PartPath(hash);
+  int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return Errno(absl::StrCat("cannot write ", part));
+  }
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n =
+        ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      absl::Status status = Errno(absl::StrCat("cannot write ", part));
+      ::close(fd);
+      return status;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::ftruncate(fd, static_cast<off_t>(total_size)) != 0) {
+    absl::Status status = Errno(absl::StrCat("cannot write ", part));
+    ::close(fd);
+    return status;
+  }
+  ::close(fd);
+  if (!data.empty()) {
+    AddRange(&partial.ranges, offset, offset + data.size());
+  }
+  const bool covered =
+      total_size == 0 || (partial.ranges.size() == 1 && partial.ranges[0].first == 0 &&
+                          partial.ranges[0].second == total_size);
+  if (!covered) {
+    return ChunkResult{false, data.size()};
+  }
+  partial_.erase(it);
+  // Durable before it becomes visible: a blob that exists is whole.
+  int sync_fd = ::open(part.c_str(), O_RDONLY | O_CLOEXEC);
+  if (sync_fd < 0 || ::fsync(sync_fd) != 0) {
+    absl::Status status = Errno(absl::StrCat("cannot sync ", part));
+    if (sync_fd >= 0) {
+      ::close(sync_fd);
+    }
+    return status;
+  }
+  ::close(sync_fd);
+  absl::StatusOr<std::string> actual = HashFile(part);
+  if (!actual.ok()) {
+    return actual.status();
+  }
+  if (*actual != hash) {
+    ::unlink(part.c_str());
+    return absl::DataLossError(absl::StrCat("blob ", std::string(hash), ": its ", total_size,
+                                            " bytes std::string(hash) to ", *actual,
+                                            "; discarded"));
+  }
+  const std::string final_path = PathOf(hash);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(final_path).parent_path(), ec);
+  if (::chmod(part.c_str(), 0400) != 0 || ::rename(part.c_str(), final_path.c_str()) != 0) {
+    return Errno(absl::StrCat("cannot store ", final_path));
+  }
+  return ChunkResult{true, data.size()};
+}
+
+absl::StatusOr<std::string> BlobStore::Read(std::string_view hash, uint64_t offset,
+                                            uint64_t length) const {
+  if (!Has(hash)) {
+    return absl::NotFoundError(absl::StrCat("no blob ", std::string(hash.substr(0, 80))));
+  }
+  const std::string path = PathOf(hash);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Errno(absl::StrCat("cannot read ", path));
+  }
+  std::string out(length, '\0');
+  size_t done = 0;
+  while (done < length) {
+    ssize_t n = ::pread(fd, out.data() + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      absl::Status status = Errno(absl::StrCat("cannot read ", path));
+      ::close(fd);
+      return status;
+    }
+    if (n == 0) {
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  out.resize(done);
+  return out;
+}
+
+absl::StatusOr<uint64_t> BlobStore::Size(std::string_view hash) const {
+  struct stat st {};
+  if (!IsBlobHash(hash) || ::stat(PathOf(hash).c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat("no blob ", std::string(hash.substr(0, 80))));
+  }
+  return static_cast<uint64_t>(st.st_size);
+}
+
+absl::Status BlobStore::Remove(std::string_view hash) {
+  if (!IsBlobHash(hash)) {
+    return absl::InvalidArgumentError("not a blob hash");
+  }
+  if (::unlink(PathOf(hash).c_str()) != 0 && errno != ENOENT) {
+    return Errno(absl::StrCat("cannot remove ", PathOf(hash)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> BlobStore::List() const {
+  std::vector<std::string> hashes;
+  std::error_code ec;
+  for (const auto& dir : std::filesystem::directory_iterator(root_, ec)) {
+    const std::string prefix = dir.path().filename();
+    if (!dir.is_directory() || prefix.size() != 2) {  // not tmp/
+      continue;
+    }
+    for (const auto& file : std::filesystem::directory_iterator(dir.path(), ec)) {
+      std::string hash = prefix + file.path().filename().string();
+      if (IsBlobHash(hash)) {
+        hashes.push_back(std::move(hash));
+      }
+    }
+  }
+  if (ec) {
+    return absl::InternalError(absl::StrCat("cannot list ", root_, ": ", ec.message()));
+  }
+  std::sort(hashes.begin(), hashes.end());
+  return hashes;
+}
+
+}  // namespace tae::blobs

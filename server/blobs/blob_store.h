@@ -1,0 +1,75 @@
+#pragma once
+
+// BlobStore: taed's content-addressed file store for code snapshots (DESIGN §7). A blob is the
+// bytes of one file, named by its SHA-256 (64 lowercase hex digits) and kept at
+// ROOT/ab/cdef... (the first two hex digits as a directory). Uploads arrive in chunks at any
+// offset into ROOT/tmp/<hash>.part; the blob appears, atomically by rename, only when every byte
+// is there and the content hashes to its name. Not thread-safe: one owner thread calls it.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tae::blobs {
+
+// True when `hash` is 64 lowercase hex digits.
+bool IsBlobHash(std::string_view hash);
+
+// SHA-256 of `data` as 64 lowercase hex digits.
+std::string Sha256Hex(std::string_view data);
+
+struct ChunkResult {
+  bool complete = false;  // the blob is now stored
+  uint64_t bytes_written = 0;
+};
+
+class BlobStore {
+ public:
+  // Creates ROOT (0700) and ROOT/tmp if missing; stale partial uploads from an earlier process
+  // are removed.
+  static absl::StatusOr<BlobStore> Open(const std::string& root);
+
+  bool Has(std::string_view hash) const;
+  // The hashes of `hashes` that are not stored, in the given order, without repeats.
+  std::vector<std::string> Missing(const std::vector<std::string>& hashes) const;
+
+  // Writes `data` at `offset` of the blob `hash` of `total_size` bytes. When the chunks written so
+  // far cover [0, total_size) the content is verified: a blob whose bytes do not hash to `hash` is
+  // discarded with DataLoss. A chunk of a blob already stored is accepted and ignored.
+  // InvalidArgument for a bad hash, a chunk past total_size, or a total_size that differs from
+  // an earlier chunk's.
+  absl::StatusOr<ChunkResult> WriteChunk(std::string_view hash, uint64_t offset,
+                                         uint64_t total_size, std::string_view data);
+
+  // Up to `length` bytes of a stored blob from `offset` (NotFound if not stored).
+  absl::StatusOr<std::string> Read(std::string_view hash, uint64_t offset, uint64_t length) const;
+  absl::StatusOr<uint64_t> Size(std::string_view hash) const;
+
+  // Removes a stored blob; OK if it was not there.
+  absl::Status Remove(std::string_view hash);
+  // Every stored blob's hash (for garbage collection against the snapshots' manifests).
+  absl::StatusOr<std::vector<std::string>> List() const;
+
+  std::string PathOf(std::string_view hash) const;
+
+ private:
+  explicit BlobStore(std::string root) : root_(std::move(root)) {}
+  std::string PartPath(std::string_view hash) const;
+
+  std::string root_;
+  // Per partial upload: total size and the byte ranges received so far (merged).
+  struct Partial {
+    uint64_t total = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [begin, end), sorted, disjoint
+  };
+  std::map<std::string, Partial, std::less<>> partial_;
+};
+
+}  // namespace tae::blobs

@@ -1,0 +1,129 @@
+// BlobStore (server/blobs): content-addressed blobs arrive in chunks in any order, become visible
+// only when whole and verified, and a wrong or oversized upload never leaves a blob behind.
+#include "server/blobs/blob_store.h"
+
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
+
+namespace tae::blobs {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/tae-blobs-XXXXXX";
+    REQUIRE(::mkdtemp(pattern) != nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST_CASE("SHA-256 of known inputs", "[blobs]") {
+  CHECK(Sha256Hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(Sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(IsBlobHash(Sha256Hex("x")));
+  CHECK_FALSE(IsBlobHash("ABC"));
+  CHECK_FALSE(IsBlobHash(std::string(64, 'g')));
+  CHECK_FALSE(IsBlobHash("../../etc/passwd"));
+}
+
+TEST_CASE("a blob uploaded in chunks, out of order, appears whole and verified", "[blobs]") {
+  TempDir dir;
+  auto store = BlobStore::Open(dir.path() + "/blobs");
+  REQUIRE(store.ok());
+  std::string content;
+  for (int i = 0; i < 100000; ++i) {
+    content.push_back(static_cast<char>('a' + i % 26));
+  }
+  const std::string hash = Sha256Hex(content);
+  CHECK(store->Missing({hash, hash}) == std::vector<std::string>{hash});
+  auto second = store->WriteChunk(hash, 60000, content.size(), content.substr(60000));
+  REQUIRE(second.ok());
+  CHECK_FALSE(second->complete);
+  CHECK_FALSE(store->Has(hash));  // not visible while incomplete
+  auto first = store->WriteChunk(hash, 0, content.size(), content.substr(0, 60000));
+  REQUIRE(first.ok());
+  CHECK(first->complete);
+  CHECK(store->Has(hash));
+  CHECK(store->Missing({hash}).empty());
+  CHECK(*store->Size(hash) == content.size());
+  CHECK(*store->Read(hash, 0, content.size()) == content);
+  CHECK(*store->Read(hash, 99990, 100) == content.substr(99990));
+  CHECK(store->PathOf(hash) == dir.path() + "/blobs/" + hash.substr(0, 2) + "/" + hash.substr(2));
+  // A resend of a stored blob's chunk changes nothing.
+  auto again = store->WriteChunk(hash, 0, content.size(), content.substr(0, 10));
+  REQUIRE(again.ok());
+  CHECK(again->bytes_written == 0);
+  CHECK(*store->List() == std::vector<std::string>{hash});
+  REQUIRE(store->Remove(hash).ok());
+  CHECK_FALSE(store->Has(hash));
+  CHECK(store->Remove(hash).ok());
+}
+
+TEST_CASE("an empty blob is stored from one empty chunk", "[blobs]") {
+  TempDir dir;
+  auto store = BlobStore::Open(dir.path());
+  REQUIRE(store.ok());
+  const std::string hash = Sha256Hex("");
+  auto result = store->WriteChunk(hash, 0, 0, "");
+  REQUIRE(result.ok());
+  CHECK(result->complete);
+  CHECK(*store->Read(hash, 0, 10) == "");
+}
+
+TEST_CASE("content that does not match its hash is discarded with DataLoss", "[blobs]") {
+  TempDir dir;
+  auto store = BlobStore::Open(dir.path());
+  REQUIRE(store.ok());
+  const std::string claimed = Sha256Hex("the real content");
+  auto result = store->WriteChunk(claimed, 0, 16, "forged content!!");
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.status().code() == absl::StatusCode::kDataLoss);
+  CHECK(std::string(result.status().message()).find("discarded") != std::string::npos);
+  CHECK_FALSE(store->Has(claimed));
+  CHECK(std::filesystem::is_empty(dir.path() + "/tmp"));  // no partial file left
+  // The right bytes are still accepted afterwards.
+  CHECK(store->WriteChunk(claimed, 0, 16, "the real content")->complete);
+}
+
+TEST_CASE("bad hashes and chunks past the size are refused", "[blobs]") {
+  TempDir dir;
+  auto store = BlobStore::Open(dir.path());
+  REQUIRE(store.ok());
+  auto bad_hash = store->WriteChunk("../../escape", 0, 1, "x");
+  REQUIRE_FALSE(bad_hash.ok());
+  CHECK(bad_hash.status().code() == absl::StatusCode::kInvalidArgument);
+  const std::string hash = Sha256Hex("12345");
+  auto past = store->WriteChunk(hash, 3, 5, "xyz");
+  REQUIRE_FALSE(past.ok());
+  CHECK(std::string(past.status().message()).find("past its size 5") != std::string::npos);
+  REQUIRE(store->WriteChunk(hash, 0, 5, "12").ok());
+  auto other_size = store->WriteChunk(hash, 2, 6, "345");
+  REQUIRE_FALSE(other_size.ok());
+  CHECK(std::string(other_size.status().message()).find("differs") != std::string::npos);
+  CHECK(store->WriteChunk(hash, 2, 5, "345")->complete);
+  CHECK_FALSE(store->Read(Sha256Hex("nope"), 0, 1).ok());
+}
+
+TEST_CASE("partial uploads of an earlier process are cleared at open", "[blobs]") {
+  TempDir dir;
+  {
+    auto store = BlobStore::Open(dir.path());
+    REQUIRE(store.ok());
+    REQUIRE(store->WriteChunk(Sha256Hex("abcdef"), 0, 6, "abc").ok());
+    CHECK_FALSE(std::filesystem::is_empty(dir.path() + "/tmp"));
+  }
+  auto reopened = BlobStore::Open(dir.path());
+  REQUIRE(reopened.ok());
+  CHECK(std::filesystem::is_empty(dir.path() + "/tmp"));
+}
+
+}  // namespace
+}  // namespace tae::blobs
