@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   libtorch-dev libopenblas0-pthread
-  libsqlite3-dev libspdlog-dev libfmt-dev libboost-dev
+  libsqlite3-dev libspdlog-dev libfmt-dev libboost-dev libssl-dev
   libtomlplusplus-dev nlohmann-json3-dev catch2
   bible-kjv python3
 )

@@ -1,7 +1,6 @@
 #include "server/blobs/blob_store.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,64 +11,14 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/snapshot/snapshot.h"
 
 namespace tae::blobs {
 namespace {
 
 constexpr size_t kHashLength = 64;
-constexpr size_t kReadChunk = 1 << 20;
-
-std::string Hex(const unsigned char* bytes, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * n);
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(kDigits[bytes[i] >> 4]);
-    out.push_back(kDigits[bytes[i] & 15]);
-  }
-  return out;
-}
-
-using Digest = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
-
-Digest NewDigest() {
-  Digest ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  return ctx;
-}
-
-std::string Finish(EVP_MD_CTX* ctx) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_DigestFinal_ex(ctx, digest, &length);
-  return Hex(digest, length);
-}
 
 absl::Status Errno(const std::string& what) { return absl::ErrnoToStatus(errno, what); }
-
-// The SHA-256 of the file at `path`, read in 1 MiB chunks.
-absl::StatusOr<std::string> HashFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return Errno(absl::StrCat("cannot read ", path));
-  }
-  Digest ctx = NewDigest();
-  std::string buffer(kReadChunk, '\0');
-  while (true) {
-    ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0) {
-      absl::Status status = Errno(absl::StrCat("cannot read ", path));
-      ::close(fd);
-      return status;
-    }
-    if (n == 0) {
-      break;
-    }
-    EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return Finish(ctx.get());
-}
 
 // Adds [begin, end) to sorted disjoint `ranges`, merging neighbours.
 void AddRange(std::vector<std::pair<uint64_t, uint64_t>>* ranges, uint64_t begin, uint64_t end) {
@@ -92,12 +41,6 @@ bool IsBlobHash(std::string_view hash) {
   return hash.size() == kHashLength && std::all_of(hash.begin(), hash.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
          });
-}
-
-std::string Sha256Hex(std::string_view data) {
-  Digest ctx = NewDigest();
-  EVP_DigestUpdate(ctx.get(), data.data(), data.size());
-  return Finish(ctx.get());
 }
 
 absl::StatusOr<BlobStore> BlobStore::Open(const std::string& root) {
@@ -202,7 +145,7 @@ absl::StatusOr<ChunkResult> BlobStore::WriteChunk(std::string_view hash, uint64_
     return status;
   }
   ::close(sync_fd);
-  absl::StatusOr<std::string> actual = HashFile(part);
+  absl::StatusOr<std::string> actual = snapshot::Sha256OfFile(part);
   if (!actual.ok()) {
     return actual.status();
   }

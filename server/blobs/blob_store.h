@@ -4,7 +4,8 @@
 // bytes of one file, named by its SHA-256 (64 lowercase hex digits) and kept at
 // ROOT/ab/cdef... (the first two hex digits as a directory). Uploads arrive in chunks at any
 // offset into ROOT/tmp/<hash>.part; the blob appears, atomically by rename, only when every byte
-// is there and the content hashes to its name. Not thread-safe: one owner thread calls it.
+// is there and the content hashes to its name (snapshot::Sha256OfFile). Not thread-safe: one owner
+// thread calls it.
 
 #include <cstdint>
 #include <functional>
@@ -21,9 +22,6 @@ namespace tae::blobs {
 
 // True when `hash` is 64 lowercase hex digits.
 bool IsBlobHash(std::string_view hash);
-
-// SHA-256 of `data` as 64 lowercase hex digits.
-std::string Sha256Hex(std::string_view data);
 
 struct ChunkResult {
   bool complete = false;  // the blob is now stored

@@ -1,0 +1,310 @@
+// WalkTree: the directory walk, ignore files, path safety and SHA-256 hashing.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "common/snapshot/snapshot.h"
+
+namespace tae::snapshot {
+namespace {
+
+constexpr size_t kChunkBytes = size_t{1} << 20;
+
+absl::Status ErrnoError(int error, absl::string_view what) {
+  std::string message = absl::StrCat(what, ": ", std::strerror(error));
+  switch (error) {
+    case ENOENT:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+absl::Status Rejected(const std::string& rel, absl::string_view reason) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("cannot snapshot \"", absl::CHexEscape(rel), "\": ", reason));
+}
+
+struct EvpCtxDeleter {
+  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+};
+using EvpCtx = std::unique_ptr<EVP_MD_CTX, EvpCtxDeleter>;
+
+struct DirCloser {
+  void operator()(DIR* dir) const { closedir(dir); }
+};
+
+struct FdCloser {
+  explicit FdCloser(int fd) : fd(fd) {}
+  ~FdCloser() { close(fd); }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  int fd;
+};
+
+EvpCtx NewSha256() {
+  EvpCtx ctx(EVP_MD_CTX_new());
+  if (ctx == nullptr || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    return nullptr;
+  }
+  return ctx;
+}
+
+std::string FinishHex(EVP_MD_CTX* ctx) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(ctx, digest, &length);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * length);
+  for (unsigned int i = 0; i < length; ++i) {
+    hex.push_back(kHex[digest[i] >> 4]);
+    hex.push_back(kHex[digest[i] & 15]);
+  }
+  return hex;
+}
+
+// Hashes the file at `full` into `entry` (sha256, size = bytes actually read).
+absl::Status HashFile(const std::string& full, const std::string& rel, Entry& entry) {
+  int fd = open(full.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return ErrnoError(errno, absl::StrCat("open \"", absl::CHexEscape(rel), "\""));
+  }
+  FdCloser closer(fd);
+  EvpCtx ctx = NewSha256();
+  if (ctx == nullptr) {
+    return absl::InternalError("OpenSSL SHA-256 initialisation failed");
+  }
+  std::vector<char> buffer(kChunkBytes);
+  uint64_t size = 0;
+  while (true) {
+    ssize_t got = read(fd, buffer.data(), buffer.size());
+    if (got < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return ErrnoError(errno, absl::StrCat("read \"", absl::CHexEscape(rel), "\""));
+    }
+    if (got == 0) {
+      break;
+    }
+    EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(got));
+    size += static_cast<uint64_t>(got);
+  }
+  entry.size = size;
+  entry.sha256 = FinishHex(ctx.get());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> Sha256OfFile(const std::string& path) {
+  Entry entry;
+  if (absl::Status status = HashFile(path, path, entry); !status.ok()) {
+    return status;
+  }
+  return entry.sha256;
+}
+
+namespace {
+
+// Reads a (small) ignore file; a missing one is empty.
+absl::StatusOr<std::string> ReadIgnoreFile(const std::string& full, const std::string& rel) {
+  struct stat st;
+  if (lstat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return std::string();
+  }
+  int fd = open(full.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return ErrnoError(errno, absl::StrCat("open \"", absl::CHexEscape(rel), "\""));
+  }
+  FdCloser closer(fd);
+  std::string text;
+  char buffer[8192];
+  while (true) {
+    ssize_t got = read(fd, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got < 0) {
+      return ErrnoError(errno, absl::StrCat("read \"", absl::CHexEscape(rel), "\""));
+    }
+    if (got == 0) {
+      return text;
+    }
+    text.append(buffer, static_cast<size_t>(got));
+  }
+}
+
+class Walker {
+ public:
+  explicit Walker(std::string root_real) : root_real_(std::move(root_real)) {}
+
+  // Walks the directory `rel` ("" for the root) with the rules that apply above it.
+  absl::Status WalkDir(const std::string& rel, IgnoreMatcher matcher) {
+    const std::string dir =
+        rel.empty() ? (root_real_.empty() ? "/" : root_real_) : absl::StrCat(root_real_, "/", rel);
+    const std::string prefix = rel.empty() ? "" : absl::StrCat(rel, "/");
+    for (const char* name : {".gitignore", ".taeignore"}) {
+      absl::StatusOr<std::string> text = ReadIgnoreFile(
+          absl::StrCat(dir == "/" ? "" : dir, "/", name), absl::StrCat(prefix, name));
+      if (!text.ok()) {
+        return text.status();
+      }
+      matcher.AddRules(rel, *text);
+    }
+    std::unique_ptr<DIR, DirCloser> handle(opendir(dir.c_str()));
+    if (handle == nullptr) {
+      return ErrnoError(errno, absl::StrCat("open directory \"", absl::CHexEscape(rel), "\""));
+    }
+    std::vector<std::string> names;
+    errno = 0;
+    while (const dirent* item = readdir(handle.get())) {
+      std::string name = item->d_name;
+      if (name != "." && name != "..") {
+        names.push_back(std::move(name));
+      }
+    }
+    if (errno != 0) {
+      return ErrnoError(errno, absl::StrCat("read directory \"", absl::CHexEscape(rel), "\""));
+    }
+    handle.reset();
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+      if (absl::Status status = Visit(dir, prefix, name, matcher); !status.ok()) {
+        return status;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  Walk Finish() && {
+    std::sort(walk_.files.begin(), walk_.files.end(),
+              [](const Entry& a, const Entry& b) { return a.path < b.path; });
+    std::sort(walk_.excluded.begin(), walk_.excluded.end());
+    return std::move(walk_);
+  }
+
+ private:
+  absl::Status Visit(const std::string& dir, const std::string& prefix, const std::string& name,
+                     const IgnoreMatcher& matcher) {
+    const std::string rel = prefix + name;
+    const std::string full = absl::StrCat(dir == "/" ? "" : dir, "/", name);
+    struct stat st;
+    if (lstat(full.c_str(), &st) != 0) {
+      return ErrnoError(errno, absl::StrCat("stat \"", absl::CHexEscape(rel), "\""));
+    }
+    const bool is_dir = S_ISDIR(st.st_mode);
+    if (name == ".git" || matcher.Ignored(rel, is_dir)) {
+      walk_.excluded.push_back(is_dir ? rel + "/" : rel);
+      return absl::OkStatus();
+    }
+    if (!IsValidUtf8(name)) {
+      return Rejected(rel, "the name is not valid UTF-8");
+    }
+    if (name.find('\n') != std::string::npos || name.find('\r') != std::string::npos) {
+      return Rejected(rel, "the name contains a line break");
+    }
+    if (name.find('\\') != std::string::npos) {
+      return Rejected(rel, "the name contains a backslash");
+    }
+    if (is_dir) {
+      return WalkDir(rel, matcher);
+    }
+    std::string content_path = full;
+    if (S_ISLNK(st.st_mode)) {
+      char resolved[PATH_MAX];
+      if (realpath(full.c_str(), resolved) == nullptr) {
+        return Rejected(rel,
+                        absl::StrCat("symlink cannot be resolved (", std::strerror(errno), ")"));
+      }
+      std::string target = resolved;
+      const bool inside =
+          target == root_real_ || (target.size() > root_real_.size() &&
+                                   target.compare(0, root_real_.size(), root_real_) == 0 &&
+                                   target[root_real_.size()] == '/');
+      if (!inside) {
+        return Rejected(rel, absl::StrCat("symlink points outside the tree (to \"",
+                                          absl::CHexEscape(target), "\")"));
+      }
+      if (stat(target.c_str(), &st) != 0) {
+        return ErrnoError(errno, absl::StrCat("stat \"", absl::CHexEscape(rel), "\""));
+      }
+      if (S_ISDIR(st.st_mode)) {
+        return Rejected(rel, "symlink to a directory is not supported");
+      }
+      content_path = target;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      const char* kind = S_ISFIFO(st.st_mode)                         ? "a fifo"
+                         : S_ISSOCK(st.st_mode)                       ? "a socket"
+                         : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device file"
+                                                                      : "not a regular file";
+      return Rejected(rel, absl::StrCat("it is ", kind));
+    }
+    Entry entry;
+    entry.path = rel;
+    entry.mode = (st.st_mode & S_IXUSR) != 0 ? 0755 : 0644;
+    if (absl::Status status = HashFile(content_path, rel, entry); !status.ok()) {
+      return status;
+    }
+    walk_.total_bytes += entry.size;
+    walk_.files.push_back(std::move(entry));
+    return absl::OkStatus();
+  }
+
+  const std::string root_real_;
+  Walk walk_;
+};
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view data) {
+  EvpCtx ctx = NewSha256();
+  if (ctx == nullptr) {
+    return std::string();
+  }
+  EVP_DigestUpdate(ctx.get(), data.data(), data.size());
+  return FinishHex(ctx.get());
+}
+
+absl::StatusOr<Walk> WalkTree(const std::string& root) {
+  char resolved[PATH_MAX];
+  if (realpath(root.c_str(), resolved) == nullptr) {
+    return ErrnoError(errno, absl::StrCat("snapshot root \"", root, "\""));
+  }
+  struct stat st;
+  if (stat(resolved, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot root \"", root, "\" is not a directory"));
+  }
+  std::string root_real = resolved;
+  if (root_real == "/") {
+    root_real.clear();  // children are then "/name"
+  }
+  Walker walker(root_real);
+  if (absl::Status status = walker.WalkDir("", IgnoreMatcher()); !status.ok()) {
+    return status;
+  }
+  return std::move(walker).Finish();
+}
+
+}  // namespace tae::snapshot
