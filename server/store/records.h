@@ -120,6 +120,15 @@ struct MetricPoint {
   int64_t count = 1;  // raw points in the bucket
 };
 
+struct SnapshotRecord {
+  std::string id;        // SHA-256 of the manifest text
+  std::string manifest;  // "mode size sha256 path" lines
+  int64_t files = 0;
+  int64_t bytes = 0;
+  std::string source;
+  double created_at = 0;
+};
+
 struct LogRecord {
   int64_t cursor = 0;
   int attempt = 0;

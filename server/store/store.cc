@@ -432,6 +432,54 @@ absl::Status Store::SetExperimentPaused(int64_t experiment_id, bool paused) {
   return stmt.Run();
 }
 
+absl::Status Store::PutSnapshot(const SnapshotRecord& snapshot) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("INSERT INTO snapshots (id, manifest, files, bytes, source, "
+                               "created_at) VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING"));
+  stmt.Bind(1, snapshot.id)
+      .Bind(2, snapshot.manifest)
+      .Bind(3, snapshot.files)
+      .Bind(4, snapshot.bytes)
+      .Bind(5, snapshot.source)
+      .Bind(6, snapshot.created_at);
+  return stmt.Run();
+}
+
+absl::StatusOr<SnapshotRecord> Store::GetSnapshot(const std::string& id) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT id, manifest, files, bytes, source, created_at FROM "
+                               "snapshots WHERE id = ?"));
+  stmt.Bind(1, id);
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) {
+    return absl::NotFoundError(absl::StrCat("no snapshot ", id));
+  }
+  return SnapshotRecord{stmt.Text(0), stmt.Text(1), stmt.Int(2),
+                        stmt.Int(3),  stmt.Text(4), stmt.Double(5)};
+}
+
+absl::StatusOr<std::vector<SnapshotRecord>> Store::ListSnapshots() {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT id, files, bytes, source, created_at FROM snapshots "
+                               "ORDER BY created_at DESC, id"));
+  std::vector<SnapshotRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      break;
+    }
+    out.push_back({stmt.Text(0), "", stmt.Int(1), stmt.Int(2), stmt.Text(3), stmt.Double(4)});
+  }
+  return out;
+}
+
+absl::StatusOr<bool> Store::DeleteSnapshot(const std::string& id) {
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("DELETE FROM snapshots WHERE id = ?"));
+  stmt.Bind(1, id);
+  RETURN_IF_ERROR(stmt.Run());
+  return db_.Changes() > 0;
+}
+
 absl::StatusOr<std::set<int64_t>> Store::PausedExperiments() {
   ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("SELECT id FROM experiments WHERE paused != 0"));
   std::set<int64_t> ids;

@@ -76,6 +76,14 @@ class Store {
   absl::StatusOr<std::vector<MetricPoint>> QueryMetric(int64_t run_id, const std::string& key,
                                                        int64_t max_points);
 
+  // Snapshots. Creating one that exists keeps the first row (same id, same content).
+  absl::Status PutSnapshot(const SnapshotRecord& snapshot);
+  absl::StatusOr<SnapshotRecord> GetSnapshot(const std::string& id);
+  // Newest first, without manifests.
+  absl::StatusOr<std::vector<SnapshotRecord>> ListSnapshots();
+  // Returns whether it existed.
+  absl::StatusOr<bool> DeleteSnapshot(const std::string& id);
+
   // Agents.
   absl::Status UpsertAgent(const AgentRecord& agent);
   absl::Status SetAgentState(const std::string& id, const std::string& state, double now);

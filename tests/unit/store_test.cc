@@ -361,3 +361,34 @@ TEST_CASE("QueryMetric returns raw points, or equal-step buckets with mean, min 
 }
 
 }  // namespace tae::store
+
+namespace tae::store {
+
+TEST_CASE("snapshots are stored once per id, listed newest first and deleted") {
+  auto opened = Store::Open(":memory:");
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  SnapshotRecord a{"aa", "0644 1 " + std::string(64, 'a') + " x\n", 1, 1, "/src/a", 10.0};
+  SnapshotRecord b{"bb", "", 3, 300, "/src/b", 20.0};
+  REQUIRE(store.PutSnapshot(a).ok());
+  REQUIRE(store.PutSnapshot(b).ok());
+  SnapshotRecord again = a;
+  again.source = "/elsewhere";  // the same content mounted from another directory
+  again.created_at = 30.0;
+  REQUIRE(store.PutSnapshot(again).ok());
+  auto got = store.GetSnapshot("aa");
+  REQUIRE(got.ok());
+  CHECK(got->manifest == a.manifest);
+  CHECK(got->source == "/src/a");  // the first row stays
+  auto listed = store.ListSnapshots();
+  REQUIRE(listed.ok());
+  REQUIRE(listed->size() == 2);
+  CHECK((*listed)[0].id == "bb");
+  CHECK((*listed)[0].bytes == 300);
+  CHECK((*listed)[0].manifest.empty());  // listings leave manifests out
+  CHECK(*store.DeleteSnapshot("aa"));
+  CHECK_FALSE(*store.DeleteSnapshot("aa"));
+  CHECK(store.GetSnapshot("aa").status().code() == absl::StatusCode::kNotFound);
+}
+
+}  // namespace tae::store
