@@ -31,19 +31,18 @@ std::vector<std::string> RunPython(const std::string& env, const std::string& co
 }
 
 TEST_CASE("tae_log writes JSON metric lines to TAE_METRICS_FD", "[metrics][tae_log]") {
-  std::vector<std::string> lines = RunPython(
-      "TAE_METRICS_FD=1",
-      "import tae_log\n"
-      "tae_log.log(step=40, loss=2.31, ok=True, bad=float(\"nan\"))\n"
-      "tae_log.log(acc=0.5)\n"
-      "tae_log.meta(torch=\"2.1\")\n");
+  std::vector<std::string> lines =
+      RunPython("TAE_METRICS_FD=1",
+                "import tae_log\n"
+                "tae_log.log(step=40, loss=2.31, ok=True, bad=float(\"nan\"))\n"
+                "tae_log.log(acc=0.5)\n"
+                "tae_log.meta(torch=\"2.1\")\n");
   REQUIRE(lines.size() == 3);
   absl::StatusOr<MetricRecord> first = ParseJsonLine(lines[0]);
   REQUIRE(first.ok());
   CHECK(first->step == 40);
   // NaN goes as null, which the parser skips.
-  CHECK(first->values ==
-        std::vector<std::pair<std::string, double>>{{"loss", 2.31}, {"ok", 1.0}});
+  CHECK(first->values == std::vector<std::pair<std::string, double>>{{"loss", 2.31}, {"ok", 1.0}});
   absl::StatusOr<MetricRecord> second = ParseJsonLine(lines[1]);
   REQUIRE(second.ok());
   CHECK_FALSE(second->step.has_value());
@@ -65,14 +64,14 @@ TEST_CASE("without TAE_METRICS_FD tae_log prints key=value lines the stdout pars
 }
 
 TEST_CASE("tae_log refuses bad keys, steps and values naming them", "[metrics][tae_log]") {
-  std::vector<std::string> lines = RunPython(
-      "TAE_METRICS_FD=1",
-      "import tae_log\n"
-      "for kw in ({\"step\": -1}, {\"a b\": 1}, {\"loss\": \"x\"}):\n"
-      "    try:\n"
-      "        tae_log.log(**kw)\n"
-      "    except ValueError as e:\n"
-      "        print(e)\n");
+  std::vector<std::string> lines =
+      RunPython("TAE_METRICS_FD=1",
+                "import tae_log\n"
+                "for kw in ({\"step\": -1}, {\"a b\": 1}, {\"loss\": \"x\"}):\n"
+                "    try:\n"
+                "        tae_log.log(**kw)\n"
+                "    except ValueError as e:\n"
+                "        print(e)\n");
   CHECK(lines == std::vector<std::string>{
                      "tae_log: step=-1 is not an int >= 0",
                      "tae_log: 'a b' is not a metric key (1-128 printable ASCII characters, no "
