@@ -1,4 +1,4 @@
-#include "server/blobs/blob_store.h"
+#include "common/blobs/blob_store.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
