@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   options.id = tae::cli::EnvOr("TAE_AGENT_ID", "");
   options.work_dir = tae::cli::EnvOr("TAE_AGENT_DIR", "/tmp/tae-agent");
   options.train_binary = tae::cli::ProgramDir() + "/tae-train";
+  // Installed layout: PREFIX/bin/tae-agent and PREFIX/share/tae/python (the build tree mirrors it).
+  options.python_dir = tae::cli::ProgramDir() + "/../share/tae/python";
   std::string labels = "accelerator=cpu";
   int threads = 0;
   std::string log_level = "info";
@@ -53,6 +55,8 @@ int main(int argc, char** argv) {
   flags.String("work-dir", &options.work_dir, "where run directories are made (TAE_AGENT_DIR)");
   flags.String("train-binary", &options.train_binary, "path of tae-train");
   flags.Int("threads", &threads, "threads per run (default: cores / slots)");
+  flags.String("python-dir", &options.python_dir,
+               "directory of tae_log.py, put on command jobs' PYTHONPATH");
   flags.String("log-level", &log_level, "trace, debug, info, warn or error");
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse({argv + 1, argv + argc}, &positional);
@@ -95,7 +99,10 @@ int main(int argc, char** argv) {
     spdlog::info("signal {}: stopping runs and exiting", signo);
     agent.Shutdown([&io] { io.stop(); });
   });
-  agent.Start();
+  if (absl::Status started = agent.Start(); !started.ok()) {
+    std::fprintf(stderr, "tae-agent: %s\n", std::string(started.message()).c_str());
+    return 1;
+  }
   spdlog::info("agent {} ({} slots, {} threads per run) dialing {}", options.id, options.slots,
                options.threads_per_run, options.taed);
   io.run();

@@ -35,6 +35,11 @@ constexpr Verb kVerbs[] = {
     {"queue", tae::client::Queue, "queued runs and why each waits"},
     {"cancel", tae::client::Cancel, "cancel a run or an experiment"},
     {"agents", tae::client::Agents, "list agents"},
+    {"mount", tae::client::Mount, "snapshot a code directory (uploads only what taed lacks)"},
+    {"run", tae::client::Run, "mount a directory and run a command in it on an agent"},
+    {"sync", tae::client::Sync, "run a command again on every change of a directory (--watch)"},
+    {"snapshots", tae::client::Snapshots, "list code snapshots"},
+    {"scrap", tae::client::Scrap, "remove code snapshots from taed and the agents"},
 };
 
 void Usage(std::FILE* out) {

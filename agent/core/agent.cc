@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <set>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "boost/asio/post.hpp"
 #include "spdlog/spdlog.h"
 
@@ -23,11 +27,20 @@ std::string HostName() {
 Agent::Agent(boost::asio::io_context* io, AgentOptions options)
     : io_(io),
       options_(std::move(options)),
-      runner_(io, RunnerOptions{options_.work_dir, options_.train_binary, options_.threads_per_run},
+      runner_(io,
+              RunnerOptions{options_.work_dir, options_.train_binary, options_.threads_per_run,
+                            5000, options_.python_dir},
               [this](tae::v1::Event event) { OnEvent(std::move(event)); }),
       heartbeat_timer_(*io) {}
 
-void Agent::Start() {
+absl::Status Agent::Start() {
+  absl::StatusOr<std::unique_ptr<Stager>> stager =
+      Stager::Start(options_.taed, options_.token, options_.work_dir + "/cache",
+                    options_.work_dir + "/runs");
+  if (!stager.ok()) {
+    return stager.status();
+  }
+  stager_ = std::move(*stager);
   LinkCallbacks callbacks;
   callbacks.on_connected = [this] { boost::asio::post(*io_, [this] { OnConnected(); }); };
   callbacks.on_message = [this](tae::v1::TaedMessage message) {
@@ -39,6 +52,7 @@ void Agent::Start() {
   link_ = std::make_unique<Link>(options_.taed, options_.token, std::move(callbacks));
   link_->Start();
   Heartbeat();
+  return absl::OkStatus();
 }
 
 void Agent::OnConnected() {
@@ -55,6 +69,11 @@ void Agent::OnConnected() {
     tae::v1::HeldRun* held = reg->add_held_runs();
     held->set_run_id(run_id);
     held->set_attempt(attempt);
+  }
+  for (const auto& [key, staging] : staging_) {
+    tae::v1::HeldRun* held = reg->add_held_runs();
+    held->set_run_id(key.first);
+    held->set_attempt(key.second);
   }
   if (!link_->Send(std::move(message))) {
     return;  // the stream already broke; the link dials again
@@ -77,27 +96,32 @@ void Agent::OnDisconnected(const std::string& why) {
 
 void Agent::OnMessage(const tae::v1::TaedMessage& message) {
   switch (message.kind_case()) {
-    case tae::v1::TaedMessage::kStartRun: {
-      absl::Status status = shutdown_done_ ? absl::UnavailableError("agent shutting down")
-                                           : runner_.Start(message.start_run());
-      if (!status.ok()) {
-        spdlog::error("run r{}: {}", message.start_run().run_id(), status.ToString());
-        tae::v1::Event exited;
-        exited.set_run_id(message.start_run().run_id());
-        exited.set_attempt(message.start_run().attempt());
-        exited.mutable_exited()->set_exit_code(-1);
-        exited.mutable_exited()->set_reason(
-            absl::StrCat("agent could not start it: ", status.message()));
-        // Placed while this agent was going away: not the run's fault, so taed requeues it.
-        exited.mutable_exited()->set_interrupted(static_cast<bool>(shutdown_done_));
-        OnEvent(std::move(exited));
+    case tae::v1::TaedMessage::kStartRun:
+      StartRun(message.start_run());
+      return;
+    case tae::v1::TaedMessage::kCancelRun: {
+      const tae::v1::CancelRun& cancel = message.cancel_run();
+      auto staging = staging_.find({cancel.run_id(), cancel.attempt()});
+      if (staging != staging_.end()) {
+        staging->second.cancelled = true;  // reported once staging ends
+        staging->second.reason = cancel.reason().empty() ? "cancelled" : cancel.reason();
+        return;
       }
+      runner_.Cancel(cancel.run_id(), cancel.attempt(), cancel.reason());
       return;
     }
-    case tae::v1::TaedMessage::kCancelRun:
-      runner_.Cancel(message.cancel_run().run_id(), message.cancel_run().attempt(),
-                     message.cancel_run().reason());
+    case tae::v1::TaedMessage::kScrap: {
+      std::set<std::string> active;
+      for (const auto& [run_id, attempt] : runner_.Held()) {
+        active.insert(runner_.RunDir(run_id, attempt));
+      }
+      for (const auto& [key, staging] : staging_) {
+        active.insert(runner_.RunDir(key.first, key.second));
+      }
+      stager_->Scrap({message.scrap().snapshot_ids().begin(), message.scrap().snapshot_ids().end()},
+                     message.scrap().all(), std::move(active));
       return;
+    }
     case tae::v1::TaedMessage::kAck:
       journal_.Ack(message.ack().seq());
       CheckShutdown();
@@ -106,6 +130,92 @@ void Agent::OnMessage(const tae::v1::TaedMessage& message) {
     case tae::v1::TaedMessage::KIND_NOT_SET:
       return;
   }
+}
+
+void Agent::StartRun(const tae::v1::StartRun& start) {
+  const std::pair<int64_t, int> key{start.run_id(), start.attempt()};
+  if (shutdown_done_) {
+    // Placed while this agent was going away: not the run's fault, so taed requeues it.
+    RunFailedToStart(start, "agent shutting down", true);
+    return;
+  }
+  if (staging_.count(key) > 0) {
+    return;  // a repeated StartRun for a run being staged
+  }
+  if (start.snapshot_id().empty()) {
+    absl::Status status = runner_.Start(start);
+    if (!status.ok() && !absl::IsAlreadyExists(status)) {
+      RunFailedToStart(start, std::string(status.message()), false);
+    }
+    return;
+  }
+  staging_[key] = Staging{};
+  stager_->Stage(start.snapshot_id(), runner_.RunDir(start.run_id(), start.attempt()),
+                 [this, start](StageResult result) {
+                   boost::asio::post(*io_, [this, start, result = std::move(result)]() mutable {
+                     OnStaged(start, std::move(result));
+                   });
+                 });
+}
+
+void Agent::OnStaged(const tae::v1::StartRun& start, StageResult result) {
+  auto it = staging_.find({start.run_id(), start.attempt()});
+  if (it == staging_.end()) {
+    return;
+  }
+  Staging staging = it->second;
+  staging_.erase(it);
+  if (staging.cancelled || staging.interrupted) {
+    tae::v1::Event exited;
+    exited.set_run_id(start.run_id());
+    exited.set_attempt(start.attempt());
+    exited.mutable_exited()->set_exit_code(-1);
+    exited.mutable_exited()->set_cancelled(staging.cancelled && !staging.interrupted);
+    exited.mutable_exited()->set_interrupted(staging.interrupted);
+    exited.mutable_exited()->set_reason(staging.reason);
+    OnEvent(std::move(exited));
+    CheckShutdown();
+    return;
+  }
+  if (!result.status.ok()) {
+    // taed unreachable mid-fetch is not the run's fault: it is requeued.
+    RunFailedToStart(start,
+                     absl::StrCat("cannot stage snapshot ", start.snapshot_id().substr(0, 12), ": ",
+                                  result.status.message()),
+                     absl::IsUnavailable(result.status) || absl::IsDeadlineExceeded(result.status));
+    return;
+  }
+  LogAgentLine(start, absl::StrCat("snapshot ", start.snapshot_id().substr(0, 12), ": ",
+                                   result.files, " files, ", result.bytes, " bytes; fetched ",
+                                   result.blobs_fetched, " blobs (", result.bytes_fetched,
+                                   " bytes) in ", absl::StrFormat("%.3f", result.seconds), " s"));
+  absl::Status status = runner_.Start(start);
+  if (!status.ok() && !absl::IsAlreadyExists(status)) {
+    RunFailedToStart(start, std::string(status.message()), false);
+  }
+}
+
+void Agent::RunFailedToStart(const tae::v1::StartRun& start, const std::string& why,
+                             bool interrupted) {
+  spdlog::error("run r{}: {}", start.run_id(), why);
+  tae::v1::Event exited;
+  exited.set_run_id(start.run_id());
+  exited.set_attempt(start.attempt());
+  exited.mutable_exited()->set_exit_code(-1);
+  exited.mutable_exited()->set_reason(absl::StrCat("agent could not start it: ", why));
+  exited.mutable_exited()->set_interrupted(interrupted);
+  OnEvent(std::move(exited));
+}
+
+void Agent::LogAgentLine(const tae::v1::StartRun& start, std::string text) {
+  tae::v1::Event event;
+  event.set_run_id(start.run_id());
+  event.set_attempt(start.attempt());
+  event.set_wall_time(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  event.mutable_log()->set_stream("agent");
+  event.mutable_log()->set_text(std::move(text));
+  OnEvent(std::move(event));
 }
 
 void Agent::OnEvent(tae::v1::Event event) {
@@ -162,6 +272,10 @@ void Agent::Shutdown(std::function<void()> done, int grace_ms) {
     link_->Send(std::move(draining));  // ahead of the runs' exits on the same stream
   }
   runner_.InterruptAll("agent shut down");
+  for (auto& [key, staging] : staging_) {
+    staging.interrupted = true;
+    staging.reason = "agent shut down";
+  }
   auto timer =
       std::make_shared<boost::asio::steady_timer>(*io_, std::chrono::milliseconds(grace_ms));
   timer->async_wait([this, timer](const boost::system::error_code&) {
@@ -176,7 +290,7 @@ void Agent::Shutdown(std::function<void()> done, int grace_ms) {
 }
 
 void Agent::CheckShutdown() {
-  if (shutdown_done_ && runner_.idle() && journal_.unacked() == 0) {
+  if (shutdown_done_ && runner_.idle() && staging_.empty() && journal_.unacked() == 0) {
     auto done = std::move(shutdown_done_);
     shutdown_done_ = nullptr;
     done();

@@ -12,6 +12,7 @@
 #include "agent/journal/journal.h"
 #include "agent/link/link.h"
 #include "agent/runner/runner.h"
+#include "agent/stager/stager.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/steady_timer.hpp"
 
@@ -27,13 +28,14 @@ struct AgentOptions {
   std::string train_binary;
   int threads_per_run = 1;
   double heartbeat_s = 5;
+  std::string python_dir;  // tae_log.py, on command jobs' PYTHONPATH
 };
 
 class Agent {
  public:
   Agent(boost::asio::io_context* io, AgentOptions options);
 
-  void Start();
+  absl::Status Start();
   // Cancels every run, waits (up to grace) for their exits to be acked, then calls done.
   void Shutdown(std::function<void()> done, int grace_ms = 8000);
 
@@ -46,12 +48,25 @@ class Agent {
   void Flush();
   void Heartbeat();
   void CheckShutdown();
+  void StartRun(const tae::v1::StartRun& start);
+  void OnStaged(const tae::v1::StartRun& start, StageResult result);
+  void RunFailedToStart(const tae::v1::StartRun& start, const std::string& why, bool interrupted);
+  void LogAgentLine(const tae::v1::StartRun& start, std::string text);
+
+  // Runs whose code is being staged (fetched and materialised) before they start.
+  struct Staging {
+    bool cancelled = false;
+    bool interrupted = false;
+    std::string reason;
+  };
 
   boost::asio::io_context* io_;
   AgentOptions options_;
   Journal journal_;
   Runner runner_;
   std::unique_ptr<Link> link_;
+  std::unique_ptr<Stager> stager_;
+  std::map<std::pair<int64_t, int>, Staging> staging_;
   boost::asio::steady_timer heartbeat_timer_;
   bool connected_ = false;
   bool flush_scheduled_ = false;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/metrics/metric_line.h"
@@ -48,6 +49,7 @@ struct Runner::Job {
   bool interrupted = false;
   std::string cancel_reason;
   bool finishing = false;
+  bool command = false;  // the user's command: its stdout's key=value lines are metrics too
   int64_t last_step = 0;
   std::string last_stderr;  // the likely explanation of a failure
   boost::asio::steady_timer kill_timer;
@@ -76,21 +78,34 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   }
   auto job = std::make_shared<Job>(io_);
   job->spec = start;
-  job->run_dir = absl::StrCat(options_.work_dir, "/runs/r", start.run_id(), "-a", start.attempt());
+  job->command = !start.command().empty();
+  job->run_dir = RunDir(start.run_id(), start.attempt());
   std::error_code ec;
   std::filesystem::create_directories(job->run_dir, ec);
   if (ec) {
     return absl::InternalError(absl::StrCat("cannot create ", job->run_dir, ": ", ec.message()));
   }
-  {
-    std::ofstream spec(job->run_dir + "/run.json");
-    spec << start.config_json() << "\n";
-    if (!spec) {
-      return absl::InternalError(absl::StrCat("cannot write ", job->run_dir, "/run.json"));
-    }
-  }
   process::SpawnRequest request;
-  request.argv = {options_.train_binary, "--spec", "run.json"};
+  if (job->command) {
+    request.argv = {"/bin/sh", "-c", start.command()};
+  } else {
+    // Written beside and renamed over: a run.json in the snapshot is a hard link into the cache,
+    // which writing through it would corrupt.
+    const std::string tmp = job->run_dir + "/.run.json.tmp";
+    {
+      std::ofstream spec(tmp, std::ios::trunc);
+      spec << start.config_json() << "\n";
+      if (!spec) {
+        return absl::InternalError(absl::StrCat("cannot write ", tmp));
+      }
+    }
+    std::filesystem::rename(tmp, job->run_dir + "/run.json", ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("cannot write ", job->run_dir, "/run.json: ", ec.message()));
+    }
+    request.argv = {options_.train_binary, "--spec", "run.json"};
+  }
   request.metrics_pipe = true;
   request.env_remove = {"TAE_AGENT_TOKEN"};  // the job never sees the agent's credentials
   request.cwd = job->run_dir;
@@ -110,6 +125,12 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
       // Spinning OpenMP workers starve each other on shared cores (steps several times slower).
       {"OMP_WAIT_POLICY", "PASSIVE"},
   };
+  if (job->command && !options_.python_dir.empty()) {
+    const char* existing = std::getenv("PYTHONPATH");
+    request.env.emplace_back("PYTHONPATH", existing != nullptr && *existing != '\0'
+                                               ? absl::StrCat(options_.python_dir, ":", existing)
+                                               : options_.python_dir);
+  }
   absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
   if (!spawned.ok()) {
     return spawned.status();
@@ -131,6 +152,10 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   spdlog::info("run r{} attempt {} started: pid {} in {}", start.run_id(), start.attempt(),
                job->pid, job->run_dir);
   return absl::OkStatus();
+}
+
+std::string Runner::RunDir(int64_t run_id, int attempt) const {
+  return absl::StrCat(options_.work_dir, "/runs/r", run_id, "-a", attempt);
 }
 
 void Runner::Emit(const Job& job, tae::v1::Event event) {
@@ -177,10 +202,17 @@ void Runner::OnLine(Job& job, int index, std::string line) {
     job.last_stderr = line.substr(0, 300);
   }
   if (index != kMetrics) {
+    std::optional<metrics::MetricRecord> record;
+    if (index == kStdout && job.command) {
+      record = metrics::ParseKeyValueLine(line);
+    }
     tae::v1::Event event;
     event.mutable_log()->set_stream(index == kStdout ? "stdout" : "stderr");
     event.mutable_log()->set_text(std::move(line));
     Emit(job, std::move(event));
+    if (record.has_value() && !record->values.empty()) {
+      EmitMetrics(job, std::move(*record));
+    }
     return;
   }
   if (line.find_first_not_of(" \t\r") == std::string::npos) {
@@ -206,10 +238,15 @@ void Runner::OnLine(Job& job, int index, std::string line) {
   if (record->values.empty()) {
     return;
   }
-  job.last_step = record->step.value_or(job.last_step);
+  EmitMetrics(job, std::move(*record));
+}
+
+void Runner::EmitMetrics(Job& job, metrics::MetricRecord record) {
+  job.last_step = record.step.value_or(job.last_step);
+  tae::v1::Event event;
   tae::v1::MetricLine* metrics = event.mutable_metrics();
   metrics->set_step(job.last_step);
-  for (auto& [key, value] : record->values) {
+  for (auto& [key, value] : record.values) {
     tae::v1::Scalar* scalar = metrics->add_values();
     scalar->set_key(key);
     scalar->set_value(value);

@@ -20,6 +20,7 @@
 #include "boost/asio/posix/stream_descriptor.hpp"
 #include "boost/asio/signal_set.hpp"
 #include "boost/asio/steady_timer.hpp"
+#include "common/metrics/metric_line.h"
 #include "tae/v1/agent_link.pb.h"
 
 namespace tae::agent {
@@ -29,6 +30,7 @@ struct RunnerOptions {
   std::string train_binary;  // tae-train
   int threads_per_run = 1;   // exported as TAE_THREADS
   int kill_grace_ms = 5000;  // SIGTERM -> SIGKILL
+  std::string python_dir;    // tae_log.py's directory, put on command jobs' PYTHONPATH
 };
 
 class Runner {
@@ -39,7 +41,10 @@ class Runner {
   Runner(boost::asio::io_context* io, RunnerOptions options, EventSink sink);
   ~Runner();
 
+  // Starts tae-train, or for a StartRun with a command, `/bin/sh -c COMMAND`, in the run
+  // directory (which already holds the run's code when it has a snapshot).
   absl::Status Start(const tae::v1::StartRun& start);
+  std::string RunDir(int64_t run_id, int attempt) const;
   // SIGTERM to the run's process group, SIGKILL after the grace; the exit is reported with
   // cancelled = true. Unknown runs are ignored.
   void Cancel(int64_t run_id, int attempt, const std::string& reason);
@@ -56,6 +61,7 @@ class Runner {
   void WatchChildren();
   void ReadPipe(std::shared_ptr<Job> job, int index);
   void OnLine(Job& job, int index, std::string line);
+  void EmitMetrics(Job& job, metrics::MetricRecord record);
   void MaybeFinish(std::shared_ptr<Job> job);
   void VerifyGroupGone(std::shared_ptr<Job> job, int tries);
   void Emit(const Job& job, tae::v1::Event event);

@@ -38,6 +38,11 @@ int Queue(const CommandEnv& env, const Args& args);
 int DrainAgent(const CommandEnv& env, const std::string& agent_id, bool drain);
 int Plot(const CommandEnv& env, const Args& args);
 int Export(const CommandEnv& env, const Args& args);
+int Mount(const CommandEnv& env, const Args& args);
+int Snapshots(const CommandEnv& env, const Args& args);
+int Scrap(const CommandEnv& env, const Args& args);
+int Run(const CommandEnv& env, const Args& args);
+int Sync(const CommandEnv& env, const Args& args);
 
 // Prints "taectl: <message>" to stderr; returns 2 for bad input, 1 otherwise.
 int Fail(const absl::Status& status);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "client/commands/commands.h"
 #include "client/commands/json.h"
+#include "client/commands/mount.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 #include "common/cli/flags.h"
@@ -216,6 +217,23 @@ int Submit(const CommandEnv& env, const Args& args) {
   }
   ControlClient client(env.home);
   tae::v1::SubmitRequest request;
+  if (!spec->job_code.empty()) {
+    // [job] code is relative to the spec file.
+    std::string code = spec->job_code;
+    if (code[0] != '/') {
+      const size_t slash = files[0].find_last_of('/');
+      code = slash == std::string::npos ? code : absl::StrCat(files[0].substr(0, slash + 1), code);
+    }
+    absl::StatusOr<MountResult> mount = MountTree(client, code, StderrProgress());
+    if (!mount.ok()) {
+      return Fail(absl::Status(mount.status().code(),
+                               absl::StrCat(files[0], ": [job] code: ", mount.status().message())));
+    }
+    std::fprintf(json ? stderr : stdout, "mounted %s as snapshot %s (%ld files, uploaded %s)\n",
+                 code.c_str(), mount->id.substr(0, 12).c_str(), static_cast<long>(mount->files),
+                 FormatBytes(mount->bytes_uploaded).c_str());
+    request.set_snapshot_id(mount->id);
+  }
   request.set_spec_text(text.str());
   request.set_spec_path(files[0]);
   for (const std::string& o : overrides) {

@@ -8,10 +8,12 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <unordered_set>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/snapshot/snapshot.h"
+#include "common/status/macros.h"
 
 namespace tae::blobs {
 namespace {
@@ -72,8 +74,9 @@ bool BlobStore::Has(std::string_view hash) const {
 
 std::vector<std::string> BlobStore::Missing(const std::vector<std::string>& hashes) const {
   std::vector<std::string> missing;
+  std::unordered_set<std::string_view> seen;
   for (const std::string& hash : hashes) {
-    if (!Has(hash) && std::find(missing.begin(), missing.end(), hash) == missing.end()) {
+    if (seen.insert(hash).second && !Has(hash)) {
       missing.push_back(hash);
     }
   }
@@ -93,6 +96,9 @@ absl::StatusOr<ChunkResult> BlobStore::WriteChunk(std::string_view hash, uint64_
   }
   if (Has(hash)) {
     return ChunkResult{true, 0};
+  }
+  if (offset == 0 && data.size() == total_size && partial_.count(hash) == 0) {
+    return WriteWhole(hash, data);
   }
   auto [it, inserted] = partial_.try_emplace(std::string(hash));
   Partial& partial = it->second;
@@ -135,16 +141,6 @@ absl::StatusOr<ChunkResult> BlobStore::WriteChunk(std::string_view hash, uint64_
     return ChunkResult{false, data.size()};
   }
   partial_.erase(it);
-  // Durable before it becomes visible: a blob that exists is whole.
-  int sync_fd = ::open(part.c_str(), O_RDONLY | O_CLOEXEC);
-  if (sync_fd < 0 || ::fsync(sync_fd) != 0) {
-    absl::Status status = Errno(absl::StrCat("cannot sync ", part));
-    if (sync_fd >= 0) {
-      ::close(sync_fd);
-    }
-    return status;
-  }
-  ::close(sync_fd);
   absl::StatusOr<std::string> actual = snapshot::Sha256OfFile(part);
   if (!actual.ok()) {
     return actual.status();
@@ -152,16 +148,77 @@ absl::StatusOr<ChunkResult> BlobStore::WriteChunk(std::string_view hash, uint64_
   if (*actual != hash) {
     ::unlink(part.c_str());
     return absl::DataLossError(absl::StrCat("blob ", std::string(hash), ": its ", total_size,
-                                            " bytes std::string(hash) to ", *actual,
-                                            "; discarded"));
+                                            " bytes hash to ", *actual, "; discarded"));
+  }
+  RETURN_IF_ERROR(Publish(hash, part));
+  return ChunkResult{true, data.size()};
+}
+
+absl::StatusOr<ChunkResult> BlobStore::WriteWhole(std::string_view hash, std::string_view data) {
+  // The common case, a blob in one chunk: verified in memory before anything is written.
+  const std::string actual = snapshot::Sha256Hex(data);
+  if (actual != hash) {
+    return absl::DataLossError(absl::StrCat("blob ", std::string(hash), ": its ", data.size(),
+                                            " bytes hash to ", actual, "; discarded"));
+  }
+  const std::string part = PartPath(hash);
+  int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return Errno(absl::StrCat("cannot write ", part));
+  }
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      absl::Status status = Errno(absl::StrCat("cannot write ", part));
+      ::close(fd);
+      ::unlink(part.c_str());
+      return status;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    absl::Status status = Errno(absl::StrCat("cannot write ", part));
+    ::unlink(part.c_str());
+    return status;
+  }
+  RETURN_IF_ERROR(Publish(hash, part));
+  return ChunkResult{true, data.size()};
+}
+
+absl::Status BlobStore::Publish(std::string_view hash, const std::string& part) {
+  if (fsync_each_) {
+    // Durable before it becomes visible: a blob that exists is whole.
+    int sync_fd = ::open(part.c_str(), O_RDONLY | O_CLOEXEC);
+    if (sync_fd < 0 || ::fsync(sync_fd) != 0) {
+      absl::Status status = Errno(absl::StrCat("cannot sync ", part));
+      if (sync_fd >= 0) {
+        ::close(sync_fd);
+      }
+      return status;
+    }
+    ::close(sync_fd);
   }
   const std::string final_path = PathOf(hash);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(final_path).parent_path(), ec);
   if (::chmod(part.c_str(), 0400) != 0 || ::rename(part.c_str(), final_path.c_str()) != 0) {
-    return Errno(absl::StrCat("cannot store ", final_path));
+    absl::Status status = Errno(absl::StrCat("cannot store ", final_path));
+    ::unlink(part.c_str());
+    return status;
   }
-  return ChunkResult{true, data.size()};
+  return absl::OkStatus();
+}
+
+absl::Status BlobStore::Sync() const {
+  int fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return Errno(absl::StrCat("cannot open ", root_));
+  }
+  const bool ok = ::syncfs(fd) == 0;
+  absl::Status status = ok ? absl::OkStatus() : Errno(absl::StrCat("cannot sync ", root_));
+  ::close(fd);
+  return status;
 }
 
 absl::StatusOr<std::string> BlobStore::Read(std::string_view hash, uint64_t offset,

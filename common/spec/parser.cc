@@ -200,8 +200,6 @@ void FileWalker::WalkRoot(const toml::table& root) {
       WalkAblations(node);
     } else if (name == "grid") {
       WalkGrid(node);
-    } else if (name == "job") {
-      Add(Problem{node.source().begin, "[job] command jobs are not supported yet"});
     } else {
       Add(Unknown(name, key, node, node.is_table() ? TableNames() : TopLevelNames()));
     }
@@ -504,12 +502,41 @@ absl::Status CheckCrossKeys(std::string_view path, const Draft& draft) {
   return absl::OkStatus();
 }
 
+// [job]: the command's placeholders name keys a run has; code is a relative or absolute path.
+absl::Status CheckJob(std::string_view path, const Draft& draft) {
+  const std::string command = draft.values.at("job.command").get<std::string>();
+  const Origin* origin = FindOrigin(&draft.origins, "job.command");
+  const Origin where = origin != nullptr ? *origin : Origin{};
+  absl::StatusOr<std::vector<std::string>> keys = CommandPlaceholders(command);
+  if (!keys.ok()) {
+    return Error(path, where, Cat("job.command: ", std::string(keys.status().message())));
+  }
+  for (const std::string& key : *keys) {
+    const KeyInfo* info = FindKey(key);
+    if (key != "train.seed" && (info == nullptr || info->scope != KeyScope::kRun)) {
+      return Error(path, where,
+                   Cat("job.command: unknown placeholder {", key, "}",
+                       DidYouMean(key, KeyNames(true)),
+                       "; placeholders name run keys such as {train.lr} or {train.seed}"));
+    }
+  }
+  const std::string code = draft.values.at("job.code").get<std::string>();
+  if (code.find('\0') != std::string::npos || code.find('\n') != std::string::npos) {
+    const Origin* code_origin = FindOrigin(&draft.origins, "job.code");
+    return Error(path, code_origin != nullptr ? *code_origin : Origin{},
+                 "job.code: not a usable directory path");
+  }
+  return absl::OkStatus();
+}
+
 Spec BuildSpec(Draft draft) {
   Spec spec;
   nlohmann::json& values = draft.values;
   spec.name = values.at("name").get<std::string>();
   spec.description = values.at("description").get<std::string>();
   spec.seeds = values.at(std::string(kSeedsKey)).get<std::vector<int64_t>>();
+  spec.job_code = values.at("job.code").get<std::string>();
+  spec.job_command = values.at("job.command").get<std::string>();
   for (const KeyInfo& key : Schema()) {
     if (key.scope == KeyScope::kExperiment) {
       values.erase(std::string(key.name));
@@ -556,6 +583,9 @@ absl::StatusOr<Spec> ParseSpec(std::string_view text, std::string_view path,
     return status;
   }
   if (absl::Status status = CheckCrossKeys(path, draft); !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = CheckJob(path, draft); !status.ok()) {
     return status;
   }
   return BuildSpec(std::move(draft));

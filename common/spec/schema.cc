@@ -127,6 +127,13 @@ std::vector<KeyInfo> BuildSchema() {
       Int("resources.priority", "0", -kInf, kInf, "higher runs first"),
       Int("resources.max_concurrent", "0", 0, kInf,
           "at most this many runs of the experiment at once; 0: no cap"),
+      // [job]
+      Experiment(Of(T::kString, "job.code", R"("")",
+                    "directory (relative to the spec file) snapshotted and materialised in every "
+                    "run directory")),
+      Experiment(Of(T::kString, "job.command", R"("")",
+                    "run this with /bin/sh -c in the run directory instead of tae-train; {key} "
+                    "is replaced by the run's value of key (e.g. {train.lr}), {{ by {")),
   };
 }
 
@@ -165,7 +172,7 @@ const KeyInfo* FindKey(std::string_view name) {
 
 const std::vector<std::string_view>& Sections() {
   static const auto* const sections =
-      new std::vector<std::string_view>{"model", "train", "resources"};
+      new std::vector<std::string_view>{"model", "train", "resources", "job"};
   return *sections;
 }
 

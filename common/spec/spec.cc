@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/spec/schema.h"
@@ -152,8 +153,14 @@ std::vector<RunPlan> ExpandRuns(const Spec& spec) {
     for (std::string_view variant : variants) {
       const std::string name = GridVariantName(variant, point, spec.grid);
       for (int64_t seed : spec.seeds) {
-        runs.push_back(RunPlan{name, std::string(variant), point, seed,
-                               ResolveConfig(spec, variant, seed, point)});
+        nlohmann::json config = ResolveConfig(spec, variant, seed, point);
+        if (!spec.job_command.empty()) {
+          config["job.command"] = ExpandCommand(spec.job_command, config);
+        }
+        if (!spec.snapshot_id.empty()) {
+          config["job.snapshot"] = spec.snapshot_id;
+        }
+        runs.push_back(RunPlan{name, std::string(variant), point, seed, std::move(config)});
       }
     }
   }
@@ -177,9 +184,91 @@ std::string SpecHash(const Spec& spec) {
     }
     canonical["grid"] = std::move(grid);
   }
+  if (!spec.job_code.empty() || !spec.job_command.empty() || !spec.snapshot_id.empty()) {
+    canonical["job"] = {
+        {"code", spec.job_code}, {"command", spec.job_command}, {"snapshot", spec.snapshot_id}};
+  }
   std::string text = std::string(kHashVersion) +
                      canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return absl::StrCat(absl::Hex(Fnv1a64(text), absl::kZeroPad16));
+}
+
+absl::StatusOr<std::vector<std::string>> CommandPlaceholders(std::string_view command) {
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < command.size(); ++i) {
+    if (command[i] == '}') {
+      if (i + 1 < command.size() && command[i + 1] == '}') {
+        ++i;
+        continue;
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("a lone '}' at character ", i + 1, " (write }} for a literal one)"));
+    }
+    if (command[i] != '{') {
+      continue;
+    }
+    if (i + 1 < command.size() && command[i + 1] == '{') {
+      ++i;
+      continue;
+    }
+    size_t close = command.find('}', i + 1);
+    if (close == std::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the '{' at character ", i + 1, " is never closed (write {{ for a literal one)"));
+    }
+    std::string key(command.substr(i + 1, close - i - 1));
+    if (key.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("empty placeholder {} at character ", i + 1));
+    }
+    keys.push_back(std::move(key));
+    i = close;
+  }
+  return keys;
+}
+
+std::string ShellQuote(std::string_view text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_./:=+,@%-").find(c) != std::string_view::npos;
+  });
+  if (plain) {
+    return std::string(text);
+  }
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += "'";
+  return out;
+}
+
+std::string ExpandCommand(std::string_view command, const nlohmann::json& config) {
+  std::string out;
+  for (size_t i = 0; i < command.size(); ++i) {
+    const char c = command[i];
+    if ((c == '{' || c == '}') && i + 1 < command.size() && command[i + 1] == c) {
+      out += c;
+      ++i;
+      continue;
+    }
+    size_t close = c == '{' ? command.find('}', i + 1) : std::string_view::npos;
+    if (close == std::string_view::npos) {
+      out += c;
+      continue;
+    }
+    const std::string key(command.substr(i + 1, close - i - 1));
+    auto it = config.find(key);
+    if (it != config.end()) {
+      out += ShellQuote(ValueText(*it));
+    }
+    i = close;
+  }
+  return out;
 }
 
 std::vector<std::string> KnownKeys() {

@@ -52,6 +52,11 @@ struct Spec {
   std::vector<int64_t> seeds;      // train.seeds, in file order
   std::vector<Variant> ablations;  // in file order; the baseline is implicit and not listed
   std::vector<GridAxis> grid;      // in key order (TOML tables are unordered); empty: no [grid]
+  std::string job_code;            // [job] code: the directory to snapshot ("" : none)
+  std::string job_command;         // [job] command template ("" : tae-train)
+  // The snapshot of job_code, set by whoever mounted it (taed, from the Submit request); part of
+  // the hash and of every run's config ("job.snapshot").
+  std::string snapshot_id;
 };
 
 // At most this many runs per experiment (variants x grid points x seeds); more is refused.
@@ -93,6 +98,18 @@ std::string BaselineFor(std::string_view variant, std::string_view baseline = kB
 // A stable 16-hex-digit hash (FNV-1a 64) of the canonical content: name, description, base,
 // seeds and ablations. Whitespace, comments and key order in the file do not change it.
 std::string SpecHash(const Spec& spec);
+
+// The placeholder keys of a [job] command template, in order ("{train.lr}" -> "train.lr"; "{{"
+// is a literal "{" and "}}" a literal "}"). InvalidArgument for an unclosed or empty placeholder.
+absl::StatusOr<std::vector<std::string>> CommandPlaceholders(std::string_view command);
+
+// The command of one run: every {key} replaced by the config's value (strings as they are,
+// numbers in their shortest JSON form, lists as JSON), shell-quoted unless it is made only of
+// characters that need no quoting.
+std::string ExpandCommand(std::string_view command, const nlohmann::json& config);
+
+// `text` quoted for /bin/sh when it holds anything but [A-Za-z0-9_./:=+,@%-].
+std::string ShellQuote(std::string_view text);
 
 // Every key an experiment file (or --set) may set, as full dotted names, in schema order.
 std::vector<std::string> KnownKeys();

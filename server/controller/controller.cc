@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/snapshot/snapshot.h"
 #include "common/spec/spec.h"
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
@@ -71,6 +72,19 @@ Controller::Controller(boost::asio::io_context* io, store::Store* store, Options
 absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
   ASSIGN_OR_RETURN(spec::Spec spec,
                    spec::ParseSpec(input.spec_text, input.spec_path, input.overrides));
+  if (!spec.job_code.empty() && input.snapshot_id.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("snapshot_id: the spec's [job] code = \"", spec.job_code,
+                     "\" needs a snapshot; taectl submit mounts it and passes its id"));
+  }
+  if (!input.snapshot_id.empty()) {
+    absl::StatusOr<store::SnapshotRecord> snapshot = store_->GetSnapshot(input.snapshot_id);
+    if (!snapshot.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("snapshot_id: no snapshot ", input.snapshot_id, " (mount it first)"));
+    }
+    spec.snapshot_id = input.snapshot_id;
+  }
   std::string hash = spec::SpecHash(spec);
   if (!input.force_new) {
     ASSIGN_OR_RETURN(std::optional<int64_t> existing, store_->FindExperimentByHash(hash));
@@ -233,9 +247,100 @@ void Controller::Schedule() {
     start->set_variant(run->variant);
     start->set_seed(run->seed);
     start->set_config_json(run->config_json);
+    nlohmann::json config = nlohmann::json::parse(run->config_json, nullptr, false);
+    if (config.is_object()) {
+      auto command = config.find("job.command");
+      if (command != config.end() && command->is_string()) {
+        start->set_command(command->get<std::string>());
+      }
+      auto snapshot = config.find("job.snapshot");
+      if (snapshot != config.end() && snapshot->is_string()) {
+        start->set_snapshot_id(snapshot->get<std::string>());
+      }
+    }
     registry_.Find(placement.agent_id)->channel->Send(message);
     spdlog::info("run r{} (attempt {}) -> {}", run->id, run->attempt, placement.agent_id);
   }
+}
+
+absl::StatusOr<ScrapPlan> Controller::Scrap(const ScrapInput& input) {
+  if (input.ids.empty() == !(input.all || input.older_than_s > 0) ||
+      (input.all && input.older_than_s > 0)) {
+    return absl::InvalidArgumentError(
+        "ids, all, older_than_s: give exactly one of snapshot ids, all, or older_than_s");
+  }
+  ASSIGN_OR_RETURN(std::vector<store::SnapshotRecord> snapshots, store_->ListSnapshots());
+  ASSIGN_OR_RETURN(auto usages, store_->SnapshotUsages());
+  std::vector<std::string> chosen;
+  const double now = WallNow();
+  for (const std::string& wanted : input.ids) {
+    if (wanted.size() < 8 || wanted.size() > 64 ||
+        wanted.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ids: '", wanted.substr(0, 80), "' is not a snapshot id (8 to 64 lowercase hex digits)"));
+    }
+    std::vector<std::string> matches;
+    for (const store::SnapshotRecord& snap : snapshots) {
+      if (snap.id.compare(0, wanted.size(), wanted) == 0) {
+        matches.push_back(snap.id);
+      }
+    }
+    if (matches.empty()) {
+      return absl::NotFoundError(absl::StrCat("ids: no snapshot ", wanted));
+    }
+    if (matches.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat("ids: ", wanted, " matches ", matches.size(),
+                                                     " snapshots; give more digits"));
+    }
+    chosen.push_back(matches[0]);
+  }
+  for (const store::SnapshotRecord& snap : snapshots) {
+    if (input.all || (input.older_than_s > 0 && now - snap.created_at > input.older_than_s)) {
+      chosen.push_back(snap.id);
+    }
+  }
+  ScrapPlan plan;
+  std::set<std::string> removed;
+  for (const std::string& id : chosen) {
+    auto usage = usages.find(id);
+    if (usage != usages.end() && usage->second.active_runs > 0) {
+      plan.kept.push_back(absl::StrCat(id, ": ", usage->second.active_runs,
+                                       " queued or running runs use it"));
+      continue;
+    }
+    if (removed.insert(id).second) {
+      plan.removed.push_back(id);
+    }
+  }
+  for (const store::SnapshotRecord& snap : snapshots) {
+    if (removed.count(snap.id) > 0) {
+      continue;
+    }
+    ASSIGN_OR_RETURN(store::SnapshotRecord full, store_->GetSnapshot(snap.id));
+    ASSIGN_OR_RETURN(std::vector<snapshot::Entry> entries, snapshot::ParseManifest(full.manifest));
+    for (const snapshot::Entry& entry : entries) {
+      plan.referenced.insert(entry.sha256);
+    }
+  }
+  if (input.dry_run) {
+    return plan;
+  }
+  for (const std::string& id : plan.removed) {
+    RETURN_IF_ERROR(store_->DeleteSnapshot(id).status());
+  }
+  tae::v1::TaedMessage message;
+  for (const std::string& id : plan.removed) {
+    message.mutable_scrap()->add_snapshot_ids(id);
+  }
+  if (!plan.removed.empty()) {
+    for (const registry::Agent* agent : registry_.Connected()) {
+      agent->channel->Send(message);
+      plan.agents_notified += 1;
+    }
+    spdlog::info("scrapped {} snapshots; told {} agents", plan.removed.size(),
+                 plan.agents_notified);
+  }
+  return plan;
 }
 
 double Controller::RetryDelay(int attempt) const {

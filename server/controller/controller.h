@@ -6,6 +6,7 @@
 // on the network.
 
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,7 @@ struct SubmitInput {
   std::string spec_path;
   std::vector<std::string> overrides;
   bool force_new = false;
+  std::string snapshot_id;  // of the spec's [job] code, mounted by taectl
 };
 
 struct SubmitResult {
@@ -44,6 +46,21 @@ struct ReportResult {
   std::vector<std::string> metrics;
   std::string baseline;
   std::vector<report::Row> rows;
+};
+
+struct ScrapInput {
+  std::vector<std::string> ids;  // full ids or unique prefixes (>= 8 hex digits)
+  bool all = false;
+  double older_than_s = 0;  // > 0: those created longer ago than this
+  bool dry_run = false;
+};
+
+struct ScrapPlan {
+  std::vector<std::string> removed;  // ids removed (dry run: that would be)
+  std::vector<std::string> kept;     // "id: why"
+  // Every blob hash a remaining snapshot references: garbage collection keeps these.
+  std::set<std::string> referenced;
+  int agents_notified = 0;
 };
 
 // What an agent says when it (re)connects.
@@ -71,6 +88,9 @@ class Controller {
   absl::StatusOr<int> Retry(const std::string& experiment);
   // A drained agent takes no new runs; its running runs finish. drain = false undoes it.
   absl::Status Drain(const std::string& agent_id, bool drain);
+  // Removes snapshots (not those of queued or running runs) and tells every connected agent to
+  // drop them from its cache. Blob garbage collection is the caller's (on the blob thread).
+  absl::StatusOr<ScrapPlan> Scrap(const ScrapInput& input);
   // Why each queued run waits (the scheduler's last word), every experiment, queue order.
   absl::StatusOr<std::vector<store::RunRecord>> Queue();
   const registry::AgentRegistry& registry() const { return registry_; }

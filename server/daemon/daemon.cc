@@ -52,6 +52,7 @@ absl::Status Daemon::Init() {
   RETURN_IF_ERROR(EnsurePrivateDir(config_.home + "/logs"));
   RETURN_IF_ERROR(EnsurePrivateDir(config_.home + "/agents"));
   ASSIGN_OR_RETURN(store_, store::Store::Open(config_.home + "/tae.db"));
+  ASSIGN_OR_RETURN(blobs_, blobs::BlobWorker::Start(config_.home + "/blobs"));
   ASSIGN_OR_RETURN(std::string token, LoadOrCreateToken(config_.home));
   controller_ = std::make_unique<controller::Controller>(
       &core_, store_.get(),
@@ -92,11 +93,12 @@ absl::Status Daemon::Init() {
 absl::Status Daemon::StartServers(const std::string& token) {
   std::string socket_path = config_.home + "/taed.sock";
   unlink(socket_path.c_str());  // a stale socket of a dead taed; the lock proves none is running
-  control_service_ = std::make_unique<rpc::ControlService>(&core_, controller_.get(),
+  control_service_ = std::make_unique<rpc::ControlService>(&core_, controller_.get(), blobs_.get(),
                                                            [this] { RequestShutdown(); });
   grpc::ServerBuilder control_builder;
   control_builder.AddListeningPort(control_address(), grpc::InsecureServerCredentials());
   control_builder.RegisterService(control_service_.get());
+  control_builder.SetMaxReceiveMessageSize(16 << 20);  // PutBlobs carries up to 8 MiB
   control_server_ = control_builder.BuildAndStart();
   if (control_server_ == nullptr) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", control_address()));
@@ -105,7 +107,7 @@ absl::Status Daemon::StartServers(const std::string& token) {
     return absl::PermissionDeniedError(absl::StrCat("chmod 0600 ", socket_path));
   }
 
-  agent_service_ = std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), token);
+  agent_service_ = std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), blobs_.get(), token);
   grpc::ServerBuilder agent_builder;
   agent_builder.AddListeningPort(config_.agent_listen, grpc::InsecureServerCredentials(),
                                  &agent_port_);
@@ -164,6 +166,9 @@ void Daemon::Stop() {
   core_.stop();
   if (core_thread_.joinable()) {
     core_thread_.join();
+  }
+  if (blobs_ != nullptr) {
+    blobs_->Stop();
   }
   if (control_server_ != nullptr) {
     unlink((config_.home + "/taed.sock").c_str());  // ours: only a lock holder gets this far

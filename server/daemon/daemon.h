@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/io_context.hpp"
 #include "grpcpp/server.h"
+#include "server/blobs/blob_worker.h"
 #include "server/controller/controller.h"
 #include "server/daemon/home.h"
 #include "server/provider/local_provider.h"
@@ -54,6 +55,7 @@ class Daemon {
   std::optional<HomeLock> lock_;
   boost::asio::io_context core_;
   std::unique_ptr<store::Store> store_;
+  std::unique_ptr<blobs::BlobWorker> blobs_;
   std::unique_ptr<controller::Controller> controller_;
   std::unique_ptr<rpc::ControlService> control_service_;
   std::unique_ptr<rpc::AgentLinkService> agent_service_;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/post.hpp"
 #include "server/registry/agent_channel.h"
@@ -207,21 +208,130 @@ bool TokenMatches(std::string_view header, std::string_view token) {
 }
 
 AgentLinkService::AgentLinkService(boost::asio::io_context* core,
-                                   controller::Controller* controller, std::string token)
-    : core_(core), controller_(controller), token_(std::move(token)) {}
+                                   controller::Controller* controller, blobs::BlobWorker* blobs,
+                                   std::string token)
+    : core_(core), controller_(controller), blobs_(blobs), token_(std::move(token)) {}
 
-grpc::ServerBidiReactor<tae::v1::AgentMessage, tae::v1::TaedMessage>* AgentLinkService::Connect(
-    grpc::CallbackServerContext* ctx) {
+bool AgentLinkService::Authorized(grpc::CallbackServerContext* ctx) const {
   const auto& metadata = ctx->client_metadata();
   auto it = metadata.find("authorization");
   std::string_view header = it == metadata.end()
                                 ? std::string_view()
                                 : std::string_view(it->second.data(), it->second.size());
   if (!TokenMatches(header, token_)) {
-    spdlog::warn("agent link from {} refused: bad or missing token", ctx->peer());
+    spdlog::warn("agent call from {} refused: bad or missing token", ctx->peer());
+    return false;
+  }
+  return true;
+}
+
+grpc::ServerBidiReactor<tae::v1::AgentMessage, tae::v1::TaedMessage>* AgentLinkService::Connect(
+    grpc::CallbackServerContext* ctx) {
+  if (!Authorized(ctx)) {
     return new Rejected(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
   }
   return new AgentStream(core_, controller_);
+}
+
+grpc::ServerUnaryReactor* AgentLinkService::GetManifest(
+    grpc::CallbackServerContext* ctx, const tae::v1::GetManifestRequest* request,
+    tae::v1::GetManifestResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (!Authorized(ctx)) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+    return reactor;
+  }
+  boost::asio::post(*core_, [this, reactor, request, response] {
+    absl::StatusOr<store::SnapshotRecord> snapshot =
+        controller_->store()->GetSnapshot(request->snapshot_id());
+    if (snapshot.ok()) {
+      response->set_manifest(std::move(snapshot->manifest));
+    }
+    reactor->Finish(ToGrpc(snapshot.status()));
+  });
+  return reactor;
+}
+
+namespace {
+
+constexpr uint64_t kFetchChunk = 1 << 20;
+
+// One FetchBlobs call: read a chunk on the blob worker, write it, and on its completion read
+// the next. One read or write is in flight at a time, so the reactor outlives every callback.
+class BlobFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk> {
+ public:
+  BlobFetch(blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request)
+      : blobs_(blobs), request_(request) {
+    for (int i = 0; i < request->hashes_size(); ++i) {
+      if (!blobs::IsBlobHash(request->hashes(i))) {
+        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            absl::StrCat("hashes[", i, "]: not a SHA-256")));
+        return;
+      }
+    }
+    Next();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the agent went away"));
+      return;
+    }
+    Next();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void Next() {
+    if (index_ >= request_->hashes_size()) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    blobs_->Post([this](blobs::BlobStore& store) {
+      const std::string& hash = request_->hashes(index_);
+      absl::StatusOr<uint64_t> size = store.Size(hash);
+      absl::StatusOr<std::string> data =
+          size.ok() ? store.Read(hash, offset_, kFetchChunk) : size.status();
+      if (!data.ok()) {
+        Finish(ToGrpc(absl::Status(data.status().code(),
+                                   absl::StrCat("hashes[", index_, "]: ", data.status().message()))));
+        return;
+      }
+      chunk_.set_hash(hash);
+      chunk_.set_offset(offset_);
+      chunk_.set_total_size(*size);
+      chunk_.set_data(std::move(*data));
+      offset_ += chunk_.data().size();
+      if (offset_ >= *size) {
+        index_ += 1;
+        offset_ = 0;
+      }
+      StartWrite(&chunk_);
+    });
+  }
+
+  blobs::BlobWorker* blobs_;
+  const tae::v1::FetchBlobsRequest* request_;
+  tae::v1::FetchBlobsChunk chunk_;
+  int index_ = 0;
+  uint64_t offset_ = 0;
+};
+
+class RejectedFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk> {
+ public:
+  explicit RejectedFetch(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* AgentLinkService::FetchBlobs(
+    grpc::CallbackServerContext* ctx, const tae::v1::FetchBlobsRequest* request) {
+  if (!Authorized(ctx)) {
+    return new RejectedFetch(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+  }
+  return new BlobFetch(blobs_, request);
 }
 
 }  // namespace tae::rpc

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "boost/asio/io_context.hpp"
+#include "server/blobs/blob_worker.h"
 #include "server/controller/controller.h"
 #include "tae/v1/agent_link.grpc.pb.h"
 
@@ -15,14 +16,23 @@ namespace tae::rpc {
 class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
  public:
   AgentLinkService(boost::asio::io_context* core, controller::Controller* controller,
-                   std::string token);
+                   blobs::BlobWorker* blobs, std::string token);
 
   grpc::ServerBidiReactor<tae::v1::AgentMessage, tae::v1::TaedMessage>* Connect(
       grpc::CallbackServerContext* ctx) override;
+  grpc::ServerUnaryReactor* GetManifest(grpc::CallbackServerContext* ctx,
+                                        const tae::v1::GetManifestRequest* request,
+                                        tae::v1::GetManifestResponse* response) override;
+  // Streams the blobs' bytes, one chunk read on the blob worker per write.
+  grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* FetchBlobs(
+      grpc::CallbackServerContext* ctx, const tae::v1::FetchBlobsRequest* request) override;
 
  private:
+  bool Authorized(grpc::CallbackServerContext* ctx) const;
+
   boost::asio::io_context* core_;
   controller::Controller* controller_;
+  blobs::BlobWorker* blobs_;
   std::string token_;
 };
 

@@ -32,16 +32,11 @@ absl::Status FillRun(store::Store* store, const store::RunRecord& record, tae::v
 }  // namespace
 
 ControlService::ControlService(boost::asio::io_context* core, controller::Controller* controller,
-                               std::function<void()> request_shutdown)
-    : core_(core), controller_(controller), request_shutdown_(std::move(request_shutdown)) {}
-
-template <typename Fn>
-grpc::ServerUnaryReactor* ControlService::OnCore(grpc::CallbackServerContext* ctx, Fn fn) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  boost::asio::post(*core_,
-                    [reactor, fn = std::move(fn)]() mutable { reactor->Finish(ToGrpc(fn())); });
-  return reactor;
-}
+                               blobs::BlobWorker* blobs, std::function<void()> request_shutdown)
+    : core_(core),
+      controller_(controller),
+      blobs_(blobs),
+      request_shutdown_(std::move(request_shutdown)) {}
 
 grpc::ServerUnaryReactor* ControlService::Submit(grpc::CallbackServerContext* ctx,
                                                  const tae::v1::SubmitRequest* request,
@@ -58,7 +53,8 @@ grpc::ServerUnaryReactor* ControlService::Submit(grpc::CallbackServerContext* ct
     controller::SubmitInput input{request->spec_text(),
                                   request->spec_path(),
                                   {request->overrides().begin(), request->overrides().end()},
-                                  request->force_new()};
+                                  request->force_new(),
+                                  request->snapshot_id()};
     ASSIGN_OR_RETURN(controller::SubmitResult result, controller_->Submit(input));
     ASSIGN_OR_RETURN(store::ExperimentRecord exp,
                      controller_->store()->GetExperiment(result.experiment_id));

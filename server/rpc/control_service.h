@@ -6,7 +6,10 @@
 #include <functional>
 
 #include "boost/asio/io_context.hpp"
+#include "boost/asio/post.hpp"
+#include "server/blobs/blob_worker.h"
 #include "server/controller/controller.h"
+#include "server/rpc/convert.h"
 #include "tae/v1/control.grpc.pb.h"
 
 namespace tae::rpc {
@@ -14,7 +17,7 @@ namespace tae::rpc {
 class ControlService final : public tae::v1::Control::CallbackService {
  public:
   ControlService(boost::asio::io_context* core, controller::Controller* controller,
-                 std::function<void()> request_shutdown);
+                 blobs::BlobWorker* blobs, std::function<void()> request_shutdown);
 
   grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx,
                                    const tae::v1::SubmitRequest* request,
@@ -62,6 +65,23 @@ class ControlService final : public tae::v1::Control::CallbackService {
                                      const tae::v1::ShutdownRequest* request,
                                      tae::v1::ShutdownResponse* response) override;
 
+  // Snapshots (snapshot_rpcs.cc): blob work runs on the blob worker, store work on the core.
+  grpc::ServerUnaryReactor* MissingBlobs(grpc::CallbackServerContext* ctx,
+                                         const tae::v1::MissingBlobsRequest* request,
+                                         tae::v1::MissingBlobsResponse* response) override;
+  grpc::ServerUnaryReactor* PutBlobs(grpc::CallbackServerContext* ctx,
+                                     const tae::v1::PutBlobsRequest* request,
+                                     tae::v1::PutBlobsResponse* response) override;
+  grpc::ServerUnaryReactor* CreateSnapshot(grpc::CallbackServerContext* ctx,
+                                           const tae::v1::CreateSnapshotRequest* request,
+                                           tae::v1::CreateSnapshotResponse* response) override;
+  grpc::ServerUnaryReactor* ListSnapshots(grpc::CallbackServerContext* ctx,
+                                          const tae::v1::ListSnapshotsRequest* request,
+                                          tae::v1::ListSnapshotsResponse* response) override;
+  grpc::ServerUnaryReactor* Scrap(grpc::CallbackServerContext* ctx,
+                                  const tae::v1::ScrapRequest* request,
+                                  tae::v1::ScrapResponse* response) override;
+
  private:
   // Runs fn on the core thread and finishes the call with its status.
   template <typename Fn>
@@ -69,7 +89,16 @@ class ControlService final : public tae::v1::Control::CallbackService {
 
   boost::asio::io_context* core_;
   controller::Controller* controller_;
+  blobs::BlobWorker* blobs_;
   std::function<void()> request_shutdown_;
 };
+
+template <typename Fn>
+grpc::ServerUnaryReactor* ControlService::OnCore(grpc::CallbackServerContext* ctx, Fn fn) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  boost::asio::post(*core_,
+                    [reactor, fn = std::move(fn)]() mutable { reactor->Finish(ToGrpc(fn())); });
+  return reactor;
+}
 
 }  // namespace tae::rpc

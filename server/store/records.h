@@ -129,6 +129,11 @@ struct SnapshotRecord {
   double created_at = 0;
 };
 
+struct SnapshotUsage {
+  int64_t runs = 0;
+  int64_t active_runs = 0;  // queued, assigned or running
+};
+
 struct LogRecord {
   int64_t cursor = 0;
   int attempt = 0;

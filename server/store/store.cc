@@ -473,6 +473,23 @@ absl::StatusOr<std::vector<SnapshotRecord>> Store::ListSnapshots() {
   return out;
 }
 
+absl::StatusOr<std::map<std::string, SnapshotUsage>> Store::SnapshotUsages() {
+  ASSIGN_OR_RETURN(
+      Statement stmt,
+      db_.Prepare("SELECT json_extract(config, '$.\"job.snapshot\"') AS snap, COUNT(*), "
+                  "SUM(state IN ('queued', 'assigned', 'running')) FROM runs "
+                  "WHERE snap IS NOT NULL GROUP BY snap"));
+  std::map<std::string, SnapshotUsage> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      break;
+    }
+    out[stmt.Text(0)] = SnapshotUsage{stmt.Int(1), stmt.Int(2)};
+  }
+  return out;
+}
+
 absl::StatusOr<bool> Store::DeleteSnapshot(const std::string& id) {
   ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("DELETE FROM snapshots WHERE id = ?"));
   stmt.Bind(1, id);

@@ -83,6 +83,8 @@ class Store {
   absl::StatusOr<std::vector<SnapshotRecord>> ListSnapshots();
   // Returns whether it existed.
   absl::StatusOr<bool> DeleteSnapshot(const std::string& id);
+  // By snapshot id: the runs whose config pins it ("job.snapshot"), and how many are active.
+  absl::StatusOr<std::map<std::string, SnapshotUsage>> SnapshotUsages();
 
   // Agents.
   absl::Status UpsertAgent(const AgentRecord& agent);

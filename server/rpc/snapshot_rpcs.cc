@@ -1,0 +1,304 @@
+// The Control service's snapshot calls (taectl mount / run / sync / scrap). Blob I/O runs on the
+// blob worker, store work on the core thread; a call that needs both hops from one to the other
+// and finishes where its last step ran. Nothing here blocks a gRPC thread.
+
+#include <memory>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "common/snapshot/snapshot.h"
+#include "common/status/macros.h"
+#include "server/rpc/control_service.h"
+#include "spdlog/spdlog.h"
+
+namespace tae::rpc {
+namespace {
+
+constexpr int kMaxHashesPerCall = 200000;
+constexpr size_t kMaxPutBytes = 8 << 20;      // data bytes per PutBlobs call
+constexpr size_t kMaxManifestBytes = 64 << 20;  // ~500k files
+
+double WallNow() {
+  using namespace std::chrono;
+  return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
+}
+
+absl::Status CheckHash(const std::string& hash, const std::string& field) {
+  if (!blobs::IsBlobHash(hash)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": '", hash.substr(0, 80),
+                                                   "' is not a SHA-256 (64 lowercase hex digits)"));
+  }
+  return absl::OkStatus();
+}
+
+void ToProto(const store::SnapshotRecord& in, const store::SnapshotUsage& usage,
+             tae::v1::Snapshot* out) {
+  out->set_id(in.id);
+  out->set_files(in.files);
+  out->set_bytes(in.bytes);
+  out->set_source(in.source);
+  out->set_created_at(in.created_at);
+  out->set_runs(static_cast<int32_t>(usage.runs));
+  out->set_active_runs(static_cast<int32_t>(usage.active_runs));
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* ControlService::MissingBlobs(grpc::CallbackServerContext* ctx,
+                                                       const tae::v1::MissingBlobsRequest* request,
+                                                       tae::v1::MissingBlobsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (request->hashes_size() > kMaxHashesPerCall) {
+    reactor->Finish(ToGrpc(absl::InvalidArgumentError(
+        absl::StrCat("hashes: more than ", kMaxHashesPerCall, " in one call"))));
+    return reactor;
+  }
+  for (int i = 0; i < request->hashes_size(); ++i) {
+    absl::Status status = CheckHash(request->hashes(i), absl::StrCat("hashes[", i, "]"));
+    if (!status.ok()) {
+      reactor->Finish(ToGrpc(status));
+      return reactor;
+    }
+  }
+  blobs_->Post([reactor, request, response](blobs::BlobStore& store) {
+    std::vector<std::string> hashes(request->hashes().begin(), request->hashes().end());
+    for (std::string& hash : store.Missing(hashes)) {
+      response->add_missing(std::move(hash));
+    }
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ControlService::PutBlobs(grpc::CallbackServerContext* ctx,
+                                                   const tae::v1::PutBlobsRequest* request,
+                                                   tae::v1::PutBlobsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  size_t bytes = 0;
+  for (int i = 0; i < request->chunks_size(); ++i) {
+    absl::Status status =
+        CheckHash(request->chunks(i).hash(), absl::StrCat("chunks[", i, "].hash"));
+    if (!status.ok()) {
+      reactor->Finish(ToGrpc(status));
+      return reactor;
+    }
+    bytes += request->chunks(i).data().size();
+  }
+  if (bytes > kMaxPutBytes) {
+    reactor->Finish(ToGrpc(absl::InvalidArgumentError(
+        absl::StrCat("chunks: ", bytes, " bytes in one call; at most ", kMaxPutBytes))));
+    return reactor;
+  }
+  blobs_->Post([reactor, request, response](blobs::BlobStore& store) {
+    absl::Status status = absl::OkStatus();
+    for (int i = 0; i < request->chunks_size() && status.ok(); ++i) {
+      const tae::v1::BlobChunk& chunk = request->chunks(i);
+      absl::StatusOr<blobs::ChunkResult> result =
+          store.WriteChunk(chunk.hash(), chunk.offset(), chunk.total_size(), chunk.data());
+      if (!result.ok()) {
+        status = absl::Status(result.status().code(),
+                              absl::StrCat("chunks[", i, "]: ", result.status().message()));
+        break;
+      }
+      response->set_bytes_written(response->bytes_written() + result->bytes_written);
+      if (result->complete) {
+        response->set_blobs_completed(response->blobs_completed() + 1);
+      }
+    }
+    // Whatever was stored is durable before the call says so (one syncfs for the whole batch).
+    absl::Status synced = store.Sync();
+    reactor->Finish(ToGrpc(status.ok() ? synced : status));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ControlService::CreateSnapshot(
+    grpc::CallbackServerContext* ctx, const tae::v1::CreateSnapshotRequest* request,
+    tae::v1::CreateSnapshotResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::Status valid = CheckHash(request->id(), "id");
+  if (valid.ok() && request->manifest().size() > kMaxManifestBytes) {
+    valid = absl::InvalidArgumentError(
+        absl::StrCat("manifest: larger than ", kMaxManifestBytes, " bytes"));
+  }
+  if (valid.ok() && request->source().size() > 4096) {
+    valid = absl::InvalidArgumentError("source: longer than 4096 bytes");
+  }
+  if (!valid.ok()) {
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  // The last step, on the core: record the row (or find the existing one) and answer.
+  auto record = [this, reactor, request, response](std::optional<store::SnapshotRecord> fresh) {
+    boost::asio::post(*core_, [this, reactor, request, response, fresh = std::move(fresh)] {
+      store::Store* store = controller_->store();
+      absl::StatusOr<store::SnapshotRecord> existing = store->GetSnapshot(request->id());
+      if (!existing.ok() && !absl::IsNotFound(existing.status())) {
+        reactor->Finish(ToGrpc(existing.status()));
+        return;
+      }
+      if (!existing.ok() && !fresh.has_value()) {
+        reactor->Finish(ToGrpc(absl::NotFoundError(
+            absl::StrCat("id: no snapshot ", request->id(), "; send its manifest"))));
+        return;
+      }
+      response->set_existing(existing.ok());
+      if (!existing.ok()) {
+        absl::Status put = store->PutSnapshot(*fresh);
+        if (!put.ok()) {
+          reactor->Finish(ToGrpc(put));
+          return;
+        }
+        spdlog::info("snapshot {} from {}: {} files, {} bytes", fresh->id.substr(0, 12),
+                     fresh->source, fresh->files, fresh->bytes);
+        existing = *fresh;
+      }
+      absl::StatusOr<std::map<std::string, store::SnapshotUsage>> usages = store->SnapshotUsages();
+      if (!usages.ok()) {
+        reactor->Finish(ToGrpc(usages.status()));
+        return;
+      }
+      ToProto(*existing, (*usages)[existing->id], response->mutable_snapshot());
+      reactor->Finish(grpc::Status::OK);
+    });
+  };
+  if (request->manifest().empty()) {
+    record(std::nullopt);
+    return reactor;
+  }
+  // Parse, check the id and that every blob is stored, on the blob worker.
+  blobs_->Post([reactor, request, record](blobs::BlobStore& store) {
+    absl::StatusOr<std::vector<snapshot::Entry>> entries =
+        snapshot::ParseManifest(request->manifest());
+    if (!entries.ok()) {
+      reactor->Finish(ToGrpc(absl::InvalidArgumentError(
+          absl::StrCat("manifest: ", entries.status().message()))));
+      return;
+    }
+    const std::string id = snapshot::SnapshotId(*entries);
+    if (id != request->id()) {
+      reactor->Finish(ToGrpc(absl::InvalidArgumentError(
+          absl::StrCat("id: ", request->id(), " is not the manifest's SHA-256 (", id, ")"))));
+      return;
+    }
+    store::SnapshotRecord fresh;
+    fresh.id = id;
+    fresh.manifest = request->manifest();
+    fresh.files = static_cast<int64_t>(entries->size());
+    fresh.source = request->source();
+    fresh.created_at = WallNow();
+    std::unordered_set<std::string> seen;
+    int missing = 0;
+    std::string first_missing;
+    for (const snapshot::Entry& entry : *entries) {
+      fresh.bytes += static_cast<int64_t>(entry.size);
+      if (seen.insert(entry.sha256).second && !store.Has(entry.sha256)) {
+        if (missing++ == 0) {
+          first_missing = entry.path;
+        }
+      }
+    }
+    if (missing > 0) {
+      reactor->Finish(ToGrpc(absl::FailedPreconditionError(
+          absl::StrCat("manifest: ", missing, " blobs are not stored (the first is for \"",
+                       first_missing, "\"); upload them with PutBlobs first"))));
+      return;
+    }
+    record(std::move(fresh));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ControlService::ListSnapshots(
+    grpc::CallbackServerContext* ctx, const tae::v1::ListSnapshotsRequest* request,
+    tae::v1::ListSnapshotsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  boost::asio::post(*core_, [this, reactor, response] {
+    store::Store* store = controller_->store();
+    absl::StatusOr<std::vector<store::SnapshotRecord>> snapshots = store->ListSnapshots();
+    absl::StatusOr<std::map<std::string, store::SnapshotUsage>> usages = store->SnapshotUsages();
+    if (!snapshots.ok() || !usages.ok()) {
+      reactor->Finish(ToGrpc(snapshots.ok() ? usages.status() : snapshots.status()));
+      return;
+    }
+    for (const store::SnapshotRecord& snap : *snapshots) {
+      ToProto(snap, (*usages)[snap.id], response->add_snapshots());
+    }
+    blobs_->Post([reactor, response](blobs::BlobStore& blobs) {
+      absl::StatusOr<std::vector<std::string>> all = blobs.List();
+      if (!all.ok()) {
+        reactor->Finish(ToGrpc(all.status()));
+        return;
+      }
+      int64_t bytes = 0;
+      for (const std::string& hash : *all) {
+        bytes += static_cast<int64_t>(blobs.Size(hash).value_or(0));
+      }
+      response->set_blobs(static_cast<int32_t>(all->size()));
+      response->set_blob_bytes(bytes);
+      reactor->Finish(grpc::Status::OK);
+    });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ControlService::Scrap(grpc::CallbackServerContext* ctx,
+                                                const tae::v1::ScrapRequest* request,
+                                                tae::v1::ScrapResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (request->ids_size() > 10000 || !(request->older_than_s() >= 0)) {
+    reactor->Finish(ToGrpc(absl::InvalidArgumentError(
+        request->ids_size() > 10000 ? "ids: more than 10000" : "older_than_s: must be >= 0")));
+    return reactor;
+  }
+  boost::asio::post(*core_, [this, reactor, request, response] {
+    controller::ScrapInput input{{request->ids().begin(), request->ids().end()},
+                                 request->all(),
+                                 request->older_than_s(),
+                                 request->dry_run()};
+    absl::StatusOr<controller::ScrapPlan> plan = controller_->Scrap(input);
+    if (!plan.ok()) {
+      reactor->Finish(ToGrpc(plan.status()));
+      return;
+    }
+    for (const std::string& id : plan->removed) {
+      response->add_removed(id);
+    }
+    for (const std::string& kept : plan->kept) {
+      response->add_kept(kept);
+    }
+    response->set_agents_notified(plan->agents_notified);
+    if (request->dry_run()) {
+      reactor->Finish(grpc::Status::OK);
+      return;
+    }
+    // Garbage collection: every blob no remaining snapshot references. A blob uploaded for a
+    // snapshot not yet created can go too; CreateSnapshot then names it missing and taectl
+    // uploads it again.
+    auto referenced = std::make_shared<std::set<std::string>>(std::move(plan->referenced));
+    blobs_->Post([reactor, response, referenced](blobs::BlobStore& blobs) {
+      absl::StatusOr<std::vector<std::string>> all = blobs.List();
+      if (!all.ok()) {
+        reactor->Finish(ToGrpc(all.status()));
+        return;
+      }
+      for (const std::string& hash : *all) {
+        if (referenced->count(hash) > 0) {
+          continue;
+        }
+        const uint64_t size = blobs.Size(hash).value_or(0);
+        absl::Status removed = blobs.Remove(hash);
+        if (!removed.ok()) {
+          reactor->Finish(ToGrpc(removed));
+          return;
+        }
+        response->set_blobs_removed(response->blobs_removed() + 1);
+        response->set_bytes_freed(response->bytes_freed() + static_cast<int64_t>(size));
+      }
+      reactor->Finish(grpc::Status::OK);
+    });
+  });
+  return reactor;
+}
+
+}  // namespace tae::rpc
