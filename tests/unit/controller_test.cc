@@ -66,7 +66,7 @@ TEST_CASE("submit expands the spec, the scheduler fills free slots and refills t
   Fixture f;
   auto channel = std::make_shared<FakeChannel>();
   f.controller.OnRegister(channel, Hello("a", 2));
-  auto submitted = f.controller.Submit({kSpec, "tiny.toml", {}, false});
+  auto submitted = f.controller.Submit({kSpec, "tiny.toml", {}, false, ""});
   REQUIRE(submitted.ok());
   CHECK_FALSE(submitted->existing);
   auto runs = f.store->ListRuns(submitted->experiment_id);
@@ -90,23 +90,23 @@ TEST_CASE("submit expands the spec, the scheduler fills free slots and refills t
 
 TEST_CASE("an identical spec is recognised unless a new experiment is forced") {
   Fixture f;
-  auto first = f.controller.Submit({kSpec, "tiny.toml", {}, false});
-  auto second = f.controller.Submit({kSpec, "other-path.toml", {}, false});
+  auto first = f.controller.Submit({kSpec, "tiny.toml", {}, false, ""});
+  auto second = f.controller.Submit({kSpec, "other-path.toml", {}, false, ""});
   REQUIRE(first.ok());
   REQUIRE(second.ok());
   CHECK(second->existing);
   CHECK(second->experiment_id == first->experiment_id);
-  auto forced = f.controller.Submit({kSpec, "tiny.toml", {}, true});
+  auto forced = f.controller.Submit({kSpec, "tiny.toml", {}, true, ""});
   REQUIRE(forced.ok());
   CHECK(forced->experiment_id != first->experiment_id);
-  auto overridden = f.controller.Submit({kSpec, "tiny.toml", {"model.layers=3"}, false});
+  auto overridden = f.controller.Submit({kSpec, "tiny.toml", {"model.layers=3"}, false, ""});
   REQUIRE(overridden.ok());
   CHECK_FALSE(overridden->existing);
 }
 
 TEST_CASE("a bad spec is refused and stores nothing") {
   Fixture f;
-  auto result = f.controller.Submit({"name = \"x\"\n[model]\nlayres = 2\n", "bad.toml", {}, false});
+  auto result = f.controller.Submit({"name = \"x\"\n[model]\nlayres = 2\n", "bad.toml", {}, false, ""});
   REQUIRE_FALSE(result.ok());
   CHECK(std::string(result.status().message()).find("bad.toml:3:1") == 0);
   CHECK(f.store->ListExperiments(0)->empty());
@@ -116,7 +116,7 @@ TEST_CASE("cancel: queued runs end at once, running runs are asked to stop on th
   Fixture f;
   auto channel = std::make_shared<FakeChannel>();
   f.controller.OnRegister(channel, Hello("a", 1));
-  auto submitted = f.controller.Submit({kSpec, "tiny.toml", {}, false});
+  auto submitted = f.controller.Submit({kSpec, "tiny.toml", {}, false, ""});
   REQUIRE(submitted.ok());
   auto cancelled = f.controller.Cancel("e" + std::to_string(submitted->experiment_id), "");
   REQUIRE(cancelled.ok());
@@ -141,7 +141,7 @@ TEST_CASE("reconnecting without a run loses it, it is requeued and placed again"
   Fixture f(no_backoff);
   auto first = std::make_shared<FakeChannel>();
   f.controller.OnRegister(first, Hello("a", 1));
-  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false}).ok());
+  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false, ""}).ok());
   int64_t run_id = first->Starts().at(0).run_id();
   auto second = std::make_shared<FakeChannel>();
   f.controller.OnRegister(second, Hello("a", 1));  // an agent restart: holds nothing
@@ -166,7 +166,7 @@ TEST_CASE("a run lost with its agent waits out a retry backoff before its next a
   Fixture f(options);
   auto first = std::make_shared<FakeChannel>();
   f.controller.OnRegister(first, Hello("a", 1));
-  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false}).ok());
+  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false, ""}).ok());
   int64_t run_id = first->Starts().at(0).run_id();
   auto second = std::make_shared<FakeChannel>();
   f.controller.OnRegister(second, Hello("a", 1));  // an agent restart: holds nothing
@@ -186,7 +186,7 @@ TEST_CASE("a reconnect that still holds its run keeps it running") {
   Fixture f;
   auto first = std::make_shared<FakeChannel>();
   f.controller.OnRegister(first, Hello("a", 1));
-  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false}).ok());
+  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false, ""}).ok());
   int64_t run_id = first->Starts().at(0).run_id();
   auto second = std::make_shared<FakeChannel>();
   AgentHello hello = Hello("a", 1);
@@ -200,7 +200,7 @@ TEST_CASE("a draining agent gets no new runs, an interrupted run is requeued") {
   Fixture f;
   auto channel = std::make_shared<FakeChannel>();
   f.controller.OnRegister(channel, Hello("a", 1));
-  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false}).ok());
+  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false, ""}).ok());
   REQUIRE(channel->Starts().size() == 1);
   int64_t run_id = channel->Starts()[0].run_id();
   f.controller.OnDraining("a");

@@ -124,7 +124,7 @@ TEST_CASE("resources.hosts = 1 is accepted", "[spec]") {
 
 TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
   std::vector<std::string> keys = KnownKeys();
-  CHECK(keys.size() == 43);
+  CHECK(keys.size() == 45);
   CHECK(keys.front() == "name");
   CHECK(keys[1] == "description");
   for (const char* key : {"model.layers", "model.tie_embeddings", "train.seeds", "train.threads",
@@ -282,8 +282,6 @@ TEST_CASE("ablation overrides are checked like the baseline's keys", "[spec][err
 }
 
 TEST_CASE("features that are not supported yet are refused", "[spec][errors]") {
-  CHECK(ErrorOf("name = \"x\"\n[job]\ncommand = \"python3 train.py\"\n") ==
-        "study.toml:2:1: [job] command jobs are not supported yet");
   CHECK(ErrorOf("name = \"x\"\n[resources]\nhosts = 2\n") ==
         "study.toml:3:9: resources.hosts: multi-host runs are not supported yet (only hosts = 1)");
 }
@@ -486,6 +484,66 @@ TEST_CASE("an experiment of more than kMaxRuns runs is refused", "[spec][grid][e
   CHECK(ErrorOf(text) ==
         "study.toml:2:1: the experiment expands to 30603 runs (10201 grid points x 1 variants x 3 "
         "seeds); at most 10000 are allowed, split it into several experiments");
+}
+
+
+TEST_CASE("a [job] command expands placeholders per run and quotes values for the shell",
+          "[spec][job]") {
+  Spec spec = MustParse(R"(name = "cmd"
+[train]
+lr = 1e-3
+seeds = [7]
+[[ablation]]
+name = "odd"
+"train.task" = "reverse"
+"model.prune_heads" = { "0" = [1] }
+[job]
+code = "src"
+command = "python3 t.py --lr {train.lr} --seed={train.seed} --task {train.task} --p {model.prune_heads} {{literal}}"
+)");
+  CHECK(spec.job_code == "src");
+  std::vector<RunPlan> runs = ExpandRuns(spec);
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].config.at("job.command") ==
+        "python3 t.py --lr 0.001 --seed=7 --task copy --p '{}' {literal}");
+  CHECK(runs[1].config.at("job.command") ==
+        "python3 t.py --lr 0.001 --seed=7 --task reverse --p '{\"0\":[1]}' {literal}");
+  CHECK_FALSE(runs[0].config.contains("job.snapshot"));
+  CHECK_FALSE(spec.base.contains("job.code"));  // experiment-level, not a run key
+
+  // The snapshot is part of the identity and of every run's config.
+  const std::string before = SpecHash(spec);
+  spec.snapshot_id = std::string(64, 'a');
+  CHECK(SpecHash(spec) != before);
+  CHECK(ExpandRuns(spec)[0].config.at("job.snapshot") == spec.snapshot_id);
+  // Specs without [job] keep their hashes.
+  CHECK(SpecHash(MustParse("name = \"x\"")) ==
+        SpecHash(MustParse("name = \"x\"\n[job]\ncode = \"\"\n")));
+}
+
+TEST_CASE("bad [job] commands are refused at the command's position", "[spec][job][errors]") {
+  const std::string head = "name = \"x\"\n[job]\n";
+  CHECK(ErrorOf(head + "command = \"run {train.lrr}\"\n") ==
+        "study.toml:3:11: job.command: unknown placeholder {train.lrr} (did you mean "
+        "'train.lr'?); placeholders name run keys such as {train.lr} or {train.seed}");
+  CHECK(ErrorOf(head + "command = \"run {train.seeds}\"\n").find("unknown placeholder") !=
+        std::string::npos);
+  CHECK(ErrorOf(head + "command = \"run {train.lr\"\n") ==
+        "study.toml:3:11: job.command: the '{' at character 5 is never closed (write {{ for a "
+        "literal one)");
+  CHECK(ErrorOf(head + "command = \"a } b\"\n").find("a lone '}'") != std::string::npos);
+  CHECK(ErrorOf(head + "command = \"a {} b\"\n").find("empty placeholder") != std::string::npos);
+  CHECK(ErrorOf(head + "commnd = \"x\"\n").find("unknown key 'job.commnd'") != std::string::npos);
+  CHECK(ErrorOf(head + "command = 3\n").find("job.command") != std::string::npos);
+}
+
+TEST_CASE("ShellQuote leaves plain words alone and quotes the rest", "[spec][job]") {
+  CHECK(ShellQuote("train.py") == "train.py");
+  CHECK(ShellQuote("0.001") == "0.001");
+  CHECK(ShellQuote("a b") == "'a b'");
+  CHECK(ShellQuote("") == "''");
+  CHECK(ShellQuote("it's") == "'it'\\''s'");
+  CHECK(ShellQuote("$(rm -rf /)") == "'$(rm -rf /)'");
 }
 
 }  // namespace
