@@ -18,6 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "tae/v1/control.grpc.pb.h"
 #include "tests/integration/harness.h"
 
 namespace tae::testing {
@@ -77,6 +80,14 @@ nlohmann::json ExportJson(Cluster& cluster, const std::string& experiment) {
   nlohmann::json doc = nlohmann::json::parse(exported.out, nullptr, false);
   REQUIRE_FALSE(doc.is_discarded());
   return doc;
+}
+
+std::string Sha256(const std::string& text) {
+  TempDir dir;
+  const std::string path = dir.Write("text", text);
+  CommandResult sum = RunCommand({"/usr/bin/sha256sum", path});
+  REQUIRE(sum.exit_code == 0);
+  return sum.out.substr(0, 64);
 }
 
 std::string RunDir(const Cluster& cluster, int64_t run) {
@@ -391,6 +402,103 @@ TEST_CASE("scrap removes snapshots from taed and the agents and frees their spac
   CHECK(bad.exit_code == 2);
   CommandResult none = cluster.Taectl({"scrap"});
   CHECK(none.exit_code == 2);
+}
+
+TEST_CASE("taed refuses hostile manifests and blobs over the Control API, storing nothing") {
+  Cluster cluster(1, 1);
+  auto channel = grpc::CreateChannel("unix://" + cluster.home() + "/taed.sock",
+                                     grpc::InsecureChannelCredentials());
+  auto stub = tae::v1::Control::NewStub(channel);
+  const std::string content = "x";
+  const std::string hash = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881";
+  auto create = [&](const std::string& manifest) {
+    tae::v1::CreateSnapshotRequest request;
+    request.set_manifest(manifest);
+    // The id of the text, so only the content is judged.
+    request.set_id(manifest.empty() ? std::string(64, '0') : Sha256(manifest));
+    tae::v1::CreateSnapshotResponse response;
+    grpc::ClientContext ctx;
+    return stub->CreateSnapshot(&ctx, request, &response);
+  };
+  // The blob is there, so only the paths are at fault.
+  {
+    tae::v1::PutBlobsRequest put;
+    tae::v1::BlobChunk* chunk = put.add_chunks();
+    chunk->set_hash(hash);
+    chunk->set_total_size(1);
+    chunk->set_data(content);
+    tae::v1::PutBlobsResponse response;
+    grpc::ClientContext ctx;
+    REQUIRE(stub->PutBlobs(&ctx, put, &response).ok());
+    CHECK(response.blobs_completed() == 1);
+  }
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"0644 1 " + hash + " ../evil\n", "line 1"},
+      {"0644 1 " + hash + " /etc/passwd\n", "line 1"},
+      {"0644 1 " + hash + " a/../../b\n", "line 1"},
+      {"0644 1 " + hash + " a\\b\n", "line 1"},
+      {"0644 1 " + hash + " ok\n0644 1 " + hash + " ok\n", "line 2"},
+      {"0644 1 " + std::string(64, 'g') + " ok\n", "line 1"},
+      {"4755 1 " + hash + " ok\n", "line 1"},
+      {"0644 1 " + hash + " ok", "newline"},
+  };
+  for (const auto& [manifest, where] : cases) {
+    grpc::Status status = create(manifest);
+    INFO(manifest << " -> " << status.error_message());
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(status.error_message().find("manifest: ") == 0);
+    CHECK(status.error_message().find(where) != std::string::npos);
+  }
+  // A manifest whose blobs taed lacks, and an id that is not the manifest's.
+  const std::string missing = "0644 5 " + std::string(64, 'a') + " train.py\n";
+  grpc::Status status = create(missing);
+  CHECK(status.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(status.error_message().find("\"train.py\"") != std::string::npos);
+  {
+    tae::v1::CreateSnapshotRequest request;
+    request.set_manifest("0644 1 " + hash + " ok\n");
+    request.set_id(std::string(64, 'b'));
+    tae::v1::CreateSnapshotResponse response;
+    grpc::ClientContext ctx;
+    grpc::Status wrong = stub->CreateSnapshot(&ctx, request, &response);
+    CHECK(wrong.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(wrong.error_message().find("id: ") == 0);
+  }
+  // A blob whose bytes do not match its name is discarded.
+  {
+    tae::v1::PutBlobsRequest put;
+    tae::v1::BlobChunk* chunk = put.add_chunks();
+    chunk->set_hash(std::string(64, 'c'));
+    chunk->set_total_size(1);
+    chunk->set_data("y");
+    tae::v1::PutBlobsResponse response;
+    grpc::ClientContext ctx;
+    grpc::Status bad = stub->PutBlobs(&ctx, put, &response);
+    CHECK(bad.error_code() == grpc::StatusCode::DATA_LOSS);
+    CHECK(bad.error_message().find("chunks[0]") == 0);
+  }
+  CHECK(cluster.TaectlJson({"snapshots"}).at("snapshots").empty());
+  CHECK(BlobFiles(cluster.home() + "/blobs") == 1);
+  // A submit naming a snapshot that does not exist is refused.
+  tae::v1::SubmitRequest submit;
+  submit.set_spec_text("name = \"j\"\n[job]\ncode = \"src\"\ncommand = \"true\"\n");
+  submit.set_spec_path("j.toml");
+  {
+    tae::v1::SubmitResponse response;
+    grpc::ClientContext ctx;
+    grpc::Status refused = stub->Submit(&ctx, submit, &response);
+    CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(refused.error_message().find("snapshot_id: ") == 0);
+  }
+  submit.set_snapshot_id(std::string(64, 'd'));
+  {
+    tae::v1::SubmitResponse response;
+    grpc::ClientContext ctx;
+    grpc::Status refused = stub->Submit(&ctx, submit, &response);
+    CHECK(refused.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(refused.error_message().find("no snapshot") != std::string::npos);
+  }
+  CHECK(cluster.TaectlJson({"ls"}).empty());
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// BlobStore (server/blobs): content-addressed blobs arrive in chunks in any order, become visible
+// BlobStore (common/blobs): content-addressed blobs arrive in chunks in any order, become visible
 // only when whole and verified, and a wrong or oversized upload never leaves a blob behind.
-#include "server/blobs/blob_store.h"
+#include "common/blobs/blob_store.h"
 
 #include <stdlib.h>
 
