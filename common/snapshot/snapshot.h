@@ -4,14 +4,21 @@
 // SHA-256, path) lines, and the snapshot's id is the SHA-256 of that manifest text, so two trees
 // with the same file contents, permission bits and names have the same id whatever their mtimes.
 //
-// This library is pure: it reads the file system (WalkTree) but keeps no state and talks to no
-// network. Paths are always relative to the snapshot root, '/'-separated and valid UTF-8.
+// This library talks to no network and keeps no hidden state: it reads the file system (WalkTree)
+// and, only through an explicit HashCache, reads and writes one cache file. Paths are always
+// relative to the snapshot root, '/'-separated and valid UTF-8.
 
+#include <sys/stat.h>
+
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -31,9 +38,106 @@ struct Walk {
   std::vector<std::string> excluded;  // sorted paths left out by ignore rules (and .git);
                                       // directories end with '/'; for --dry-run
   uint64_t total_bytes = 0;           // sum of files[].size
+  uint64_t hashed_bytes = 0;          // bytes actually read to hash in this walk (the rest of
+                                      // total_bytes came from WalkOptions::cache)
 };
 
-// Walks `root` recursively and hashes every regular file (SHA-256, streamed in 1 MiB chunks).
+// A file's stat identity as the cache keys it: a file whose identity is unchanged is assumed to
+// have unchanged content (unless the entry is racy, see HashCache::Lookup).
+struct StatIdentity {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;  // nanoseconds since the epoch
+  int64_t ctime_ns = 0;
+  uint32_t mode = 0;  // st_mode, file type bits included
+
+  static StatIdentity Of(const struct stat& st);
+  friend bool operator==(const StatIdentity& a, const StatIdentity& b) {
+    return a.dev == b.dev && a.ino == b.ino && a.size == b.size && a.mtime_ns == b.mtime_ns &&
+           a.ctime_ns == b.ctime_ns && a.mode == b.mode;
+  }
+  friend bool operator!=(const StatIdentity& a, const StatIdentity& b) { return !(a == b); }
+};
+
+// A stat-keyed cache of file hashes, like git's index, so that re-walking an unchanged tree reads
+// no file contents. Identity stays by content: the cache only decides whether a file must be
+// re-read, never what a snapshot is.
+//
+// The racy rule (git's "racy clean" rule, made stricter). The cache carries a reference time R:
+// the wall-clock time at which it was loaded (or constructed), i.e. taken before any file of the
+// walk that uses it is read; Save stores R. A recorded entry is trusted only if its mtime is
+// earlier than R - 1 s. Rationale: a file modified after R (so possibly after it was hashed) gets
+// an mtime of at least R minus the file system's timestamp granularity and clock lag (the coarse
+// kernel clock, 1 s on ext3, a slightly skewed NFS server; FAT's 2 s is not covered), so an entry
+// whose mtime is older than R - 1 s would show a different mtime after any such change, and equal
+// stat data means equal content. Entries at or after R - 1 s (including mtimes in the future) are
+// "racy": Lookup reports them as misses and the walker re-hashes them (and records them again;
+// they become trusted once a later cache's R is over a second after their mtime). Git compares
+// with the index file's mtime, taken when the index is written; using the load time instead also
+// covers a file modified between being hashed and the cache being saved. As in git, ctime takes
+// part in the equality check only, not in the racy check (it cannot be set into the past, so
+// including it would make every file touched in the last second before a walk racy, and adds
+// little: any write sets mtime too). The one change this misses, as git does, is a same-size
+// content change whose mtime is then restored (utimensat) and whose new ctime lands on the very
+// timestamp recorded; with multigrain timestamps (Linux 6.13+, observed on ext4) a ctime change
+// after a stat always gets a new timestamp, so even that is detected.
+//
+// Not thread-safe (Lookup updates the hit/miss counters).
+class HashCache {
+ public:
+  // An empty cache whose reference time is now.
+  HashCache();
+
+  // Loads a cache file written by Save. A missing, truncated, corrupt or wrong-version file gives
+  // an empty cache (never an error): the cache is only an optimisation. The new cache's own
+  // reference time (the one Save will write) is now; the loaded entries keep the file's.
+  static HashCache Load(const std::string& path);
+
+  // The recorded SHA-256 (64 lowercase hex digits) of `rel` if StatIdentity::Of(st) equals the
+  // recorded identity and the entry is not racy (see above). Counts a hit or a miss.
+  std::optional<std::string> Lookup(const std::string& rel, const struct stat& st) const;
+
+  // Records that `rel`, with stat data `st` taken before its content was read, hashes to `sha256`
+  // (64 lowercase hex digits; anything else is ignored). Call it after reading the content (the
+  // walker also re-checks the stat data after reading and records nothing if it changed).
+  void Record(const std::string& rel, const struct stat& st, const std::string& sha256);
+
+  // Writes the entries recorded since Load (so entries of files no longer walked are dropped) and
+  // the reference time, atomically: a temp file in the same directory, fsync, rename, fsync of the
+  // directory. Creates missing parent directories with mode 0700.
+  absl::Status Save(const std::string& path) const;
+
+  size_t hits() const { return hits_; }
+  size_t misses() const { return misses_; }
+  // Entries Lookup can consult (loaded or recorded).
+  size_t size() const { return items_.size(); }
+
+ private:
+  struct Item {
+    StatIdentity stat;
+    std::array<char, 32> digest{};  // raw SHA-256
+    bool recorded = false;          // by Record since Load (else only loaded)
+  };
+
+  absl::flat_hash_map<std::string, Item> items_;
+  int64_t loaded_reference_ns_ = 0;  // R of the loaded file, for entries not recorded since
+  int64_t reference_ns_ = 0;         // R of this cache: when it was loaded or constructed
+  mutable size_t hits_ = 0;
+  mutable size_t misses_ = 0;
+};
+
+// Options for WalkTree.
+struct WalkOptions {
+  // When set: Lookup before hashing a file (a hit is not read), Record after hashing (and for
+  // every hit, so that a later Save keeps it). For a symlink to a file inside the tree the stat
+  // data is the target's (what is hashed), the key the link's path.
+  HashCache* cache = nullptr;
+};
+
+// Walks `root` recursively and hashes every regular file (SHA-256, streamed in 1 MiB chunks), or,
+// with options.cache, every regular file the cache does not trust. The result does not depend on
+// the cache (beyond Walk::hashed_bytes).
 //
 // Ignore rules come from `.gitignore` and `.taeignore` files in the root and in any subdirectory
 // (read in that order, so in one directory .taeignore wins); a rule applies below the directory of
@@ -49,6 +153,7 @@ struct Walk {
 // tree is stored as a regular file with the target's content and mode. Ignored entries are never
 // rejected. I/O failures give Internal/PermissionDenied/NotFound.
 absl::StatusOr<Walk> WalkTree(const std::string& root);
+absl::StatusOr<Walk> WalkTree(const std::string& root, const WalkOptions& options);
 
 // The canonical manifest: one line per entry, `mode size sha256 path\n`, mode as four octal digits
 // (e.g. `0644`), size in decimal. Entries are written in the given order (WalkTree sorts them).

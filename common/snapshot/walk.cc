@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,8 +83,10 @@ std::string FinishHex(EVP_MD_CTX* ctx) {
   return hex;
 }
 
-// Hashes the file at `full` into `entry` (sha256, size = bytes actually read).
-absl::Status HashFile(const std::string& full, const std::string& rel, Entry& entry) {
+// Hashes the file at `full` into `entry` (sha256, size = bytes actually read). If `after` is set,
+// it receives the open file's stat data once everything was read.
+absl::Status HashFile(const std::string& full, const std::string& rel, Entry& entry,
+                      struct stat* after = nullptr) {
   int fd = open(full.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return ErrnoError(errno, absl::StrCat("open \"", absl::CHexEscape(rel), "\""));
@@ -108,6 +111,9 @@ absl::Status HashFile(const std::string& full, const std::string& rel, Entry& en
     }
     EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(got));
     size += static_cast<uint64_t>(got);
+  }
+  if (after != nullptr && fstat(fd, after) != 0) {
+    return ErrnoError(errno, absl::StrCat("stat \"", absl::CHexEscape(rel), "\""));
   }
   entry.size = size;
   entry.sha256 = FinishHex(ctx.get());
@@ -156,7 +162,8 @@ absl::StatusOr<std::string> ReadIgnoreFile(const std::string& full, const std::s
 
 class Walker {
  public:
-  explicit Walker(std::string root_real) : root_real_(std::move(root_real)) {}
+  Walker(std::string root_real, HashCache* cache)
+      : root_real_(std::move(root_real)), cache_(cache) {}
 
   // Walks the directory `rel` ("" for the root) with the rules that apply above it.
   absl::Status WalkDir(const std::string& rel, IgnoreMatcher matcher) {
@@ -263,7 +270,7 @@ class Walker {
     Entry entry;
     entry.path = rel;
     entry.mode = (st.st_mode & S_IXUSR) != 0 ? 0755 : 0644;
-    if (absl::Status status = HashFile(content_path, rel, entry); !status.ok()) {
+    if (absl::Status status = HashOrLookUp(content_path, st, entry); !status.ok()) {
       return status;
     }
     walk_.total_bytes += entry.size;
@@ -271,7 +278,34 @@ class Walker {
     return absl::OkStatus();
   }
 
+  // Fills entry.size and entry.sha256 from the cache if it trusts `st` (the stat data of what
+  // `content_path` names), else by reading the file (and records the result if the file did not
+  // change while it was read).
+  absl::Status HashOrLookUp(const std::string& content_path, const struct stat& st, Entry& entry) {
+    if (cache_ != nullptr) {
+      if (std::optional<std::string> sha256 = cache_->Lookup(entry.path, st)) {
+        entry.size = static_cast<uint64_t>(st.st_size);
+        entry.sha256 = *std::move(sha256);
+        cache_->Record(entry.path, st, entry.sha256);
+        return absl::OkStatus();
+      }
+    }
+    struct stat after;
+    if (absl::Status status =
+            HashFile(content_path, entry.path, entry, cache_ != nullptr ? &after : nullptr);
+        !status.ok()) {
+      return status;
+    }
+    walk_.hashed_bytes += entry.size;
+    if (cache_ != nullptr && entry.size == static_cast<uint64_t>(st.st_size) &&
+        StatIdentity::Of(after) == StatIdentity::Of(st)) {
+      cache_->Record(entry.path, st, entry.sha256);
+    }
+    return absl::OkStatus();
+  }
+
   const std::string root_real_;
+  HashCache* const cache_;
   Walk walk_;
 };
 
@@ -286,7 +320,9 @@ std::string Sha256Hex(std::string_view data) {
   return FinishHex(ctx.get());
 }
 
-absl::StatusOr<Walk> WalkTree(const std::string& root) {
+absl::StatusOr<Walk> WalkTree(const std::string& root) { return WalkTree(root, WalkOptions()); }
+
+absl::StatusOr<Walk> WalkTree(const std::string& root, const WalkOptions& options) {
   char resolved[PATH_MAX];
   if (realpath(root.c_str(), resolved) == nullptr) {
     return ErrnoError(errno, absl::StrCat("snapshot root \"", root, "\""));
@@ -300,7 +336,7 @@ absl::StatusOr<Walk> WalkTree(const std::string& root) {
   if (root_real == "/") {
     root_real.clear();  // children are then "/name"
   }
-  Walker walker(root_real);
+  Walker walker(root_real, options.cache);
   if (absl::Status status = walker.WalkDir("", IgnoreMatcher()); !status.ok()) {
     return status;
   }
