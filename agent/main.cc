@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   options.train_binary = tae::cli::ProgramDir() + "/tae-train";
   // Installed layout: PREFIX/bin/tae-agent and PREFIX/share/tae/python (the build tree mirrors it).
   options.python_dir = tae::cli::ProgramDir() + "/../share/tae/python";
+  options.job_binary = tae::cli::ProgramDir() + "/tae-job";
   std::string labels = "accelerator=cpu";
   int threads = 0;
   std::string log_level = "info";
@@ -98,6 +99,17 @@ int main(int argc, char** argv) {
     }
     spdlog::info("signal {}: stopping runs and exiting", signo);
     agent.Shutdown([&io] { io.stop(); });
+  });
+  // taed (our parent, for local agents) died: leave the runs to their supervisors and exit; the
+  // agent the next taed starts on this work dir adopts them.
+  boost::asio::signal_set abandon(io, SIGUSR1);
+  abandon.async_wait([&](const boost::system::error_code& error, int) {
+    if (error) {
+      return;
+    }
+    spdlog::warn("taed went away: exiting, runs go on under their supervisors");
+    agent.Abandon();
+    io.stop();
   });
   if (absl::Status started = agent.Start(); !started.ok()) {
     std::fprintf(stderr, "tae-agent: %s\n", std::string(started.message()).c_str());

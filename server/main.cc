@@ -17,8 +17,13 @@ int main(int argc, char** argv) {
   config.home = tae::cli::TaeHome();
   config.agent_listen = tae::cli::EnvOr("TAE_AGENT_LISTEN", config.agent_listen);
   if (!absl::SimpleAtoi(tae::cli::EnvOr("TAE_LOCAL_AGENTS", "1"), &config.local_agents) ||
-      !absl::SimpleAtoi(tae::cli::EnvOr("TAE_SLOTS", "1"), &config.slots)) {
-    std::fprintf(stderr, "taed: TAE_LOCAL_AGENTS and TAE_SLOTS must be integers\n");
+      !absl::SimpleAtoi(tae::cli::EnvOr("TAE_SLOTS", "1"), &config.slots) ||
+      !absl::SimpleAtod(tae::cli::EnvOr("TAE_AGENT_GRACE", "30"), &config.agent_grace_s) ||
+      !absl::SimpleAtod(tae::cli::EnvOr("TAE_RETRY_BACKOFF", "10"), &config.retry_backoff_s) ||
+      !absl::SimpleAtod(tae::cli::EnvOr("TAE_AGENT_TIMEOUT", "20"), &config.agent_timeout_s)) {
+    std::fprintf(stderr,
+                 "taed: TAE_LOCAL_AGENTS and TAE_SLOTS must be integers, TAE_AGENT_GRACE, "
+                 "TAE_RETRY_BACKOFF and TAE_AGENT_TIMEOUT numbers\n");
     return 2;
   }
   std::string log_level = "info";
@@ -28,6 +33,7 @@ int main(int argc, char** argv) {
       "The TAE control-plane daemon: stores experiments, runs, metrics and logs in SQLite under\n"
       "--home, schedules runs onto agents and starts local agents. Usually started by\n"
       "`taectl up`. Environment: TAE_HOME, TAE_AGENT_LISTEN, TAE_LOCAL_AGENTS, TAE_SLOTS,\n"
+      "TAE_AGENT_GRACE, TAE_RETRY_BACKOFF, TAE_AGENT_TIMEOUT,\n"
       "TAE_LOG_LEVEL.");
   flags.String("home", &config.home, "data dir (database, socket, logs)");
   flags.String("agent-listen", &config.agent_listen, "agent link address (loopback only)");

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <array>
+#include <filesystem>
 #include <chrono>
 #include <set>
 
@@ -27,13 +29,31 @@ std::string HostName() {
 Agent::Agent(boost::asio::io_context* io, AgentOptions options)
     : io_(io),
       options_(std::move(options)),
+      journal_(std::make_unique<Journal>()),
       runner_(io,
               RunnerOptions{options_.work_dir, options_.train_binary, options_.threads_per_run,
-                            5000, options_.python_dir},
-              [this](tae::v1::Event event) { OnEvent(std::move(event)); }),
-      heartbeat_timer_(*io) {}
+                            5000, options_.python_dir, options_.job_binary},
+              [this](tae::v1::Event event, std::optional<OutputMark> mark) {
+                OnEvent(std::move(event), mark);
+              }),
+      heartbeat_timer_(*io),
+      retry_timer_(*io) {}
 
 absl::Status Agent::Start() {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.work_dir + "/runs", ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", options_.work_dir, "/runs: ", ec.message()));
+  }
+  if (options_.durable_journal) {
+    absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(options_.work_dir + "/journal");
+    if (!journal.ok()) {
+      return journal.status();
+    }
+    journal_ = std::move(*journal);
+  }
+  AdoptOrphans();
   absl::StatusOr<std::unique_ptr<Stager>> stager =
       Stager::Start(options_.taed, options_.token, options_.work_dir + "/cache",
                     options_.work_dir + "/runs");
@@ -70,18 +90,28 @@ void Agent::OnConnected() {
     held->set_run_id(run_id);
     held->set_attempt(attempt);
   }
+  std::set<std::pair<int64_t, int>> held_runs;
   for (const auto& [key, staging] : staging_) {
+    held_runs.insert(key);
+  }
+  for (const auto& [seq, key] : exits_) {
+    held_runs.insert(key);  // ended, but taed has not acked the exit yet
+  }
+  for (const auto& [run_id, attempt] : runner_.Held()) {
+    held_runs.erase({run_id, attempt});
+  }
+  for (const auto& [run_id, attempt] : held_runs) {
     tae::v1::HeldRun* held = reg->add_held_runs();
-    held->set_run_id(key.first);
-    held->set_attempt(key.second);
+    held->set_run_id(run_id);
+    held->set_attempt(attempt);
   }
   if (!link_->Send(std::move(message))) {
     return;  // the stream already broke; the link dials again
   }
   connected_ = true;
-  journal_.ResetSent();
+  journal_->ResetSent();
   spdlog::info("connected to taed at {} ({} unacked events to resend)", options_.taed,
-               journal_.unacked());
+               journal_->unacked());
   Flush();
 }
 
@@ -123,7 +153,13 @@ void Agent::OnMessage(const tae::v1::TaedMessage& message) {
       return;
     }
     case tae::v1::TaedMessage::kAck:
-      journal_.Ack(message.ack().seq());
+      journal_->Ack(message.ack().seq());
+      while (!exits_.empty() && exits_.begin()->first <= message.ack().seq()) {
+        const auto [run_id, attempt] = exits_.begin()->second;
+        runner_.MarkDone(run_id, attempt);
+        journal_->ForgetRun(run_id, attempt);
+        exits_.erase(exits_.begin());
+      }
       CheckShutdown();
       return;
     case tae::v1::TaedMessage::kRegistered:
@@ -218,9 +254,64 @@ void Agent::LogAgentLine(const tae::v1::StartRun& start, std::string text) {
   OnEvent(std::move(event));
 }
 
-void Agent::OnEvent(tae::v1::Event event) {
-  journal_.Append(std::move(event));
+void Agent::OnEvent(tae::v1::Event event, std::optional<OutputMark> mark) {
+  if (mark.has_value()) {
+    pending_marks_.push_back(SourceMark{event.run_id(), event.attempt(), mark->stream,
+                                        mark->offset});
+  }
+  pending_events_.push_back(std::move(event));
   ScheduleFlush();
+}
+
+bool Agent::JournalPending() {
+  if (!pending_events_.empty() || !pending_marks_.empty()) {
+    const size_t n = pending_events_.size();
+    std::vector<std::pair<int64_t, int>> exited;
+    for (const tae::v1::Event& event : pending_events_) {
+      exited.emplace_back(event.has_exited() ? event.run_id() : -1, event.attempt());
+    }
+    const uint64_t last = journal_->Append(std::move(pending_events_), std::move(pending_marks_));
+    pending_events_.clear();
+    pending_marks_.clear();
+    for (size_t i = 0; i < n; ++i) {
+      if (exited[i].first >= 0) {
+        exits_[last - n + 1 + i] = exited[i];
+      }
+    }
+  }
+  absl::Status synced = journal_->Sync();
+  if (!synced.ok()) {
+    // Disk full or failing: nothing is sent before it is durable; try again shortly.
+    spdlog::error("journal: {}; retrying", synced.ToString());
+    retry_timer_.expires_after(std::chrono::seconds(1));
+    retry_timer_.async_wait([this](const boost::system::error_code& error) {
+      if (!error) {
+        Flush();
+      }
+    });
+    return false;
+  }
+  return true;
+}
+
+void Agent::AdoptOrphans() {
+  std::map<std::pair<int64_t, int>, std::array<uint64_t, 3>> offsets;
+  for (const SourceMark& mark : journal_->Marks()) {
+    if (mark.stream >= 0 && mark.stream < 3) {
+      offsets[{mark.run_id, mark.attempt}][mark.stream] = mark.offset;
+    }
+  }
+  for (const OrphanJob& orphan : runner_.Orphans()) {
+    const std::pair<int64_t, int> key{orphan.start.run_id(), orphan.start.attempt()};
+    std::array<uint64_t, 3> from = {0, 0, 0};
+    if (auto it = offsets.find(key); it != offsets.end()) {
+      from = it->second;
+    }
+    absl::Status adopted = runner_.Adopt(orphan.start, from);
+    if (!adopted.ok()) {
+      spdlog::error("run r{}: cannot adopt: {}", key.first, adopted.ToString());
+    }
+  }
 }
 
 void Agent::ScheduleFlush() {
@@ -236,9 +327,12 @@ void Agent::ScheduleFlush() {
 }
 
 void Agent::Flush() {
-  while (connected_ && journal_.has_unsent()) {
+  if (!JournalPending()) {
+    return;
+  }
+  while (connected_ && journal_->has_unsent()) {
     tae::v1::AgentMessage message;
-    for (tae::v1::Event& event : journal_.TakeUnsent(kMaxEventsPerBatch)) {
+    for (tae::v1::Event& event : journal_->TakeUnsent(kMaxEventsPerBatch)) {
       *message.mutable_events()->add_events() = std::move(event);
     }
     if (!link_->Send(std::move(message))) {
@@ -280,7 +374,7 @@ void Agent::Shutdown(std::function<void()> done, int grace_ms) {
       std::make_shared<boost::asio::steady_timer>(*io_, std::chrono::milliseconds(grace_ms));
   timer->async_wait([this, timer](const boost::system::error_code&) {
     if (shutdown_done_) {
-      spdlog::warn("shutdown grace over with {} unacked events", journal_.unacked());
+      spdlog::warn("shutdown grace over with {} unacked events", journal_->unacked());
       auto done = std::move(shutdown_done_);
       shutdown_done_ = nullptr;
       done();
@@ -289,8 +383,11 @@ void Agent::Shutdown(std::function<void()> done, int grace_ms) {
   CheckShutdown();
 }
 
+void Agent::Abandon() { JournalPending(); }
+
 void Agent::CheckShutdown() {
-  if (shutdown_done_ && runner_.idle() && staging_.empty() && journal_.unacked() == 0) {
+  if (shutdown_done_ && runner_.idle() && staging_.empty() && pending_events_.empty() &&
+      journal_->unacked() == 0) {
     auto done = std::move(shutdown_done_);
     shutdown_done_ = nullptr;
     done();

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "agent/journal/journal.h"
@@ -29,6 +30,8 @@ struct AgentOptions {
   int threads_per_run = 1;
   double heartbeat_s = 5;
   std::string python_dir;  // tae_log.py, on command jobs' PYTHONPATH
+  std::string job_binary;  // tae-job, the per-run supervisor
+  bool durable_journal = true;  // work_dir/journal on disk (false: in memory, for tests)
 };
 
 class Agent {
@@ -38,12 +41,17 @@ class Agent {
   absl::Status Start();
   // Cancels every run, waits (up to grace) for their exits to be acked, then calls done.
   void Shutdown(std::function<void()> done, int grace_ms = 8000);
+  // Exits without stopping runs: journals what is pending so a later agent adopts the jobs.
+  void Abandon();
 
  private:
   void OnConnected();
   void OnDisconnected(const std::string& why);
   void OnMessage(const tae::v1::TaedMessage& message);
-  void OnEvent(tae::v1::Event event);
+  void OnEvent(tae::v1::Event event, std::optional<OutputMark> mark = std::nullopt);
+  // Appends the pending events (with their output marks) to the journal and makes them durable.
+  bool JournalPending();
+  void AdoptOrphans();
   void ScheduleFlush();
   void Flush();
   void Heartbeat();
@@ -62,12 +70,18 @@ class Agent {
 
   boost::asio::io_context* io_;
   AgentOptions options_;
-  Journal journal_;
+  std::unique_ptr<Journal> journal_;
+  // Events of the current burst, journaled together with the marks of the output they consumed.
+  std::vector<tae::v1::Event> pending_events_;
+  std::vector<SourceMark> pending_marks_;
+  // seq of each run's exit event -> the run: once acked, its job directory is done with.
+  std::map<uint64_t, std::pair<int64_t, int>> exits_;
   Runner runner_;
   std::unique_ptr<Link> link_;
   std::unique_ptr<Stager> stager_;
   std::map<std::pair<int64_t, int>, Staging> staging_;
   boost::asio::steady_timer heartbeat_timer_;
+  boost::asio::steady_timer retry_timer_;
   bool connected_ = false;
   bool flush_scheduled_ = false;
   std::function<void()> shutdown_done_;

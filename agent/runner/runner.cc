@@ -3,20 +3,23 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <optional>
+#include <sstream>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/metrics/metric_line.h"
+#include "absl/strings/str_split.h"
 #include "common/process/spawn.h"
+#include "common/status/macros.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::agent {
@@ -26,27 +29,70 @@ constexpr size_t kMaxLogLine = 16 * 1024;
 constexpr int kStdout = 0;
 constexpr int kStderr = 1;
 constexpr int kMetrics = 2;
+constexpr const char* kStreamFiles[3] = {"stdout", "stderr", "metrics"};
 
 double WallNow() {
   using namespace std::chrono;
   return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
 }
 
+std::optional<std::string> ReadSmallFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return std::nullopt;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+bool WriteFileAtomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+    if (!out) {
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
+}
+
+int64_t ParseIntOr(std::string_view text, int64_t fallback) {
+  int64_t value = 0;
+  return absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size())),
+                          &value)
+             ? value
+             : fallback;
+}
+
 }  // namespace
 
 struct Runner::Job {
-  Job(boost::asio::io_context* io) : kill_timer(*io) {}
+  explicit Job(boost::asio::io_context* io) : kill_timer(*io) {}
+  ~Job() {
+    for (int fd : fds) {
+      if (fd >= 0) {
+        close(fd);
+      }
+    }
+  }
   tae::v1::StartRun spec;
-  pid_t pid = 0;
   std::string run_dir;
-  std::vector<std::unique_ptr<boost::asio::posix::stream_descriptor>> pipes;
+  std::string job_dir;
+  pid_t supervisor = 0;  // tae-job; our child unless adopted
+  bool adopted = false;
+  bool supervisor_reaped = false;
+  pid_t pgid = 0;  // the job's group, from job_dir/pgid
+  bool started_emitted = false;
+  std::array<int, 3> fds = {-1, -1, -1};
+  std::array<uint64_t, 3> offsets = {0, 0, 0};  // of the first byte not yet in `partial`
   std::array<std::string, 3> partial;
-  std::array<std::array<char, 8192>, 3> buffers;
-  int open_pipes = 0;
-  bool exited = false;
-  int wait_status = 0;
   bool cancel_requested = false;
   bool interrupted = false;
+  bool signalled = false;
   std::string cancel_reason;
   bool finishing = false;
   bool command = false;  // the user's command: its stdout's key=value lines are metrics too
@@ -56,19 +102,47 @@ struct Runner::Job {
 };
 
 Runner::Runner(boost::asio::io_context* io, RunnerOptions options, EventSink sink)
-    : io_(io), options_(std::move(options)), sink_(std::move(sink)), sigchld_(*io, SIGCHLD) {
-  // Orphaned grandchildren of a job are re-parented to us, so we can reap them and prove a
-  // process group is empty.
+    : io_(io),
+      options_(std::move(options)),
+      sink_(std::move(sink)),
+      sigchld_(*io, SIGCHLD),
+      poll_timer_(*io) {
+  // Supervisors are our children; orphans re-parented to us are reaped too.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   WatchChildren();
 }
 
-Runner::~Runner() {
-  for (auto& [key, job] : jobs_) {
-    if (job->pid > 0) {
-      kill(-job->pid, SIGKILL);
+// Jobs are not killed here: they belong to their supervisors and outlive this process (a
+// graceful shutdown stops them first with InterruptAll).
+Runner::~Runner() = default;
+
+std::string Runner::RunDir(int64_t run_id, int attempt) const {
+  return absl::StrCat(options_.work_dir, "/runs/r", run_id, "-a", attempt);
+}
+
+std::string Runner::JobDir(int64_t run_id, int attempt) const {
+  return RunDir(run_id, attempt) + ".job";
+}
+
+absl::Status Runner::OpenOutputs(Job& job, std::array<uint64_t, 3> offsets) {
+  for (int i = 0; i < 3; ++i) {
+    const std::string path = absl::StrCat(job.job_dir, "/", kStreamFiles[i]);
+    int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      return absl::InternalError(absl::StrCat("cannot open ", path, ": ", strerror(errno)));
     }
+    struct stat st {};
+    fstat(fd, &st);
+    if (static_cast<uint64_t>(st.st_size) < offsets[i]) {
+      close(fd);
+      return absl::DataLossError(absl::StrCat(path, " is shorter (", st.st_size,
+                                              " bytes) than the journal's offset ", offsets[i]));
+    }
+    lseek(fd, static_cast<off_t>(offsets[i]), SEEK_SET);
+    job.fds[i] = fd;
+    job.offsets[i] = offsets[i];
   }
+  return absl::OkStatus();
 }
 
 absl::Status Runner::Start(const tae::v1::StartRun& start) {
@@ -80,33 +154,34 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   job->spec = start;
   job->command = !start.command().empty();
   job->run_dir = RunDir(start.run_id(), start.attempt());
+  job->job_dir = JobDir(start.run_id(), start.attempt());
   std::error_code ec;
   std::filesystem::create_directories(job->run_dir, ec);
+  std::filesystem::remove_all(job->job_dir, ec);
+  std::filesystem::create_directories(job->job_dir, ec);
   if (ec) {
-    return absl::InternalError(absl::StrCat("cannot create ", job->run_dir, ": ", ec.message()));
+    return absl::InternalError(absl::StrCat("cannot create ", job->job_dir, ": ", ec.message()));
   }
-  process::SpawnRequest request;
+  if (!WriteFileAtomically(job->job_dir + "/start.pb", start.SerializeAsString())) {
+    return absl::InternalError(absl::StrCat("cannot write ", job->job_dir, "/start.pb"));
+  }
+  std::vector<std::string> program;
   if (job->command) {
-    request.argv = {"/bin/sh", "-c", start.command()};
+    program = {"/bin/sh", "-c", start.command()};
   } else {
     // Written beside and renamed over: a run.json in the snapshot is a hard link into the cache,
     // which writing through it would corrupt.
-    const std::string tmp = job->run_dir + "/.run.json.tmp";
-    {
-      std::ofstream spec(tmp, std::ios::trunc);
-      spec << start.config_json() << "\n";
-      if (!spec) {
-        return absl::InternalError(absl::StrCat("cannot write ", tmp));
-      }
+    if (!WriteFileAtomically(job->run_dir + "/run.json", start.config_json() + "\n")) {
+      return absl::InternalError(absl::StrCat("cannot write ", job->run_dir, "/run.json"));
     }
-    std::filesystem::rename(tmp, job->run_dir + "/run.json", ec);
-    if (ec) {
-      return absl::InternalError(
-          absl::StrCat("cannot write ", job->run_dir, "/run.json: ", ec.message()));
-    }
-    request.argv = {options_.train_binary, "--spec", "run.json"};
+    program = {options_.train_binary, "--spec", "run.json"};
   }
-  request.metrics_pipe = true;
+  RETURN_IF_ERROR(OpenOutputs(*job, {0, 0, 0}));
+
+  process::SpawnRequest request;
+  request.argv = {options_.job_binary, job->job_dir, job->run_dir};
+  request.argv.insert(request.argv.end(), program.begin(), program.end());
+  request.log_path = job->job_dir + "/supervisor.log";
   request.env_remove = {"TAE_AGENT_TOKEN"};  // the job never sees the agent's credentials
   request.cwd = job->run_dir;
   request.env = {
@@ -116,6 +191,7 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
       {"TAE_VARIANT", start.variant()},
       {"TAE_SEED", absl::StrCat(start.seed())},
       {"TAE_RUN_DIR", job->run_dir},
+      {"TAE_METRICS_FD", absl::StrCat(process::kMetricsFd)},
       // Shared by the run's attempts on this agent: a re-queued attempt resumes from it.
       {"TAE_CHECKPOINT_DIR",
        absl::StrCat(options_.work_dir, "/runs/r", start.run_id(), "/checkpoint")},
@@ -135,66 +211,190 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   if (!spawned.ok()) {
     return spawned.status();
   }
-  job->pid = spawned->pid;
-  for (int fd : {spawned->stdout_fd, spawned->stderr_fd, spawned->metrics_fd}) {
-    job->pipes.push_back(std::make_unique<boost::asio::posix::stream_descriptor>(*io_, fd));
-  }
-  job->open_pipes = 3;
+  job->supervisor = spawned->pid;
+  WriteFileAtomically(job->job_dir + "/supervisor.pid", absl::StrCat(job->supervisor, "\n"));
   jobs_[{start.run_id(), start.attempt()}] = job;
-
-  tae::v1::Event started;
-  started.mutable_started()->set_pid(job->pid);
-  started.mutable_started()->set_run_dir(job->run_dir);
-  Emit(*job, std::move(started));
-  for (int i = 0; i < 3; ++i) {
-    ReadPipe(job, i);
-  }
-  spdlog::info("run r{} attempt {} started: pid {} in {}", start.run_id(), start.attempt(),
-               job->pid, job->run_dir);
+  spdlog::info("run r{} attempt {} started: supervisor pid {} in {}", start.run_id(),
+               start.attempt(), job->supervisor, job->run_dir);
+  SchedulePoll();
   return absl::OkStatus();
 }
 
-std::string Runner::RunDir(int64_t run_id, int attempt) const {
-  return absl::StrCat(options_.work_dir, "/runs/r", run_id, "-a", attempt);
+absl::Status Runner::Adopt(const tae::v1::StartRun& start, std::array<uint64_t, 3> offsets) {
+  if (jobs_.count({start.run_id(), start.attempt()}) > 0) {
+    return absl::AlreadyExistsError(absl::StrCat("run r", start.run_id(), " is already held"));
+  }
+  auto job = std::make_shared<Job>(io_);
+  job->spec = start;
+  job->command = !start.command().empty();
+  job->run_dir = RunDir(start.run_id(), start.attempt());
+  job->job_dir = JobDir(start.run_id(), start.attempt());
+  job->adopted = true;
+  job->started_emitted = true;  // the agent that started it reported that
+  if (std::optional<std::string> pid = ReadSmallFile(job->job_dir + "/supervisor.pid")) {
+    job->supervisor = static_cast<pid_t>(ParseIntOr(*pid, 0));
+  }
+  if (std::optional<std::string> pgid = ReadSmallFile(job->job_dir + "/pgid")) {
+    job->pgid = static_cast<pid_t>(ParseIntOr(*pgid, 0));
+  }
+  if (std::optional<std::string> reason = ReadSmallFile(job->job_dir + "/cancel")) {
+    job->cancel_requested = true;
+    job->signalled = true;
+    job->cancel_reason = *reason;
+  }
+  RETURN_IF_ERROR(OpenOutputs(*job, offsets));
+  jobs_[{start.run_id(), start.attempt()}] = job;
+  spdlog::info("run r{} attempt {} adopted (supervisor pid {}, job group {}), reading from {}/{}/{}",
+               start.run_id(), start.attempt(), job->supervisor, job->pgid, offsets[0],
+               offsets[1], offsets[2]);
+  SchedulePoll();
+  return absl::OkStatus();
 }
 
-void Runner::Emit(const Job& job, tae::v1::Event event) {
+std::vector<OrphanJob> Runner::Orphans() const {
+  std::vector<OrphanJob> out;
+  std::error_code ec;
+  const std::string runs = options_.work_dir + "/runs";
+  for (const auto& entry : std::filesystem::directory_iterator(runs, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || name.size() < 5 || name.substr(name.size() - 4) != ".job") {
+      continue;
+    }
+    const std::string dir = entry.path().string();
+    if (std::filesystem::exists(dir + "/done")) {
+      continue;
+    }
+    std::optional<std::string> bytes = ReadSmallFile(dir + "/start.pb");
+    OrphanJob orphan;
+    if (!bytes.has_value() || !orphan.start.ParseFromString(*bytes) ||
+        JobDir(orphan.start.run_id(), orphan.start.attempt()) != dir) {
+      spdlog::warn("ignoring {}: no readable start.pb", dir);
+      continue;
+    }
+    orphan.finished = std::filesystem::exists(dir + "/exit");
+    out.push_back(std::move(orphan));
+  }
+  return out;
+}
+
+void Runner::MarkDone(int64_t run_id, int attempt) {
+  const std::string dir = JobDir(run_id, attempt);
+  std::ofstream(dir + "/done");
+  // The output is in taed now; keep start.pb and exit for the record.
+  for (const char* name : kStreamFiles) {
+    std::error_code ec;
+    std::filesystem::remove(absl::StrCat(dir, "/", name), ec);
+  }
+}
+
+void Runner::Emit(const Job& job, tae::v1::Event event, std::optional<OutputMark> mark) {
   event.set_run_id(job.spec.run_id());
   event.set_attempt(job.spec.attempt());
   event.set_wall_time(WallNow());
-  sink_(std::move(event));
+  sink_(std::move(event), mark);
 }
 
-void Runner::ReadPipe(std::shared_ptr<Job> job, int index) {
-  job->pipes[index]->async_read_some(
-      boost::asio::buffer(job->buffers[index]),
-      [this, job, index](const boost::system::error_code& error, size_t n) {
-        std::string& partial = job->partial[index];
-        partial.append(job->buffers[index].data(), n);
-        size_t start = 0;
-        for (size_t nl; (nl = partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-          OnLine(*job, index, partial.substr(start, nl - start));
+void Runner::SchedulePoll() {
+  if (polling_ || jobs_.empty()) {
+    return;
+  }
+  polling_ = true;
+  poll_timer_.expires_after(std::chrono::milliseconds(options_.poll_ms));
+  poll_timer_.async_wait([this](const boost::system::error_code& error) {
+    polling_ = false;
+    if (!error) {
+      Poll();
+    }
+  });
+}
+
+void Runner::Poll() {
+  std::vector<std::shared_ptr<Job>> done;
+  for (auto& [key, job] : jobs_) {
+    if (job->pgid == 0) {
+      if (std::optional<std::string> pgid = ReadSmallFile(job->job_dir + "/pgid")) {
+        job->pgid = static_cast<pid_t>(ParseIntOr(*pgid, 0));
+      }
+    }
+    if (job->pgid > 0 && !job->started_emitted) {
+      job->started_emitted = true;
+      tae::v1::Event started;
+      started.mutable_started()->set_pid(job->pgid);
+      started.mutable_started()->set_run_dir(job->run_dir);
+      Emit(*job, std::move(started), std::nullopt);
+    }
+    if (job->cancel_requested && !job->signalled && job->pgid > 0) {
+      job->signalled = true;
+      kill(-job->pgid, SIGTERM);
+      job->kill_timer.expires_after(std::chrono::milliseconds(options_.kill_grace_ms));
+      job->kill_timer.async_wait([job](const boost::system::error_code& error) {
+        if (!error && !job->finishing && job->pgid > 0) {
+          kill(-job->pgid, SIGKILL);
         }
-        partial.erase(0, start);
-        if (partial.size() > kMaxLogLine) {
-          OnLine(*job, index, std::move(partial));
-          partial.clear();
-        }
-        if (!error) {
-          ReadPipe(job, index);
-          return;
-        }
-        if (!partial.empty()) {
-          OnLine(*job, index, std::move(partial));
-          partial.clear();
-        }
-        job->pipes[index]->close();
-        job->open_pipes -= 1;
-        MaybeFinish(job);
       });
+    }
+    if (Pump(*job)) {
+      done.push_back(job);
+    }
+  }
+  for (const std::shared_ptr<Job>& job : done) {
+    Finish(job);
+  }
+  SchedulePoll();
 }
 
-void Runner::OnLine(Job& job, int index, std::string line) {
+bool Runner::Pump(Job& job) {
+  for (int i = 0; i < 3; ++i) {
+    ReadStream(job, i, false);
+  }
+  const bool exited = std::filesystem::exists(job.job_dir + "/exit");
+  bool supervisor_gone = job.supervisor_reaped;
+  if (!exited && !supervisor_gone && job.adopted && job.supervisor > 0) {
+    supervisor_gone = kill(job.supervisor, 0) != 0 && errno == ESRCH;
+  }
+  if (!exited && !supervisor_gone) {
+    return false;
+  }
+  // Over: every writer is gone (or the supervisor died), so the files are final.
+  for (int i = 0; i < 3; ++i) {
+    ReadStream(job, i, true);
+  }
+  return true;
+}
+
+void Runner::ReadStream(Job& job, int index, bool final) {
+  std::array<char, 65536> buffer;
+  std::string& partial = job.partial[index];
+  while (true) {
+    ssize_t n = read(job.fds[index], buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    partial.append(buffer.data(), static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t nl; (nl = partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+      OnLine(job, index, partial.substr(start, nl - start), job.offsets[index] + nl + 1);
+    }
+    job.offsets[index] += start;
+    partial.erase(0, start);
+    if (partial.size() > kMaxLogLine) {
+      job.offsets[index] += partial.size();
+      OnLine(job, index, std::move(partial), job.offsets[index]);
+      partial.clear();
+    }
+  }
+  if (final && !partial.empty()) {
+    job.offsets[index] += partial.size();
+    OnLine(job, index, std::move(partial), job.offsets[index]);
+    partial.clear();
+  }
+}
+
+void Runner::OnLine(Job& job, int index, std::string line, uint64_t end) {
+  const OutputMark mark{index, end};
   if (line.size() > kMaxLogLine) {
     line.resize(kMaxLogLine);
   }
@@ -206,12 +406,13 @@ void Runner::OnLine(Job& job, int index, std::string line) {
     if (index == kStdout && job.command) {
       record = metrics::ParseKeyValueLine(line);
     }
+    const bool metrics = record.has_value() && !record->values.empty();
     tae::v1::Event event;
     event.mutable_log()->set_stream(index == kStdout ? "stdout" : "stderr");
     event.mutable_log()->set_text(std::move(line));
-    Emit(job, std::move(event));
-    if (record.has_value() && !record->values.empty()) {
-      EmitMetrics(job, std::move(*record));
+    Emit(job, std::move(event), metrics ? std::nullopt : std::optional<OutputMark>(mark));
+    if (metrics) {
+      EmitMetrics(job, std::move(*record), mark);  // the line's last event carries its mark
     }
     return;
   }
@@ -219,29 +420,29 @@ void Runner::OnLine(Job& job, int index, std::string line) {
     return;
   }
   absl::StatusOr<metrics::MetricRecord> record = metrics::ParseJsonLine(line);
-  tae::v1::Event event;
   if (!record.ok()) {
+    tae::v1::Event event;
     event.mutable_log()->set_stream("agent");
     event.mutable_log()->set_text(absl::StrCat(
         "bad metric line ignored: ", record.status().message(), ": ", line.substr(0, 200)));
-    Emit(job, std::move(event));
+    Emit(job, std::move(event), mark);
     return;
   }
+  const bool has_values = !record->values.empty();
   if (!record->meta.empty()) {
     tae::v1::Event meta;
     auto* values = meta.mutable_meta()->mutable_values();
     for (auto& [key, value] : record->meta) {
       (*values)[key] = std::move(value);  // a repeated key: the last one wins
     }
-    Emit(job, std::move(meta));
+    Emit(job, std::move(meta), has_values ? std::nullopt : std::optional<OutputMark>(mark));
   }
-  if (record->values.empty()) {
-    return;
+  if (has_values) {
+    EmitMetrics(job, std::move(*record), mark);
   }
-  EmitMetrics(job, std::move(*record));
 }
 
-void Runner::EmitMetrics(Job& job, metrics::MetricRecord record) {
+void Runner::EmitMetrics(Job& job, metrics::MetricRecord record, std::optional<OutputMark> mark) {
   job.last_step = record.step.value_or(job.last_step);
   tae::v1::Event event;
   tae::v1::MetricLine* metrics = event.mutable_metrics();
@@ -251,7 +452,7 @@ void Runner::EmitMetrics(Job& job, metrics::MetricRecord record) {
     scalar->set_key(key);
     scalar->set_value(value);
   }
-  Emit(job, std::move(event));
+  Emit(job, std::move(event), mark);
 }
 
 void Runner::WatchChildren() {
@@ -263,10 +464,11 @@ void Runner::WatchChildren() {
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
       for (auto& [key, job] : jobs_) {
-        if (job->pid == pid && !job->exited) {
-          job->exited = true;
-          job->wait_status = status;
-          MaybeFinish(job);
+        if (job->supervisor == pid) {
+          job->supervisor_reaped = true;
+          if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            spdlog::warn("run r{}: supervisor exited with status {}", job->spec.run_id(), status);
+          }
           break;
         }
       }
@@ -287,17 +489,12 @@ void Runner::Terminate(std::shared_ptr<Job> job, const std::string& reason) {
   if (job->cancel_requested) {
     return;
   }
-  int64_t run_id = job->spec.run_id();
   job->cancel_requested = true;
   job->cancel_reason = reason.empty() ? "cancelled" : reason;
-  spdlog::info("run r{}: cancelling ({})", run_id, job->cancel_reason);
-  kill(-job->pid, SIGTERM);
-  job->kill_timer.expires_after(std::chrono::milliseconds(options_.kill_grace_ms));
-  job->kill_timer.async_wait([job](const boost::system::error_code& error) {
-    if (!error && !job->finishing) {
-      kill(-job->pid, SIGKILL);
-    }
-  });
+  // Remembered on disk: an agent restarted before the job ends still reports it cancelled.
+  WriteFileAtomically(job->job_dir + "/cancel", job->cancel_reason);
+  spdlog::info("run r{}: cancelling ({})", job->spec.run_id(), job->cancel_reason);
+  Poll();  // signals at once when the group is known
 }
 
 void Runner::InterruptAll(const std::string& reason) {
@@ -305,6 +502,12 @@ void Runner::InterruptAll(const std::string& reason) {
     if (!job->cancel_requested) {
       job->interrupted = true;
     }
+  }
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (auto& [key, job] : jobs_) {
+    jobs.push_back(job);
+  }
+  for (const std::shared_ptr<Job>& job : jobs) {
     Terminate(job, reason);
   }
 }
@@ -317,56 +520,66 @@ std::vector<std::pair<int64_t, int>> Runner::Held() const {
   return out;
 }
 
-void Runner::MaybeFinish(std::shared_ptr<Job> job) {
-  if (!job->exited || job->open_pipes > 0 || job->finishing) {
-    return;
-  }
+void Runner::Finish(std::shared_ptr<Job> job) {
   job->finishing = true;
-  job->kill_timer.cancel();
-  kill(-job->pid, SIGKILL);  // whatever the leader left behind in its group goes too
-  VerifyGroupGone(job, 0);
-}
-
-void Runner::VerifyGroupGone(std::shared_ptr<Job> job, int tries) {
-  bool gone = kill(-job->pid, 0) != 0 && errno == ESRCH;
-  if (!gone && tries < 250) {
-    auto timer = std::make_shared<boost::asio::steady_timer>(*io_, std::chrono::milliseconds(20));
-    timer->async_wait([this, job, tries, timer](const boost::system::error_code&) {
-      VerifyGroupGone(job, tries + 1);
-    });
-    return;
+  if (!job->started_emitted) {  // it ended between two polls, before we saw its group
+    job->started_emitted = true;
+    if (std::optional<std::string> pgid = ReadSmallFile(job->job_dir + "/pgid")) {
+      job->pgid = static_cast<pid_t>(ParseIntOr(*pgid, 0));
+    }
+    tae::v1::Event started;
+    started.mutable_started()->set_pid(job->pgid);
+    started.mutable_started()->set_run_dir(job->run_dir);
+    Emit(*job, std::move(started), std::nullopt);
   }
-  int status = job->wait_status;
+  job->kill_timer.cancel();
+  int exit_code = -1;
+  int signo = 0;
+  bool gone = false;
+  std::string reason;
+  std::optional<std::string> exit_text = ReadSmallFile(job->job_dir + "/exit");
+  if (exit_text.has_value()) {
+    std::vector<std::string> parts = absl::StrSplit(absl::StripAsciiWhitespace(*exit_text), ' ');
+    if (parts.size() == 3) {
+      exit_code = static_cast<int>(ParseIntOr(parts[0], -1));
+      signo = static_cast<int>(ParseIntOr(parts[1], 0));
+      gone = parts[2] == "1";
+    }
+  } else {
+    // The supervisor died (kill -9, OOM) without recording the exit: stop the job too.
+    if (job->pgid > 0) {
+      kill(-job->pgid, SIGKILL);
+    }
+    reason = absl::StrCat("the job's supervisor (pid ", job->supervisor,
+                          ") died without recording its exit");
+  }
   tae::v1::Event event;
   tae::v1::RunExited* exited = event.mutable_exited();
   exited->set_cancelled(job->cancel_requested && !job->interrupted);
   exited->set_interrupted(job->interrupted);
-  if (WIFEXITED(status)) {
-    exited->set_exit_code(WEXITSTATUS(status));
-  } else {
-    exited->set_exit_code(-1);
-    exited->set_signal(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  }
-  std::string reason;
-  if (job->cancel_requested) {
+  exited->set_exit_code(exit_code);
+  exited->set_signal(signo);
+  if (!reason.empty()) {
+    // already says what happened
+  } else if (job->cancel_requested) {
     reason = job->cancel_reason;
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-    reason = absl::StrCat("exit code ", WEXITSTATUS(status));
+  } else if (exit_code > 0) {
+    reason = absl::StrCat("exit code ", exit_code);
     if (!job->last_stderr.empty()) {
       absl::StrAppend(&reason, ": ", job->last_stderr);
     }
-  } else if (WIFSIGNALED(status)) {
-    reason =
-        absl::StrCat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
+  } else if (signo > 0) {
+    reason = absl::StrCat("killed by signal ", signo, " (", strsignal(signo), ")");
   }
-  if (!gone) {
-    absl::StrAppend(&reason, reason.empty() ? "" : "; ", "process group ", job->pid,
+  if (exit_text.has_value() && !gone) {
+    absl::StrAppend(&reason, reason.empty() ? "" : "; ", "process group ", job->pgid,
                     " still had members after SIGKILL");
   }
   exited->set_reason(reason);
-  spdlog::info("run r{} attempt {} exited: status {}{}", job->spec.run_id(), job->spec.attempt(),
-               status, reason.empty() ? "" : absl::StrCat(" (", reason, ")"));
-  Emit(*job, std::move(event));
+  spdlog::info("run r{} attempt {} exited: code {} signal {}{}", job->spec.run_id(),
+               job->spec.attempt(), exit_code, signo,
+               reason.empty() ? "" : absl::StrCat(" (", reason, ")"));
+  Emit(*job, std::move(event), std::nullopt);
   jobs_.erase({job->spec.run_id(), job->spec.attempt()});
 }
 

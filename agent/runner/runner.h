@@ -1,23 +1,28 @@
 #pragma once
 
-// Runner: runs each run as a child process in its own process group, turns its output into
-// events (stdout/stderr lines -> log events, JSON lines on TAE_METRICS_FD -> metric events and,
-// for a line's "meta" object, a run metadata event), and reports its exit once every pipe is
-// drained and no process of the group remains. Single threaded: everything happens on the agent's
-// io_context.
+// Runner: runs each run under its own supervisor (tae-job), which puts the job in a new process
+// group with stdout, stderr and the metrics fd appended to files in the run's job directory
+// (work_dir/runs/r<ID>-a<ATTEMPT>.job) and records its exit there. The Runner tails those files
+// and turns them into events (stdout/stderr lines -> log events; JSON lines on the metrics fd ->
+// metric and run-metadata events; for command jobs, key=value stdout lines -> metric events too),
+// each tagged with the file offset it ends at, so that an agent restarted mid-run adopts the job
+// (Adopt) and resumes every file exactly where its journal says. The exit is reported once the
+// job's group is gone and every file is read to the end. Single threaded: everything happens on
+// the agent's io_context.
 
 #include <sys/types.h>
 
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "boost/asio/io_context.hpp"
-#include "boost/asio/posix/stream_descriptor.hpp"
 #include "boost/asio/signal_set.hpp"
 #include "boost/asio/steady_timer.hpp"
 #include "common/metrics/metric_line.h"
@@ -31,12 +36,28 @@ struct RunnerOptions {
   int threads_per_run = 1;   // exported as TAE_THREADS
   int kill_grace_ms = 5000;  // SIGTERM -> SIGKILL
   std::string python_dir;    // tae_log.py's directory, put on command jobs' PYTHONPATH
+  std::string job_binary;    // tae-job, the per-run supervisor
+  int poll_ms = 50;          // how often job files are read
+};
+
+// Where an event's bytes end in the job's output files: journaled with the event, so a restarted
+// agent resumes reading there. stream: 0 stdout, 1 stderr, 2 metrics.
+struct OutputMark {
+  int stream = 0;
+  uint64_t offset = 0;
+};
+
+// A job left by an earlier agent process, found on disk.
+struct OrphanJob {
+  tae::v1::StartRun start;
+  bool finished = false;  // its exit is recorded
 };
 
 class Runner {
  public:
-  // Receives every event (without seq) in the order it happened.
-  using EventSink = std::function<void(tae::v1::Event)>;
+  // Receives every event (without seq) in the order it happened, with the output position it
+  // accounts for (none for events that come from no file, e.g. started/exited).
+  using EventSink = std::function<void(tae::v1::Event, std::optional<OutputMark>)>;
 
   Runner(boost::asio::io_context* io, RunnerOptions options, EventSink sink);
   ~Runner();
@@ -44,7 +65,14 @@ class Runner {
   // Starts tae-train, or for a StartRun with a command, `/bin/sh -c COMMAND`, in the run
   // directory (which already holds the run's code when it has a snapshot).
   absl::Status Start(const tae::v1::StartRun& start);
-  std::string RunDir(int64_t run_id, int attempt) const;
+  // Takes over a job an earlier agent process started (Orphans()), reading each output file
+  // from `offsets` (stdout, stderr, metrics; what the journal has already recorded).
+  absl::Status Adopt(const tae::v1::StartRun& start, std::array<uint64_t, 3> offsets);
+  // Job directories whose exit was not yet delivered to taed (no `done` file).
+  std::vector<OrphanJob> Orphans() const;
+  // The exit of this run was acked by taed: its job directory is done with.
+  void MarkDone(int64_t run_id, int attempt);
+
   // SIGTERM to the run's process group, SIGKILL after the grace; the exit is reported with
   // cancelled = true. Unknown runs are ignored.
   void Cancel(int64_t run_id, int attempt, const std::string& reason);
@@ -54,22 +82,30 @@ class Runner {
 
   std::vector<std::pair<int64_t, int>> Held() const;
   bool idle() const { return jobs_.empty(); }
+  std::string RunDir(int64_t run_id, int attempt) const;
+  std::string JobDir(int64_t run_id, int attempt) const;
 
  private:
   struct Job;
   void Terminate(std::shared_ptr<Job> job, const std::string& reason);
   void WatchChildren();
-  void ReadPipe(std::shared_ptr<Job> job, int index);
-  void OnLine(Job& job, int index, std::string line);
-  void EmitMetrics(Job& job, metrics::MetricRecord record);
-  void MaybeFinish(std::shared_ptr<Job> job);
-  void VerifyGroupGone(std::shared_ptr<Job> job, int tries);
-  void Emit(const Job& job, tae::v1::Event event);
+  void SchedulePoll();
+  void Poll();
+  // Reads what is new in the job's files; returns true once the job is over and fully read.
+  bool Pump(Job& job);
+  void ReadStream(Job& job, int index, bool final);
+  void OnLine(Job& job, int index, std::string line, uint64_t end);
+  void EmitMetrics(Job& job, metrics::MetricRecord record, std::optional<OutputMark> mark);
+  void Finish(std::shared_ptr<Job> job);
+  void Emit(const Job& job, tae::v1::Event event, std::optional<OutputMark> mark);
+  absl::Status OpenOutputs(Job& job, std::array<uint64_t, 3> offsets);
 
   boost::asio::io_context* io_;
   RunnerOptions options_;
   EventSink sink_;
   boost::asio::signal_set sigchld_;
+  boost::asio::steady_timer poll_timer_;
+  bool polling_ = false;
   // By (run id, attempt): a requeued run can arrive while its old attempt is still stopping.
   std::map<std::pair<int64_t, int>, std::shared_ptr<Job>> jobs_;
 };

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/commands/common.h"
+#include "nlohmann/json.hpp"
 #include "client/commands/head_grid.h"
 #include "client/commands/json.h"
 #include "client/commands/report_format.h"
@@ -22,10 +23,13 @@ namespace {}  // namespace
 
 int Logs(const CommandEnv& env, const Args& args) {
   bool follow = false;
+  bool json = false;
   cli::FlagSet flags(
-      "usage: taectl logs RUN [-f]\n\nPrints a run's stdout/stderr lines; -f follows until the "
-      "run ends.");
+      "usage: taectl logs RUN [-f] [--json]\n\nPrints a run's stdout/stderr lines (every attempt's, "
+      "in order); -f follows until the run ends. --json prints every stored line as "
+      "{cursor, attempt, stream, text, wall_time}.");
   flags.Bool("follow", &follow, "keep printing new lines until the run is final (also -f)");
+  flags.Bool("json", &json, "print the stored lines as a JSON array (no -f)");
   Args rest;
   Args expanded;
   for (const std::string& a : args) {
@@ -41,6 +45,34 @@ int Logs(const CommandEnv& env, const Args& args) {
   ControlClient client(env.home);
   int64_t cursor = 0;
   bool told = false;
+  if (json) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    while (true) {
+      tae::v1::LogsRequest request;
+      request.set_run_id(*run_id);
+      request.set_after(cursor);
+      request.set_limit(10000);
+      tae::v1::LogsResponse response;
+      absl::Status s =
+          client.Check(client.stub()->Logs(ControlClient::Context().get(), request, &response));
+      if (!s.ok()) {
+        return Fail(s);
+      }
+      for (const tae::v1::LogEntry& line : response.lines()) {
+        out.push_back({{"cursor", line.cursor()},
+                       {"attempt", line.attempt()},
+                       {"stream", line.stream()},
+                       {"text", line.text()},
+                       {"wall_time", line.wall_time()}});
+      }
+      cursor = std::max(cursor, response.next());
+      if (response.lines_size() == 0) {
+        break;
+      }
+    }
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return 0;
+  }
   while (true) {
     tae::v1::LogsRequest request;
     request.set_run_id(*run_id);

@@ -92,7 +92,7 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
     signal(signo, SIG_DFL);  // fails harmlessly for SIGKILL, SIGSTOP and unused numbers
   }
   if (request.die_with_parent) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    prctl(PR_SET_PDEATHSIG, request.death_signal);
     if (getppid() != parent) {
       _exit(1);
     }

@@ -23,7 +23,8 @@ struct SpawnRequest {
   std::vector<std::string> env_remove;                   // variables not passed on
   std::string log_path;          // set: stdout and stderr append to this file, else pipes
   bool metrics_pipe = false;     // a pipe on fd 3, announced as TAE_METRICS_FD=3
-  bool die_with_parent = false;  // SIGTERM when the spawning process dies
+  bool die_with_parent = false;  // `death_signal` when the spawning process dies
+  int death_signal = 15;         // SIGTERM
 };
 
 struct SpawnedProcess {

@@ -1,7 +1,6 @@
 #include "server/controller/controller.h"
 
 #include <algorithm>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -67,7 +66,7 @@ double WallNow() {
 }
 
 Controller::Controller(boost::asio::io_context* io, store::Store* store, Options options)
-    : io_(io), store_(store), options_(options) {}
+    : io_(io), store_(store), options_(options), liveness_timer_(*io) {}
 
 absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
   ASSIGN_OR_RETURN(spec::Spec spec,

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "boost/asio/io_context.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "server/registry/registry.h"
 #include "server/report/report.h"
 #include "server/store/store.h"
@@ -26,6 +27,9 @@ struct Options {
   // are requeued at once.
   double retry_backoff_s = 10;
   double retry_backoff_max_s = 300;
+  // An agent heard from (any message, heartbeats every 5 s) less recently than this is treated
+  // as disconnected, e.g. a SIGSTOPed process whose connection stays open.
+  double agent_timeout_s = 20;
 };
 
 struct SubmitInput {
@@ -115,6 +119,7 @@ class Controller {
 
  private:
   void StartGraceTimer(const std::string& agent_id);
+  void CheckLiveness();
   // Runs Schedule() at `at` (wall time) unless a wake-up is already due by then.
   void WakeAt(double at);
   double RetryDelay(int attempt) const;
@@ -126,6 +131,7 @@ class Controller {
   Options options_;
   registry::AgentRegistry registry_;
   double wake_at_ = 0;  // when the pending wake-up timer fires; 0: none
+  boost::asio::steady_timer liveness_timer_;
 };
 
 // Seconds since the Unix epoch.

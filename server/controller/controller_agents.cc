@@ -153,7 +153,33 @@ void Controller::LoseUnclaimedRuns(const std::string& agent_id, const std::strin
   Schedule();
 }
 
+void Controller::CheckLiveness() {
+  const double now = WallNow();
+  std::vector<std::pair<std::string, const registry::AgentChannel*>> silent;
+  for (const registry::Agent* agent : registry_.Connected()) {
+    if (now - agent->last_seen > options_.agent_timeout_s) {
+      silent.emplace_back(agent->id, agent->channel.get());
+    }
+  }
+  for (const auto& [id, channel] : silent) {
+    // A stopped or wedged agent keeps its TCP connection open; its silence is what tells.
+    spdlog::warn("agent {} silent for more than {}s: treating it as disconnected", id,
+                 options_.agent_timeout_s);
+    std::shared_ptr<registry::AgentChannel> keep = registry_.Find(id)->channel;
+    OnDisconnected(id, channel);
+    keep->Close();
+  }
+  liveness_timer_.expires_after(std::chrono::milliseconds(
+      static_cast<int64_t>(std::max(0.2, options_.agent_timeout_s / 4) * 1000)));
+  liveness_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) {
+      CheckLiveness();
+    }
+  });
+}
+
 void Controller::Recover() {
+  CheckLiveness();
   absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
   if (!active.ok()) {
     return;

@@ -56,7 +56,8 @@ absl::Status Daemon::Init() {
   ASSIGN_OR_RETURN(std::string token, LoadOrCreateToken(config_.home));
   controller_ = std::make_unique<controller::Controller>(
       &core_, store_.get(),
-      controller::Options{config_.agent_grace_s, config_.retry_backoff_s, 300});
+      controller::Options{config_.agent_grace_s, config_.retry_backoff_s, 300,
+                          config_.agent_timeout_s});
   RETURN_IF_ERROR(StartServers(token));
 
   auto signals = std::make_shared<boost::asio::signal_set>(core_, SIGINT, SIGTERM);

@@ -29,6 +29,7 @@ struct Config {
   int local_agents = 1;
   int slots = 1;  // per local agent
   double agent_grace_s = 30;
+  double agent_timeout_s = 20;  // silent this long: disconnected
   double retry_backoff_s = 10;
   std::string agent_binary;  // tae-agent; default: next to taed
 };

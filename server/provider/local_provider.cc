@@ -48,7 +48,10 @@ absl::Status LocalProvider::Spawn(Child* child) {
                   "accelerator=cpu,provider=local"};
   request.env = {{"TAE_AGENT_TOKEN", options_.token}};  // never on the command line
   request.log_path = absl::StrCat(options_.log_dir, "/", child->id, ".log");
+  // If taed dies (crash, kill -9), its agents exit at once with SIGUSR1 but leave their runs'
+  // supervisors running; the agents the next taed starts on the same work dirs adopt them.
   request.die_with_parent = true;
+  request.death_signal = SIGUSR1;
   absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
   if (!spawned.ok()) {
     return spawned.status();

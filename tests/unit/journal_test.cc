@@ -13,7 +13,7 @@ tae::v1::Event Log(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("the journal numbers events and sends each once per connection") {
+TEST_CASE("the journal numbers events and sends each once per connection", "[journal]") {
   Journal journal;
   CHECK(journal.Append(Log("a")) == 1);
   CHECK(journal.Append(Log("b")) == 2);
@@ -25,7 +25,8 @@ TEST_CASE("the journal numbers events and sends each once per connection") {
   CHECK_FALSE(journal.has_unsent());
 }
 
-TEST_CASE("acked events are dropped, a reconnect resends exactly the unacked ones") {
+TEST_CASE("acked events are dropped and a reconnect resends exactly the unacked ones",
+          "[journal]") {
   Journal journal;
   for (const char* t : {"a", "b", "c"}) {
     journal.Append(Log(t));
@@ -42,7 +43,7 @@ TEST_CASE("acked events are dropped, a reconnect resends exactly the unacked one
   CHECK(journal.unacked() == 0);
 }
 
-TEST_CASE("batches respect the size limit") {
+TEST_CASE("batches respect the size limit", "[journal]") {
   Journal journal;
   for (int i = 0; i < 5; ++i) {
     journal.Append(Log("x"));
@@ -52,6 +53,22 @@ TEST_CASE("batches respect the size limit") {
   auto last = journal.TakeUnsent(2);
   REQUIRE(last.size() == 1);
   CHECK(last[0].seq() == 5);
+}
+
+TEST_CASE("in memory Sync is a no-op and appended events are takeable at once", "[journal]") {
+  Journal journal;
+  CHECK_FALSE(journal.durable());
+  std::vector<tae::v1::Event> events;
+  events.push_back(Log("a"));
+  events.push_back(Log("b"));
+  CHECK(journal.Append(std::move(events), {SourceMark{7, 1, 0, 10}}) == 2);
+  CHECK(journal.has_unsent());
+  CHECK(journal.Sync().ok());
+  CHECK(journal.TakeUnsent(10).size() == 2);
+  REQUIRE(journal.Marks().size() == 1);
+  CHECK(journal.Marks()[0].offset == 10);
+  journal.ForgetRun(7, 1);
+  CHECK(journal.Marks().empty());
 }
 
 }  // namespace tae::agent

