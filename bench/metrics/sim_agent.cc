@@ -151,6 +151,7 @@ class SimAgent {
                      message.cancel_run().reason().c_str());
         return;
       case tae::v1::TaedMessage::kRegistered:
+      case tae::v1::TaedMessage::kScrap:
       case tae::v1::TaedMessage::KIND_NOT_SET:
         return;
     }
