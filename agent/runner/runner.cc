@@ -553,10 +553,13 @@ void Runner::Finish(std::shared_ptr<Job> job) {
     reason = absl::StrCat("the job's supervisor (pid ", job->supervisor,
                           ") died without recording its exit");
   }
+  // A dead supervisor is the machine's fault (OOM killer, preemption), not the run's: taed
+  // requeues it like a run whose agent went away.
+  const bool lost = !exit_text.has_value() && !job->cancel_requested;
   tae::v1::Event event;
   tae::v1::RunExited* exited = event.mutable_exited();
   exited->set_cancelled(job->cancel_requested && !job->interrupted);
-  exited->set_interrupted(job->interrupted);
+  exited->set_interrupted(job->interrupted || lost);
   exited->set_exit_code(exit_code);
   exited->set_signal(signo);
   if (!reason.empty()) {

@@ -160,8 +160,18 @@ class AgentStream final : public Reactor {
         if (agent_id_.empty()) {
           return;  // events before Register are ignored; the agent resends them
         }
+        if (message.events().events_size() > kMaxEventsPerBatch) {
+          spdlog::error("agent {}: a batch of {} events (at most {}); closing its stream",
+                        agent_id_, message.events().events_size(), kMaxEventsPerBatch);
+          boost::asio::post(*core_, [channel = channel_] { channel->Close(); });
+          return;
+        }
         auto events = std::make_shared<std::vector<store::IngestEvent>>();
-        uint64_t last_seq = FromProto(message.events(), events.get());
+        std::vector<std::string> rejected;
+        uint64_t last_seq = FromProto(message.events(), events.get(), &rejected);
+        for (const std::string& why : rejected) {
+          spdlog::error("agent {}: {}; not stored", agent_id_, why);
+        }
         boost::asio::post(*core_, [controller = controller_, id = agent_id_, channel = channel_,
                                    events, last_seq] {
           controller->OnEvents(id, channel.get(), *events, last_seq).IgnoreError();

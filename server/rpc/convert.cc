@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "common/metrics/metric_line.h"
+
 namespace tae::rpc {
 
 grpc::Status ToGrpc(const absl::Status& status) {
@@ -121,9 +124,72 @@ controller::AgentHello FromProto(const tae::v1::Register& in) {
   return hello;
 }
 
-uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent>* out) {
+absl::Status CheckEvent(const tae::v1::Event& e) {
+  if (e.seq() == 0) {
+    return absl::InvalidArgumentError("seq: must be > 0");
+  }
+  if (e.run_id() <= 0 || e.attempt() <= 0) {
+    return absl::InvalidArgumentError("run_id, attempt: must be > 0");
+  }
+  switch (e.kind_case()) {
+    case tae::v1::Event::kMetrics:
+      if (e.metrics().values_size() > static_cast<int>(metrics::kMaxValuesPerLine)) {
+        return absl::InvalidArgumentError(absl::StrCat("metrics.values: ", e.metrics().values_size(),
+                                                       " values; at most ",
+                                                       metrics::kMaxValuesPerLine));
+      }
+      for (const tae::v1::Scalar& s : e.metrics().values()) {
+        if (!metrics::IsValidMetricKey(s.key())) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("metrics.values.key: '", s.key().substr(0, 80), "' is not a metric key"));
+        }
+      }
+      return absl::OkStatus();
+    case tae::v1::Event::kLog:
+      if (e.log().text().size() > kMaxLogText) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("log.text: ", e.log().text().size(), " bytes; at most ", kMaxLogText));
+      }
+      if (e.log().stream() != "stdout" && e.log().stream() != "stderr" &&
+          e.log().stream() != "agent") {
+        return absl::InvalidArgumentError("log.stream: must be stdout, stderr or agent");
+      }
+      return absl::OkStatus();
+    case tae::v1::Event::kExited:
+      if (e.exited().reason().size() > kMaxLogText) {
+        return absl::InvalidArgumentError("exited.reason: too long");
+      }
+      return absl::OkStatus();
+    case tae::v1::Event::kMeta:
+      if (e.meta().values_size() > static_cast<int>(metrics::kMaxMetaEntriesPerLine)) {
+        return absl::InvalidArgumentError("meta.values: too many entries");
+      }
+      for (const auto& [key, value] : e.meta().values()) {
+        if (!metrics::IsValidMetricKey(key) || value.size() > metrics::kMaxMetaValueLength) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("meta.values: bad key or value for '", key.substr(0, 80), "'"));
+        }
+      }
+      return absl::OkStatus();
+    case tae::v1::Event::kStarted:
+    case tae::v1::Event::KIND_NOT_SET:
+      return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent>* out,
+                   std::vector<std::string>* rejected) {
   uint64_t last_seq = 0;
   for (const tae::v1::Event& e : in.events()) {
+    last_seq = std::max(last_seq, e.seq());
+    if (absl::Status valid = CheckEvent(e); !valid.ok()) {
+      if (rejected != nullptr) {
+        rejected->push_back(absl::StrCat("event seq ", e.seq(), " of r", e.run_id(), ": ",
+                                         std::string(valid.message())));
+      }
+      continue;
+    }
     store::IngestEvent event;
     event.seq = e.seq();
     event.run_id = e.run_id();

@@ -21,7 +21,16 @@ void ToProto(const registry::Agent& in, tae::v1::AgentInfo* out);
 void ToProto(const controller::ReportResult& in, tae::v1::ReportResponse* out);
 
 controller::AgentHello FromProto(const tae::v1::Register& in);
-// Converts a batch; returns the highest seq in it.
-uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent>* out);
+// The largest log line (or exit reason) taed stores; agents cut lines at 16 KiB.
+inline constexpr size_t kMaxLogText = 64 * 1024;
+// At most this many events per batch; agents send at most 2,000.
+inline constexpr int kMaxEventsPerBatch = 20000;
+
+// Whether one event from an agent is within limits (metric keys, sizes, streams).
+absl::Status CheckEvent(const tae::v1::Event& event);
+// Converts a batch; returns the highest seq in it. Events that fail CheckEvent are left out (and
+// described in `rejected`): they are acked with the batch, so a bad event cannot wedge an agent.
+uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent>* out,
+                   std::vector<std::string>* rejected = nullptr);
 
 }  // namespace tae::rpc

@@ -4,10 +4,12 @@
 // metric steps and log lines are exactly those its final attempt emitted, each once.
 
 #include <signal.h>
+#include <sys/mount.h>
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <map>
 #include <set>
@@ -201,6 +203,101 @@ TEST_CASE("kill -9 of taed and a restart loses and duplicates nothing") {
   CHECK(counts.missing_lines == 0);
   CHECK(counts.duplicate_lines == 0);
   WARN("taed kills: " << kills << ", runs: " << counts.runs);
+}
+
+TEST_CASE("an agent stopped past the grace period loses its runs to a new attempt") {
+  setenv("TAE_AGENT_GRACE", "3", 1);
+  setenv("TAE_AGENT_TIMEOUT", "3", 1);
+  setenv("TAE_RETRY_BACKOFF", "0.5", 1);
+  Cluster cluster(2, 1);
+  unsetenv("TAE_AGENT_TIMEOUT");
+  unsetenv("TAE_RETRY_BACKOFF");
+  const std::string exp = Submit(cluster, "agent-stop", 4);
+  REQUIRE(WaitUntil([&] { return LastStep(cluster, exp) >= 5; }, 120));
+  const long agent = FindProcess("tae-agent", "local-0");
+  REQUIRE(agent > 0);
+  REQUIRE(kill(static_cast<pid_t>(agent), SIGSTOP) == 0);
+  // Its runs are declared lost and run again elsewhere.
+  const bool requeued = WaitUntil(
+      [&] {
+        for (const auto& run : cluster.TaectlJson({"runs", exp})) {
+          if (run.at("attempt") == 2) {
+            return true;
+          }
+        }
+        return false;
+      },
+      120);
+  kill(static_cast<pid_t>(agent), SIGCONT);
+  CHECK(requeued);
+  WaitAllFinal(cluster, exp);
+  Counts counts = Verify(cluster, exp);
+  CHECK(counts.runs == 4);
+  CHECK(counts.succeeded == 4);
+  CHECK(counts.lost_points == 0);
+  CHECK(counts.duplicate_points == 0);
+  CHECK(counts.missing_lines == 0);
+  CHECK(counts.duplicate_lines == 0);
+  // The stopped attempt's processes were cancelled once the agent came back.
+  CHECK(WaitUntil([&] { return FindProcess("sh run.sh", "") == 0; }, 30));
+}
+
+// A tmpfs mounted on the test's TAE_HOME, unmounted at the end.
+struct SmallDisk {
+  std::string path;
+  bool mounted = false;
+  ~SmallDisk() {
+    if (mounted) {
+      umount2(path.c_str(), MNT_DETACH);
+    }
+  }
+};
+
+TEST_CASE("a full disk in taed's data dir stops ingestion until space returns and loses nothing") {
+  setenv("TAE_AGENT_GRACE", "20", 1);
+  SmallDisk disk;
+  TempDir agents_elsewhere;
+  Cluster cluster(1, 2, [&](const std::string& home) {
+    disk.path = home;
+    disk.mounted = mount("tmpfs", home.c_str(), "tmpfs", 0, "size=24m,mode=0700") == 0;
+    if (disk.mounted) {
+      // Only taed's data is on the small disk; the agents keep their journals elsewhere.
+      std::filesystem::create_symlink(agents_elsewhere.path(), home + "/agents");
+    }
+  });
+  if (!disk.mounted) {
+    WARN("cannot mount a tmpfs here (not root?): the disk-full fault was not injected");
+    return;
+  }
+  const std::string exp = Submit(cluster, "disk-full", 4);
+  // Fill the disk: a ballast file takes what is left.
+  const std::string ballast = cluster.home() + "/ballast";
+  {
+    std::ofstream out(ballast, std::ios::binary);
+    std::string block(1 << 20, 'x');
+    while (out.write(block.data(), block.size())) {
+    }
+  }
+  std::ofstream(ballast + "2", std::ios::binary) << std::string(60000, 'y');  // the last bytes
+  const std::string log = cluster.home() + "/logs/taed.log";
+  auto taed_log = [&] {
+    std::ifstream in(log);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const bool refused = WaitUntil(
+      [&] { return taed_log().find("ingest from local-0 failed") != std::string::npos; }, 120);
+  CHECK(refused);
+  std::filesystem::remove(ballast);
+  std::filesystem::remove(ballast + "2");
+  WaitAllFinal(cluster, exp);
+  Counts counts = Verify(cluster, exp);
+  CHECK(counts.runs == 4);
+  CHECK(counts.succeeded == 4);
+  CHECK(counts.lost_points == 0);
+  CHECK(counts.duplicate_points == 0);
+  CHECK(counts.missing_lines == 0);
+  CHECK(counts.duplicate_lines == 0);
+  CHECK(cluster.Taectl({"down"}).exit_code == 0);
 }
 
 }  // namespace

@@ -97,7 +97,11 @@ std::string TempDir::Write(const std::string& name, const std::string& content) 
   return path;
 }
 
-Cluster::Cluster(int agents, int slots) {
+Cluster::Cluster(int agents, int slots,
+                 const std::function<void(const std::string& home)>& before_up) {
+  if (before_up) {
+    before_up(home_.path());
+  }
   CommandResult up =
       Taectl({"up", "--agents", std::to_string(agents), "--slots", std::to_string(slots)}, 120);
   INFO("taectl up: " << up.out << up.err);

@@ -39,7 +39,8 @@ class TempDir {
 // taed with local agents on a fresh TAE_HOME, started by `taectl up`, stopped by `taectl down`.
 class Cluster {
  public:
-  explicit Cluster(int agents = 1, int slots = 2);
+  explicit Cluster(int agents = 1, int slots = 2,
+                   const std::function<void(const std::string& home)>& before_up = nullptr);
   ~Cluster();
   const std::string& home() const { return home_.path(); }
   const TempDir& dir() const { return home_; }

@@ -209,7 +209,7 @@ TEST_CASE("a run that fails is marked failed with the reason, and --wait exits n
   }
 }
 
-TEST_CASE("a killed agent is restarted and its run is requeued and completes") {
+TEST_CASE("a killed agent is restarted and adopts its run, which finishes in its first attempt") {
   Cluster cluster(1, 1);
   std::string spec = cluster.dir().Write("one.toml", R"(name = "one"
 [model]
@@ -231,6 +231,62 @@ seeds = [0]
       120));
   long agent_pid = FindProcess("tae-agent", cluster.home());
   REQUIRE(agent_pid > 0);
+  REQUIRE(kill(static_cast<pid_t>(agent_pid), SIGKILL) == 0);
+
+  CommandResult wait = cluster.Taectl({"wait", exp}, 600);
+  INFO(wait.err);
+  REQUIRE(wait.exit_code == 0);
+  for (const auto& run : cluster.TaectlJson({"runs", exp})) {
+    CHECK(run.at("state") == "succeeded");
+    CHECK(run.at("attempt") == 1);  // the job never stopped: its supervisor kept it
+    nlohmann::json shown =
+        cluster.TaectlJson({"show", "r" + std::to_string(run.at("id").get<int>())});
+    std::vector<std::string> to;
+    for (const auto& t : shown.at("transitions")) {
+      to.push_back(t.at("to").get<std::string>());
+    }
+    CHECK(to == std::vector<std::string>{"queued", "assigned", "running", "succeeded"});
+  }
+  auto db = store::Db::Open(cluster.db_path());
+  REQUIRE(db.ok());
+  CHECK(*db->QueryInt("SELECT COUNT(*) FROM metrics m JOIN metric_keys k ON k.id = m.key_id "
+                      "WHERE k.name = 'eval/loss'") == 3);
+  CHECK(*db->QueryInt("SELECT COUNT(*) FROM metrics m JOIN metric_keys k ON k.id = m.key_id "
+                      "WHERE k.name = 'train/loss'") > 0);
+  nlohmann::json agents = cluster.TaectlJson({"agents"});
+  REQUIRE(agents.size() == 1);
+  CHECK(agents[0].at("state") == "ready");
+}
+
+TEST_CASE("a run whose processes die with its agent is requeued and completes") {
+  Cluster cluster(1, 1);
+  std::string spec = cluster.dir().Write("one.toml", R"(name = "one"
+[model]
+layers = 1
+d_model = 16
+heads = 2
+[train]
+steps = 3000
+eval_every = 1000
+seeds = [0]
+)");
+  nlohmann::json submitted = cluster.TaectlJson({"submit", spec});
+  std::string exp = std::to_string(submitted.at("experiment").get<int64_t>());
+  REQUIRE(WaitUntil(
+      [&] {
+        nlohmann::json runs = cluster.TaectlJson({"runs", exp});
+        return runs[0].at("state") == "running" && runs[0].at("last_step").get<int64_t>() > 0;
+      },
+      120));
+  // As when the machine goes away: the agent, the run's supervisor and the run itself.
+  long agent_pid = FindProcess("tae-agent", cluster.home());
+  long supervisor_pid = FindProcess("tae-job", cluster.home());
+  long train_pid = FindProcess("tae-train", "run.json");
+  REQUIRE(agent_pid > 0);
+  REQUIRE(supervisor_pid > 0);
+  REQUIRE(train_pid > 0);
+  REQUIRE(kill(static_cast<pid_t>(supervisor_pid), SIGKILL) == 0);
+  REQUIRE(kill(static_cast<pid_t>(train_pid), SIGKILL) == 0);
   REQUIRE(kill(static_cast<pid_t>(agent_pid), SIGKILL) == 0);
 
   CommandResult wait = cluster.Taectl({"wait", exp}, 600);
