@@ -56,6 +56,10 @@ absl::Status ParseMeta(const nlohmann::ordered_json& meta, MetricRecord* record)
 }
 
 absl::StatusOr<int64_t> StepFromJson(const nlohmann::ordered_json& value) {
+  if (value.is_number_unsigned() &&
+      value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return absl::InvalidArgumentError("metric line: \"step\" is too large (at most 2^63 - 1)");
+  }
   if (value.is_number_integer() || value.is_number_unsigned()) {
     int64_t step = value.get<int64_t>();
     if (step < 0) {
@@ -95,7 +99,9 @@ absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line) {
   if (!doc.is_object()) {
     return absl::InvalidArgumentError("metric line: expected a JSON object");
   }
-  if (doc.size() > kMaxValuesPerLine + 2) {  // the values, "step" and "meta"
+  const size_t reserved = (doc.contains("step") ? 1 : 0) + (doc.contains("Step") ? 1 : 0) +
+                          (doc.contains("meta") ? 1 : 0);
+  if (doc.size() > kMaxValuesPerLine + reserved) {  // the values, besides "step" and "meta"
     return absl::InvalidArgumentError(
         absl::StrCat("metric line: more than ", kMaxValuesPerLine, " values"));
   }

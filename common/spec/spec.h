@@ -76,7 +76,8 @@ absl::StatusOr<Spec> ParseSpecFile(const std::string& path,
 // The runs of a spec: for each grid point (the cartesian product of the [grid] axes, the first
 // axis varying slowest; one empty point without a grid), the baseline and then the ablations in
 // file order, each once per seed, seeds in order. A run's config is the baseline, then the grid
-// point, then the ablation's overrides (which never touch a grid key), then train.seed.
+// point, then the ablation's overrides (which never touch a grid key), then train.seed; with a
+// [job], also "job.command" (ExpandCommand of the template) and "job.snapshot" (snapshot_id).
 // Size: grid points x (1 + ablations) x seeds.
 std::vector<RunPlan> ExpandRuns(const Spec& spec);
 

@@ -101,4 +101,28 @@ TEST_CASE("key=value lines from TPU training scripts become metrics") {
   CHECK_FALSE(ParseKeyValueLine("plain progress output, nothing numeric").has_value());
 }
 
+TEST_CASE("the value cap counts values only and a huge step is named too large") {
+  std::string line = "{";
+  for (size_t i = 0; i <= kMaxValuesPerLine; ++i) {
+    line += (i ? ",\"k" : "\"k") + std::to_string(i) + "\": 1";
+  }
+  line += "}";
+  absl::StatusOr<MetricRecord> too_many = ParseJsonLine(line);
+  REQUIRE_FALSE(too_many.ok());
+  CHECK(std::string(too_many.status().message()).find("more than 1024 values") !=
+        std::string::npos);
+  // Exactly the cap, with a step and meta besides: accepted.
+  std::string at_cap = "{\"step\": 3, \"meta\": {\"a\": \"b\"}";
+  for (size_t i = 0; i < kMaxValuesPerLine; ++i) {
+    at_cap += ",\"k" + std::to_string(i) + "\": 1";
+  }
+  at_cap += "}";
+  absl::StatusOr<MetricRecord> ok = ParseJsonLine(at_cap);
+  REQUIRE(ok.ok());
+  CHECK(ok->values.size() == kMaxValuesPerLine);
+  absl::StatusOr<MetricRecord> huge = ParseJsonLine("{\"step\": 18446744073709551615, \"x\": 1}");
+  REQUIRE_FALSE(huge.ok());
+  CHECK(std::string(huge.status().message()).find("too large") != std::string::npos);
+}
+
 }  // namespace tae::metrics
