@@ -7,12 +7,14 @@
 #include <cstdio>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/core/agent.h"
 #include "boost/asio/signal_set.hpp"
 #include "common/cli/flags.h"
 #include "common/cli/paths.h"
 #include "common/log/log.h"
+#include "common/tls/tls.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -40,6 +42,11 @@ int main(int argc, char** argv) {
   // Installed layout: PREFIX/bin/tae-agent and PREFIX/share/tae/python (the build tree mirrors it).
   options.python_dir = tae::cli::ProgramDir() + "/../share/tae/python";
   options.job_binary = tae::cli::ProgramDir() + "/tae-job";
+  tae::tls::ClientFiles tls_files;
+  tls_files.ca = tae::cli::EnvOr("TAE_TLS_CA", "");
+  tls_files.cert = tae::cli::EnvOr("TAE_TLS_CERT", "");
+  tls_files.key = tae::cli::EnvOr("TAE_TLS_KEY", "");
+  tls_files.server_name = tae::cli::EnvOr("TAE_TLS_SERVER_NAME", "");
   std::string labels = "accelerator=cpu";
   int threads = 0;
   std::string log_level = "info";
@@ -48,8 +55,20 @@ int main(int argc, char** argv) {
       "usage: tae-agent [flags]\n\n"
       "Runs TAE jobs on this worker: dials taed's agent link, registers its slots and labels,\n"
       "runs each run as a child process and streams its metrics and logs back. The token comes\n"
-      "from TAE_AGENT_TOKEN (never a flag, so it does not show in ps).");
+      "from TAE_AGENT_TOKEN (never a flag, so it does not show in ps).\n\n"
+      "Beyond loopback the link needs TLS: --tls-ca names the CA that signed taed's certificate\n"
+      "(deploy/make-certs.sh, docs/security.md); without it a non-loopback --taed is refused, so\n"
+      "the token never crosses the network in the clear.");
   flags.String("taed", &options.taed, "taed's agent link address host:port (TAE_TAED)");
+  flags.String("tls-ca", &tls_files.ca,
+               "PEM CA that signed taed's certificate: dial with TLS (TAE_TLS_CA)");
+  flags.String("tls-cert", &tls_files.cert,
+               "PEM client certificate, for a taed with --tls-client-ca (TAE_TLS_CERT)");
+  flags.String("tls-key", &tls_files.key,
+               "PEM private key of --tls-cert, unencrypted (TAE_TLS_KEY)");
+  flags.String("tls-server-name", &tls_files.server_name,
+               "name taed's certificate must carry, when --taed's host is not in it, e.g. an IP "
+               "(TAE_TLS_SERVER_NAME)");
   flags.String("id", &options.id, "agent id (default: hostname)");
   flags.Int("slots", &options.slots, "runs this agent runs at once");
   flags.String("labels", &labels, "comma-separated key=value labels");
@@ -70,6 +89,20 @@ int main(int argc, char** argv) {
   }
   if (parsed.ok() && options.slots < 1) {
     parsed = absl::InvalidArgumentError("--slots: must be at least 1");
+  }
+  if (parsed.ok()) {
+    absl::StatusOr<tae::tls::ClientConfig> tls = tae::tls::LoadClientConfig(tls_files);
+    if (tls.ok()) {
+      options.tls = std::move(*tls);
+    } else {
+      parsed = tls.status();
+    }
+  }
+  if (parsed.ok() && !options.tls.enabled() && !tae::tls::IsLoopback(options.taed)) {
+    parsed = absl::InvalidArgumentError(
+        absl::StrCat("--taed ", options.taed,
+                     " is not a loopback address: beyond loopback the link needs TLS; set --tls-ca "
+                     "(TAE_TLS_CA) to the CA that signed taed's certificate (docs/security.md)"));
   }
   if (!parsed.ok()) {
     std::fprintf(stderr, "tae-agent: %s\n", std::string(parsed.message()).c_str());
@@ -115,8 +148,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tae-agent: %s\n", std::string(started.message()).c_str());
     return 1;
   }
-  spdlog::info("agent {} ({} slots, {} threads per run) dialing {}", options.id, options.slots,
-               options.threads_per_run, options.taed);
+  spdlog::info("agent {} ({} slots, {} threads per run) dialing {} ({})", options.id, options.slots,
+               options.threads_per_run, options.taed,
+               !options.tls.enabled()         ? "plaintext"
+               : options.tls.cert_pem.empty() ? "TLS"
+                                              : "TLS with a client certificate");
   io.run();
   return 0;
 }

@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   tae::daemon::Config config;
   config.home = tae::cli::TaeHome();
   config.agent_listen = tae::cli::EnvOr("TAE_AGENT_LISTEN", config.agent_listen);
+  config.tls.cert = tae::cli::EnvOr("TAE_TLS_CERT", "");
+  config.tls.key = tae::cli::EnvOr("TAE_TLS_KEY", "");
+  config.tls.client_ca = tae::cli::EnvOr("TAE_TLS_CLIENT_CA", "");
   if (!absl::SimpleAtoi(tae::cli::EnvOr("TAE_LOCAL_AGENTS", "1"), &config.local_agents) ||
       !absl::SimpleAtoi(tae::cli::EnvOr("TAE_SLOTS", "1"), &config.slots) ||
       !absl::SimpleAtod(tae::cli::EnvOr("TAE_AGENT_GRACE", "30"), &config.agent_grace_s) ||
@@ -32,11 +35,23 @@ int main(int argc, char** argv) {
       "usage: taed [flags]\n\n"
       "The TAE control-plane daemon: stores experiments, runs, metrics and logs in SQLite under\n"
       "--home, schedules runs onto agents and starts local agents. Usually started by\n"
-      "`taectl up`. Environment: TAE_HOME, TAE_AGENT_LISTEN, TAE_LOCAL_AGENTS, TAE_SLOTS,\n"
-      "TAE_AGENT_GRACE, TAE_RETRY_BACKOFF, TAE_AGENT_TIMEOUT,\n"
+      "`taectl up`.\n\n"
+      "Agents authenticate with the token in $TAE_HOME/agent.token. Beyond loopback the agent\n"
+      "listener also needs TLS: a non-loopback --agent-listen without --tls-cert and --tls-key\n"
+      "is refused. deploy/make-certs.sh makes the certificates; docs/security.md has the steps.\n"
+      "Local agents always dial loopback without TLS.\n\n"
+      "Environment: TAE_HOME, TAE_AGENT_LISTEN, TAE_TLS_CERT, TAE_TLS_KEY, TAE_TLS_CLIENT_CA,\n"
+      "TAE_LOCAL_AGENTS, TAE_SLOTS, TAE_AGENT_GRACE, TAE_RETRY_BACKOFF, TAE_AGENT_TIMEOUT,\n"
       "TAE_LOG_LEVEL.");
   flags.String("home", &config.home, "data dir (database, socket, logs)");
-  flags.String("agent-listen", &config.agent_listen, "agent link address (loopback only)");
+  flags.String("agent-listen", &config.agent_listen,
+               "agent link address host:port (beyond loopback only with --tls-cert/--tls-key)");
+  flags.String("tls-cert", &config.tls.cert,
+               "PEM certificate chain of taed for the agent link (TAE_TLS_CERT)");
+  flags.String("tls-key", &config.tls.key,
+               "PEM private key of --tls-cert, unencrypted (TAE_TLS_KEY)");
+  flags.String("tls-client-ca", &config.tls.client_ca,
+               "PEM CA: agents must present a certificate it signed (mTLS; TAE_TLS_CLIENT_CA)");
   flags.Int("agents", &config.local_agents, "local agents to start");
   flags.Int("slots", &config.slots, "run slots per local agent");
   flags.Double("agent-grace", &config.agent_grace_s,

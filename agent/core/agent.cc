@@ -56,7 +56,7 @@ absl::Status Agent::Start() {
   AdoptOrphans();
   absl::StatusOr<std::unique_ptr<Stager>> stager =
       Stager::Start(options_.taed, options_.token, options_.work_dir + "/cache",
-                    options_.work_dir + "/runs");
+                    options_.work_dir + "/runs", options_.tls);
   if (!stager.ok()) {
     return stager.status();
   }
@@ -69,7 +69,7 @@ absl::Status Agent::Start() {
   callbacks.on_disconnected = [this](const std::string& why) {
     boost::asio::post(*io_, [this, why] { OnDisconnected(why); });
   };
-  link_ = std::make_unique<Link>(options_.taed, options_.token, std::move(callbacks));
+  link_ = std::make_unique<Link>(options_.taed, options_.token, std::move(callbacks), options_.tls);
   link_->Start();
   Heartbeat();
   return absl::OkStatus();
@@ -163,6 +163,12 @@ void Agent::OnMessage(const tae::v1::TaedMessage& message) {
       CheckShutdown();
       return;
     case tae::v1::TaedMessage::kRegistered:
+      if (message.registered().heartbeat_s() > 0 &&
+          message.registered().heartbeat_s() != options_.heartbeat_s) {
+        options_.heartbeat_s = std::max(0.05, message.registered().heartbeat_s());
+        Heartbeat();  // re-arms the timer at the new interval (the old wait is aborted)
+      }
+      return;
     case tae::v1::TaedMessage::KIND_NOT_SET:
       return;
   }

@@ -23,6 +23,7 @@ struct AgentOptions {
   std::string id;
   std::string taed;  // host:port of taed's agent listener
   std::string token;
+  tls::ClientConfig tls;  // TLS to taed (link and stager); required beyond loopback
   int slots = 1;
   std::map<std::string, std::string> labels;
   std::string work_dir;

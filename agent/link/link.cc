@@ -10,8 +10,19 @@
 
 namespace tae::agent {
 
-Link::Link(std::string target, std::string token, LinkCallbacks callbacks)
-    : target_(std::move(target)), token_(std::move(token)), callbacks_(std::move(callbacks)) {}
+std::shared_ptr<grpc::Channel> DialTaed(const std::string& target, const tls::ClientConfig& tls,
+                                        grpc::ChannelArguments args) {
+  if (!tls.server_name.empty()) {
+    args.SetSslTargetNameOverride(tls.server_name);  // GRPC_SSL_TARGET_NAME_OVERRIDE_ARG
+  }
+  return grpc::CreateCustomChannel(target, tls::ChannelCredentials(tls), args);
+}
+
+Link::Link(std::string target, std::string token, LinkCallbacks callbacks, tls::ClientConfig tls)
+    : target_(std::move(target)),
+      token_(std::move(token)),
+      callbacks_(std::move(callbacks)),
+      tls_(std::move(tls)) {}
 
 Link::~Link() { Stop(); }
 
@@ -58,8 +69,7 @@ void Link::Run() {
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   args.SetMaxReceiveMessageSize(64 << 20);
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(target_, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::Channel> channel = DialTaed(target_, tls_, args);
   std::unique_ptr<tae::v1::AgentLink::Stub> stub = tae::v1::AgentLink::NewStub(channel);
   int attempt = 0;
   while (true) {

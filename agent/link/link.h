@@ -4,6 +4,9 @@
 // exponential backoff (500 ms -> 30 s, reset once taed answers), reads messages until the stream
 // breaks, and dials again; a second thread writes queued messages, one at a time. Callbacks run
 // on the link thread: they must only post work to the agent's io_context.
+//
+// DialTaed is the one way the agent opens a channel to taed (this link and the stager's fetches):
+// TLS when configured (docs/security.md), plaintext otherwise.
 
 #include <deque>
 #include <functional>
@@ -13,10 +16,18 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/tls/tls.h"
+#include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/support/channel_arguments.h"
 #include "tae/v1/agent_link.grpc.pb.h"
 
 namespace tae::agent {
+
+// A channel to taed's agent listener at target with the credentials of tls (and its server-name
+// override) and the caller's channel args.
+std::shared_ptr<grpc::Channel> DialTaed(const std::string& target, const tls::ClientConfig& tls,
+                                        grpc::ChannelArguments args);
 
 struct LinkCallbacks {
   std::function<void()> on_connected;  // a new stream is open: send Register first
@@ -26,7 +37,7 @@ struct LinkCallbacks {
 
 class Link {
  public:
-  Link(std::string target, std::string token, LinkCallbacks callbacks);
+  Link(std::string target, std::string token, LinkCallbacks callbacks, tls::ClientConfig tls = {});
   ~Link();
 
   void Start();
@@ -45,6 +56,7 @@ class Link {
   std::string target_;
   std::string token_;
   LinkCallbacks callbacks_;
+  tls::ClientConfig tls_;
   std::thread thread_;
 
   absl::Mutex mu_;

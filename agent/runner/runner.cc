@@ -182,7 +182,9 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   request.argv = {options_.job_binary, job->job_dir, job->run_dir};
   request.argv.insert(request.argv.end(), program.begin(), program.end());
   request.log_path = job->job_dir + "/supervisor.log";
-  request.env_remove = {"TAE_AGENT_TOKEN"};  // the job never sees the agent's credentials
+  // The job never sees the agent's credentials.
+  request.env_remove = {"TAE_AGENT_TOKEN", "TAE_TLS_CA", "TAE_TLS_CERT", "TAE_TLS_KEY",
+                        "TAE_TLS_SERVER_NAME"};
   request.cwd = job->run_dir;
   request.env = {
       {"TAE_RUN_ID", absl::StrCat(start.run_id())},

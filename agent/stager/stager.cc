@@ -5,9 +5,8 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "agent/link/link.h"
 #include "boost/asio/post.hpp"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::agent {
@@ -26,24 +25,24 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& what) {
 absl::StatusOr<std::unique_ptr<Stager>> Stager::Start(const std::string& taed,
                                                       const std::string& token,
                                                       const std::string& cache_dir,
-                                                      const std::string& runs_dir) {
+                                                      const std::string& runs_dir,
+                                                      const tls::ClientConfig& tls) {
   absl::StatusOr<std::unique_ptr<SnapshotCache>> cache = SnapshotCache::Open(cache_dir);
   if (!cache.ok()) {
     return cache.status();
   }
-  return std::unique_ptr<Stager>(new Stager(std::move(*cache), taed, token, runs_dir));
+  return std::unique_ptr<Stager>(new Stager(std::move(*cache), taed, tls, token, runs_dir));
 }
 
-Stager::Stager(std::unique_ptr<SnapshotCache> cache, std::string taed, std::string token,
-               std::string runs_dir)
+Stager::Stager(std::unique_ptr<SnapshotCache> cache, const std::string& taed,
+               const tls::ClientConfig& tls, std::string token, std::string runs_dir)
     : cache_(std::move(cache)),
       token_(std::move(token)),
       runs_dir_(std::move(runs_dir)),
       used_dir_(runs_dir_ + "/.snapshots") {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(128 << 20);  // a manifest of ~1M files
-  stub_ = tae::v1::AgentLink::NewStub(
-      grpc::CreateCustomChannel(taed, grpc::InsecureChannelCredentials(), args));
+  stub_ = tae::v1::AgentLink::NewStub(DialTaed(taed, tls, args));
   guard_.emplace(io_.get_executor());
   thread_ = std::thread([this] { io_.run(); });
 }
@@ -65,9 +64,8 @@ std::unique_ptr<grpc::ClientContext> Stager::NewContext() const {
 
 void Stager::Stage(const std::string& id, const std::string& run_dir,
                    std::function<void(StageResult)> done) {
-  boost::asio::post(io_, [this, id, run_dir, done = std::move(done)] {
-    done(StageNow(id, run_dir));
-  });
+  boost::asio::post(io_,
+                    [this, id, run_dir, done = std::move(done)] { done(StageNow(id, run_dir)); });
 }
 
 StageResult Stager::StageNow(const std::string& id, const std::string& run_dir) {
@@ -102,9 +100,9 @@ StageResult Stager::StageNow(const std::string& id, const std::string& run_dir) 
   for (int round = 0; round < 2; ++round) {
     std::vector<std::string> missing = cache_->MissingBlobs(*entries);
     for (size_t i = 0; i < missing.size(); i += kHashesPerFetch) {
-      std::vector<std::string> batch(
-          missing.begin() + static_cast<std::ptrdiff_t>(i),
-          missing.begin() + static_cast<std::ptrdiff_t>(std::min(missing.size(), i + kHashesPerFetch)));
+      std::vector<std::string> batch(missing.begin() + static_cast<std::ptrdiff_t>(i),
+                                     missing.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                           missing.size(), i + kHashesPerFetch)));
       result.status = FetchBlobs(batch, &result);
       if (!result.status.ok()) {
         return result;
@@ -133,11 +131,10 @@ StageResult Stager::StageNow(const std::string& id, const std::string& run_dir) 
     std::error_code ec;
     const std::string marker_dir = absl::StrCat(used_dir_, "/", id);
     std::filesystem::create_directories(marker_dir, ec);
-    std::ofstream(absl::StrCat(marker_dir, "/",
-                               std::filesystem::path(run_dir).filename().string()));
+    std::ofstream(
+        absl::StrCat(marker_dir, "/", std::filesystem::path(run_dir).filename().string()));
   }
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 
@@ -177,10 +174,10 @@ absl::Status Stager::FetchBlobs(const std::vector<std::string>& hashes, StageRes
   return absl::OkStatus();
 }
 
-void Stager::Scrap(std::vector<std::string> ids, bool all,
-                   std::set<std::string> active_run_dirs) {
-  boost::asio::post(io_, [this, ids = std::move(ids), all,
-                          active = std::move(active_run_dirs)] { ScrapNow(ids, all, active); });
+void Stager::Scrap(std::vector<std::string> ids, bool all, std::set<std::string> active_run_dirs) {
+  boost::asio::post(io_, [this, ids = std::move(ids), all, active = std::move(active_run_dirs)] {
+    ScrapNow(ids, all, active);
+  });
 }
 
 void Stager::ScrapNow(const std::vector<std::string>& ids, bool all,

@@ -18,6 +18,7 @@
 #include "agent/cache/cache.h"
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/io_context.hpp"
+#include "common/tls/tls.h"
 #include "tae/v1/agent_link.grpc.pb.h"
 
 namespace tae::agent {
@@ -25,8 +26,8 @@ namespace tae::agent {
 struct StageResult {
   absl::Status status;
   int files = 0;
-  uint64_t bytes = 0;          // of the snapshot
-  int blobs_fetched = 0;       // missing from the cache, fetched from taed
+  uint64_t bytes = 0;     // of the snapshot
+  int blobs_fetched = 0;  // missing from the cache, fetched from taed
   uint64_t bytes_fetched = 0;
   bool manifest_fetched = false;
   double seconds = 0;
@@ -34,11 +35,13 @@ struct StageResult {
 
 class Stager {
  public:
-  // cache_dir: the SnapshotCache; runs_dir: where run directories are (for scrap).
+  // cache_dir: the SnapshotCache; runs_dir: where run directories are (for scrap). Dials taed
+  // like the Link does (DialTaed, same tls).
   static absl::StatusOr<std::unique_ptr<Stager>> Start(const std::string& taed,
                                                        const std::string& token,
                                                        const std::string& cache_dir,
-                                                       const std::string& runs_dir);
+                                                       const std::string& runs_dir,
+                                                       const tls::ClientConfig& tls = {});
   ~Stager();
 
   // Fetches what the cache lacks and materialises snapshot `id` into `run_dir` (created; an
@@ -50,8 +53,8 @@ class Stager {
   void Scrap(std::vector<std::string> ids, bool all, std::set<std::string> active_run_dirs);
 
  private:
-  Stager(std::unique_ptr<SnapshotCache> cache, std::string taed, std::string token,
-         std::string runs_dir);
+  Stager(std::unique_ptr<SnapshotCache> cache, const std::string& taed,
+         const tls::ClientConfig& tls, std::string token, std::string runs_dir);
   StageResult StageNow(const std::string& id, const std::string& run_dir);
   absl::Status FetchBlobs(const std::vector<std::string>& hashes, StageResult* result);
   void ScrapNow(const std::vector<std::string>& ids, bool all,

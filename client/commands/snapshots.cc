@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -57,14 +59,18 @@ std::string HashCachePath(const std::string& home, const std::string& root) {
   return absl::StrCat(home, "/hashcache/", snapshot::Sha256Hex(root).substr(0, 16));
 }
 
+// Uploads what taed lacks. `known`: hashes taed had at the last successful mount of this tree
+// (not asked about again; if one has gone since, CreateSnapshot says so and the caller retries
+// with `known` empty).
 absl::Status Upload(ControlClient& client, const std::string& root,
-                    const std::vector<snapshot::Entry>& files, MountResult* result,
+                    const std::vector<snapshot::Entry>& files,
+                    const std::unordered_set<std::string>& known, MountResult* result,
                     const std::function<void(const std::string&)>& progress) {
   // Which blobs taed lacks, in batches.
-  std::map<std::string, const snapshot::Entry*> by_hash;
+  std::unordered_map<std::string, const snapshot::Entry*> by_hash;
   std::vector<std::string> hashes;
   for (const snapshot::Entry& entry : files) {
-    if (by_hash.emplace(entry.sha256, &entry).second) {
+    if (known.count(entry.sha256) == 0 && by_hash.emplace(entry.sha256, &entry).second) {
       hashes.push_back(entry.sha256);
     }
   }
@@ -171,6 +177,9 @@ absl::StatusOr<MountResult> MountTree(ControlClient& client, const std::string& 
   }
   const std::string cache_path = HashCachePath(client.home(), result.root);
   snapshot::HashCache cache = snapshot::HashCache::Load(cache_path);
+  std::vector<std::string> known_list = cache.KnownHashes();
+  std::unordered_set<std::string> known(known_list.begin(), known_list.end());
+  const size_t loaded_entries = cache.size();
   snapshot::WalkOptions options;
   options.cache = &cache;
   absl::StatusOr<snapshot::Walk> walk = snapshot::WalkTree(result.root, options);
@@ -178,7 +187,6 @@ absl::StatusOr<MountResult> MountTree(ControlClient& client, const std::string& 
     return absl::Status(walk.status().code(),
                         absl::StrCat(dir, ": ", std::string(walk.status().message())));
   }
-  cache.Save(cache_path).IgnoreError();  // only an optimisation
   result.id = snapshot::SnapshotId(walk->files);
   result.files = static_cast<int64_t>(walk->files.size());
   result.bytes = walk->total_bytes;
@@ -189,12 +197,12 @@ absl::StatusOr<MountResult> MountTree(ControlClient& client, const std::string& 
   tae::v1::CreateSnapshotRequest create;
   create.set_id(result.id);
   tae::v1::CreateSnapshotResponse created;
-  grpc::Status known =
+  grpc::Status exists =
       client.stub()->CreateSnapshot(ControlClient::Context().get(), create, &created);
-  if (!known.ok() && known.error_code() != grpc::StatusCode::NOT_FOUND) {
-    return client.Check(known);
+  if (!exists.ok() && exists.error_code() != grpc::StatusCode::NOT_FOUND) {
+    return client.Check(exists);
   }
-  if (!known.ok()) {
+  if (!exists.ok()) {
     char host[256] = {0};
     gethostname(host, sizeof(host) - 1);
     create.set_manifest(snapshot::ManifestText(walk->files));
@@ -202,17 +210,25 @@ absl::StatusOr<MountResult> MountTree(ControlClient& client, const std::string& 
     // Twice at most: a scrap running at the same time may collect blobs uploaded for this
     // snapshot before it is recorded; taed then names them missing and they go up again.
     for (int attempt = 0;; ++attempt) {
-      RETURN_IF_ERROR(Upload(client, result.root, walk->files, &result, progress));
+      if (attempt > 0) {
+        known.clear();  // something taed had is gone (scrapped): ask about every blob
+      }
+      RETURN_IF_ERROR(Upload(client, result.root, walk->files, known, &result, progress));
       created.Clear();
       grpc::Status status = client.stub()->CreateSnapshot(
           ControlClient::Context(kUploadTimeoutMs).get(), create, &created);
       if (status.ok()) {
         break;
       }
-      if (status.error_code() != grpc::StatusCode::FAILED_PRECONDITION || attempt == 1) {
+      if (status.error_code() != grpc::StatusCode::FAILED_PRECONDITION || attempt == 2) {
         return client.Check(status);
       }
     }
+  }
+  // Saved only now that taed has every blob of this walk (KnownHashes relies on it), and only
+  // when something changed.
+  if (cache.misses() > 0 || loaded_entries != walk->files.size()) {
+    cache.Save(cache_path).IgnoreError();  // only an optimisation
   }
   result.existing = created.existing() && result.blobs_uploaded == 0;
   result.seconds =

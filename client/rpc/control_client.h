@@ -13,6 +13,7 @@ namespace tae::client {
 class ControlClient {
  public:
   explicit ControlClient(const std::string& home);
+  ~ControlClient();
 
   const std::string& home() const { return home_; }
   const std::string& socket_path() const { return socket_path_; }

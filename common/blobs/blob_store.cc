@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <unordered_set>
 #include <memory>
 
@@ -67,7 +68,16 @@ std::string BlobStore::PartPath(std::string_view hash) const {
   return absl::StrCat(root_, "/tmp/", std::string(hash), ".part");
 }
 
+absl::Status BlobStore::EnableIndex() {
+  ASSIGN_OR_RETURN(std::vector<std::string> all, List());
+  index_ = std::make_unique<std::unordered_set<std::string>>(all.begin(), all.end());
+  return absl::OkStatus();
+}
+
 bool BlobStore::Has(std::string_view hash) const {
+  if (index_ != nullptr) {
+    return index_->count(std::string(hash)) > 0;
+  }
   struct stat st {};
   return IsBlobHash(hash) && ::stat(PathOf(hash).c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
@@ -207,10 +217,46 @@ absl::Status BlobStore::Publish(std::string_view hash, const std::string& part) 
     ::unlink(part.c_str());
     return status;
   }
+  if (index_ != nullptr) {
+    index_->insert(std::string(hash));
+  }
+  if (!fsync_each_) {
+    unsynced_.push_back(final_path);
+  }
   return absl::OkStatus();
 }
 
-absl::Status BlobStore::Sync() const {
+absl::Status BlobStore::Sync() {
+  std::vector<std::string> files = std::move(unsynced_);
+  unsynced_.clear();
+  if (files.empty()) {
+    return absl::OkStatus();
+  }
+  if (files.size() <= kFsyncEachUpTo) {
+    // A few blobs: fsync each and its directory, cheaper than flushing the whole file system
+    // (syncfs also writes out every other program's dirty data).
+    std::set<std::string> dirs;
+    for (const std::string& path : files) {
+      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || ::fsync(fd) != 0) {
+        absl::Status status = Errno(absl::StrCat("cannot sync ", path));
+        if (fd >= 0) {
+          ::close(fd);
+        }
+        return status;
+      }
+      ::close(fd);
+      dirs.insert(path.substr(0, path.rfind('/')));
+    }
+    for (const std::string& dir : dirs) {
+      int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd >= 0) {
+        ::fsync(fd);
+        ::close(fd);
+      }
+    }
+    return absl::OkStatus();
+  }
   int fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
     return Errno(absl::StrCat("cannot open ", root_));
@@ -264,6 +310,9 @@ absl::Status BlobStore::Remove(std::string_view hash) {
   }
   if (::unlink(PathOf(hash).c_str()) != 0 && errno != ENOENT) {
     return Errno(absl::StrCat("cannot remove ", PathOf(hash)));
+  }
+  if (index_ != nullptr) {
+    index_->erase(std::string(hash));
   }
   return absl::OkStatus();
 }

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <unordered_set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -61,7 +63,12 @@ class BlobStore {
   // and Sync() makes everything written so far durable at once (one syncfs instead of one fsync
   // per file: a 10,000-file upload would otherwise spend seconds in fsync).
   void set_fsync_each(bool on) { fsync_each_ = on; }
-  absl::Status Sync() const;
+  // Makes the blobs stored since the last Sync durable: a few are fsync'ed one by one (with
+  // their directories), many with one syncfs.
+  absl::Status Sync();
+  // Keeps the set of stored hashes in memory (listed once now), so Has and Missing cost no
+  // system call: for an owner that is the only one changing ROOT (taed's blob worker).
+  absl::Status EnableIndex();
 
  private:
   explicit BlobStore(std::string root) : root_(std::move(root)) {}
@@ -70,8 +77,11 @@ class BlobStore {
   // Optionally syncs the verified part file, then renames it into place.
   absl::Status Publish(std::string_view hash, const std::string& part);
 
+  static constexpr size_t kFsyncEachUpTo = 64;
   std::string root_;
   bool fsync_each_ = true;
+  std::vector<std::string> unsynced_;  // blobs stored since the last Sync (when !fsync_each_)
+  std::unique_ptr<std::unordered_set<std::string>> index_;
   // Per partial upload: total size and the byte ranges received so far (merged).
   struct Partial {
     uint64_t total = 0;

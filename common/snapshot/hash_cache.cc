@@ -357,4 +357,20 @@ absl::Status HashCache::Save(const std::string& path) const {
   return absl::OkStatus();
 }
 
+std::vector<std::string> HashCache::KnownHashes() const {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::vector<std::string> out;
+  out.reserve(items_.size());
+  for (const auto& [rel, item] : items_) {
+    std::string hex(64, '0');
+    for (size_t i = 0; i < 32; ++i) {
+      const auto byte = static_cast<unsigned char>(item.digest[i]);
+      hex[2 * i] = kHex[byte >> 4];
+      hex[2 * i + 1] = kHex[byte & 0xf];
+    }
+    out.push_back(std::move(hex));
+  }
+  return out;
+}
+
 }  // namespace tae::snapshot

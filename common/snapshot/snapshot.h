@@ -108,6 +108,10 @@ class HashCache {
   // directory. Creates missing parent directories with mode 0700.
   absl::Status Save(const std::string& path) const;
 
+  // The SHA-256s (hex) of every entry it holds now: right after Load, the contents of the last
+  // walk that was saved (a mount saves only once taed has the snapshot).
+  std::vector<std::string> KnownHashes() const;
+
   size_t hits() const { return hits_; }
   size_t misses() const { return misses_; }
   // Entries Lookup can consult (loaded or recorded).

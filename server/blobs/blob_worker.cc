@@ -10,6 +10,9 @@ absl::StatusOr<std::unique_ptr<BlobWorker>> BlobWorker::Start(const std::string&
     return store.status();
   }
   store->set_fsync_each(false);
+  if (absl::Status indexed = store->EnableIndex(); !indexed.ok()) {
+    return indexed;
+  }
   return std::unique_ptr<BlobWorker>(new BlobWorker(std::move(*store)));
 }
 

@@ -30,6 +30,7 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
 
   tae::v1::TaedMessage registered;
   registered.mutable_registered()->set_agent_id(id);
+  registered.mutable_registered()->set_heartbeat_s(options_.agent_timeout_s / 4);
   channel->Send(registered);
 
   // Reconcile: runs the store places on this agent but the agent no longer holds are lost;

@@ -6,7 +6,6 @@
 
 #include <future>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/post.hpp"
@@ -20,9 +19,22 @@
 namespace tae::daemon {
 namespace {
 
-bool IsLoopback(const std::string& address) {
-  return absl::StartsWith(address, "127.") || absl::StartsWith(address, "localhost:") ||
-         absl::StartsWith(address, "[::1]:");
+// The address local programs dial to reach a listener on `listen` that got `port`: a wildcard
+// host (0.0.0.0, [::], none) becomes 127.0.0.1.
+std::string DialAddress(const std::string& listen, int port) {
+  size_t colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? "" : listen.substr(0, colon);
+  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "*") {
+    host = "127.0.0.1";
+  }
+  return absl::StrCat(host, ":", port);
+}
+
+std::string AgentLinkSecurity(const tls::ServerFiles& files) {
+  if (!files.enabled()) {
+    return "plaintext, loopback only";
+  }
+  return files.client_ca.empty() ? "TLS" : "TLS, agent certificates required";
 }
 
 }  // namespace
@@ -38,10 +50,16 @@ std::string Daemon::control_address() const {
 }
 
 absl::Status Daemon::Init() {
-  if (!IsLoopback(config_.agent_listen)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--agent-listen ", config_.agent_listen,
-                     ": only loopback addresses are allowed until TLS is configured"));
+  // Beyond loopback an agent link needs both the token (checked on every call) and TLS.
+  std::shared_ptr<grpc::ServerCredentials> agent_credentials = grpc::InsecureServerCredentials();
+  if (config_.tls.enabled()) {
+    ASSIGN_OR_RETURN(agent_credentials, tls::LoadServerCredentials(config_.tls));
+  } else if (!tls::IsLoopback(config_.agent_listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--agent-listen ", config_.agent_listen,
+        " is not a loopback address, and agents beyond loopback need TLS: start taed with "
+        "--tls-cert FILE --tls-key FILE (and --tls-client-ca FILE to require agent "
+        "certificates); deploy/make-certs.sh makes them, docs/security.md has the steps"));
   }
   if (config_.agent_binary.empty()) {
     config_.agent_binary = cli::ProgramDir() + "/tae-agent";
@@ -58,7 +76,7 @@ absl::Status Daemon::Init() {
       &core_, store_.get(),
       controller::Options{config_.agent_grace_s, config_.retry_backoff_s, 300,
                           config_.agent_timeout_s});
-  RETURN_IF_ERROR(StartServers(token));
+  RETURN_IF_ERROR(StartServers(token, std::move(agent_credentials)));
 
   auto signals = std::make_shared<boost::asio::signal_set>(core_, SIGINT, SIGTERM);
   signals->async_wait([this, signals](const boost::system::error_code& error, int signo) {
@@ -77,7 +95,9 @@ absl::Status Daemon::Init() {
     provider::LocalOptions local{config_.local_agents,
                                  config_.slots,
                                  config_.agent_binary,
-                                 absl::StrCat("127.0.0.1:", agent_port_),
+                                 local_agent_port_ != 0
+                                     ? absl::StrCat("127.0.0.1:", local_agent_port_)
+                                     : DialAddress(config_.agent_listen, agent_port_),
                                  token,
                                  config_.home + "/agents",
                                  config_.home + "/logs"};
@@ -86,12 +106,18 @@ absl::Status Daemon::Init() {
     boost::asio::post(core_, [this, &started] { started.set_value(provider_->Start()); });
     RETURN_IF_ERROR(started.get_future().get());
   }
-  spdlog::info("taed ready: control {}, agents 127.0.0.1:{}, data {}", control_address(),
-               agent_port_, config_.home);
+  spdlog::info(
+      "taed ready: control {}, agents on {} port {} ({}){}, data {}", control_address(),
+      config_.agent_listen, agent_port_, AgentLinkSecurity(config_.tls),
+      local_agent_port_ == 0
+          ? ""
+          : absl::StrCat(", local agents on 127.0.0.1:", local_agent_port_, " (plaintext)"),
+      config_.home);
   return absl::OkStatus();
 }
 
-absl::Status Daemon::StartServers(const std::string& token) {
+absl::Status Daemon::StartServers(const std::string& token,
+                                  std::shared_ptr<grpc::ServerCredentials> agent_credentials) {
   std::string socket_path = config_.home + "/taed.sock";
   unlink(socket_path.c_str());  // a stale socket of a dead taed; the lock proves none is running
   control_service_ = std::make_unique<rpc::ControlService>(&core_, controller_.get(), blobs_.get(),
@@ -108,10 +134,16 @@ absl::Status Daemon::StartServers(const std::string& token) {
     return absl::PermissionDeniedError(absl::StrCat("chmod 0600 ", socket_path));
   }
 
-  agent_service_ = std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), blobs_.get(), token);
+  agent_service_ =
+      std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), blobs_.get(), token);
   grpc::ServerBuilder agent_builder;
-  agent_builder.AddListeningPort(config_.agent_listen, grpc::InsecureServerCredentials(),
-                                 &agent_port_);
+  agent_builder.AddListeningPort(config_.agent_listen, std::move(agent_credentials), &agent_port_);
+  if (config_.tls.enabled() && config_.local_agents > 0) {
+    // Local agents dial loopback without TLS (docs/security.md): a second, plaintext port of the
+    // same service, on 127.0.0.1 only; the token is checked there as everywhere.
+    agent_builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                                   &local_agent_port_);
+  }
   agent_builder.RegisterService(agent_service_.get());
   agent_builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   agent_builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
@@ -121,8 +153,12 @@ absl::Status Daemon::StartServers(const std::string& token) {
   if (agent_server_ == nullptr || agent_port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config_.agent_listen));
   }
+  if (config_.tls.enabled() && config_.local_agents > 0 && local_agent_port_ == 0) {
+    return absl::UnavailableError("cannot listen on 127.0.0.1 for the local agents");
+  }
+  // Where a program on this host dials the agent listener (the --agent-listen port).
   return WriteFileAtomically(config_.home + "/agent.addr",
-                             absl::StrCat("127.0.0.1:", agent_port_, "\n"), 0600);
+                             DialAddress(config_.agent_listen, agent_port_) + "\n", 0600);
 }
 
 void Daemon::RequestShutdown() {

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/io_context.hpp"
+#include "common/tls/tls.h"
 #include "grpcpp/server.h"
 #include "server/blobs/blob_worker.h"
 #include "server/controller/controller.h"
@@ -24,8 +25,11 @@
 namespace tae::daemon {
 
 struct Config {
-  std::string home;                          // $TAE_HOME
-  std::string agent_listen = "127.0.0.1:0";  // agent link listener; port 0 picks a free port
+  std::string home;  // $TAE_HOME
+  // Agent link listener; port 0 picks a free port. Beyond loopback only with TLS: a non-loopback
+  // address without tls.cert and tls.key is refused (docs/security.md).
+  std::string agent_listen = "127.0.0.1:0";
+  tls::ServerFiles tls;  // set: the agent listener speaks TLS (mTLS with tls.client_ca)
   int local_agents = 1;
   int slots = 1;  // per local agent
   double agent_grace_s = 30;
@@ -44,12 +48,15 @@ class Daemon {
   void RequestShutdown();
 
   int agent_port() const { return agent_port_; }
+  // With TLS and local agents: the plaintext loopback port they dial (else 0).
+  int local_agent_port() const { return local_agent_port_; }
   std::string control_address() const;
 
  private:
   explicit Daemon(Config config) : config_(std::move(config)) {}
   absl::Status Init();
-  absl::Status StartServers(const std::string& token);
+  absl::Status StartServers(const std::string& token,
+                            std::shared_ptr<grpc::ServerCredentials> agent_credentials);
   void Stop();
 
   Config config_;
@@ -65,6 +72,7 @@ class Daemon {
   std::unique_ptr<provider::LocalProvider> provider_;
   std::thread core_thread_;
   int agent_port_ = 0;
+  int local_agent_port_ = 0;
 
   absl::Mutex mu_;
   bool shutdown_requested_ ABSL_GUARDED_BY(mu_) = false;

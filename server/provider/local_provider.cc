@@ -47,6 +47,9 @@ absl::Status LocalProvider::Spawn(Child* child) {
                   "--labels",
                   "accelerator=cpu,provider=local"};
   request.env = {{"TAE_AGENT_TOKEN", options_.token}};  // never on the command line
+  // Local agents dial loopback without TLS (docs/security.md): taed's own TLS settings in the
+  // environment (TAE_TLS_CERT and TAE_TLS_KEY are its server certificate) are not theirs.
+  request.env_remove = {"TAE_TLS_CA", "TAE_TLS_CERT", "TAE_TLS_KEY", "TAE_TLS_SERVER_NAME"};
   request.log_path = absl::StrCat(options_.log_dir, "/", child->id, ".log");
   // If taed dies (crash, kill -9), its agents exit at once with SIGUSR1 but leave their runs'
   // supervisors running; the agents the next taed starts on the same work dirs adopt them.

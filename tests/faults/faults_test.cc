@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <map>
 #include <set>
 #include <string>
@@ -229,7 +230,12 @@ TEST_CASE("an agent stopped past the grace period loses its runs to a new attemp
       },
       120);
   kill(static_cast<pid_t>(agent), SIGCONT);
-  CHECK(requeued);
+  if (!requeued) {
+    std::ifstream in(cluster.home() + "/logs/taed.log");
+    std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    INFO("taed.log: " << log.substr(log.size() > 6000 ? log.size() - 6000 : 0));
+    CHECK(requeued);
+  }
   WaitAllFinal(cluster, exp);
   Counts counts = Verify(cluster, exp);
   CHECK(counts.runs == 4);
@@ -240,6 +246,132 @@ TEST_CASE("an agent stopped past the grace period loses its runs to a new attemp
   CHECK(counts.duplicate_lines == 0);
   // The stopped attempt's processes were cancelled once the agent came back.
   CHECK(WaitUntil([&] { return FindProcess("sh run.sh", "") == 0; }, 30));
+}
+
+// Lines the jobs under an agent work dir have written to their stdout files so far.
+int JobLines(const std::string& work_dir) {
+  int lines = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(work_dir + "/runs", ec)) {
+    std::ifstream in(entry.path().string() + "/stdout");
+    std::string line;
+    while (std::getline(in, line)) {
+      ++lines;
+    }
+  }
+  return lines;
+}
+
+// A network namespace joined to this one by a veth pair: HOST_IP here, NS_IP inside.
+struct NetNs {
+  std::string name;
+  std::string host_if;
+  bool ok = false;
+  std::string host_ip;
+  std::string ns_ip;
+  NetNs() {
+    const std::string id = std::to_string(getpid() % 10000);
+    name = "tae-f" + id;
+    host_if = "taeh" + id;
+    const int subnet = static_cast<int>(getpid() % 200) + 20;
+    host_ip = "10.231." + std::to_string(subnet) + ".1";
+    ns_ip = "10.231." + std::to_string(subnet) + ".2";
+    ok = Ip({"netns", "add", name}) &&
+         Ip({"link", "add", host_if, "type", "veth", "peer", "name", "taen" + id}) &&
+         Ip({"link", "set", "taen" + id, "netns", name}) &&
+         Ip({"addr", "add", host_ip + "/24", "dev", host_if}) &&
+         Ip({"link", "set", host_if, "up"}) &&
+         Ip({"-n", name, "addr", "add", ns_ip + "/24", "dev", "taen" + id}) &&
+         Ip({"-n", name, "link", "set", "taen" + id, "up"}) &&
+         Ip({"-n", name, "link", "set", "lo", "up"});
+  }
+  ~NetNs() {
+    Ip({"link", "del", host_if});
+    Ip({"netns", "del", name});
+  }
+  static bool Ip(std::vector<std::string> args) {
+    args.insert(args.begin(), "/usr/sbin/ip");
+    return RunCommand(args, 30).exit_code == 0;
+  }
+  bool SetLink(bool up) { return Ip({"link", "set", host_if, up ? "up" : "down"}); }
+};
+
+TEST_CASE("network cuts shorter than the grace period between taed and an agent lose nothing") {
+  NetNs net;
+  if (!net.ok) {
+    WARN("cannot create a network namespace here (not root, or no iproute2): the network cut "
+         "was not injected");
+    return;
+  }
+  TempDir certs;
+  CommandResult made = RunCommand(
+      {"/bin/bash", std::string(TAE_SOURCE_DIR) + "/deploy/make-certs.sh", certs.path(),
+       net.host_ip},
+      60);
+  REQUIRE(made.exit_code == 0);
+  setenv("TAE_AGENT_GRACE", "60", 1);
+  setenv("TAE_AGENT_TIMEOUT", "60", 1);
+  setenv("TAE_AGENT_LISTEN", (net.host_ip + ":0").c_str(), 1);
+  setenv("TAE_TLS_CERT", (certs.path() + "/server.pem").c_str(), 1);
+  setenv("TAE_TLS_KEY", (certs.path() + "/server.key").c_str(), 1);
+  Cluster cluster(0, 1);
+  for (const char* name : {"TAE_AGENT_TIMEOUT", "TAE_AGENT_LISTEN", "TAE_TLS_CERT", "TAE_TLS_KEY"}) {
+    unsetenv(name);
+  }
+  std::ifstream addr_file(cluster.home() + "/agent.addr");
+  std::string addr;
+  std::getline(addr_file, addr);
+  const std::string port = addr.substr(addr.rfind(':') + 1);
+  std::ifstream token_file(cluster.home() + "/agent.token");
+  std::string token;
+  std::getline(token_file, token);
+  TempDir work;
+  // The agent lives in the namespace and reaches taed only through the veth pair.
+  std::thread agent([&] {
+    RunCommand({"/usr/bin/env", "TAE_AGENT_TOKEN=" + token, "/usr/sbin/ip", "netns", "exec",
+                net.name, BinPath("tae-agent"), "--taed", net.host_ip + ":" + port, "--id",
+                "ns-agent", "--slots", "2", "--work-dir", work.path(), "--tls-ca",
+                certs.path() + "/ca.pem"},
+               900);
+  });
+  struct StopAgent {
+    std::thread* thread;
+    ~StopAgent() {
+      if (long pid = FindProcess("tae-agent", "ns-agent"); pid > 0) {
+        kill(static_cast<pid_t>(pid), SIGTERM);
+      }
+      thread->join();
+    }
+  } stop{&agent};
+  REQUIRE(WaitUntil([&] { return cluster.TaectlJson({"agents"}).size() == 1; }, 60));
+  const std::string exp = Submit(cluster, "net-cut", 4);
+  int cuts = 0;
+  for (int round = 0; round < 3; ++round) {
+    if (!WaitUntil([&] { return LastStep(cluster, exp) >= 4 + 8 * round; }, 120)) {
+      break;
+    }
+    REQUIRE(net.SetLink(false));
+    cuts += 1;
+    // The cut lasts until the jobs have written 10 more lines, which then reach taed late.
+    const int written = JobLines(work.path());
+    const int64_t at_cut = LastStep(cluster, exp);
+    CHECK(WaitUntil([&] { return JobLines(work.path()) >= written + 10; }, 60));
+    CHECK(LastStep(cluster, exp) <= at_cut + 1);  // (one batch may have been in flight)
+    REQUIRE(net.SetLink(true));
+  }
+  CHECK(cuts >= 2);
+  WaitAllFinal(cluster, exp);
+  Counts counts = Verify(cluster, exp);
+  CHECK(counts.runs == 4);
+  CHECK(counts.succeeded == 4);
+  CHECK(counts.lost_points == 0);
+  CHECK(counts.duplicate_points == 0);
+  CHECK(counts.missing_lines == 0);
+  CHECK(counts.duplicate_lines == 0);
+  for (const auto& run : cluster.TaectlJson({"runs", exp})) {
+    CHECK(run.at("attempt") == 1);  // no cut lasted long enough to lose a run
+  }
+  WARN("network cuts: " << cuts);
 }
 
 // A tmpfs mounted on the test's TAE_HOME, unmounted at the end.

@@ -281,12 +281,14 @@ seeds = [0]
   // As when the machine goes away: the agent, the run's supervisor and the run itself.
   long agent_pid = FindProcess("tae-agent", cluster.home());
   long supervisor_pid = FindProcess("tae-job", cluster.home());
-  long train_pid = FindProcess("tae-train", "run.json");
+  std::ifstream pgid_file(cluster.home() + "/agents/local-0/runs/r1-a1.job/pgid");
+  long job_group = 0;
+  pgid_file >> job_group;
   REQUIRE(agent_pid > 0);
   REQUIRE(supervisor_pid > 0);
-  REQUIRE(train_pid > 0);
+  REQUIRE(job_group > 0);
   REQUIRE(kill(static_cast<pid_t>(supervisor_pid), SIGKILL) == 0);
-  REQUIRE(kill(static_cast<pid_t>(train_pid), SIGKILL) == 0);
+  REQUIRE(kill(-static_cast<pid_t>(job_group), SIGKILL) == 0);
   REQUIRE(kill(static_cast<pid_t>(agent_pid), SIGKILL) == 0);
 
   CommandResult wait = cluster.Taectl({"wait", exp}, 600);
