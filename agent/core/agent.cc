@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <array>
-#include <filesystem>
 #include <chrono>
+#include <filesystem>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -47,7 +47,8 @@ absl::Status Agent::Start() {
         absl::StrCat("cannot create ", options_.work_dir, "/runs: ", ec.message()));
   }
   if (options_.durable_journal) {
-    absl::StatusOr<std::unique_ptr<Journal>> journal = Journal::Open(options_.work_dir + "/journal");
+    absl::StatusOr<std::unique_ptr<Journal>> journal =
+        Journal::Open(options_.work_dir + "/journal");
     if (!journal.ok()) {
       return journal.status();
     }
@@ -262,8 +263,8 @@ void Agent::LogAgentLine(const tae::v1::StartRun& start, std::string text) {
 
 void Agent::OnEvent(tae::v1::Event event, std::optional<OutputMark> mark) {
   if (mark.has_value()) {
-    pending_marks_.push_back(SourceMark{event.run_id(), event.attempt(), mark->stream,
-                                        mark->offset});
+    pending_marks_.push_back(
+        SourceMark{event.run_id(), event.attempt(), mark->stream, mark->offset});
   }
   pending_events_.push_back(std::move(event));
   ScheduleFlush();

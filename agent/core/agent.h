@@ -30,8 +30,8 @@ struct AgentOptions {
   std::string train_binary;
   int threads_per_run = 1;
   double heartbeat_s = 5;
-  std::string python_dir;  // tae_log.py, on command jobs' PYTHONPATH
-  std::string job_binary;  // tae-job, the per-run supervisor
+  std::string python_dir;       // tae_log.py, on command jobs' PYTHONPATH
+  std::string job_binary;       // tae-job, the per-run supervisor
   bool durable_journal = true;  // work_dir/journal on disk (false: in memory, for tests)
 };
 

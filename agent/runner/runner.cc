@@ -246,9 +246,10 @@ absl::Status Runner::Adopt(const tae::v1::StartRun& start, std::array<uint64_t, 
   }
   RETURN_IF_ERROR(OpenOutputs(*job, offsets));
   jobs_[{start.run_id(), start.attempt()}] = job;
-  spdlog::info("run r{} attempt {} adopted (supervisor pid {}, job group {}), reading from {}/{}/{}",
-               start.run_id(), start.attempt(), job->supervisor, job->pgid, offsets[0],
-               offsets[1], offsets[2]);
+  spdlog::info(
+      "run r{} attempt {} adopted (supervisor pid {}, job group {}), reading from {}/{}/{}",
+      start.run_id(), start.attempt(), job->supervisor, job->pgid, offsets[0], offsets[1],
+      offsets[2]);
   SchedulePoll();
   return absl::OkStatus();
 }

@@ -44,8 +44,8 @@ bool WriteAtomically(const std::string& path, const std::string& text) {
   if (fd < 0) {
     return false;
   }
-  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-            fsync(fd) == 0;
+  bool ok =
+      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
   ok = close(fd) == 0 && ok;
   return ok && rename(tmp.c_str(), path.c_str()) == 0;
 }

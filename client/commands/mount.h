@@ -19,10 +19,10 @@ struct MountResult {
   std::string root;  // the directory's real path
   int64_t files = 0;
   uint64_t bytes = 0;
-  uint64_t hashed_bytes = 0;   // read to hash (0 when every file came from the hash cache)
+  uint64_t hashed_bytes = 0;  // read to hash (0 when every file came from the hash cache)
   int blobs_uploaded = 0;
   uint64_t bytes_uploaded = 0;
-  bool existing = false;       // taed had the snapshot already
+  bool existing = false;  // taed had the snapshot already
   double seconds = 0;
   std::vector<std::string> excluded;
 };

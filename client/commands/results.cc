@@ -11,12 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/commands/common.h"
-#include "nlohmann/json.hpp"
 #include "client/commands/head_grid.h"
 #include "client/commands/json.h"
 #include "client/commands/report_format.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
+#include "nlohmann/json.hpp"
 
 namespace tae::client {
 namespace {}  // namespace
@@ -25,7 +25,8 @@ int Logs(const CommandEnv& env, const Args& args) {
   bool follow = false;
   bool json = false;
   cli::FlagSet flags(
-      "usage: taectl logs RUN [-f] [--json]\n\nPrints a run's stdout/stderr lines (every attempt's, "
+      "usage: taectl logs RUN [-f] [--json]\n\nPrints a run's stdout/stderr lines (every "
+      "attempt's, "
       "in order); -f follows until the run ends. --json prints every stored line as "
       "{cursor, attempt, stream, text, wall_time}.");
   flags.Bool("follow", &follow, "keep printing new lines until the run is final (also -f)");

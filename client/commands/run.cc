@@ -10,19 +10,19 @@
 #include <cstdio>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/commands/commands.h"
 #include "client/commands/common.h"
 #include "client/commands/mount.h"
+#include "client/output/table.h"
 #include "client/watch/watcher.h"
 #include "common/cli/flags.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/str_format.h"
-#include "client/output/table.h"
-#include "common/status/macros.h"
 #include "common/snapshot/snapshot.h"
 #include "common/spec/spec.h"
+#include "common/status/macros.h"
 
 namespace tae::client {
 namespace {
@@ -104,10 +104,9 @@ struct Started {
 absl::StatusOr<Started> MountAndSubmit(ControlClient& client, const LoopOptions& options,
                                        const MountResult& mount) {
   const std::string name = options.name.empty() ? DefaultName(mount.root) : options.name;
-  const std::string spec_text =
-      absl::StrCat("# taectl run\nname = ", TomlString(name), "\n\n[train]\nseeds = [0]\n\n[job]\n",
-                   "code = ", TomlString(mount.root), "\ncommand = ", TomlString(options.command),
-                   "\n");
+  const std::string spec_text = absl::StrCat(
+      "# taectl run\nname = ", TomlString(name), "\n\n[train]\nseeds = [0]\n\n[job]\n",
+      "code = ", TomlString(mount.root), "\ncommand = ", TomlString(options.command), "\n");
   tae::v1::SubmitRequest request;
   request.set_spec_text(spec_text);
   request.set_spec_path("taectl run");
@@ -210,9 +209,8 @@ absl::Status ParseLoopArgs(const char* verb, cli::FlagSet& flags, const Args& ar
                                                    " DIR [flags] -- COMMAND [ARG...]"));
   }
   if (command.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(verb, ": no command; put it after --, e.g. taectl ", verb,
-                     " . -- python3 train.py"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        verb, ": no command; put it after --, e.g. taectl ", verb, " . -- python3 train.py"));
   }
   options->dir = dirs[0];
   options->command = CommandLine(command);

@@ -20,8 +20,8 @@
 #include "client/commands/mount.h"
 #include "client/output/table.h"
 #include "common/cli/flags.h"
-#include "common/status/macros.h"
 #include "common/snapshot/snapshot.h"
+#include "common/status/macros.h"
 #include "nlohmann/json.hpp"
 
 namespace tae::client {
@@ -50,7 +50,8 @@ absl::StatusOr<std::string> ReadRange(const std::string& path, uint64_t offset, 
   }
   ::close(fd);
   if (done != length) {
-    return absl::AbortedError(absl::StrCat(path, " changed while it was being mounted; mount again"));
+    return absl::AbortedError(
+        absl::StrCat(path, " changed while it was being mounted; mount again"));
   }
   return data;
 }
@@ -101,8 +102,8 @@ absl::Status Upload(ControlClient& client, const std::string& root,
       return absl::OkStatus();
     }
     tae::v1::PutBlobsResponse response;
-    RETURN_IF_ERROR(client.Check(
-        client.stub()->PutBlobs(ControlClient::Context(kUploadTimeoutMs).get(), request, &response)));
+    RETURN_IF_ERROR(client.Check(client.stub()->PutBlobs(
+        ControlClient::Context(kUploadTimeoutMs).get(), request, &response)));
     result->blobs_uploaded += response.blobs_completed();
     result->bytes_uploaded += response.bytes_written();
     request.Clear();
@@ -231,8 +232,7 @@ absl::StatusOr<MountResult> MountTree(ControlClient& client, const std::string& 
     cache.Save(cache_path).IgnoreError();  // only an optimisation
   }
   result.existing = created.existing() && result.blobs_uploaded == 0;
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (progress) {
     progress("");
     std::fprintf(stderr, "\r\033[K");
@@ -271,8 +271,9 @@ int Mount(const CommandEnv& env, const Args& args) {
                                     {"included", nlohmann::ordered_json::array()},
                                     {"excluded", walk->excluded}};
       for (const snapshot::Entry& entry : walk->files) {
-        out["included"].push_back(
-            {{"path", entry.path}, {"size", entry.size}, {"mode", absl::StrFormat("%04o", entry.mode)}});
+        out["included"].push_back({{"path", entry.path},
+                                   {"size", entry.size},
+                                   {"mode", absl::StrFormat("%04o", entry.mode)}});
       }
       std::printf("%s\n", out.dump(2).c_str());
       return 0;
@@ -353,8 +354,9 @@ int Snapshots(const CommandEnv& env, const Args& args) {
   for (const tae::v1::Snapshot& snap : response.snapshots()) {
     table.Add({snap.id().substr(0, 12), FormatTime(snap.created_at()), absl::StrCat(snap.files()),
                FormatBytes(static_cast<uint64_t>(snap.bytes())),
-               snap.active_runs() > 0 ? absl::StrCat(snap.runs(), " (", snap.active_runs(), " active)")
-                                      : absl::StrCat(snap.runs()),
+               snap.active_runs() > 0
+                   ? absl::StrCat(snap.runs(), " (", snap.active_runs(), " active)")
+                   : absl::StrCat(snap.runs()),
                snap.source()});
   }
   std::fputs(table.Render().c_str(), stdout);

@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <unordered_set>
-#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/snapshot/snapshot.h"

@@ -11,9 +11,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <unordered_set>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 

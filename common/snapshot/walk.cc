@@ -214,8 +214,7 @@ class Walker {
 
  private:
   absl::Status Visit(int dir_fd, const std::string& dir, const std::string& prefix,
-                     const std::string& name,
-                     const IgnoreMatcher& matcher) {
+                     const std::string& name, const IgnoreMatcher& matcher) {
     const std::string rel = prefix + name;
     const std::string full = absl::StrCat(dir == "/" ? "" : dir, "/", name);
     struct stat st;

@@ -514,10 +514,10 @@ absl::Status CheckJob(std::string_view path, const Draft& draft) {
   for (const std::string& key : *keys) {
     const KeyInfo* info = FindKey(key);
     if (key != "train.seed" && (info == nullptr || info->scope != KeyScope::kRun)) {
-      return Error(path, where,
-                   Cat("job.command: unknown placeholder {", key, "}",
-                       DidYouMean(key, KeyNames(true)),
-                       "; placeholders name run keys such as {train.lr} or {train.seed}"));
+      return Error(
+          path, where,
+          Cat("job.command: unknown placeholder {", key, "}", DidYouMean(key, KeyNames(true)),
+              "; placeholders name run keys such as {train.lr} or {train.seed}"));
     }
   }
   const std::string code = draft.values.at("job.code").get<std::string>();

@@ -213,13 +213,12 @@ absl::StatusOr<std::vector<std::string>> CommandPlaceholders(std::string_view co
     }
     size_t close = command.find('}', i + 1);
     if (close == std::string_view::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the '{' at character ", i + 1, " is never closed (write {{ for a literal one)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the '{' at character ", i + 1, " is never closed (write {{ for a literal one)"));
     }
     std::string key(command.substr(i + 1, close - i - 1));
     if (key.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("empty placeholder {} at character ", i + 1));
+      return absl::InvalidArgumentError(absl::StrCat("empty placeholder {} at character ", i + 1));
     }
     keys.push_back(std::move(key));
     i = close;

@@ -303,8 +303,8 @@ absl::StatusOr<ScrapPlan> Controller::Scrap(const ScrapInput& input) {
   for (const std::string& id : chosen) {
     auto usage = usages.find(id);
     if (usage != usages.end() && usage->second.active_runs > 0) {
-      plan.kept.push_back(absl::StrCat(id, ": ", usage->second.active_runs,
-                                       " queued or running runs use it"));
+      plan.kept.push_back(
+          absl::StrCat(id, ": ", usage->second.active_runs, " queued or running runs use it"));
       continue;
     }
     if (removed.insert(id).second) {

@@ -243,9 +243,9 @@ grpc::ServerBidiReactor<tae::v1::AgentMessage, tae::v1::TaedMessage>* AgentLinkS
   return new AgentStream(core_, controller_);
 }
 
-grpc::ServerUnaryReactor* AgentLinkService::GetManifest(
-    grpc::CallbackServerContext* ctx, const tae::v1::GetManifestRequest* request,
-    tae::v1::GetManifestResponse* response) {
+grpc::ServerUnaryReactor* AgentLinkService::GetManifest(grpc::CallbackServerContext* ctx,
+                                                        const tae::v1::GetManifestRequest* request,
+                                                        tae::v1::GetManifestResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   if (!Authorized(ctx)) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
@@ -304,8 +304,8 @@ class BlobFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk
       absl::StatusOr<std::string> data =
           size.ok() ? store.Read(hash, offset_, kFetchChunk) : size.status();
       if (!data.ok()) {
-        Finish(ToGrpc(absl::Status(data.status().code(),
-                                   absl::StrCat("hashes[", index_, "]: ", data.status().message()))));
+        Finish(ToGrpc(absl::Status(data.status().code(), absl::StrCat("hashes[", index_, "]: ",
+                                                                      data.status().message()))));
         return;
       }
       chunk_.set_hash(hash);

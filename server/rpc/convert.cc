@@ -134,14 +134,14 @@ absl::Status CheckEvent(const tae::v1::Event& e) {
   switch (e.kind_case()) {
     case tae::v1::Event::kMetrics:
       if (e.metrics().values_size() > static_cast<int>(metrics::kMaxValuesPerLine)) {
-        return absl::InvalidArgumentError(absl::StrCat("metrics.values: ", e.metrics().values_size(),
-                                                       " values; at most ",
-                                                       metrics::kMaxValuesPerLine));
+        return absl::InvalidArgumentError(
+            absl::StrCat("metrics.values: ", e.metrics().values_size(), " values; at most ",
+                         metrics::kMaxValuesPerLine));
       }
       for (const tae::v1::Scalar& s : e.metrics().values()) {
         if (!metrics::IsValidMetricKey(s.key())) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("metrics.values.key: '", s.key().substr(0, 80), "' is not a metric key"));
+          return absl::InvalidArgumentError(absl::StrCat(
+              "metrics.values.key: '", s.key().substr(0, 80), "' is not a metric key"));
         }
       }
       return absl::OkStatus();

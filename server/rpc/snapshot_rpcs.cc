@@ -15,13 +15,8 @@ namespace tae::rpc {
 namespace {
 
 constexpr int kMaxHashesPerCall = 200000;
-constexpr size_t kMaxPutBytes = 8 << 20;      // data bytes per PutBlobs call
+constexpr size_t kMaxPutBytes = 8 << 20;        // data bytes per PutBlobs call
 constexpr size_t kMaxManifestBytes = 64 << 20;  // ~500k files
-
-double WallNow() {
-  using namespace std::chrono;
-  return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
-}
 
 absl::Status CheckHash(const std::string& hash, const std::string& field) {
   if (!blobs::IsBlobHash(hash)) {
@@ -171,8 +166,8 @@ grpc::ServerUnaryReactor* ControlService::CreateSnapshot(
     absl::StatusOr<std::vector<snapshot::Entry>> entries =
         snapshot::ParseManifest(request->manifest());
     if (!entries.ok()) {
-      reactor->Finish(ToGrpc(absl::InvalidArgumentError(
-          absl::StrCat("manifest: ", entries.status().message()))));
+      reactor->Finish(ToGrpc(
+          absl::InvalidArgumentError(absl::StrCat("manifest: ", entries.status().message()))));
       return;
     }
     const std::string id = snapshot::SnapshotId(*entries);
@@ -186,7 +181,7 @@ grpc::ServerUnaryReactor* ControlService::CreateSnapshot(
     fresh.manifest = request->manifest();
     fresh.files = static_cast<int64_t>(entries->size());
     fresh.source = request->source();
-    fresh.created_at = WallNow();
+    fresh.created_at = controller::WallNow();
     std::unordered_set<std::string> seen;
     int missing = 0;
     std::string first_missing;

@@ -53,13 +53,15 @@ TEST_CASE("hostile specs are refused with their position and change nothing") {
       {"name = \"x\"\n[model]\nlayrs = 2\n", "did you mean"},
       {"name = \"../../etc\"\n", "bad.toml:1:"},
       {"name = \"x\"\n[grid]\n\"train.lr\" = [" + std::string(20000, '1') + "]\n", "bad.toml:3:"},
-      {"name = \"x\"\n[train]\nseeds = [" + [] {
-         std::string s;
-         for (int i = 0; i < 20000; ++i) {
-           s += (i ? "," : "") + std::to_string(i);
-         }
-         return s;
-       }() + "]\n",
+      {"name = \"x\"\n[train]\nseeds = [" +
+           [] {
+             std::string s;
+             for (int i = 0; i < 20000; ++i) {
+               s += (i ? "," : "") + std::to_string(i);
+             }
+             return s;
+           }() +
+           "]\n",
        "at most 10000"},
       {deep, "bad.toml:"},
       {"name = \"x\"\n[job]\ncommand = \"x {train.nope}\"\n", "unknown placeholder"},
@@ -125,8 +127,7 @@ TEST_CASE("garbage and oversized control calls are refused and taed stays up") {
     request.set_limit(-5);
     tae::v1::LogsResponse response;
     grpc::ClientContext ctx;
-    CHECK(stub->Logs(&ctx, request, &response).error_code() ==
-          grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(stub->Logs(&ctx, request, &response).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
     ++tried;
   }
   {
@@ -157,13 +158,14 @@ TEST_CASE("garbage and oversized control calls are refused and taed stays up") {
   WARN("bad control calls tried: " << tried);
 }
 
-TEST_CASE("agents without the token are refused and a misbehaving agent's bad events are not stored") {
+TEST_CASE(
+    "agents without the token are refused and a misbehaving agent's bad events are not stored") {
   Cluster cluster(1, 1);
   const std::string address = ReadFile(cluster.home() + "/agent.addr");
   const std::string token = ReadFile(cluster.home() + "/agent.token");
   REQUIRE(!token.empty());
-  auto stub = tae::v1::AgentLink::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto stub =
+      tae::v1::AgentLink::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   int tried = 0;
   for (const std::string& header : {std::string(), std::string("Bearer wrong"),
                                     "Bearer " + token + "x", "bearer " + token, token}) {
@@ -264,8 +266,7 @@ TEST_CASE("agents without the token are refused and a misbehaving agent's bad ev
 TEST_CASE("taed refuses an agent listener beyond loopback without TLS") {
   TempDir home;
   CommandResult started = RunCommand(
-      {BinPath("taed"), "--home", home.path(), "--agents", "0", "--agent-listen", "0.0.0.0:0"},
-      60);
+      {BinPath("taed"), "--home", home.path(), "--agents", "0", "--agent-listen", "0.0.0.0:0"}, 60);
   CHECK(started.exit_code != 0);
   CHECK(started.err.find("0.0.0.0:0") != std::string::npos);
 }

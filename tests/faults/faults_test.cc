@@ -4,17 +4,17 @@
 // metric steps and log lines are exactly those its final attempt emitted, each once.
 
 #include <signal.h>
-#include <sys/mount.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <thread>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/integration/harness.h"
@@ -154,10 +154,12 @@ TEST_CASE("kill -9 of an agent mid-run loses and duplicates nothing") {
     REQUIRE(kill(static_cast<pid_t>(agent), SIGKILL) == 0);
     kills += 1;
     // taed starts a new agent on the same work dir; it adopts the running jobs.
-    CHECK(WaitUntil([&] {
-      const long now = FindProcess("tae-agent", "local-0");
-      return now > 0 && now != agent;
-    }, 60));
+    CHECK(WaitUntil(
+        [&] {
+          const long now = FindProcess("tae-agent", "local-0");
+          return now > 0 && now != agent;
+        },
+        60));
   }
   CHECK(kills >= 2);
   WaitAllFinal(cluster, exp);
@@ -299,15 +301,16 @@ struct NetNs {
 TEST_CASE("network cuts shorter than the grace period between taed and an agent lose nothing") {
   NetNs net;
   if (!net.ok) {
-    WARN("cannot create a network namespace here (not root, or no iproute2): the network cut "
-         "was not injected");
+    WARN(
+        "cannot create a network namespace here (not root, or no iproute2): the network cut "
+        "was not injected");
     return;
   }
   TempDir certs;
-  CommandResult made = RunCommand(
-      {"/bin/bash", std::string(TAE_SOURCE_DIR) + "/deploy/make-certs.sh", certs.path(),
-       net.host_ip},
-      60);
+  CommandResult made =
+      RunCommand({"/bin/bash", std::string(TAE_SOURCE_DIR) + "/deploy/make-certs.sh", certs.path(),
+                  net.host_ip},
+                 60);
   REQUIRE(made.exit_code == 0);
   setenv("TAE_AGENT_GRACE", "60", 1);
   setenv("TAE_AGENT_TIMEOUT", "60", 1);
@@ -315,7 +318,8 @@ TEST_CASE("network cuts shorter than the grace period between taed and an agent 
   setenv("TAE_TLS_CERT", (certs.path() + "/server.pem").c_str(), 1);
   setenv("TAE_TLS_KEY", (certs.path() + "/server.key").c_str(), 1);
   Cluster cluster(0, 1);
-  for (const char* name : {"TAE_AGENT_TIMEOUT", "TAE_AGENT_LISTEN", "TAE_TLS_CERT", "TAE_TLS_KEY"}) {
+  for (const char* name :
+       {"TAE_AGENT_TIMEOUT", "TAE_AGENT_LISTEN", "TAE_TLS_CERT", "TAE_TLS_KEY"}) {
     unsetenv(name);
   }
   std::ifstream addr_file(cluster.home() + "/agent.addr");
@@ -328,11 +332,11 @@ TEST_CASE("network cuts shorter than the grace period between taed and an agent 
   TempDir work;
   // The agent lives in the namespace and reaches taed only through the veth pair.
   std::thread agent([&] {
-    RunCommand({"/usr/bin/env", "TAE_AGENT_TOKEN=" + token, "/usr/sbin/ip", "netns", "exec",
-                net.name, BinPath("tae-agent"), "--taed", net.host_ip + ":" + port, "--id",
-                "ns-agent", "--slots", "2", "--work-dir", work.path(), "--tls-ca",
-                certs.path() + "/ca.pem"},
-               900);
+    RunCommand(
+        {"/usr/bin/env", "TAE_AGENT_TOKEN=" + token, "/usr/sbin/ip", "netns", "exec", net.name,
+         BinPath("tae-agent"), "--taed", net.host_ip + ":" + port, "--id", "ns-agent", "--slots",
+         "2", "--work-dir", work.path(), "--tls-ca", certs.path() + "/ca.pem"},
+        900);
   });
   struct StopAgent {
     std::thread* thread;

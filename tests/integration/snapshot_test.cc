@@ -293,8 +293,7 @@ TEST_CASE("unsafe trees are refused by name and nothing is stored") {
        "\"up\""},
       {"fifo", [](const std::string& root) { mkfifo((root + "/pipe").c_str(), 0644); },
        "\"pipe\": it is a fifo"},
-      {"invalid UTF-8",
-       [](const std::string& root) { WriteFile(root + "/bad\xff\xfename", "x"); },
+      {"invalid UTF-8", [](const std::string& root) { WriteFile(root + "/bad\xff\xfename", "x"); },
        "not valid UTF-8"},
   };
   if (geteuid() == 0) {
@@ -332,9 +331,9 @@ TEST_CASE("sync --watch re-runs on a change and cancels the run it supersedes") 
             "if [ \"$(cat mode)\" = slow ]; then sleep 300; fi\necho finished\n");
   CommandResult synced;
   std::thread loop([&] {
-    synced = cluster.Taectl({"sync", root, "--watch", "--quiet-ms", "200", "--max-runs", "2", "--",
-                             "sh", "job.sh"},
-                            300);
+    synced = cluster.Taectl(
+        {"sync", root, "--watch", "--quiet-ms", "200", "--max-runs", "2", "--", "sh", "job.sh"},
+        300);
   });
   // The first run is running (its first line arrived) before the tree changes.
   bool first_running = WaitUntil(

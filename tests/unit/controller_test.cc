@@ -106,7 +106,8 @@ TEST_CASE("an identical spec is recognised unless a new experiment is forced") {
 
 TEST_CASE("a bad spec is refused and stores nothing") {
   Fixture f;
-  auto result = f.controller.Submit({"name = \"x\"\n[model]\nlayres = 2\n", "bad.toml", {}, false, ""});
+  auto result =
+      f.controller.Submit({"name = \"x\"\n[model]\nlayres = 2\n", "bad.toml", {}, false, ""});
   REQUIRE_FALSE(result.ok());
   CHECK(std::string(result.status().message()).find("bad.toml:3:1") == 0);
   CHECK(f.store->ListExperiments(0)->empty());

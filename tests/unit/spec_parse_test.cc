@@ -486,7 +486,6 @@ TEST_CASE("an experiment of more than kMaxRuns runs is refused", "[spec][grid][e
         "seeds); at most 10000 are allowed, split it into several experiments");
 }
 
-
 TEST_CASE("a [job] command expands placeholders per run and quotes values for the shell",
           "[spec][job]") {
   Spec spec = MustParse(R"(name = "cmd"
