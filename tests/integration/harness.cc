@@ -104,15 +104,14 @@ Cluster::Cluster(int agents, int slots,
   }
   CommandResult up =
       Taectl({"up", "--agents", std::to_string(agents), "--slots", std::to_string(slots)}, 120);
+  started_ = true;
   INFO("taectl up: " << up.out << up.err);
   REQUIRE(up.exit_code == 0);
-  started_ = true;
 }
 
 Cluster::~Cluster() {
-  if (started_) {
-    RunCommand({BinPath("taectl"), "--home", home(), "down"}, 60);
-  }
+  // Also when `up` failed: a taed that started but did not get its agents is still running.
+  RunCommand({BinPath("taectl"), "--home", home(), "down"}, 60);
 }
 
 CommandResult Cluster::Taectl(std::vector<std::string> args, double timeout_s) {
