@@ -1,0 +1,486 @@
+// The real gcloud CLI against the fake Cloud TPU v2 REST API (tests/fake_tpu/fake_tpu.py) on
+// loopback: the commands the gcloud-tpu provider will run, and what gcloud sends for them.
+// Where gcloud (or python3) is absent each test warns and returns.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/integration/harness.h"
+
+namespace tae::testing {
+namespace {
+
+constexpr const char* kProject = "tae-test-project";
+constexpr const char* kZone = "us-central2-b";
+constexpr const char* kVersion = "tpu-ubuntu2204-base";
+
+// The full path of an executable found on PATH, or "".
+std::string FindOnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return "";
+}
+
+std::string FakeTpuDir() {
+  // __FILE__ is tests/integration/gcloud_fake_test.cc, absolute under CMake.
+  std::filesystem::path here(__FILE__);
+  if (here.is_relative()) {
+    here = std::filesystem::path(TAE_BIN_DIR) / ".." / ".." / here;
+  }
+  return (here.parent_path().parent_path() / "fake_tpu").string();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A minimal HTTP/1.1 client for the fake's /_control endpoints. Returns the parsed JSON body, or
+// a discarded value on any failure.
+nlohmann::json Http(int port, const std::string& method, const std::string& path,
+                    const nlohmann::json& body = nullptr) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return nlohmann::json::value_t::discarded;
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return nlohmann::json::value_t::discarded;
+  }
+  std::string payload = body.is_null() ? "" : body.dump();
+  std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+                        "Connection: close\r\nContent-Type: application/json\r\n" +
+                        "Content-Length: " + std::to_string(payload.size()) + "\r\n\r\n" + payload;
+  for (size_t sent = 0; sent < request.size();) {
+    ssize_t n = write(fd, request.data() + sent, request.size() - sent);
+    if (n <= 0) {
+      close(fd);
+      return nlohmann::json::value_t::discarded;
+    }
+    sent += static_cast<size_t>(n);
+  }
+  std::string response;
+  char buf[8192];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) {
+    response.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  size_t start = response.find("\r\n\r\n");
+  if (start == std::string::npos) {
+    return nlohmann::json::value_t::discarded;
+  }
+  return nlohmann::json::parse(response.substr(start + 4), nullptr, false);
+}
+
+// The fake Cloud TPU API (its own process group, killed on destruction) plus a temp gcloud
+// configuration pointed at it.
+class FakeTpu {
+ public:
+  FakeTpu() {
+    gcloud_ = FindOnPath("gcloud");
+    python_ = FindOnPath("python3");
+    if (gcloud_.empty() || python_.empty()) {
+      return;
+    }
+    std::string port_file = dir_.path() + "/port";
+    std::string log = dir_.path() + "/fake_tpu.log";
+    std::vector<std::string> args = {python_, FakeTpuDir() + "/fake_tpu.py", "--port", "0",
+                                     "--port-file", port_file};
+    std::vector<char*> argv;
+    for (std::string& a : args) {
+      argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+      }
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    setpgid(pid_, pid_);
+    bool up = WaitUntil(
+        [&] {
+          std::string text = ReadFile(port_file);
+          return !text.empty() && text.back() == '\n';
+        },
+        30);
+    INFO("fake_tpu.py log: " << ReadFile(log));
+    REQUIRE(up);
+    port_ = std::stoi(ReadFile(port_file));
+    CommandResult env = RunCommand(
+        {"/bin/sh", FakeTpuDir() + "/gcloud_env.sh", dir_.path(), std::to_string(port_), kProject},
+        30);
+    INFO("gcloud_env.sh: " << env.out << env.err);
+    REQUIRE(env.exit_code == 0);
+    std::istringstream lines(env.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty()) {
+        env_.push_back(line);
+      }
+    }
+    REQUIRE(env_ == std::vector<std::string>{"CLOUDSDK_CONFIG=" + dir_.path() + "/gcloud"});
+  }
+
+  ~FakeTpu() {
+    if (pid_ > 0) {
+      kill(-pid_, SIGTERM);
+      int status = 0;
+      if (!WaitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, 10)) {
+        kill(-pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+      }
+    }
+  }
+
+  // Empty when the test can't run; then WARN with this reason and return.
+  std::string missing() const {
+    if (gcloud_.empty()) {
+      return "gcloud not found: no gcloud on PATH";
+    }
+    if (python_.empty()) {
+      return "gcloud not found: python3 for the fake Cloud TPU API is not on PATH";
+    }
+    return "";
+  }
+
+  pid_t pid() const { return pid_; }
+
+  // Runs `gcloud ARGS` with the temp configuration.
+  CommandResult Gcloud(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {"/usr/bin/env"};
+    argv.insert(argv.end(), env_.begin(), env_.end());
+    argv.push_back(gcloud_);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, 120);
+  }
+
+  // `gcloud ARGS --format=json`, which must succeed, parsed.
+  nlohmann::json GcloudJson(std::vector<std::string> args) const {
+    args.push_back("--format=json");
+    CommandResult result = Gcloud(args);
+    INFO("gcloud stderr: " << result.err);
+    REQUIRE(result.exit_code == 0);
+    nlohmann::json doc = nlohmann::json::parse(result.out, nullptr, false);
+    INFO("gcloud stdout: " << result.out);
+    REQUIRE_FALSE(doc.is_discarded());
+    return doc;
+  }
+
+  // `gcloud compute tpus tpu-vm create NAME --zone ZONE --accelerator-type TYPE --version V
+  // EXTRA...`.
+  CommandResult Create(const std::string& name, const std::string& zone, const std::string& type,
+                       const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> args = {"compute", "tpus",  "tpu-vm", "create",           name,
+                                     "--zone",  zone,    "--accelerator-type", type,
+                                     "--version", kVersion};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Gcloud(args);
+  }
+
+  nlohmann::json Describe(const std::string& name, const std::string& zone = kZone) const {
+    return GcloudJson({"compute", "tpus", "tpu-vm", "describe", name, "--zone", zone});
+  }
+
+  // Node names (basenames) that `gcloud ... list --zone ZONE` shows.
+  std::vector<std::string> List(const std::string& zone = kZone) const {
+    std::vector<std::string> names;
+    for (const auto& node : GcloudJson({"compute", "tpus", "tpu-vm", "list", "--zone", zone})) {
+      std::string name = node.at("name");
+      names.push_back(name.substr(name.rfind('/') + 1));
+    }
+    return names;
+  }
+
+  nlohmann::json Control(const std::string& method, const std::string& what,
+                         const nlohmann::json& body = nullptr) const {
+    nlohmann::json reply = Http(port_, method, "/_control/" + what, body);
+    REQUIRE_FALSE(reply.is_discarded());
+    return reply;
+  }
+
+ private:
+  TempDir dir_;
+  std::string gcloud_;
+  std::string python_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::vector<std::string> env_;
+};
+
+#define SKIP_WITHOUT_GCLOUD(fake)       \
+  if (!(fake).missing().empty()) {      \
+    WARN((fake).missing());             \
+    return;                             \
+  }
+
+std::string NodePath(const std::string& zone, const std::string& name = "") {
+  std::string path = std::string("/v2/projects/") + kProject + "/locations/" + zone + "/nodes";
+  return name.empty() ? path : path + "/" + name;
+}
+
+}  // namespace
+
+TEST_CASE("gcloud creates a v4-8 node on the fake TPU API and describe shows it READY", "[gcloud]") {
+  FakeTpu fake;
+  SKIP_WITHOUT_GCLOUD(fake);
+  CommandResult create = fake.Create("tae-a", kZone, "v4-8");
+  INFO("create: " << create.out << create.err);
+  REQUIRE(create.exit_code == 0);
+  nlohmann::json node = fake.Describe("tae-a");
+  CHECK(node.at("name") == std::string("projects/") + kProject + "/locations/" + kZone +
+                               "/nodes/tae-a");
+  CHECK(node.at("state") == "READY");
+  CHECK(node.at("acceleratorType") == "v4-8");
+  CHECK(node.at("runtimeVersion") == kVersion);
+  REQUIRE(node.at("networkEndpoints").size() == 1);
+  CHECK_FALSE(node.at("networkEndpoints")[0].at("ipAddress").get<std::string>().empty());
+
+  // The requests gcloud sent: the create, polls of its operation until done, then describe's GET.
+  nlohmann::json requests = fake.Control("GET", "requests");
+  REQUIRE(requests.size() >= 3);
+  CHECK(requests[0].at("method") == "POST");
+  CHECK(requests[0].at("path") == NodePath(kZone));
+  CHECK(requests[0].at("query").at("nodeId") == "tae-a");
+  std::string op_path = requests[1].at("path");
+  CHECK(requests[1].at("method") == "GET");
+  CHECK(op_path.rfind(std::string("/v2/projects/") + kProject + "/locations/" + kZone +
+                          "/operations/operation-",
+                      0) == 0);
+  CHECK(requests.back().at("path") == NodePath(kZone, "tae-a"));
+}
+
+TEST_CASE("a v4-32 node has four workers and list shows both nodes", "[gcloud]") {
+  FakeTpu fake;
+  SKIP_WITHOUT_GCLOUD(fake);
+  REQUIRE(fake.Create("tae-small", kZone, "v4-8").exit_code == 0);
+  CommandResult create = fake.Create("tae-big", kZone, "v4-32");
+  INFO("create: " << create.out << create.err);
+  REQUIRE(create.exit_code == 0);
+  nlohmann::json big = fake.Describe("tae-big");
+  CHECK(big.at("state") == "READY");
+  REQUIRE(big.at("networkEndpoints").size() == 4);
+  std::vector<std::string> ips;
+  for (const auto& endpoint : big.at("networkEndpoints")) {
+    ips.push_back(endpoint.at("ipAddress"));
+  }
+  std::sort(ips.begin(), ips.end());
+  CHECK(std::unique(ips.begin(), ips.end()) == ips.end());
+  std::vector<std::string> names = fake.List();
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"tae-big", "tae-small"});
+  // A `value()` format the provider can parse without JSON: name, state, worker IPs.
+  CommandResult value = fake.Gcloud({"compute", "tpus", "tpu-vm", "list", "--zone", kZone,
+                                     "--format=value(name.basename(),state,"
+                                     "networkEndpoints[].ipAddress.list())"});
+  INFO("list: " << value.out << value.err);
+  REQUIRE(value.exit_code == 0);
+  CHECK(value.out.find("tae-big\tREADY\t" + ips[0]) != std::string::npos);
+}
+
+TEST_CASE("gcloud sends --spot --preemptible and --labels in the create request body",
+          "[gcloud]") {
+  FakeTpu fake;
+  SKIP_WITHOUT_GCLOUD(fake);
+  REQUIRE(fake.Create("tae-spot", kZone, "v4-8", {"--spot", "--labels", "tae=yes,study=s1"})
+              .exit_code == 0);
+  REQUIRE(fake.Create("tae-pre", kZone, "v4-8", {"--preemptible"}).exit_code == 0);
+  nlohmann::json bodies;
+  for (const auto& request : fake.Control("GET", "requests")) {
+    if (request.at("method") == "POST" && request.at("path") == NodePath(kZone)) {
+      bodies[request.at("query").at("nodeId").get<std::string>()] = request.at("body");
+    }
+  }
+  INFO("create bodies: " << bodies.dump(1));
+  REQUIRE(bodies.contains("tae-spot"));
+  REQUIRE(bodies.contains("tae-pre"));
+  const auto& spot = bodies["tae-spot"];
+  CHECK(spot.at("acceleratorType") == "v4-8");
+  CHECK(spot.at("runtimeVersion") == kVersion);
+  CHECK(spot.at("schedulingConfig").at("spot") == true);
+  CHECK(spot.at("schedulingConfig").at("preemptible") == false);
+  CHECK(spot.at("labels") == nlohmann::json{{"tae", "yes"}, {"study", "s1"}});
+  CHECK(bodies["tae-pre"].at("schedulingConfig").at("preemptible") == true);
+  CHECK(bodies["tae-pre"].at("schedulingConfig").at("spot") == false);
+  CHECK(fake.Describe("tae-spot").at("schedulingConfig").at("spot") == true);
+}
+
+TEST_CASE("a zone without capacity fails the create and another zone still works", "[gcloud]") {
+  FakeTpu fake;
+  SKIP_WITHOUT_GCLOUD(fake);
+  fake.Control("POST", "no_capacity", {{"zone", "us-east5-a"}});
+  CommandResult stockout = fake.Create("tae-x", "us-east5-a", "v4-8");
+  INFO("create in us-east5-a: " << stockout.out << stockout.err);
+  CHECK(stockout.exit_code != 0);
+  CHECK(stockout.err.find("no more capacity in the zone") != std::string::npos);
+  CHECK(stockout.err.find("\"code\": 8") != std::string::npos);
+  CHECK(fake.List("us-east5-a").empty());
+
+  CommandResult other = fake.Create("tae-x", kZone, "v4-8");
+  INFO("create in " << kZone << ": " << other.out << other.err);
+  REQUIRE(other.exit_code == 0);
+  CHECK(fake.Describe("tae-x").at("state") == "READY");
+
+  // Capacity back: the same create now works there too.
+  fake.Control("POST", "capacity", {{"zone", "us-east5-a"}});
+  REQUIRE(fake.Create("tae-x", "us-east5-a", "v4-8").exit_code == 0);
+}
+
+TEST_CASE("a preempted node is described as PREEMPTED and can be deleted", "[gcloud]") {
+  FakeTpu fake;
+  SKIP_WITHOUT_GCLOUD(fake);
+  REQUIRE(fake.Create("tae-p", kZone, "v4-8", {"--spot"}).exit_code == 0);
+  fake.Control("POST", "preempt", {{"zone", kZone}, {"node", "tae-p"}});
+  CHECK(fake.Describe("tae-p").at("state") == "PREEMPTED");
+  CommandResult del = fake.Gcloud({"compute", "tpus", "tpu-vm", "delete", "tae-p", "--zone", kZone,
+                                   "--quiet"});
+  INFO("delete: " << del.out << del.err);
+  REQUIRE(del.exit_code == 0);
+  CHECK(fake.List().empty());
+}
+
+TEST_CASE("a deleted node leaves the list and describe then fails NOT_FOUND", "[gcloud]") {
+  FakeTpu fake;
+  SKIP_WITHOUT_GCLOUD(fake);
+  REQUIRE(fake.Create("tae-keep", kZone, "v4-8").exit_code == 0);
+  REQUIRE(fake.Create("tae-gone", kZone, "v4-8").exit_code == 0);
+  CommandResult del = fake.Gcloud({"compute", "tpus", "tpu-vm", "delete", "tae-gone", "--zone",
+                                   kZone, "--quiet"});
+  INFO("delete: " << del.out << del.err);
+  REQUIRE(del.exit_code == 0);
+  CHECK(fake.List() == std::vector<std::string>{"tae-keep"});
+  CommandResult describe =
+      fake.Gcloud({"compute", "tpus", "tpu-vm", "describe", "tae-gone", "--zone", kZone});
+  CHECK(describe.exit_code != 0);
+  CHECK(describe.err.find("NOT_FOUND") != std::string::npos);
+  bool sent_delete = false;
+  for (const auto& request : fake.Control("GET", "requests")) {
+    sent_delete |= request.at("method") == "DELETE" && request.at("path") == NodePath(kZone, "tae-gone");
+  }
+  CHECK(sent_delete);
+}
+
+TEST_CASE("an async create returns at once and the node is READY when next looked at",
+          "[gcloud]") {
+  FakeTpu fake;
+  SKIP_WITHOUT_GCLOUD(fake);
+  CommandResult create = fake.Create("tae-async", kZone, "v4-8", {"--async"});
+  INFO("create: " << create.out << create.err);
+  REQUIRE(create.exit_code == 0);
+  CHECK(create.err.find("Check operation [projects/") != std::string::npos);
+  nlohmann::json nodes = fake.Control("GET", "nodes");
+  REQUIRE(nodes.size() == 1);
+  CHECK(nodes[0].at("state") == "CREATING");
+  CHECK(fake.Describe("tae-async").at("state") == "READY");
+  CommandResult del = fake.Gcloud({"compute", "tpus", "tpu-vm", "delete", "tae-async", "--zone",
+                                   kZone, "--quiet", "--async"});
+  REQUIRE(del.exit_code == 0);
+  CHECK(fake.List().empty());
+}
+
+TEST_CASE("stop and start move a node through STOPPED back to READY", "[gcloud]") {
+  FakeTpu fake;
+  SKIP_WITHOUT_GCLOUD(fake);
+  REQUIRE(fake.Create("tae-s", kZone, "v4-8").exit_code == 0);
+  REQUIRE(fake.Gcloud({"compute", "tpus", "tpu-vm", "stop", "tae-s", "--zone", kZone}).exit_code ==
+          0);
+  CHECK(fake.Describe("tae-s").at("state") == "STOPPED");
+  REQUIRE(fake.Gcloud({"compute", "tpus", "tpu-vm", "start", "tae-s", "--zone", kZone})
+              .exit_code == 0);
+  CHECK(fake.Describe("tae-s").at("state") == "READY");
+}
+
+TEST_CASE("a queued resource waits for capacity then becomes ACTIVE with its node", "[gcloud]") {
+  FakeTpu fake;
+  SKIP_WITHOUT_GCLOUD(fake);
+  fake.Control("POST", "no_capacity", {{"zone", kZone}});
+  CommandResult create = fake.Gcloud({"compute", "tpus", "queued-resources", "create", "tae-q",
+                                      "--node-id", "tae-qn", "--zone", kZone, "--accelerator-type",
+                                      "v4-32", "--runtime-version", kVersion, "--spot"});
+  INFO("create: " << create.out << create.err);
+  REQUIRE(create.exit_code == 0);
+  nlohmann::json qr =
+      fake.GcloudJson({"compute", "tpus", "queued-resources", "describe", "tae-q", "--zone", kZone});
+  CHECK(qr.at("state").at("state") == "WAITING_FOR_RESOURCES");
+  CHECK(fake.List().empty());
+
+  fake.Control("POST", "capacity", {{"zone", kZone}});
+  qr = fake.GcloudJson({"compute", "tpus", "queued-resources", "describe", "tae-q", "--zone", kZone});
+  CHECK(qr.at("state").at("state") == "ACTIVE");
+  nlohmann::json node = fake.Describe("tae-qn");
+  CHECK(node.at("state") == "READY");
+  CHECK(node.at("networkEndpoints").size() == 4);
+  CHECK(node.at("schedulingConfig").at("spot") == true);
+
+  // Spot preemption suspends the queued resource.
+  fake.Control("POST", "preempt", {{"zone", kZone}, {"node", "tae-qn"}});
+  qr = fake.GcloudJson({"compute", "tpus", "queued-resources", "describe", "tae-q", "--zone", kZone});
+  CHECK(qr.at("state").at("state") == "SUSPENDED");
+
+  // Deleting it needs --force while it still has its node; --force takes the node too.
+  CHECK(fake.Gcloud({"compute", "tpus", "queued-resources", "delete", "tae-q", "--zone", kZone,
+                     "--quiet"})
+            .exit_code != 0);
+  CommandResult del = fake.Gcloud({"compute", "tpus", "queued-resources", "delete", "tae-q",
+                                   "--zone", kZone, "--quiet", "--force"});
+  INFO("delete: " << del.out << del.err);
+  REQUIRE(del.exit_code == 0);
+  CHECK(fake.List().empty());
+  CHECK(fake.GcloudJson({"compute", "tpus", "queued-resources", "list", "--zone", kZone}).empty());
+
+  nlohmann::json post;
+  for (const auto& request : fake.Control("GET", "requests")) {
+    if (request.at("method") == "POST" && request.at("query").contains("queuedResourceId")) {
+      post = request;
+    }
+  }
+  INFO("queued resource create: " << post.dump(1));
+  CHECK(post.at("path") ==
+        std::string("/v2/projects/") + kProject + "/locations/" + kZone + "/queuedResources");
+  CHECK(post.at("body").at("spot") == nlohmann::json::object());
+  CHECK(post.at("body").at("tpu").at("nodeSpec")[0].at("nodeId") == "tae-qn");
+}
+
+TEST_CASE("the fake TPU API process is gone once the test is over", "[gcloud]") {
+  pid_t pid = -1;
+  {
+    FakeTpu fake;
+    SKIP_WITHOUT_GCLOUD(fake);
+    pid = fake.pid();
+    CHECK(fake.List().empty());
+  }
+  // Reaped by the destructor: the pid no longer names our child.
+  CHECK(waitpid(pid, nullptr, WNOHANG) == -1);
+  CHECK(kill(pid, 0) == -1);
+}
+
+}  // namespace tae::testing
