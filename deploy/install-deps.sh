@@ -9,7 +9,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread
   libsqlite3-dev libspdlog-dev libfmt-dev libboost-dev libssl-dev
   libtomlplusplus-dev nlohmann-json3-dev catch2
-  bible-kjv python3 openssl iproute2 rsync
+  bible-kjv python3 openssl iproute2 rsync libgloo-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

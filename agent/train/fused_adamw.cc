@@ -86,6 +86,11 @@ void FusedAdamW::ZeroGrad() {
   flat_grad_.zero_();
 }
 
+torch::Tensor FusedAdamW::FlatGrad() {
+  EnsureFlat();
+  return flat_grad_;
+}
+
 double FusedAdamW::ClipGradNorm(double max_norm) {
   EnsureFlat();
   const double norm = flat_grad_.norm().item<double>();

@@ -26,6 +26,9 @@ class FusedAdamW final : public torch::optim::Optimizer {
   // Scales the gradients so that their global L2 norm is at most max_norm (like
   // torch::nn::utils::clip_grad_norm_, with its 1e-6) and returns the norm before scaling.
   double ClipGradNorm(double max_norm);
+  // The flat gradient buffer every parameter's gradient is a view into (after EnsureFlat): one
+  // tensor to all-reduce in a data-parallel run.
+  torch::Tensor FlatGrad();
 
   torch::Tensor step(LossClosure closure = nullptr) override;
   void save(torch::serialize::OutputArchive& archive) const override;

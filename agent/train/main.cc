@@ -12,10 +12,12 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "agent/train/config.h"
+#include "agent/train/distributed.h"
 #include "agent/train/metrics_sink.h"
 #include "agent/train/runtime_info.h"
 #include "agent/train/tasks.h"
@@ -47,6 +49,9 @@ constexpr char kUsage[] =
     "  TAE_METRICS_FD      fd to write metric JSON lines to (default: stdout)\n"
     "  TAE_THREADS         CPU threads when train.threads is 0 (default: all hardware threads)\n"
     "  TAE_CHECKPOINT_DIR  checkpoint directory (the agent sets one per run)\n"
+    "  TAE_WORLD_SIZE      processes of a data-parallel run (default 1); above 1 also:\n"
+    "  TAE_RANK            this process's rank, 0..TAE_WORLD_SIZE-1 (rank 0 reports/checkpoints)\n"
+    "  MASTER_ADDR         rank 0's host; MASTER_PORT: the port rank 0's TCPStore listens on\n"
     "\n"
     "exit status: 0 success, 1 runtime failure, 2 bad spec, flag or environment,\n"
     "             143 stopped by SIGTERM/SIGINT after writing a checkpoint\n";
@@ -135,6 +140,15 @@ int main(int argc, char** argv) {
   if (!threads.ok()) {
     return Fail(kExitUsage, threads.status());
   }
+  absl::StatusOr<tae::train::DistributedEnv> dist =
+      tae::train::ParseDistributedEnv([](const char* name) { return std::getenv(name); });
+  if (!dist.ok()) {
+    return Fail(kExitUsage, dist.status());
+  }
+  if (absl::Status s = tae::train::CheckShardable(config->train.batch_size, dist->world_size);
+      !s.ok()) {
+    return Fail(kExitUsage, s);
+  }
   tae::train::ReexecWithOpenMpSettingsIfNeeded(*threads, argv);
   tae::train::ConfigureThreads(*threads);
   absl::StatusOr<std::unique_ptr<MetricsSink>> sink =
@@ -147,22 +161,40 @@ int main(int argc, char** argv) {
   if (!task.ok()) {
     return Fail(kExitRuntime, task.status());
   }
-  const auto runtime = tae::train::RuntimeMetadata();
+  std::unique_ptr<tae::train::Collective> collective;
+  if (dist->world_size > 1) {
+    std::cout << "tae-train: rank " << dist->rank << " of " << dist->world_size
+              << ", connecting to " << dist->master_addr << ":" << dist->master_port << std::endl;
+    absl::StatusOr<std::unique_ptr<tae::train::Collective>> connected =
+        tae::train::Collective::Connect(*dist);
+    if (!connected.ok()) {
+      return Fail(kExitRuntime, connected.status());
+    }
+    collective = std::move(*connected);
+  }
+  const bool primary = dist->rank == 0;
+  auto runtime = tae::train::RuntimeMetadata();
+  runtime.emplace_back("world_size", std::to_string(dist->world_size));
+  runtime.emplace_back("rank", std::to_string(dist->rank));
   std::cout << "tae-train: runtime";
   for (const auto& [key, value] : runtime) {
     std::cout << " " << key << "=" << value;
   }
   std::cout << std::endl;
-  if (absl::Status s = (*sink)->EmitMeta(runtime); !s.ok()) {
-    return Fail(kExitRuntime, s);
+  if (primary) {
+    if (absl::Status s = (*sink)->EmitMeta(runtime); !s.ok()) {
+      return Fail(kExitRuntime, s);
+    }
   }
   tae::train::TrainerOptions options;
   options.checkpoint_dir = args.checkpoint_dir;
   options.fingerprint = tae::train::ConfigFingerprint(*spec);
   options.should_stop = [](int64_t) { return g_stop.load(); };
+  options.collective = collective.get();
   std::signal(SIGTERM, OnStopSignal);
   std::signal(SIGINT, OnStopSignal);
-  tae::train::Trainer trainer(*config, task->get(), sink->get(), &std::cout, options);
+  tae::train::Trainer trainer(*config, task->get(), sink->get(), primary ? &std::cout : nullptr,
+                              options);
   absl::StatusOr<tae::train::TrainSummary> summary = trainer.Run();
   if (!summary.ok()) {
     return Fail(kExitRuntime, summary.status());
@@ -172,8 +204,13 @@ int main(int argc, char** argv) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << absl::StrFormat("tae-train: done in %.1f s, eval/acc %.4f eval/loss %.4f\n", seconds,
-                               summary->final_eval.accuracy, summary->final_eval.loss)
-            << std::flush;
+  if (primary) {
+    std::cout << absl::StrFormat("tae-train: done in %.1f s, eval/acc %.4f eval/loss %.4f\n",
+                                 seconds, summary->final_eval.accuracy, summary->final_eval.loss)
+              << std::flush;
+  } else {
+    std::cout << absl::StrFormat("tae-train: rank %d done in %.1f s\n", dist->rank, seconds)
+              << std::flush;
+  }
   return 0;
 }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,17 +46,23 @@ void AddGroups(std::vector<torch::Tensor> decay, std::vector<torch::Tensor> no_d
   }
 }
 
-}  // namespace
-
-torch::Tensor MaskedCrossEntropy(const torch::Tensor& logits, const torch::Tensor& targets,
-                                 const torch::Tensor& mask) {
+// The summed cross entropy over the positions where mask is 1.
+torch::Tensor ScoredCrossEntropySum(const torch::Tensor& logits, const torch::Tensor& targets,
+                                    const torch::Tensor& mask) {
   const int64_t vocab = logits.size(-1);
   torch::Tensor per_token =
       torch::nn::functional::cross_entropy(
           logits.reshape({-1, vocab}), targets.reshape({-1}),
           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
           .view_as(mask);
-  return (per_token * mask).sum() / mask.sum().clamp_min(1.0);
+  return (per_token * mask).sum();
+}
+
+}  // namespace
+
+torch::Tensor MaskedCrossEntropy(const torch::Tensor& logits, const torch::Tensor& targets,
+                                 const torch::Tensor& mask) {
+  return ScoredCrossEntropySum(logits, targets, mask) / mask.sum().clamp_min(1.0);
 }
 
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const TrainingConfig& config,
@@ -110,6 +118,11 @@ absl::StatusOr<TrainSummary> Trainer::Run() {
 
 absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
   const TrainingConfig& t = config_.train;
+  if (options_.collective != nullptr) {
+    if (absl::Status s = CheckShardable(t.batch_size, options_.collective->world_size()); !s.ok()) {
+      return s;
+    }
+  }
   torch::manual_seed(t.seed);
   TransformerLM model(config_.model, task_->VocabSize(), t.seq_len);
   std::unique_ptr<torch::optim::Optimizer> optimizer = MakeOptimizer(t, model);
@@ -119,6 +132,9 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
   absl::StatusOr<int64_t> first_step = Resume(model, *optimizer, &window, &summary);
   if (!first_step.ok()) {
     return first_step.status();
+  }
+  if (options_.collective != nullptr) {
+    *first_step = SyncStart(model, *optimizer, *first_step);
   }
   if (absl::Status s = ReportModel(model, summary); !s.ok()) {
     return s;
@@ -131,17 +147,23 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
     window.lr = LearningRate(t, step - 1);
     window.steps += 1;
     window.tokens += t.batch_size * t.seq_len;
+    bool any_rank_stops = false;
     if (step % kTrainLogEvery == 0 || step == t.steps) {
+      if (options_.collective != nullptr) {
+        any_rank_stops = SyncWindow(step, &window);
+      }
       if (absl::Status s = ReportTrain(step, &window, &summary); !s.ok()) {
         return s;
       }
     }
-    if ((t.eval_every > 0 && step % t.eval_every == 0) || step == t.steps) {
+    if (((t.eval_every > 0 && step % t.eval_every == 0) || step == t.steps) && Primary()) {
       if (absl::Status s = ReportEval(model, step, summary, &summary.final_eval); !s.ok()) {
         return s;
       }
     }
-    const bool stop = options_.should_stop && step < t.steps && options_.should_stop(step);
+    const bool stop = options_.collective != nullptr
+                          ? any_rank_stops
+                          : options_.should_stop && step < t.steps && options_.should_stop(step);
     const bool scheduled = t.checkpoint_every > 0 && step % t.checkpoint_every == 0;
     if (stop || scheduled || step == t.steps) {
       if (absl::Status s = Checkpoint(model, *optimizer, step, window, summary); !s.ok()) {
@@ -157,12 +179,12 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
       return summary;
     }
   }
-  if (*first_step > t.steps) {  // resumed from the final checkpoint: report the result again
+  if (*first_step > t.steps && Primary()) {  // resumed from the final checkpoint: report again
     if (absl::Status s = ReportEval(model, t.steps, summary, &summary.final_eval); !s.ok()) {
       return s;
     }
   }
-  if (t.head_importance) {
+  if (t.head_importance && Primary()) {
     if (absl::Status s = ReportHeads(model, t.steps); !s.ok()) {
       return s;
     }
@@ -173,6 +195,9 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
 absl::Status Trainer::ReportModel(TransformerLM& model, const TrainSummary& summary) {
   const TrainingConfig& t = config_.train;
   const double flops = ForwardFlopsPerToken(config_.model, task_->VocabSize(), t.seq_len);
+  if (!Primary()) {
+    return absl::OkStatus();
+  }
   if (absl::Status s = sink_->Emit(0, {{"model/params", static_cast<double>(summary.params)},
                                        {"model/params_non_embedding",
                                         static_cast<double>(model->NonEmbeddingParameterCount())},
@@ -196,7 +221,7 @@ absl::Status Trainer::ReportModel(TransformerLM& model, const TrainSummary& summ
 
 absl::StatusOr<int64_t> Trainer::Resume(TransformerLM& model, torch::optim::Optimizer& optimizer,
                                         TrainWindow* window, TrainSummary* summary) {
-  if (options_.checkpoint_dir.empty()) {
+  if (options_.checkpoint_dir.empty() || !Primary()) {
     return 1;
   }
   absl::StatusOr<std::optional<TrainerState>> state =
@@ -226,7 +251,7 @@ absl::StatusOr<int64_t> Trainer::Resume(TransformerLM& model, torch::optim::Opti
 absl::Status Trainer::Checkpoint(TransformerLM& model, torch::optim::Optimizer& optimizer,
                                  int64_t step, const TrainWindow& window,
                                  const TrainSummary& summary) {
-  if (options_.checkpoint_dir.empty()) {
+  if (options_.checkpoint_dir.empty() || !Primary()) {
     return absl::OkStatus();
   }
   TrainerState state;
@@ -272,9 +297,23 @@ double Trainer::TrainStep(TransformerLM& model, torch::optim::Optimizer& optimiz
     optimizer.zero_grad();
   }
   Batch batch = task_->NextTrainBatch();
-  torch::Tensor logits = model->forward(batch.inputs);
-  torch::Tensor loss = MaskedCrossEntropy(logits, batch.targets, batch.mask);
-  loss.backward();
+  torch::Tensor loss;
+  if (options_.collective == nullptr) {
+    torch::Tensor logits = model->forward(batch.inputs);
+    loss = MaskedCrossEntropy(logits, batch.targets, batch.mask);
+    loss.backward();
+  } else {
+    // This rank's rows of the global batch, scored against the whole batch's count of scored
+    // positions: the ranks' losses (and gradients) sum to those of the whole batch.
+    const int64_t rows = batch.inputs.size(0) / options_.collective->world_size();
+    const int64_t first = rows * options_.collective->rank();
+    torch::Tensor logits = model->forward(batch.inputs.narrow(0, first, rows));
+    loss = ScoredCrossEntropySum(logits, batch.targets.narrow(0, first, rows),
+                                 batch.mask.narrow(0, first, rows)) /
+           batch.mask.sum().clamp_min(1.0);
+    loss.backward();
+    AllReduceGradients(model, fused);
+  }
   const double max_norm = config_.train.grad_clip > 0.0 ? config_.train.grad_clip
                                                         : std::numeric_limits<double>::infinity();
   *grad_norm = fused != nullptr ? fused->ClipGradNorm(max_norm)
@@ -292,14 +331,19 @@ absl::Status Trainer::ReportTrain(int64_t step, TrainWindow* window, TrainSummar
   last_tokens_per_s_ =
       window->seconds > 0.0 ? static_cast<double>(window->tokens) / window->seconds : 0.0;
   const double step_ms = 1e3 * window->seconds / static_cast<double>(window->steps);
-  absl::Status status = sink_->Emit(step, {{"train/loss", loss},
-                                           {"train/lr", window->lr},
-                                           {"train/grad_norm", window->grad_norm},
-                                           {"perf/tokens_per_s", last_tokens_per_s_},
-                                           {"perf/step_ms", step_ms},
-                                           {"perf/peak_rss_mb", PeakRssMb()}});
+  MetricValues values = {{"train/loss", loss},
+                         {"train/lr", window->lr},
+                         {"train/grad_norm", window->grad_norm},
+                         {"perf/tokens_per_s", last_tokens_per_s_},
+                         {"perf/step_ms", step_ms},
+                         {"perf/peak_rss_mb", PeakRssMb()}};
+  if (options_.collective != nullptr) {
+    values.emplace_back("perf/allreduce_ms",
+                        1e3 * allreduce_seconds_ / static_cast<double>(window->steps));
+  }
+  allreduce_seconds_ = 0.0;
   *window = TrainWindow();
-  return status;
+  return Primary() ? sink_->Emit(step, values) : absl::OkStatus();
 }
 
 absl::Status Trainer::ReportEval(TransformerLM& model, int64_t step, const TrainSummary& summary,
@@ -318,6 +362,94 @@ absl::Status Trainer::ReportEval(TransformerLM& model, int64_t step, const Train
                << std::endl;
   }
   return status;
+}
+
+bool Trainer::Primary() const {
+  return options_.collective == nullptr || options_.collective->rank() == 0;
+}
+
+int64_t Trainer::SyncStart(TransformerLM& model, torch::optim::Optimizer& optimizer,
+                           int64_t first_step) {
+  Collective& collective = *options_.collective;
+  torch::Tensor step = torch::tensor({first_step}, torch::kLong);
+  collective.Broadcast(step);
+  first_step = step.item<int64_t>();
+  if (first_step > 1) {  // rank 0 resumed from its checkpoint
+    std::string optimizer_state;
+    std::string stream_state;
+    if (collective.rank() == 0) {
+      torch::serialize::OutputArchive archive;
+      optimizer.save(archive);
+      std::ostringstream out;
+      archive.save_to(out);
+      optimizer_state = out.str();
+      stream_state = task_->SaveStreamState();
+    }
+    collective.BroadcastBytes(&optimizer_state);
+    collective.BroadcastBytes(&stream_state);
+    if (collective.rank() != 0) {
+      torch::serialize::InputArchive archive;
+      std::istringstream in(optimizer_state);
+      archive.load_from(in);
+      optimizer.load(archive);
+      if (absl::Status s = task_->RestoreStreamState(stream_state); !s.ok()) {
+        throw std::runtime_error(std::string(s.message()));
+      }
+    }
+  }
+  // Rank 0's parameters everywhere (the seeds already agree; this makes it certain), in one call.
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> params = model->parameters();
+  std::vector<torch::Tensor> flat_parts;
+  for (const torch::Tensor& p : params) {
+    flat_parts.push_back(p.reshape({-1}));
+  }
+  torch::Tensor flat = torch::cat(flat_parts);
+  collective.Broadcast(flat);
+  int64_t offset = 0;
+  for (torch::Tensor& p : params) {
+    p.copy_(flat.narrow(0, offset, p.numel()).view_as(p));
+    offset += p.numel();
+  }
+  return first_step;
+}
+
+void Trainer::AllReduceGradients(TransformerLM& model, FusedAdamW* fused) {
+  const Clock::time_point start = Clock::now();
+  torch::NoGradGuard no_grad;
+  if (fused != nullptr) {
+    torch::Tensor grads = fused->FlatGrad();
+    options_.collective->AllReduceSum(grads);
+  } else {
+    std::vector<torch::Tensor> grads;
+    for (const torch::Tensor& p : model->parameters()) {
+      if (p.grad().defined()) {
+        grads.push_back(p.grad());
+      }
+    }
+    std::vector<torch::Tensor> flat_parts;
+    for (const torch::Tensor& g : grads) {
+      flat_parts.push_back(g.reshape({-1}));
+    }
+    torch::Tensor flat = torch::cat(flat_parts);
+    options_.collective->AllReduceSum(flat);
+    int64_t offset = 0;
+    for (torch::Tensor& g : grads) {
+      g.copy_(flat.narrow(0, offset, g.numel()).view_as(g));
+      offset += g.numel();
+    }
+  }
+  allreduce_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+bool Trainer::SyncWindow(int64_t step, TrainWindow* window) {
+  const bool stop =
+      options_.should_stop && step < config_.train.steps && options_.should_stop(step);
+  torch::Tensor values =
+      torch::tensor({window->loss_sum, stop ? 1.0 : 0.0}, torch::TensorOptions(torch::kDouble));
+  options_.collective->AllReduceSum(values);
+  window->loss_sum = values[0].item<double>();
+  return values[1].item<double>() > 0.0;
 }
 
 EvalResult Trainer::Evaluate(TransformerLM& model, const Task& task) {

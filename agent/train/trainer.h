@@ -16,11 +16,14 @@
 #include "absl/status/statusor.h"
 #include "agent/train/checkpoint.h"
 #include "agent/train/config.h"
+#include "agent/train/distributed.h"
 #include "agent/train/metrics_sink.h"
 #include "agent/train/model.h"
 #include "agent/train/tasks.h"
 
 namespace tae::train {
+
+class FusedAdamW;
 
 struct EvalResult {
   double loss = std::numeric_limits<double>::quiet_NaN();  // mean CE over scored positions
@@ -49,7 +52,14 @@ struct TrainerOptions {
   std::string fingerprint;
   // Asked after every step but the last; when it answers true (e.g. after SIGTERM), the run
   // checkpoints after that step and returns with TrainSummary::interrupted.
+  // In a data-parallel run (world size > 1) only every kTrainLogEvery steps and at the last
+  // step, where the ranks agree: the run stops when any rank's answer is true.
   std::function<bool(int64_t step)> should_stop;
+  // The process group of a data-parallel run (must outlive the trainer); nullptr: a single
+  // process. Every rank draws the same global batch of train.batch_size rows and trains on its
+  // slice; the gradients are summed over the ranks so that every rank applies the update of the
+  // whole batch. Only rank 0 resumes, evaluates, reports metrics and writes checkpoints.
+  Collective* collective = nullptr;
 };
 
 class Trainer {
@@ -81,6 +91,15 @@ class Trainer {
   absl::Status ReportEval(TransformerLM& model, int64_t step, const TrainSummary& summary,
                           EvalResult* result);
   absl::Status ReportHeads(TransformerLM& model, int64_t step);
+  // Rank 0 of a data-parallel run or a single process: the one that reports and checkpoints.
+  bool Primary() const;
+  // Data-parallel start: rank 0's first step, optimiser state, data position and parameters on
+  // every rank. Returns the first step.
+  int64_t SyncStart(TransformerLM& model, torch::optim::Optimizer& optimizer, int64_t first_step);
+  // Sums the gradients over the ranks (one flat buffer with FusedAdamW).
+  void AllReduceGradients(TransformerLM& model, FusedAdamW* fused);
+  // Sums the window's train loss over the ranks; returns whether any rank asked to stop.
+  bool SyncWindow(int64_t step, TrainWindow* window);
 
   TrainConfig config_;
   Task* task_;
@@ -88,6 +107,7 @@ class Trainer {
   std::ostream* progress_;
   TrainerOptions options_;
   double last_tokens_per_s_ = 0.0;
+  double allreduce_seconds_ = 0.0;  // gradient all-reduce time in the current log window
 };
 
 // The process's peak resident set size in MiB (getrusage).

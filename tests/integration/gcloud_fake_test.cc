@@ -108,8 +108,8 @@ class FakeTpu {
     }
     std::string port_file = dir_.path() + "/port";
     std::string log = dir_.path() + "/fake_tpu.log";
-    std::vector<std::string> args = {python_, FakeTpuDir() + "/fake_tpu.py", "--port", "0",
-                                     "--port-file", port_file};
+    std::vector<std::string> args = {
+        python_, FakeTpuDir() + "/fake_tpu.py", "--port", "0", "--port-file", port_file};
     std::vector<char*> argv;
     for (std::string& a : args) {
       argv.push_back(a.data());
@@ -200,9 +200,9 @@ class FakeTpu {
   // EXTRA...`.
   CommandResult Create(const std::string& name, const std::string& zone, const std::string& type,
                        const std::vector<std::string>& extra = {}) const {
-    std::vector<std::string> args = {"compute", "tpus",  "tpu-vm", "create",           name,
-                                     "--zone",  zone,    "--accelerator-type", type,
-                                     "--version", kVersion};
+    std::vector<std::string> args = {"compute", "tpus",      "tpu-vm", "create",
+                                     name,      "--zone",    zone,     "--accelerator-type",
+                                     type,      "--version", kVersion};
     args.insert(args.end(), extra.begin(), extra.end());
     return Gcloud(args);
   }
@@ -237,10 +237,10 @@ class FakeTpu {
   std::vector<std::string> env_;
 };
 
-#define SKIP_WITHOUT_GCLOUD(fake)       \
-  if (!(fake).missing().empty()) {      \
-    WARN((fake).missing());             \
-    return;                             \
+#define SKIP_WITHOUT_GCLOUD(fake)  \
+  if (!(fake).missing().empty()) { \
+    WARN((fake).missing());        \
+    return;                        \
   }
 
 std::string NodePath(const std::string& zone, const std::string& name = "") {
@@ -250,15 +250,16 @@ std::string NodePath(const std::string& zone, const std::string& name = "") {
 
 }  // namespace
 
-TEST_CASE("gcloud creates a v4-8 node on the fake TPU API and describe shows it READY", "[gcloud]") {
+TEST_CASE("gcloud creates a v4-8 node on the fake TPU API and describe shows it READY",
+          "[gcloud]") {
   FakeTpu fake;
   SKIP_WITHOUT_GCLOUD(fake);
   CommandResult create = fake.Create("tae-a", kZone, "v4-8");
   INFO("create: " << create.out << create.err);
   REQUIRE(create.exit_code == 0);
   nlohmann::json node = fake.Describe("tae-a");
-  CHECK(node.at("name") == std::string("projects/") + kProject + "/locations/" + kZone +
-                               "/nodes/tae-a");
+  CHECK(node.at("name") ==
+        std::string("projects/") + kProject + "/locations/" + kZone + "/nodes/tae-a");
   CHECK(node.at("state") == "READY");
   CHECK(node.at("acceleratorType") == "v4-8");
   CHECK(node.at("runtimeVersion") == kVersion);
@@ -307,8 +308,7 @@ TEST_CASE("a v4-32 node has four workers and list shows both nodes", "[gcloud]")
   CHECK(value.out.find("tae-big\tREADY\t" + ips[0]) != std::string::npos);
 }
 
-TEST_CASE("gcloud sends --spot --preemptible and --labels in the create request body",
-          "[gcloud]") {
+TEST_CASE("gcloud sends --spot --preemptible and --labels in the create request body", "[gcloud]") {
   FakeTpu fake;
   SKIP_WITHOUT_GCLOUD(fake);
   REQUIRE(fake.Create("tae-spot", kZone, "v4-8", {"--spot", "--labels", "tae=yes,study=s1"})
@@ -361,8 +361,8 @@ TEST_CASE("a preempted node is described as PREEMPTED and can be deleted", "[gcl
   REQUIRE(fake.Create("tae-p", kZone, "v4-8", {"--spot"}).exit_code == 0);
   fake.Control("POST", "preempt", {{"zone", kZone}, {"node", "tae-p"}});
   CHECK(fake.Describe("tae-p").at("state") == "PREEMPTED");
-  CommandResult del = fake.Gcloud({"compute", "tpus", "tpu-vm", "delete", "tae-p", "--zone", kZone,
-                                   "--quiet"});
+  CommandResult del =
+      fake.Gcloud({"compute", "tpus", "tpu-vm", "delete", "tae-p", "--zone", kZone, "--quiet"});
   INFO("delete: " << del.out << del.err);
   REQUIRE(del.exit_code == 0);
   CHECK(fake.List().empty());
@@ -373,8 +373,8 @@ TEST_CASE("a deleted node leaves the list and describe then fails NOT_FOUND", "[
   SKIP_WITHOUT_GCLOUD(fake);
   REQUIRE(fake.Create("tae-keep", kZone, "v4-8").exit_code == 0);
   REQUIRE(fake.Create("tae-gone", kZone, "v4-8").exit_code == 0);
-  CommandResult del = fake.Gcloud({"compute", "tpus", "tpu-vm", "delete", "tae-gone", "--zone",
-                                   kZone, "--quiet"});
+  CommandResult del =
+      fake.Gcloud({"compute", "tpus", "tpu-vm", "delete", "tae-gone", "--zone", kZone, "--quiet"});
   INFO("delete: " << del.out << del.err);
   REQUIRE(del.exit_code == 0);
   CHECK(fake.List() == std::vector<std::string>{"tae-keep"});
@@ -384,13 +384,13 @@ TEST_CASE("a deleted node leaves the list and describe then fails NOT_FOUND", "[
   CHECK(describe.err.find("NOT_FOUND") != std::string::npos);
   bool sent_delete = false;
   for (const auto& request : fake.Control("GET", "requests")) {
-    sent_delete |= request.at("method") == "DELETE" && request.at("path") == NodePath(kZone, "tae-gone");
+    sent_delete |=
+        request.at("method") == "DELETE" && request.at("path") == NodePath(kZone, "tae-gone");
   }
   CHECK(sent_delete);
 }
 
-TEST_CASE("an async create returns at once and the node is READY when next looked at",
-          "[gcloud]") {
+TEST_CASE("an async create returns at once and the node is READY when next looked at", "[gcloud]") {
   FakeTpu fake;
   SKIP_WITHOUT_GCLOUD(fake);
   CommandResult create = fake.Create("tae-async", kZone, "v4-8", {"--async"});
@@ -401,8 +401,8 @@ TEST_CASE("an async create returns at once and the node is READY when next looke
   REQUIRE(nodes.size() == 1);
   CHECK(nodes[0].at("state") == "CREATING");
   CHECK(fake.Describe("tae-async").at("state") == "READY");
-  CommandResult del = fake.Gcloud({"compute", "tpus", "tpu-vm", "delete", "tae-async", "--zone",
-                                   kZone, "--quiet", "--async"});
+  CommandResult del = fake.Gcloud(
+      {"compute", "tpus", "tpu-vm", "delete", "tae-async", "--zone", kZone, "--quiet", "--async"});
   REQUIRE(del.exit_code == 0);
   CHECK(fake.List().empty());
 }
@@ -414,8 +414,8 @@ TEST_CASE("stop and start move a node through STOPPED back to READY", "[gcloud]"
   REQUIRE(fake.Gcloud({"compute", "tpus", "tpu-vm", "stop", "tae-s", "--zone", kZone}).exit_code ==
           0);
   CHECK(fake.Describe("tae-s").at("state") == "STOPPED");
-  REQUIRE(fake.Gcloud({"compute", "tpus", "tpu-vm", "start", "tae-s", "--zone", kZone})
-              .exit_code == 0);
+  REQUIRE(fake.Gcloud({"compute", "tpus", "tpu-vm", "start", "tae-s", "--zone", kZone}).exit_code ==
+          0);
   CHECK(fake.Describe("tae-s").at("state") == "READY");
 }
 
@@ -428,13 +428,14 @@ TEST_CASE("a queued resource waits for capacity then becomes ACTIVE with its nod
                                       "v4-32", "--runtime-version", kVersion, "--spot"});
   INFO("create: " << create.out << create.err);
   REQUIRE(create.exit_code == 0);
-  nlohmann::json qr =
-      fake.GcloudJson({"compute", "tpus", "queued-resources", "describe", "tae-q", "--zone", kZone});
+  nlohmann::json qr = fake.GcloudJson(
+      {"compute", "tpus", "queued-resources", "describe", "tae-q", "--zone", kZone});
   CHECK(qr.at("state").at("state") == "WAITING_FOR_RESOURCES");
   CHECK(fake.List().empty());
 
   fake.Control("POST", "capacity", {{"zone", kZone}});
-  qr = fake.GcloudJson({"compute", "tpus", "queued-resources", "describe", "tae-q", "--zone", kZone});
+  qr = fake.GcloudJson(
+      {"compute", "tpus", "queued-resources", "describe", "tae-q", "--zone", kZone});
   CHECK(qr.at("state").at("state") == "ACTIVE");
   nlohmann::json node = fake.Describe("tae-qn");
   CHECK(node.at("state") == "READY");
@@ -443,7 +444,8 @@ TEST_CASE("a queued resource waits for capacity then becomes ACTIVE with its nod
 
   // Spot preemption suspends the queued resource.
   fake.Control("POST", "preempt", {{"zone", kZone}, {"node", "tae-qn"}});
-  qr = fake.GcloudJson({"compute", "tpus", "queued-resources", "describe", "tae-q", "--zone", kZone});
+  qr = fake.GcloudJson(
+      {"compute", "tpus", "queued-resources", "describe", "tae-q", "--zone", kZone});
   CHECK(qr.at("state").at("state") == "SUSPENDED");
 
   // Deleting it needs --force while it still has its node; --force takes the node too.
