@@ -7,19 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <climits>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -167,23 +162,8 @@ absl::StatusOr<std::string> ReadIgnoreFile(const std::string& full, const std::s
 
 class Walker {
  public:
-  // A top-level directory whose walk was left for later (see set_defer_top_dirs).
-  struct Deferred {
-    size_t order = 0;  // its place among the root's sorted entries
-    std::string rel;
-    IgnoreMatcher matcher;
-  };
-
-  Walker(std::string root_real, HashCache* cache, std::mutex* cache_mu)
-      : root_real_(std::move(root_real)), cache_(cache), cache_mu_(cache_mu) {}
-
-  // The root's directories are not walked but listed in deferred(), so that several walkers can
-  // take them in parallel; the root's own files are handled here.
-  void set_defer_top_dirs(bool on) { defer_top_dirs_ = on; }
-  std::vector<Deferred>& deferred() { return deferred_; }
-  // After WalkDir("") failed: the place of the root entry that failed.
-  size_t stopped_at() const { return stopped_at_; }
-  Walk& walk() { return walk_; }
+  Walker(std::string root_real, HashCache* cache)
+      : root_real_(std::move(root_real)), cache_(cache) {}
 
   // Walks the directory `rel` ("" for the root) with the rules that apply above it.
   absl::Status WalkDir(const std::string& rel, IgnoreMatcher matcher) {
@@ -217,14 +197,8 @@ class Walker {
     // saves resolving the whole path for each of thousands of files. One descriptor per level.
     const int dir_fd = dirfd(handle.get());
     std::sort(names.begin(), names.end());
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (rel.empty()) {
-        root_index_ = i;
-      }
-      if (absl::Status status = Visit(dir_fd, dir, prefix, names[i], matcher); !status.ok()) {
-        if (rel.empty()) {
-          stopped_at_ = i;
-        }
+    for (const std::string& name : names) {
+      if (absl::Status status = Visit(dir_fd, dir, prefix, name, matcher); !status.ok()) {
         return status;
       }
     }
@@ -260,10 +234,6 @@ class Walker {
     }
     if (name.find('\\') != std::string::npos) {
       return Rejected(rel, "the name contains a backslash");
-    }
-    if (is_dir && defer_top_dirs_ && prefix.empty()) {
-      deferred_.push_back(Deferred{root_index_, rel, matcher});
-      return absl::OkStatus();
     }
     if (is_dir) {
       return WalkDir(rel, matcher);
@@ -315,7 +285,6 @@ class Walker {
   // change while it was read).
   absl::Status HashOrLookUp(const std::string& content_path, const struct stat& st, Entry& entry) {
     if (cache_ != nullptr) {
-      std::unique_lock<std::mutex> lock = Lock();
       if (std::optional<std::string> sha256 = cache_->Lookup(entry.path, st)) {
         entry.size = static_cast<uint64_t>(st.st_size);
         entry.sha256 = *std::move(sha256);
@@ -332,30 +301,15 @@ class Walker {
     walk_.hashed_bytes += entry.size;
     if (cache_ != nullptr && entry.size == static_cast<uint64_t>(st.st_size) &&
         StatIdentity::Of(after) == StatIdentity::Of(st)) {
-      std::unique_lock<std::mutex> lock = Lock();
       cache_->Record(entry.path, st, entry.sha256);
     }
     return absl::OkStatus();
   }
 
-  std::unique_lock<std::mutex> Lock() {
-    return cache_mu_ != nullptr ? std::unique_lock<std::mutex>(*cache_mu_)
-                                : std::unique_lock<std::mutex>();
-  }
-
   const std::string root_real_;
   HashCache* const cache_;
-  std::mutex* const cache_mu_;
-  bool defer_top_dirs_ = false;
-  std::vector<Deferred> deferred_;
-  size_t root_index_ = 0;
-  size_t stopped_at_ = SIZE_MAX;
   Walk walk_;
 };
-
-// How many threads walk the root's directories: stat-bound walks of big trees go about twice as
-// fast on two cores.
-constexpr unsigned kMaxWalkThreads = 4;
 
 }  // namespace
 
@@ -384,55 +338,9 @@ absl::StatusOr<Walk> WalkTree(const std::string& root, const WalkOptions& option
   if (root_real == "/") {
     root_real.clear();  // children are then "/name"
   }
-  std::mutex cache_mu;
-  Walker walker(root_real, options.cache, &cache_mu);
-  walker.set_defer_top_dirs(true);
-  absl::Status root_status = walker.WalkDir("", IgnoreMatcher());
-  // The root's directories, each by its own walker, on a few threads; the first error in path
-  // order wins, as in a sequential walk.
-  std::vector<Walker::Deferred>& tasks = walker.deferred();
-  while (!tasks.empty() && tasks.back().order > walker.stopped_at()) {
-    tasks.pop_back();  // after the entry that failed: a sequential walk would not get there
-  }
-  struct Result {
-    absl::Status status;
-    Walk walk;
-  };
-  std::vector<Result> results(tasks.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < tasks.size();) {
-      Walker sub(root_real, options.cache, &cache_mu);
-      results[i].status = sub.WalkDir(tasks[i].rel, tasks[i].matcher);
-      results[i].walk = std::move(sub.walk());
-    }
-  };
-  const unsigned threads =
-      std::min<unsigned>({kMaxWalkThreads, std::max(1u, std::thread::hardware_concurrency()),
-                          static_cast<unsigned>(tasks.size())});
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) {
-    pool.emplace_back(work);
-  }
-  work();
-  for (std::thread& thread : pool) {
-    thread.join();
-  }
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    if (!results[i].status.ok()) {
-      return results[i].status;  // earlier in path order than a failing root entry, if any
-    }
-  }
-  if (!root_status.ok()) {
-    return root_status;
-  }
-  Walk& merged = walker.walk();
-  for (Result& result : results) {
-    merged.total_bytes += result.walk.total_bytes;
-    merged.hashed_bytes += result.walk.hashed_bytes;
-    std::move(result.walk.files.begin(), result.walk.files.end(), std::back_inserter(merged.files));
-    std::move(result.walk.excluded.begin(), result.walk.excluded.end(),
-              std::back_inserter(merged.excluded));
+  Walker walker(root_real, options.cache);
+  if (absl::Status status = walker.WalkDir("", IgnoreMatcher()); !status.ok()) {
+    return status;
   }
   return std::move(walker).Finish();
 }
