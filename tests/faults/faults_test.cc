@@ -114,6 +114,18 @@ Counts Verify(Cluster& cluster, const std::string& experiment) {
   return counts;
 }
 
+// Every run of the experiment succeeded, and its points and final attempt's lines are each there
+// exactly once.
+void CheckExactlyOnce(Cluster& cluster, const std::string& experiment, int runs) {
+  Counts counts = Verify(cluster, experiment);
+  CHECK(counts.runs == runs);
+  CHECK(counts.succeeded == runs);
+  CHECK(counts.lost_points == 0);
+  CHECK(counts.duplicate_points == 0);
+  CHECK(counts.missing_lines == 0);
+  CHECK(counts.duplicate_lines == 0);
+}
+
 int64_t LastStep(Cluster& cluster, const std::string& experiment) {
   int64_t best = 0;
   for (const auto& run : cluster.TaectlJson({"runs", experiment})) {
@@ -163,18 +175,12 @@ TEST_CASE("kill -9 of an agent mid-run loses and duplicates nothing") {
   }
   CHECK(kills >= 2);
   WaitAllFinal(cluster, exp);
-  Counts counts = Verify(cluster, exp);
-  CHECK(counts.runs == 4);
-  CHECK(counts.succeeded == 4);
-  CHECK(counts.lost_points == 0);
-  CHECK(counts.duplicate_points == 0);
-  CHECK(counts.missing_lines == 0);
-  CHECK(counts.duplicate_lines == 0);
+  CheckExactlyOnce(cluster, exp, 4);
   // Adopted, not restarted: every run finished in its first attempt.
   for (const auto& run : cluster.TaectlJson({"runs", exp})) {
     CHECK(run.at("attempt") == 1);
   }
-  WARN("agent kills: " << kills << ", runs: " << counts.runs);
+  WARN("agent kills: " << kills << ", runs: 4");
 }
 
 TEST_CASE("kill -9 of taed and a restart loses and duplicates nothing") {
@@ -198,14 +204,8 @@ TEST_CASE("kill -9 of taed and a restart loses and duplicates nothing") {
   }
   CHECK(kills >= 1);
   WaitAllFinal(cluster, exp);
-  Counts counts = Verify(cluster, exp);
-  CHECK(counts.runs == 4);
-  CHECK(counts.succeeded == 4);
-  CHECK(counts.lost_points == 0);
-  CHECK(counts.duplicate_points == 0);
-  CHECK(counts.missing_lines == 0);
-  CHECK(counts.duplicate_lines == 0);
-  WARN("taed kills: " << kills << ", runs: " << counts.runs);
+  CheckExactlyOnce(cluster, exp, 4);
+  WARN("taed kills: " << kills << ", runs: 4");
 }
 
 TEST_CASE("an agent stopped past the grace period loses its runs to a new attempt") {
@@ -244,13 +244,7 @@ TEST_CASE("an agent stopped past the grace period loses its runs to a new attemp
       CHECK(requeued);
     }
     WaitAllFinal(cluster, exp);
-    Counts counts = Verify(cluster, exp);
-    CHECK(counts.runs == 4);
-    CHECK(counts.succeeded == 4);
-    CHECK(counts.lost_points == 0);
-    CHECK(counts.duplicate_points == 0);
-    CHECK(counts.missing_lines == 0);
-    CHECK(counts.duplicate_lines == 0);
+    CheckExactlyOnce(cluster, exp, 4);
     // The stopped attempt's processes were cancelled once the agent came back.
     CHECK(WaitUntil([&] { return FindProcess("sh run.sh", cluster.home()) == 0; }, 30));
   }
@@ -372,13 +366,7 @@ TEST_CASE("network cuts shorter than the grace period between taed and an agent 
   }
   CHECK(cuts >= 2);
   WaitAllFinal(cluster, exp);
-  Counts counts = Verify(cluster, exp);
-  CHECK(counts.runs == 4);
-  CHECK(counts.succeeded == 4);
-  CHECK(counts.lost_points == 0);
-  CHECK(counts.duplicate_points == 0);
-  CHECK(counts.missing_lines == 0);
-  CHECK(counts.duplicate_lines == 0);
+  CheckExactlyOnce(cluster, exp, 4);
   for (const auto& run : cluster.TaectlJson({"runs", exp})) {
     CHECK(run.at("attempt") == 1);  // no cut lasted long enough to lose a run
   }
@@ -445,13 +433,7 @@ TEST_CASE("a full disk in taed's data dir stops ingestion until space returns an
     std::filesystem::remove(ballast);
     std::filesystem::remove(ballast + "2");
     WaitAllFinal(cluster, exp);
-    Counts counts = Verify(cluster, exp);
-    CHECK(counts.runs == 4);
-    CHECK(counts.succeeded == 4);
-    CHECK(counts.lost_points == 0);
-    CHECK(counts.duplicate_points == 0);
-    CHECK(counts.missing_lines == 0);
-    CHECK(counts.duplicate_lines == 0);
+    CheckExactlyOnce(cluster, exp, 4);
   }
   WARN("disk fills: " << fills << ", runs: 8");
   CHECK(cluster.Taectl({"down"}).exit_code == 0);
