@@ -178,9 +178,8 @@ absl::StatusOr<MountResult> MountTree(ControlClient& client, const std::string& 
   }
   const std::string cache_path = HashCachePath(client.home(), result.root);
   snapshot::HashCache cache = snapshot::HashCache::Load(cache_path);
-  std::vector<std::string> known_list = cache.KnownHashes();
-  std::unordered_set<std::string> known(known_list.begin(), known_list.end());
   const size_t loaded_entries = cache.size();
+
   snapshot::WalkOptions options;
   options.cache = &cache;
   absl::StatusOr<snapshot::Walk> walk = snapshot::WalkTree(result.root, options);
@@ -188,7 +187,8 @@ absl::StatusOr<MountResult> MountTree(ControlClient& client, const std::string& 
     return absl::Status(walk.status().code(),
                         absl::StrCat(dir, ": ", std::string(walk.status().message())));
   }
-  result.id = snapshot::SnapshotId(walk->files);
+  result.id = cache.WalkMatchesLoaded(walk->files.size()) ? cache.loaded_snapshot_id()
+                                                          : snapshot::SnapshotId(walk->files);
   result.files = static_cast<int64_t>(walk->files.size());
   result.bytes = walk->total_bytes;
   result.hashed_bytes = walk->hashed_bytes;
@@ -208,6 +208,8 @@ absl::StatusOr<MountResult> MountTree(ControlClient& client, const std::string& 
     gethostname(host, sizeof(host) - 1);
     create.set_manifest(snapshot::ManifestText(walk->files));
     create.set_source(absl::StrCat(host, ":", result.root));
+    const std::vector<std::string> known_list = cache.KnownHashes();
+    std::unordered_set<std::string> known(known_list.begin(), known_list.end());
     // Twice at most: a scrap running at the same time may collect blobs uploaded for this
     // snapshot before it is recorded; taed then names them missing and they go up again.
     for (int attempt = 0;; ++attempt) {
@@ -228,7 +230,9 @@ absl::StatusOr<MountResult> MountTree(ControlClient& client, const std::string& 
   }
   // Saved only now that taed has every blob of this walk (KnownHashes relies on it), and only
   // when something changed.
-  if (cache.misses() > 0 || loaded_entries != walk->files.size()) {
+  if (cache.misses() > 0 || loaded_entries != walk->files.size() ||
+      cache.loaded_snapshot_id() != result.id) {
+    cache.SetSnapshotId(result.id);
     cache.Save(cache_path).IgnoreError();  // only an optimisation
   }
   result.existing = created.existing() && result.blobs_uploaded == 0;

@@ -1,8 +1,9 @@
 // HashCache: the stat-keyed hash cache and its file format.
 //
-// File format, version 1 (integers little-endian):
-//   header   "TAEHASHC" (8 bytes), u32 version = 1, u32 reserved = 0, i64 reference time (ns since
-//            the epoch), u64 entry count
+// File format, version 2 (integers little-endian):
+//   header   "TAEHASHC" (8 bytes), u32 version = 2, u32 reserved = 0, i64 reference time (ns since
+//            the epoch), 32-byte snapshot id of the saved walk (raw SHA-256; all zero if none),
+//            u64 entry count
 //   entry    u64 dev, u64 ino, u64 size, i64 mtime_ns, i64 ctime_ns, u32 st_mode, u32 path length,
 //            32-byte SHA-256 digest (raw), path bytes
 //   trailer  32-byte SHA-256 of everything before it
@@ -30,11 +31,12 @@ namespace tae::snapshot {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'A', 'E', 'H', 'A', 'S', 'H', 'C'};
-constexpr uint32_t kVersion = 1;
-constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8;
+constexpr uint32_t kVersion = 2;
+constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 32 + 8;
 constexpr size_t kDigestBytes = 32;
 constexpr size_t kEntryFixedBytes = 5 * 8 + 4 + 4 + kDigestBytes;
 constexpr uint64_t kRacyMarginNs = 1'000'000'000;
+constexpr char kZeroDigest[kDigestBytes] = {};
 
 // The racy rule (see snapshot.h): an entry is racy unless its mtime is earlier than R - 1 s.
 bool IsRacy(int64_t mtime_ns, int64_t reference_ns) {
@@ -233,6 +235,7 @@ HashCache HashCache::Load(const std::string& path) {
     return cache;
   }
   const int64_t loaded_reference_ns = reader.I64();
+  const std::string_view id_digest = reader.Bytes(kDigestBytes);
   const uint64_t count = reader.U64();
   if (count > reader.remaining() / kEntryFixedBytes) {
     return cache;
@@ -241,6 +244,7 @@ HashCache HashCache::Load(const std::string& path) {
   items.reserve(count);
   for (uint64_t i = 0; i < count; ++i) {
     Item item;
+    item.loaded = true;
     item.stat.dev = reader.U64();
     item.stat.ino = reader.U64();
     item.stat.size = reader.U64();
@@ -258,8 +262,12 @@ HashCache HashCache::Load(const std::string& path) {
   if (!reader.ok() || reader.remaining() != 0) {
     return cache;
   }
+  cache.loaded_count_ = items.size();
   cache.items_ = std::move(items);
   cache.loaded_reference_ns_ = loaded_reference_ns;
+  if (id_digest != std::string_view(kZeroDigest, kDigestBytes)) {
+    cache.loaded_snapshot_id_ = DigestToHex(id_digest);
+  }
   return cache;
 }
 
@@ -278,13 +286,38 @@ std::optional<std::string> HashCache::Lookup(const std::string& rel, const struc
   return std::nullopt;
 }
 
+std::optional<std::string> HashCache::Take(const std::string& rel, const struct stat& st) {
+  auto it = items_.find(rel);
+  if (it != items_.end()) {
+    Item& item = it->second;
+    const int64_t reference_ns = item.recorded ? reference_ns_ : loaded_reference_ns_;
+    if (StatIdentity::Of(st) == item.stat && !IsRacy(item.stat.mtime_ns, reference_ns)) {
+      ++hits_;
+      if (item.loaded && !item.recorded) {
+        ++unchanged_;
+      }
+      item.recorded = true;  // equal stat data: nothing else to update
+      return DigestToHex(std::string_view(item.digest.data(), item.digest.size()));
+    }
+  }
+  ++misses_;
+  return std::nullopt;
+}
+
 void HashCache::Record(const std::string& rel, const struct stat& st, const std::string& sha256) {
   std::array<char, kDigestBytes> digest;
   if (!HexToDigest(sha256, digest)) {
     return;
   }
   Item& item = items_[rel];
-  item.stat = StatIdentity::Of(st);
+  const StatIdentity now = StatIdentity::Of(st);
+  const bool same_line = item.loaded && item.digest == digest && item.stat.size == now.size &&
+                         (item.stat.mode & S_IXUSR) == (now.mode & S_IXUSR);
+  if (same_line && !item.recorded) {
+    ++unchanged_;
+  }
+  item.stat = now;
+  item.loaded = same_line;
   item.digest = digest;
   item.recorded = true;
 }
@@ -296,6 +329,11 @@ absl::Status HashCache::Save(const std::string& path) const {
   PutU32(bytes, kVersion);
   PutU32(bytes, 0);
   PutU64(bytes, static_cast<uint64_t>(reference_ns_));
+  std::array<char, kDigestBytes> id_digest{};
+  if (!HexToDigest(snapshot_id_, id_digest)) {
+    id_digest.fill(0);
+  }
+  bytes.append(id_digest.data(), id_digest.size());
   const size_t count_at = bytes.size();
   PutU64(bytes, 0);  // patched below
   uint64_t count = 0;
@@ -333,7 +371,9 @@ absl::Status HashCache::Save(const std::string& path) const {
   if (fd < 0) {
     return ErrnoError("create", temp);
   }
-  if (!WriteAll(fd, bytes) || fsync(fd) != 0) {
+  // No fsync: the cache is only an optimisation, and a file a crash leaves empty or torn fails its
+  // checksum and loads as an empty cache.
+  if (!WriteAll(fd, bytes)) {
     absl::Status error = ErrnoError("write", temp);
     close(fd);
     unlink(temp.c_str());
@@ -349,11 +389,6 @@ absl::Status HashCache::Save(const std::string& path) const {
     unlink(temp.c_str());
     return error;
   }
-  int dir_fd = open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    fsync(dir_fd);  // best effort: the rename is already visible
-    close(dir_fd);
-  }
   return absl::OkStatus();
 }
 
@@ -362,6 +397,9 @@ std::vector<std::string> HashCache::KnownHashes() const {
   std::vector<std::string> out;
   out.reserve(items_.size());
   for (const auto& [rel, item] : items_) {
+    if (!item.loaded) {
+      continue;
+    }
     std::string hex(64, '0');
     for (size_t i = 0; i < 32; ++i) {
       const auto byte = static_cast<unsigned char>(item.digest[i]);

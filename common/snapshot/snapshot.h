@@ -98,19 +98,38 @@ class HashCache {
   // recorded identity and the entry is not racy (see above). Counts a hit or a miss.
   std::optional<std::string> Lookup(const std::string& rel, const struct stat& st) const;
 
+  // Lookup that, on a hit, also keeps the entry for Save (what the walker does for every file it
+  // finds): one map probe and no hex round trip where Lookup + Record take two.
+  std::optional<std::string> Take(const std::string& rel, const struct stat& st);
+
   // Records that `rel`, with stat data `st` taken before its content was read, hashes to `sha256`
   // (64 lowercase hex digits; anything else is ignored). Call it after reading the content (the
   // walker also re-checks the stat data after reading and records nothing if it changed).
   void Record(const std::string& rel, const struct stat& st, const std::string& sha256);
 
-  // Writes the entries recorded since Load (so entries of files no longer walked are dropped) and
-  // the reference time, atomically: a temp file in the same directory, fsync, rename, fsync of the
-  // directory. Creates missing parent directories with mode 0700.
+  // Writes the entries recorded since Load (so entries of files no longer walked are dropped), the
+  // reference time and the snapshot id, atomically: a temp file in the same directory, then
+  // rename. Not synced: after a crash the file is the old one, the new one, or one that fails its
+  // checksum and loads empty. Creates missing parent directories with mode 0700.
   absl::Status Save(const std::string& path) const;
 
-  // The SHA-256s (hex) of every entry it holds now: right after Load, the contents of the last
-  // walk that was saved (a mount saves only once taed has the snapshot).
+  // The SHA-256s (hex) of the loaded entries that Record has not changed since: contents of the
+  // last walk that was saved (a mount saves only once taed has the snapshot), whenever called.
   std::vector<std::string> KnownHashes() const;
+
+  // The snapshot id of the walk saved last (empty if none was set). SetSnapshotId stores the id of
+  // the current walk for Save.
+  const std::string& loaded_snapshot_id() const { return loaded_snapshot_id_; }
+  void SetSnapshotId(const std::string& id) { snapshot_id_ = id; }
+
+  // True when a walk of `walked_files` files that used this cache found exactly the loaded entries
+  // with the same manifest lines (path, size, exec bit, hash; a racy entry re-hashed to the same
+  // content counts), and the saved walk's id is known: the manifest, so the id, is that of the
+  // saved walk, and the caller can skip building and hashing it.
+  bool WalkMatchesLoaded(size_t walked_files) const {
+    return !loaded_snapshot_id_.empty() && walked_files == loaded_count_ &&
+           unchanged_ == loaded_count_;
+  }
 
   size_t hits() const { return hits_; }
   size_t misses() const { return misses_; }
@@ -121,20 +140,25 @@ class HashCache {
   struct Item {
     StatIdentity stat;
     std::array<char, 32> digest{};  // raw SHA-256
-    bool recorded = false;          // by Record since Load (else only loaded)
+    bool recorded = false;          // by Record or Take since Load (else only loaded)
+    bool loaded = false;            // from the file, digest not changed by Record since
   };
 
   absl::flat_hash_map<std::string, Item> items_;
   int64_t loaded_reference_ns_ = 0;  // R of the loaded file, for entries not recorded since
   int64_t reference_ns_ = 0;         // R of this cache: when it was loaded or constructed
+  std::string loaded_snapshot_id_;   // from the file (hex)
+  size_t loaded_count_ = 0;          // entries in the file
+  size_t unchanged_ = 0;             // loaded entries a walk found with the same manifest line
+  std::string snapshot_id_;          // for Save (hex)
   mutable size_t hits_ = 0;
   mutable size_t misses_ = 0;
 };
 
 // Options for WalkTree.
 struct WalkOptions {
-  // When set: Lookup before hashing a file (a hit is not read), Record after hashing (and for
-  // every hit, so that a later Save keeps it). For a symlink to a file inside the tree the stat
+  // When set: Take before hashing a file (a hit is not read and is kept for a later Save), Record
+  // after hashing. For a symlink to a file inside the tree the stat
   // data is the target's (what is hashed), the key the link's path.
   HashCache* cache = nullptr;
 };

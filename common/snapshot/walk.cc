@@ -206,8 +206,12 @@ class Walker {
   }
 
   Walk Finish() && {
-    std::sort(walk_.files.begin(), walk_.files.end(),
-              [](const Entry& a, const Entry& b) { return a.path < b.path; });
+    // Directories are read in name order, so the files usually come out in path order already
+    // (not always: "a-b" sorts before "a/c" but the directory "a" is walked first).
+    auto by_path = [](const Entry& a, const Entry& b) { return a.path < b.path; };
+    if (!std::is_sorted(walk_.files.begin(), walk_.files.end(), by_path)) {
+      std::sort(walk_.files.begin(), walk_.files.end(), by_path);
+    }
     std::sort(walk_.excluded.begin(), walk_.excluded.end());
     return std::move(walk_);
   }
@@ -215,8 +219,8 @@ class Walker {
  private:
   absl::Status Visit(int dir_fd, const std::string& dir, const std::string& prefix,
                      const std::string& name, const IgnoreMatcher& matcher) {
-    const std::string rel = prefix + name;
-    const std::string full = absl::StrCat(dir == "/" ? "" : dir, "/", name);
+    std::string rel = prefix + name;
+    auto full = [&] { return absl::StrCat(dir == "/" ? "" : dir, "/", name); };
     struct stat st;
     if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       return ErrnoError(errno, absl::StrCat("stat \"", absl::CHexEscape(rel), "\""));
@@ -238,14 +242,14 @@ class Walker {
     if (is_dir) {
       return WalkDir(rel, matcher);
     }
-    std::string content_path = full;
+    std::string target;  // of a symlink: what is hashed
     if (S_ISLNK(st.st_mode)) {
       char resolved[PATH_MAX];
-      if (realpath(full.c_str(), resolved) == nullptr) {
+      if (realpath(full().c_str(), resolved) == nullptr) {
         return Rejected(rel,
                         absl::StrCat("symlink cannot be resolved (", std::strerror(errno), ")"));
       }
-      std::string target = resolved;
+      target = resolved;
       const bool inside =
           target == root_real_ || (target.size() > root_real_.size() &&
                                    target.compare(0, root_real_.size(), root_real_) == 0 &&
@@ -260,7 +264,6 @@ class Walker {
       if (S_ISDIR(st.st_mode)) {
         return Rejected(rel, "symlink to a directory is not supported");
       }
-      content_path = target;
     }
     if (!S_ISREG(st.st_mode)) {
       const char* kind = S_ISFIFO(st.st_mode)                         ? "a fifo"
@@ -270,9 +273,9 @@ class Walker {
       return Rejected(rel, absl::StrCat("it is ", kind));
     }
     Entry entry;
-    entry.path = rel;
+    entry.path = std::move(rel);  // not used below
     entry.mode = (st.st_mode & S_IXUSR) != 0 ? 0755 : 0644;
-    if (absl::Status status = HashOrLookUp(content_path, st, entry); !status.ok()) {
+    if (absl::Status status = HashOrLookUp(dir, name, target, st, entry); !status.ok()) {
       return status;
     }
     walk_.total_bytes += entry.size;
@@ -280,21 +283,22 @@ class Walker {
     return absl::OkStatus();
   }
 
-  // Fills entry.size and entry.sha256 from the cache if it trusts `st` (the stat data of what
-  // `content_path` names), else by reading the file (and records the result if the file did not
-  // change while it was read).
-  absl::Status HashOrLookUp(const std::string& content_path, const struct stat& st, Entry& entry) {
+  // Fills entry.size and entry.sha256 from the cache if it trusts `st` (the stat data of the file
+  // `name` in `dir`, or of a symlink's `target`), else by reading the file (and records the result
+  // if the file did not change while it was read). The path is only built when the file is read.
+  absl::Status HashOrLookUp(const std::string& dir, const std::string& name,
+                            const std::string& target, const struct stat& st, Entry& entry) {
     if (cache_ != nullptr) {
-      if (std::optional<std::string> sha256 = cache_->Lookup(entry.path, st)) {
+      if (std::optional<std::string> sha256 = cache_->Take(entry.path, st)) {
         entry.size = static_cast<uint64_t>(st.st_size);
         entry.sha256 = *std::move(sha256);
-        cache_->Record(entry.path, st, entry.sha256);
         return absl::OkStatus();
       }
     }
     struct stat after;
     if (absl::Status status =
-            HashFile(content_path, entry.path, entry, cache_ != nullptr ? &after : nullptr);
+            HashFile(target.empty() ? absl::StrCat(dir == "/" ? "" : dir, "/", name) : target,
+                     entry.path, entry, cache_ != nullptr ? &after : nullptr);
         !status.ok()) {
       return status;
     }

@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
@@ -285,14 +286,17 @@ TEST_CASE("a corrupt or truncated cache file loads as an empty cache", "[snapsho
 
   std::string flipped = good;
   flipped[good.size() / 2] ^= 0x01;
-  // A version 2 file with a valid checksum (layout in hash_cache.cc: version at byte 8, a raw
-  // SHA-256 of the rest as the last 32 bytes).
-  std::string version2 = good.substr(0, good.size() - 32);
-  version2[8] = 2;
-  const std::string hex = Sha256Hex(version2);
-  for (size_t i = 0; i < 64; i += 2) {
-    version2.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
+  // Another version (the one before, the one after) with a valid checksum (layout in
+  // hash_cache.cc: version at byte 8, a raw SHA-256 of the rest as the last 32 bytes).
+  auto with_version = [&](char version) {
+    std::string other = good.substr(0, good.size() - 32);
+    other[8] = version;
+    const std::string hex = Sha256Hex(other);
+    for (size_t i = 0; i < 64; i += 2) {
+      other.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    }
+    return other;
+  };
   const std::vector<std::string> bad = {
       "",
       "not a cache file\n",
@@ -301,7 +305,8 @@ TEST_CASE("a corrupt or truncated cache file loads as an empty cache", "[snapsho
       good.substr(0, 32),
       good + "x",
       flipped,
-      version2,
+      with_version(1),
+      with_version(3),
   };
   for (size_t i = 0; i < bad.size(); ++i) {
     INFO("bad cache file #" << i);
@@ -396,6 +401,93 @@ TEST_CASE("a symlink is cached under its own path with the stat data of its targ
   CHECK(walk.files[1].sha256 == Sha256Hex("version two!"));
   CHECK(cache.hits() == 0);
   CHECK(walk.hashed_bytes == 2 * 12);
+}
+
+TEST_CASE("the saved snapshot id comes back only with the walk it belongs to",
+          "[snapshot][hash_cache]") {
+  TempDir tree;
+  TempDir state;
+  const std::string cache_path = state.path() + "/cache";
+  tree.Write("a", "alpha");
+  tree.Write("dir/b", "beta");
+  Age(tree, {"a", "dir/b"});
+  {
+    HashCache cache = HashCache::Load(cache_path);
+    CHECK(cache.loaded_snapshot_id().empty());
+    Walk walk = MustWalk(tree.path(), &cache);
+    cache.SetSnapshotId(SnapshotId(walk.files));
+    REQUIRE(cache.Save(cache_path).ok());
+  }
+  HashCache loaded = HashCache::Load(cache_path);
+  const Walk again = MustWalk(tree.path(), &loaded);
+  CHECK(loaded.loaded_snapshot_id() == SnapshotId(again.files));
+  CHECK(loaded.WalkMatchesLoaded(again.files.size()));
+  CHECK(loaded.misses() == 0);
+  CHECK(loaded.hits() == 2);
+  // A racy entry (mtime now) is re-hashed; same content, same manifest line: still a match.
+  SetMtimeNs(tree.Full("a"), NowNs());
+  HashCache racy = HashCache::Load(cache_path);
+  const Walk rehashed = MustWalk(tree.path(), &racy);
+  CHECK(racy.misses() == 1);
+  CHECK(racy.WalkMatchesLoaded(rehashed.files.size()));
+  // The exec bit is part of the manifest line.
+  REQUIRE(chmod(tree.Full("a").c_str(), 0755) == 0);
+  Age(tree, {"a"});
+  HashCache exec = HashCache::Load(cache_path);
+  const Walk with_exec = MustWalk(tree.path(), &exec);
+  CHECK_FALSE(exec.WalkMatchesLoaded(with_exec.files.size()));
+  REQUIRE(chmod(tree.Full("a").c_str(), 0644) == 0);
+  // Every file a hit is what lets a mount reuse the id; a change makes a miss.
+  tree.Write("dir/b", "beta, changed");
+  Age(tree, {"dir/b"});
+  HashCache after_change = HashCache::Load(cache_path);
+  const Walk changed = MustWalk(tree.path(), &after_change);
+  CHECK(after_change.misses() == 2);  // dir/b, and a (its ctime moved with the chmods)
+  CHECK_FALSE(after_change.WalkMatchesLoaded(changed.files.size()));
+  // A removed file: fewer than were loaded. An added one: more.
+  tree.Write("dir/b", "beta");
+  Age(tree, {"dir/b"});
+  REQUIRE(fs::remove(tree.Full("a")));
+  HashCache after_remove = HashCache::Load(cache_path);
+  const Walk fewer = MustWalk(tree.path(), &after_remove);
+  CHECK(fewer.files.size() == 1);
+  CHECK_FALSE(after_remove.WalkMatchesLoaded(fewer.files.size()));
+  tree.Write("a", "alpha");
+  tree.Write("c", "gamma");
+  Age(tree, {"a", "c"});
+  HashCache after_add = HashCache::Load(cache_path);
+  const Walk more = MustWalk(tree.path(), &after_add);
+  CHECK(more.files.size() == 3);
+  CHECK_FALSE(after_add.WalkMatchesLoaded(more.files.size()));
+}
+
+TEST_CASE("known hashes are the loaded contents that the walk did not replace",
+          "[snapshot][hash_cache]") {
+  TempDir tree;
+  TempDir state;
+  const std::string cache_path = state.path() + "/cache";
+  tree.Write("same", "unchanged");
+  tree.Write("edited", "first");
+  Age(tree, {"same", "edited"});
+  WalkAndSave(tree.path(), cache_path);
+
+  tree.Write("edited", "second version");
+  tree.Write("added", "new file");
+  Age(tree, {"edited", "added"});
+  HashCache cache = HashCache::Load(cache_path);
+  std::vector<std::string> before = cache.KnownHashes();
+  std::sort(before.begin(), before.end());
+  std::vector<std::string> expected_before = {Sha256Hex("unchanged"), Sha256Hex("first")};
+  std::sort(expected_before.begin(), expected_before.end());
+  CHECK(before == expected_before);
+  MustWalk(tree.path(), &cache);
+  // After the walk: the new contents are not known to taed yet; the kept one still is.
+  CHECK(cache.KnownHashes() == std::vector<std::string>{Sha256Hex("unchanged")});
+  // Take keeps an entry for Save without Record.
+  REQUIRE(cache.Save(cache_path).ok());
+  HashCache saved = HashCache::Load(cache_path);
+  CHECK(saved.size() == 3);
+  CHECK(saved.Lookup("same", StatOf(tree.Full("same"))) == Sha256Hex("unchanged"));
 }
 
 }  // namespace tae::snapshot
