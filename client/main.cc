@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "agent/facts/facts.h"
 #include "client/commands/commands.h"
 #include "common/cli/paths.h"
 
@@ -36,6 +37,7 @@ constexpr Verb kVerbs[] = {
     {"queue", tae::client::Queue, "queued runs and why each waits"},
     {"cancel", tae::client::Cancel, "cancel a run or an experiment"},
     {"agents", tae::client::Agents, "list agents"},
+    {"doctor", tae::client::Doctor, "check this machine and every agent before a long run"},
     {"mount", tae::client::Mount, "snapshot a code directory (uploads only what taed lacks)"},
     {"run", tae::client::Run, "mount a directory and run a command in it on an agent"},
     {"sync", tae::client::Sync, "run a command again on every change of a directory (--watch)"},
@@ -45,7 +47,7 @@ constexpr Verb kVerbs[] = {
 
 void Usage(std::FILE* out) {
   std::fprintf(out,
-               "usage: taectl [--home DIR] COMMAND [ARGS]\n\n"
+               "usage: taectl [--home DIR] COMMAND [ARGS]\n       taectl --version\n\n"
                "Runs Transformer ablation studies through taed. Data lives in $TAE_HOME\n"
                "(default ~/.local/share/tae). `taectl COMMAND --help` explains each command.\n\n"
                "Commands:\n");
@@ -67,6 +69,9 @@ int main(int argc, char** argv) {
       env.home = argv[++i];
     } else if (arg.rfind("--home=", 0) == 0) {
       env.home = arg.substr(7);
+    } else if (arg == "--version") {
+      std::printf("taectl %s\n", tae::agent::facts::Version());
+      return 0;
     } else if (arg == "-h" || arg == "--help" || arg == "help") {
       Usage(stdout);
       return 0;

@@ -54,6 +54,11 @@ absl::Status Agent::Start() {
     }
     journal_ = std::move(*journal);
   }
+  // Before the io loop runs: the gatherer reaps the vendor tools it starts itself.
+  facts::GatherOptions gather;
+  gather.dirs = {{"work", options_.work_dir}, {"cache", options_.work_dir + "/cache"}};
+  gather.threads_per_run = options_.threads_per_run;
+  facts_ = facts::Gather(gather);
   AdoptOrphans();
   absl::StatusOr<std::unique_ptr<Stager>> stager =
       Stager::Start(options_.taed, options_.token, options_.work_dir + "/cache",
@@ -83,6 +88,7 @@ void Agent::OnConnected() {
   reg->set_host(HostName());
   reg->set_slots(options_.slots);
   reg->set_version(kVersion);
+  *reg->mutable_facts() = facts_;
   for (const auto& [key, value] : options_.labels) {
     (*reg->mutable_labels())[key] = value;
   }

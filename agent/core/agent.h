@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "agent/facts/facts.h"
 #include "agent/journal/journal.h"
 #include "agent/link/link.h"
 #include "agent/runner/runner.h"
@@ -83,6 +84,7 @@ class Agent {
   std::map<std::pair<int64_t, int>, Staging> staging_;
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer retry_timer_;
+  tae::v1::AgentFacts facts_;  // gathered once in Start, sent with every Register
   bool connected_ = false;
   bool flush_scheduled_ = false;
   std::function<void()> shutdown_done_;

@@ -17,6 +17,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/process/spawn.h"
 #include "common/status/macros.h"
@@ -66,6 +67,34 @@ int64_t ParseIntOr(std::string_view text, int64_t fallback) {
                           &value)
              ? value
              : fallback;
+}
+
+// The variables a multi-host job finds its place in the gang by (none for one host): TAE's own,
+// torch.distributed's (env:// init), jax.distributed's, and libtpu's (torch_xla PJRT and JAX on a
+// TPU slice). Ranks are hosts: one process per host, local rank 0.
+std::vector<std::pair<std::string, std::string>> GangEnv(const tae::v1::StartRun& start) {
+  if (start.world_size() <= 1) {
+    return {};
+  }
+  const std::string rank = absl::StrCat(start.rank());
+  const std::string world = absl::StrCat(start.world_size());
+  const std::string port = absl::StrCat(start.master_port());
+  return {
+      {"TAE_RANK", rank},
+      {"TAE_WORLD_SIZE", world},
+      {"MASTER_ADDR", start.master_addr()},
+      {"MASTER_PORT", port},
+      {"RANK", rank},
+      {"WORLD_SIZE", world},
+      {"LOCAL_RANK", "0"},
+      {"LOCAL_WORLD_SIZE", "1"},
+      {"GROUP_RANK", rank},
+      {"JAX_COORDINATOR_ADDRESS", absl::StrCat(start.master_addr(), ":", start.master_port() + 1)},
+      {"JAX_NUM_PROCESSES", world},
+      {"JAX_PROCESS_ID", rank},
+      {"TPU_WORKER_ID", rank},
+      {"TPU_WORKER_HOSTNAMES", absl::StrJoin(start.host_addrs(), ",")},
+  };
 }
 
 }  // namespace
@@ -203,6 +232,9 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
       // Spinning OpenMP workers starve each other on shared cores (steps several times slower).
       {"OMP_WAIT_POLICY", "PASSIVE"},
   };
+  for (auto& [name, value] : GangEnv(start)) {
+    request.env.emplace_back(std::move(name), std::move(value));
+  }
   if (job->command && !options_.python_dir.empty()) {
     const char* existing = std::getenv("PYTHONPATH");
     request.env.emplace_back("PYTHONPATH", existing != nullptr && *existing != '\0'
@@ -398,6 +430,9 @@ void Runner::ReadStream(Job& job, int index, bool final) {
 
 void Runner::OnLine(Job& job, int index, std::string line, uint64_t end) {
   const OutputMark mark{index, end};
+  // In a gang, rank 0 reports the run's metrics; the other ranks' output is only logged. (A
+  // skipped line needs no mark: reading it again after a restart skips it again.)
+  const bool reports_metrics = job.spec.world_size() <= 1 || job.spec.rank() == 0;
   if (line.size() > kMaxLogLine) {
     line.resize(kMaxLogLine);
   }
@@ -406,7 +441,7 @@ void Runner::OnLine(Job& job, int index, std::string line, uint64_t end) {
   }
   if (index != kMetrics) {
     std::optional<metrics::MetricRecord> record;
-    if (index == kStdout && job.command) {
+    if (index == kStdout && job.command && reports_metrics) {
       record = metrics::ParseKeyValueLine(line);
     }
     const bool metrics = record.has_value() && !record->values.empty();
@@ -419,7 +454,7 @@ void Runner::OnLine(Job& job, int index, std::string line, uint64_t end) {
     }
     return;
   }
-  if (line.find_first_not_of(" \t\r") == std::string::npos) {
+  if (line.find_first_not_of(" \t\r") == std::string::npos || !reports_metrics) {
     return;
   }
   absl::StatusOr<metrics::MetricRecord> record = metrics::ParseJsonLine(line);

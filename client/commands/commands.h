@@ -43,6 +43,8 @@ int Snapshots(const CommandEnv& env, const Args& args);
 int Scrap(const CommandEnv& env, const Args& args);
 int Run(const CommandEnv& env, const Args& args);
 int Sync(const CommandEnv& env, const Args& args);
+// taectl doctor: checks this machine and every agent; 1 when any check fails.
+int Doctor(const CommandEnv& env, const Args& args);
 
 // Prints "taectl: <message>" to stderr; returns 2 for bad input, 1 otherwise.
 int Fail(const absl::Status& status);

@@ -54,20 +54,19 @@ std::vector<std::string_view> AllKeyNames() {
   return names;
 }
 
-// Converts TEXT for `key` (nullptr: resources.hosts) into *out.
+// Converts TEXT for `key` into *out.
 absl::Status ConvertText(std::string_view arg, const KeyInfo* key, std::string_view text,
                          nlohmann::json* out) {
   std::optional<toml::table> parsed = ParseTomlValue(text);
   const toml::node* node = parsed ? parsed->get(kValueKey) : nullptr;
   toml::value<std::string> bare{std::string(text)};
-  if (node == nullptr || (key != nullptr && WantsString(*key) && !node->is_string())) {
+  if (node == nullptr || (WantsString(*key) && !node->is_string())) {
     if (!IsValidUtf8(bare.get())) {
       return SetError(arg, "the value is not valid UTF-8");
     }
     node = &bare;
   }
-  std::optional<Problem> problem =
-      key == nullptr ? CheckHosts(*node) : ConvertValue(*key, key->name, *node, out);
+  std::optional<Problem> problem = ConvertValue(*key, key->name, *node, out);
   return problem ? SetError(arg, problem->what) : absl::OkStatus();
 }
 
@@ -85,17 +84,14 @@ absl::StatusOr<std::vector<SetOverride>> ParseOverrides(const std::vector<std::s
     }
     std::string_view text = StripWhitespace(std::string_view(arg).substr(eq + 1));
     const KeyInfo* key = FindKey(name);
-    bool hosts = key == nullptr && name == "resources.hosts";
-    if (key == nullptr && !hosts) {
+    if (key == nullptr) {
       return SetError(arg, Cat("unknown key '", name, "'", DidYouMean(name, AllKeyNames())));
     }
     SetOverride set{arg, key, nullptr};
     if (absl::Status status = ConvertText(arg, key, text, &set.value); !status.ok()) {
       return status;
     }
-    if (!hosts) {
-      result.push_back(std::move(set));
-    }
+    result.push_back(std::move(set));
   }
   return result;
 }

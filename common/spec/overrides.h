@@ -18,7 +18,7 @@ struct SetOverride {
 
 // Parses and validates --set arguments, in order. VALUE is TOML value syntax; text that is not
 // one (or any non-string value for a string key) is taken as a bare string. Errors are
-// InvalidArgument "--set ARG: what is wrong". A valid resources.hosts = 1 yields no entry.
+// InvalidArgument "--set ARG: what is wrong".
 absl::StatusOr<std::vector<SetOverride>> ParseOverrides(const std::vector<std::string>& args);
 
 }  // namespace tae::spec

@@ -300,8 +300,6 @@ void FileWalker::WalkSection(std::string_view section, const toml::node& node) {
     std::string full = Cat(section, ".", key.str());
     if (const KeyInfo* info = FindKey(full)) {
       Store(*info, info->name, value, Layer::kFile, &draft_.values, &draft_.origins);
-    } else if (full == "resources.hosts") {
-      Add(CheckHosts(value));
     } else {
       Add(Unknown(full, key, value, KeyNames(false)));
     }
@@ -393,8 +391,6 @@ void FileWalker::WalkOverride(std::string_view prefix, const toml::key& key, con
     Add(Problem{key.source().begin,
                 Cat(full, " cannot be overridden in an ablation",
                     full == kSeedsKey ? " (every variant runs once per seed)" : "")});
-  } else if (full == "resources.hosts") {
-    Add(CheckHosts(node));
   } else if (prefix.empty() && IsSection(full) && node.is_table()) {
     for (auto&& [sub_key, sub_node] : *node.as_table()) {
       WalkOverride(full, sub_key, sub_node, ablation);

@@ -122,6 +122,8 @@ std::vector<KeyInfo> BuildSchema() {
       Experiment(IntArray("train.seeds", "[0, 1, 2]", true, "every variant runs once per seed")),
       // [resources]
       Int("resources.slots", "1", 1, kInf, "worker slots a run occupies"),
+      Int("resources.hosts", "1", 1, 256,
+          "agents of one slice (same `slice` label) a run spans, gang-scheduled; ranks 0..N-1"),
       Of(T::kStringMap, "resources.labels", "{}", "agent labels a run needs, e.g. accelerator"),
       Int("resources.max_attempts", "3", 1, kInf, "attempts before a lost run fails"),
       Int("resources.priority", "0", -kInf, kInf, "higher runs first"),

@@ -275,13 +275,4 @@ std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display
   return WrongType(display, "a value", node);
 }
 
-std::optional<Problem> CheckHosts(const toml::node& node) {
-  const toml::value<int64_t>* value = node.as_integer();
-  if (value != nullptr && value->get() == 1) {
-    return std::nullopt;
-  }
-  return Problem{node.source().begin,
-                 "resources.hosts: multi-host runs are not supported yet (only hosts = 1)"};
-}
-
 }  // namespace tae::spec

@@ -26,8 +26,4 @@ std::string_view TypeName(toml::node_type type);
 std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display,
                                     const toml::node& node, nlohmann::json* out);
 
-// The accepted values of the unsupported key resources.hosts: only 1. Returns the problem
-// for anything else.
-std::optional<Problem> CheckHosts(const toml::node& node);
-
 }  // namespace tae::spec

@@ -53,6 +53,7 @@ store::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec&
     run.slots = IntOf(plan.config, "resources.slots", 1);
     run.labels = LabelsOf(plan.config);
     run.max_concurrent = IntOf(plan.config, "resources.max_concurrent", 0);
+    run.hosts = IntOf(plan.config, "resources.hosts", 1);
     exp.runs.push_back(std::move(run));
   }
   return exp;
@@ -165,20 +166,55 @@ absl::StatusOr<int> Controller::Cancel(const std::string& target, const std::str
 }
 
 absl::Status Controller::CancelRun(const store::RunRecord& run, const std::string& reason) {
-  registry::Agent* agent = registry_.Find(run.agent_id);
+  const std::vector<std::string> agents = AgentsOfRun(run);
   bool on_agent = run.state == store::RunState::kAssigned || run.state == store::RunState::kRunning;
-  if (on_agent && agent != nullptr && agent->connected) {
-    // The agent kills the process group and reports `exited` with cancelled = true.
-    tae::v1::TaedMessage message;
-    tae::v1::CancelRun* cancel = message.mutable_cancel_run();
-    cancel->set_run_id(run.id);
-    cancel->set_attempt(run.attempt);
-    cancel->set_reason(reason);
-    agent->channel->Send(message);
+  // The agents kill the process groups and report `exited` with cancelled = true; the first such
+  // exit ends the run (and, for a gang, stops the other ranks).
+  if (on_agent && StopRanks(run.id, run.attempt, agents, "", reason) > 0) {
     return absl::OkStatus();
   }
-  registry_.RemoveRun(run.agent_id, run.id);
+  Release(run.id, agents);
   return store_->FinishRun(run.id, store::RunState::kCancelled, reason, WallNow());
+}
+
+std::vector<std::string> Controller::AgentsOfRun(const store::RunRecord& run) {
+  absl::StatusOr<std::vector<std::string>> agents = store_->AgentsOf(run);
+  if (!agents.ok()) {
+    spdlog::error("run r{}: {}", run.id, agents.status().ToString());
+    return {run.agent_id};
+  }
+  return *std::move(agents);
+}
+
+int Controller::StopRanks(int64_t run_id, int attempt, const std::vector<std::string>& agents,
+                          const std::string& except, const std::string& reason) {
+  int sent = 0;
+  for (const std::string& id : agents) {
+    registry::Agent* agent = registry_.Find(id);
+    if (id == except || agent == nullptr || !agent->connected) {
+      continue;
+    }
+    tae::v1::TaedMessage message;
+    tae::v1::CancelRun* cancel = message.mutable_cancel_run();
+    cancel->set_run_id(run_id);
+    cancel->set_attempt(attempt);
+    cancel->set_reason(reason);
+    agent->channel->Send(message);
+    ++sent;
+  }
+  return sent;
+}
+
+void Controller::Release(int64_t run_id, const std::vector<std::string>& agents) {
+  for (const std::string& id : agents) {
+    registry_.RemoveRun(id, run_id);
+  }
+}
+
+int MasterPort(int64_t run_id, int attempt) {
+  // Deterministic, so every rank is told the same port without a round trip; differs between
+  // attempts so a new attempt never meets the old one's listener.
+  return 20000 + static_cast<int>((run_id * 8 + attempt) % 30000);
 }
 
 void Controller::Schedule() {
@@ -214,6 +250,7 @@ void Controller::Schedule() {
     q.experiment_id = run.experiment_id;
     q.not_before = run.not_before;
     q.max_concurrent = run.max_concurrent;
+    q.hosts = run.hosts;
     q.paused = paused->count(run.experiment_id) > 0;
     queue.push_back(std::move(q));
   }
@@ -231,13 +268,16 @@ void Controller::Schedule() {
     WakeAt(decision.wake_at);
   }
   for (const scheduler::Placement& placement : placements) {
-    absl::StatusOr<store::RunRecord> run =
-        store_->AssignRun(placement.run_id, placement.agent_id, WallNow());
+    const std::vector<std::string> agents =
+        placement.gang.empty() ? std::vector<std::string>{placement.agent_id} : placement.gang;
+    absl::StatusOr<store::RunRecord> run = store_->AssignRun(placement.run_id, agents, WallNow());
     if (!run.ok()) {
       spdlog::error("scheduler: {}", run.status().ToString());
       continue;
     }
-    registry_.AddRun(placement.agent_id, run->id, run->slots);
+    for (const std::string& id : agents) {
+      registry_.AddRun(id, run->id, run->slots);
+    }
     tae::v1::TaedMessage message;
     tae::v1::StartRun* start = message.mutable_start_run();
     start->set_run_id(run->id);
@@ -257,8 +297,23 @@ void Controller::Schedule() {
         start->set_snapshot_id(snapshot->get<std::string>());
       }
     }
-    registry_.Find(placement.agent_id)->channel->Send(message);
-    spdlog::info("run r{} (attempt {}) -> {}", run->id, run->attempt, placement.agent_id);
+    if (agents.size() > 1) {
+      // A gang: every rank starts now (all hosts were free together); the processes meet at
+      // rank 0's rendezvous (c10d's TCPStore for tae-train).
+      const std::string& master = registry_.Find(agents[0])->address;
+      start->set_world_size(static_cast<int>(agents.size()));
+      start->set_master_addr(master.empty() ? "127.0.0.1" : master);
+      start->set_master_port(MasterPort(run->id, run->attempt));
+      for (const std::string& id : agents) {
+        const std::string& address = registry_.Find(id)->address;
+        start->add_host_addrs(address.empty() ? "127.0.0.1" : address);
+      }
+    }
+    for (size_t rank = 0; rank < agents.size(); ++rank) {
+      start->set_rank(static_cast<int>(rank));
+      registry_.Find(agents[rank])->channel->Send(message);
+    }
+    spdlog::info("run r{} (attempt {}) -> {}", run->id, run->attempt, absl::StrJoin(agents, ", "));
   }
 }
 

@@ -125,6 +125,14 @@ class Controller {
   double RetryDelay(int attempt) const;
   void LoseUnclaimedRuns(const std::string& agent_id, const std::string& reason);
   absl::Status CancelRun(const store::RunRecord& run, const std::string& reason);
+  // The agents of the run's current attempt (a gang's, by rank).
+  std::vector<std::string> AgentsOfRun(const store::RunRecord& run);
+  // Asks every connected agent of `agents` but `except` to stop the attempt. Returns how many
+  // were asked.
+  int StopRanks(int64_t run_id, int attempt, const std::vector<std::string>& agents,
+                const std::string& except, const std::string& reason);
+  // Frees the run's slots on `agents`.
+  void Release(int64_t run_id, const std::vector<std::string>& agents);
 
   boost::asio::io_context* io_;
   store::Store* store_;
@@ -136,5 +144,8 @@ class Controller {
 
 // Seconds since the Unix epoch.
 double WallNow();
+
+// The rendezvous port of a gang's attempt: 20000 + (run_id * 8 + attempt) mod 30000.
+int MasterPort(int64_t run_id, int attempt);
 
 }  // namespace tae::controller

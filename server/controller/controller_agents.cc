@@ -1,5 +1,6 @@
 // Controller: the agent side — registration and reconciliation, event ingest, loss and grace.
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -39,18 +40,18 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
   absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
   if (active.ok()) {
     for (const store::RunRecord& run : *active) {
-      if (run.agent_id != id) {
+      const std::vector<std::string> agents = AgentsOfRun(run);
+      if (std::find(agents.begin(), agents.end(), id) == agents.end()) {
         continue;
       }
       if (held.erase({run.id, run.attempt}) > 0) {
         registry_.AddRun(id, run.id, run.slots);
       } else {
-        registry_.RemoveRun(id, run.id);
-        store_
-            ->LoseRun(run.id, absl::StrCat("agent ", id, " reconnected without it"), now,
-                      RetryDelay(run.attempt))
-            .status()
-            .IgnoreError();
+        // Lost with this host; a gang's other ranks are stopped and it is requeued as a whole.
+        const std::string reason = absl::StrCat("agent ", id, " reconnected without it");
+        Release(run.id, agents);
+        store_->LoseRun(run.id, reason, now, RetryDelay(run.attempt)).status().IgnoreError();
+        StopRanks(run.id, run.attempt, agents, id, reason);
       }
     }
   }
@@ -83,7 +84,15 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
   ack.mutable_ack()->set_seq(last_seq);
   channel->Send(ack);
   for (const store::RunEnded& run : *ended) {
-    registry_.RemoveRun(run.agent_id, run.run_id);
+    if (run.gang.empty()) {
+      registry_.RemoveRun(run.agent_id, run.run_id);
+    } else {
+      // The ranks still running (after a failure, a cancel or a loss) are stopped together.
+      Release(run.run_id, run.gang);
+      StopRanks(run.run_id, run.attempt, run.gang, run.agent_id,
+                absl::StrCat("the gang's run ended on ", run.agent_id, " (",
+                             store::ToString(run.state), ")"));
+    }
     spdlog::info("run r{} {}", run.run_id, store::ToString(run.state));
   }
   if (!ended->empty()) {
@@ -141,15 +150,17 @@ void Controller::LoseUnclaimedRuns(const std::string& agent_id, const std::strin
     return;
   }
   for (const store::RunRecord& run : *active) {
-    if (run.agent_id != agent_id) {
+    const std::vector<std::string> agents = AgentsOfRun(run);
+    if (std::find(agents.begin(), agents.end(), agent_id) == agents.end()) {
       continue;
     }
-    registry_.RemoveRun(agent_id, run.id);
+    Release(run.id, agents);
     absl::StatusOr<store::RunState> next =
         store_->LoseRun(run.id, reason, WallNow(), RetryDelay(run.attempt));
     if (next.ok()) {
       spdlog::warn("run r{} lost on {}: now {}", run.id, agent_id, store::ToString(*next));
     }
+    StopRanks(run.id, run.attempt, agents, agent_id, reason);  // a gang's other ranks
   }
   Schedule();
 }
@@ -187,7 +198,9 @@ void Controller::Recover() {
   }
   std::set<std::string> agents;
   for (const store::RunRecord& run : *active) {
-    agents.insert(run.agent_id);
+    for (const std::string& id : AgentsOfRun(run)) {
+      agents.insert(id);
+    }
   }
   for (const std::string& agent_id : agents) {
     spdlog::info("runs of agent {} from a previous taed wait {}s for it", agent_id,

@@ -24,6 +24,9 @@ struct Agent {
   int slots = 0;
   store::Labels labels;
   std::string version;
+  // Where other hosts reach it (rank 0's rendezvous of a gang): its `addr` label if set, else the
+  // IP taed sees its link come from.
+  std::string address;
   double connected_at = 0;
   double last_seen = 0;
   bool connected = false;
@@ -31,6 +34,7 @@ struct Agent {
   uint64_t connections = 0;     // how many times it has registered in this taed's life
   std::map<int64_t, int> runs;  // run id -> slots it uses
   std::shared_ptr<AgentChannel> channel;
+  tae::v1::AgentFacts facts;  // what the agent reported about its machine at Register
 
   int busy_slots() const;
   int free_slots() const { return connected && !draining ? slots - busy_slots() : 0; }

@@ -108,10 +108,30 @@ class StreamChannel final : public registry::AgentChannel {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// The host part of a gRPC peer string ("ipv4:10.0.0.2:5000", "ipv6:[::1]:5000"); "" otherwise.
+std::string PeerHost(const std::string& peer) {
+  if (peer.rfind("ipv4:", 0) == 0) {
+    const std::string rest = peer.substr(5);
+    return rest.substr(0, rest.rfind(':'));
+  }
+  if (peer.rfind("ipv6:", 0) == 0) {
+    const size_t open = peer.find('[');
+    const size_t close = peer.find(']');
+    if (open != std::string::npos && close != std::string::npos && close > open) {
+      return peer.substr(open + 1, close - open - 1);
+    }
+  }
+  return "";
+}
+
 class AgentStream final : public Reactor {
  public:
-  AgentStream(boost::asio::io_context* core, controller::Controller* controller)
-      : core_(core), controller_(controller), channel_(std::make_shared<StreamChannel>(this)) {
+  AgentStream(boost::asio::io_context* core, controller::Controller* controller,
+              std::string peer_host)
+      : core_(core),
+        controller_(controller),
+        channel_(std::make_shared<StreamChannel>(this)),
+        peer_host_(std::move(peer_host)) {
     StartRead(&in_);
   }
 
@@ -150,8 +170,11 @@ class AgentStream final : public Reactor {
           return;
         }
         agent_id_ = message.register_().agent_id();
+        controller::AgentHello hello = FromProto(message.register_());
+        auto addr = hello.agent.labels.find("addr");
+        hello.agent.address = addr != hello.agent.labels.end() ? addr->second : peer_host_;
         boost::asio::post(*core_, [controller = controller_, channel = channel_,
-                                   hello = FromProto(message.register_())]() mutable {
+                                   hello = std::move(hello)]() mutable {
           controller->OnRegister(channel, std::move(hello));
         });
         return;
@@ -200,6 +223,7 @@ class AgentStream final : public Reactor {
   std::shared_ptr<StreamChannel> channel_;
   tae::v1::AgentMessage in_;
   std::string agent_id_;  // set by Register; only touched by the read chain
+  const std::string peer_host_;
 };
 
 }  // namespace
@@ -240,7 +264,7 @@ grpc::ServerBidiReactor<tae::v1::AgentMessage, tae::v1::TaedMessage>* AgentLinkS
   if (!Authorized(ctx)) {
     return new Rejected(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
   }
-  return new AgentStream(core_, controller_);
+  return new AgentStream(core_, controller_, PeerHost(ctx->peer()));
 }
 
 grpc::ServerUnaryReactor* AgentLinkService::GetManifest(grpc::CallbackServerContext* ctx,

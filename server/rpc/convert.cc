@@ -76,6 +76,7 @@ void ToProto(const registry::Agent& in, tae::v1::AgentInfo* out) {
   for (const auto& [run_id, slots] : in.runs) {
     out->add_run_ids(run_id);
   }
+  *out->mutable_facts() = in.facts;
 }
 
 void ToProto(const controller::ReportResult& in, tae::v1::ReportResponse* out) {
@@ -118,6 +119,7 @@ controller::AgentHello FromProto(const tae::v1::Register& in) {
   hello.agent.slots = in.slots();
   hello.agent.labels = store::Labels(in.labels().begin(), in.labels().end());
   hello.agent.version = in.version();
+  hello.agent.facts = in.facts();
   for (const tae::v1::HeldRun& run : in.held_runs()) {
     hello.held.emplace_back(run.run_id(), run.attempt());
   }

@@ -1,8 +1,10 @@
 #include "server/scheduler/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -18,9 +20,64 @@ bool LabelsMatch(const store::Labels& wanted, const store::Labels& offered) {
   return true;
 }
 
+namespace {
+
+// The worker index label as a number (agents without one sort after those with one).
+long WorkerIndex(const AgentCapacity& agent) {
+  auto it = agent.labels.find(kWorkerLabel);
+  long index = 0;
+  if (it == agent.labels.end() || !absl::SimpleAtoi(it->second, &index) || index < 0) {
+    return std::numeric_limits<long>::max();
+  }
+  return index;
+}
+
+// Matching agents grouped by slice, each group in rank order. `need_free`: only agents with
+// run.slots free (else every matching agent that is not draining).
+std::map<std::string, std::vector<AgentCapacity*>> Slices(const QueuedRun& run,
+                                                          std::vector<AgentCapacity>& agents,
+                                                          bool need_free) {
+  std::map<std::string, std::vector<AgentCapacity*>> slices;
+  for (AgentCapacity& agent : agents) {
+    auto slice = agent.labels.find(kSliceLabel);
+    if (slice == agent.labels.end() || !LabelsMatch(run.labels, agent.labels) ||
+        (need_free ? agent.free_slots < run.slots : agent.total_slots < run.slots)) {
+      continue;
+    }
+    slices[slice->second].push_back(&agent);
+  }
+  for (auto& [name, members] : slices) {
+    std::sort(members.begin(), members.end(), [](const AgentCapacity* a, const AgentCapacity* b) {
+      const long wa = WorkerIndex(*a);
+      const long wb = WorkerIndex(*b);
+      return wa != wb ? wa < wb : a->id < b->id;
+    });
+  }
+  return slices;
+}
+
+std::string WhyGangWaits(const QueuedRun& run, std::vector<AgentCapacity> agents) {
+  size_t largest = 0;
+  for (const auto& [name, members] : Slices(run, agents, /*need_free=*/false)) {
+    largest = std::max(largest, members.size());
+  }
+  if (largest >= static_cast<size_t>(run.hosts)) {
+    return absl::StrCat("waiting for ", run.hosts, " hosts of one slice with ", run.slots,
+                        " free slot(s) each");
+  }
+  return absl::StrCat("waiting: needs ", run.hosts, " hosts of one slice (agents labelled ",
+                      kSliceLabel, "=NAME", run.labels.empty() ? "" : " and the run's labels",
+                      "); the largest has ", largest);
+}
+
+}  // namespace
+
 std::string WhyWaiting(const QueuedRun& run, const std::vector<AgentCapacity>& agents) {
   if (agents.empty()) {
     return "waiting for an agent to connect";
+  }
+  if (run.hosts > 1) {
+    return WhyGangWaits(run, agents);
   }
   int largest = 0;
   bool labels_ok = false;
@@ -105,6 +162,28 @@ Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> 
                          " active runs (resources.max_concurrent)");
         continue;
       }
+      if (run.hosts > 1) {
+        // All or nothing: the first slice (by name) with enough free hosts, ranks in worker order.
+        std::vector<AgentCapacity*> chosen_hosts;
+        for (auto& [name, members] : Slices(run, agents, /*need_free=*/true)) {
+          if (members.size() >= static_cast<size_t>(run.hosts)) {
+            chosen_hosts.assign(members.begin(), members.begin() + run.hosts);
+            break;
+          }
+        }
+        if (chosen_hosts.empty()) {
+          decision.waiting[run.run_id] = WhyWaiting(run, agents);
+          continue;
+        }
+        Placement placement{run.run_id, chosen_hosts[0]->id, {}};
+        for (AgentCapacity* host : chosen_hosts) {
+          host->free_slots -= run.slots;
+          placement.gang.push_back(host->id);
+        }
+        context.active[chosen] += 1;
+        decision.placements.push_back(std::move(placement));
+        continue;
+      }
       AgentCapacity* best = nullptr;
       for (AgentCapacity& agent : agents) {
         if (agent.free_slots < run.slots || !LabelsMatch(run.labels, agent.labels)) {
@@ -120,7 +199,7 @@ Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> 
       }
       best->free_slots -= run.slots;
       context.active[chosen] += 1;
-      decision.placements.push_back({run.run_id, best->id});
+      decision.placements.push_back({run.run_id, best->id, {}});
     }
     begin = end;
   }

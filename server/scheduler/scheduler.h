@@ -28,12 +28,21 @@ struct QueuedRun {
   double not_before = 0;   // backoff: not started before this time
   int max_concurrent = 0;  // cap on the experiment's active runs; 0: none
   bool paused = false;     // its experiment is paused
+  int hosts = 1;           // > 1: a gang of this many agents of one slice, `slots` on each
 };
 
 struct Placement {
   int64_t run_id = 0;
-  std::string agent_id;
+  std::string agent_id;  // rank 0's
+  // A gang: every rank's agent, rank order (agent_id is gang[0]); empty for one host.
+  std::vector<std::string> gang;
 };
+
+// The label that puts agents in one slice (the hosts of a TPU pod slice), and the one that
+// orders them in it (the TPU worker index): a gang takes agents of one slice, ranks in worker
+// order (then id).
+inline constexpr char kSliceLabel[] = "slice";
+inline constexpr char kWorkerLabel[] = "worker";
 
 // Everything Decide needs besides the queue and the agents.
 struct Context {
@@ -53,12 +62,13 @@ bool LabelsMatch(const store::Labels& wanted, const store::Labels& offered);
 // accelerator=v4-8"; "waiting for a free slot" when one could take it once it frees up.
 std::string WhyWaiting(const QueuedRun& run, const std::vector<AgentCapacity>& agents);
 
-// Places runs onto the matching agent with the most free slots. `queue` is sorted by priority
-// (highest first), then age. Within one priority, experiments take turns (fair share): the next
-// run comes from the experiment with the fewest active runs, ties to the one whose next run is
-// oldest. A run is skipped, with its reason in `waiting`, while its experiment is paused, its
-// backoff has not ended, or its experiment is at max_concurrent; a run that fits on no agent now
-// does not block smaller runs behind it.
+// Places runs onto the matching agent with the most free slots; a gang (hosts > 1) all at once
+// on `hosts` matching agents of one slice with `slots` free each, or not at all. `queue` is sorted
+// by priority (highest first), then age. Within one priority, experiments take turns (fair share):
+// the next run comes from the experiment with the fewest active runs, ties to the one whose next
+// run is oldest. A run is skipped, with its reason in `waiting`, while its experiment is paused,
+// its backoff has not ended, or its experiment is at max_concurrent; a run that fits on no agent
+// now does not block smaller runs behind it.
 Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> agents,
                 Context context);
 

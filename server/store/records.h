@@ -56,6 +56,7 @@ struct NewRun {
   int slots = 1;
   Labels labels;
   int max_concurrent = 0;  // resources.max_concurrent: cap on the experiment's active runs
+  int hosts = 1;           // resources.hosts: agents of one slice the run spans (a gang)
 };
 
 struct NewExperiment {
@@ -90,6 +91,7 @@ struct RunRecord {
   RunMeta meta;
   double not_before = 0;   // queued: not started before this time (backoff after a lost attempt)
   int max_concurrent = 0;  // at most this many active runs of its experiment; 0: no cap
+  int hosts = 1;           // > 1: a gang; its agents per attempt are in Store::Gang
 };
 
 struct TransitionRecord {
@@ -195,6 +197,10 @@ struct RunEnded {
   int64_t run_id = 0;
   std::string agent_id;
   RunState state = RunState::kSucceeded;
+  int attempt = 0;
+  // A gang: the agents of every rank of that attempt (the caller frees them all and stops the
+  // ranks still running); empty for a one-host run.
+  std::vector<std::string> gang;
 };
 
 }  // namespace tae::store

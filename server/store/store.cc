@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
 
@@ -39,7 +40,7 @@ int ConfiguredAttempts(const std::string& config_json) {
 constexpr const char* kRunColumns =
     "id, experiment_id, variant, seed, config, state, attempt, max_attempts, priority, slots, "
     "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at, "
-    "meta, not_before, max_concurrent";
+    "meta, not_before, max_concurrent, hosts";
 
 RunRecord ReadRun(const Statement& stmt) {
   RunRecord run;
@@ -66,6 +67,7 @@ RunRecord ReadRun(const Statement& stmt) {
   run.meta = LabelsFromJson(stmt.Text(18));  // the same shape: a JSON object of strings
   run.not_before = stmt.Double(19);
   run.max_concurrent = static_cast<int>(stmt.Int(20));
+  run.hosts = static_cast<int>(stmt.Int(21));
   return run;
 }
 
@@ -137,8 +139,8 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
   int64_t experiment_id = db_.LastInsertId();
   ASSIGN_OR_RETURN(Statement run, db_.Prepare("INSERT INTO runs (experiment_id, variant, seed, "
                                               "config, state, max_attempts, priority, slots, "
-                                              "labels, created_at, max_concurrent) VALUES "
-                                              "(?,?,?,?,'queued',?,?,?,?,?,?)"));
+                                              "labels, created_at, max_concurrent, hosts) "
+                                              "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(
       Statement transition,
       db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
@@ -153,7 +155,8 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
         .Bind(7, static_cast<int64_t>(r.slots))
         .Bind(8, LabelsToJson(r.labels))
         .Bind(9, now)
-        .Bind(10, static_cast<int64_t>(r.max_concurrent));
+        .Bind(10, static_cast<int64_t>(r.max_concurrent))
+        .Bind(11, static_cast<int64_t>(r.hosts));
     RETURN_IF_ERROR(run.Run());
     transition.Bind(1, db_.LastInsertId()).Bind(2, now);
     RETURN_IF_ERROR(transition.Run());
@@ -314,6 +317,15 @@ absl::StatusOr<std::vector<TransitionRecord>> Store::ListTransitions(int64_t run
 
 absl::StatusOr<RunRecord> Store::AssignRun(int64_t run_id, const std::string& agent_id,
                                            double now) {
+  return AssignRun(run_id, std::vector<std::string>{agent_id}, now);
+}
+
+absl::StatusOr<RunRecord> Store::AssignRun(int64_t run_id, const std::vector<std::string>& agents,
+                                           double now) {
+  if (agents.empty()) {
+    return absl::InvalidArgumentError("AssignRun: no agents");
+  }
+  const std::string& agent_id = agents[0];
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));
@@ -327,13 +339,52 @@ absl::StatusOr<RunRecord> Store::AssignRun(int64_t run_id, const std::string& ag
                                "WHERE id = ?"));
   stmt.Bind(1, agent_id).Bind(2, run_id);
   RETURN_IF_ERROR(stmt.Run());
+  if (agents.size() > 1) {
+    ASSIGN_OR_RETURN(Statement rank, db_.Prepare("INSERT INTO run_hosts (run_id, attempt, rank, "
+                                                 "agent_id) VALUES (?,?,?,?)"));
+    for (size_t i = 0; i < agents.size(); ++i) {
+      rank.Bind(1, run_id)
+          .Bind(2, static_cast<int64_t>(run.attempt + 1))
+          .Bind(3, static_cast<int64_t>(i))
+          .Bind(4, agents[i]);
+      RETURN_IF_ERROR(rank.Run());
+      rank.Reset();
+    }
+  }
   RETURN_IF_ERROR(RecordTransition(run_id, run.attempt + 1, RunState::kQueued, RunState::kAssigned,
-                                   absl::StrCat("placed on ", agent_id), now));
+                                   agents.size() > 1
+                                       ? absl::StrCat("placed on ", absl::StrJoin(agents, ", "),
+                                                      " (ranks 0..", agents.size() - 1, ")")
+                                       : absl::StrCat("placed on ", agent_id),
+                                   now));
   RETURN_IF_ERROR(tx.Commit());
   run.state = RunState::kAssigned;
   run.attempt += 1;
   run.agent_id = agent_id;
   return run;
+}
+
+absl::StatusOr<std::vector<std::string>> Store::Gang(int64_t run_id, int attempt) {
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("SELECT agent_id FROM run_hosts WHERE run_id = ? "
+                                               "AND attempt = ? ORDER BY rank"));
+  stmt.Bind(1, run_id).Bind(2, static_cast<int64_t>(attempt));
+  std::vector<std::string> agents;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      break;
+    }
+    agents.push_back(stmt.Text(0));
+  }
+  return agents;
+}
+
+absl::StatusOr<std::vector<std::string>> Store::AgentsOf(const RunRecord& run) {
+  if (run.hosts <= 1 || run.attempt == 0) {
+    return run.agent_id.empty() ? std::vector<std::string>{}
+                                : std::vector<std::string>{run.agent_id};
+  }
+  return Gang(run.id, run.attempt);
 }
 
 absl::StatusOr<RunState> Store::LoseRun(int64_t run_id, const std::string& reason, double now,

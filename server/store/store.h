@@ -44,6 +44,13 @@ class Store {
 
   // queued -> assigned on agent_id; the attempt number goes up by one.
   absl::StatusOr<RunRecord> AssignRun(int64_t run_id, const std::string& agent_id, double now);
+  // A gang: rank i on agents[i] (runs.agent_id is rank 0's), recorded in run_hosts.
+  absl::StatusOr<RunRecord> AssignRun(int64_t run_id, const std::vector<std::string>& agents,
+                                      double now);
+  // The agents of a gang's attempt by rank (empty if that attempt was not a gang).
+  absl::StatusOr<std::vector<std::string>> Gang(int64_t run_id, int attempt);
+  // The agents of the run's current attempt: its gang, or {agent_id} (empty if never placed).
+  absl::StatusOr<std::vector<std::string>> AgentsOf(const RunRecord& run);
   // assigned/running -> lost -> queued (attempts left) or failed. Returns the new state. A
   // requeued run is not started before now + retry_delay_s (backoff).
   absl::StatusOr<RunState> LoseRun(int64_t run_id, const std::string& reason, double now,
@@ -112,6 +119,10 @@ class Store {
   absl::Status IngestOne(const std::string& agent_id, const IngestEvent& event,
                          std::vector<RunEnded>* ended, SummaryBatch* batch);
   absl::Status IngestMetrics(const IngestEvent& event, SummaryBatch* batch);
+  // A rank of a gang exited: the run ends when every rank exited 0 (succeeded) or when one did
+  // not (failed, cancelled, or lost and requeued as a whole).
+  absl::Status IngestGangExit(const std::string& agent_id, const RunRecord& run,
+                              const IngestEvent& event, std::vector<RunEnded>* ended);
   absl::Status WriteSummaries(const SummaryBatch& batch);
   // Merges event.meta into the run's metadata; a resend changes nothing.
   absl::Status IngestMeta(const RunRecord& run, const IngestEvent& event);

@@ -174,14 +174,19 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
                               event.wall_time);
     }
     case IngestEvent::Kind::kExited: {
-      if (IsFinal(run->state) || run->attempt != event.attempt) {
+      // Queued again (lost and requeued) means the attempt is over too: a late exit of one of a
+      // requeued gang's ranks must not end the run.
+      if (IsFinal(run->state) || run->state == RunState::kQueued || run->attempt != event.attempt) {
         return absl::OkStatus();
+      }
+      if (run->hosts > 1) {
+        return IngestGangExit(agent_id, *run, event, ended);
       }
       if (event.interrupted && !event.cancelled) {
         ASSIGN_OR_RETURN(RunState next,
                          LoseRunInTransaction(*run, event.text.empty() ? "interrupted" : event.text,
                                               event.wall_time));
-        ended->push_back({event.run_id, agent_id, next});
+        ended->push_back({event.run_id, agent_id, next, event.attempt, {}});
         return absl::OkStatus();
       }
       RunState to = event.cancelled        ? RunState::kCancelled
@@ -203,10 +208,75 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
       RETURN_IF_ERROR(stmt.Run());
       RETURN_IF_ERROR(
           RecordTransition(event.run_id, event.attempt, run->state, to, reason, event.wall_time));
-      ended->push_back({event.run_id, agent_id, to});
+      ended->push_back({event.run_id, agent_id, to, event.attempt, {}});
       return absl::OkStatus();
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status Store::IngestGangExit(const std::string& agent_id, const RunRecord& run,
+                                   const IngestEvent& event, std::vector<RunEnded>* ended) {
+  ASSIGN_OR_RETURN(std::vector<std::string> gang, Gang(run.id, run.attempt));
+  const auto member = std::find(gang.begin(), gang.end(), agent_id);
+  if (member == gang.end()) {
+    return absl::OkStatus();  // not a host of this attempt
+  }
+  const int rank = static_cast<int>(member - gang.begin());
+  const bool clean =
+      !event.interrupted && !event.cancelled && event.exit_code == 0 && event.signal == 0;
+  ASSIGN_OR_RETURN(Statement record,
+                   db_.Prepare("UPDATE run_hosts SET exit_code = ? WHERE run_id = ? AND "
+                               "attempt = ? AND rank = ? AND exit_code IS NULL"));
+  record.Bind(1, static_cast<int64_t>(clean ? 0 : (event.exit_code != 0 ? event.exit_code : -1)))
+      .Bind(2, run.id)
+      .Bind(3, static_cast<int64_t>(run.attempt))
+      .Bind(4, static_cast<int64_t>(rank));
+  RETURN_IF_ERROR(record.Run());
+  const std::string host = absl::StrCat("rank ", rank, " on ", agent_id);
+  if (event.interrupted && !event.cancelled) {
+    // One host went away with its agent: the whole gang goes back to the queue together.
+    ASSIGN_OR_RETURN(
+        RunState next,
+        LoseRunInTransaction(
+            run, absl::StrCat(host, ": ", event.text.empty() ? "interrupted" : event.text),
+            event.wall_time));
+    ended->push_back({run.id, agent_id, next, run.attempt, gang});
+    return absl::OkStatus();
+  }
+  RunState to = RunState::kSucceeded;
+  std::string reason;
+  if (event.cancelled) {
+    to = RunState::kCancelled;
+    reason = absl::StrCat(host, ": ", event.text.empty() ? "cancelled" : event.text);
+  } else if (!clean) {
+    to = RunState::kFailed;
+    reason = absl::StrCat(host, ": ",
+                          !event.text.empty() ? event.text
+                          : event.signal != 0 ? absl::StrCat("killed by signal ", event.signal)
+                                              : absl::StrCat("exit code ", event.exit_code),
+                          "; the other hosts are stopped");
+  } else {
+    ASSIGN_OR_RETURN(Statement done,
+                     db_.Prepare("SELECT COUNT(*) FROM run_hosts WHERE run_id = ? AND attempt = "
+                                 "? AND exit_code = 0"));
+    done.Bind(1, run.id).Bind(2, static_cast<int64_t>(run.attempt));
+    ASSIGN_OR_RETURN(bool row, done.Step());
+    if (!row || done.Int(0) < static_cast<int64_t>(gang.size())) {
+      return absl::OkStatus();  // the others are still running
+    }
+    reason = absl::StrCat("every host exited 0 (", gang.size(), " hosts)");
+  }
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE runs SET state = ?, exit_code = ?, reason "
+                                               "= ?, finished_at = ? WHERE id = ?"));
+  stmt.Bind(1, ToString(to))
+      .Bind(2, static_cast<int64_t>(event.exit_code))
+      .Bind(3, reason)
+      .Bind(4, event.wall_time)
+      .Bind(5, run.id);
+  RETURN_IF_ERROR(stmt.Run());
+  RETURN_IF_ERROR(RecordTransition(run.id, run.attempt, run.state, to, reason, event.wall_time));
+  ended->push_back({run.id, agent_id, to, run.attempt, gang});
   return absl::OkStatus();
 }
 

@@ -119,3 +119,73 @@ TEST_CASE("paused experiments and runs in backoff wait, the earliest backoff end
 }
 
 }  // namespace tae::scheduler
+
+namespace tae::scheduler {
+namespace {
+
+QueuedRun Gang(int64_t id, int hosts, store::Labels labels = {}) {
+  QueuedRun run;
+  run.run_id = id;
+  run.hosts = hosts;
+  run.labels = std::move(labels);
+  return run;
+}
+
+AgentCapacity Host(const std::string& id, const std::string& slice, const std::string& worker,
+                   int free = 1) {
+  store::Labels labels = {{"accelerator", "v4"}};
+  if (!slice.empty()) {
+    labels["slice"] = slice;
+  }
+  if (!worker.empty()) {
+    labels["worker"] = worker;
+  }
+  return {id, free, 1, labels};
+}
+
+}  // namespace
+
+TEST_CASE("a gang takes hosts of one slice, ranks in worker order", "[scheduler][gang]") {
+  // Slice a has 2 free hosts, slice b 3; worker 10 sorts after worker 2 (numbers, not text).
+  std::vector<AgentCapacity> agents = {Host("b-w10", "b", "10"), Host("a-0", "a", "0"),
+                                       Host("b-w2", "b", "2"),   Host("b-w0", "b", "0"),
+                                       Host("a-1", "a", "1", 0), Host("lone", "", "")};
+  std::vector<Placement> placed = Place({Gang(1, 3)}, agents);
+  REQUIRE(placed.size() == 1);
+  CHECK(placed[0].gang == std::vector<std::string>{"b-w0", "b-w2", "b-w10"});
+  CHECK(placed[0].agent_id == "b-w0");  // rank 0
+}
+
+TEST_CASE("a gang is placed all at once or not at all", "[scheduler][gang]") {
+  // Two slices of 2 hosts each; 1 host of slice a is busy: the gang of 2 goes to slice b, a
+  // second gang of 2 waits (one free host in a is not enough), a one-host run takes that host.
+  std::vector<AgentCapacity> agents = {Host("a0", "a", "0"), Host("a1", "a", "1", 0),
+                                       Host("b0", "b", "0"), Host("b1", "b", "1")};
+  QueuedRun single;
+  single.run_id = 3;
+  Decision decision = Decide({Gang(1, 2), Gang(2, 2), single}, agents, Context{});
+  REQUIRE(decision.placements.size() == 2);
+  CHECK(decision.placements[0].gang == std::vector<std::string>{"b0", "b1"});
+  CHECK(decision.placements[1].run_id == 3);
+  CHECK(decision.placements[1].agent_id == "a0");
+  CHECK(decision.placements[1].gang.empty());
+  REQUIRE(decision.waiting.count(2) == 1);
+  CHECK(decision.waiting.at(2) == "waiting for 2 hosts of one slice with 1 free slot(s) each");
+}
+
+TEST_CASE("a gang that no slice can hold says so", "[scheduler][gang]") {
+  std::vector<AgentCapacity> agents = {Host("a0", "a", "0"), Host("x", "", ""),
+                                       Host("b0", "b", "0")};
+  Decision decision = Decide({Gang(1, 2)}, agents, Context{});
+  CHECK(decision.placements.empty());
+  CHECK(decision.waiting.at(1) ==
+        "waiting: needs 2 hosts of one slice (agents labelled slice=NAME); the largest has 1");
+  // Labels narrow the slice: only matching hosts count.
+  Decision labelled = Decide({Gang(2, 2, {{"accelerator", "v5"}})},
+                             {Host("a0", "a", "0"), Host("a1", "a", "1")}, Context{});
+  CHECK(labelled.waiting.at(2) ==
+        "waiting: needs 2 hosts of one slice (agents labelled slice=NAME and the run's labels); "
+        "the largest has 0");
+}
+
+}  // namespace tae::scheduler

@@ -116,15 +116,15 @@ train = { lr = 0.5 }
                         {"resources.labels", {{"accelerator", "cpu"}}}}));
 }
 
-TEST_CASE("resources.hosts = 1 is accepted", "[spec]") {
-  Spec spec = MustParse("name = \"x\"\n[resources]\nhosts = 1\n");
-  CHECK_FALSE(spec.base.contains("resources.hosts"));
-  CHECK(MustParse("name = \"x\"", {"resources.hosts=1"}).base == spec.base);
+TEST_CASE("resources.hosts asks for a gang of hosts", "[spec]") {
+  Spec spec = MustParse("name = \"x\"\n[resources]\nhosts = 2\n");
+  CHECK(spec.base.at("resources.hosts") == 2);
+  CHECK(MustParse("name = \"x\"", {"resources.hosts=2"}).base == spec.base);
 }
 
 TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
   std::vector<std::string> keys = KnownKeys();
-  CHECK(keys.size() == 45);
+  CHECK(keys.size() == 46);
   CHECK(keys.front() == "name");
   CHECK(keys[1] == "description");
   for (const char* key : {"model.layers", "model.tie_embeddings", "train.seeds", "train.threads",
@@ -277,13 +277,8 @@ TEST_CASE("ablation overrides are checked like the baseline's keys", "[spec][err
         "once per seed)");
   CHECK(ErrorOf(head + "\"model.layers\" = 1\nmodel.layers = 3\n") ==
         "study.toml:5:7: duplicate override 'model.layers'");
-  CHECK(ErrorOf(head + "\"resources.hosts\" = 4\n") ==
-        "study.toml:4:21: resources.hosts: multi-host runs are not supported yet (only hosts = 1)");
-}
-
-TEST_CASE("features that are not supported yet are refused", "[spec][errors]") {
-  CHECK(ErrorOf("name = \"x\"\n[resources]\nhosts = 2\n") ==
-        "study.toml:3:9: resources.hosts: multi-host runs are not supported yet (only hosts = 1)");
+  CHECK(ErrorOf(head + "\"resources.hosts\" = 0\n") ==
+        "study.toml:4:21: resources.hosts: 0 is out of range (must be 1..256)");
 }
 
 TEST_CASE("cross-key checks point at the baseline key", "[spec][errors]") {
@@ -389,9 +384,8 @@ TEST_CASE("errors in --set values name the flag", "[spec][set][errors]") {
         "scalenorm, none");
   CHECK(ErrorOf(text, {"train.seeds=[]"}) ==
         "--set train.seeds=[]: train.seeds: must not be empty");
-  CHECK(ErrorOf(text, {"resources.hosts=2"}) ==
-        "--set resources.hosts=2: resources.hosts: multi-host runs are not supported yet (only "
-        "hosts = 1)");
+  CHECK(ErrorOf(text, {"resources.hosts=300"}) ==
+        "--set resources.hosts=300: resources.hosts: 300 is out of range (must be 1..256)");
   CHECK(ErrorOf(text, {"train.data=\xff"}) ==
         "--set train.data=\xff: the value is not valid UTF-8");
 }

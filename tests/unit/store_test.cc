@@ -392,3 +392,96 @@ TEST_CASE("snapshots are stored once per id, listed newest first and deleted") {
 }
 
 }  // namespace tae::store
+
+namespace tae::store {
+namespace {
+
+// A store with one queued run of `hosts` hosts.
+struct GangFixture {
+  std::unique_ptr<Store> store;
+  int64_t run_id = 0;
+  explicit GangFixture(int hosts, int max_attempts = 2) {
+    auto opened = Store::Open(":memory:");
+    REQUIRE(opened.ok());
+    store = *std::move(opened);
+    NewExperiment exp = TwoRuns();
+    exp.runs.resize(1);
+    exp.runs[0].hosts = hosts;
+    exp.runs[0].max_attempts = max_attempts;
+    REQUIRE(store->CreateExperiment(exp, 100.0).ok());
+    run_id = (*store->QueuedRuns())[0].id;
+  }
+  IngestEvent Exit(int attempt, uint64_t seq, int code) const {
+    IngestEvent e;
+    e.kind = IngestEvent::Kind::kExited;
+    e.seq = seq;
+    e.run_id = run_id;
+    e.attempt = attempt;
+    e.wall_time = 200.0 + seq;
+    e.exit_code = code;
+    return e;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a gang succeeds when every rank exited 0", "[store][gang]") {
+  GangFixture f(2);
+  auto assigned = f.store->AssignRun(f.run_id, std::vector<std::string>{"w0", "w1"}, 101.0);
+  REQUIRE(assigned.ok());
+  CHECK(assigned->agent_id == "w0");
+  CHECK(assigned->hosts == 2);
+  CHECK(*f.store->Gang(f.run_id, 1) == std::vector<std::string>{"w0", "w1"});
+  CHECK(*f.store->AgentsOf(*assigned) == std::vector<std::string>{"w0", "w1"});
+
+  auto first = f.store->Ingest("w1", {f.Exit(1, 1, 0)});
+  REQUIRE(first.ok());
+  CHECK(first->empty());  // rank 0 is still running
+  CHECK(f.store->GetRun(f.run_id)->state == RunState::kAssigned);
+  auto resend = f.store->Ingest("w1", {f.Exit(1, 1, 0)});
+  REQUIRE(resend.ok());
+  CHECK(resend->empty());  // the same rank twice does not count twice
+  auto stranger = f.store->Ingest("w9", {f.Exit(1, 1, 0)});
+  REQUIRE(stranger.ok());
+  CHECK(stranger->empty());  // not a host of this gang
+  CHECK(f.store->GetRun(f.run_id)->state == RunState::kAssigned);
+
+  auto last = f.store->Ingest("w0", {f.Exit(1, 2, 0)});
+  REQUIRE(last.ok());
+  REQUIRE(last->size() == 1);
+  CHECK((*last)[0].state == RunState::kSucceeded);
+  CHECK((*last)[0].gang == std::vector<std::string>{"w0", "w1"});
+  CHECK(f.store->GetRun(f.run_id)->reason == "every host exited 0 (2 hosts)");
+}
+
+TEST_CASE("one failing rank fails the gang, one lost rank requeues it whole", "[store][gang]") {
+  GangFixture f(3);
+  REQUIRE(f.store->AssignRun(f.run_id, std::vector<std::string>{"w0", "w1", "w2"}, 101.0).ok());
+  // Rank 1's host went away with its agent (interrupted): the gang is requeued as a whole.
+  IngestEvent lost = f.Exit(1, 1, 0);
+  lost.interrupted = true;
+  auto requeued = f.store->Ingest("w1", {lost});
+  REQUIRE(requeued.ok());
+  REQUIRE(requeued->size() == 1);
+  CHECK((*requeued)[0].state == RunState::kQueued);
+  CHECK((*requeued)[0].gang.size() == 3);
+  // The other ranks' exits from that attempt are then ignored.
+  auto late = f.store->Ingest("w0", {f.Exit(1, 2, 1)});
+  REQUIRE(late.ok());
+  CHECK(late->empty());
+
+  // Attempt 2 on other hosts; rank 2 fails: the run fails naming the rank.
+  auto second = f.store->AssignRun(f.run_id, std::vector<std::string>{"w3", "w1", "w0"}, 300.0);
+  REQUIRE(second.ok());
+  CHECK(second->attempt == 2);
+  CHECK(*f.store->Gang(f.run_id, 1) == std::vector<std::string>{"w0", "w1", "w2"});
+  REQUIRE(f.store->Ingest("w3", {f.Exit(2, 3, 0)}).ok());
+  auto failed = f.store->Ingest("w0", {f.Exit(2, 4, 3)});
+  REQUIRE(failed.ok());
+  REQUIRE(failed->size() == 1);
+  CHECK((*failed)[0].state == RunState::kFailed);
+  auto run = f.store->GetRun(f.run_id);
+  CHECK(run->reason == "rank 2 on w0: exit code 3; the other hosts are stopped");
+}
+
+}  // namespace tae::store

@@ -1,0 +1,74 @@
+#pragma once
+
+// Facts about the machine an agent runs on, for `taectl doctor`: gathered once at agent start
+// (and by taectl for its own machine), cheaply: file system look-ups, statvfs, and at most two
+// short-lived vendor tools (tpu-info, nvidia-smi -L) with a timeout. tae-agent does not link
+// libtorch, so the BLAS and libtorch facts come from what Debian's alternatives and the library
+// directories say libtorch will load.
+//
+// The parsers are pure functions, unit-tested on captured outputs; Gather does the I/O.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tae/v1/agent_link.pb.h"
+
+namespace tae::agent::facts {
+
+// The project version every TAE binary reports (CMake's PROJECT_VERSION).
+const char* Version();
+
+struct GatherOptions {
+  std::vector<std::pair<std::string, std::string>> dirs;  // (role, path) to report free space of
+  int threads_per_run = 0;
+  // Where to look; overridable so tests can point at a fake tree.
+  std::string alternatives_dir = "/etc/alternatives";
+  std::vector<std::string> lib_dirs = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+                                       "/usr/local/lib", "/usr/lib"};
+  std::string dev_dir = "/dev";
+  int tool_timeout_ms = 3000;  // per vendor tool: a wedged driver must not stall agent start
+};
+
+tae::v1::AgentFacts Gather(const GatherOptions& options);
+
+// A short-lived tool's stdout, when it exited 0; else why not (error).
+struct ToolResult {
+  bool ok = false;
+  std::string out;
+  std::string error;
+};
+// The executable `name` in $PATH, or "".
+std::string FindOnPath(const std::string& name);
+// Runs argv (argv[0] a path) with stdout captured and stderr discarded; kills its process group
+// after timeout_ms. Synchronous, and reaps its own child: in tae-agent, call it only before the
+// io loop (and the runner's SIGCHLD reaper) runs.
+ToolResult RunTool(std::vector<std::string> argv, int timeout_ms);
+
+// --- Pure parsers and classifiers ---
+
+// The BLAS a libblas.so.3 alternative resolves to.
+enum class BlasKind { kUnknown, kOpenblasPthread, kOpenblasOther, kReference, kOther };
+BlasKind ClassifyBlas(const std::string& resolved_path);
+const char* ToString(BlasKind kind);
+
+// "libtorch_cpu.so.1.13.0" (or a path ending in it) -> "1.13.0"; "" when there is no version.
+std::string TorchVersionFromPath(const std::string& path);
+
+// Device node names of one family in a directory listing: Indices({"accel0","accel3","tty"},
+// "accel") -> {0, 3}, sorted.
+std::vector<int> DeviceIndices(const std::vector<std::string>& names, const std::string& prefix);
+// "/dev/accel" + {0,1,2,3} -> "/dev/accel0..3"; gaps are listed: "/dev/accel0,2".
+std::string DescribeDevices(const std::string& path_prefix, const std::vector<int>& indices);
+
+// `nvidia-smi -L` output ("GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-...)" per line) -> the
+// model names, one per GPU.
+std::vector<std::string> ParseNvidiaSmiList(const std::string& output);
+// Several GPUs of one model -> "NVIDIA A100 x4"; different models are joined with ", ".
+std::string SummariseModels(const std::vector<std::string>& models);
+
+// `tpu-info` output: its chip table has one row per chip naming the device node
+// ("│ /dev/accel0 │ TPU v4 chip │ 1 │ 1234 │"). Returns the chip type of each row.
+std::vector<std::string> ParseTpuInfo(const std::string& output);
+
+}  // namespace tae::agent::facts
