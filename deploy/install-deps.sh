@@ -10,6 +10,7 @@ PACKAGES=(
   libsqlite3-dev libspdlog-dev libfmt-dev libboost-dev libssl-dev
   libtomlplusplus-dev nlohmann-json3-dev catch2
   bible-kjv python3 openssl iproute2 rsync libgloo-dev
+  openssh-client openssh-server
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -21,4 +22,16 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+# openssh-server is here for the ssh provider's tests, which run their own sshd inside network
+# namespaces: keep the package's install script from starting a system sshd (policy-rc.d 101 =
+# "do not start services"), unless this machine already has a policy.
+policy=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  policy=/usr/sbin/policy-rc.d
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod +x "$policy"
+fi
+status=0
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}" || status=$?
+if [ -n "$policy" ]; then $SUDO rm -f "$policy"; fi
+exit "$status"

@@ -1,6 +1,7 @@
 // taed: the control-plane daemon. Parses config (defaults < TAE_* environment < flags), starts
 // the daemon's object graph and waits for shutdown.
 
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -13,6 +14,9 @@
 #include "spdlog/spdlog.h"
 
 int main(int argc, char** argv) {
+  // A write to a pipe whose reader is gone (an ssh agent's session that just ended) must be an
+  // EPIPE error, not the end of taed.
+  signal(SIGPIPE, SIG_IGN);
   tae::daemon::Config config;
   config.home = tae::cli::TaeHome();
   config.agent_listen = tae::cli::EnvOr("TAE_AGENT_LISTEN", config.agent_listen);
@@ -60,6 +64,10 @@ int main(int argc, char** argv) {
                "seconds a run lost with its agent waits before its next attempt, doubling per "
                "attempt (at most 300)");
   flags.String("agent-binary", &config.agent_binary, "path of tae-agent (default: next to taed)");
+  config.ssh_hosts_path = tae::cli::EnvOr("TAE_SSH_HOSTS", "");
+  flags.String("ssh-hosts", &config.ssh_hosts_path,
+               "TOML list of hosts whose agents taed starts over ssh (TAE_SSH_HOSTS; default "
+               "$TAE_HOME/ssh-hosts.toml when it exists; docs/providers.md)");
   flags.String("log-level", &log_level, "trace, debug, info, warn or error");
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse({argv + 1, argv + argc}, &positional);

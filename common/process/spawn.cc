@@ -21,10 +21,12 @@ struct Fds {
   int out[2] = {-1, -1};
   int err[2] = {-1, -1};
   int met[2] = {-1, -1};
+  int in[2] = {-1, -1};
   int log = -1;
   int devnull = -1;
   ~Fds() {
-    for (int* fd : {&out[0], &out[1], &err[0], &err[1], &met[0], &met[1], &log, &devnull}) {
+    for (int* fd :
+         {&out[0], &out[1], &err[0], &err[1], &met[0], &met[1], &in[0], &in[1], &log, &devnull}) {
       if (*fd >= 0) {
         close(*fd);
       }
@@ -100,7 +102,7 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  dup2(fds.devnull, STDIN_FILENO);
+  dup2(request.stdin_pipe ? fds.in[0] : fds.devnull, STDIN_FILENO);
   dup2(fds.log >= 0 ? fds.log : fds.out[1], STDOUT_FILENO);
   dup2(fds.log >= 0 ? fds.log : fds.err[1], STDERR_FILENO);
   if (request.metrics_pipe) {
@@ -129,6 +131,9 @@ absl::Status OpenFds(const SpawnRequest& request, Fds* fds) {
     return absl::ResourceExhaustedError(absl::StrCat("pipe: ", strerror(errno)));
   }
   if (request.metrics_pipe && pipe2(fds->met, O_CLOEXEC) != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("pipe: ", strerror(errno)));
+  }
+  if (request.stdin_pipe && pipe2(fds->in, O_CLOEXEC) != 0) {
     return absl::ResourceExhaustedError(absl::StrCat("pipe: ", strerror(errno)));
   }
   return absl::OkStatus();
@@ -168,6 +173,7 @@ absl::StatusOr<SpawnedProcess> Spawn(const SpawnRequest& request) {
   process.stdout_fd = Fds::Release(&fds.out[0]);
   process.stderr_fd = Fds::Release(&fds.err[0]);
   process.metrics_fd = Fds::Release(&fds.met[0]);
+  process.stdin_fd = Fds::Release(&fds.in[1]);
   return process;
 }
 

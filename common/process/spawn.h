@@ -23,6 +23,7 @@ struct SpawnRequest {
   std::vector<std::string> env_remove;                   // variables not passed on
   std::string log_path;          // set: stdout and stderr append to this file, else pipes
   bool metrics_pipe = false;     // a pipe on fd 3, announced as TAE_METRICS_FD=3
+  bool stdin_pipe = false;       // stdin is a pipe whose write end is returned (else /dev/null)
   bool die_with_parent = false;  // `death_signal` when the spawning process dies
   int death_signal = 15;         // SIGTERM
 };
@@ -32,6 +33,7 @@ struct SpawnedProcess {
   int stdout_fd = -1;
   int stderr_fd = -1;
   int metrics_fd = -1;
+  int stdin_fd = -1;  // write end (O_CLOEXEC) when stdin_pipe
 };
 
 absl::StatusOr<SpawnedProcess> Spawn(const SpawnRequest& request);

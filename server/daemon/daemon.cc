@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <future>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "boost/asio/executor_work_guard.hpp"
@@ -39,6 +41,23 @@ std::string AgentLinkSecurity(const tls::ServerFiles& files) {
 
 }  // namespace
 
+static absl::StatusOr<std::vector<provider::SshHost>> LoadSshHosts(const Config& config) {
+  std::string path = config.ssh_hosts_path;
+  if (path.empty()) {
+    path = config.home + "/ssh-hosts.toml";
+    if (access(path.c_str(), F_OK) != 0) {
+      return std::vector<provider::SshHost>{};
+    }
+  }
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("ssh hosts file ", path, ": cannot be read"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return provider::ParseSshHosts(text.str(), path, config.agent_binary);
+}
+
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
   std::unique_ptr<Daemon> daemon(new Daemon(config));
   RETURN_IF_ERROR(daemon->Init());
@@ -64,6 +83,7 @@ absl::Status Daemon::Init() {
   if (config_.agent_binary.empty()) {
     config_.agent_binary = cli::ProgramDir() + "/tae-agent";
   }
+  ASSIGN_OR_RETURN(ssh_hosts_, LoadSshHosts(config_));
   RETURN_IF_ERROR(EnsurePrivateDir(config_.home));
   ASSIGN_OR_RETURN(HomeLock lock, HomeLock::Acquire(config_.home));
   lock_.emplace(std::move(lock));
@@ -91,16 +111,13 @@ absl::Status Daemon::Init() {
     core_.run();
   });
 
-  if (config_.local_agents > 0) {
-    provider::LocalOptions local{config_.local_agents,
-                                 config_.slots,
-                                 config_.agent_binary,
-                                 local_agent_port_ != 0
+  if (config_.local_agents > 0 || !ssh_hosts_.empty()) {
+    const std::string loopback = local_agent_port_ != 0
                                      ? absl::StrCat("127.0.0.1:", local_agent_port_)
-                                     : DialAddress(config_.agent_listen, agent_port_),
-                                 token,
-                                 config_.home + "/agents",
-                                 config_.home + "/logs"};
+                                     : DialAddress(config_.agent_listen, agent_port_);
+    provider::LocalOptions local{
+        config_.local_agents,     config_.slots,          config_.agent_binary, loopback, token,
+        config_.home + "/agents", config_.home + "/logs", ssh_hosts_,           loopback};
     provider_ = std::make_unique<provider::LocalProvider>(&core_, local);
     std::promise<absl::Status> started;
     boost::asio::post(core_, [this, &started] { started.set_value(provider_->Start()); });
@@ -138,9 +155,11 @@ absl::Status Daemon::StartServers(const std::string& token,
       std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), blobs_.get(), token);
   grpc::ServerBuilder agent_builder;
   agent_builder.AddListeningPort(config_.agent_listen, std::move(agent_credentials), &agent_port_);
-  if (config_.tls.enabled() && config_.local_agents > 0) {
-    // Local agents dial loopback without TLS (docs/security.md): a second, plaintext port of the
-    // same service, on 127.0.0.1 only; the token is checked there as everywhere.
+  const bool loopback_agents = config_.local_agents > 0 || !ssh_hosts_.empty();
+  if (config_.tls.enabled() && loopback_agents) {
+    // Local agents (and ssh agents, through their tunnels) dial loopback without TLS
+    // (docs/security.md): a second, plaintext port of the same service, on 127.0.0.1 only; the
+    // token is checked there as everywhere.
     agent_builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                                    &local_agent_port_);
   }
@@ -153,7 +172,7 @@ absl::Status Daemon::StartServers(const std::string& token,
   if (agent_server_ == nullptr || agent_port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config_.agent_listen));
   }
-  if (config_.tls.enabled() && config_.local_agents > 0 && local_agent_port_ == 0) {
+  if (config_.tls.enabled() && loopback_agents && local_agent_port_ == 0) {
     return absl::UnavailableError("cannot listen on 127.0.0.1 for the local agents");
   }
   // Where a program on this host dials the agent listener (the --agent-listen port).

@@ -36,6 +36,9 @@ struct Config {
   double agent_timeout_s = 20;  // silent this long: disconnected
   double retry_backoff_s = 10;
   std::string agent_binary;  // tae-agent; default: next to taed
+  // The ssh provider's hosts (server/provider/ssh_hosts.h); "": $TAE_HOME/ssh-hosts.toml if it
+  // exists.
+  std::string ssh_hosts_path;
 };
 
 class Daemon {
@@ -69,6 +72,7 @@ class Daemon {
   std::unique_ptr<rpc::AgentLinkService> agent_service_;
   std::unique_ptr<grpc::Server> control_server_;
   std::unique_ptr<grpc::Server> agent_server_;
+  std::vector<provider::SshHost> ssh_hosts_;
   std::unique_ptr<provider::LocalProvider> provider_;
   std::thread core_thread_;
   int agent_port_ = 0;

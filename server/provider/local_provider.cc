@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +20,9 @@ LocalProvider::LocalProvider(boost::asio::io_context* io, LocalOptions options)
     : io_(io), options_(std::move(options)), sigchld_(*io, SIGCHLD) {
   for (int i = 0; i < options_.agents; ++i) {
     children_.push_back({absl::StrCat("local-", i)});
+  }
+  for (const SshHost& host : options_.ssh_hosts) {
+    children_.push_back({host.id, &host});
   }
 }
 
@@ -34,6 +39,9 @@ absl::Status LocalProvider::Start() {
 }
 
 absl::Status LocalProvider::Spawn(Child* child) {
+  if (child->ssh != nullptr) {
+    return SpawnSsh(child);
+  }
   process::SpawnRequest request;
   request.argv = {options_.agent_binary,
                   "--taed",
@@ -64,6 +72,43 @@ absl::Status LocalProvider::Spawn(Child* child) {
   return absl::OkStatus();
 }
 
+absl::Status LocalProvider::SpawnSsh(Child* child) {
+  process::SpawnRequest request;
+  request.argv = SshArgv(*child->ssh, options_.tunnel_target);
+  request.stdin_pipe = true;
+  request.env_remove = {"TAE_AGENT_TOKEN", "TAE_TLS_CA",          "TAE_TLS_CERT",
+                        "TAE_TLS_KEY",     "TAE_TLS_SERVER_NAME", "TAE_TLS_CLIENT_CA"};
+  request.log_path = absl::StrCat(options_.log_dir, "/", child->id, ".log");
+  // taed gone: ssh ends, the remote agent sees stdin close and leaves its runs to be adopted.
+  request.die_with_parent = true;
+  request.death_signal = SIGTERM;
+  absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
+  if (!spawned.ok()) {
+    return spawned.status();
+  }
+  child->pid = spawned->pid;
+  child->stdin_fd = spawned->stdin_fd;
+  // The token goes down the session, never on a command line. A pipe this small never blocks.
+  const std::string line = options_.token + "\n";
+  if (write(child->stdin_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    spdlog::warn("agent {}: could not hand the token to ssh: {}", child->id, strerror(errno));
+  }
+  std::string command;
+  for (const std::string& arg : request.argv) {
+    command += (command.empty() ? "" : " ") + arg;
+  }
+  spdlog::info("started agent {} over ssh (pid {}, log {}): {}", child->id, child->pid,
+               request.log_path, command);
+  return absl::OkStatus();
+}
+
+void LocalProvider::CloseStdin(Child* child) {
+  if (child->stdin_fd >= 0) {
+    close(child->stdin_fd);
+    child->stdin_fd = -1;
+  }
+}
+
 void LocalProvider::WatchChildren() {
   sigchld_.async_wait([this](const boost::system::error_code& error, int) {
     if (error || stopping_) {
@@ -84,6 +129,7 @@ void LocalProvider::OnExit(pid_t pid, int status) {
       continue;
     }
     child.pid = 0;
+    CloseStdin(&child);
     if (stopping_) {
       return;
     }
@@ -110,7 +156,16 @@ void LocalProvider::PrepareStop() {
 void LocalProvider::Stop(int grace_ms) {
   stopping_ = true;
   for (Child& child : children_) {
-    if (child.pid > 0) {
+    if (child.pid <= 0) {
+      continue;
+    }
+    if (child.ssh != nullptr && child.stdin_fd >= 0) {
+      // The remote agent stops its runs and exits; then the session, and ssh, end.
+      const char stop[] = "stop\n";
+      if (write(child.stdin_fd, stop, sizeof(stop) - 1) != sizeof(stop) - 1) {
+        kill(child.pid, SIGTERM);
+      }
+    } else {
       kill(child.pid, SIGTERM);
     }
   }
@@ -121,12 +176,14 @@ void LocalProvider::Stop(int grace_ms) {
       pid_t r = waitpid(child.pid, &status, WNOHANG);
       if (r == child.pid || (r < 0 && errno == ECHILD)) {
         child.pid = 0;
+        CloseStdin(&child);
         break;
       }
       if (std::chrono::steady_clock::now() >= deadline) {
         kill(child.pid, SIGKILL);
         waitpid(child.pid, &status, 0);
         child.pid = 0;
+        CloseStdin(&child);
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -1,7 +1,8 @@
 #pragma once
 
-// The local provider: starts N tae-agent children on this machine and keeps them alive
-// (restart with backoff when one dies), stops them on shutdown. Runs on the core io_context.
+// The agent processes taed starts and keeps alive (restart with backoff when one dies), stops on
+// shutdown: N local tae-agent children (the local provider) and one `ssh` child per host of the
+// ssh provider (ssh_hosts.h), whose remote command is the agent. Runs on the core io_context.
 
 #include <sys/types.h>
 
@@ -13,6 +14,7 @@
 #include "absl/status/status.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/signal_set.hpp"
+#include "server/provider/ssh_hosts.h"
 
 namespace tae::provider {
 
@@ -24,6 +26,8 @@ struct LocalOptions {
   std::string token;         // passed in the environment, never on the command line
   std::string work_root;     // each agent works in work_root/<id>
   std::string log_dir;       // each agent logs to log_dir/<id>.log
+  std::vector<SshHost> ssh_hosts;
+  std::string tunnel_target;  // loopback host:port the ssh agents' tunnels lead to
 };
 
 class LocalProvider {
@@ -41,10 +45,14 @@ class LocalProvider {
  private:
   struct Child {
     std::string id;
+    const SshHost* ssh = nullptr;  // set: an ssh session running the agent on that host
     pid_t pid = 0;
+    int stdin_fd = -1;  // ssh: the session's stdin (token, then `stop`; closing it abandons)
     int restarts = 0;
   };
   absl::Status Spawn(Child* child);
+  absl::Status SpawnSsh(Child* child);
+  void CloseStdin(Child* child);
   void WatchChildren();
   void OnExit(pid_t pid, int status);
 

@@ -1,0 +1,185 @@
+#include "server/provider/ssh_hosts.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/spec/spec.h"
+#include "toml++/toml.h"
+
+namespace tae::provider {
+namespace {
+
+std::string Where(const std::string& path, const toml::source_region& source) {
+  return absl::StrCat(path, ":", source.begin.line, ":", source.begin.column);
+}
+
+absl::Status Error(const std::string& path, const toml::node& node, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(Where(path, node.source()), ": ", what));
+}
+
+// A label value or id: no separators the agent's --labels syntax uses.
+bool PlainText(const std::string& text) {
+  return !text.empty() && text.find_first_of(",=\n\r") == std::string::npos;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<SshHost>> ParseSshHosts(const std::string& text, const std::string& path,
+                                                   const std::string& default_agent) {
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(path, error.source()), ": ", std::string(error.description())));
+  }
+  std::vector<SshHost> hosts;
+  std::set<std::string> ids;
+  for (auto&& [key, node] : root) {
+    if (key.str() != "host") {
+      return Error(
+          path, node,
+          absl::StrCat("unknown key '", std::string(key.str()), "' (expected [[host]] tables)"));
+    }
+    const toml::array* array = node.as_array();
+    if (array == nullptr) {
+      return Error(path, node, "host: expected [[host]] tables");
+    }
+    for (const toml::node& item : *array) {
+      const toml::table* table = item.as_table();
+      if (table == nullptr) {
+        return Error(path, item, "host: expected a table");
+      }
+      SshHost host;
+      host.agent = default_agent;
+      for (auto&& [field_key, value] : *table) {
+        const std::string field(field_key.str());
+        auto string_of = [&](std::string* out) -> absl::Status {
+          if (!value.is_string() || value.as_string()->get().empty()) {
+            return Error(path, value, absl::StrCat(field, ": expected a non-empty string"));
+          }
+          *out = value.as_string()->get();
+          return absl::OkStatus();
+        };
+        auto int_of = [&](int* out, int low, int high) -> absl::Status {
+          const toml::value<int64_t>* number = value.as_integer();
+          if (number == nullptr || number->get() < low || number->get() > high) {
+            return Error(path, value,
+                         absl::StrCat(field, ": expected an integer in ", low, "..", high));
+          }
+          *out = static_cast<int>(number->get());
+          return absl::OkStatus();
+        };
+        absl::Status status;
+        if (field == "destination") {
+          status = string_of(&host.destination);
+          if (status.ok() && host.destination.front() == '-') {
+            status = Error(path, value, "destination: must not start with '-'");
+          }
+        } else if (field == "id") {
+          status = string_of(&host.id);
+        } else if (field == "port") {
+          status = int_of(&host.port, 1, 65535);
+        } else if (field == "identity") {
+          status = string_of(&host.identity);
+        } else if (field == "known_hosts") {
+          status = string_of(&host.known_hosts);
+        } else if (field == "slots") {
+          status = int_of(&host.slots, 1, 4096);
+        } else if (field == "tunnel_port") {
+          status = int_of(&host.tunnel_port, 1, 65535);
+        } else if (field == "agent") {
+          status = string_of(&host.agent);
+        } else if (field == "work_dir") {
+          status = string_of(&host.work_dir);
+        } else if (field == "labels") {
+          const toml::table* labels = value.as_table();
+          if (labels == nullptr) {
+            status = Error(path, value, "labels: expected a table of strings");
+          }
+          for (auto it = labels != nullptr ? labels->begin() : toml::table::const_iterator();
+               status.ok() && labels != nullptr && it != labels->end(); ++it) {
+            const std::string name(it->first.str());
+            const toml::value<std::string>* label = it->second.as_string();
+            if (label == nullptr || !PlainText(name) || !PlainText(label->get())) {
+              status = Error(path, it->second,
+                             absl::StrCat("labels.", name,
+                                          ": expected a string without ',', '=' or line breaks"));
+            } else {
+              host.labels[name] = label->get();
+            }
+          }
+        } else if (field == "ssh_options") {
+          const toml::array* options = value.as_array();
+          if (options == nullptr) {
+            status = Error(path, value, "ssh_options: expected an array of strings");
+          }
+          for (size_t i = 0; status.ok() && options != nullptr && i < options->size(); ++i) {
+            const toml::value<std::string>* option = (*options)[i].as_string();
+            if (option == nullptr || option->get().find('=') == std::string::npos) {
+              status = Error(path, (*options)[i], "ssh_options: expected \"Name=value\" strings");
+            } else {
+              host.ssh_options.push_back(option->get());
+            }
+          }
+        } else {
+          status = Error(path, value, absl::StrCat("unknown key '", field, "' in [[host]]"));
+        }
+        if (!status.ok()) {
+          return status;
+        }
+      }
+      if (host.destination.empty()) {
+        return Error(path, item, "[[host]]: destination is required");
+      }
+      if (host.id.empty()) {
+        host.id = host.destination.substr(host.destination.find('@') + 1);
+      }
+      if (!PlainText(host.id)) {
+        return Error(path, item, absl::StrCat("id '", host.id, "': no ',', '=' or line breaks"));
+      }
+      if (!ids.insert(host.id).second) {
+        return Error(path, item, absl::StrCat("id '", host.id, "' is used by two hosts"));
+      }
+      host.labels["provider"] = "ssh";
+      hosts.push_back(std::move(host));
+    }
+  }
+  return hosts;
+}
+
+std::vector<std::string> SshArgv(const SshHost& host, const std::string& tunnel_target,
+                                 const std::string& ssh_binary) {
+  std::vector<std::string> argv = {ssh_binary, "-T",
+                                   "-o",       "BatchMode=yes",
+                                   "-o",       "StrictHostKeyChecking=yes",
+                                   "-o",       "ExitOnForwardFailure=yes",
+                                   "-o",       "ServerAliveInterval=5",
+                                   "-o",       "ServerAliveCountMax=3",
+                                   "-p",       absl::StrCat(host.port)};
+  if (!host.identity.empty()) {
+    argv.insert(argv.end(), {"-i", host.identity, "-o", "IdentitiesOnly=yes"});
+  }
+  if (!host.known_hosts.empty()) {
+    argv.insert(argv.end(), {"-o", "UserKnownHostsFile=" + host.known_hosts});
+  }
+  for (const std::string& option : host.ssh_options) {
+    argv.insert(argv.end(), {"-o", option});
+  }
+  argv.insert(argv.end(), {"-R", absl::StrCat("127.0.0.1:", host.tunnel_port, ":", tunnel_target),
+                           "--", host.destination});
+  std::vector<std::string> labels;
+  for (const auto& [key, value] : host.labels) {
+    labels.push_back(absl::StrCat(key, "=", value));
+  }
+  // One string: ssh hands it to the remote user's shell.
+  argv.push_back(absl::StrCat("exec ", spec::ShellQuote(host.agent),
+                              " --stdin --taed 127.0.0.1:", host.tunnel_port, " --id ",
+                              spec::ShellQuote(host.id), " --slots ", host.slots, " --labels ",
+                              spec::ShellQuote(absl::StrJoin(labels, ",")), " --work-dir ",
+                              spec::ShellQuote(host.work_dir)));
+  return argv;
+}
+
+}  // namespace tae::provider

@@ -1,0 +1,233 @@
+// The ssh provider through the real binaries: Debian's sshd inside a network namespace, taed
+// starting tae-agent there over ssh (key auth, strict host key checking, the agent link tunnelled
+// back over the session). Needs root, iproute2 and openssh-server; elsewhere each test says it was
+// skipped.
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "tests/integration/harness.h"
+
+namespace tae::testing {
+namespace {
+
+bool Ip(std::vector<std::string> args) {
+  args.insert(args.begin(), "/usr/sbin/ip");
+  return RunCommand(args, 30).exit_code == 0;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// sshd listening on HostIp() inside its own network namespace, with a fresh host key and one
+// authorized client key.
+class SshServer {
+ public:
+  SshServer() {
+    if (access("/usr/sbin/sshd", X_OK) != 0 || access("/usr/bin/ssh-keygen", X_OK) != 0) {
+      why_not_ = "openssh-server is not installed";
+      return;
+    }
+    const std::string id = std::to_string(getpid() % 10000);
+    netns_ = "taes" + id;
+    outside_ = "taesh" + id;
+    const std::string subnet = "10.233." + std::to_string(getpid() % 200 + 20);
+    host_ip_ = subnet + ".2";
+    if (!(Ip({"netns", "add", netns_}) &&
+          Ip({"link", "add", outside_, "type", "veth", "peer", "name", "taesn" + id}) &&
+          Ip({"link", "set", "taesn" + id, "netns", netns_}) &&
+          Ip({"addr", "add", subnet + ".1/24", "dev", outside_}) &&
+          Ip({"link", "set", outside_, "up"}) &&
+          Ip({"-n", netns_, "addr", "add", host_ip_ + "/24", "dev", "taesn" + id}) &&
+          Ip({"-n", netns_, "link", "set", "taesn" + id, "up"}) &&
+          Ip({"-n", netns_, "link", "set", "lo", "up"}))) {
+      why_not_ = "cannot create a network namespace (not root, or no iproute2)";
+      return;
+    }
+    const std::string d = dir_.path();
+    for (const char* key : {"host_key", "client_key", "other_host_key"}) {
+      REQUIRE(RunCommand({"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", key, "-f",
+                          d + "/" + key},
+                         30)
+                  .exit_code == 0);
+    }
+    std::filesystem::copy_file(d + "/client_key.pub", d + "/authorized_keys");
+    std::ofstream(d + "/known_hosts") << host_ip_ << " " << ReadAll(d + "/host_key.pub");
+    std::ofstream(d + "/wrong_known_hosts")
+        << host_ip_ << " " << ReadAll(d + "/other_host_key.pub");
+    std::ofstream(d + "/sshd_config") << "ListenAddress " << host_ip_ << "\n"
+                                      << "HostKey " << d << "/host_key\n"
+                                      << "PidFile " << d << "/sshd.pid\n"
+                                      << "AuthorizedKeysFile " << d << "/authorized_keys\n"
+                                      << "PermitRootLogin prohibit-password\n"
+                                      << "PasswordAuthentication no\n"
+                                      << "KbdInteractiveAuthentication no\n"
+                                      << "UsePAM no\n"
+                                      << "StrictModes no\n"
+                                      << "AllowTcpForwarding yes\n";
+    std::filesystem::create_directories("/run/sshd");  // its privilege separation directory
+    thread_ = std::thread([this, d] {
+      RunCommand({"/usr/sbin/ip", "netns", "exec", netns_, "/usr/sbin/sshd", "-D", "-e", "-f",
+                  d + "/sshd_config", "-E", d + "/sshd.log"},
+                 900);
+    });
+    // Up when its pid file is there (it writes it once listening).
+    ok_ = WaitUntil([&] { return access((d + "/sshd.pid").c_str(), F_OK) == 0; }, 30);
+    if (!ok_) {
+      why_not_ = "sshd did not start: " + ReadAll(d + "/sshd.log");
+    }
+  }
+  ~SshServer() {
+    const std::string pid = ReadAll(dir_.path() + "/sshd.pid");
+    if (!pid.empty()) {
+      kill(static_cast<pid_t>(std::stol(pid)), SIGTERM);
+    }
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+    if (!outside_.empty()) {
+      Ip({"link", "del", outside_});
+      Ip({"netns", "del", netns_});
+    }
+  }
+  bool ok() const { return ok_; }
+  const std::string& why_not() const { return why_not_; }
+  const std::string& host_ip() const { return host_ip_; }
+  std::string Path(const std::string& name) const { return dir_.path() + "/" + name; }
+
+  // An ssh-hosts.toml naming this server.
+  std::string HostsFile(const std::string& known_hosts, const std::string& work_dir) const {
+    return "[[host]]\n"
+           "destination = \"root@" +
+           host_ip_ +
+           "\"\n"
+           "id = \"ssh-box\"\n"
+           "identity = \"" +
+           Path("client_key") +
+           "\"\n"
+           "known_hosts = \"" +
+           Path(known_hosts) +
+           "\"\n"
+           "slots = 1\n"
+           "labels = { accelerator = \"cpu\", box = \"netns\" }\n"
+           "tunnel_port = " +
+           std::to_string(17000 + getpid() % 1000) +
+           "\n"
+           "work_dir = \"" +
+           work_dir + "\"\n";
+  }
+
+ private:
+  TempDir dir_;
+  std::string netns_;
+  std::string outside_;
+  std::string host_ip_;
+  std::thread thread_;
+  bool ok_ = false;
+  std::string why_not_;
+};
+
+long RemoteAgent() { return FindProcess("tae-agent", "--id ssh-box"); }
+
+bool Connected(Cluster& cluster, const std::string& id) {
+  for (const nlohmann::json& agent : cluster.TaectlJson({"agents"})) {
+    if (agent.at("id") == id && agent.at("state") != "lost") {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the ssh provider starts an agent over ssh, restarts it when it dies and stops it on down",
+    "[ssh]") {
+  SshServer server;
+  if (!server.ok()) {
+    WARN("skipped: " << server.why_not());
+    return;
+  }
+  TempDir work;
+  setenv("TAE_AGENT_GRACE", "60", 1);
+  auto cluster = std::make_unique<Cluster>(0, 1, [&](const std::string& home) {
+    std::ofstream(home + "/ssh-hosts.toml") << server.HostsFile("known_hosts", work.path());
+  });
+  unsetenv("TAE_AGENT_GRACE");
+  const std::string log = cluster->home() + "/logs/ssh-box.log";
+  const bool up = WaitUntil([&] { return Connected(*cluster, "ssh-box"); }, 60);
+  INFO("ssh log: " << ReadAll(log));
+  INFO("taed log: " << ReadAll(cluster->home() + "/logs/taed.log"));
+  REQUIRE(up);
+  nlohmann::json agents = cluster->TaectlJson({"agents"});
+  REQUIRE(agents.size() == 1);
+  CHECK(agents[0].at("labels").at("provider") == "ssh");
+  CHECK(agents[0].at("labels").at("box") == "netns");
+
+  // A job runs on it, inside the namespace (the only place that has the namespace's address).
+  TempDir src;
+  std::ofstream(src.path() + "/where.sh") << "ip -o -4 addr show | grep -o '10\\.233\\.[0-9.]*'\n";
+  CommandResult ran = cluster->Taectl({"run", src.path(), "--", "sh", "where.sh"}, 120);
+  INFO("taectl run: " << ran.out << ran.err);
+  REQUIRE(ran.exit_code == 0);
+  CHECK(ran.out.find(server.host_ip()) != std::string::npos);
+
+  // The agent dies: its session ends, taed starts a new one and the agent registers again.
+  const long first = RemoteAgent();
+  REQUIRE(first > 0);
+  kill(static_cast<pid_t>(first), SIGKILL);
+  CHECK(WaitUntil([&] { return RemoteAgent() > 0 && RemoteAgent() != first; }, 60));
+  CHECK(WaitUntil([&] { return Connected(*cluster, "ssh-box"); }, 60));
+  CHECK(ReadAll(cluster->home() + "/logs/taed.log").find("agent ssh-box exited") !=
+        std::string::npos);
+
+  // `taectl down` stops the remote agent too.
+  REQUIRE(cluster->Taectl({"down"}).exit_code == 0);
+  CHECK(WaitUntil([&] { return RemoteAgent() == 0; }, 30));
+  cluster.reset();
+}
+
+TEST_CASE("a host whose key is not the one in known_hosts gets no agent", "[ssh]") {
+  SshServer server;
+  if (!server.ok()) {
+    WARN("skipped: " << server.why_not());
+    return;
+  }
+  TempDir work;
+  Cluster cluster(0, 1, [&](const std::string& home) {
+    std::ofstream(home + "/ssh-hosts.toml") << server.HostsFile("wrong_known_hosts", work.path());
+  });
+  const std::string log = cluster.home() + "/logs/ssh-box.log";
+  CHECK(WaitUntil(
+      [&] { return ReadAll(log).find("Host key verification failed") != std::string::npos; }, 30));
+  CHECK(RemoteAgent() == 0);
+  CHECK(cluster.TaectlJson({"agents"}).empty());
+}
+
+TEST_CASE("a bad ssh hosts file stops taed from starting and names the line", "[ssh]") {
+  TempDir home;
+  std::ofstream(home.path() + "/hosts.toml")
+      << "[[host]]\ndestination = \"root@10.0.0.9\"\nslots = 0\n";
+  CommandResult up = RunCommand({"/usr/bin/env", "TAE_SSH_HOSTS=" + home.path() + "/hosts.toml",
+                                 BinPath("taed"), "--home", home.path() + "/data", "--agents", "0"},
+                                60);
+  INFO(up.out << up.err);
+  CHECK(up.exit_code != 0);
+  CHECK(up.err.find("hosts.toml:3:9: slots: expected an integer in 1..4096") != std::string::npos);
+}
+
+}  // namespace tae::testing
