@@ -5,12 +5,19 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
+#include <istream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/core/agent.h"
+#include "boost/asio/posix/stream_descriptor.hpp"
+#include "boost/asio/read_until.hpp"
 #include "boost/asio/signal_set.hpp"
+#include "boost/asio/streambuf.hpp"
 #include "common/cli/flags.h"
 #include "common/cli/paths.h"
 #include "common/log/log.h"
@@ -49,6 +56,7 @@ int main(int argc, char** argv) {
   tls_files.server_name = tae::cli::EnvOr("TAE_TLS_SERVER_NAME", "");
   std::string labels = "accelerator=cpu";
   int threads = 0;
+  std::string sys_interval_env = tae::cli::EnvOr("TAE_SYS_INTERVAL", "5");
   std::string log_level = "info";
 
   tae::cli::FlagSet flags(
@@ -77,15 +85,34 @@ int main(int argc, char** argv) {
   flags.Int("threads", &threads, "threads per run (default: cores / slots)");
   flags.String("python-dir", &options.python_dir,
                "directory of tae_log.py, put on command jobs' PYTHONPATH");
+  flags.Double("sys-interval", &options.sys_interval_s,
+               "seconds between a run's sys/* metric points (CPU, memory, accelerators); 0 "
+               "turns them off (TAE_SYS_INTERVAL, default 5)");
+  bool stdin_link = false;
+  flags.Bool("stdin", &stdin_link,
+             "for agents started over ssh (taed's ssh provider): the token is stdin's first line; "
+             "a `stop` line stops the runs and exits; stdin closing (taed or the ssh link gone) "
+             "exits and leaves the runs to be adopted");
   flags.String("log-level", &log_level, "trace, debug, info, warn or error");
   std::vector<std::string> positional;
-  absl::Status parsed = flags.Parse({argv + 1, argv + argc}, &positional);
+  absl::Status parsed = absl::OkStatus();
+  if (!absl::SimpleAtod(sys_interval_env, &options.sys_interval_s)) {
+    parsed = absl::InvalidArgumentError(
+        absl::StrCat("TAE_SYS_INTERVAL: '", sys_interval_env, "' is not a number of seconds"));
+  }
+  if (parsed.ok()) {
+    parsed = flags.Parse({argv + 1, argv + argc}, &positional);
+  }
   if (flags.help_requested()) {
     std::fputs(flags.Help().c_str(), stdout);
     return 0;
   }
   if (parsed.ok()) {
     parsed = ParseLabels(labels, &options.labels);
+  }
+  if (parsed.ok() && !(options.sys_interval_s >= 0 && options.sys_interval_s <= 3600)) {
+    parsed = absl::InvalidArgumentError(
+        "--sys-interval: must be 0 (off) or a number of seconds up to 3600");
   }
   if (parsed.ok() && options.slots < 1) {
     parsed = absl::InvalidArgumentError("--slots: must be at least 1");
@@ -107,6 +134,15 @@ int main(int argc, char** argv) {
   if (!parsed.ok()) {
     std::fprintf(stderr, "tae-agent: %s\n", std::string(parsed.message()).c_str());
     return 2;
+  }
+  if (stdin_link) {
+    // Byte by byte: nothing after the first line may be swallowed by a buffer.
+    std::string line;
+    char c = 0;
+    while (read(STDIN_FILENO, &c, 1) == 1 && c != '\n') {
+      line.push_back(c);
+    }
+    options.token = std::string(absl::StripTrailingAsciiWhitespace(line));
   }
   if (options.token.empty()) {
     std::fprintf(stderr,
@@ -144,6 +180,35 @@ int main(int argc, char** argv) {
     agent.Abandon();
     io.stop();
   });
+  // --stdin: the ssh session is the agent's lifeline (see the flag's help).
+  boost::asio::posix::stream_descriptor lifeline(io);
+  boost::asio::streambuf lifeline_buffer;
+  std::function<void()> read_lifeline = [&] {
+    boost::asio::async_read_until(
+        lifeline, lifeline_buffer, '\n', [&](const boost::system::error_code& error, size_t) {
+          if (error) {
+            spdlog::warn(
+                "stdin closed (taed or its ssh link went away): exiting, runs go on "
+                "under their supervisors");
+            agent.Abandon();
+            io.stop();
+            return;
+          }
+          std::istream in(&lifeline_buffer);
+          std::string line;
+          std::getline(in, line);
+          if (absl::StripAsciiWhitespace(line) == "stop") {
+            spdlog::info("asked to stop on stdin: stopping runs and exiting");
+            agent.Shutdown([&io] { io.stop(); });
+            return;
+          }
+          read_lifeline();
+        });
+  };
+  if (stdin_link) {
+    lifeline.assign(dup(STDIN_FILENO));
+    read_lifeline();
+  }
   if (absl::Status started = agent.Start(); !started.ok()) {
     std::fprintf(stderr, "tae-agent: %s\n", std::string(started.message()).c_str());
     return 1;

@@ -30,12 +30,13 @@ Agent::Agent(boost::asio::io_context* io, AgentOptions options)
     : io_(io),
       options_(std::move(options)),
       journal_(std::make_unique<Journal>()),
-      runner_(io,
-              RunnerOptions{options_.work_dir, options_.train_binary, options_.threads_per_run,
-                            5000, options_.python_dir, options_.job_binary},
-              [this](tae::v1::Event event, std::optional<OutputMark> mark) {
-                OnEvent(std::move(event), mark);
-              }),
+      runner_(
+          io,
+          RunnerOptions{options_.work_dir, options_.train_binary, options_.threads_per_run, 5000,
+                        options_.python_dir, options_.job_binary, 50, options_.sys_interval_s},
+          [this](tae::v1::Event event, std::optional<OutputMark> mark) {
+            OnEvent(std::move(event), mark);
+          }),
       heartbeat_timer_(*io),
       retry_timer_(*io) {}
 

@@ -34,6 +34,7 @@ struct AgentOptions {
   std::string python_dir;       // tae_log.py, on command jobs' PYTHONPATH
   std::string job_binary;       // tae-job, the per-run supervisor
   bool durable_journal = true;  // work_dir/journal on disk (false: in memory, for tests)
+  double sys_interval_s = 5;    // sys/* points of each run every this many seconds; 0: off
 };
 
 class Agent {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/sysstat/sysstat.h"
 #include "common/process/spawn.h"
 #include "common/status/macros.h"
 #include "spdlog/spdlog.h"
@@ -31,6 +33,14 @@ constexpr int kStdout = 0;
 constexpr int kStderr = 1;
 constexpr int kMetrics = 2;
 constexpr const char* kStreamFiles[3] = {"stdout", "stderr", "metrics"};
+
+// Vendor tools get this long per sample; they run on the AcceleratorProbe's thread.
+constexpr int kSysToolTimeoutMs = 3000;
+
+double MonotonicNow() {
+  using namespace std::chrono;
+  return duration_cast<duration<double>>(steady_clock::now().time_since_epoch()).count();
+}
 
 double WallNow() {
   using namespace std::chrono;
@@ -128,6 +138,8 @@ struct Runner::Job {
   int64_t last_step = 0;
   std::string last_stderr;  // the likely explanation of a failure
   boost::asio::steady_timer kill_timer;
+  std::unique_ptr<sysstat::JobSampler> sys;  // from the first sample that knows the group
+  std::optional<int64_t> sys_step;           // the step of the last sys/* point
 };
 
 Runner::Runner(boost::asio::io_context* io, RunnerOptions options, EventSink sink)
@@ -135,10 +147,16 @@ Runner::Runner(boost::asio::io_context* io, RunnerOptions options, EventSink sin
       options_(std::move(options)),
       sink_(std::move(sink)),
       sigchld_(*io, SIGCHLD),
-      poll_timer_(*io) {
+      poll_timer_(*io),
+      sys_timer_(*io) {
   // Supervisors are our children; orphans re-parented to us are reaped too.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   WatchChildren();
+  if (options_.sys_interval_s > 0) {
+    // Its tools are clone children that the waitpid(-1) above never reaps (sysstat.h).
+    accelerators_ =
+        std::make_unique<sysstat::AcceleratorProbe>(options_.sys_interval_s, kSysToolTimeoutMs);
+  }
 }
 
 // Jobs are not killed here: they belong to their supervisors and outlive this process (a
@@ -251,6 +269,7 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   spdlog::info("run r{} attempt {} started: supervisor pid {} in {}", start.run_id(),
                start.attempt(), job->supervisor, job->run_dir);
   SchedulePoll();
+  ScheduleSysSample();
   return absl::OkStatus();
 }
 
@@ -283,6 +302,7 @@ absl::Status Runner::Adopt(const tae::v1::StartRun& start, std::array<uint64_t, 
       start.run_id(), start.attempt(), job->supervisor, job->pgid, offsets[0], offsets[1],
       offsets[2]);
   SchedulePoll();
+  ScheduleSysSample();
   return absl::OkStatus();
 }
 
@@ -491,6 +511,83 @@ void Runner::EmitMetrics(Job& job, metrics::MetricRecord record, std::optional<O
     scalar->set_value(value);
   }
   Emit(job, std::move(event), mark);
+}
+
+void Runner::ScheduleSysSample() {
+  if (sampling_ || jobs_.empty() || options_.sys_interval_s <= 0) {
+    return;
+  }
+  sampling_ = true;
+  sys_timer_.expires_after(
+      std::chrono::microseconds(static_cast<int64_t>(options_.sys_interval_s * 1e6)));
+  sys_timer_.async_wait([this](const boost::system::error_code& error) {
+    sampling_ = false;
+    if (!error) {
+      SampleSys();
+    }
+  });
+}
+
+// A sys/* point goes at the job's last reported step, so it lines up with the job's own curves
+// (its keys never collide with the job's: `sys/` is ours). The store keeps one point per
+// (run, key, step) and, within an attempt, the first one (a later point at the same step is
+// dropped). So a point is emitted only once the step has moved past the last sys point's; until
+// then every sample still feeds the job's CPU window, and the point averages CPU over the time
+// since the previous point (memory and accelerators are the latest sample). A job that reports
+// no steps gets one point, at step 0. In a gang only rank 0 reports, as for the job's metrics.
+// The points carry no output mark: like `started`, a point not yet journaled when the agent dies
+// is simply not sent (the next agent samples afresh).
+void Runner::SampleSys() {
+  const std::optional<std::string> stat_text = ReadSmallFile("/proc/stat");
+  const std::optional<sysstat::HostCpu> host =
+      stat_text.has_value() ? sysstat::ParseHostCpu(*stat_text) : std::nullopt;
+  const std::optional<std::string> meminfo = ReadSmallFile("/proc/meminfo");
+  const std::optional<double> mem_available =
+      meminfo.has_value() ? sysstat::ParseMemAvailableMb(*meminfo) : std::nullopt;
+  const double ticks_per_second = static_cast<double>(std::max(1L, sysconf(_SC_CLK_TCK)));
+  const int64_t page_size = std::max(1L, sysconf(_SC_PAGESIZE));
+  const double now = MonotonicNow();
+  // One pass over /proc for every job: processes selected by their group, the job's pgid.
+  std::map<pid_t, std::vector<sysstat::ProcStat>> groups = sysstat::ScanGroups();
+  for (auto& [key, job] : jobs_) {
+    const bool reports_metrics = job->spec.world_size() <= 1 || job->spec.rank() == 0;
+    if (job->pgid <= 0 || job->finishing || !reports_metrics) {
+      continue;
+    }
+    auto group = groups.find(job->pgid);
+    if (group == groups.end()) {
+      continue;  // the job is over; its exit follows
+    }
+    if (!job->sys) {
+      job->sys = std::make_unique<sysstat::JobSampler>(ticks_per_second);
+    }
+    job->sys->Observe(group->second, host.value_or(sysstat::HostCpu{}), now);
+    if (job->sys_step.has_value() && job->last_step <= *job->sys_step) {
+      continue;
+    }
+    std::optional<sysstat::JobSampler::Rates> rates = job->sys->Take();
+    if (!rates.has_value()) {
+      continue;  // the first sample is only the CPU baseline
+    }
+    std::vector<std::pair<std::string, double>> points =
+        sysstat::JobPoints(*rates, group->second, mem_available, page_size);
+    if (accelerators_) {
+      for (auto& point : accelerators_->Latest()) {
+        points.push_back(std::move(point));
+      }
+    }
+    job->sys_step = job->last_step;
+    tae::v1::Event event;
+    tae::v1::MetricLine* metrics = event.mutable_metrics();
+    metrics->set_step(job->last_step);
+    for (const auto& [name, value] : points) {
+      tae::v1::Scalar* scalar = metrics->add_values();
+      scalar->set_key(name);
+      scalar->set_value(value);
+    }
+    Emit(*job, std::move(event), std::nullopt);
+  }
+  ScheduleSysSample();
 }
 
 void Runner::WatchChildren() {

@@ -30,6 +30,10 @@
 
 namespace tae::agent {
 
+namespace sysstat {
+class AcceleratorProbe;
+}
+
 struct RunnerOptions {
   std::string work_dir;      // runs live in work_dir/runs/r<ID>-a<ATTEMPT>
   std::string train_binary;  // tae-train
@@ -38,6 +42,8 @@ struct RunnerOptions {
   std::string python_dir;    // tae_log.py's directory, put on command jobs' PYTHONPATH
   std::string job_binary;    // tae-job, the per-run supervisor
   int poll_ms = 50;          // how often job files are read
+  // How often each job's sys/* points are sampled (CPU, memory, accelerators); 0: never.
+  double sys_interval_s = 5;
 };
 
 // Where an event's bytes end in the job's output files: journaled with the event, so a restarted
@@ -98,6 +104,9 @@ class Runner {
   void EmitMetrics(Job& job, metrics::MetricRecord record, std::optional<OutputMark> mark);
   void Finish(std::shared_ptr<Job> job);
   void Emit(const Job& job, tae::v1::Event event, std::optional<OutputMark> mark);
+  void ScheduleSysSample();
+  // One scan of /proc for every held job; emits the sys/* points of those whose step advanced.
+  void SampleSys();
   absl::Status OpenOutputs(Job& job, std::array<uint64_t, 3> offsets);
 
   boost::asio::io_context* io_;
@@ -106,6 +115,9 @@ class Runner {
   boost::asio::signal_set sigchld_;
   boost::asio::steady_timer poll_timer_;
   bool polling_ = false;
+  boost::asio::steady_timer sys_timer_;
+  bool sampling_ = false;
+  std::unique_ptr<sysstat::AcceleratorProbe> accelerators_;  // null when sampling is off
   // By (run id, attempt): a requeued run can arrive while its old attempt is still stopping.
   std::map<std::pair<int64_t, int>, std::shared_ptr<Job>> jobs_;
 };
