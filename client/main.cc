@@ -1,3 +1,4 @@
+#include <malloc.h>
 // taectl: the researcher's CLI over taed's Control API.
 
 #include <cstdio>
@@ -59,6 +60,9 @@ void Usage(std::FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Grow the heap in 64 MiB steps: each growth takes the process's memory-map lock for writing,
+  // which stalls the other thread of a parallel tree walk (a re-mount's walk: 19 -> 12 ms).
+  mallopt(M_TOP_PAD, 64 << 20);
   tae::client::CommandEnv env;
   env.home = tae::cli::TaeHome();
   env.binary_dir = tae::cli::ProgramDir();

@@ -287,21 +287,35 @@ std::optional<std::string> HashCache::Lookup(const std::string& rel, const struc
 }
 
 std::optional<std::string> HashCache::Take(const std::string& rel, const struct stat& st) {
+  TakeStats stats;
+  std::optional<std::string> sha256 = TakeShared(rel, st, &stats);
+  AddStats(stats);
+  return sha256;
+}
+
+std::optional<std::string> HashCache::TakeShared(const std::string& rel, const struct stat& st,
+                                                 TakeStats* stats) {
   auto it = items_.find(rel);
   if (it != items_.end()) {
     Item& item = it->second;
     const int64_t reference_ns = item.recorded ? reference_ns_ : loaded_reference_ns_;
     if (StatIdentity::Of(st) == item.stat && !IsRacy(item.stat.mtime_ns, reference_ns)) {
-      ++hits_;
+      ++stats->hits;
       if (item.loaded && !item.recorded) {
-        ++unchanged_;
+        ++stats->unchanged;
       }
       item.recorded = true;  // equal stat data: nothing else to update
       return DigestToHex(std::string_view(item.digest.data(), item.digest.size()));
     }
   }
-  ++misses_;
+  ++stats->misses;
   return std::nullopt;
+}
+
+void HashCache::AddStats(const TakeStats& stats) {
+  hits_ += stats.hits;
+  misses_ += stats.misses;
+  unchanged_ += stats.unchanged;
 }
 
 void HashCache::Record(const std::string& rel, const struct stat& st, const std::string& sha256) {

@@ -102,6 +102,18 @@ class HashCache {
   // finds): one map probe and no hex round trip where Lookup + Record take two.
   std::optional<std::string> Take(const std::string& rel, const struct stat& st);
 
+  // Take for walkers on several threads: counts into *stats instead of the cache, so calls for
+  // different paths may run at the same time (each reads the map and writes only the entry of
+  // `rel`), never at the same time as anything else. AddStats adds a walker's counts afterwards.
+  struct TakeStats {
+    size_t hits = 0;
+    size_t misses = 0;
+    size_t unchanged = 0;
+  };
+  std::optional<std::string> TakeShared(const std::string& rel, const struct stat& st,
+                                        TakeStats* stats);
+  void AddStats(const TakeStats& stats);
+
   // Records that `rel`, with stat data `st` taken before its content was read, hashes to `sha256`
   // (64 lowercase hex digits; anything else is ignored). Call it after reading the content (the
   // walker also re-checks the stat data after reading and records nothing if it changed).

@@ -15,6 +15,7 @@
 
 #include "agent/cache/cache.h"
 #include "common/snapshot/snapshot.h"
+#include "tests/unit/temp_dir.h"
 
 namespace tae::agent {
 namespace {
@@ -23,24 +24,7 @@ namespace fs = std::filesystem;
 using snapshot::Entry;
 using snapshot::Sha256Hex;
 
-class TempDir {
- public:
-  explicit TempDir(const std::string& parent = "/tmp") {
-    std::string pattern = parent + "/tae-agent-cache-XXXXXX";
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using tae::testing::TempDir;
 
 void WriteFile(const std::string& path, const std::string& content, mode_t mode = 0644) {
   fs::create_directories(fs::path(path).parent_path());
@@ -388,7 +372,7 @@ TEST_CASE("materialise copies when hard links are impossible", "[agent_cache]") 
   struct stat shm {};
   if (::stat("/dev/shm", &shm) == 0 && shm.st_dev != Lstat(tmp.path()).st_dev &&
       ::access("/dev/shm", W_OK) == 0) {
-    TempDir other("/dev/shm");
+    TempDir other("tae-agent-cache", "/dev/shm");
     auto cache = OpenCache(other.path() + "/cache");
     Upload(*cache, "copied");
     const std::string dest = tmp.path() + "/cross";

@@ -9,25 +9,14 @@
 #include <string>
 
 #include "common/snapshot/snapshot.h"
+#include "tests/unit/temp_dir.h"
 
 namespace tae::blobs {
 namespace {
 
 using snapshot::Sha256Hex;
 
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/tae-blobs-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using tae::testing::TempDir;
 
 TEST_CASE("blob names are 64 lowercase hex digits", "[blobs]") {
   CHECK(IsBlobHash(Sha256Hex("x")));

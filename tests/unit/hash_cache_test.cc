@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/snapshot/snapshot.h"
+#include "tests/unit/temp_dir.h"
 
 namespace tae::snapshot {
 namespace {
@@ -25,37 +26,7 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kSecondNs = 1'000'000'000;
 
-// A fresh directory under /tmp, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    char templ[] = "/tmp/tae_hash_cache_test.XXXXXX";
-    char* made = mkdtemp(templ);
-    REQUIRE(made != nullptr);
-    path_ = made;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string Full(const std::string& rel) const { return path_ + "/" + rel; }
-
-  // Writes `content` to the relative path `rel` (in place if it exists), creating parents.
-  void Write(const std::string& rel, const std::string& content) const {
-    fs::path full = fs::path(path_) / rel;
-    fs::create_directories(full.parent_path());
-    std::ofstream out(full, std::ios::binary);
-    out << content;
-    REQUIRE(out.good());
-  }
-
- private:
-  std::string path_;
-};
+using tae::testing::TempDir;
 
 int64_t NowNs(clockid_t clock = CLOCK_REALTIME) {
   struct timespec now;

@@ -17,25 +17,14 @@
 #include <vector>
 
 #include "agent/journal/journal.h"
+#include "tests/unit/temp_dir.h"
 
 namespace tae::agent {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/tae-journal-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using tae::testing::TempDir;
 
 tae::v1::Event Log(const std::string& text, int64_t run_id = 1) {
   tae::v1::Event event;

@@ -4,6 +4,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -11,41 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/temp_dir.h"
+
 namespace tae::snapshot {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under /tmp, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    char templ[] = "/tmp/tae_snapshot_test.XXXXXX";
-    char* made = mkdtemp(templ);
-    REQUIRE(made != nullptr);
-    path_ = made;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-
-  // Writes `content` to the relative path `rel`, creating parent directories.
-  void Write(const std::string& rel, const std::string& content) const {
-    fs::path full = fs::path(path_) / rel;
-    fs::create_directories(full.parent_path());
-    std::ofstream out(full, std::ios::binary);
-    out << content;
-    REQUIRE(out.good());
-  }
-
- private:
-  std::string path_;
-};
+using tae::testing::TempDir;
 
 std::vector<std::string> Paths(const Walk& walk) {
   std::vector<std::string> paths;
@@ -302,6 +276,49 @@ TEST_CASE("the snapshot id follows content, not mtime", "[snapshot]") {
   absl::StatusOr<Walk> changed = WalkTree(dir.path());
   REQUIRE(changed.ok());
   CHECK(SnapshotId(changed->files) != id);
+}
+
+}  // namespace tae::snapshot
+
+namespace tae::snapshot {
+
+TEST_CASE("the root's directories are walked in parallel and the first error in path order wins",
+          "[snapshot]") {
+  TempDir dir;
+  // Twelve top-level directories (more than the walk's threads), each with files; the walk
+  // gives the same files, sorted, as a sequential one would.
+  for (int d = 0; d < 12; ++d) {
+    for (int f = 0; f < 5; ++f) {
+      dir.Write("d" + std::to_string(d) + "/sub/f" + std::to_string(f), std::to_string(d * f));
+    }
+  }
+  dir.Write("root.txt", "at the root");
+  absl::StatusOr<Walk> walk = WalkTree(dir.path());
+  REQUIRE(walk.ok());
+  REQUIRE(walk->files.size() == 61);
+  CHECK(std::is_sorted(walk->files.begin(), walk->files.end(),
+                       [](const Entry& a, const Entry& b) { return a.path < b.path; }));
+  CHECK(walk->files.back().path == "root.txt");
+
+  // Bad entries in d7/, at the root (m, after every d*) and in d3/: d3's comes first in path
+  // order.
+  REQUIRE(mkfifo((dir.path() + "/d7/pipe").c_str(), 0644) == 0);
+  REQUIRE(mkfifo((dir.path() + "/m").c_str(), 0644) == 0);
+  REQUIRE(mkfifo((dir.path() + "/d3/sub/pipe").c_str(), 0644) == 0);
+  for (int round = 0; round < 5; ++round) {  // whichever thread finishes first
+    absl::StatusOr<Walk> failed = WalkTree(dir.path());
+    REQUIRE_FALSE(failed.ok());
+    CHECK(std::string(failed.status().message()).find("d3/sub/pipe") != std::string::npos);
+  }
+  REQUIRE(std::filesystem::remove(dir.path() + "/d3/sub/pipe"));
+  absl::StatusOr<Walk> next = WalkTree(dir.path());
+  REQUIRE_FALSE(next.ok());
+  CHECK(std::string(next.status().message()).find("d7/pipe") != std::string::npos);
+  // A bad root entry before every directory stops the walk before any of them.
+  REQUIRE(mkfifo((dir.path() + "/a-first").c_str(), 0644) == 0);
+  absl::StatusOr<Walk> root_first = WalkTree(dir.path());
+  REQUIRE_FALSE(root_first.ok());
+  CHECK(std::string(root_first.status().message()).find("a-first") != std::string::npos);
 }
 
 }  // namespace tae::snapshot

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "tests/unit/temp_dir.h"
 
 namespace tae::client {
 namespace {
@@ -28,35 +29,7 @@ using std::chrono::steady_clock;
 constexpr int kQuietMs = 50;
 constexpr auto kDeadline = std::chrono::seconds(20);
 
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/tae-watch-XXXXXX";
-    REQUIRE(::mkdtemp(pattern) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  fs::path operator/(const std::string& rel) const { return fs::path(path_) / rel; }
-
-  // Writes `content` to the relative path `rel`, creating parent directories.
-  void Write(const std::string& rel, const std::string& content = "x") const {
-    fs::path full = fs::path(path_) / rel;
-    fs::create_directories(full.parent_path());
-    std::ofstream out(full, std::ios::binary);
-    out << content;
-    REQUIRE(out.good());
-  }
-
- private:
-  std::string path_;
-};
+using tae::testing::TempDir;
 
 std::unique_ptr<TreeWatcher> StartWatcher(
     const std::string& root, std::function<bool(const std::string&)> skip_dir = nullptr) {
@@ -119,7 +92,7 @@ TEST_CASE("TreeWatcher reports attribute changes", "[watch]") {
   dir.Write("run.sh");
   std::unique_ptr<TreeWatcher> watcher = StartWatcher(dir.path());
 
-  fs::permissions(dir / "run.sh", fs::perms::owner_exec, fs::perm_options::add);
+  fs::permissions(dir.Full("run.sh"), fs::perms::owner_exec, fs::perm_options::add);
   CollectUntil(*watcher, "run.sh");
 }
 
@@ -129,7 +102,7 @@ TEST_CASE("TreeWatcher watches directories created after Start by mkdir -p", "[w
 
   // Both happen before the watcher reads the creation of `a`, so a/b/c and f exist before any
   // watch below the root does: only the scan of new directories can find f.
-  fs::create_directories(dir / "a/b/c");
+  fs::create_directories(dir.Full("a/b/c"));
   dir.Write("a/b/c/f");
   std::set<std::string> seen = CollectUntil(*watcher, "a/b/c/f");
   CHECK(seen.count("a") == 1);
@@ -153,15 +126,15 @@ TEST_CASE("TreeWatcher reports deletes and renames of files and directories", "[
   std::unique_ptr<TreeWatcher> watcher = StartWatcher(dir.path());
   REQUIRE(watcher->watched_dirs() == 3);
 
-  fs::remove(dir / "gone.txt");
+  fs::remove(dir.Full("gone.txt"));
   CollectUntil(*watcher, "gone.txt");
 
-  fs::rename(dir / "d/old.txt", dir / "d/new.txt");
+  fs::rename(dir.Full("d/old.txt"), dir.Full("d/new.txt"));
   std::set<std::string> seen = CollectUntil(*watcher, "d/new.txt");
   CHECK(seen.count("d/old.txt") == 1);
 
   // A directory renamed inside the tree is watched under its new name.
-  fs::rename(dir / "moved", dir / "renamed");
+  fs::rename(dir.Full("moved"), dir.Full("renamed"));
   seen = CollectUntil(*watcher, "renamed");
   CHECK(seen.count("moved") == 1);
   dir.Write("renamed/inner.txt", "changed");
@@ -169,7 +142,7 @@ TEST_CASE("TreeWatcher reports deletes and renames of files and directories", "[
   CHECK(watcher->watched_dirs() == 3);
 
   // Moved out: reported, and no longer watched.
-  fs::rename(dir / "renamed", outside / "renamed");
+  fs::rename(dir.Full("renamed"), outside.Full("renamed"));
   CollectUntil(*watcher, "renamed");
   CHECK(watcher->watched_dirs() == 2);
   outside.Write("renamed/inner.txt", "outside");
@@ -178,14 +151,14 @@ TEST_CASE("TreeWatcher reports deletes and renames of files and directories", "[
   CHECK(Under(seen, "renamed").empty());
 
   // Moved in: its existing contents are reported and it is watched.
-  fs::rename(outside / "renamed", dir / "back");
+  fs::rename(outside.Full("renamed"), dir.Full("back"));
   CollectUntil(*watcher, "back/inner.txt");
   CHECK(watcher->watched_dirs() == 3);
   dir.Write("back/more.txt");
   CollectUntil(*watcher, "back/more.txt");
 
   // A deleted directory tree: its files and itself are reported, its watch is dropped.
-  fs::remove_all(dir / "d");
+  fs::remove_all(dir.Full("d"));
   seen = CollectUntil(*watcher, "d");
   CHECK(seen.count("d/new.txt") == 1);
   dir.Write("marker2");
@@ -253,7 +226,7 @@ TEST_CASE("TreeWatcher reports a burst of writes as one batch", "[watch]") {
   // The writer paces itself (1 ms apart) to spread the burst; the quiet period is far longer.
   std::thread writer([&dir, &expected] {
     for (const std::string& name : expected) {
-      std::ofstream(dir / name) << name;
+      std::ofstream(dir.Full(name)) << name;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   });
@@ -272,7 +245,7 @@ TEST_CASE("TreeWatcher ends a batch after max_batch_ms while writes go on", "[wa
   std::atomic<bool> finished{false};
   std::thread writer([&] {
     for (int i = 0; i < kWrites && !stop; ++i) {
-      std::ofstream(dir / ("f" + std::to_string(i % 100))) << i;
+      std::ofstream(dir.Full("f" + std::to_string(i % 100))) << i;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     finished = true;
@@ -305,12 +278,12 @@ TEST_CASE("TreeWatcher reports a queue overflow as a rescan and keeps working", 
   REQUIRE(max_queued <= 1000000);  // more files than a unit test should write
 
   // Each file gives at least IN_CREATE and IN_CLOSE_WRITE; nothing is read meanwhile.
-  fs::create_directories(dir / "many");
+  fs::create_directories(dir.Full("many"));
   dir.Write("many/keep");  // many/ is watched once its creation is read
   for (int i = 0; i < max_queued / 2 + 64; ++i) {
-    std::ofstream(dir / ("f" + std::to_string(i))) << "x";
+    std::ofstream(dir.Full("f" + std::to_string(i))) << "x";
   }
-  fs::create_directories(dir / "lost");  // its creation event is dropped
+  fs::create_directories(dir.Full("lost"));  // its creation event is dropped
   absl::StatusOr<std::vector<std::string>> batch = watcher->WaitForChanges(kQuietMs, 20000);
   REQUIRE(batch.ok());
   CHECK(*batch == std::vector<std::string>{"*"});
@@ -323,9 +296,9 @@ TEST_CASE("TreeWatcher reports a queue overflow as a rescan and keeps working", 
 
 TEST_CASE("TreeWatcher fails once the root is deleted", "[watch]") {
   TempDir dir;
-  fs::create_directories(dir / "root");
-  std::unique_ptr<TreeWatcher> watcher = StartWatcher((dir / "root").string());
-  fs::remove(dir / "root");
+  fs::create_directories(dir.Full("root"));
+  std::unique_ptr<TreeWatcher> watcher = StartWatcher(dir.Full("root"));
+  fs::remove(dir.Full("root"));
   absl::StatusOr<std::vector<std::string>> batch = watcher->WaitForChanges(kQuietMs, 20000);
   REQUIRE_FALSE(batch.ok());
   CHECK(batch.status().code() == absl::StatusCode::kFailedPrecondition);
