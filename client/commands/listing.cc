@@ -237,12 +237,17 @@ int Show(const CommandEnv& env, const Args& args) {
 
 int Agents(const CommandEnv& env, const Args& args) {
   bool json = false;
+  bool provider = false;
   cli::FlagSet flags(
-      "usage: taectl agents [--json]\n"
+      "usage: taectl agents [--provider] [--json]\n"
       "       taectl agents drain ID | undrain ID\n\n"
       "Lists the agents taed knows. `drain ID` stops placing new runs on an agent (its running\n"
-      "runs finish; e.g. before maintenance); `undrain ID` lets it take runs again.");
-  flags.Bool("json", &json, "print a JSON array of agents");
+      "runs finish; e.g. before maintenance); `undrain ID` lets it take runs again.\n"
+      "--provider also shows what taed's providers did, oldest first: each agent started (with\n"
+      "the command line, e.g. the ssh one), each exit and restart.");
+  flags.Bool("json", &json,
+             "print a JSON array of agents ({agents, provider_events} with --provider)");
+  flags.Bool("provider", &provider, "also list the providers' recent actions");
   Args rest;
   if (int code = ParseOrExit(flags, args, 0, 2, &rest); code >= 0) {
     return code;
@@ -256,6 +261,7 @@ int Agents(const CommandEnv& env, const Args& args) {
   }
   ControlClient client(env.home);
   tae::v1::ListAgentsRequest request;
+  request.set_provider_events(provider);
   tae::v1::ListAgentsResponse response;
   absl::Status s =
       client.Check(client.stub()->ListAgents(ControlClient::Context().get(), request, &response));
@@ -263,10 +269,23 @@ int Agents(const CommandEnv& env, const Args& args) {
     return Fail(s);
   }
   if (json) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    nlohmann::ordered_json agents = nlohmann::ordered_json::array();
     for (const tae::v1::AgentInfo& agent : response.agents()) {
-      out.push_back(AgentJson(agent));
+      agents.push_back(AgentJson(agent));
     }
+    if (!provider) {
+      std::printf("%s\n", agents.dump(2).c_str());
+      return 0;
+    }
+    nlohmann::ordered_json events = nlohmann::ordered_json::array();
+    for (const tae::v1::ProviderEvent& event : response.provider_events()) {
+      events.push_back({{"time", event.time()},
+                        {"provider", event.provider()},
+                        {"subject", event.subject()},
+                        {"event", event.event()},
+                        {"detail", event.detail()}});
+    }
+    nlohmann::ordered_json out = {{"agents", agents}, {"provider_events", events}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -286,6 +305,17 @@ int Agents(const CommandEnv& env, const Args& args) {
                runs.empty() ? "-" : absl::StrJoin(runs, ","), FormatTime(agent.last_seen())});
   }
   std::fputs(table.Render().c_str(), stdout);
+  if (provider) {
+    std::printf("\nprovider events (oldest first):\n");
+    if (response.provider_events().empty()) {
+      std::printf("  none (no agents were started by taed)\n");
+    }
+    for (const tae::v1::ProviderEvent& event : response.provider_events()) {
+      std::printf("  %s  %-5s  %-12s  %-7s  %s\n", FormatTime(event.time()).c_str(),
+                  event.provider().c_str(), event.subject().c_str(), event.event().c_str(),
+                  event.detail().c_str());
+    }
+  }
   return 0;
 }
 

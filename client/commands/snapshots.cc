@@ -229,9 +229,14 @@ absl::StatusOr<MountResult> MountTree(ControlClient& client, const std::string& 
     }
   }
   // Saved only now that taed has every blob of this walk (KnownHashes relies on it), and only
-  // when something changed.
-  if (cache.misses() > 0 || loaded_entries != walk->files.size() ||
-      cache.loaded_snapshot_id() != result.id) {
+  // when something changed. Not when the walk only re-read a little of what the cache already
+  // held (files changed less than a second before the last save are re-read until a save is a
+  // second after them): reading those again next time costs less than rewriting the cache.
+  constexpr uint64_t kRereadIsCheaperBelow = 1 << 20;
+  const bool only_reread =
+      cache.WalkMatchesLoaded(walk->files.size()) && walk->hashed_bytes < kRereadIsCheaperBelow;
+  if (!only_reread && (cache.misses() > 0 || loaded_entries != walk->files.size() ||
+                       cache.loaded_snapshot_id() != result.id)) {
     cache.SetSnapshotId(result.id);
     cache.Save(cache_path).IgnoreError();  // only an optimisation
   }

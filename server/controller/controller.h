@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/steady_timer.hpp"
+#include "server/provider/provider_log.h"
 #include "server/registry/registry.h"
 #include "server/report/report.h"
 #include "server/store/store.h"
@@ -98,6 +99,7 @@ class Controller {
   // Why each queued run waits (the scheduler's last word), every experiment, queue order.
   absl::StatusOr<std::vector<store::RunRecord>> Queue();
   const registry::AgentRegistry& registry() const { return registry_; }
+  provider::ProviderLog* provider_log() { return &provider_log_; }
   store::Store* store() { return store_; }
 
   // Agent link.
@@ -138,6 +140,7 @@ class Controller {
   store::Store* store_;
   Options options_;
   registry::AgentRegistry registry_;
+  provider::ProviderLog provider_log_;
   double wake_at_ = 0;  // when the pending wake-up timer fires; 0: none
   boost::asio::steady_timer liveness_timer_;
 };

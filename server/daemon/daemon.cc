@@ -115,9 +115,16 @@ absl::Status Daemon::Init() {
     const std::string loopback = local_agent_port_ != 0
                                      ? absl::StrCat("127.0.0.1:", local_agent_port_)
                                      : DialAddress(config_.agent_listen, agent_port_);
-    provider::LocalOptions local{
-        config_.local_agents,     config_.slots,          config_.agent_binary, loopback, token,
-        config_.home + "/agents", config_.home + "/logs", ssh_hosts_,           loopback};
+    provider::LocalOptions local{config_.local_agents,
+                                 config_.slots,
+                                 config_.agent_binary,
+                                 loopback,
+                                 token,
+                                 config_.home + "/agents",
+                                 config_.home + "/logs",
+                                 ssh_hosts_,
+                                 loopback,
+                                 controller_->provider_log()};
     provider_ = std::make_unique<provider::LocalProvider>(&core_, local);
     std::promise<absl::Status> started;
     boost::asio::post(core_, [this, &started] { started.set_value(provider_->Start()); });

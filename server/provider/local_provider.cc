@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "boost/asio/steady_timer.hpp"
 #include "common/process/spawn.h"
 #include "spdlog/spdlog.h"
@@ -69,6 +70,7 @@ absl::Status LocalProvider::Spawn(Child* child) {
   }
   child->pid = spawned->pid;
   spdlog::info("started agent {} (pid {}, log {})", child->id, child->pid, request.log_path);
+  Record(*child, "start", absl::StrCat("pid ", child->pid, ": ", absl::StrJoin(request.argv, " ")));
   return absl::OkStatus();
 }
 
@@ -93,13 +95,18 @@ absl::Status LocalProvider::SpawnSsh(Child* child) {
   if (write(child->stdin_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
     spdlog::warn("agent {}: could not hand the token to ssh: {}", child->id, strerror(errno));
   }
-  std::string command;
-  for (const std::string& arg : request.argv) {
-    command += (command.empty() ? "" : " ") + arg;
-  }
+  const std::string command = absl::StrJoin(request.argv, " ");
   spdlog::info("started agent {} over ssh (pid {}, log {}): {}", child->id, child->pid,
                request.log_path, command);
+  Record(*child, "start", absl::StrCat("pid ", child->pid, ": ", command));
   return absl::OkStatus();
+}
+
+void LocalProvider::Record(const Child& child, const std::string& event,
+                           const std::string& detail) {
+  if (options_.log != nullptr && !stopping_) {
+    options_.log->Add(child.ssh != nullptr ? "ssh" : "local", child.id, event, detail);
+  }
 }
 
 void LocalProvider::CloseStdin(Child* child) {
@@ -136,6 +143,14 @@ void LocalProvider::OnExit(pid_t pid, int status) {
     child.restarts += 1;
     int delay_ms = std::min(30000, 500 * (1 << std::min(child.restarts, 6)));
     spdlog::warn("agent {} exited (status {}); restarting in {} ms", child.id, status, delay_ms);
+    Record(
+        child, "exit",
+        absl::StrCat(WIFEXITED(status) ? absl::StrCat("exit code ", WEXITSTATUS(status))
+                                       : absl::StrCat("killed by signal ", WTERMSIG(status)),
+                     "; restarting in ", delay_ms, " ms",
+                     child.ssh != nullptr ? absl::StrCat(" (ssh's own messages: ", options_.log_dir,
+                                                         "/", child.id, ".log)")
+                                          : ""));
     auto timer =
         std::make_shared<boost::asio::steady_timer>(*io_, std::chrono::milliseconds(delay_ms));
     timer->async_wait([this, timer, &child](const boost::system::error_code& error) {

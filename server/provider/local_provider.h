@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/signal_set.hpp"
+#include "server/provider/provider_log.h"
 #include "server/provider/ssh_hosts.h"
 
 namespace tae::provider {
@@ -27,7 +28,8 @@ struct LocalOptions {
   std::string work_root;     // each agent works in work_root/<id>
   std::string log_dir;       // each agent logs to log_dir/<id>.log
   std::vector<SshHost> ssh_hosts;
-  std::string tunnel_target;  // loopback host:port the ssh agents' tunnels lead to
+  std::string tunnel_target;   // loopback host:port the ssh agents' tunnels lead to
+  ProviderLog* log = nullptr;  // set: starts, exits and restarts are recorded there (core thread)
 };
 
 class LocalProvider {
@@ -53,6 +55,7 @@ class LocalProvider {
   absl::Status Spawn(Child* child);
   absl::Status SpawnSsh(Child* child);
   void CloseStdin(Child* child);
+  void Record(const Child& child, const std::string& event, const std::string& detail);
   void WatchChildren();
   void OnExit(pid_t pid, int status);
 

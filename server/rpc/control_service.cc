@@ -279,9 +279,19 @@ grpc::ServerUnaryReactor* ControlService::Cancel(grpc::CallbackServerContext* ct
 grpc::ServerUnaryReactor* ControlService::ListAgents(grpc::CallbackServerContext* ctx,
                                                      const tae::v1::ListAgentsRequest* request,
                                                      tae::v1::ListAgentsResponse* response) {
-  return OnCore(ctx, [this, response]() -> absl::Status {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
     for (const auto& [id, agent] : controller_->registry().agents()) {
       ToProto(agent, response->add_agents());
+    }
+    if (request->provider_events()) {
+      for (const provider::ProviderEvent& event : controller_->provider_log()->events()) {
+        tae::v1::ProviderEvent* out = response->add_provider_events();
+        out->set_time(event.time);
+        out->set_provider(event.provider);
+        out->set_subject(event.subject);
+        out->set_event(event.event);
+        out->set_detail(event.detail);
+      }
     }
     return absl::OkStatus();
   });

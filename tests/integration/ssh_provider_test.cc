@@ -194,6 +194,23 @@ TEST_CASE(
   CHECK(WaitUntil([&] { return Connected(*cluster, "ssh-box"); }, 60));
   CHECK(ReadAll(cluster->home() + "/logs/taed.log").find("agent ssh-box exited") !=
         std::string::npos);
+  // `taectl agents --provider` shows what the provider did: start (the ssh command), exit, start.
+  const nlohmann::json shown = cluster->TaectlJson({"agents", "--provider"});
+  std::vector<std::string> events;
+  for (const nlohmann::json& event : shown.at("provider_events")) {
+    CHECK(event.at("provider") == "ssh");
+    CHECK(event.at("subject") == "ssh-box");
+    events.push_back(event.at("event").get<std::string>());
+  }
+  CHECK(events == std::vector<std::string>{"start", "exit", "start"});
+  const std::string command = shown.at("provider_events")[0].at("detail").get<std::string>();
+  CHECK(command.find("ssh -T -o BatchMode=yes -o StrictHostKeyChecking=yes") != std::string::npos);
+  CHECK(command.find("-R 127.0.0.1:") != std::string::npos);
+  CHECK(command.find("--stdin") != std::string::npos);
+  std::string token = ReadAll(cluster->home() + "/agent.token");
+  token.erase(token.find_last_not_of("\n") + 1);
+  REQUIRE(token.size() >= 16);
+  CHECK(command.find(token) == std::string::npos);  // the token goes down stdin
 
   // `taectl down` stops the remote agent too.
   REQUIRE(cluster->Taectl({"down"}).exit_code == 0);
