@@ -27,10 +27,11 @@ int main(int argc, char** argv) {
       !absl::SimpleAtoi(tae::cli::EnvOr("TAE_SLOTS", "1"), &config.slots) ||
       !absl::SimpleAtod(tae::cli::EnvOr("TAE_AGENT_GRACE", "30"), &config.agent_grace_s) ||
       !absl::SimpleAtod(tae::cli::EnvOr("TAE_RETRY_BACKOFF", "10"), &config.retry_backoff_s) ||
+      !absl::SimpleAtod(tae::cli::EnvOr("TAE_TPU_POLL", "10"), &config.tpu_poll_s) ||
       !absl::SimpleAtod(tae::cli::EnvOr("TAE_AGENT_TIMEOUT", "20"), &config.agent_timeout_s)) {
     std::fprintf(stderr,
                  "taed: TAE_LOCAL_AGENTS and TAE_SLOTS must be integers, TAE_AGENT_GRACE, "
-                 "TAE_RETRY_BACKOFF and TAE_AGENT_TIMEOUT numbers\n");
+                 "TAE_RETRY_BACKOFF, TAE_TPU_POLL and TAE_AGENT_TIMEOUT numbers\n");
     return 2;
   }
   std::string log_level = "info";
@@ -65,6 +66,11 @@ int main(int argc, char** argv) {
                "attempt (at most 300)");
   flags.String("agent-binary", &config.agent_binary, "path of tae-agent (default: next to taed)");
   config.ssh_hosts_path = tae::cli::EnvOr("TAE_SSH_HOSTS", "");
+  config.tpu_pools_path = tae::cli::EnvOr("TAE_TPU_POOLS", "");
+  flags.String("tpu-pools", &config.tpu_pools_path,
+               "TOML list of Cloud TPU VM pools taed creates and deletes with gcloud "
+               "(TAE_TPU_POOLS; default $TAE_HOME/tpu-pools.toml when it exists; "
+               "docs/providers.md)");
   flags.String("ssh-hosts", &config.ssh_hosts_path,
                "TOML list of hosts whose agents taed starts over ssh (TAE_SSH_HOSTS; default "
                "$TAE_HOME/ssh-hosts.toml when it exists; docs/providers.md)");

@@ -4,11 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <future>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/asio/signal_set.hpp"
@@ -16,6 +20,7 @@
 #include "common/status/macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "server/scheduler/scheduler.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::daemon {
@@ -40,6 +45,40 @@ std::string AgentLinkSecurity(const tls::ServerFiles& files) {
 }
 
 }  // namespace
+
+static absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+static absl::StatusOr<std::vector<provider::TpuPool>> LoadTpuPools(const Config& config) {
+  std::string path = config.tpu_pools_path;
+  if (path.empty()) {
+    path = config.home + "/tpu-pools.toml";
+    if (access(path.c_str(), F_OK) != 0) {
+      return std::vector<provider::TpuPool>{};
+    }
+  }
+  ASSIGN_OR_RETURN(std::string text, ReadConfigFile(path));
+  return provider::ParseTpuPools(text, path);
+}
+
+// `name` on PATH, or "".
+static std::string FindOnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  for (absl::string_view dir : absl::StrSplit(path != nullptr ? path : "", ':')) {
+    const std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", name);
+    if (access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return "";
+}
 
 static absl::StatusOr<std::vector<provider::SshHost>> LoadSshHosts(const Config& config) {
   std::string path = config.ssh_hosts_path;
@@ -84,6 +123,16 @@ absl::Status Daemon::Init() {
     config_.agent_binary = cli::ProgramDir() + "/tae-agent";
   }
   ASSIGN_OR_RETURN(ssh_hosts_, LoadSshHosts(config_));
+  ASSIGN_OR_RETURN(tpu_pools_, LoadTpuPools(config_));
+  std::string gcloud;
+  if (!tpu_pools_.empty()) {
+    gcloud = FindOnPath("gcloud");
+    if (gcloud.empty()) {
+      return absl::FailedPreconditionError(
+          "TPU pools are configured but gcloud is not on PATH: install the Google Cloud CLI "
+          "(https://cloud.google.com/sdk/docs/install), then `gcloud auth login`");
+    }
+  }
   RETURN_IF_ERROR(EnsurePrivateDir(config_.home));
   ASSIGN_OR_RETURN(HomeLock lock, HomeLock::Acquire(config_.home));
   lock_.emplace(std::move(lock));
@@ -129,6 +178,54 @@ absl::Status Daemon::Init() {
     std::promise<absl::Status> started;
     boost::asio::post(core_, [this, &started] { started.set_value(provider_->Start()); });
     RETURN_IF_ERROR(started.get_future().get());
+  }
+  if (!tpu_pools_.empty()) {
+    provider::TpuProviderOptions tpu;
+    tpu.pools = tpu_pools_;
+    tpu.gcloud = gcloud;
+    tpu.poll_s = config_.tpu_poll_s;
+    // Asked on the provider's thread, answered on the core (which owns the queue and registry);
+    // a core too busy to answer within 10 s gives an empty answer (nothing created or deleted).
+    tpu.demand = [this]() {
+      auto answer = std::make_shared<std::promise<provider::TpuDemand>>();
+      std::future<provider::TpuDemand> future = answer->get_future();
+      boost::asio::post(core_, [this, answer] {
+        provider::TpuDemand demand;
+        absl::StatusOr<std::vector<store::RunRecord>> queued = controller_->Queue();
+        absl::StatusOr<std::set<int64_t>> paused = store_->PausedExperiments();
+        for (const provider::TpuPool& pool : tpu_pools_) {
+          int& waiting = demand.waiting[pool.name];
+          for (const store::RunRecord& run :
+               queued.ok() ? *queued : std::vector<store::RunRecord>{}) {
+            if ((!paused.ok() || paused->count(run.experiment_id) == 0) &&
+                scheduler::LabelsMatch(run.labels, pool.labels)) {
+              ++waiting;
+            }
+          }
+        }
+        for (const auto& [id, agent] : controller_->registry().agents()) {
+          auto slice = agent.labels.find("slice");
+          if (slice != agent.labels.end()) {
+            demand.busy_vms[slice->second] += agent.busy_slots();
+          }
+        }
+        answer->set_value(std::move(demand));
+      });
+      if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+        return provider::TpuDemand{};
+      }
+      return future.get();
+    };
+    tpu.log = [this](std::string subject, std::string event, std::string detail) {
+      boost::asio::post(core_, [this, subject = std::move(subject), event = std::move(event),
+                                detail = std::move(detail)]() mutable {
+        controller_->provider_log()->Add("gcloud-tpu", std::move(subject), std::move(event),
+                                         std::move(detail));
+      });
+    };
+    tpu_provider_ = std::make_unique<provider::TpuProvider>(std::move(tpu));
+    tpu_provider_->Start();
+    spdlog::info("gcloud-tpu provider: {} pool(s), gcloud {}", tpu_pools_.size(), gcloud);
   }
   spdlog::info(
       "taed ready: control {}, agents on {} port {} ({}){}, data {}", control_address(),
@@ -205,6 +302,11 @@ void Daemon::Stop() {
     return;
   }
   stopped_ = true;
+  if (tpu_provider_ != nullptr) {
+    // While the core still runs (the provider may be waiting for its answer). VMs stay.
+    tpu_provider_->Stop();
+    spdlog::info("gcloud-tpu provider stopped; its VMs are left running (deploy/tpu/teardown.sh)");
+  }
   if (provider_ != nullptr) {
     std::promise<void> prepared;
     boost::asio::post(core_, [this, &prepared] {

@@ -18,6 +18,7 @@
 #include "server/controller/controller.h"
 #include "server/daemon/home.h"
 #include "server/provider/local_provider.h"
+#include "server/provider/tpu_provider.h"
 #include "server/rpc/agent_link_service.h"
 #include "server/rpc/control_service.h"
 #include "server/store/store.h"
@@ -39,6 +40,10 @@ struct Config {
   // The ssh provider's hosts (server/provider/ssh_hosts.h); "": $TAE_HOME/ssh-hosts.toml if it
   // exists.
   std::string ssh_hosts_path;
+  // The gcloud-tpu provider's pools (server/provider/tpu_pools.h); "": $TAE_HOME/tpu-pools.toml
+  // if it exists.
+  std::string tpu_pools_path;
+  double tpu_poll_s = 10;  // between the provider's rounds of gcloud calls
 };
 
 class Daemon {
@@ -74,6 +79,8 @@ class Daemon {
   std::unique_ptr<grpc::Server> agent_server_;
   std::vector<provider::SshHost> ssh_hosts_;
   std::unique_ptr<provider::LocalProvider> provider_;
+  std::vector<provider::TpuPool> tpu_pools_;
+  std::unique_ptr<provider::TpuProvider> tpu_provider_;
   std::thread core_thread_;
   int agent_port_ = 0;
   int local_agent_port_ = 0;

@@ -121,10 +121,13 @@ void LocalProvider::WatchChildren() {
     if (error || stopping_) {
       return;  // once stopping, Stop() reaps the children itself
     }
-    int status = 0;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-      OnExit(pid, status);
+    // Only our own children: taed has others (the gcloud-tpu provider's gcloud calls), whose
+    // owners wait for them by pid.
+    for (Child& child : children_) {
+      int status = 0;
+      if (child.pid > 0 && waitpid(child.pid, &status, WNOHANG) == child.pid) {
+        OnExit(child.pid, status);
+      }
     }
     WatchChildren();
   });

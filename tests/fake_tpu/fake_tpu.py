@@ -5,12 +5,20 @@ Point gcloud at it with `gcloud config set api_endpoint_overrides/tpu http://127
 (see gcloud_env.sh). Standard library only.
 
 Implemented (v2 and v2alpha1 paths, same behaviour):
-  nodes:            create (POST .../nodes?nodeId=N), get, list, delete, :start, :stop
+  nodes:            create (POST .../nodes?nodeId=N), get, list, delete, :start, :stop,
+                    patch (PATCH .../nodes/N?updateMask=F1,F2: an "update" operation that sets
+                    those top-level fields, e.g. metadata; `gcloud ... tpu-vm ssh` adds its key
+                    to metadata["ssh-keys"] this way), :getGuestAttributes (honours workerIds;
+                    a worker's ssh-ed25519 host key when one was given by /_control/workers)
   operations:       get (a create/delete/start/stop operation is done on its first poll, or
                     after --polls-until-done polls; a GET or list of its node counts as a poll,
                     so `--async` creates still reach READY), list
   queuedResources:  create (POST .../queuedResources?queuedResourceId=Q), get, list, delete
                     (?force=true also deletes its nodes)
+Compute Engine API (only what `gcloud compute tpus tpu-vm ssh` reads; point it here with
+`api_endpoint_overrides/compute http://127.0.0.1:PORT/`, which gcloud_env.sh sets):
+  GET /compute/{v1,beta,alpha}/projects/P   the project, commonInstanceMetadata without items
+                                            (so no OS Login and no project-wide ssh-keys)
 Test-only control endpoints (not part of the real API), JSON bodies:
   POST /_control/no_capacity {"zone": Z}  creates in Z fail like a stockout: the operation
                                           finishes with error {code: 8, message: "There is no
@@ -23,8 +31,15 @@ Test-only control endpoints (not part of the real API), JSON bodies:
   POST /_control/set_state {"zone": Z, "node": N, "state": S}   any node state
   POST /_control/worker_ips {"ips": [..]} the next workers created get these ipAddresses, in
                                           order (afterwards 10.130.0.2, .3, ...)
-  GET  /_control/requests                 every API request received, in order:
-                                          [{method, path, query: {k: v}, body}]
+  POST /_control/workers {"zone": Z, "node": N, "workers": [{"ip": IP, "host_key": "ssh-ed25519
+        AAAA..", "authorized_keys": PATH}, ..]}   an existing node's workers become these
+        (networkEndpoints ipAddress and accessConfig.externalIp = IP). Whenever the node's
+        metadata "ssh-keys" changes (and now), the fake plays the guest agent: each worker's
+        PATH (with %u replaced by the user name, as sshd's AuthorizedKeysFile %u) is rewritten
+        with that user's keys from "USER:KEY" lines (keys whose google-ssh expireOn is past
+        are left out). host_key and authorized_keys are optional.
+  GET  /_control/requests                 every API request received (TPU and Compute), in
+                                          order: [{method, path, query: {k: v}, body}]
   POST /_control/clear_requests
   GET  /_control/nodes                    every node, with its zone and project
 
@@ -42,6 +57,7 @@ import signal
 import sys
 import threading
 import urllib.parse
+import zlib
 
 LOCK = threading.Lock()
 NODES = {}  # (project, zone, name) -> node dict
@@ -50,12 +66,15 @@ OPS = {}  # op name -> {"op": dict, "polls_left": int, "finish": callable or Non
 NO_CAPACITY = set()
 REQUESTS = []
 NEXT_IPS = []
+WORKERS = {}  # (project, zone, name) -> [{"ip", "host_key", "authorized_keys"}] from /_control/workers
+WRITTEN_KEYS = {}  # authorized_keys path written -> ((project, zone, name), path template)
 OP_COUNTER = itertools.count(1)
 IP_COUNTER = itertools.count(0)
 ID_COUNTER = itertools.count(1000000000000000001)
 POLLS_UNTIL_DONE = 1
 
 PORT_NUMBER = 8470
+COMPUTE_PROJECT = re.compile(r"^/compute/(v1|beta|alpha)/projects/([^/]+)$")
 ROUTE = re.compile(r"^/(v2|v2alpha1)/projects/([^/]+)/locations/([^/]+)(?:/([A-Za-z]+)(?:/([^/:]+))?(?::([a-zA-Z]+))?)?$")
 
 
@@ -189,6 +208,10 @@ def make_node(project, zone, name, body, queued_resource=None):
 
 def make_ready(node):
     if not node["networkEndpoints"]:
+        for key, n in NODES.items():
+            if n is node:
+                apply_workers(key)
+    if not node["networkEndpoints"]:
         for _ in range(worker_count(node.get("acceleratorType"))):
             ip = next_ip()
             endpoint = {"ipAddress": ip, "port": PORT_NUMBER}
@@ -197,6 +220,74 @@ def make_ready(node):
             node["networkEndpoints"].append(endpoint)
     node["state"] = "READY"
     node["health"] = "HEALTHY"
+
+
+def parse_ssh_keys(value):
+    """{user: [key lines]} from a metadata ssh-keys value ("USER:TYPE KEY [COMMENT]" lines), the
+    way the guest agent reads it: blank and malformed lines, and keys whose google-ssh expireOn
+    has passed, are skipped."""
+    keys = {}
+    for line in (value or "").splitlines():
+        user, sep, key = line.strip().partition(":")
+        if not sep or not user or not key.strip():
+            continue
+        m = re.search(r"google-ssh (\{.*\})\s*$", key)
+        if m:
+            try:
+                expire = json.loads(m.group(1)).get("expireOn")
+                when = datetime.datetime.strptime(expire[:19], "%Y-%m-%dT%H:%M:%S").replace(
+                    tzinfo=datetime.timezone.utc) if expire else None
+            except (ValueError, TypeError, AttributeError):
+                when = None
+            if when and when < datetime.datetime.now(datetime.timezone.utc):
+                continue
+        keys.setdefault(user, []).append(key.strip())
+    return keys
+
+
+def sync_authorized_keys(key):
+    """Plays the guest agent for a node mapped by /_control/workers: rewrites each worker's
+    authorized_keys file(s) from the node's metadata ssh-keys."""
+    node = NODES.get(key)
+    workers = WORKERS.get(key)
+    if not node or not workers:
+        return
+    by_user = parse_ssh_keys((node.get("metadata") or {}).get("ssh-keys"))
+    for worker in workers:
+        template = worker.get("authorized_keys")
+        if not template:
+            continue
+        paths = {}
+        if "%u" in template:
+            for path, owner in WRITTEN_KEYS.items():  # users whose keys went away: emptied
+                if owner == (key, template):
+                    paths[path] = []
+            for user, lines in by_user.items():
+                paths[template.replace("%u", user)] = lines
+        else:
+            paths[template] = [line for lines in by_user.values() for line in lines]
+        for path, lines in paths.items():
+            tmp = path + ".tmp"
+            with open(tmp, "w") as f:
+                f.write("".join(line + "\n" for line in lines))
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+            WRITTEN_KEYS[path] = (key, template)
+
+
+def apply_workers(key):
+    """Gives a node the networkEndpoints of its /_control/workers mapping, if it has one."""
+    node = NODES.get(key)
+    workers = WORKERS.get(key)
+    if not node or not workers:
+        return
+    external = node.get("networkConfig", {}).get("enableExternalIps", True)
+    node["networkEndpoints"] = []
+    for worker in workers:
+        endpoint = {"ipAddress": worker["ip"], "port": PORT_NUMBER}
+        if external:
+            endpoint["accessConfig"] = {"externalIp": worker["ip"]}
+        node["networkEndpoints"].append(endpoint)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -269,6 +360,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if what == "worker_ips":
             NEXT_IPS[:] = list(body.get("ips", []))
             return 200, {}
+        if what == "workers":
+            found = [k for k in NODES if k[2] == body.get("node") and k[1] == body.get("zone")]
+            if not found:
+                return 404, error_body(404, "NOT_FOUND", "no such node")
+            workers = body.get("workers") or []
+            if not all(isinstance(w, dict) and w.get("ip") for w in workers):
+                return 400, error_body(400, "INVALID_ARGUMENT", "each worker needs an ip")
+            key, = found
+            WORKERS[key] = [dict(w) for w in workers]
+            apply_workers(key)
+            sync_authorized_keys(key)
+            return 200, NODES[key]
         if what in ("preempt", "set_state"):
             found = [(k, n) for k, n in NODES.items()
                      if k[2] == body.get("node") and k[1] == body.get("zone")]
@@ -286,6 +389,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # ---- the API ----
     def api(self, method, path, query, body):
+        m = COMPUTE_PROJECT.match(path)
+        if m and method == "GET":
+            version, project = m.groups()
+            return 200, {"kind": "compute#project", "name": project,
+                         "id": str(zlib.crc32(project.encode()) + 10**15),
+                         "selfLink": "https://compute.googleapis.com/compute/%s/projects/%s"
+                                     % (version, project),
+                         "commonInstanceMetadata": {"kind": "compute#metadata",
+                                                    "fingerprint": "ZmFrZS1mYWtlLWZhaw=="},
+                         "defaultServiceAccount": "%s-compute@developer.gserviceaccount.com"
+                                                  % project,
+                         "xpnProjectStatus": "UNSPECIFIED_XPN_PROJECT_STATUS"}
         m = ROUTE.match(path)
         if not m:
             return 404, error_body(404, "NOT_FOUND", "Requested entity was not found: " + path)
@@ -357,6 +472,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
             def finish_delete():
                 NODES.pop(key, None)
+                WORKERS.pop(key, None)
                 return {}
             return 200, new_operation(version, project, zone, node["name"], "delete", finish_delete)
         if method == "POST" and verb in ("stop", "start"):
@@ -373,9 +489,41 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return {"response": typed(version, "Node", node)}
             return 200, new_operation(version, project, zone, node["name"], verb, finish_verb)
         if method == "POST" and verb == "getGuestAttributes":
-            return 200, {"guestAttributes": [{"queryPath": "", "queryValue": {"items": []},
-                                              "workerId": str(i)}
-                                             for i in range(len(node["networkEndpoints"]))]}
+            wanted = [w for w in body.get("workerIds") or [] if w != ""]
+            mapped = WORKERS.get(key) or []
+            attributes = []
+            for i in range(len(node["networkEndpoints"])):
+                if wanted and str(i) not in wanted:
+                    continue
+                items = []
+                host_key = (mapped[i].get("host_key") or "") if i < len(mapped) else ""
+                if host_key.startswith("ssh-ed25519 "):
+                    items.append({"namespace": "hostkeys", "key": "ssh-ed25519",
+                                  "value": host_key.split()[1]})
+                attributes.append({"queryPath": body.get("queryPath", ""),
+                                   "queryValue": {"items": items}, "workerId": str(i)})
+            return 200, {"guestAttributes": attributes}
+        if method == "PATCH" and verb is None:
+            fields = [f for f in query.get("updateMask", "").split(",") if f]
+            if not fields:
+                return 400, error_body(400, "INVALID_ARGUMENT", "updateMask is required")
+            settable = ("metadata", "labels", "tags", "description", "networkConfig",
+                        "schedulingConfig", "shieldedInstanceConfig", "dataDisks")
+            bad = [f for f in fields if f not in settable]
+            if bad:
+                return 400, error_body(400, "INVALID_ARGUMENT",
+                                       "field(s) cannot be updated: %s" % ",".join(bad))
+
+            def finish_update():
+                for field in fields:
+                    if field in body:
+                        node[field] = body[field]
+                    else:
+                        node.pop(field, None)
+                sync_authorized_keys(key)
+                return {"response": typed(version, "Node", node)}
+            return 200, new_operation(version, project, zone, node["name"], "update",
+                                      finish_update)
         return 400, error_body(400, "INVALID_ARGUMENT", "unsupported %s %s" % (method, verb))
 
     def operations(self, project, zone, method, ident):

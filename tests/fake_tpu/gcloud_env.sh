@@ -15,6 +15,8 @@
 #   gcloud config set survey/disable_prompts true
 #   gcloud config set auth/access_token_file DIR/token
 #   gcloud config set api_endpoint_overrides/tpu http://127.0.0.1:PORT/
+#   gcloud config set api_endpoint_overrides/compute http://127.0.0.1:PORT/
+# (`tpu-vm ssh` reads the project from the Compute API: GET /compute/v1/projects/PROJECT.)
 # Because the token file is a property, no --access-token-file flag is needed (passing one too
 # is harmless).
 set -eu
@@ -42,5 +44,6 @@ access_token_file = $dir/token
 
 [api_endpoint_overrides]
 tpu = http://127.0.0.1:$port/
+compute = http://127.0.0.1:$port/
 CONFIG
 echo "CLOUDSDK_CONFIG=$dir/gcloud"

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -174,6 +175,8 @@ class FakeTpu {
   }
 
   pid_t pid() const { return pid_; }
+  // VAR=VALUE lines of the temp gcloud configuration (today CLOUDSDK_CONFIG).
+  const std::vector<std::string>& env() const { return env_; }
 
   // Runs `gcloud ARGS` with the temp configuration.
   CommandResult Gcloud(const std::vector<std::string>& args) const {
@@ -483,6 +486,126 @@ TEST_CASE("the fake TPU API process is gone once the test is over", "[gcloud]") 
   // Reaped by the destructor: the pid no longer names our child.
   CHECK(waitpid(pid, nullptr, WNOHANG) == -1);
   CHECK(kill(pid, 0) == -1);
+}
+
+namespace {
+
+// The fake's nodes by short name: name -> (zone, state).
+std::map<std::string, std::pair<std::string, std::string>> Nodes(const FakeTpu& fake) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  for (const nlohmann::json& node : fake.Control("GET", "nodes")) {
+    const std::string name = node.at("name");
+    out[name.substr(name.rfind('/') + 1)] = {node.at("zone"), node.value("state", "")};
+  }
+  return out;
+}
+
+// Node-creating POSTs the fake received, in order: (zone, node id).
+std::vector<std::pair<std::string, std::string>> Creates(const FakeTpu& fake) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const nlohmann::json& request : fake.Control("GET", "requests")) {
+    const std::string path = request.at("path");
+    if (request.at("method") == "POST" && path.size() > 6 &&
+        path.compare(path.size() - 6, 6, "/nodes") == 0) {
+      const std::string zone = path.substr(path.find("/locations/") + 11);
+      out.emplace_back(zone.substr(0, zone.find('/')),
+                       request.at("query").at("nodeId").get<std::string>());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "taed's TPU pool creates a VM for waiting runs, falls over to the next zone, "
+    "replaces a preempted VM and deletes an idle one",
+    "[gcloud]") {
+  FakeTpu fake;
+  if (!fake.missing().empty()) {
+    WARN("skipped: " << fake.missing());
+    return;
+  }
+  const std::string first_zone = "us-east5-a";
+  fake.Control("POST", "no_capacity", {{"zone", first_zone}});
+  for (const std::string& var : fake.env()) {
+    const size_t eq = var.find('=');
+    setenv(var.substr(0, eq).c_str(), var.substr(eq + 1).c_str(), 1);
+  }
+  setenv("TAE_TPU_POLL", "0.3", 1);
+  Cluster cluster(0, 1, [&](const std::string& home) {
+    std::ofstream(home + "/tpu-pools.toml")
+        << "[[pool]]\nname = \"v4\"\naccelerator_type = \"v4-8\"\nzones = [\"" << first_zone
+        << "\", \"" << kZone
+        << "\"]\nspot = true\nmax_vms = 1\nidle_timeout_s = 1\nlabels = { accelerator = "
+           "\"tpu\" }\n";
+  });
+  unsetenv("TAE_TPU_POLL");
+  unsetenv("CLOUDSDK_CONFIG");
+
+  // A run that only a TPU agent can take: the pool creates a VM for it, in the second zone.
+  const std::string spec =
+      cluster.dir().Write("tpu.toml",
+                          "name = \"on-tpu\"\n[train]\nseeds = [0]\n[resources]\nlabels = { "
+                          "accelerator = \"tpu\" }\n");
+  REQUIRE(cluster.Taectl({"submit", spec}).exit_code == 0);
+  auto ready = [&] {
+    auto nodes = Nodes(fake);
+    auto it = nodes.find("tae-v4-1");
+    return it != nodes.end() && it->second.second == "READY";
+  };
+  const bool created = WaitUntil(ready, 120);
+  INFO("taed log:\n" << ReadFile(cluster.home() + "/logs/taed.log"));
+  REQUIRE(created);
+  CHECK(Nodes(fake).at("tae-v4-1").first == kZone);
+  std::vector<std::pair<std::string, std::string>> creates = Creates(fake);
+  REQUIRE(creates.size() >= 2);
+  CHECK(creates[0] == std::make_pair(first_zone, std::string("tae-v4-1")));
+  CHECK(creates[1] == std::make_pair(std::string(kZone), std::string("tae-v4-1")));
+  CHECK(Nodes(fake).size() == 1);  // max_vms
+
+  // Preempted: deleted, and (the run still waits) created again.
+  fake.Control("POST", "preempt", {{"zone", kZone}, {"node", "tae-v4-1"}});
+  REQUIRE(WaitUntil([&] { return Creates(fake).size() >= creates.size() + 1; }, 120));
+  REQUIRE(WaitUntil(ready, 120));
+  bool deleted = false;
+  for (const nlohmann::json& request : fake.Control("GET", "requests")) {
+    deleted |=
+        request.at("method") == "DELETE" && request.at("path") == NodePath(kZone, "tae-v4-1");
+  }
+  CHECK(deleted);
+
+  // Nothing waits any more: after idle_timeout_s the VM is deleted.
+  REQUIRE(cluster.Taectl({"cancel", "on-tpu"}).exit_code == 0);
+  CHECK(WaitUntil([&] { return Nodes(fake).empty(); }, 120));
+
+  // Every gcloud call is in `taectl agents --provider`.
+  const nlohmann::json shown = cluster.TaectlJson({"agents", "--provider"});
+  std::vector<std::string> details;
+  for (const nlohmann::json& event : shown.at("provider_events")) {
+    if (event.at("provider") == "gcloud-tpu") {
+      details.push_back(event.at("detail"));
+    }
+  }
+  auto has = [&](const std::string& text) {
+    for (const std::string& detail : details) {
+      if (detail.find(text) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  INFO("gcloud calls:\n" << nlohmann::json(details).dump(1));
+  CHECK(has("gcloud compute tpus tpu-vm create tae-v4-1 --zone " + first_zone +
+            " --accelerator-type v4-8 --version tpu-ubuntu2204-base --spot --labels "
+            "tae=1,tae-pool=v4 -> failed:"));
+  CHECK(has("gcloud compute tpus tpu-vm create tae-v4-1 --zone " + std::string(kZone) +
+            " --accelerator-type v4-8 --version tpu-ubuntu2204-base --spot --labels "
+            "tae=1,tae-pool=v4 -> ok"));
+  CHECK(has("gcloud compute tpus tpu-vm delete tae-v4-1 --zone " + std::string(kZone) +
+            " --quiet -> ok"));
+  CHECK(has("gcloud compute tpus tpu-vm list --zone " + std::string(kZone) +
+            " --filter labels.tae-pool=v4 --format=json -> ok"));
 }
 
 }  // namespace tae::testing
