@@ -5,26 +5,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/spec/spec.h"
+#include "server/provider/config_file.h"
 #include "toml++/toml.h"
 
 namespace tae::provider {
-namespace {
-
-std::string Where(const std::string& path, const toml::source_region& source) {
-  return absl::StrCat(path, ":", source.begin.line, ":", source.begin.column);
-}
-
-absl::Status Error(const std::string& path, const toml::node& node, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat(Where(path, node.source()), ": ", what));
-}
-
-// A label value or id: no separators the agent's --labels syntax uses.
-bool PlainText(const std::string& text) {
-  return !text.empty() && text.find_first_of(",=\n\r") == std::string::npos;
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<SshHost>> ParseSshHosts(const std::string& text, const std::string& path,
                                                    const std::string& default_agent) {
   toml::table root;
@@ -38,18 +22,18 @@ absl::StatusOr<std::vector<SshHost>> ParseSshHosts(const std::string& text, cons
   std::set<std::string> ids;
   for (auto&& [key, node] : root) {
     if (key.str() != "host") {
-      return Error(
+      return ConfigError(
           path, node,
           absl::StrCat("unknown key '", std::string(key.str()), "' (expected [[host]] tables)"));
     }
     const toml::array* array = node.as_array();
     if (array == nullptr) {
-      return Error(path, node, "host: expected [[host]] tables");
+      return ConfigError(path, node, "host: expected [[host]] tables");
     }
     for (const toml::node& item : *array) {
       const toml::table* table = item.as_table();
       if (table == nullptr) {
-        return Error(path, item, "host: expected a table");
+        return ConfigError(path, item, "host: expected a table");
       }
       SshHost host;
       host.agent = default_agent;
@@ -57,7 +41,7 @@ absl::StatusOr<std::vector<SshHost>> ParseSshHosts(const std::string& text, cons
         const std::string field(field_key.str());
         auto string_of = [&](std::string* out) -> absl::Status {
           if (!value.is_string() || value.as_string()->get().empty()) {
-            return Error(path, value, absl::StrCat(field, ": expected a non-empty string"));
+            return ConfigError(path, value, absl::StrCat(field, ": expected a non-empty string"));
           }
           *out = value.as_string()->get();
           return absl::OkStatus();
@@ -65,8 +49,8 @@ absl::StatusOr<std::vector<SshHost>> ParseSshHosts(const std::string& text, cons
         auto int_of = [&](int* out, int low, int high) -> absl::Status {
           const toml::value<int64_t>* number = value.as_integer();
           if (number == nullptr || number->get() < low || number->get() > high) {
-            return Error(path, value,
-                         absl::StrCat(field, ": expected an integer in ", low, "..", high));
+            return ConfigError(path, value,
+                               absl::StrCat(field, ": expected an integer in ", low, "..", high));
           }
           *out = static_cast<int>(number->get());
           return absl::OkStatus();
@@ -75,7 +59,7 @@ absl::StatusOr<std::vector<SshHost>> ParseSshHosts(const std::string& text, cons
         if (field == "destination") {
           status = string_of(&host.destination);
           if (status.ok() && host.destination.front() == '-') {
-            status = Error(path, value, "destination: must not start with '-'");
+            status = ConfigError(path, value, "destination: must not start with '-'");
           }
         } else if (field == "id") {
           status = string_of(&host.id);
@@ -96,16 +80,17 @@ absl::StatusOr<std::vector<SshHost>> ParseSshHosts(const std::string& text, cons
         } else if (field == "labels") {
           const toml::table* labels = value.as_table();
           if (labels == nullptr) {
-            status = Error(path, value, "labels: expected a table of strings");
+            status = ConfigError(path, value, "labels: expected a table of strings");
           }
           for (auto it = labels != nullptr ? labels->begin() : toml::table::const_iterator();
                status.ok() && labels != nullptr && it != labels->end(); ++it) {
             const std::string name(it->first.str());
             const toml::value<std::string>* label = it->second.as_string();
             if (label == nullptr || !PlainText(name) || !PlainText(label->get())) {
-              status = Error(path, it->second,
-                             absl::StrCat("labels.", name,
-                                          ": expected a string without ',', '=' or line breaks"));
+              status =
+                  ConfigError(path, it->second,
+                              absl::StrCat("labels.", name,
+                                           ": expected a string without ',', '=' or line breaks"));
             } else {
               host.labels[name] = label->get();
             }
@@ -113,34 +98,36 @@ absl::StatusOr<std::vector<SshHost>> ParseSshHosts(const std::string& text, cons
         } else if (field == "ssh_options") {
           const toml::array* options = value.as_array();
           if (options == nullptr) {
-            status = Error(path, value, "ssh_options: expected an array of strings");
+            status = ConfigError(path, value, "ssh_options: expected an array of strings");
           }
           for (size_t i = 0; status.ok() && options != nullptr && i < options->size(); ++i) {
             const toml::value<std::string>* option = (*options)[i].as_string();
             if (option == nullptr || option->get().find('=') == std::string::npos) {
-              status = Error(path, (*options)[i], "ssh_options: expected \"Name=value\" strings");
+              status =
+                  ConfigError(path, (*options)[i], "ssh_options: expected \"Name=value\" strings");
             } else {
               host.ssh_options.push_back(option->get());
             }
           }
         } else {
-          status = Error(path, value, absl::StrCat("unknown key '", field, "' in [[host]]"));
+          status = ConfigError(path, value, absl::StrCat("unknown key '", field, "' in [[host]]"));
         }
         if (!status.ok()) {
           return status;
         }
       }
       if (host.destination.empty()) {
-        return Error(path, item, "[[host]]: destination is required");
+        return ConfigError(path, item, "[[host]]: destination is required");
       }
       if (host.id.empty()) {
         host.id = host.destination.substr(host.destination.find('@') + 1);
       }
       if (!PlainText(host.id)) {
-        return Error(path, item, absl::StrCat("id '", host.id, "': no ',', '=' or line breaks"));
+        return ConfigError(path, item,
+                           absl::StrCat("id '", host.id, "': no ',', '=' or line breaks"));
       }
       if (!ids.insert(host.id).second) {
-        return Error(path, item, absl::StrCat("id '", host.id, "' is used by two hosts"));
+        return ConfigError(path, item, absl::StrCat("id '", host.id, "' is used by two hosts"));
       }
       host.labels["provider"] = "ssh";
       hosts.push_back(std::move(host));

@@ -7,18 +7,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/provider/config_file.h"
 #include "toml++/toml.h"
 
 namespace tae::provider {
 namespace {
-
-std::string Where(const std::string& path, const toml::source_region& source) {
-  return absl::StrCat(path, ":", source.begin.line, ":", source.begin.column);
-}
-
-absl::Status Error(const std::string& path, const toml::node& node, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat(Where(path, node.source()), ": ", what));
-}
 
 // A pool name becomes part of VM names: lowercase letters, digits and '-', starting with a letter.
 bool ValidName(const std::string& name) {
@@ -31,10 +24,6 @@ bool ValidName(const std::string& name) {
     }
   }
   return true;
-}
-
-bool PlainText(const std::string& text) {
-  return !text.empty() && text.find_first_of(",=\n\r") == std::string::npos;
 }
 
 void AddProject(const TpuPool& pool, std::vector<std::string>* args) {
@@ -59,14 +48,14 @@ absl::StatusOr<std::vector<TpuPool>> ParseTpuPools(const std::string& text,
   for (auto&& [key, node] : root) {
     const toml::array* array = node.as_array();
     if (key.str() != "pool" || array == nullptr) {
-      return Error(
+      return ConfigError(
           path, node,
           absl::StrCat("unknown key '", std::string(key.str()), "' (expected [[pool]] tables)"));
     }
     for (const toml::node& item : *array) {
       const toml::table* table = item.as_table();
       if (table == nullptr) {
-        return Error(path, item, "pool: expected a table");
+        return ConfigError(path, item, "pool: expected a table");
       }
       TpuPool pool;
       for (auto&& [field_key, value] : *table) {
@@ -74,14 +63,14 @@ absl::StatusOr<std::vector<TpuPool>> ParseTpuPools(const std::string& text,
         absl::Status status;
         auto string_of = [&](std::string* out) {
           if (!value.is_string() || value.as_string()->get().empty()) {
-            return Error(path, value, absl::StrCat(field, ": expected a non-empty string"));
+            return ConfigError(path, value, absl::StrCat(field, ": expected a non-empty string"));
           }
           *out = value.as_string()->get();
           return absl::OkStatus();
         };
         auto bool_of = [&](bool* out) {
           if (!value.is_boolean()) {
-            return Error(path, value, absl::StrCat(field, ": expected true or false"));
+            return ConfigError(path, value, absl::StrCat(field, ": expected true or false"));
           }
           *out = value.as_boolean()->get();
           return absl::OkStatus();
@@ -89,9 +78,10 @@ absl::StatusOr<std::vector<TpuPool>> ParseTpuPools(const std::string& text,
         if (field == "name") {
           status = string_of(&pool.name);
           if (status.ok() && !ValidName(pool.name)) {
-            status = Error(path, value,
-                           "name: lowercase letters, digits and '-', starting with a letter, at "
-                           "most 40");
+            status =
+                ConfigError(path, value,
+                            "name: lowercase letters, digits and '-', starting with a letter, at "
+                            "most 40");
           }
         } else if (field == "accelerator_type") {
           status = string_of(&pool.accelerator_type);
@@ -106,26 +96,27 @@ absl::StatusOr<std::vector<TpuPool>> ParseTpuPools(const std::string& text,
         } else if (field == "max_vms") {
           const toml::value<int64_t>* number = value.as_integer();
           if (number == nullptr || number->get() < 1 || number->get() > 1000) {
-            status = Error(path, value, "max_vms: expected an integer in 1..1000");
+            status = ConfigError(path, value, "max_vms: expected an integer in 1..1000");
           } else {
             pool.max_vms = static_cast<int>(number->get());
           }
         } else if (field == "idle_timeout_s") {
           std::optional<double> seconds = value.value<double>();
           if (!seconds || !(*seconds >= 0) || *seconds > 7 * 86400) {
-            status = Error(path, value, "idle_timeout_s: expected seconds in 0..604800");
+            status = ConfigError(path, value, "idle_timeout_s: expected seconds in 0..604800");
           } else {
             pool.idle_timeout_s = *seconds;
           }
         } else if (field == "zones") {
           const toml::array* zones = value.as_array();
           if (zones == nullptr || zones->empty()) {
-            status = Error(path, value, "zones: expected a non-empty array of zone names");
+            status = ConfigError(path, value, "zones: expected a non-empty array of zone names");
           }
           for (size_t i = 0; status.ok() && zones != nullptr && i < zones->size(); ++i) {
             const toml::value<std::string>* zone = (*zones)[i].as_string();
             if (zone == nullptr || !PlainText(zone->get())) {
-              status = Error(path, (*zones)[i], "zones: expected zone names like us-central2-b");
+              status =
+                  ConfigError(path, (*zones)[i], "zones: expected zone names like us-central2-b");
             } else {
               pool.zones.push_back(zone->get());
             }
@@ -133,35 +124,36 @@ absl::StatusOr<std::vector<TpuPool>> ParseTpuPools(const std::string& text,
         } else if (field == "labels") {
           const toml::table* labels = value.as_table();
           if (labels == nullptr) {
-            status = Error(path, value, "labels: expected a table of strings");
+            status = ConfigError(path, value, "labels: expected a table of strings");
           } else {
             for (auto&& [name, label] : *labels) {
               const toml::value<std::string>* text_value = label.as_string();
               if (text_value == nullptr || !PlainText(std::string(name.str())) ||
                   !PlainText(text_value->get())) {
-                status = Error(path, label,
-                               absl::StrCat("labels.", std::string(name.str()),
-                                            ": expected a string without ',', '=' or line breaks"));
+                status = ConfigError(
+                    path, label,
+                    absl::StrCat("labels.", std::string(name.str()),
+                                 ": expected a string without ',', '=' or line breaks"));
                 break;
               }
               pool.labels[std::string(name.str())] = text_value->get();
             }
           }
         } else {
-          status = Error(path, value, absl::StrCat("unknown key '", field, "' in [[pool]]"));
+          status = ConfigError(path, value, absl::StrCat("unknown key '", field, "' in [[pool]]"));
         }
         if (!status.ok()) {
           return status;
         }
       }
       if (pool.name.empty() || pool.accelerator_type.empty() || pool.zones.empty()) {
-        return Error(path, item, "[[pool]]: name, accelerator_type and zones are required");
+        return ConfigError(path, item, "[[pool]]: name, accelerator_type and zones are required");
       }
       if (pool.spot && pool.preemptible) {
-        return Error(path, item, "[[pool]]: spot and preemptible exclude each other");
+        return ConfigError(path, item, "[[pool]]: spot and preemptible exclude each other");
       }
       if (!names.insert(pool.name).second) {
-        return Error(path, item, absl::StrCat("pool '", pool.name, "' is defined twice"));
+        return ConfigError(path, item, absl::StrCat("pool '", pool.name, "' is defined twice"));
       }
       pool.labels["pool"] = pool.name;
       pools.push_back(std::move(pool));
