@@ -16,7 +16,6 @@ namespace tae::agent {
 namespace {
 
 constexpr size_t kMaxEventsPerBatch = 2000;
-constexpr const char* kVersion = "0.1.0";
 
 std::string HostName() {
   char buf[256] = {0};
@@ -88,7 +87,7 @@ void Agent::OnConnected() {
   reg->set_agent_id(options_.id);
   reg->set_host(HostName());
   reg->set_slots(options_.slots);
-  reg->set_version(kVersion);
+  reg->set_version(facts::Version());  // the project version CMake gives
   *reg->mutable_facts() = facts_;
   for (const auto& [key, value] : options_.labels) {
     (*reg->mutable_labels())[key] = value;
