@@ -128,8 +128,9 @@ doctor::Group ThisMachine(const CommandEnv& env, bool reachable, const grpc::Sta
   for (const std::string& problem : facts.problems()) {
     group.checks.push_back({Level::kWarn, problem, ""});
   }
-  // No pool configuration exists yet: TAE_GCLOUD_POOLS stands in for "a gcloud pool is set up".
-  for (Check& check : doctor::CheckGcloud(!cli::EnvOr("TAE_GCLOUD_POOLS", "").empty())) {
+  // gcloud matters when taed has TPU pools: the file TAE_TPU_POOLS names, else the default one.
+  const std::string pools = cli::EnvOr("TAE_TPU_POOLS", env.home + "/tpu-pools.toml");
+  for (Check& check : doctor::CheckGcloud(access(pools.c_str(), F_OK) == 0)) {
     group.checks.push_back(std::move(check));
   }
   group.detail = {{"home", env.home},
@@ -150,8 +151,9 @@ int Doctor(const CommandEnv& env, const Args& args) {
       "socket and the agent token private to you; TLS files named by TAE_TLS_*; CPUs and threads\n"
       "per run; the BLAS libtorch will load (OpenBLAS pthread, else matrix maths is ~50x slower);\n"
       "free disk in the data dir and each agent's work and cache dirs; the accelerators each\n"
-      "agent sees (a TPU/GPU label without a visible device is a failure); and, when\n"
-      "TAE_GCLOUD_POOLS is set, that gcloud is logged in with a project.\n\n"
+      "agent sees (a TPU/GPU label without a visible device is a failure); and, when taed has\n"
+      "TPU pools ($TAE_HOME/tpu-pools.toml or TAE_TPU_POOLS), that gcloud is logged in with a\n"
+      "project.\n\n"
       "Each line is ok, warn or FAIL; problems come with the command that fixes them. Exits 1\n"
       "when any check FAILs, else 0.");
   flags.Bool("json", &json, "print the checks as JSON: {ok, failures, warnings, groups}");
