@@ -11,13 +11,11 @@
 namespace tae::provider {
 absl::StatusOr<std::vector<SshHost>> ParseSshHosts(const std::string& text, const std::string& path,
                                                    const std::string& default_agent) {
-  toml::table root;
-  try {
-    root = toml::parse(text, path);
-  } catch (const toml::parse_error& error) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Where(path, error.source()), ": ", std::string(error.description())));
+  absl::StatusOr<toml::table> parsed = ParseConfigToml(text, path);
+  if (!parsed.ok()) {
+    return parsed.status();
   }
+  const toml::table& root = *parsed;
   std::vector<SshHost> hosts;
   std::set<std::string> ids;
   for (auto&& [key, node] : root) {

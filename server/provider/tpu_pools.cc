@@ -36,13 +36,11 @@ void AddProject(const TpuPool& pool, std::vector<std::string>* args) {
 
 absl::StatusOr<std::vector<TpuPool>> ParseTpuPools(const std::string& text,
                                                    const std::string& path) {
-  toml::table root;
-  try {
-    root = toml::parse(text, path);
-  } catch (const toml::parse_error& error) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Where(path, error.source()), ": ", std::string(error.description())));
+  absl::StatusOr<toml::table> parsed = ParseConfigToml(text, path);
+  if (!parsed.ok()) {
+    return parsed.status();
   }
+  const toml::table& root = *parsed;
   std::vector<TpuPool> pools;
   std::set<std::string> names;
   for (auto&& [key, node] : root) {
