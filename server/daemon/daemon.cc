@@ -65,7 +65,7 @@ static absl::StatusOr<std::vector<provider::TpuPool>> LoadTpuPools(const Config&
     }
   }
   ASSIGN_OR_RETURN(std::string text, ReadConfigFile(path));
-  return provider::ParseTpuPools(text, path);
+  return provider::ParseTpuPools(text, path, config.agent_binary);
 }
 
 // `name` on PATH, or "".
@@ -160,10 +160,11 @@ absl::Status Daemon::Init() {
     core_.run();
   });
 
-  if (config_.local_agents > 0 || !ssh_hosts_.empty()) {
-    const std::string loopback = local_agent_port_ != 0
-                                     ? absl::StrCat("127.0.0.1:", local_agent_port_)
-                                     : DialAddress(config_.agent_listen, agent_port_);
+  // Where agents on this machine, and the tunnels of agents elsewhere, reach taed.
+  const std::string loopback = local_agent_port_ != 0
+                                   ? absl::StrCat("127.0.0.1:", local_agent_port_)
+                                   : DialAddress(config_.agent_listen, agent_port_);
+  if (config_.local_agents > 0 || !ssh_hosts_.empty() || !tpu_pools_.empty()) {
     provider::LocalOptions local{config_.local_agents,
                                  config_.slots,
                                  config_.agent_binary,
@@ -221,6 +222,30 @@ absl::Status Daemon::Init() {
                                 detail = std::move(detail)]() mutable {
         controller_->provider_log()->Add("gcloud-tpu", std::move(subject), std::move(event),
                                          std::move(detail));
+      });
+    };
+    // Agents on the workers: gcloud ssh sessions under a HOME of taed's own (its ssh key and the
+    // pinned host keys), gcloud's configuration as it was; LocalProvider supervises them.
+    tpu.ssh_home = config_.home + "/tpu-ssh";
+    RETURN_IF_ERROR(EnsurePrivateDir(tpu.ssh_home));
+    if (const char* cloudsdk = getenv("CLOUDSDK_CONFIG"); cloudsdk != nullptr && *cloudsdk) {
+      tpu.cloudsdk_config = cloudsdk;
+    } else if (const char* home = getenv("HOME"); home != nullptr && *home) {
+      tpu.cloudsdk_config = absl::StrCat(home, "/.config/gcloud");
+    }
+    tpu.tunnel_target = loopback;
+    tpu.start_sessions = [this](std::vector<provider::AgentSession> sessions) {
+      boost::asio::post(core_, [this, sessions = std::move(sessions)]() mutable {
+        for (provider::AgentSession& session : sessions) {
+          provider_->AddSession(std::move(session));
+        }
+      });
+    };
+    tpu.stop_sessions = [this](std::vector<std::string> ids) {
+      boost::asio::post(core_, [this, ids = std::move(ids)] {
+        for (const std::string& id : ids) {
+          provider_->RemoveSession(id);
+        }
       });
     };
     tpu_provider_ = std::make_unique<provider::TpuProvider>(std::move(tpu));

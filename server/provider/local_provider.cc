@@ -20,18 +20,27 @@ namespace tae::provider {
 LocalProvider::LocalProvider(boost::asio::io_context* io, LocalOptions options)
     : io_(io), options_(std::move(options)), sigchld_(*io, SIGCHLD) {
   for (int i = 0; i < options_.agents; ++i) {
-    children_.push_back({absl::StrCat("local-", i)});
+    Child child;
+    child.id = absl::StrCat("local-", i);
+    Add(std::move(child));
   }
   for (const SshHost& host : options_.ssh_hosts) {
-    children_.push_back({host.id, &host});
+    Child child;
+    child.id = host.id;
+    child.session = true;
+    child.command = {host.id, "ssh", SshArgv(host, options_.tunnel_target), {}};
+    Add(std::move(child));
   }
 }
 
 LocalProvider::~LocalProvider() { Stop(0); }
 
+void LocalProvider::Add(Child child) { children_.emplace(next_serial_++, std::move(child)); }
+
 absl::Status LocalProvider::Start() {
+  started_ = true;
   WatchChildren();
-  for (Child& child : children_) {
+  for (auto& [serial, child] : children_) {
     if (absl::Status s = Spawn(&child); !s.ok()) {
       return s;
     }
@@ -39,9 +48,68 @@ absl::Status LocalProvider::Start() {
   return absl::OkStatus();
 }
 
+void LocalProvider::AddSession(AgentSession session) {
+  if (stopping_) {
+    return;
+  }
+  Child child;
+  child.id = session.id;
+  child.session = true;
+  child.command = std::move(session);
+  const Serial serial = next_serial_;
+  Add(std::move(child));
+  if (started_) {
+    Child& added = children_.at(serial);
+    if (absl::Status s = Spawn(&added); !s.ok()) {
+      spdlog::warn("agent {}: {}", added.id, std::string(s.message()));
+      Record(added, "exit", absl::StrCat("could not start: ", s.message()));
+    }
+  }
+}
+
+void LocalProvider::RemoveSession(const std::string& id, int grace_ms) {
+  for (auto it = children_.begin(); it != children_.end();) {
+    Child& child = it->second;
+    if (!child.session || child.id != id || child.removed) {
+      ++it;
+      continue;
+    }
+    child.removed = true;
+    if (child.pid <= 0) {  // between restarts: nothing runs
+      Record(child, "stop", "removed");
+      it = children_.erase(it);
+      continue;
+    }
+    Record(child, "stop", absl::StrCat("pid ", child.pid, ": asked to stop"));
+    const char stop[] = "stop\n";
+    if (child.stdin_fd < 0 || write(child.stdin_fd, stop, sizeof(stop) - 1) != sizeof(stop) - 1) {
+      kill(-child.pid, SIGTERM);
+    }
+    // The far end may be gone without a word (a preempted VM): the session ends by keepalive
+    // timeout at the latest, or by this.
+    auto timer =
+        std::make_shared<boost::asio::steady_timer>(*io_, std::chrono::milliseconds(grace_ms));
+    timer->async_wait([this, timer, serial = it->first](const boost::system::error_code& error) {
+      auto found = children_.find(serial);
+      if (!error && found != children_.end() && found->second.pid > 0) {
+        kill(-found->second.pid, SIGTERM);
+      }
+    });
+    ++it;
+  }
+}
+
+int LocalProvider::sessions() const {
+  int n = 0;
+  for (const auto& [serial, child] : children_) {
+    n += child.session && !child.removed ? 1 : 0;
+  }
+  return n;
+}
+
 absl::Status LocalProvider::Spawn(Child* child) {
-  if (child->ssh != nullptr) {
-    return SpawnSsh(child);
+  if (child->session) {
+    return SpawnSession(child);
   }
   process::SpawnRequest request;
   request.argv = {options_.agent_binary,
@@ -74,14 +142,16 @@ absl::Status LocalProvider::Spawn(Child* child) {
   return absl::OkStatus();
 }
 
-absl::Status LocalProvider::SpawnSsh(Child* child) {
+absl::Status LocalProvider::SpawnSession(Child* child) {
   process::SpawnRequest request;
-  request.argv = SshArgv(*child->ssh, options_.tunnel_target);
+  request.argv = child->command.argv;
+  request.env = child->command.env;
   request.stdin_pipe = true;
   request.env_remove = {"TAE_AGENT_TOKEN", "TAE_TLS_CA",          "TAE_TLS_CERT",
                         "TAE_TLS_KEY",     "TAE_TLS_SERVER_NAME", "TAE_TLS_CLIENT_CA"};
   request.log_path = absl::StrCat(options_.log_dir, "/", child->id, ".log");
-  // taed gone: ssh ends, the remote agent sees stdin close and leaves its runs to be adopted.
+  // taed gone: the session ends, the remote agent sees stdin close and leaves its runs to be
+  // adopted.
   request.die_with_parent = true;
   request.death_signal = SIGTERM;
   absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
@@ -93,11 +163,12 @@ absl::Status LocalProvider::SpawnSsh(Child* child) {
   // The token goes down the session, never on a command line. A pipe this small never blocks.
   const std::string line = options_.token + "\n";
   if (write(child->stdin_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-    spdlog::warn("agent {}: could not hand the token to ssh: {}", child->id, strerror(errno));
+    spdlog::warn("agent {}: could not hand the token to its session: {}", child->id,
+                 strerror(errno));
   }
   const std::string command = absl::StrJoin(request.argv, " ");
-  spdlog::info("started agent {} over ssh (pid {}, log {}): {}", child->id, child->pid,
-               request.log_path, command);
+  spdlog::info("started agent {} through {} (pid {}, log {}): {}", child->id,
+               child->command.provider, child->pid, request.log_path, command);
   Record(*child, "start", absl::StrCat("pid ", child->pid, ": ", command));
   return absl::OkStatus();
 }
@@ -105,7 +176,7 @@ absl::Status LocalProvider::SpawnSsh(Child* child) {
 void LocalProvider::Record(const Child& child, const std::string& event,
                            const std::string& detail) {
   if (options_.log != nullptr && !stopping_) {
-    options_.log->Add(child.ssh != nullptr ? "ssh" : "local", child.id, event, detail);
+    options_.log->Add(child.session ? child.command.provider : "local", child.id, event, detail);
   }
 }
 
@@ -123,46 +194,55 @@ void LocalProvider::WatchChildren() {
     }
     // Only our own children: taed has others (the gcloud-tpu provider's gcloud calls), whose
     // owners wait for them by pid.
-    for (Child& child : children_) {
+    std::vector<std::pair<Serial, int>> exited;
+    for (auto& [serial, child] : children_) {
       int status = 0;
       if (child.pid > 0 && waitpid(child.pid, &status, WNOHANG) == child.pid) {
-        OnExit(child.pid, status);
+        exited.emplace_back(serial, status);
       }
+    }
+    for (const auto& [serial, status] : exited) {
+      OnExit(serial, status);
     }
     WatchChildren();
   });
 }
 
-void LocalProvider::OnExit(pid_t pid, int status) {
-  for (Child& child : children_) {
-    if (child.pid != pid) {
-      continue;
-    }
-    child.pid = 0;
-    CloseStdin(&child);
-    if (stopping_) {
-      return;
-    }
-    child.restarts += 1;
-    int delay_ms = std::min(30000, 500 * (1 << std::min(child.restarts, 6)));
-    spdlog::warn("agent {} exited (status {}); restarting in {} ms", child.id, status, delay_ms);
-    Record(
-        child, "exit",
-        absl::StrCat(WIFEXITED(status) ? absl::StrCat("exit code ", WEXITSTATUS(status))
-                                       : absl::StrCat("killed by signal ", WTERMSIG(status)),
-                     "; restarting in ", delay_ms, " ms",
-                     child.ssh != nullptr ? absl::StrCat(" (ssh's own messages: ", options_.log_dir,
-                                                         "/", child.id, ".log)")
-                                          : ""));
-    auto timer =
-        std::make_shared<boost::asio::steady_timer>(*io_, std::chrono::milliseconds(delay_ms));
-    timer->async_wait([this, timer, &child](const boost::system::error_code& error) {
-      if (!error && !stopping_ && child.pid == 0) {
-        Spawn(&child).IgnoreError();
-      }
-    });
+void LocalProvider::OnExit(Serial serial, int status) {
+  auto it = children_.find(serial);
+  if (it == children_.end()) {
     return;
   }
+  Child& child = it->second;
+  child.pid = 0;
+  CloseStdin(&child);
+  if (stopping_) {
+    return;
+  }
+  const std::string how = WIFEXITED(status) ? absl::StrCat("exit code ", WEXITSTATUS(status))
+                                            : absl::StrCat("killed by signal ", WTERMSIG(status));
+  if (child.removed) {
+    Record(child, "exit", absl::StrCat(how, "; removed, not restarted"));
+    children_.erase(it);
+    return;
+  }
+  child.restarts += 1;
+  int delay_ms = std::min(30000, 500 * (1 << std::min(child.restarts, 6)));
+  spdlog::warn("agent {} exited (status {}); restarting in {} ms", child.id, status, delay_ms);
+  Record(child, "exit",
+         absl::StrCat(how, "; restarting in ", delay_ms, " ms",
+                      child.session ? absl::StrCat(" (the session's own messages: ",
+                                                   options_.log_dir, "/", child.id, ".log)")
+                                    : ""));
+  auto timer =
+      std::make_shared<boost::asio::steady_timer>(*io_, std::chrono::milliseconds(delay_ms));
+  timer->async_wait([this, timer, serial](const boost::system::error_code& error) {
+    auto found = children_.find(serial);
+    if (!error && !stopping_ && found != children_.end() && found->second.pid == 0 &&
+        !found->second.removed) {
+      Spawn(&found->second).IgnoreError();
+    }
+  });
 }
 
 void LocalProvider::PrepareStop() {
@@ -173,11 +253,11 @@ void LocalProvider::PrepareStop() {
 
 void LocalProvider::Stop(int grace_ms) {
   stopping_ = true;
-  for (Child& child : children_) {
+  for (auto& [serial, child] : children_) {
     if (child.pid <= 0) {
       continue;
     }
-    if (child.ssh != nullptr && child.stdin_fd >= 0) {
+    if (child.session && child.stdin_fd >= 0) {
       // The remote agent stops its runs and exits; then the session, and ssh, end.
       const char stop[] = "stop\n";
       if (write(child.stdin_fd, stop, sizeof(stop) - 1) != sizeof(stop) - 1) {
@@ -188,7 +268,7 @@ void LocalProvider::Stop(int grace_ms) {
     }
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
-  for (Child& child : children_) {
+  for (auto& [serial, child] : children_) {
     while (child.pid > 0) {
       int status = 0;
       pid_t r = waitpid(child.pid, &status, WNOHANG);

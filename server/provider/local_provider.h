@@ -1,8 +1,10 @@
 #pragma once
 
 // The agent processes taed starts and keeps alive (restart with backoff when one dies), stops on
-// shutdown: N local tae-agent children (the local provider) and one `ssh` child per host of the
-// ssh provider (ssh_hosts.h), whose remote command is the agent. Runs on the core io_context.
+// shutdown: N local tae-agent children (the local provider), one `ssh` session per host of the
+// ssh provider (ssh_hosts.h), and the sessions other providers add and remove while taed runs
+// (the gcloud-tpu provider: one `gcloud ... tpu-vm ssh` per worker of a READY VM; session.h).
+// Runs on the core io_context.
 
 #include <sys/types.h>
 
@@ -15,6 +17,7 @@
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/signal_set.hpp"
 #include "server/provider/provider_log.h"
+#include "server/provider/session.h"
 #include "server/provider/ssh_hosts.h"
 
 namespace tae::provider {
@@ -38,6 +41,13 @@ class LocalProvider {
   ~LocalProvider();
 
   absl::Status Start();
+  // On the core thread. Starts `session` (its stdin gets the token) and keeps it alive until
+  // RemoveSession. A session with the same id that is still being removed may overlap briefly.
+  void AddSession(AgentSession session);
+  // On the core thread. Sends `stop` to the session's agent, then SIGTERM to the session's
+  // process group after grace_ms if it is still there; it is not restarted.
+  void RemoveSession(const std::string& id, int grace_ms = 10000);
+  int sessions() const;  // live or restarting sessions, ssh hosts included
   // On the core thread: no more restarts, no more reaping by the SIGCHLD handler.
   void PrepareStop();
   // SIGTERM to every agent, then SIGKILL after grace_ms; waits for them. After PrepareStop() ran
@@ -47,22 +57,28 @@ class LocalProvider {
  private:
   struct Child {
     std::string id;
-    const SshHost* ssh = nullptr;  // set: an ssh session running the agent on that host
+    bool session = false;  // an AgentSession (ssh, gcloud-tpu), else a local tae-agent
+    AgentSession command;  // session: what to run
     pid_t pid = 0;
-    int stdin_fd = -1;  // ssh: the session's stdin (token, then `stop`; closing it abandons)
+    int stdin_fd = -1;  // session: its stdin (token, then `stop`; closing it abandons)
     int restarts = 0;
+    bool removed = false;  // RemoveSession: forgotten once it exits, never restarted
   };
+  using Serial = uint64_t;  // children by serial: restart timers outlive removed children
+  void Add(Child child);
   absl::Status Spawn(Child* child);
-  absl::Status SpawnSsh(Child* child);
+  absl::Status SpawnSession(Child* child);
   void CloseStdin(Child* child);
   void Record(const Child& child, const std::string& event, const std::string& detail);
   void WatchChildren();
-  void OnExit(pid_t pid, int status);
+  void OnExit(Serial serial, int status);
 
   boost::asio::io_context* io_;
   LocalOptions options_;
   boost::asio::signal_set sigchld_;
-  std::vector<Child> children_;
+  std::map<Serial, Child> children_;
+  Serial next_serial_ = 1;
+  bool started_ = false;
   bool stopping_ = false;
 };
 

@@ -2,11 +2,15 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -81,12 +85,14 @@ void TpuProvider::Loop() {
   }
 }
 
-TpuProvider::Result TpuProvider::Gcloud(const std::string& subject, const std::string& event,
-                                        const std::vector<std::string>& args) {
+TpuProvider::Result TpuProvider::Run(const std::string& subject, const std::string& event,
+                                     std::vector<std::string> argv, bool gcloud) {
   Result result;
   process::SpawnRequest request;
-  request.argv = {options_.gcloud};
-  request.argv.insert(request.argv.end(), args.begin(), args.end());
+  if (gcloud) {
+    argv.insert(argv.begin(), options_.gcloud);
+  }
+  request.argv = argv;
   request.env_remove = {"TAE_AGENT_TOKEN", "TAE_TLS_KEY"};
   const double start = Now();
   absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
@@ -141,7 +147,9 @@ TpuProvider::Result TpuProvider::Gcloud(const std::string& subject, const std::s
       result.err = absl::StrCat("no answer within ", options_.call_timeout_s, " s; ", result.err);
     }
   }
-  const std::string command = absl::StrCat("gcloud ", absl::StrJoin(args, " "));
+  const std::string command =
+      gcloud ? absl::StrCat("gcloud ", absl::StrJoin(argv.begin() + 1, argv.end(), " "))
+             : absl::StrJoin(argv, " ");
   const std::string outcome =
       result.ok ? absl::StrFormat("ok in %.1f s", Now() - start)
                 : absl::StrCat("failed: ", ErrorLine(result.err.empty() ? result.out : result.err));
@@ -152,26 +160,69 @@ TpuProvider::Result TpuProvider::Gcloud(const std::string& subject, const std::s
   return result;
 }
 
-std::vector<TpuProvider::Vm> TpuProvider::ListVms(const TpuPool& pool) {
-  std::vector<Vm> vms;
+TpuProvider::Listing TpuProvider::List(const TpuPool& pool) {
+  Listing listing;
   for (const std::string& zone : pool.zones) {
     Result listed = Gcloud(pool.name, "list", TpuListArgs(pool, zone));
     nlohmann::json nodes = nlohmann::json::parse(listed.out, nullptr, false);
     if (!listed.ok || !nodes.is_array()) {
-      continue;  // logged; the next round tries again
+      listing.complete = false;  // logged; the next round tries again
+      continue;
     }
     for (const nlohmann::json& node : nodes) {
+      if (!node.is_object()) {
+        continue;
+      }
       const std::string full = node.value("name", "");
-      vms.push_back({full.substr(full.rfind('/') + 1), zone, node.value("state", "")});
+      const std::string queued = node.value("queuedResource", "");
+      Vm vm{full.substr(full.rfind('/') + 1),
+            zone,
+            node.value("state", ""),
+            node.value("id", ""),
+            {},
+            queued.substr(queued.rfind('/') + 1)};
+      const nlohmann::json endpoints = node.value("networkEndpoints", nlohmann::json::array());
+      for (const nlohmann::json& endpoint : endpoints) {
+        vm.ips.push_back(endpoint.is_object() ? endpoint.value("ipAddress", "") : "");
+      }
+      listing.vms.push_back(std::move(vm));
+    }
+    if (!pool.queued) {
+      continue;
+    }
+    Result queued = Gcloud(pool.name, "list", TpuQueuedListArgs(pool, zone));
+    nlohmann::json requests = nlohmann::json::parse(queued.out, nullptr, false);
+    if (!queued.ok || !requests.is_array()) {
+      listing.complete = false;
+      continue;
+    }
+    const std::string prefix = absl::StrCat("tae-", pool.name, "-");
+    for (const nlohmann::json& request : requests) {
+      if (!request.is_object()) {
+        continue;
+      }
+      const std::string full = request.value("name", "");
+      const std::string name = full.substr(full.rfind('/') + 1);
+      // Only this pool's: tae-POOL-N (a pool "v4-big" is not pool "v4"'s).
+      if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() ||
+          name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
+        continue;
+      }
+      const nlohmann::json state = request.value("state", nlohmann::json::object());
+      listing.queued.push_back(
+          {name, zone, state.is_object() ? state.value("state", "") : std::string()});
     }
   }
-  return vms;
+  return listing;
 }
 
-void TpuProvider::CreateVm(const TpuPool& pool, const std::vector<Vm>& existing) {
+void TpuProvider::CreateVm(const TpuPool& pool, const Listing& existing) {
   std::set<std::string> taken;
-  for (const Vm& vm : existing) {
+  for (const Vm& vm : existing.vms) {
     taken.insert(vm.name);
+  }
+  for (const Queued& request : existing.queued) {
+    taken.insert(request.name);
   }
   std::string name;
   for (int i = 1; name.empty(); ++i) {
@@ -181,7 +232,8 @@ void TpuProvider::CreateVm(const TpuPool& pool, const std::vector<Vm>& existing)
     }
   }
   for (const std::string& zone : pool.zones) {
-    Result created = Gcloud(name, "create", TpuCreateArgs(pool, name, zone));
+    Result created = pool.queued ? Gcloud(name, "create", TpuQueuedCreateArgs(pool, name, zone))
+                                 : Gcloud(name, "create", TpuCreateArgs(pool, name, zone));
     if (created.ok) {
       return;
     }
@@ -192,30 +244,200 @@ void TpuProvider::CreateVm(const TpuPool& pool, const std::vector<Vm>& existing)
   }
 }
 
+void TpuProvider::DeleteVm(const TpuPool& pool, const Vm& vm) {
+  StopAgents(vm.name);
+  idle_since_.erase(vm.name);
+  if (!vm.queued_resource.empty()) {
+    // A queued resource's VM goes with it (deleting the VM alone would leave the request).
+    Gcloud(vm.name, "delete", TpuQueuedDeleteArgs(pool, vm.queued_resource, vm.zone));
+  } else {
+    Gcloud(vm.name, "delete", TpuDeleteArgs(pool, vm.name, vm.zone));
+  }
+}
+
+bool TpuProvider::EnsureSshKey() {
+  const std::string dir = options_.ssh_home + "/.ssh";
+  const std::string key = dir + "/google_compute_engine";
+  if (access(key.c_str(), R_OK) == 0 && access((key + ".pub").c_str(), R_OK) == 0) {
+    return true;
+  }
+  // Made once here: sessions starting together would each have gcloud generate one.
+  mkdir(options_.ssh_home.c_str(), 0700);
+  mkdir(dir.c_str(), 0700);
+  unlink(key.c_str());
+  unlink((key + ".pub").c_str());
+  return Run("ssh key", "keygen",
+             {"ssh-keygen", "-q", "-t", "rsa", "-b", "3072", "-N", "", "-C", "taed", "-f", key},
+             false)
+      .ok;
+}
+
+void TpuProvider::WriteKnownHosts() {
+  const std::string path = options_.ssh_home + "/.ssh/google_compute_known_hosts";
+  std::string text;
+  for (const auto& [vm, lines] : known_hosts_) {
+    for (const std::string& line : lines) {
+      absl::StrAppend(&text, line, "\n");
+    }
+  }
+  const std::string tmp = path + ".tmp";
+  FILE* file = fopen(tmp.c_str(), "w");
+  if (file == nullptr || fwrite(text.data(), 1, text.size(), file) != text.size()) {
+    spdlog::warn("gcloud-tpu: cannot write {}: {}", tmp, strerror(errno));
+    if (file != nullptr) {
+      fclose(file);
+    }
+    return;
+  }
+  if (fclose(file) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
+    spdlog::warn("gcloud-tpu: cannot write {}: {}", path, strerror(errno));
+  }
+}
+
+void TpuProvider::StartAgents(const TpuPool& pool, const Vm& vm) {
+  auto it = agents_.find(vm.name);
+  if (it != agents_.end() && it->second.node_id == vm.id) {
+    return;  // running (or being restarted by their supervisor)
+  }
+  if (it != agents_.end()) {
+    StopAgents(vm.name);  // the same name, a new VM
+  }
+  if (!options_.start_sessions || vm.ips.empty()) {
+    return;
+  }
+  // The workers' host keys, from the guest attributes (the API, not the network): pinned, so
+  // the sessions check them strictly instead of trusting whatever answers first.
+  Result attributes =
+      Gcloud(vm.name, "get-guest-attributes", TpuGuestAttributesArgs(pool, vm.name, vm.zone));
+  nlohmann::json items = nlohmann::json::parse(attributes.out, nullptr, false);
+  std::map<int, std::string> keys;
+  for (const nlohmann::json& item : items.is_array() ? items : nlohmann::json::array()) {
+    if (!item.is_object() || item.value("key", "") != "ssh-ed25519" ||
+        item.value("namespace", "hostkeys") != "hostkeys" || !item.contains("worker_id")) {
+      continue;
+    }
+    const nlohmann::json& worker = item["worker_id"];
+    int index = -1;
+    if (worker.is_number_integer()) {
+      index = worker.get<int>();
+    } else if (worker.is_string() && !worker.get<std::string>().empty() &&
+               worker.get<std::string>().find_first_not_of("0123456789") == std::string::npos) {
+      index = std::stoi(worker.get<std::string>());
+    }
+    const std::string value = item.value("value", "");
+    if (index >= 0 && !value.empty() && value.find_first_of(" \n") == std::string::npos) {
+      keys[index] = value;
+    }
+  }
+  std::vector<std::string> lines;
+  for (size_t w = 0; w < vm.ips.size(); ++w) {
+    auto key = keys.find(static_cast<int>(w));
+    if (key == keys.end()) {
+      if (options_.log) {
+        options_.log(vm.name, "agents",
+                     absl::StrCat("worker ", w,
+                                  " has not published its ssh host key in the guest attributes "
+                                  "yet; agents start when every worker has"));
+      }
+      return;
+    }
+    lines.push_back(TpuKnownHostsLine(vm.id, static_cast<int>(w), "ssh-ed25519", key->second));
+  }
+  if (!EnsureSshKey()) {
+    return;  // logged
+  }
+  known_hosts_[vm.name] = lines;
+  WriteKnownHosts();
+  Agents started{pool.name, vm.id, {}};
+  std::vector<AgentSession> sessions;
+  for (size_t w = 0; w < vm.ips.size(); ++w) {
+    const TpuWorker worker{vm.name, vm.zone, static_cast<int>(w), vm.ips[w]};
+    AgentSession session;
+    session.id = TpuAgentId(worker);
+    session.provider = "gcloud-tpu";
+    session.argv = TpuSshArgs(pool, worker, options_.tunnel_target);
+    session.argv.insert(session.argv.begin(), options_.gcloud);
+    session.env = {{"HOME", options_.ssh_home}};
+    if (!options_.cloudsdk_config.empty()) {
+      session.env.emplace_back("CLOUDSDK_CONFIG", options_.cloudsdk_config);
+    }
+    started.ids.push_back(session.id);
+    sessions.push_back(std::move(session));
+  }
+  if (options_.log) {
+    options_.log(vm.name, "agents",
+                 absl::StrCat("starting ", sessions.size(), " agent(s) on node ", vm.id, ": ",
+                              absl::StrJoin(started.ids, ", ")));
+  }
+  agents_[vm.name] = std::move(started);
+  options_.start_sessions(std::move(sessions));
+}
+
+void TpuProvider::StopAgents(const std::string& vm) {
+  auto it = agents_.find(vm);
+  if (it == agents_.end()) {
+    return;
+  }
+  if (options_.stop_sessions) {
+    options_.stop_sessions(it->second.ids);
+  }
+  if (options_.log) {
+    options_.log(vm, "agents", absl::StrCat("stopping ", absl::StrJoin(it->second.ids, ", ")));
+  }
+  agents_.erase(it);
+  if (known_hosts_.erase(vm) > 0) {
+    WriteKnownHosts();
+  }
+}
+
 void TpuProvider::Round() {
   const TpuDemand demand = options_.demand ? options_.demand() : TpuDemand{};
   const double now = Now();
   for (const TpuPool& pool : options_.pools) {
-    std::vector<Vm> vms = ListVms(pool);
+    Listing listing = List(pool);
     std::vector<Vm> live;
+    std::set<std::string> seen;
     bool creating = false;
-    for (const Vm& vm : vms) {
+    for (const Vm& vm : listing.vms) {
+      seen.insert(vm.name);
       if (vm.state == "PREEMPTED" || vm.state == "TERMINATED") {
         // Its agents are gone; their runs come back to the queue after the grace period, and a
         // new VM is created for them below or in the next round.
-        Gcloud(vm.name, "delete", TpuDeleteArgs(pool, vm.name, vm.zone));
-        idle_since_.erase(vm.name);
+        DeleteVm(pool, vm);
         continue;
       }
       creating = creating || vm.state == "CREATING";
       live.push_back(vm);
     }
+    // Queued resources still waiting (or provisioning) count as VMs on their way; those that
+    // ended without a VM to show for it are deleted.
+    int on_the_way = 0;
+    for (const Queued& request : listing.queued) {
+      seen.insert(request.name);
+      const bool has_vm = std::any_of(live.begin(), live.end(), [&](const Vm& vm) {
+        return vm.queued_resource == request.name;
+      });
+      if (request.state == "SUSPENDED" || request.state == "FAILED") {
+        if (!has_vm) {
+          StopAgents(request.name);
+          Gcloud(request.name, "delete", TpuQueuedDeleteArgs(pool, request.name, request.zone));
+        }
+      } else if (!has_vm && request.state != "DELETING" && request.state != "SUSPENDING") {
+        ++on_the_way;
+      }
+    }
     auto waiting_it = demand.waiting.find(pool.name);
     const int waiting = waiting_it == demand.waiting.end() ? 0 : waiting_it->second;
-    if (waiting > 0 && !creating && static_cast<int>(live.size()) < pool.max_vms) {
-      CreateVm(pool, live);  // a deleted VM's name is free again
+    if (waiting > 0 && !creating && on_the_way == 0 &&
+        static_cast<int>(live.size()) < pool.max_vms) {
+      CreateVm(pool, listing);  // a deleted VM's name is free again
     }
     for (const Vm& vm : live) {
+      if (vm.state == "READY") {
+        StartAgents(pool, vm);
+      } else {
+        StopAgents(vm.name);  // STOPPING, REPAIRING, ...: the sessions would only fail
+      }
       auto busy = demand.busy_vms.find(vm.name);
       const bool idle = vm.state == "READY" && waiting == 0 &&
                         (busy == demand.busy_vms.end() || busy->second == 0);
@@ -225,8 +447,19 @@ void TpuProvider::Round() {
       }
       auto it = idle_since_.emplace(vm.name, now).first;
       if (now - it->second >= pool.idle_timeout_s) {
-        Gcloud(vm.name, "delete", TpuDeleteArgs(pool, vm.name, vm.zone));
-        idle_since_.erase(vm.name);
+        DeleteVm(pool, vm);
+      }
+    }
+    if (listing.complete) {
+      // VMs deleted behind taed's back (the console, teardown.sh): their sessions go too.
+      std::vector<std::string> gone;
+      for (const auto& [vm, agents] : agents_) {
+        if (agents.pool == pool.name && seen.count(vm) == 0) {
+          gone.push_back(vm);
+        }
+      }
+      for (const std::string& vm : gone) {
+        StopAgents(vm);
       }
     }
   }

@@ -8,9 +8,17 @@
 // taed (how many queued runs want a pool, which VMs' agents are busy) comes from the core thread
 // through `demand`, and every gcloud call goes to `log` (ProviderLog, on the core thread too).
 //
-// Not done yet: starting the agents on a READY VM's workers (`gcloud compute tpus tpu-vm ssh
-// NAME --worker=all`), so a VM's runs do not start by themselves; the runs wait, and the VM is
-// kept while they do.
+// With `queued = true` a pool asks through queued resources instead: `queued-resources create`
+// (the next zone only when the create itself fails for capacity; an accepted request waits for
+// capacity, and no second one is made meanwhile), and its VMs are deleted through their queued
+// resource (`queued-resources delete --force`), as are SUSPENDED or FAILED requests.
+//
+// Agents: for each READY VM it reads the workers' ssh host keys from the guest attributes, pins
+// them in google_compute_known_hosts under a HOME of its own (ssh_home, which also holds taed's
+// ssh key), and has one `gcloud compute tpus tpu-vm ssh VM --worker=W
+// --strict-host-key-checking=yes --command 'exec tae-agent --stdin ...' -- -R ...` session per
+// worker started (start_sessions: LocalProvider supervises them on the core thread). A VM that
+// is deleted, recreated (a new node id), or no longer READY has its sessions removed first.
 
 #include <condition_variable>
 #include <functional>
@@ -20,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/provider/session.h"
 #include "server/provider/tpu_pools.h"
 
 namespace tae::provider {
@@ -39,6 +48,13 @@ struct TpuProviderOptions {
   std::function<TpuDemand()> demand;
   // Called from the provider thread for every gcloud call: (subject, event, detail).
   std::function<void(std::string, std::string, std::string)> log;
+  // Agents on the workers (all unset: VMs only, no agents).
+  std::string ssh_home;         // HOME of the ssh sessions (.ssh: taed's key, pinned host keys)
+  std::string cloudsdk_config;  // CLOUDSDK_CONFIG of the sessions (gcloud's, HOME aside)
+  std::string tunnel_target;    // taed's loopback agent address, the -R forwards' target
+  // Called from the provider thread; must hand over to the core thread and return.
+  std::function<void(std::vector<AgentSession>)> start_sessions;
+  std::function<void(std::vector<std::string>)> stop_sessions;  // agent ids
 };
 
 class TpuProvider {
@@ -55,6 +71,24 @@ class TpuProvider {
     std::string name;
     std::string zone;
     std::string state;
+    std::string id;                // the numeric node id (new for a recreated VM)
+    std::vector<std::string> ips;  // per worker: its internal address
+    std::string queued_resource;   // the queued resource that made it, if one did
+  };
+  struct Queued {
+    std::string name;
+    std::string zone;
+    std::string state;
+  };
+  struct Listing {
+    std::vector<Vm> vms;
+    std::vector<Queued> queued;  // the pool's queued resources (queued pools)
+    bool complete = true;        // every list call worked (so a VM missing from it is gone)
+  };
+  struct Agents {
+    std::string pool;
+    std::string node_id;
+    std::vector<std::string> ids;
   };
   struct Result {
     bool ok = false;
@@ -63,13 +97,25 @@ class TpuProvider {
   };
   void Loop();
   void Round();
+  // Runs argv (gcloud's when `gcloud`), logged as `subject` `event` with its outcome.
+  Result Run(const std::string& subject, const std::string& event, std::vector<std::string> argv,
+             bool gcloud = true);
   Result Gcloud(const std::string& subject, const std::string& event,
-                const std::vector<std::string>& args);
-  std::vector<Vm> ListVms(const TpuPool& pool);
-  void CreateVm(const TpuPool& pool, const std::vector<Vm>& existing);
+                const std::vector<std::string>& args) {
+    return Run(subject, event, args);
+  }
+  Listing List(const TpuPool& pool);
+  void CreateVm(const TpuPool& pool, const Listing& existing);
+  void DeleteVm(const TpuPool& pool, const Vm& vm);
+  void StartAgents(const TpuPool& pool, const Vm& vm);
+  void StopAgents(const std::string& vm);
+  bool EnsureSshKey();
+  void WriteKnownHosts();
 
   TpuProviderOptions options_;
   std::map<std::string, double> idle_since_;  // VM -> when it was first seen with nothing to do
+  std::map<std::string, Agents> agents_;      // VM -> the sessions started for it
+  std::map<std::string, std::vector<std::string>> known_hosts_;  // VM -> pinned host key lines
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;

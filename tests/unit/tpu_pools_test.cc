@@ -65,6 +65,98 @@ TEST_CASE("a bad pool file names the line and the key", "[provider]") {
                        "zones = [\"b\"]\n") == "pools.toml:5:1: pool 'v4' is defined twice");
 }
 
+TEST_CASE("a pool's agents: one gcloud ssh session per worker, strict host keys, no token",
+          "[provider]") {
+  absl::StatusOr<std::vector<TpuPool>> pools = ParseTpuPools(
+      "[[pool]]\nname = \"v4\"\naccelerator_type = \"v4-16\"\nzones = [\"z1\"]\n"
+      "labels = { accelerator = \"tpu\" }\nslots = 2\ntunnel_port = 18000\n"
+      "work_dir = \"/var/tmp/w\"\nssh_user = \"tae\"\ninternal_ip = true\n",
+      "pools.toml", "/opt/tae/bin/tae-agent");
+  REQUIRE(pools.ok());
+  const TpuPool& pool = (*pools)[0];
+  const TpuWorker worker{"tae-v4-1", "z1", 1, "10.0.0.3"};
+  CHECK(TpuAgentId(worker) == "tae-v4-1-w1");
+  CHECK(TpuSshArgs(pool, worker, "127.0.0.1:7000") ==
+        std::vector<std::string>{
+            "compute",
+            "tpus",
+            "tpu-vm",
+            "ssh",
+            "tae@tae-v4-1",
+            "--zone",
+            "z1",
+            "--worker=1",
+            "--internal-ip",
+            "--strict-host-key-checking=yes",
+            "--command",
+            "exec /opt/tae/bin/tae-agent --stdin --taed 127.0.0.1:18000 --id tae-v4-1-w1 "
+            "--slots 2 --labels "
+            "accelerator=tpu,addr=10.0.0.3,pool=v4,provider=gcloud-tpu,slice=tae-v4-1,worker=1,"
+            "zone=z1 --work-dir /var/tmp/w/tae-v4-1-w1",
+            "--",
+            "-R",
+            "127.0.0.1:18000:127.0.0.1:7000",
+            "-o",
+            "ExitOnForwardFailure=yes",
+            "-o",
+            "ServerAliveInterval=15",
+            "-o",
+            "ServerAliveCountMax=3"});
+  // gcloud splits --command on single spaces and ssh joins it again: no runs of spaces.
+  CHECK(TpuAgentCommand(pool, worker).find("  ") == std::string::npos);
+
+  TpuPool boxed = pool;
+  boxed.image = "us-docker.pkg.dev/p/tae/agent:1";
+  boxed.agent = "/opt/tae/bin/tae-agent";
+  CHECK(
+      TpuAgentCommand(boxed, worker)
+          .rfind(
+              "exec sudo docker run --rm -i --network host --privileged -v /var/tmp/w:/var/tmp/w "
+              "--entrypoint /opt/tae/bin/tae-agent us-docker.pkg.dev/p/tae/agent:1 --stdin --taed "
+              "127.0.0.1:18000 --id tae-v4-1-w1 ",
+              0) == 0);
+
+  // The alias gcloud's ssh looks up: tpu.<node id>-<worker>-<key's last 6>, lowercased.
+  CHECK(TpuKnownHostsLine("1000000000000000001", 1, "ssh-ed25519",
+                          "AAAAC3NzaC1lZDI1NTE5AAAAIKfX7z") ==
+        "tpu.1000000000000000001-1-ikfx7z ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKfX7z");
+  CHECK(TpuGuestAttributesArgs(pool, "tae-v4-1", "z1") ==
+        std::vector<std::string>{"compute", "tpus", "tpu-vm", "get-guest-attributes", "tae-v4-1",
+                                 "--zone", "z1", "--format=json"});
+}
+
+TEST_CASE("a queued pool asks through queued resources and deletes through them", "[provider]") {
+  absl::StatusOr<std::vector<TpuPool>> pools = ParseTpuPools(
+      "[[pool]]\nname = \"v5\"\naccelerator_type = \"v5litepod-8\"\nzones = [\"z1\"]\n"
+      "queued = true\nspot = true\nvalid_until = \"6h\"\n",
+      "pools.toml");
+  REQUIRE(pools.ok());
+  const TpuPool& pool = (*pools)[0];
+  CHECK(TpuQueuedCreateArgs(pool, "tae-v5-1", "z1") ==
+        std::vector<std::string>{"compute", "tpus", "queued-resources", "create", "tae-v5-1",
+                                 "--node-id", "tae-v5-1", "--zone", "z1", "--accelerator-type",
+                                 "v5litepod-8", "--runtime-version", "tpu-ubuntu2204-base",
+                                 "--spot", "--valid-until-duration", "6h", "--labels",
+                                 "tae=1,tae-pool=v5"});
+  CHECK(TpuQueuedDeleteArgs(pool, "tae-v5-1", "z1") ==
+        std::vector<std::string>{"compute", "tpus", "queued-resources", "delete", "tae-v5-1",
+                                 "--zone", "z1", "--force", "--quiet"});
+  CHECK(TpuQueuedListArgs(pool, "z1") == std::vector<std::string>{"compute", "tpus",
+                                                                  "queued-resources", "list",
+                                                                  "--zone", "z1", "--format=json"});
+  const std::string head = "[[pool]]\nname = \"v5\"\naccelerator_type = \"x\"\nzones = [\"a\"]\n";
+  CHECK(ErrorOf(head + "queued = true\npreemptible = true\n") ==
+        "pools.toml:1:1: [[pool]]: queued resources take spot = true, not preemptible");
+  CHECK(ErrorOf(head + "valid_until = \"6h\"\n") ==
+        "pools.toml:1:1: [[pool]]: valid_until needs queued = true");
+  CHECK(ErrorOf(head + "queued = true\nvalid_until = \"soon\"\n") ==
+        "pools.toml:6:15: valid_until: expected a duration like \"30m\", \"6h\" or \"2d\"");
+  CHECK(ErrorOf(head + "work_dir = \"tmp/x\"\n") ==
+        "pools.toml:5:12: work_dir: expected an absolute path");
+  CHECK(ErrorOf(head + "agent = \"tae-agent; rm -rf /\"\n") ==
+        "pools.toml:5:9: agent: no spaces, quotes, '$', '`', ',', '=' or a leading '-'");
+}
+
 TEST_CASE("capacity errors are told from other gcloud errors", "[provider]") {
   CHECK(
       IsCapacityError("ERROR: (gcloud.compute.tpus.tpu-vm.create) {\"code\": 8, \"message\": "
