@@ -234,6 +234,7 @@ absl::Status Daemon::Init() {
       tpu.cloudsdk_config = absl::StrCat(home, "/.config/gcloud");
     }
     tpu.tunnel_target = loopback;
+    tpu.ssh_keygen = FindOnPath("ssh-keygen");
     tpu.start_sessions = [this](std::vector<provider::AgentSession> sessions) {
       boost::asio::post(core_, [this, sessions = std::move(sessions)]() mutable {
         for (provider::AgentSession& session : sessions) {

@@ -262,12 +262,21 @@ bool TpuProvider::EnsureSshKey() {
     return true;
   }
   // Made once here: sessions starting together would each have gcloud generate one.
+  if (options_.ssh_keygen.empty()) {
+    if (options_.log) {
+      options_.log("ssh key", "keygen",
+                   "ssh-keygen is not on taed's PATH, so no agents can be started on TPU VMs: "
+                   "apt-get install openssh-client");
+    }
+    return false;
+  }
   mkdir(options_.ssh_home.c_str(), 0700);
   mkdir(dir.c_str(), 0700);
   unlink(key.c_str());
   unlink((key + ".pub").c_str());
   return Run("ssh key", "keygen",
-             {"ssh-keygen", "-q", "-t", "rsa", "-b", "3072", "-N", "", "-C", "taed", "-f", key},
+             {options_.ssh_keygen, "-q", "-t", "rsa", "-b", "3072", "-N", "", "-C", "taed", "-f",
+              key},
              false)
       .ok;
 }

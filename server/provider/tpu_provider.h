@@ -51,6 +51,7 @@ struct TpuProviderOptions {
   // Agents on the workers (all unset: VMs only, no agents).
   std::string ssh_home;         // HOME of the ssh sessions (.ssh: taed's key, pinned host keys)
   std::string cloudsdk_config;  // CLOUDSDK_CONFIG of the sessions (gcloud's, HOME aside)
+  std::string ssh_keygen;       // path of ssh-keygen ("": not found, no agents)
   std::string tunnel_target;    // taed's loopback agent address, the -R forwards' target
   // Called from the provider thread; must hand over to the core thread and return.
   std::function<void(std::vector<AgentSession>)> start_sessions;
