@@ -196,6 +196,9 @@ absl::StatusOr<std::vector<TpuPool>> ParseTpuPools(const std::string& text, cons
       if (pool.name.empty() || pool.accelerator_type.empty() || pool.zones.empty()) {
         return ConfigError(path, item, "[[pool]]: name, accelerator_type and zones are required");
       }
+      if (!pool.image.empty() && table->get("agent") == nullptr) {
+        pool.agent = "/opt/tae/bin/tae-agent";  // deploy/docker/Dockerfile's layout
+      }
       if (pool.queued && pool.preemptible) {
         return ConfigError(path, item,
                            "[[pool]]: queued resources take spot = true, not preemptible");
@@ -325,11 +328,11 @@ std::string TpuAgentCommand(const TpuPool& pool, const TpuWorker& worker) {
     pairs.push_back(absl::StrCat(key, "=", value));
   }
   // In a container: the host's network (the tunnel's end is the host's loopback) and devices
-  // (/dev/accel*, /dev/vfio), and the work dir kept on the host.
+  // (/dev/accel*, /dev/vfio), and the work dir kept on the host (as root: docker makes it).
   const std::string program =
       pool.image.empty()
           ? spec::ShellQuote(pool.agent)
-          : absl::StrCat("sudo docker run --rm -i --network host --privileged -v ",
+          : absl::StrCat("sudo docker run --rm -i --network host --privileged --user root -v ",
                          spec::ShellQuote(pool.work_dir), ":", spec::ShellQuote(pool.work_dir),
                          " --entrypoint ", spec::ShellQuote(pool.agent), " ",
                          spec::ShellQuote(pool.image));

@@ -25,7 +25,8 @@
 //   # `gcloud compute tpus tpu-vm ssh VM --worker=W --command 'exec AGENT --stdin ...'`
 //   # whose -R forward carries the agent link back to taed (docs/providers.md):
 //   agent = "/opt/tae/bin/tae-agent"       # on the VM; default: the path of taed's tae-agent
-//   image = ""                             # set: run AGENT in this container image instead
+//   image = ""                             # set: run AGENT (default /opt/tae/bin/tae-agent) in
+//                                          # this container image instead
 //                                          # (sudo docker run --network host --privileged ...)
 //   work_dir = "/var/tmp/tae-agent"        # each agent works in work_dir/ID
 //   slots = 1                              # per worker

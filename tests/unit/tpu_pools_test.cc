@@ -105,16 +105,21 @@ TEST_CASE("a pool's agents: one gcloud ssh session per worker, strict host keys,
   // gcloud splits --command on single spaces and ssh joins it again: no runs of spaces.
   CHECK(TpuAgentCommand(pool, worker).find("  ") == std::string::npos);
 
-  TpuPool boxed = pool;
-  boxed.image = "us-docker.pkg.dev/p/tae/agent:1";
-  boxed.agent = "/opt/tae/bin/tae-agent";
-  CHECK(
-      TpuAgentCommand(boxed, worker)
-          .rfind(
-              "exec sudo docker run --rm -i --network host --privileged -v /var/tmp/w:/var/tmp/w "
-              "--entrypoint /opt/tae/bin/tae-agent us-docker.pkg.dev/p/tae/agent:1 --stdin --taed "
-              "127.0.0.1:18000 --id tae-v4-1-w1 ",
-              0) == 0);
+  absl::StatusOr<std::vector<TpuPool>> boxed_pools = ParseTpuPools(
+      "[[pool]]\nname = \"v4\"\naccelerator_type = \"v4-16\"\nzones = [\"z1\"]\n"
+      "work_dir = \"/var/tmp/w\"\ntunnel_port = 18000\n"
+      "image = \"us-docker.pkg.dev/p/tae/agent:1\"\n",
+      "pools.toml", "/home/me/tae/build/bin/tae-agent");
+  REQUIRE(boxed_pools.ok());
+  const TpuPool& boxed = (*boxed_pools)[0];
+  CHECK(boxed.agent == "/opt/tae/bin/tae-agent");  // the image's, not this machine's
+  const std::string boxed_command = TpuAgentCommand(boxed, worker);
+  INFO(boxed_command);
+  CHECK(boxed_command.rfind("exec sudo docker run --rm -i --network host --privileged --user root "
+                            "-v /var/tmp/w:/var/tmp/w --entrypoint /opt/tae/bin/tae-agent "
+                            "us-docker.pkg.dev/p/tae/agent:1 --stdin --taed 127.0.0.1:18000 --id "
+                            "tae-v4-1-w1 ",
+                            0) == 0);
 
   // The alias gcloud's ssh looks up: tpu.<node id>-<worker>-<key's last 6>, lowercased.
   CHECK(TpuKnownHostsLine("1000000000000000001", 1, "ssh-ed25519",
