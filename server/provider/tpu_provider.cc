@@ -68,6 +68,17 @@ void TpuProvider::Stop() {
   if (thread_.joinable()) {
     thread_.join();
   }
+  // Creates in flight end at once: their gcloud calls see stopping_ (the VM may still come up;
+  // the next taed lists it).
+  for (auto& [name, thread] : creators_) {
+    thread.join();
+  }
+  creators_.clear();
+}
+
+bool TpuProvider::Stopping() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopping_;
 }
 
 void TpuProvider::Loop() {
@@ -107,7 +118,7 @@ TpuProvider::Result TpuProvider::Run(const std::string& subject, const std::stri
     while (fds[0] >= 0 || fds[1] >= 0) {
       pollfd pfds[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
       const double left = deadline - Now();
-      if (left <= 0) {
+      if (left <= 0 || Stopping()) {
         timed_out = true;
         break;
       }
@@ -144,7 +155,9 @@ TpuProvider::Result TpuProvider::Run(const std::string& subject, const std::stri
     }
     result.ok = !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (timed_out) {
-      result.err = absl::StrCat("no answer within ", options_.call_timeout_s, " s; ", result.err);
+      result.err = Stopping() ? absl::StrCat("taed is stopping; ", result.err)
+                              : absl::StrCat("no answer within ", options_.call_timeout_s, " s; ",
+                                             result.err);
     }
   }
   const std::string command =
@@ -216,7 +229,7 @@ TpuProvider::Listing TpuProvider::List(const TpuPool& pool) {
   return listing;
 }
 
-void TpuProvider::CreateVm(const TpuPool& pool, const Listing& existing) {
+void TpuProvider::StartCreate(const TpuPool& pool, const Listing& existing) {
   std::set<std::string> taken;
   for (const Vm& vm : existing.vms) {
     taken.insert(vm.name);
@@ -227,10 +240,49 @@ void TpuProvider::CreateVm(const TpuPool& pool, const Listing& existing) {
   std::string name;
   for (int i = 1; name.empty(); ++i) {
     std::string candidate = absl::StrCat("tae-", pool.name, "-", i);
-    if (taken.count(candidate) == 0) {
+    if (taken.count(candidate) == 0 && creators_.count(candidate) == 0) {
       name = candidate;
     }
   }
+  // A create waits for the VM (minutes on the real service): on a thread of its own, so the
+  // rounds go on (preemptions, agents, other pools) meanwhile.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    creating_[name] = pool.name;
+  }
+  creators_[name] = std::thread([this, &pool, name] {
+    CreateVm(pool, name);
+    std::lock_guard<std::mutex> lock(mu_);
+    creating_.erase(name);
+  });
+}
+
+void TpuProvider::JoinFinishedCreates() {
+  std::vector<std::string> finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, thread] : creators_) {
+      if (creating_.count(name) == 0) {
+        finished.push_back(name);
+      }
+    }
+  }
+  for (const std::string& name : finished) {
+    creators_[name].join();
+    creators_.erase(name);
+  }
+}
+
+int TpuProvider::CreatesInFlight(const std::string& pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& [name, owner] : creating_) {
+    n += owner == pool ? 1 : 0;
+  }
+  return n;
+}
+
+void TpuProvider::CreateVm(const TpuPool& pool, const std::string& name) {
   for (const std::string& zone : pool.zones) {
     Result created = pool.queued ? Gcloud(name, "create", TpuQueuedCreateArgs(pool, name, zone))
                                  : Gcloud(name, "create", TpuCreateArgs(pool, name, zone));
@@ -400,6 +452,7 @@ void TpuProvider::StopAgents(const std::string& vm) {
 }
 
 void TpuProvider::Round() {
+  JoinFinishedCreates();
   const TpuDemand demand = options_.demand ? options_.demand() : TpuDemand{};
   const double now = Now();
   for (const TpuPool& pool : options_.pools) {
@@ -437,9 +490,9 @@ void TpuProvider::Round() {
     }
     auto waiting_it = demand.waiting.find(pool.name);
     const int waiting = waiting_it == demand.waiting.end() ? 0 : waiting_it->second;
-    if (waiting > 0 && !creating && on_the_way == 0 &&
+    if (waiting > 0 && !creating && on_the_way == 0 && CreatesInFlight(pool.name) == 0 &&
         static_cast<int>(live.size()) < pool.max_vms) {
-      CreateVm(pool, listing);  // a deleted VM's name is free again
+      StartCreate(pool, listing);  // a deleted VM's name is free again
     }
     for (const Vm& vm : live) {
       if (vm.state == "READY") {

@@ -4,9 +4,11 @@
 // interval it lists each pool's VMs in each zone with the gcloud CLI, deletes PREEMPTED (and
 // TERMINATED) ones, creates one when runs wait for the pool and it has fewer than max_vms
 // (trying the zones in order, the next one on a capacity error), and deletes a READY VM that has
-// had nothing to do for idle_timeout_s. gcloud calls block this thread only; what it needs from
-// taed (how many queued runs want a pool, which VMs' agents are busy) comes from the core thread
-// through `demand`, and every gcloud call goes to `log` (ProviderLog, on the core thread too).
+// had nothing to do for idle_timeout_s. A create, which waits for the VM, runs on a thread of
+// its own so that the rounds go on meanwhile. gcloud calls block these threads only; what it needs
+// from taed (how many queued runs want a pool, which VMs' agents are busy) comes from the core
+// thread through `demand`, and every gcloud call goes to `log` (ProviderLog, on the core thread
+// too).
 //
 // With `queued = true` a pool asks through queued resources instead: `queued-resources create`
 // (the next zone only when the create itself fails for capacity; an accepted request waits for
@@ -106,7 +108,11 @@ class TpuProvider {
     return Run(subject, event, args);
   }
   Listing List(const TpuPool& pool);
-  void CreateVm(const TpuPool& pool, const Listing& existing);
+  void StartCreate(const TpuPool& pool, const Listing& existing);
+  void CreateVm(const TpuPool& pool, const std::string& name);  // on a creator thread
+  void JoinFinishedCreates();
+  int CreatesInFlight(const std::string& pool);
+  bool Stopping();
   void DeleteVm(const TpuPool& pool, const Vm& vm);
   void StartAgents(const TpuPool& pool, const Vm& vm);
   void StopAgents(const std::string& vm);
@@ -117,9 +123,11 @@ class TpuProvider {
   std::map<std::string, double> idle_since_;  // VM -> when it was first seen with nothing to do
   std::map<std::string, Agents> agents_;      // VM -> the sessions started for it
   std::map<std::string, std::vector<std::string>> known_hosts_;  // VM -> pinned host key lines
+  std::map<std::string, std::thread> creators_;  // VM -> the thread creating it (provider thread)
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;
+  bool stopping_ = false;                        // guarded by mu_
+  std::map<std::string, std::string> creating_;  // guarded by mu_: VM -> pool, while created
   std::thread thread_;
 };
 
