@@ -229,14 +229,7 @@ TpuProvider::Listing TpuProvider::List(const TpuPool& pool) {
   return listing;
 }
 
-void TpuProvider::StartCreate(const TpuPool& pool, const Listing& existing) {
-  std::set<std::string> taken;
-  for (const Vm& vm : existing.vms) {
-    taken.insert(vm.name);
-  }
-  for (const Queued& request : existing.queued) {
-    taken.insert(request.name);
-  }
+void TpuProvider::StartCreate(const TpuPool& pool, const std::set<std::string>& taken) {
   std::string name;
   for (int i = 1; name.empty(); ++i) {
     std::string candidate = absl::StrCat("tae-", pool.name, "-", i);
@@ -459,6 +452,7 @@ void TpuProvider::Round() {
     Listing listing = List(pool);
     std::vector<Vm> live;
     std::set<std::string> seen;
+    std::set<std::string> taken;  // names in use (a VM or request deleted this round frees its)
     bool creating = false;
     for (const Vm& vm : listing.vms) {
       seen.insert(vm.name);
@@ -469,6 +463,7 @@ void TpuProvider::Round() {
         continue;
       }
       creating = creating || vm.state == "CREATING";
+      taken.insert(vm.name);
       live.push_back(vm);
     }
     // Queued resources still waiting (or provisioning) count as VMs on their way; those that
@@ -479,12 +474,23 @@ void TpuProvider::Round() {
       const bool has_vm = std::any_of(live.begin(), live.end(), [&](const Vm& vm) {
         return vm.queued_resource == request.name;
       });
+      const bool deleted_vm =
+          !has_vm && std::any_of(listing.vms.begin(), listing.vms.end(),
+                                 [&](const Vm& vm) { return vm.queued_resource == request.name; });
       if (request.state == "SUSPENDED" || request.state == "FAILED") {
-        if (!has_vm) {
+        if (!has_vm && !deleted_vm) {
           StopAgents(request.name);
           Gcloud(request.name, "delete", TpuQueuedDeleteArgs(pool, request.name, request.zone));
         }
-      } else if (!has_vm && request.state != "DELETING" && request.state != "SUSPENDING") {
+        if (has_vm) {
+          taken.insert(request.name);
+        }
+        continue;
+      }
+      if (!deleted_vm) {
+        taken.insert(request.name);
+      }
+      if (!has_vm && request.state != "DELETING" && request.state != "SUSPENDING") {
         ++on_the_way;
       }
     }
@@ -492,7 +498,7 @@ void TpuProvider::Round() {
     const int waiting = waiting_it == demand.waiting.end() ? 0 : waiting_it->second;
     if (waiting > 0 && !creating && on_the_way == 0 && CreatesInFlight(pool.name) == 0 &&
         static_cast<int>(live.size()) < pool.max_vms) {
-      StartCreate(pool, listing);  // a deleted VM's name is free again
+      StartCreate(pool, taken);  // a deleted VM's name is free again
     }
     for (const Vm& vm : live) {
       if (vm.state == "READY") {

@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,7 +109,7 @@ class TpuProvider {
     return Run(subject, event, args);
   }
   Listing List(const TpuPool& pool);
-  void StartCreate(const TpuPool& pool, const Listing& existing);
+  void StartCreate(const TpuPool& pool, const std::set<std::string>& taken);
   void CreateVm(const TpuPool& pool, const std::string& name);  // on a creator thread
   void JoinFinishedCreates();
   int CreatesInFlight(const std::string& pool);

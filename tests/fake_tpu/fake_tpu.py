@@ -32,12 +32,27 @@ Test-only control endpoints (not part of the real API), JSON bodies:
   POST /_control/worker_ips {"ips": [..]} the next workers created get these ipAddresses, in
                                           order (afterwards 10.130.0.2, .3, ...)
   POST /_control/workers {"zone": Z, "node": N, "workers": [{"ip": IP, "host_key": "ssh-ed25519
-        AAAA..", "authorized_keys": PATH}, ..]}   an existing node's workers become these
-        (networkEndpoints ipAddress and accessConfig.externalIp = IP). Whenever the node's
-        metadata "ssh-keys" changes (and now), the fake plays the guest agent: each worker's
-        PATH (with %u replaced by the user name, as sshd's AuthorizedKeysFile %u) is rewritten
-        with that user's keys from "USER:KEY" lines (keys whose google-ssh expireOn is past
-        are left out). host_key and authorized_keys are optional.
+        AAAA..", "authorized_keys": PATH, "netns": NS, "keep_pid_file": FILE}, ..]}   an
+        existing node's workers become these (networkEndpoints ipAddress and
+        accessConfig.externalIp = IP). Whenever the node's metadata "ssh-keys" changes (and
+        now), the fake plays the guest agent: each worker's PATH (with %u replaced by the user
+        name, as sshd's AuthorizedKeysFile %u) is rewritten with that user's keys from
+        "USER:KEY" lines (keys whose google-ssh expireOn is past are left out). Only ip is
+        required. With netns, the fake plays the machine going away when the node becomes
+        PREEMPTED or TERMINATED (/_control/preempt, /_control/set_state) or is deleted (a node
+        DELETE, or a queued resource DELETE ?force=true that takes it): before answering that
+        request it SIGKILLs every process in network namespace NS (`ip netns pids NS`, repeated
+        until none is left) except the pid in FILE (the worker's sshd listener, so the worker
+        can serve the next node mapped to it), and waits until they are gone.
+  POST /_control/worker_template {"workers": [..as above..]}   every node that becomes READY
+        afterwards (create, queued resource provisioning) with that many workers gets this
+        mapping, exactly as if /_control/workers had been given it at that moment (so whoever
+        first sees the node READY sees the workers' ips and host keys). {"workers": []} clears
+        it. Nodes with another worker count get the usual made-up ips.
+  GET  /_control/killed                   what the fake killed, in order: [{"node": N, "zone":
+                                          Z, "netns": NS, "pids": [..]}], one entry per worker
+                                          netns each time a node's machine went away (pids may
+                                          be empty; "error" when `ip netns pids` failed)
   GET  /_control/requests                 every API request received (TPU and Compute), in
                                           order: [{method, path, query: {k: v}, body}]
   POST /_control/clear_requests
@@ -53,8 +68,11 @@ import itertools
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
 import sys
+import time
 import threading
 import urllib.parse
 import zlib
@@ -66,7 +84,10 @@ OPS = {}  # op name -> {"op": dict, "polls_left": int, "finish": callable or Non
 NO_CAPACITY = set()
 REQUESTS = []
 NEXT_IPS = []
-WORKERS = {}  # (project, zone, name) -> [{"ip", "host_key", "authorized_keys"}] from /_control/workers
+WORKERS = {}  # (project, zone, name) -> [{"ip", "host_key", "authorized_keys", "netns",
+#               "keep_pid_file"}] from /_control/workers or /_control/worker_template
+TEMPLATE = []  # /_control/worker_template: the workers of the next READY nodes of that size
+KILLED = []  # [{"node", "zone", "netns", "pids"}]: see /_control/killed
 WRITTEN_KEYS = {}  # authorized_keys path written -> ((project, zone, name), path template)
 OP_COUNTER = itertools.count(1)
 IP_COUNTER = itertools.count(0)
@@ -210,7 +231,13 @@ def make_ready(node):
     if not node["networkEndpoints"]:
         for key, n in NODES.items():
             if n is node:
-                apply_workers(key)
+                if (key not in WORKERS and TEMPLATE
+                        and len(TEMPLATE) == worker_count(node.get("acceleratorType"))):
+                    WORKERS[key] = [dict(w) for w in TEMPLATE]
+                    apply_workers(key)
+                    sync_authorized_keys(key)
+                else:
+                    apply_workers(key)
     if not node["networkEndpoints"]:
         for _ in range(worker_count(node.get("acceleratorType"))):
             ip = next_ip()
@@ -290,6 +317,76 @@ def apply_workers(key):
         node["networkEndpoints"].append(endpoint)
 
 
+def valid_workers(workers):
+    """None when a /_control/workers or worker_template list is well formed, else the problem."""
+    if not isinstance(workers, list):
+        return "workers must be a list"
+    for w in workers:
+        if not isinstance(w, dict) or not w.get("ip"):
+            return "each worker needs an ip"
+        for field in ("host_key", "authorized_keys", "netns", "keep_pid_file"):
+            if w.get(field) is not None and not isinstance(w[field], str):
+                return "worker %s must be a string" % field
+    return None
+
+
+def read_pid(path):
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
+
+
+def alive(pid):
+    """True while pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def kill_netns(netns, keep):
+    """SIGKILLs every process in network namespace netns but keep, until none is left (a process
+    may fork while it is being killed). Returns (pids killed, error or None)."""
+    ip = shutil.which("ip") or "/usr/sbin/ip"
+    killed = []
+    for _ in range(20):
+        listed = subprocess.run([ip, "netns", "pids", netns], capture_output=True, text=True)
+        if listed.returncode != 0:
+            return killed, (listed.stderr.strip() or "ip netns pids failed")
+        pids = [int(p) for p in listed.stdout.split() if p.isdigit()]
+        pids = [p for p in pids if p not in (keep, os.getpid()) and alive(p)]
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            if pid not in killed:
+                killed.append(pid)
+        deadline = time.monotonic() + 5
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return killed, None
+
+
+def machine_gone(key):
+    """Plays the VMs of a node going away (preempted, terminated, deleted): every process in its
+    workers' network namespaces is killed, except each worker's keep_pid_file process."""
+    for worker in WORKERS.get(key) or []:
+        netns = worker.get("netns")
+        if not netns:
+            continue
+        killed, error = kill_netns(netns, read_pid(worker.get("keep_pid_file")))
+        entry = {"node": key[2], "zone": key[1], "netns": netns, "pids": killed}
+        if error:
+            entry["error"] = error
+        KILLED.append(entry)
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -360,13 +457,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if what == "worker_ips":
             NEXT_IPS[:] = list(body.get("ips", []))
             return 200, {}
+        if what == "killed" and method == "GET":
+            return 200, KILLED
+        if what == "worker_template":
+            workers = body.get("workers") or []
+            problem = valid_workers(workers)
+            if problem:
+                return 400, error_body(400, "INVALID_ARGUMENT", problem)
+            TEMPLATE[:] = [dict(w) for w in workers]
+            return 200, {"workers": TEMPLATE}
         if what == "workers":
             found = [k for k in NODES if k[2] == body.get("node") and k[1] == body.get("zone")]
             if not found:
                 return 404, error_body(404, "NOT_FOUND", "no such node")
             workers = body.get("workers") or []
-            if not all(isinstance(w, dict) and w.get("ip") for w in workers):
-                return 400, error_body(400, "INVALID_ARGUMENT", "each worker needs an ip")
+            problem = valid_workers(workers)
+            if problem:
+                return 400, error_body(400, "INVALID_ARGUMENT", problem)
             key, = found
             WORKERS[key] = [dict(w) for w in workers]
             apply_workers(key)
@@ -379,6 +486,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return 404, error_body(404, "NOT_FOUND", "no such node")
             (key, node), = found
             node["state"] = body.get("state", "PREEMPTED")
+            if node["state"] in ("PREEMPTED", "TERMINATED"):
+                machine_gone(key)
             if node["state"] == "PREEMPTED":
                 qr_name = node.get("queuedResource")
                 for qr in QUEUED.values():
@@ -469,6 +578,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return 200, node
         if method == "DELETE" and verb is None:
             node["state"] = "DELETING"
+            machine_gone(key)
 
             def finish_delete():
                 NODES.pop(key, None)
@@ -584,10 +694,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                        "delete them first or use --force"
                                        % (qr["name"], qr["state"]["state"]))
             qr["state"] = {"state": "DELETING"}
+            for k in owned:
+                machine_gone(k)
 
             def finish_delete():
                 for k in owned:
                     NODES.pop(k, None)
+                    WORKERS.pop(k, None)
                 QUEUED.pop(key, None)
                 return {}
             return 200, new_operation(version, project, zone, qr["name"], "delete", finish_delete)
@@ -603,8 +716,8 @@ def provision_queued(key):
         node = make_node(project, zone, node_id, spec.get("node", {}), qr["name"])
         if "spot" in qr:
             node["schedulingConfig"] = dict(node["schedulingConfig"], spot=True)
-        make_ready(node)
         NODES[(project, zone, node_id)] = node
+        make_ready(node)  # in NODES first: a worker template is applied by key
     qr["state"] = {"state": "ACTIVE"}
 
 

@@ -16,54 +16,10 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/integration/harness.h"
+#include "tests/integration/netns.h"
 
 namespace tae::testing {
 namespace {
-
-bool Ip(std::vector<std::string> args) {
-  args.insert(args.begin(), "/usr/sbin/ip");
-  return RunCommand(args, 30).exit_code == 0;
-}
-
-// A bridge here (BRIDGE_IP) and `hosts` network namespaces on it (host i at HostIp(i)), so the
-// namespaces reach taed and each other, and nothing else.
-struct Slice {
-  std::string id;
-  std::string bridge;
-  std::string subnet;
-  std::string bridge_ip;
-  int hosts = 0;
-  bool ok = false;
-
-  explicit Slice(int n) : hosts(n) {
-    id = std::to_string(getpid() % 10000);
-    bridge = "taeb" + id;
-    subnet = "10.232." + std::to_string(getpid() % 200 + 20);
-    bridge_ip = subnet + ".1";
-    ok = Ip({"link", "add", bridge, "type", "bridge"}) && Ip({"link", "set", bridge, "up"}) &&
-         Ip({"addr", "add", bridge_ip + "/24", "dev", bridge});
-    for (int i = 0; ok && i < n; ++i) {
-      const std::string outside = "taeg" + id + "h" + std::to_string(i);
-      const std::string inside = "taeg" + id + "n" + std::to_string(i);
-      ok = Ip({"netns", "add", Netns(i)}) &&
-           Ip({"link", "add", outside, "type", "veth", "peer", "name", inside}) &&
-           Ip({"link", "set", inside, "netns", Netns(i)}) &&
-           Ip({"link", "set", outside, "master", bridge}) && Ip({"link", "set", outside, "up"}) &&
-           Ip({"-n", Netns(i), "addr", "add", HostIp(i) + "/24", "dev", inside}) &&
-           Ip({"-n", Netns(i), "link", "set", inside, "up"}) &&
-           Ip({"-n", Netns(i), "link", "set", "lo", "up"});
-    }
-  }
-  ~Slice() {
-    for (int i = 0; i < hosts; ++i) {
-      Ip({"link", "del", "taeg" + id + "h" + std::to_string(i)});
-      Ip({"netns", "del", Netns(i)});
-    }
-    Ip({"link", "del", bridge});
-  }
-  std::string Netns(int i) const { return "taeg" + id + "-" + std::to_string(i); }
-  std::string HostIp(int i) const { return subnet + "." + std::to_string(i + 2); }
-};
 
 // One tae-agent inside a namespace, labelled as worker `worker` of slice "s1".
 class NsAgent {
@@ -123,7 +79,7 @@ std::string ReadLine(const std::string& path) {
 
 // taed listening on the bridge (TLS, as it must beyond loopback) and one agent per host.
 struct GangCluster {
-  Slice slice{2};
+  Slice slice{2, "taeg", "taeb", 232};  // bridge taeb<id>, namespaces taeg<id>-i, 10.232.x
   TempDir certs;
   TempDir work;
   std::unique_ptr<Cluster> cluster;
@@ -132,15 +88,15 @@ struct GangCluster {
   std::string token;
 
   bool Up() {
-    if (!slice.ok) {
+    if (!slice.ok()) {
       return false;
     }
     CommandResult made =
         RunCommand({"/bin/bash", std::string(TAE_SOURCE_DIR) + "/deploy/make-certs.sh",
-                    certs.path(), slice.bridge_ip},
+                    certs.path(), slice.bridge_ip()},
                    60);
     REQUIRE(made.exit_code == 0);
-    setenv("TAE_AGENT_LISTEN", (slice.bridge_ip + ":0").c_str(), 1);
+    setenv("TAE_AGENT_LISTEN", (slice.bridge_ip() + ":0").c_str(), 1);
     setenv("TAE_TLS_CERT", (certs.path() + "/server.pem").c_str(), 1);
     setenv("TAE_TLS_KEY", (certs.path() + "/server.key").c_str(), 1);
     setenv("TAE_AGENT_GRACE", "2", 1);
@@ -151,9 +107,9 @@ struct GangCluster {
       unsetenv(name);
     }
     const std::string addr = ReadLine(cluster->home() + "/agent.addr");
-    taed_addr = slice.bridge_ip + ":" + addr.substr(addr.rfind(':') + 1);
+    taed_addr = slice.bridge_ip() + ":" + addr.substr(addr.rfind(':') + 1);
     token = ReadLine(cluster->home() + "/agent.token");
-    for (int i = 0; i < slice.hosts; ++i) {
+    for (int i = 0; i < slice.hosts(); ++i) {
       agents.push_back(std::make_unique<NsAgent>(slice, i, taed_addr, token,
                                                  certs.path() + "/ca.pem",
                                                  work.path() + "/w" + std::to_string(i)));

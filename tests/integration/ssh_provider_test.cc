@@ -10,21 +10,17 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "nlohmann/json.hpp"
 #include "tests/integration/harness.h"
+#include "tests/integration/netns.h"
 
 namespace tae::testing {
 namespace {
-
-bool Ip(std::vector<std::string> args) {
-  args.insert(args.begin(), "/usr/sbin/ip");
-  return RunCommand(args, 30).exit_code == 0;
-}
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
@@ -33,8 +29,8 @@ std::string ReadAll(const std::string& path) {
   return text.str();
 }
 
-// sshd listening on HostIp() inside its own network namespace, with a fresh host key and one
-// authorized client key.
+// sshd listening on host_ip() inside its own network namespace (a one-host Slice), with a fresh
+// host key and one authorized client key.
 class SshServer {
  public:
   SshServer() {
@@ -42,67 +38,29 @@ class SshServer {
       why_not_ = "openssh-server is not installed";
       return;
     }
-    const std::string id = std::to_string(getpid() % 10000);
-    netns_ = "taes" + id;
-    outside_ = "taesh" + id;
-    const std::string subnet = "10.233." + std::to_string(getpid() % 200 + 20);
-    host_ip_ = subnet + ".2";
-    if (!(Ip({"netns", "add", netns_}) &&
-          Ip({"link", "add", outside_, "type", "veth", "peer", "name", "taesn" + id}) &&
-          Ip({"link", "set", "taesn" + id, "netns", netns_}) &&
-          Ip({"addr", "add", subnet + ".1/24", "dev", outside_}) &&
-          Ip({"link", "set", outside_, "up"}) &&
-          Ip({"-n", netns_, "addr", "add", host_ip_ + "/24", "dev", "taesn" + id}) &&
-          Ip({"-n", netns_, "link", "set", "taesn" + id, "up"}) &&
-          Ip({"-n", netns_, "link", "set", "lo", "up"}))) {
+    slice_ = std::make_unique<Slice>(1, "taes", "taesb", 233);  // 10.233.x, apart from gang's
+    if (!slice_->ok()) {
       why_not_ = "cannot create a network namespace (not root, or no iproute2)";
       return;
     }
+    host_ip_ = slice_->HostIp(0);
     const std::string d = dir_.path();
-    for (const char* key : {"host_key", "client_key", "other_host_key"}) {
+    for (const char* key : {"client_key", "other_host_key"}) {
       REQUIRE(RunCommand({"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", key, "-f",
                           d + "/" + key},
                          30)
                   .exit_code == 0);
     }
     std::filesystem::copy_file(d + "/client_key.pub", d + "/authorized_keys");
-    std::ofstream(d + "/known_hosts") << host_ip_ << " " << ReadAll(d + "/host_key.pub");
+    sshd_ = std::make_unique<NsSshd>(slice_->Netns(0), host_ip_, d + "/authorized_keys");
+    ok_ = sshd_->ok();
+    if (!ok_) {
+      why_not_ = sshd_->why_not();
+      return;
+    }
+    std::ofstream(d + "/known_hosts") << host_ip_ << " " << sshd_->host_key_pub() << "\n";
     std::ofstream(d + "/wrong_known_hosts")
         << host_ip_ << " " << ReadAll(d + "/other_host_key.pub");
-    std::ofstream(d + "/sshd_config") << "ListenAddress " << host_ip_ << "\n"
-                                      << "HostKey " << d << "/host_key\n"
-                                      << "PidFile " << d << "/sshd.pid\n"
-                                      << "AuthorizedKeysFile " << d << "/authorized_keys\n"
-                                      << "PermitRootLogin prohibit-password\n"
-                                      << "PasswordAuthentication no\n"
-                                      << "KbdInteractiveAuthentication no\n"
-                                      << "UsePAM no\n"
-                                      << "StrictModes no\n"
-                                      << "AllowTcpForwarding yes\n";
-    std::filesystem::create_directories("/run/sshd");  // its privilege separation directory
-    thread_ = std::thread([this, d] {
-      RunCommand({"/usr/sbin/ip", "netns", "exec", netns_, "/usr/sbin/sshd", "-D", "-e", "-f",
-                  d + "/sshd_config", "-E", d + "/sshd.log"},
-                 900);
-    });
-    // Up when its pid file is there (it writes it once listening).
-    ok_ = WaitUntil([&] { return access((d + "/sshd.pid").c_str(), F_OK) == 0; }, 30);
-    if (!ok_) {
-      why_not_ = "sshd did not start: " + ReadAll(d + "/sshd.log");
-    }
-  }
-  ~SshServer() {
-    const std::string pid = ReadAll(dir_.path() + "/sshd.pid");
-    if (!pid.empty()) {
-      kill(static_cast<pid_t>(std::stol(pid)), SIGTERM);
-    }
-    if (thread_.joinable()) {
-      thread_.join();
-    }
-    if (!outside_.empty()) {
-      Ip({"link", "del", outside_});
-      Ip({"netns", "del", netns_});
-    }
   }
   bool ok() const { return ok_; }
   const std::string& why_not() const { return why_not_; }
@@ -133,10 +91,9 @@ class SshServer {
 
  private:
   TempDir dir_;
-  std::string netns_;
-  std::string outside_;
+  std::unique_ptr<Slice> slice_;
+  std::unique_ptr<NsSshd> sshd_;  // stopped before its namespace goes
   std::string host_ip_;
-  std::thread thread_;
   bool ok_ = false;
   std::string why_not_;
 };
