@@ -9,7 +9,7 @@
 #      --strict-host-key-checking=yes works (and a wrong pinned key is refused);
 #   3. --worker=1 -- -N -R 127.0.0.1:RPORT:127.0.0.1:PORT: the reverse tunnel works (a client
 #      inside the namespace reaches a server on the host's loopback);
-#   4. the shape a taed provider will use: a long-lived session per worker, a token on stdin,
+#   4. the shape the gcloud-tpu provider uses: a long-lived session per worker, a token on stdin,
 #      a -R tunnel, the remote command connecting back through it with the token.
 # Exit 0 when all pass, 1 on a failure, 77 (skipped) when not root or gcloud/sshd/ip is missing.
 #   SSH_CHECK_STRACE=1  also strace the first gcloud ssh, listing the files it opens/creates.
