@@ -382,4 +382,104 @@ TEST_CASE(
             " --filter labels.tae-pool=v4 --format=json -> ok"));
 }
 
+TEST_CASE(
+    "a queued TPU pool waits for capacity with one queued resource, and deletes its VM through "
+    "it",
+    "[gcloud]") {
+  FakeTpu fake;
+  SKIP_WITHOUT_GCLOUD(fake);
+  fake.Control("POST", "no_capacity", {{"zone", kZone}});
+  for (const std::string& var : fake.env()) {
+    const size_t eq = var.find('=');
+    setenv(var.substr(0, eq).c_str(), var.substr(eq + 1).c_str(), 1);
+  }
+  setenv("TAE_TPU_POLL", "0.3", 1);
+  Cluster cluster(0, 1, [&](const std::string& home) {
+    std::ofstream(home + "/tpu-pools.toml")
+        << "[[pool]]\nname = \"q\"\naccelerator_type = \"v4-8\"\nzones = [\"" << kZone
+        << "\"]\nqueued = true\nspot = true\nvalid_until = \"6h\"\nidle_timeout_s = 1\n"
+           "labels = { accelerator = \"tpu\" }\n";
+  });
+  unsetenv("TAE_TPU_POLL");
+  unsetenv("CLOUDSDK_CONFIG");
+  INFO("taed log:\n" << ReadFile(cluster.home() + "/logs/taed.log"));
+
+  // Queued resources: name -> state.
+  auto queued = [&] {
+    std::map<std::string, std::string> out;
+    for (const nlohmann::json& qr :
+         fake.GcloudJson({"compute", "tpus", "queued-resources", "list", "--zone", kZone})) {
+      const std::string name = qr.at("name");
+      out[name.substr(name.rfind('/') + 1)] = qr.at("state").at("state");
+    }
+    return out;
+  };
+  auto qr_creates = [&] {
+    int n = 0;
+    for (const nlohmann::json& request : fake.Control("GET", "requests")) {
+      n += request.at("method") == "POST" && request.at("query").contains("queuedResourceId");
+    }
+    return n;
+  };
+  const std::string spec = cluster.dir().Write(
+      "tpu.toml",
+      "name = \"queued\"\n[train]\nseeds = [0]\n[resources]\nlabels = { accelerator = \"tpu\" "
+      "}\n");
+  REQUIRE(cluster.Taectl({"submit", spec}).exit_code == 0);
+  REQUIRE(WaitUntil([&] { return queued().count("tae-q-1") == 1; }, 120));
+  CHECK(queued().at("tae-q-1") == "WAITING_FOR_RESOURCES");
+  // It waits: rounds go by (each lists the queued resources) and no second request is made.
+  const auto lists = [&] {
+    int n = 0;
+    for (const nlohmann::json& request : fake.Control("GET", "requests")) {
+      const std::string path = request.at("path");
+      n += request.at("method") == "GET" && path.size() > 16 &&
+           path.compare(path.size() - 16, 16, "/queuedResources") == 0;
+    }
+    return n;
+  };
+  const int lists_before = lists();
+  REQUIRE(WaitUntil([&] { return lists() >= lists_before + 3; }, 60));
+  CHECK(qr_creates() == 1);
+  CHECK(queued().size() == 1);
+
+  // Capacity: the request's VM comes up.
+  fake.Control("POST", "capacity", {{"zone", kZone}});
+  REQUIRE(WaitUntil([&] { return Nodes(fake).count("tae-q-1") == 1; }, 60));
+  CHECK(Nodes(fake).at("tae-q-1").second == "READY");
+
+  // Preempted: deleted through its queued resource, and asked for again (the run still waits).
+  fake.Control("POST", "preempt", {{"zone", kZone}, {"node", "tae-q-1"}});
+  REQUIRE(WaitUntil([&] { return qr_creates() == 2; }, 120));
+  REQUIRE(WaitUntil(
+      [&] {
+        auto nodes = Nodes(fake);
+        return nodes.count("tae-q-1") == 1 && nodes.at("tae-q-1").second == "READY";
+      },
+      120));
+
+  // Nothing waits any more: after idle_timeout_s the VM and its request are gone.
+  REQUIRE(cluster.Taectl({"cancel", "queued"}).exit_code == 0);
+  CHECK(WaitUntil([&] { return Nodes(fake).empty() && queued().empty(); }, 120));
+
+  std::vector<std::string> details;
+  const nlohmann::json shown = cluster.TaectlJson({"agents", "--provider"});
+  for (const nlohmann::json& event : shown.at("provider_events")) {
+    details.push_back(event.at("detail"));
+  }
+  auto has = [&](const std::string& text) {
+    return std::any_of(details.begin(), details.end(), [&](const std::string& detail) {
+      return detail.find(text) != std::string::npos;
+    });
+  };
+  INFO("provider events:\n" << nlohmann::json(details).dump(1));
+  CHECK(has("gcloud compute tpus queued-resources create tae-q-1 --node-id tae-q-1 --zone " +
+            std::string(kZone) +
+            " --accelerator-type v4-8 --runtime-version tpu-ubuntu2204-base --spot "
+            "--valid-until-duration 6h --labels tae=1,tae-pool=q -> ok"));
+  CHECK(has("gcloud compute tpus queued-resources delete tae-q-1 --zone " + std::string(kZone) +
+            " --force --quiet -> ok"));
+  CHECK_FALSE(has("gcloud compute tpus tpu-vm delete"));  // never the VM alone
+}
+
 }  // namespace tae::testing
