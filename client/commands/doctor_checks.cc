@@ -318,6 +318,17 @@ std::vector<Check> CheckGcloud(bool pool_configured, int timeout_ms) {
   } else {
     checks.push_back(Ok(absl::StrCat("gcloud project ", name)));
   }
+  // taed starts the workers' agents through `gcloud ... tpu-vm ssh`, which runs ssh, after
+  // making its key with ssh-keygen.
+  const std::string ssh = agent::facts::FindOnPath("ssh");
+  const std::string keygen = agent::facts::FindOnPath("ssh-keygen");
+  if (ssh.empty() || keygen.empty()) {
+    checks.push_back(Fail(absl::StrCat(ssh.empty() ? "ssh" : "ssh-keygen",
+                                       " is not on PATH: taed cannot start agents on TPU VMs"),
+                          "apt-get install openssh-client"));
+  } else {
+    checks.push_back(Ok(absl::StrCat("ssh for the TPU workers' agents: ", ssh)));
+  }
   return checks;
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "absl/strings/match.h"
+#include "agent/facts/facts.h"
 
 namespace tae::client::doctor {
 namespace {
@@ -196,15 +197,20 @@ TEST_CASE("doctor: gcloud is checked only when a gcloud pool is configured") {
   {
     FakeGcloud gcloud(R"([{"account": "me@example.com", "status": "ACTIVE"}])", "my-project");
     std::vector<Check> checks = CheckGcloud(true);
-    REQUIRE(checks.size() == 2);
+    REQUIRE(checks.size() == 3);
     CHECK(checks[0].what == "gcloud account me@example.com");
     CHECK(checks[1].what == "gcloud project my-project");
-    CHECK_FALSE(AnyFail(checks));
+    // The agents' sessions need ssh and ssh-keygen.
+    const bool have_ssh =
+        !agent::facts::FindOnPath("ssh").empty() && !agent::facts::FindOnPath("ssh-keygen").empty();
+    CHECK(checks[2].what.find("ssh") != std::string::npos);
+    CHECK((checks[2].level == Level::kFail) == !have_ssh);
+    CHECK(AnyFail(checks) == !have_ssh);
   }
   {
     FakeGcloud gcloud("[]", "(unset)");
     std::vector<Check> checks = CheckGcloud(true);
-    REQUIRE(checks.size() == 2);
+    REQUIRE(checks.size() == 3);
     CHECK(checks[0].level == Level::kFail);
     CHECK(checks[0].fix == "gcloud auth login");
     CHECK(checks[1].fix == "gcloud config set project PROJECT_ID");
