@@ -131,8 +131,10 @@ tpu_cmd_describe() {  # NAME ZONE
   tpu_project_flag
 }
 
-tpu_cmd_list() {  # ZONE
-  CMD=(gcloud compute tpus tpu-vm list --zone "$1" --format=json)
+tpu_cmd_list() {  # ZONE [FILTER]
+  CMD=(gcloud compute tpus tpu-vm list --zone "$1")
+  if [[ -n ${2:-} ]]; then CMD+=(--filter "$2"); fi
+  CMD+=(--format=json)
   tpu_project_flag
 }
 
@@ -143,6 +145,22 @@ tpu_cmd_delete() {  # NAME ZONE
 
 tpu_cmd_ssh() {  # NAME ZONE COMMAND: on every worker of the slice
   CMD=(gcloud compute tpus tpu-vm ssh "$1" --zone "$2" --worker=all --command "$3")
+  tpu_project_flag
+}
+
+tpu_cmd_guest_attributes() {  # NAME ZONE: the workers' ssh host keys, among others
+  CMD=(gcloud compute tpus tpu-vm get-guest-attributes "$1" --zone "$2" --format=json)
+  tpu_project_flag
+}
+
+# A queued resource NAME asking for one TPU VM, also called NAME; SCHEDULING on-demand or spot;
+# VALID_UNTIL a duration like 6h or empty.
+tpu_cmd_queued_create() {  # NAME ZONE TYPE VERSION SCHEDULING VALID_UNTIL LABELS
+  CMD=(gcloud compute tpus queued-resources create "$1" --node-id "$1" --zone "$2"
+    --accelerator-type "$3" --runtime-version "$4")
+  if [[ $5 == spot ]]; then CMD+=(--spot); fi
+  if [[ -n $6 ]]; then CMD+=(--valid-until-duration "$6"); fi
+  if [[ -n $7 ]]; then CMD+=(--labels "$7"); fi
   tpu_project_flag
 }
 
