@@ -54,7 +54,7 @@ absl::Status Agent::Start() {
     }
     journal_ = std::move(*journal);
   }
-  // Before the io loop runs: the gatherer reaps the vendor tools it starts itself.
+  // What this machine has (facts::RunTool runs its vendor tools beside the runner's reaper).
   facts::GatherOptions gather;
   gather.dirs = {{"work", options_.work_dir}, {"cache", options_.work_dir + "/cache"}};
   gather.threads_per_run = options_.threads_per_run;

@@ -4,22 +4,9 @@
 // ordinary `sys/...` metric points of the run (docs/engine.md lists the keys).
 //
 // The parsers are pure functions over the text of /proc files and vendor tools' output; ScanGroups
-// and RunToolUnreaped do the I/O. JobSampler turns successive scans of one job's process group
-// into CPU rates. AcceleratorProbe runs tpu-info / nvidia-smi on its own thread.
-//
-// Running a tool next to the Runner's reaper: the Runner reaps its children with
-// waitpid(-1, WNOHANG) on every SIGCHLD, so an ordinary fork()ed tool could be reaped there
-// first (its exit status lost, and worse, our own waitpid(pid) could then wait on an unrelated
-// child that reused the pid, e.g. a new tae-job). RunToolUnreaped therefore starts a helper with
-// clone() and an exit signal of 0: a "clone child", which sends no SIGCHLD and which
-// waitpid(-1, ...) without __WALL/__WCLONE never returns. Only RunToolUnreaped's own
-// waitpid(helper, __WCLONE) reaps it, so the two never race. The helper must not exec (exec
-// resets a clone child's exit signal to SIGCHLD, making it an ordinary child again): it vforks
-// the tool, waits for it and exits with its status. The tool is the helper's child, never the
-// agent's. (A tool, or a process it leaves behind, that outlives the helper is re-parented to
-// the agent, a child subreaper, as an ordinary child: the Runner reaps it and ignores its pid;
-// RunToolUnreaped never waits on that pid, so a reused pid cannot mislead it.) It blocks for up
-// to the timeout, so it runs on AcceleratorProbe's thread, never on the agent's io thread.
+// does the I/O. JobSampler turns successive scans of one job's process group into CPU rates.
+// AcceleratorProbe runs tpu-info / nvidia-smi on its own thread with facts::RunTool, which the
+// Runner's waitpid(-1) reaper cannot steal from (agent/facts/facts.h explains how).
 
 #include <sys/types.h>
 
@@ -112,19 +99,6 @@ class JobSampler {
   HostCpu host_start_;
   HostCpu host_last_;
 };
-
-// A short-lived tool's stdout, when it exited 0; else why not.
-struct ToolOutput {
-  bool ok = false;
-  std::string out;
-  std::string error;
-};
-// Runs argv (argv[0] a path) under a helper that the Runner's waitpid(-1) cannot reap (see the
-// top of this file), in a process group of their own, stdout captured, stdin and stderr
-// /dev/null; SIGKILLs the group after timeout_ms. A tool killed by signal N "exited with status"
-// 128 + N. Blocks: call it off the io thread, from a thread that blocks every signal (the
-// child would otherwise briefly share the agent's handlers).
-ToolOutput RunToolUnreaped(std::vector<std::string> argv, int timeout_ms);
 
 // tpu-info and nvidia-smi, run on a thread of their own every interval when they are on PATH
 // (no thread otherwise). The io thread only reads the latest points.

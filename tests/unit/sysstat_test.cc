@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "agent/facts/facts.h"
 #include "agent/runner/runner.h"
 #include "boost/asio/io_context.hpp"
 
@@ -193,14 +194,13 @@ TEST_CASE("sysstat: ScanGroup finds the processes of a real process group") {
   CHECK(ScanGroup(getpgrp()).size() >= 1);  // this test process's own group
 }
 
-TEST_CASE("sysstat: a tool runs beside a waitpid(-1) reaper without being reaped by it") {
+// facts::RunTool is the one tool runner; it is tested here, beside the Runner that reaps with
+// waitpid(-1). The tool thread leaves its signal mask alone: RunTool must not need it blocked.
+TEST_CASE("facts: RunTool runs a tool beside a waitpid(-1) reaper without being reaped by it") {
   std::atomic<bool> done = false;
-  ToolOutput out;
+  facts::ToolResult out;
   std::thread tool([&] {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, nullptr);
-    out = RunToolUnreaped({"/bin/sh", "-c", "sleep 0.2; echo hello"}, 5000);
+    out = facts::RunTool({"/bin/sh", "-c", "sleep 0.2; echo hello"}, 5000);
     done = true;
   });
   // What the Runner does on SIGCHLD, as fast as it can: it must never get the tool.
@@ -219,15 +219,15 @@ TEST_CASE("sysstat: a tool runs beside a waitpid(-1) reaper without being reaped
   CHECK(out.out == "hello\n");
 
   const auto start = std::chrono::steady_clock::now();
-  ToolOutput slow = RunToolUnreaped({"/bin/sh", "-c", "sleep 30"}, 200);
+  facts::ToolResult slow = facts::RunTool({"/bin/sh", "-c", "sleep 30"}, 200);
   CHECK_FALSE(slow.ok);
   CHECK(slow.error.find("no answer within 200 ms") != std::string::npos);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 
-  ToolOutput failing = RunToolUnreaped({"/bin/sh", "-c", "exit 3"}, 5000);
+  facts::ToolResult failing = facts::RunTool({"/bin/sh", "-c", "exit 3"}, 5000);
   CHECK_FALSE(failing.ok);
   CHECK(failing.error == "exited with status 3");
-  ToolOutput missing = RunToolUnreaped({"/nonexistent/tool"}, 5000);
+  facts::ToolResult missing = facts::RunTool({"/nonexistent/tool"}, 5000);
   CHECK_FALSE(missing.ok);
 }
 
