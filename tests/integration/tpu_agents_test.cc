@@ -3,7 +3,8 @@
 // each worker through `gcloud compute tpus tpu-vm ssh`. The two workers are network namespaces
 // on a bridge running Debian's sshd (the fake maps every new VM's workers to them and writes
 // gcloud's key into their authorized_keys, as the guest agent would). A 2-host run trains there;
-// preempting the VM kills everything in the namespaces, and the run comes back on a new VM.
+// taed, restarted, finds the VM and starts its agents again; preempting the VM kills everything
+// in the namespaces, and the run comes back on a new VM.
 // Needs root, iproute2, openssh-server, gcloud and python3; elsewhere it says it was skipped.
 
 #include <unistd.h>
@@ -75,6 +76,16 @@ std::vector<std::string> Events(Cluster& cluster, const std::string& provider,
   return out;
 }
 
+// The fake's nodes (short names).
+std::vector<std::string> Nodes(const FakeTpu& fake) {
+  std::vector<std::string> out;
+  for (const nlohmann::json& node : fake.Control("GET", "nodes")) {
+    const std::string name = node.at("name");
+    out.push_back(name.substr(name.rfind('/') + 1));
+  }
+  return out;
+}
+
 size_t Count(const std::vector<std::string>& lines, const std::string& text) {
   size_t n = 0;
   for (const std::string& line : lines) {
@@ -87,7 +98,7 @@ size_t Count(const std::vector<std::string>& lines, const std::string& text) {
 
 TEST_CASE(
     "a TPU pool starts an agent on every worker through gcloud ssh, a 2-host run trains there, "
-    "and a preempted VM's run finishes on a new VM",
+    "a restarted taed finds the VM again, and a preempted VM's run finishes on a new VM",
     "[gcloud][tpu]") {
   FakeTpu fake;
   SKIP_WITHOUT_GCLOUD(fake);
@@ -118,13 +129,23 @@ TEST_CASE(
   // Every v4-16 (2 workers) that becomes READY runs on these two namespaces.
   fake.Control("POST", "worker_template", {{"workers", workers}});
 
-  for (const std::string& var : fake.env()) {
-    const size_t eq = var.find('=');
-    setenv(var.substr(0, eq).c_str(), var.substr(eq + 1).c_str(), 1);
-  }
-  setenv("TAE_TPU_POLL", "0.5", 1);
-  setenv("TAE_AGENT_GRACE", "2", 1);
-  setenv("TAE_RETRY_BACKOFF", "0.2", 1);
+  // taed's environment: the fake's gcloud configuration, quick rounds and loss detection.
+  auto taed_env = [&](bool set) {
+    std::vector<std::pair<std::string, std::string>> vars = {
+        {"TAE_TPU_POLL", "0.5"}, {"TAE_AGENT_GRACE", "2"}, {"TAE_RETRY_BACKOFF", "0.2"}};
+    for (const std::string& var : fake.env()) {
+      const size_t eq = var.find('=');
+      vars.emplace_back(var.substr(0, eq), var.substr(eq + 1));
+    }
+    for (const auto& [name, value] : vars) {
+      if (set) {
+        setenv(name.c_str(), value.c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+  };
+  taed_env(true);
   const std::string agents_dir = work.path() + "/agents";
   Cluster cluster(0, 1, [&](const std::string& home) {
     std::ofstream(home + "/tpu-pools.toml")
@@ -132,10 +153,7 @@ TEST_CASE(
         << "\"]\nspot = true\nidle_timeout_s = 3600\nlabels = { accelerator = \"tpu\" }\n"
         << "work_dir = \"" << agents_dir << "\"\n";
   });
-  for (const char* name :
-       {"TAE_TPU_POLL", "TAE_AGENT_GRACE", "TAE_RETRY_BACKOFF", "CLOUDSDK_CONFIG"}) {
-    unsetenv(name);
-  }
+  taed_env(false);
   REQUIRE(cluster.started());
   INFO("taed log:\n" << ReadFile(cluster.home() + "/logs/taed.log"));
 
@@ -190,14 +208,32 @@ TEST_CASE(
     CHECK(known.find(KeyOnly(sshds[i]->host_key_pub())) != std::string::npos);
   }
 
-  // 2. Preemption mid-run: the fake kills every process on the workers (agents, jobs), taed
+  // 2. taed stops (its agents with it; the VM stays) and starts again: it finds the READY VM
+  // and starts its agents anew.
+  const std::string first_node = fake.Describe("tae-v4-1").at("id");
+  REQUIRE(cluster.Taectl({"down"}).exit_code == 0);
+  CHECK(FindProcess("tae-agent", "--id tae-v4-1-w0") == 0);
+  CHECK(Nodes(fake) == std::vector<std::string>{"tae-v4-1"});
+  taed_env(true);
+  CommandResult up = cluster.Taectl({"up", "--agents", "0"}, 120);
+  taed_env(false);
+  INFO(up.out << up.err);
+  REQUIRE(up.exit_code == 0);
+  REQUIRE(WaitUntil(
+      [&] {
+        auto back = Agents(cluster);
+        return back.count("tae-v4-1-w0") == 1 && back.count("tae-v4-1-w1") == 1;
+      },
+      120));
+  CHECK(Count(Events(cluster, "gcloud-tpu", "create"), "tpu-vm create") == 0);
+
+  // 3. Preemption mid-run: the fake kills every process on the workers (agents, jobs), taed
   // deletes the VM, creates another for the waiting run, starts its agents, and the run
   // finishes there as attempt 2.
   const std::string second = cluster.dir().Write("second.toml", TpuSpec("tpu-second", 400, 20));
   REQUIRE(cluster.Taectl({"submit", second}).exit_code == 0);
   REQUIRE(
       WaitUntil([&] { return OnlyRun(cluster, "tpu-second").value("last_step", 0) >= 40; }, 180));
-  const std::string first_node = fake.Describe("tae-v4-1").at("id");
   fake.Control("POST", "preempt", {{"zone", kZone}, {"node", "tae-v4-1"}});
   nlohmann::json killed = fake.Control("GET", "killed");
   INFO("killed: " << killed.dump());
@@ -227,8 +263,9 @@ TEST_CASE(
   const std::vector<std::string> all = Events(cluster, "gcloud-tpu");
   INFO(nlohmann::json(all).dump(1));
   CHECK(Count(all, "tae-v4-1: gcloud compute tpus tpu-vm delete tae-v4-1 --zone") >= 1);
+  // This taed started agents on the first VM once (after the restart) and on the new VM once.
   CHECK(Count(all, "starting 2 agent(s) on node " + first_node) == 1);
-  CHECK(Count(all, "starting 2 agent(s) on node ") == 2);  // and once on the new VM
+  CHECK(Count(all, "starting 2 agent(s) on node ") == 2);
 }
 
 }  // namespace tae::testing
