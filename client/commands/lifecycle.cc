@@ -149,7 +149,14 @@ int Up(const CommandEnv& env, const Args& args) {
 }
 
 int Down(const CommandEnv& env, const Args& args) {
-  cli::FlagSet flags("usage: taectl down\n\nStops taed and its local agents (their runs stop).");
+  bool delete_vms = false;
+  cli::FlagSet flags(
+      "usage: taectl down [--delete-vms]\n\n"
+      "Stops taed and the agents it started (their runs stop). Cloud VMs that taed's TPU pools\n"
+      "created are left running (and billed) unless --delete-vms; either way they are listed.");
+  flags.Bool("delete-vms", &delete_vms,
+             "also delete every TPU pool VM (and queued resource) before taed exits; waits for "
+             "the deletions");
   Args rest;
   absl::Status parsed = flags.Parse(args, &rest);
   if (flags.help_requested()) {
@@ -161,6 +168,7 @@ int Down(const CommandEnv& env, const Args& args) {
   }
   ControlClient client(env.home);
   tae::v1::ShutdownRequest request;
+  request.set_delete_vms(delete_vms);
   tae::v1::ShutdownResponse response;
   grpc::Status status = client.stub()->Shutdown(ControlClient::Context().get(), request, &response);
   if (!status.ok()) {
@@ -171,7 +179,22 @@ int Down(const CommandEnv& env, const Args& args) {
     return Fail(client.Check(status));
   }
   pid_t pid = static_cast<pid_t>(response.pid());
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  if (response.vms_size() > 0) {
+    std::printf(
+        "%s %d TPU VM(s):\n",
+        delete_vms ? "deleting" : "left running (billed while they exist):", response.vms_size());
+    for (const tae::v1::CloudVm& vm : response.vms()) {
+      std::printf("  %s  %s  %s  (pool %s)\n", vm.name().c_str(), vm.zone().c_str(),
+                  vm.state().c_str(), vm.pool().c_str());
+    }
+    if (!delete_vms) {
+      std::printf(
+          "delete them with `taectl down --delete-vms` next time, or bash deploy/tpu/teardown.sh; "
+          "a taed started again takes them back\n");
+    }
+  }
+  // Deleting VMs takes the cloud a minute or two each.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(delete_vms ? 1800 : 30);
   while (ProcessAlive(pid) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -285,7 +285,15 @@ int Agents(const CommandEnv& env, const Args& args) {
                         {"event", event.event()},
                         {"detail", event.detail()}});
     }
-    nlohmann::ordered_json out = {{"agents", agents}, {"provider_events", events}};
+    nlohmann::ordered_json vms = nlohmann::ordered_json::array();
+    for (const tae::v1::CloudVm& vm : response.vms()) {
+      vms.push_back({{"provider", vm.provider()},
+                     {"pool", vm.pool()},
+                     {"name", vm.name()},
+                     {"zone", vm.zone()},
+                     {"state", vm.state()}});
+    }
+    nlohmann::ordered_json out = {{"agents", agents}, {"provider_events", events}, {"vms", vms}};
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -314,6 +322,13 @@ int Agents(const CommandEnv& env, const Args& args) {
       std::printf("  %s  %-5s  %-12s  %-7s  %s\n", FormatTime(event.time()).c_str(),
                   event.provider().c_str(), event.subject().c_str(), event.event().c_str(),
                   event.detail().c_str());
+    }
+    if (!response.vms().empty()) {
+      std::printf("\ncloud VMs (as last listed):\n");
+      for (const tae::v1::CloudVm& vm : response.vms()) {
+        std::printf("  %s  %s  %s  %s  pool %s\n", vm.provider().c_str(), vm.name().c_str(),
+                    vm.zone().c_str(), vm.state().c_str(), vm.pool().c_str());
+      }
     }
   }
   return 0;

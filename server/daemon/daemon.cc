@@ -217,6 +217,11 @@ absl::Status Daemon::Init() {
       }
       return future.get();
     };
+    tpu.vms = [this](std::string pool, std::vector<provider::CloudVm> vms) {
+      boost::asio::post(core_, [this, pool = std::move(pool), vms = std::move(vms)]() mutable {
+        controller_->provider_log()->SetVms(pool, std::move(vms));
+      });
+    };
     tpu.log = [this](std::string subject, std::string event, std::string detail) {
       boost::asio::post(core_, [this, subject = std::move(subject), event = std::move(event),
                                 detail = std::move(detail)]() mutable {
@@ -267,8 +272,9 @@ absl::Status Daemon::StartServers(const std::string& token,
                                   std::shared_ptr<grpc::ServerCredentials> agent_credentials) {
   std::string socket_path = config_.home + "/taed.sock";
   unlink(socket_path.c_str());  // a stale socket of a dead taed; the lock proves none is running
-  control_service_ = std::make_unique<rpc::ControlService>(&core_, controller_.get(), blobs_.get(),
-                                                           [this] { RequestShutdown(); });
+  control_service_ = std::make_unique<rpc::ControlService>(
+      &core_, controller_.get(), blobs_.get(),
+      [this](bool delete_vms) { RequestShutdown(delete_vms); });
   grpc::ServerBuilder control_builder;
   control_builder.AddListeningPort(control_address(), grpc::InsecureServerCredentials());
   control_builder.RegisterService(control_service_.get());
@@ -310,9 +316,10 @@ absl::Status Daemon::StartServers(const std::string& token,
                              DialAddress(config_.agent_listen, agent_port_) + "\n", 0600);
 }
 
-void Daemon::RequestShutdown() {
+void Daemon::RequestShutdown(bool delete_vms) {
   absl::MutexLock lock(&mu_);
   shutdown_requested_ = true;
+  delete_vms_ = delete_vms_ || delete_vms;
 }
 
 void Daemon::Wait() {
@@ -331,7 +338,21 @@ void Daemon::Stop() {
   if (tpu_provider_ != nullptr) {
     // While the core still runs (the provider may be waiting for its answer). VMs stay.
     tpu_provider_->Stop();
-    spdlog::info("gcloud-tpu provider stopped; its VMs are left running (deploy/tpu/teardown.sh)");
+    bool delete_vms = false;
+    {
+      absl::MutexLock lock(&mu_);
+      delete_vms = delete_vms_;
+    }
+    if (delete_vms) {
+      // Before the agents stop: theirs go with the VMs (their sessions end on their own).
+      spdlog::info("gcloud-tpu provider: deleting every pool's VMs (taectl down --delete-vms)");
+      spdlog::info("gcloud-tpu provider: {} VM(s) or request(s) deleted",
+                   tpu_provider_->DeleteAll());
+    } else {
+      spdlog::info(
+          "gcloud-tpu provider stopped; its VMs are left running (taectl down --delete-vms, or "
+          "deploy/tpu/teardown.sh)");
+    }
   }
   if (provider_ != nullptr) {
     std::promise<void> prepared;

@@ -53,7 +53,7 @@ class Daemon {
 
   // Blocks until RequestShutdown() (Shutdown RPC, SIGINT or SIGTERM), then stops everything.
   void Wait();
-  void RequestShutdown();
+  void RequestShutdown(bool delete_vms = false);
 
   int agent_port() const { return agent_port_; }
   // With TLS and local agents: the plaintext loopback port they dial (else 0).
@@ -87,6 +87,7 @@ class Daemon {
 
   absl::Mutex mu_;
   bool shutdown_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool delete_vms_ ABSL_GUARDED_BY(mu_) = false;  // taectl down --delete-vms
   bool stopped_ = false;
 };
 

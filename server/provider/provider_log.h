@@ -7,8 +7,10 @@
 #include <chrono>
 #include <cstddef>
 #include <deque>
+#include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace tae::provider {
 
@@ -18,6 +20,15 @@ struct ProviderEvent {
   std::string subject;   // the agent (or VM) it concerns
   std::string event;     // "start", "exit", "restart", "stop", a gcloud verb...
   std::string detail;    // the command line, an exit status, an error
+};
+
+// A cloud VM as its provider last listed it.
+struct CloudVm {
+  std::string provider;  // "gcloud-tpu"
+  std::string pool;
+  std::string name;
+  std::string zone;
+  std::string state;
 };
 
 class ProviderLog {
@@ -35,9 +46,20 @@ class ProviderLog {
   }
   const std::deque<ProviderEvent>& events() const { return events_; }
 
+  // The VMs of one pool, as its provider's last complete listing found them.
+  void SetVms(const std::string& pool, std::vector<CloudVm> vms) { vms_[pool] = std::move(vms); }
+  std::vector<CloudVm> vms() const {
+    std::vector<CloudVm> all;
+    for (const auto& [pool, vms] : vms_) {
+      all.insert(all.end(), vms.begin(), vms.end());
+    }
+    return all;
+  }
+
  private:
   size_t capacity_;
   std::deque<ProviderEvent> events_;
+  std::map<std::string, std::vector<CloudVm>> vms_;  // by pool
 };
 
 }  // namespace tae::provider

@@ -63,6 +63,7 @@ void TpuProvider::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    abort_calls_ = true;
   }
   wake_.notify_all();
   if (thread_.joinable()) {
@@ -78,7 +79,31 @@ void TpuProvider::Stop() {
 
 bool TpuProvider::Stopping() {
   std::lock_guard<std::mutex> lock(mu_);
-  return stopping_;
+  return abort_calls_;
+}
+
+int TpuProvider::DeleteAll() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    abort_calls_ = false;  // these calls are wanted; each still has call_timeout_s
+  }
+  int deleted = 0;
+  for (const TpuPool& pool : options_.pools) {
+    const Listing listing = List(pool);
+    std::set<std::string> requests_done;
+    for (const Vm& vm : listing.vms) {
+      DeleteVm(pool, vm);
+      requests_done.insert(vm.queued_resource);
+      ++deleted;
+    }
+    for (const Queued& request : listing.queued) {
+      if (requests_done.count(request.name) == 0 && request.state != "DELETING") {
+        Gcloud(request.name, "delete", TpuQueuedDeleteArgs(pool, request.name, request.zone));
+        ++deleted;
+      }
+    }
+  }
+  return deleted;
 }
 
 void TpuProvider::Loop() {
@@ -517,6 +542,13 @@ void TpuProvider::Round() {
       if (now - it->second >= pool.idle_timeout_s) {
         DeleteVm(pool, vm);
       }
+    }
+    if (listing.complete && options_.vms) {
+      std::vector<CloudVm> shown;
+      for (const Vm& vm : live) {
+        shown.push_back({"gcloud-tpu", pool.name, vm.name, vm.zone, vm.state});
+      }
+      options_.vms(pool.name, std::move(shown));
     }
     if (listing.complete) {
       // VMs deleted behind taed's back (the console, teardown.sh): their sessions go too.

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/provider/provider_log.h"
 #include "server/provider/session.h"
 #include "server/provider/tpu_pools.h"
 
@@ -59,6 +60,8 @@ struct TpuProviderOptions {
   // Called from the provider thread; must hand over to the core thread and return.
   std::function<void(std::vector<AgentSession>)> start_sessions;
   std::function<void(std::vector<std::string>)> stop_sessions;  // agent ids
+  // Called from the provider thread after each complete listing of a pool: its VMs.
+  std::function<void(std::string pool, std::vector<CloudVm>)> vms;
 };
 
 class TpuProvider {
@@ -69,6 +72,9 @@ class TpuProvider {
   // Ends the current round's wait (not a gcloud call in flight: that ends by itself or times
   // out) and joins the thread. VMs are left as they are (they keep costing: `taectl down` says so).
   void Stop();
+  // After Stop(), on the calling thread: deletes every VM (and queued resource) of every pool,
+  // as a fresh listing finds them; returns how many it asked gcloud to delete.
+  int DeleteAll();
 
  private:
   struct Vm {
@@ -127,7 +133,8 @@ class TpuProvider {
   std::map<std::string, std::thread> creators_;  // VM -> the thread creating it (provider thread)
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;                        // guarded by mu_
+  bool stopping_ = false;     // guarded by mu_
+  bool abort_calls_ = false;  // guarded by mu_: Stop() ends gcloud calls in flight
   std::map<std::string, std::string> creating_;  // guarded by mu_: VM -> pool, while created
   std::thread thread_;
 };

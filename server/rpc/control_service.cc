@@ -32,7 +32,8 @@ absl::Status FillRun(store::Store* store, const store::RunRecord& record, tae::v
 }  // namespace
 
 ControlService::ControlService(boost::asio::io_context* core, controller::Controller* controller,
-                               blobs::BlobWorker* blobs, std::function<void()> request_shutdown)
+                               blobs::BlobWorker* blobs,
+                               std::function<void(bool delete_vms)> request_shutdown)
     : core_(core),
       controller_(controller),
       blobs_(blobs),
@@ -292,6 +293,9 @@ grpc::ServerUnaryReactor* ControlService::ListAgents(grpc::CallbackServerContext
         out->set_event(event.event);
         out->set_detail(event.detail);
       }
+      for (const provider::CloudVm& vm : controller_->provider_log()->vms()) {
+        ToProto(vm, response->add_vms());
+      }
     }
     return absl::OkStatus();
   });
@@ -301,10 +305,13 @@ grpc::ServerUnaryReactor* ControlService::Shutdown(grpc::CallbackServerContext* 
                                                    const tae::v1::ShutdownRequest* request,
                                                    tae::v1::ShutdownResponse* response) {
   response->set_pid(getpid());
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  request_shutdown_();
-  return reactor;
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    for (const provider::CloudVm& vm : controller_->provider_log()->vms()) {
+      ToProto(vm, response->add_vms());
+    }
+    request_shutdown_(request->delete_vms());
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace tae::rpc

@@ -17,7 +17,7 @@ namespace tae::rpc {
 class ControlService final : public tae::v1::Control::CallbackService {
  public:
   ControlService(boost::asio::io_context* core, controller::Controller* controller,
-                 blobs::BlobWorker* blobs, std::function<void()> request_shutdown);
+                 blobs::BlobWorker* blobs, std::function<void(bool delete_vms)> request_shutdown);
 
   grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx,
                                    const tae::v1::SubmitRequest* request,
@@ -90,7 +90,7 @@ class ControlService final : public tae::v1::Control::CallbackService {
   boost::asio::io_context* core_;
   controller::Controller* controller_;
   blobs::BlobWorker* blobs_;
-  std::function<void()> request_shutdown_;
+  std::function<void(bool delete_vms)> request_shutdown_;
 };
 
 template <typename Fn>

@@ -79,6 +79,14 @@ void ToProto(const registry::Agent& in, tae::v1::AgentInfo* out) {
   *out->mutable_facts() = in.facts;
 }
 
+void ToProto(const provider::CloudVm& in, tae::v1::CloudVm* out) {
+  out->set_provider(in.provider);
+  out->set_pool(in.pool);
+  out->set_name(in.name);
+  out->set_zone(in.zone);
+  out->set_state(in.state);
+}
+
 void ToProto(const controller::ReportResult& in, tae::v1::ReportResponse* out) {
   ToProto(in.experiment, out->mutable_experiment());
   for (const std::string& metric : in.metrics) {

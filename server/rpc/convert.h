@@ -18,6 +18,7 @@ void ToProto(const store::ExperimentRecord& in, tae::v1::Experiment* out);
 void ToProto(const store::RunRecord& in, tae::v1::Run* out);
 void ToProto(const store::TransitionRecord& in, tae::v1::Transition* out);
 void ToProto(const registry::Agent& in, tae::v1::AgentInfo* out);
+void ToProto(const provider::CloudVm& in, tae::v1::CloudVm* out);
 void ToProto(const controller::ReportResult& in, tae::v1::ReportResponse* out);
 
 controller::AgentHello FromProto(const tae::v1::Register& in);

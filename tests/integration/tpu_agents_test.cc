@@ -211,7 +211,11 @@ TEST_CASE(
   // 2. taed stops (its agents with it; the VM stays) and starts again: it finds the READY VM
   // and starts its agents anew.
   const std::string first_node = fake.Describe("tae-v4-1").at("id");
-  REQUIRE(cluster.Taectl({"down"}).exit_code == 0);
+  CommandResult down = cluster.Taectl({"down"});
+  INFO(down.out << down.err);
+  REQUIRE(down.exit_code == 0);
+  CHECK(down.out.find("left running (billed while they exist): 1 TPU VM(s):\n  tae-v4-1  " +
+                      std::string(kZone) + "  READY  (pool v4)") != std::string::npos);
   CHECK(FindProcess("tae-agent", "--id tae-v4-1-w0") == 0);
   CHECK(Nodes(fake) == std::vector<std::string>{"tae-v4-1"});
   taed_env(true);
@@ -266,6 +270,18 @@ TEST_CASE(
   // This taed started agents on the first VM once (after the restart) and on the new VM once.
   CHECK(Count(all, "starting 2 agent(s) on node " + first_node) == 1);
   CHECK(Count(all, "starting 2 agent(s) on node ") == 2);
+
+  // 4. The day is over: `taectl down --delete-vms` deletes the VM before taed exits.
+  const nlohmann::json listed = cluster.TaectlJson({"agents", "--provider"}).at("vms");
+  INFO(listed.dump());
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].at("name") == "tae-v4-1");
+  CHECK(listed[0].at("state") == "READY");
+  CommandResult last = cluster.Taectl({"down", "--delete-vms"}, 300);
+  INFO(last.out << last.err);
+  REQUIRE(last.exit_code == 0);
+  CHECK(last.out.find("deleting 1 TPU VM(s):") != std::string::npos);
+  CHECK(Nodes(fake).empty());
 }
 
 }  // namespace tae::testing
