@@ -186,7 +186,7 @@ absl::Status Daemon::Init() {
     tpu.gcloud = gcloud;
     tpu.poll_s = config_.tpu_poll_s;
     // Asked on the provider's thread, answered on the core (which owns the queue and registry);
-    // a core too busy to answer within 10 s gives an empty answer (nothing created or deleted).
+    // a core too busy to answer within 10 s gives no answer, and the round is skipped.
     tpu.demand = [this]() {
       auto answer = std::make_shared<std::promise<provider::TpuDemand>>();
       std::future<provider::TpuDemand> future = answer->get_future();
@@ -213,9 +213,9 @@ absl::Status Daemon::Init() {
         answer->set_value(std::move(demand));
       });
       if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-        return provider::TpuDemand{};
+        return std::optional<provider::TpuDemand>();
       }
-      return future.get();
+      return std::optional<provider::TpuDemand>(future.get());
     };
     tpu.vms = [this](std::string pool, std::vector<provider::CloudVm> vms) {
       boost::asio::post(core_, [this, pool = std::move(pool), vms = std::move(vms)]() mutable {
@@ -291,9 +291,10 @@ absl::Status Daemon::StartServers(const std::string& token,
       std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), blobs_.get(), token);
   grpc::ServerBuilder agent_builder;
   agent_builder.AddListeningPort(config_.agent_listen, std::move(agent_credentials), &agent_port_);
-  const bool loopback_agents = config_.local_agents > 0 || !ssh_hosts_.empty();
+  const bool loopback_agents =
+      config_.local_agents > 0 || !ssh_hosts_.empty() || !tpu_pools_.empty();
   if (config_.tls.enabled() && loopback_agents) {
-    // Local agents (and ssh agents, through their tunnels) dial loopback without TLS
+    // Local agents (and ssh and TPU agents, through their tunnels) dial loopback without TLS
     // (docs/security.md): a second, plaintext port of the same service, on 127.0.0.1 only; the
     // token is checked there as everywhere.
     agent_builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),

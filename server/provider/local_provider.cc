@@ -91,7 +91,7 @@ void LocalProvider::RemoveSession(const std::string& id, int grace_ms) {
         std::make_shared<boost::asio::steady_timer>(*io_, std::chrono::milliseconds(grace_ms));
     timer->async_wait([this, timer, serial = it->first](const boost::system::error_code& error) {
       auto found = children_.find(serial);
-      if (!error && found != children_.end() && found->second.pid > 0) {
+      if (!error && !stopping_ && found != children_.end() && found->second.pid > 0) {
         kill(-found->second.pid, SIGTERM);
       }
     });
@@ -261,7 +261,7 @@ void LocalProvider::Stop(int grace_ms) {
       // The remote agent stops its runs and exits; then the session, and ssh, end.
       const char stop[] = "stop\n";
       if (write(child.stdin_fd, stop, sizeof(stop) - 1) != sizeof(stop) - 1) {
-        kill(child.pid, SIGTERM);
+        kill(-child.pid, SIGTERM);  // the session's group: gcloud and the ssh it runs
       }
     } else {
       kill(child.pid, SIGTERM);
@@ -278,7 +278,7 @@ void LocalProvider::Stop(int grace_ms) {
         break;
       }
       if (std::chrono::steady_clock::now() >= deadline) {
-        kill(child.pid, SIGKILL);
+        kill(child.session ? -child.pid : child.pid, SIGKILL);
         waitpid(child.pid, &status, 0);
         child.pid = 0;
         CloseStdin(&child);

@@ -71,8 +71,8 @@ void TpuProvider::Stop() {
   }
   // Creates in flight end at once: their gcloud calls see stopping_ (the VM may still come up;
   // the next taed lists it).
-  for (auto& [name, thread] : creators_) {
-    thread.join();
+  for (auto& [name, creator] : creators_) {
+    creator.thread.join();
   }
   creators_.clear();
 }
@@ -90,15 +90,23 @@ int TpuProvider::DeleteAll() {
   int deleted = 0;
   for (const TpuPool& pool : options_.pools) {
     const Listing listing = List(pool);
+    if (!listing.complete) {
+      spdlog::warn(
+          "gcloud-tpu: pool {}: a zone could not be listed, so its VMs may be left running "
+          "(deploy/tpu/teardown.sh)",
+          pool.name);
+    }
     std::set<std::string> requests_done;
     for (const Vm& vm : listing.vms) {
-      DeleteVm(pool, vm);
       requests_done.insert(vm.queued_resource);
-      ++deleted;
+      if (vm.state != "DELETING" && DeleteVm(pool, vm)) {
+        ++deleted;
+      }
     }
     for (const Queued& request : listing.queued) {
-      if (requests_done.count(request.name) == 0 && request.state != "DELETING") {
-        Gcloud(request.name, "delete", TpuQueuedDeleteArgs(pool, request.name, request.zone));
+      if (requests_done.count(request.name) == 0 && request.state != "DELETING" &&
+          Gcloud(request.name, "delete", TpuQueuedDeleteArgs(pool, request.name, request.zone))
+              .ok) {
         ++deleted;
       }
     }
@@ -266,36 +274,37 @@ void TpuProvider::StartCreate(const TpuPool& pool, const std::set<std::string>& 
   // rounds go on (preemptions, agents, other pools) meanwhile.
   {
     std::lock_guard<std::mutex> lock(mu_);
-    creating_[name] = pool.name;
+    creating_.insert(name);
   }
-  creators_[name] = std::thread([this, &pool, name] {
-    CreateVm(pool, name);
-    std::lock_guard<std::mutex> lock(mu_);
-    creating_.erase(name);
-  });
+  creators_[name] = {pool.name, std::thread([this, &pool, name] {
+                       CreateVm(pool, name);
+                       std::lock_guard<std::mutex> lock(mu_);
+                       creating_.erase(name);
+                     })};
 }
 
 void TpuProvider::JoinFinishedCreates() {
   std::vector<std::string> finished;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, thread] : creators_) {
+    for (const auto& [name, creator] : creators_) {
       if (creating_.count(name) == 0) {
         finished.push_back(name);
       }
     }
   }
   for (const std::string& name : finished) {
-    creators_[name].join();
+    creators_[name].thread.join();
     creators_.erase(name);
   }
 }
 
-int TpuProvider::CreatesInFlight(const std::string& pool) {
-  std::lock_guard<std::mutex> lock(mu_);
+int TpuProvider::CreatesInFlight(const std::string& pool) const {
+  // creators_, not creating_: a create that ends during this round's listing may be missing from
+  // it, so it counts until the next round starts (JoinFinishedCreates, before the listing).
   int n = 0;
-  for (const auto& [name, owner] : creating_) {
-    n += owner == pool ? 1 : 0;
+  for (const auto& [name, creator] : creators_) {
+    n += creator.pool == pool ? 1 : 0;
   }
   return n;
 }
@@ -314,15 +323,14 @@ void TpuProvider::CreateVm(const TpuPool& pool, const std::string& name) {
   }
 }
 
-void TpuProvider::DeleteVm(const TpuPool& pool, const Vm& vm) {
+bool TpuProvider::DeleteVm(const TpuPool& pool, const Vm& vm) {
   StopAgents(vm.name);
   idle_since_.erase(vm.name);
   if (!vm.queued_resource.empty()) {
     // A queued resource's VM goes with it (deleting the VM alone would leave the request).
-    Gcloud(vm.name, "delete", TpuQueuedDeleteArgs(pool, vm.queued_resource, vm.zone));
-  } else {
-    Gcloud(vm.name, "delete", TpuDeleteArgs(pool, vm.name, vm.zone));
+    return Gcloud(vm.name, "delete", TpuQueuedDeleteArgs(pool, vm.queued_resource, vm.zone)).ok;
   }
+  return Gcloud(vm.name, "delete", TpuDeleteArgs(pool, vm.name, vm.zone)).ok;
 }
 
 bool TpuProvider::EnsureSshKey() {
@@ -360,7 +368,7 @@ void TpuProvider::WriteKnownHosts() {
     }
   }
   const std::string tmp = path + ".tmp";
-  FILE* file = fopen(tmp.c_str(), "w");
+  FILE* file = fopen(tmp.c_str(), "we");  // O_CLOEXEC: sessions are forked meanwhile
   if (file == nullptr || fwrite(text.data(), 1, text.size(), file) != text.size()) {
     spdlog::warn("gcloud-tpu: cannot write {}: {}", tmp, strerror(errno));
     if (file != nullptr) {
@@ -471,7 +479,14 @@ void TpuProvider::StopAgents(const std::string& vm) {
 
 void TpuProvider::Round() {
   JoinFinishedCreates();
-  const TpuDemand demand = options_.demand ? options_.demand() : TpuDemand{};
+  const std::optional<TpuDemand> asked =
+      options_.demand ? options_.demand() : std::optional<TpuDemand>(TpuDemand{});
+  if (!asked) {
+    // Without it every VM would look idle and nothing would look wanted.
+    spdlog::warn("gcloud-tpu: taed's core did not say what runs wait; round skipped");
+    return;
+  }
+  const TpuDemand& demand = *asked;
   const double now = Now();
   for (const TpuPool& pool : options_.pools) {
     Listing listing = List(pool);
@@ -483,8 +498,10 @@ void TpuProvider::Round() {
       seen.insert(vm.name);
       if (vm.state == "PREEMPTED" || vm.state == "TERMINATED") {
         // Its agents are gone; their runs come back to the queue after the grace period, and a
-        // new VM is created for them below or in the next round.
-        DeleteVm(pool, vm);
+        // new VM is created for them below or in the next round. Its name is free once it is.
+        if (!DeleteVm(pool, vm)) {
+          taken.insert(vm.name);
+        }
         continue;
       }
       creating = creating || vm.state == "CREATING";
@@ -500,8 +517,9 @@ void TpuProvider::Round() {
         return vm.queued_resource == request.name;
       });
       const bool deleted_vm =
-          !has_vm && std::any_of(listing.vms.begin(), listing.vms.end(),
-                                 [&](const Vm& vm) { return vm.queued_resource == request.name; });
+          !has_vm && std::any_of(listing.vms.begin(), listing.vms.end(), [&](const Vm& vm) {
+            return vm.queued_resource == request.name && taken.count(vm.name) == 0;
+          });
       if (request.state == "SUSPENDED" || request.state == "FAILED") {
         if (!has_vm && !deleted_vm) {
           StopAgents(request.name);
@@ -521,10 +539,12 @@ void TpuProvider::Round() {
     }
     auto waiting_it = demand.waiting.find(pool.name);
     const int waiting = waiting_it == demand.waiting.end() ? 0 : waiting_it->second;
-    if (waiting > 0 && !creating && on_the_way == 0 && CreatesInFlight(pool.name) == 0 &&
-        static_cast<int>(live.size()) < pool.max_vms) {
+    // Only on a complete listing: a zone whose list failed may hold a VM of that name.
+    if (listing.complete && waiting > 0 && !creating && on_the_way == 0 &&
+        CreatesInFlight(pool.name) == 0 && static_cast<int>(live.size()) < pool.max_vms) {
       StartCreate(pool, taken);  // a deleted VM's name is free again
     }
+    std::set<std::string> idle_deleted;
     for (const Vm& vm : live) {
       if (vm.state == "READY") {
         StartAgents(pool, vm);
@@ -539,14 +559,16 @@ void TpuProvider::Round() {
         continue;
       }
       auto it = idle_since_.emplace(vm.name, now).first;
-      if (now - it->second >= pool.idle_timeout_s) {
-        DeleteVm(pool, vm);
+      if (now - it->second >= pool.idle_timeout_s && DeleteVm(pool, vm)) {
+        idle_deleted.insert(vm.name);
       }
     }
     if (listing.complete && options_.vms) {
       std::vector<CloudVm> shown;
       for (const Vm& vm : live) {
-        shown.push_back({"gcloud-tpu", pool.name, vm.name, vm.zone, vm.state});
+        if (idle_deleted.count(vm.name) == 0) {
+          shown.push_back({"gcloud-tpu", pool.name, vm.name, vm.zone, vm.state});
+        }
       }
       options_.vms(pool.name, std::move(shown));
     }
@@ -560,6 +582,7 @@ void TpuProvider::Round() {
       }
       for (const std::string& vm : gone) {
         StopAgents(vm);
+        idle_since_.erase(vm);
       }
     }
   }

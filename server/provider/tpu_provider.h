@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -49,7 +50,8 @@ struct TpuProviderOptions {
   double poll_s = 10;           // between rounds
   double call_timeout_s = 900;  // one gcloud call (a create waits for the VM)
   // Called from the provider thread; must return what the core thread says (blocks until then).
-  std::function<TpuDemand()> demand;
+  // No answer (a core too busy to answer in time): the round is skipped.
+  std::function<std::optional<TpuDemand>()> demand;
   // Called from the provider thread for every gcloud call: (subject, event, detail).
   std::function<void(std::string, std::string, std::string)> log;
   // Agents on the workers (all unset: VMs only, no agents).
@@ -118,9 +120,9 @@ class TpuProvider {
   void StartCreate(const TpuPool& pool, const std::set<std::string>& taken);
   void CreateVm(const TpuPool& pool, const std::string& name);  // on a creator thread
   void JoinFinishedCreates();
-  int CreatesInFlight(const std::string& pool);
+  int CreatesInFlight(const std::string& pool) const;
   bool Stopping();
-  void DeleteVm(const TpuPool& pool, const Vm& vm);
+  bool DeleteVm(const TpuPool& pool, const Vm& vm);  // true: gcloud deleted it
   void StartAgents(const TpuPool& pool, const Vm& vm);
   void StopAgents(const std::string& vm);
   bool EnsureSshKey();
@@ -130,12 +132,16 @@ class TpuProvider {
   std::map<std::string, double> idle_since_;  // VM -> when it was first seen with nothing to do
   std::map<std::string, Agents> agents_;      // VM -> the sessions started for it
   std::map<std::string, std::vector<std::string>> known_hosts_;  // VM -> pinned host key lines
-  std::map<std::string, std::thread> creators_;  // VM -> the thread creating it (provider thread)
+  struct Creator {
+    std::string pool;
+    std::thread thread;
+  };
+  std::map<std::string, Creator> creators_;  // VM -> its create (provider thread)
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;     // guarded by mu_
-  bool abort_calls_ = false;  // guarded by mu_: Stop() ends gcloud calls in flight
-  std::map<std::string, std::string> creating_;  // guarded by mu_: VM -> pool, while created
+  bool stopping_ = false;           // guarded by mu_
+  bool abort_calls_ = false;        // guarded by mu_: Stop() ends gcloud calls in flight
+  std::set<std::string> creating_;  // guarded by mu_: VMs whose create has not returned
   std::thread thread_;
 };
 

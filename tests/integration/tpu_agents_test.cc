@@ -129,10 +129,20 @@ TEST_CASE(
   // Every v4-16 (2 workers) that becomes READY runs on these two namespaces.
   fake.Control("POST", "worker_template", {{"workers", workers}});
 
-  // taed's environment: the fake's gcloud configuration, quick rounds and loss detection.
+  // taed's environment: the fake's gcloud configuration, quick rounds and loss detection, and
+  // TLS on its agent port (the tunnels still lead to a plaintext port on loopback).
+  TempDir certs;
+  REQUIRE(RunCommand({"/bin/bash", std::string(TAE_SOURCE_DIR) + "/deploy/make-certs.sh",
+                      certs.path(), "127.0.0.1"},
+                     60)
+              .exit_code == 0);
   auto taed_env = [&](bool set) {
     std::vector<std::pair<std::string, std::string>> vars = {
-        {"TAE_TPU_POLL", "0.5"}, {"TAE_AGENT_GRACE", "2"}, {"TAE_RETRY_BACKOFF", "0.2"}};
+        {"TAE_TPU_POLL", "0.5"},
+        {"TAE_AGENT_GRACE", "2"},
+        {"TAE_RETRY_BACKOFF", "0.2"},
+        {"TAE_TLS_CERT", certs.path() + "/server.pem"},
+        {"TAE_TLS_KEY", certs.path() + "/server.key"}};
     for (const std::string& var : fake.env()) {
       const size_t eq = var.find('=');
       vars.emplace_back(var.substr(0, eq), var.substr(eq + 1));
