@@ -154,6 +154,17 @@ std::string FakeTpu::missing() const {
   return "";
 }
 
+void FakeTpu::SetEnv(bool set) const {
+  for (const std::string& var : env_) {
+    const size_t eq = var.find('=');
+    if (set) {
+      setenv(var.substr(0, eq).c_str(), var.substr(eq + 1).c_str(), 1);
+    } else {
+      unsetenv(var.substr(0, eq).c_str());
+    }
+  }
+}
+
 CommandResult FakeTpu::Gcloud(const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {"/usr/bin/env"};
   argv.insert(argv.end(), env_.begin(), env_.end());

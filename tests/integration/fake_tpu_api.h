@@ -50,6 +50,9 @@ class FakeTpu {
   // VAR=VALUE lines of the temp gcloud configuration (today CLOUDSDK_CONFIG).
   const std::vector<std::string>& env() const { return env_; }
 
+  // Sets (or unsets) env() in this process, e.g. around starting taed.
+  void SetEnv(bool set) const;
+
   // Runs `gcloud ARGS` with the temp configuration.
   CommandResult Gcloud(const std::vector<std::string>& args) const;
 

@@ -124,18 +124,6 @@ struct GangCluster {
   Cluster& c() { return *cluster; }
 };
 
-// A tiny copy-task study: `hosts` hosts, global batch 8.
-std::string Spec(const std::string& name, int hosts, int steps, int checkpoint_every) {
-  return "name = \"" + name +
-         "\"\n"
-         "[model]\nlayers = 2\nd_model = 32\n"
-         "[train]\ntask = \"copy\"\nvocab = 8\nseq_len = 16\nbatch_size = 8\nlr = 0.01\n"
-         "warmup = 5\nsteps = " +
-         std::to_string(steps) + "\neval_every = 10\neval_batches = 2\nthreads = 1\nseeds = [0]\n" +
-         "checkpoint_every = " + std::to_string(checkpoint_every) + "\n" +
-         "[resources]\nhosts = " + std::to_string(hosts) + "\nmax_attempts = 3\n";
-}
-
 std::string Submit(Cluster& cluster, const std::string& name, const std::string& spec) {
   const std::string path = cluster.dir().Write(name + ".toml", spec);
   return std::to_string(cluster.TaectlJson({"submit", path}).at("experiment").get<int64_t>());
@@ -181,9 +169,9 @@ TEST_CASE("a 2-host run in network namespaces trains the model a 1-host run trai
     return;
   }
   Cluster& cluster = gang.c();
-  const std::string two = Submit(cluster, "two-hosts", Spec("two-hosts", 2, 30, 0));
+  const std::string two = Submit(cluster, "two-hosts", CopyTaskSpec("two-hosts", 2, 30, 0));
   WaitFinal(cluster, two);
-  const std::string one = Submit(cluster, "one-host", Spec("one-host", 1, 30, 0));
+  const std::string one = Submit(cluster, "one-host", CopyTaskSpec("one-host", 1, 30, 0));
   WaitFinal(cluster, one);
 
   const nlohmann::json gang_run = OnlyRun(cluster, two);
@@ -224,7 +212,7 @@ TEST_CASE("cancelling a gang stops the processes on every host", "[gang]") {
     return;
   }
   Cluster& cluster = gang.c();
-  const std::string exp = Submit(cluster, "long", Spec("long", 2, 1000000, 0));
+  const std::string exp = Submit(cluster, "long", CopyTaskSpec("long", 2, 1000000, 0));
   REQUIRE(WaitUntil([&] { return OnlyRun(cluster, exp).value("last_step", 0) >= 20; }, 120));
   const int64_t run = OnlyRun(cluster, exp).at("id").get<int64_t>();
   // Each host's job group, as its supervisor recorded it.
@@ -252,7 +240,7 @@ TEST_CASE("kill -9 of one host's agent requeues the whole gang and it resumes fr
     return;
   }
   Cluster& cluster = gang.c();
-  const std::string exp = Submit(cluster, "resume", Spec("resume", 2, 400, 20));
+  const std::string exp = Submit(cluster, "resume", CopyTaskSpec("resume", 2, 400, 20));
   REQUIRE(WaitUntil([&] { return OnlyRun(cluster, exp).value("last_step", 0) >= 60; }, 120));
   const int64_t run = OnlyRun(cluster, exp).at("id").get<int64_t>();
   const std::string rank0_group =

@@ -302,10 +302,7 @@ TEST_CASE(
   }
   const std::string first_zone = "us-east5-a";
   fake.Control("POST", "no_capacity", {{"zone", first_zone}});
-  for (const std::string& var : fake.env()) {
-    const size_t eq = var.find('=');
-    setenv(var.substr(0, eq).c_str(), var.substr(eq + 1).c_str(), 1);
-  }
+  fake.SetEnv(true);
   setenv("TAE_TPU_POLL", "0.3", 1);
   Cluster cluster(0, 1, [&](const std::string& home) {
     std::ofstream(home + "/tpu-pools.toml")
@@ -315,7 +312,7 @@ TEST_CASE(
            "\"tpu\" }\n";
   });
   unsetenv("TAE_TPU_POLL");
-  unsetenv("CLOUDSDK_CONFIG");
+  fake.SetEnv(false);
 
   // A run that only a TPU agent can take: the pool creates a VM for it, in the second zone.
   const std::string spec =
@@ -389,10 +386,7 @@ TEST_CASE(
   FakeTpu fake;
   SKIP_WITHOUT_GCLOUD(fake);
   fake.Control("POST", "no_capacity", {{"zone", kZone}});
-  for (const std::string& var : fake.env()) {
-    const size_t eq = var.find('=');
-    setenv(var.substr(0, eq).c_str(), var.substr(eq + 1).c_str(), 1);
-  }
+  fake.SetEnv(true);
   setenv("TAE_TPU_POLL", "0.3", 1);
   Cluster cluster(0, 1, [&](const std::string& home) {
     std::ofstream(home + "/tpu-pools.toml")
@@ -401,7 +395,7 @@ TEST_CASE(
            "labels = { accelerator = \"tpu\" }\n";
   });
   unsetenv("TAE_TPU_POLL");
-  unsetenv("CLOUDSDK_CONFIG");
+  fake.SetEnv(false);
   INFO("taed log:\n" << ReadFile(cluster.home() + "/logs/taed.log"));
 
   // Queued resources: name -> state.

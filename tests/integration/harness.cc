@@ -131,6 +131,17 @@ nlohmann::json Cluster::TaectlJson(std::vector<std::string> args) {
   return doc;
 }
 
+std::string CopyTaskSpec(const std::string& name, int hosts, int steps, int checkpoint_every) {
+  return "name = \"" + name +
+         "\"\n"
+         "[model]\nlayers = 2\nd_model = 32\n"
+         "[train]\ntask = \"copy\"\nvocab = 8\nseq_len = 16\nbatch_size = 8\nlr = 0.01\n"
+         "warmup = 5\nsteps = " +
+         std::to_string(steps) + "\neval_every = 10\neval_batches = 2\nthreads = 1\nseeds = [0]\n" +
+         "checkpoint_every = " + std::to_string(checkpoint_every) + "\n" +
+         "[resources]\nhosts = " + std::to_string(hosts) + "\nmax_attempts = 3\n";
+}
+
 bool WaitUntil(const std::function<bool()>& pred, double timeout_s) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));

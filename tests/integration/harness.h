@@ -55,6 +55,11 @@ class Cluster {
   bool started_ = false;
 };
 
+// A tiny copy-task study of one run (seed 0): `hosts` hosts (a gang when more than 1), global
+// batch 8, `steps` steps, a checkpoint every `checkpoint_every` steps (0: at the end). It ends
+// in its [resources] table, so a caller may append more keys of it.
+std::string CopyTaskSpec(const std::string& name, int hosts, int steps, int checkpoint_every);
+
 // Polls pred every 50 ms until it holds or the deadline passes. Returns pred's last answer.
 bool WaitUntil(const std::function<bool()>& pred, double timeout_s);
 

@@ -33,16 +33,9 @@ std::string KeyOnly(const std::string& line) {
   return line.substr(0, key_end);
 }
 
-// A tiny copy-task study on both workers of one TPU VM (global batch 8).
+// A tiny copy-task gang on both workers of one TPU VM.
 std::string TpuSpec(const std::string& name, int steps, int checkpoint_every) {
-  return "name = \"" + name +
-         "\"\n"
-         "[model]\nlayers = 2\nd_model = 32\n"
-         "[train]\ntask = \"copy\"\nvocab = 8\nseq_len = 16\nbatch_size = 8\nlr = 0.01\n"
-         "warmup = 5\nsteps = " +
-         std::to_string(steps) + "\neval_every = 10\neval_batches = 2\nthreads = 1\nseeds = [0]\n" +
-         "checkpoint_every = " + std::to_string(checkpoint_every) + "\n" +
-         "[resources]\nhosts = 2\nmax_attempts = 3\nlabels = { accelerator = \"tpu\" }\n";
+  return CopyTaskSpec(name, 2, steps, checkpoint_every) + "labels = { accelerator = \"tpu\" }\n";
 }
 
 nlohmann::json OnlyRun(Cluster& cluster, const std::string& experiment) {
@@ -143,10 +136,7 @@ TEST_CASE(
         {"TAE_RETRY_BACKOFF", "0.2"},
         {"TAE_TLS_CERT", certs.path() + "/server.pem"},
         {"TAE_TLS_KEY", certs.path() + "/server.key"}};
-    for (const std::string& var : fake.env()) {
-      const size_t eq = var.find('=');
-      vars.emplace_back(var.substr(0, eq), var.substr(eq + 1));
-    }
+    fake.SetEnv(set);
     for (const auto& [name, value] : vars) {
       if (set) {
         setenv(name.c_str(), value.c_str(), 1);
