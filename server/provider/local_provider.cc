@@ -99,14 +99,6 @@ void LocalProvider::RemoveSession(const std::string& id, int grace_ms) {
   }
 }
 
-int LocalProvider::sessions() const {
-  int n = 0;
-  for (const auto& [serial, child] : children_) {
-    n += child.session && !child.removed ? 1 : 0;
-  }
-  return n;
-}
-
 absl::Status LocalProvider::Spawn(Child* child) {
   if (child->session) {
     return SpawnSession(child);

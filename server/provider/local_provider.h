@@ -47,7 +47,6 @@ class LocalProvider {
   // On the core thread. Sends `stop` to the session's agent, then SIGTERM to the session's
   // process group after grace_ms if it is still there; it is not restarted.
   void RemoveSession(const std::string& id, int grace_ms = 10000);
-  int sessions() const;  // live or restarting sessions, ssh hosts included
   // On the core thread: no more restarts, no more reaping by the SIGCHLD handler.
   void PrepareStop();
   // SIGTERM to every agent, then SIGKILL after grace_ms; waits for them. After PrepareStop() ran

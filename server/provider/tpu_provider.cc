@@ -49,6 +49,22 @@ std::string ErrorLine(const std::string& text) {
   return last;
 }
 
+// obj[key] when it is a string (or a number, as text), else "": gcloud's JSON is read without
+// trusting its types (nlohmann's value() throws on a mismatch).
+std::string Text(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) {
+    return "";
+  }
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    return "";
+  }
+  if (it->is_string()) {
+    return it->get<std::string>();
+  }
+  return it->is_number() ? it->dump() : "";
+}
+
 }  // namespace
 
 TpuProvider::TpuProvider(TpuProviderOptions options) : options_(std::move(options)) {}
@@ -69,7 +85,7 @@ void TpuProvider::Stop() {
   if (thread_.joinable()) {
     thread_.join();
   }
-  // Creates in flight end at once: their gcloud calls see stopping_ (the VM may still come up;
+  // Creates in flight end at once: their gcloud calls see abort_calls_ (the VM may still come up;
   // the next taed lists it).
   for (auto& [name, creator] : creators_) {
     creator.thread.join();
@@ -77,7 +93,7 @@ void TpuProvider::Stop() {
   creators_.clear();
 }
 
-bool TpuProvider::Stopping() {
+bool TpuProvider::CallsAborted() {
   std::lock_guard<std::mutex> lock(mu_);
   return abort_calls_;
 }
@@ -151,7 +167,7 @@ TpuProvider::Result TpuProvider::Run(const std::string& subject, const std::stri
     while (fds[0] >= 0 || fds[1] >= 0) {
       pollfd pfds[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
       const double left = deadline - Now();
-      if (left <= 0 || Stopping()) {
+      if (left <= 0 || CallsAborted()) {
         timed_out = true;
         break;
       }
@@ -188,9 +204,9 @@ TpuProvider::Result TpuProvider::Run(const std::string& subject, const std::stri
     }
     result.ok = !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (timed_out) {
-      result.err = Stopping() ? absl::StrCat("taed is stopping; ", result.err)
-                              : absl::StrCat("no answer within ", options_.call_timeout_s, " s; ",
-                                             result.err);
+      result.err = CallsAborted() ? absl::StrCat("taed is stopping; ", result.err)
+                                  : absl::StrCat("no answer within ", options_.call_timeout_s,
+                                                 " s; ", result.err);
     }
   }
   const std::string command =
@@ -219,17 +235,15 @@ TpuProvider::Listing TpuProvider::List(const TpuPool& pool) {
       if (!node.is_object()) {
         continue;
       }
-      const std::string full = node.value("name", "");
-      const std::string queued = node.value("queuedResource", "");
-      Vm vm{full.substr(full.rfind('/') + 1),
-            zone,
-            node.value("state", ""),
-            node.value("id", ""),
-            {},
+      const std::string full = Text(node, "name");
+      const std::string queued = Text(node, "queuedResource");
+      Vm vm{full.substr(full.rfind('/') + 1),    zone, Text(node, "state"), Text(node, "id"), {},
             queued.substr(queued.rfind('/') + 1)};
-      const nlohmann::json endpoints = node.value("networkEndpoints", nlohmann::json::array());
-      for (const nlohmann::json& endpoint : endpoints) {
-        vm.ips.push_back(endpoint.is_object() ? endpoint.value("ipAddress", "") : "");
+      auto endpoints = node.find("networkEndpoints");
+      if (endpoints != node.end() && endpoints->is_array()) {
+        for (const nlohmann::json& endpoint : *endpoints) {
+          vm.ips.push_back(Text(endpoint, "ipAddress"));
+        }
       }
       listing.vms.push_back(std::move(vm));
     }
@@ -247,16 +261,15 @@ TpuProvider::Listing TpuProvider::List(const TpuPool& pool) {
       if (!request.is_object()) {
         continue;
       }
-      const std::string full = request.value("name", "");
+      const std::string full = Text(request, "name");
       const std::string name = full.substr(full.rfind('/') + 1);
       // Only this pool's: tae-POOL-N (a pool "v4-big" is not pool "v4"'s).
       if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() ||
           name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
         continue;
       }
-      const nlohmann::json state = request.value("state", nlohmann::json::object());
-      listing.queued.push_back(
-          {name, zone, state.is_object() ? state.value("state", "") : std::string()});
+      auto state = request.find("state");
+      listing.queued.push_back({name, zone, state != request.end() ? Text(*state, "state") : ""});
     }
   }
   return listing;
@@ -399,8 +412,9 @@ void TpuProvider::StartAgents(const TpuPool& pool, const Vm& vm) {
   nlohmann::json items = nlohmann::json::parse(attributes.out, nullptr, false);
   std::map<int, std::string> keys;
   for (const nlohmann::json& item : items.is_array() ? items : nlohmann::json::array()) {
-    if (!item.is_object() || item.value("key", "") != "ssh-ed25519" ||
-        item.value("namespace", "hostkeys") != "hostkeys" || !item.contains("worker_id")) {
+    if (!item.is_object() || Text(item, "key") != "ssh-ed25519" ||
+        (item.contains("namespace") && Text(item, "namespace") != "hostkeys") ||
+        !item.contains("worker_id")) {
       continue;
     }
     const nlohmann::json& worker = item["worker_id"];
@@ -411,7 +425,7 @@ void TpuProvider::StartAgents(const TpuPool& pool, const Vm& vm) {
                worker.get<std::string>().find_first_not_of("0123456789") == std::string::npos) {
       index = std::stoi(worker.get<std::string>());
     }
-    const std::string value = item.value("value", "");
+    const std::string value = Text(item, "value");
     if (index >= 0 && !value.empty() && value.find_first_of(" \n") == std::string::npos) {
       keys[index] = value;
     }

@@ -121,7 +121,7 @@ class TpuProvider {
   void CreateVm(const TpuPool& pool, const std::string& name);  // on a creator thread
   void JoinFinishedCreates();
   int CreatesInFlight(const std::string& pool) const;
-  bool Stopping();
+  bool CallsAborted();
   bool DeleteVm(const TpuPool& pool, const Vm& vm);  // true: gcloud deleted it
   void StartAgents(const TpuPool& pool, const Vm& vm);
   void StopAgents(const std::string& vm);
