@@ -1,8 +1,11 @@
 #pragma once
 
 // What the providers' TOML files (ssh-hosts.toml, tpu-pools.toml) share: errors that name
-// FILE:LINE:COL, and the text allowed in ids and label values.
+// FILE:LINE:COL, the text allowed in ids and label values, and readers of one key's value
+// (errors "FILE:LINE:COL: KEY: expected ...").
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/status.h"
@@ -35,6 +38,55 @@ inline absl::StatusOr<toml::table> ParseConfigToml(const std::string& text,
 // An id, zone or label value: none of the separators the agent's --labels syntax uses.
 inline bool PlainText(const std::string& text) {
   return !text.empty() && text.find_first_of(",=\n\r") == std::string::npos;
+}
+
+inline absl::Status ConfigString(const std::string& path, const std::string& key,
+                                 const toml::node& value, std::string* out) {
+  if (!value.is_string() || value.as_string()->get().empty()) {
+    return ConfigError(path, value, absl::StrCat(key, ": expected a non-empty string"));
+  }
+  *out = value.as_string()->get();
+  return absl::OkStatus();
+}
+
+inline absl::Status ConfigBool(const std::string& path, const std::string& key,
+                               const toml::node& value, bool* out) {
+  if (!value.is_boolean()) {
+    return ConfigError(path, value, absl::StrCat(key, ": expected true or false"));
+  }
+  *out = value.as_boolean()->get();
+  return absl::OkStatus();
+}
+
+inline absl::Status ConfigInt(const std::string& path, const std::string& key,
+                              const toml::node& value, int low, int high, int* out) {
+  const toml::value<int64_t>* number = value.as_integer();
+  if (number == nullptr || number->get() < low || number->get() > high) {
+    return ConfigError(path, value,
+                       absl::StrCat(key, ": expected an integer in ", low, "..", high));
+  }
+  *out = static_cast<int>(number->get());
+  return absl::OkStatus();
+}
+
+// A table of agent labels: names and values PlainText.
+inline absl::Status ConfigLabels(const std::string& path, const toml::node& value,
+                                 std::map<std::string, std::string>* out) {
+  const toml::table* labels = value.as_table();
+  if (labels == nullptr) {
+    return ConfigError(path, value, "labels: expected a table of strings");
+  }
+  for (auto&& [key, label] : *labels) {
+    const std::string name(key.str());
+    const toml::value<std::string>* text = label.as_string();
+    if (text == nullptr || !PlainText(name) || !PlainText(text->get())) {
+      return ConfigError(
+          path, label,
+          absl::StrCat("labels.", name, ": expected a string without ',', '=' or line breaks"));
+    }
+    (*out)[name] = text->get();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tae::provider

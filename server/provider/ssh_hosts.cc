@@ -37,21 +37,9 @@ absl::StatusOr<std::vector<SshHost>> ParseSshHosts(const std::string& text, cons
       host.agent = default_agent;
       for (auto&& [field_key, value] : *table) {
         const std::string field(field_key.str());
-        auto string_of = [&](std::string* out) -> absl::Status {
-          if (!value.is_string() || value.as_string()->get().empty()) {
-            return ConfigError(path, value, absl::StrCat(field, ": expected a non-empty string"));
-          }
-          *out = value.as_string()->get();
-          return absl::OkStatus();
-        };
-        auto int_of = [&](int* out, int low, int high) -> absl::Status {
-          const toml::value<int64_t>* number = value.as_integer();
-          if (number == nullptr || number->get() < low || number->get() > high) {
-            return ConfigError(path, value,
-                               absl::StrCat(field, ": expected an integer in ", low, "..", high));
-          }
-          *out = static_cast<int>(number->get());
-          return absl::OkStatus();
+        auto string_of = [&](std::string* out) { return ConfigString(path, field, value, out); };
+        auto int_of = [&](int* out, int low, int high) {
+          return ConfigInt(path, field, value, low, high, out);
         };
         absl::Status status;
         if (field == "destination") {
@@ -76,23 +64,7 @@ absl::StatusOr<std::vector<SshHost>> ParseSshHosts(const std::string& text, cons
         } else if (field == "work_dir") {
           status = string_of(&host.work_dir);
         } else if (field == "labels") {
-          const toml::table* labels = value.as_table();
-          if (labels == nullptr) {
-            status = ConfigError(path, value, "labels: expected a table of strings");
-          }
-          for (auto it = labels != nullptr ? labels->begin() : toml::table::const_iterator();
-               status.ok() && labels != nullptr && it != labels->end(); ++it) {
-            const std::string name(it->first.str());
-            const toml::value<std::string>* label = it->second.as_string();
-            if (label == nullptr || !PlainText(name) || !PlainText(label->get())) {
-              status =
-                  ConfigError(path, it->second,
-                              absl::StrCat("labels.", name,
-                                           ": expected a string without ',', '=' or line breaks"));
-            } else {
-              host.labels[name] = label->get();
-            }
-          }
+          status = ConfigLabels(path, value, &host.labels);
         } else if (field == "ssh_options") {
           const toml::array* options = value.as_array();
           if (options == nullptr) {

@@ -74,28 +74,10 @@ absl::StatusOr<std::vector<TpuPool>> ParseTpuPools(const std::string& text, cons
       for (auto&& [field_key, value] : *table) {
         const std::string field(field_key.str());
         absl::Status status;
-        auto string_of = [&](std::string* out) {
-          if (!value.is_string() || value.as_string()->get().empty()) {
-            return ConfigError(path, value, absl::StrCat(field, ": expected a non-empty string"));
-          }
-          *out = value.as_string()->get();
-          return absl::OkStatus();
-        };
-        auto bool_of = [&](bool* out) {
-          if (!value.is_boolean()) {
-            return ConfigError(path, value, absl::StrCat(field, ": expected true or false"));
-          }
-          *out = value.as_boolean()->get();
-          return absl::OkStatus();
-        };
+        auto string_of = [&](std::string* out) { return ConfigString(path, field, value, out); };
+        auto bool_of = [&](bool* out) { return ConfigBool(path, field, value, out); };
         auto int_of = [&](int* out, int low, int high) {
-          const toml::value<int64_t>* number = value.as_integer();
-          if (number == nullptr || number->get() < low || number->get() > high) {
-            return ConfigError(path, value,
-                               absl::StrCat(field, ": expected an integer in ", low, "..", high));
-          }
-          *out = static_cast<int>(number->get());
-          return absl::OkStatus();
+          return ConfigInt(path, field, value, low, high, out);
         };
         if (field == "name") {
           status = string_of(&pool.name);
@@ -169,23 +151,7 @@ absl::StatusOr<std::vector<TpuPool>> ParseTpuPools(const std::string& text, cons
             }
           }
         } else if (field == "labels") {
-          const toml::table* labels = value.as_table();
-          if (labels == nullptr) {
-            status = ConfigError(path, value, "labels: expected a table of strings");
-          } else {
-            for (auto&& [name, label] : *labels) {
-              const toml::value<std::string>* text_value = label.as_string();
-              if (text_value == nullptr || !PlainText(std::string(name.str())) ||
-                  !PlainText(text_value->get())) {
-                status = ConfigError(
-                    path, label,
-                    absl::StrCat("labels.", std::string(name.str()),
-                                 ": expected a string without ',', '=' or line breaks"));
-                break;
-              }
-              pool.labels[std::string(name.str())] = text_value->get();
-            }
-          }
+          status = ConfigLabels(path, value, &pool.labels);
         } else {
           status = ConfigError(path, value, absl::StrCat("unknown key '", field, "' in [[pool]]"));
         }
