@@ -9,7 +9,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread
   libsqlite3-dev libspdlog-dev libfmt-dev libboost-dev libssl-dev
   libtomlplusplus-dev nlohmann-json3-dev catch2
-  bible-kjv python3 openssl iproute2 rsync libgloo-dev
+  bible-kjv python3 python3-torch openssl iproute2 rsync libgloo-dev
   openssh-client openssh-server
 )
 missing=()
@@ -32,6 +32,6 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
   $SUDO chmod +x "$policy"
 fi
 status=0
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}" || status=$?
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" || status=$?
 if [ -n "$policy" ]; then $SUDO rm -f "$policy"; fi
 exit "$status"

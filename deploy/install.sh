@@ -56,8 +56,10 @@ for program in "${programs[@]}"; do
   install -m 0755 "$build_dir/bin/$program" "$prefix/bin/$program"
 done
 install -m 0644 agent/python/tae_log.py "$prefix/share/tae/python/tae_log.py"
+mkdir -p "$prefix/share/tae/python/tae_torch"
+install -m 0644 agent/python/tae_torch/*.py "$prefix/share/tae/python/tae_torch/"
 
-echo "install.sh: installed ${programs[*]} in $prefix/bin and tae_log.py in $prefix/share/tae/python"
+echo "install.sh: installed ${programs[*]} in $prefix/bin and tae_log.py, tae_torch in $prefix/share/tae/python"
 case ":$PATH:" in
   *":$prefix/bin:"*) ;;
   *) echo "install.sh: $prefix/bin is not on PATH; add it: export PATH=\"$prefix/bin:\$PATH\"" ;;

@@ -42,6 +42,8 @@ class SpecReader {
  public:
   explicit SpecReader(const json& spec) : spec_(spec) {}
 
+  bool Has(const std::string& key) const { return spec_.contains(key); }
+
   absl::StatusOr<const json*> Get(const std::string& key) const {
     auto it = spec_.find(key);
     if (it == spec_.end()) {
@@ -261,6 +263,10 @@ absl::Status ParseModel(const SpecReader& r, ModelConfig* m) {
   TAE_RETURN_IF_ERROR(r.Bool("model.tie_embeddings", &m->tie_embeddings));
   TAE_RETURN_IF_ERROR(r.Bool("model.bias", &m->bias));
   TAE_RETURN_IF_ERROR(r.Double("model.dropout", 0.0, 0.99, &m->dropout));
+  if (r.Has("model.init")) {
+    TAE_RETURN_IF_ERROR(r.Enum<InitScheme>(
+        "model.init", {{"gpt2", InitScheme::kGpt2}, {"torch", InitScheme::kTorch}}, &m->init));
+  }
   return absl::OkStatus();
 }
 
@@ -302,6 +308,10 @@ absl::Status ParseTraining(const SpecReader& r, TrainingConfig* t) {
   int64_t seed = 0;
   TAE_RETURN_IF_ERROR(r.Int("train.seed", 0, std::numeric_limits<int64_t>::max(), &seed));
   t->seed = static_cast<uint64_t>(seed);
+  if (r.Has("train.engine")) {
+    TAE_RETURN_IF_ERROR(r.Enum<Engine>(
+        "train.engine", {{"libtorch", Engine::kLibtorch}, {"torch", Engine::kTorch}}, &t->engine));
+  }
   return absl::OkStatus();
 }
 
@@ -324,6 +334,7 @@ const std::set<std::string>& KnownKeys() {
                                                              "model.tie_embeddings",
                                                              "model.bias",
                                                              "model.dropout",
+                                                             "model.init",
                                                              "train.task",
                                                              "train.data",
                                                              "train.vocab",
@@ -341,7 +352,8 @@ const std::set<std::string>& KnownKeys() {
                                                              "train.checkpoint_every",
                                                              "train.head_importance",
                                                              "train.threads",
-                                                             "train.seed"};
+                                                             "train.seed",
+                                                             "train.engine"};
   return *kKeys;
 }
 
@@ -485,6 +497,12 @@ const char* TaskName(TaskKind task) {
   }
   return "?";
 }
+
+const char* InitSchemeName(InitScheme init) {
+  return init == InitScheme::kGpt2 ? "gpt2" : "torch";
+}
+
+const char* EngineName(Engine engine) { return engine == Engine::kLibtorch ? "libtorch" : "torch"; }
 
 int64_t KvHeads(const ModelConfig& config) {
   return config.kv_heads == 0 ? config.heads : config.kv_heads;

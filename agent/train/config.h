@@ -19,6 +19,8 @@ enum class NormPosition { kPre, kPost, kSandwich };
 enum class PosEncoding { kNone, kSinusoidal, kLearned, kRope, kAlibi };
 enum class OptimizerKind { kAdamW, kSgd };
 enum class Schedule { kConstant, kLinear, kCosine };
+enum class InitScheme { kGpt2, kTorch };
+enum class Engine { kLibtorch, kTorch };
 enum class TaskKind { kCopy, kReverse, kSort, kAssocRecall, kInduction, kModAdd, kLm };
 
 struct ModelConfig {
@@ -42,9 +44,12 @@ struct ModelConfig {
   // Query heads removed from the start, per layer: prune_heads[l] is a sorted list of head indices
   // (empty for layers that keep every head). Sized `layers`.
   std::vector<std::vector<int64_t>> prune_heads;
-  bool tie_embeddings = true;
+  bool tie_embeddings = false;
   bool bias = true;
   double dropout = 0.0;
+  // gpt2: N(0, 0.02) matrices, zero biases, unit gains; torch: PyTorch's module defaults
+  // (docs/engine.md "Initialisation").
+  InitScheme init = InitScheme::kGpt2;
 };
 
 struct TrainingConfig {
@@ -66,6 +71,9 @@ struct TrainingConfig {
   bool head_importance = false;
   int64_t threads = 0;  // 0 = TAE_THREADS, else all cores
   uint64_t seed = 0;
+  // libtorch: this program; torch: the PyTorch engine (agent/python/tae_torch), which tae-train
+  // starts in its place.
+  Engine engine = Engine::kLibtorch;
 };
 
 struct TrainConfig {
@@ -73,7 +81,8 @@ struct TrainConfig {
   TrainingConfig train;
 };
 
-// Parses and validates a run spec. Every model.* and train.* key this version knows is required;
+// Parses and validates a run spec. Every model.* and train.* key this version knows is required,
+// except model.init and train.engine (added later; default gpt2 and libtorch);
 // keys outside the model./train. namespaces (resources.*, name, ...) are ignored. Errors are
 // InvalidArgument with a one-line message that names the offending key.
 absl::StatusOr<TrainConfig> ParseTrainConfig(const nlohmann::json& spec);
@@ -95,6 +104,8 @@ const char* NormName(NormKind norm);
 const char* NormPositionName(NormPosition position);
 const char* PosEncodingName(PosEncoding pos_encoding);
 const char* TaskName(TaskKind task);
+const char* InitSchemeName(InitScheme init);
+const char* EngineName(Engine engine);
 
 // The number of key/value heads a config asks for: kv_heads, or heads when kv_heads is 0.
 int64_t KvHeads(const ModelConfig& config);

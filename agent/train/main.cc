@@ -3,20 +3,27 @@
 // Exit codes: 0 success, 1 runtime failure, 2 bad spec / flags / environment.
 
 #include <malloc.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/cli/paths.h"
 #include "agent/train/config.h"
+#include "agent/train/trace.h"
 #include "agent/train/distributed.h"
 #include "agent/train/metrics_sink.h"
 #include "agent/train/runtime_info.h"
@@ -44,6 +51,12 @@ constexpr char kUsage[] =
     "options:\n"
     "  --checkpoint-dir DIR  default: $TAE_CHECKPOINT_DIR, else ./checkpoint\n"
     "  --no-checkpoint       neither write nor resume checkpoints\n"
+    "  --trace DIR           write the initial weights and every step's batch, loss, grad norm\n"
+    "                        and weights to DIR (agent/train/trace.h; for small runs)\n"
+    "\n"
+    "With train.engine = \"torch\" the run is trained by the PyTorch engine instead: tae-train\n"
+    "starts `python3 -m tae_torch` (from ../share/tae/python beside this program) with the same\n"
+    "flags and environment; TAE_PYTHON picks the interpreter (default: python3 on PATH).\n"
     "\n"
     "environment:\n"
     "  TAE_METRICS_FD      fd to write metric JSON lines to (default: stdout)\n"
@@ -52,6 +65,7 @@ constexpr char kUsage[] =
     "  TAE_WORLD_SIZE      processes of a data-parallel run (default 1); above 1 also:\n"
     "  TAE_RANK            this process's rank, 0..TAE_WORLD_SIZE-1 (rank 0 reports/checkpoints)\n"
     "  MASTER_ADDR         rank 0's host; MASTER_PORT: the port rank 0's TCPStore listens on\n"
+    "  TAE_PYTHON          the interpreter of the torch engine (default: python3)\n"
     "\n"
     "exit status: 0 success, 1 runtime failure, 2 bad spec, flag or environment,\n"
     "             143 stopped by SIGTERM/SIGINT after writing a checkpoint\n";
@@ -66,6 +80,7 @@ struct Args {
   std::string spec;
   std::string checkpoint_dir;
   bool no_checkpoint = false;
+  std::string trace_dir;
 };
 
 int Fail(int code, const absl::Status& status) {
@@ -90,6 +105,8 @@ bool ParseArgs(int argc, char** argv, Args* args, int* exit_code) {
       args->checkpoint_dir = argv[++i];
     } else if (arg.rfind("--checkpoint-dir=", 0) == 0) {
       args->checkpoint_dir = arg.substr(std::strlen("--checkpoint-dir="));
+    } else if (arg == "--trace" && i + 1 < argc) {
+      args->trace_dir = argv[++i];
     } else if (arg == "--no-checkpoint") {
       args->no_checkpoint = true;
     } else {
@@ -113,6 +130,47 @@ bool ParseArgs(int argc, char** argv, Args* args, int* exit_code) {
   return true;
 }
 
+// Replaces this process with the torch engine (python3 -m tae_torch) for the same run; returns
+// only on failure, with the exit code.
+int ExecTorchEngine(const Args& args) {
+  if (!args.trace_dir.empty()) {
+    return Fail(kExitUsage, absl::InvalidArgumentError(
+                                "--trace is tae-train's own; the torch engine does not trace"));
+  }
+  const std::string python_dir = tae::cli::ProgramDir() + "/../share/tae/python";
+  struct stat info {};
+  if (::stat((python_dir + "/tae_torch/__main__.py").c_str(), &info) != 0) {
+    return Fail(kExitUsage, absl::FailedPreconditionError(absl::StrCat(
+                                "train.engine = \"torch\": the tae_torch package is not in ",
+                                python_dir, " (install TAE with deploy/install.sh)")));
+  }
+  const char* existing = std::getenv("PYTHONPATH");
+  const std::string path =
+      existing != nullptr && *existing != '\0' ? python_dir + ":" + existing : python_dir;
+  ::setenv("PYTHONPATH", path.c_str(), 1);
+  const char* env_python = std::getenv("TAE_PYTHON");
+  const std::string python = env_python != nullptr && *env_python != '\0' ? env_python : "python3";
+  std::vector<std::string> words = {python, "-m", "tae_torch", "--spec", args.spec};
+  if (args.checkpoint_dir.empty()) {
+    words.emplace_back("--no-checkpoint");
+  } else {
+    words.emplace_back("--checkpoint-dir");
+    words.push_back(args.checkpoint_dir);
+  }
+  std::vector<char*> argv;
+  for (std::string& word : words) {
+    argv.push_back(word.data());
+  }
+  argv.push_back(nullptr);
+  std::cout << "tae-train: train.engine = \"torch\": running " << python << " -m tae_torch"
+            << std::endl;
+  ::execvp(argv[0], argv.data());
+  return Fail(kExitUsage,
+              absl::FailedPreconditionError(absl::StrCat(
+                  "train.engine = \"torch\": cannot run ", python, ": ", std::strerror(errno),
+                  " (install python3 and python3-torch, or set TAE_PYTHON)")));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -134,6 +192,9 @@ int main(int argc, char** argv) {
   absl::StatusOr<tae::train::TrainConfig> config = tae::train::ParseTrainConfig(*spec);
   if (!config.ok()) {
     return Fail(kExitUsage, config.status());
+  }
+  if (config->train.engine == tae::train::Engine::kTorch) {
+    return ExecTorchEngine(args);
   }
   absl::StatusOr<int> threads =
       tae::train::ResolveThreadCount(config->train.threads, std::getenv("TAE_THREADS"));
@@ -191,6 +252,14 @@ int main(int argc, char** argv) {
   options.fingerprint = tae::train::ConfigFingerprint(*spec);
   options.should_stop = [](int64_t) { return g_stop.load(); };
   options.collective = collective.get();
+  std::unique_ptr<tae::train::TraceWriter> trace;
+  if (!args.trace_dir.empty()) {
+    if (collective != nullptr) {
+      return Fail(kExitUsage, absl::InvalidArgumentError("--trace needs a single-process run"));
+    }
+    trace = std::make_unique<tae::train::TraceWriter>(args.trace_dir);
+    options.trace = trace.get();
+  }
   std::signal(SIGTERM, OnStopSignal);
   std::signal(SIGINT, OnStopSignal);
   tae::train::Trainer trainer(*config, task->get(), sink->get(), primary ? &std::cout : nullptr,

@@ -107,7 +107,9 @@ TransformerLMImpl::TransformerLMImpl(const ModelConfig& config, int64_t vocab_si
         "head",
         torch::nn::Linear(torch::nn::LinearOptions(config.d_model, vocab_size).bias(false)));
   }
-  InitWeights();
+  if (config.init == InitScheme::kGpt2) {
+    InitWeights();
+  }  // kTorch: the values the modules' constructors drew (PyTorch's defaults)
 }
 
 // GPT-2 style: N(0, 0.02) for matrices, zero biases, unit norm gains.

@@ -139,11 +139,25 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
   if (absl::Status s = ReportModel(model, summary); !s.ok()) {
     return s;
   }
+  if (options_.trace != nullptr) {
+    if (absl::Status s = options_.trace->Start(*model, task_->EvalBatches().front()); !s.ok()) {
+      return s;
+    }
+  }
   model->train();
   for (int64_t step = *first_step; step <= t.steps; ++step) {
     const Clock::time_point start = Clock::now();
-    window.loss_sum += TrainStep(model, *optimizer, step, &window.grad_norm);
+    Batch batch = task_->NextTrainBatch();
+    const double loss = TrainStep(model, *optimizer, step, batch, &window.grad_norm);
+    window.loss_sum += loss;
     window.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    if (options_.trace != nullptr) {
+      if (absl::Status s = options_.trace->Step(step, batch, loss, window.grad_norm,
+                                                LearningRate(t, step - 1), *model);
+          !s.ok()) {
+        return s;
+      }
+    }
     window.lr = LearningRate(t, step - 1);
     window.steps += 1;
     window.tokens += t.batch_size * t.seq_len;
@@ -283,7 +297,7 @@ absl::Status Trainer::ReportHeads(TransformerLM& model, int64_t step) {
 }
 
 double Trainer::TrainStep(TransformerLM& model, torch::optim::Optimizer& optimizer, int64_t step,
-                          double* grad_norm) {
+                          const Batch& batch, double* grad_norm) {
   const double lr = LearningRate(config_.train, step - 1);
   for (torch::optim::OptimizerParamGroup& group : optimizer.param_groups()) {
     group.options().set_lr(lr);
@@ -296,7 +310,6 @@ double Trainer::TrainStep(TransformerLM& model, torch::optim::Optimizer& optimiz
   } else {
     optimizer.zero_grad();
   }
-  Batch batch = task_->NextTrainBatch();
   torch::Tensor loss;
   if (options_.collective == nullptr) {
     torch::Tensor logits = model->forward(batch.inputs);

@@ -20,6 +20,7 @@
 #include "agent/train/metrics_sink.h"
 #include "agent/train/model.h"
 #include "agent/train/tasks.h"
+#include "agent/train/trace.h"
 
 namespace tae::train {
 
@@ -60,6 +61,9 @@ struct TrainerOptions {
   // slice; the gradients are summed over the ranks so that every rank applies the update of the
   // whole batch. Only rank 0 resumes, evaluates, reports metrics and writes checkpoints.
   Collective* collective = nullptr;
+  // Records the initial weights and every step's batch, loss, grad norm and weights (tae-train
+  // --trace); nullptr: no trace. Single-process runs only.
+  TraceWriter* trace = nullptr;
 };
 
 class Trainer {
@@ -86,7 +90,7 @@ class Trainer {
   absl::Status Checkpoint(TransformerLM& model, torch::optim::Optimizer& optimizer, int64_t step,
                           const TrainWindow& window, const TrainSummary& summary);
   double TrainStep(TransformerLM& model, torch::optim::Optimizer& optimizer, int64_t step,
-                   double* grad_norm);
+                   const Batch& batch, double* grad_norm);
   absl::Status ReportTrain(int64_t step, TrainWindow* window, TrainSummary* summary);
   absl::Status ReportEval(TransformerLM& model, int64_t step, const TrainSummary& summary,
                           EvalResult* result);

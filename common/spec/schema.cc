@@ -95,9 +95,12 @@ std::vector<KeyInfo> BuildSchema() {
       Of(T::kHeadMap, "model.prune_heads", "{}",
          "heads removed from the start, per layer: { \"0\" = [1, 3] } (fewer parameters and "
          "FLOPs)"),
-      Of(T::kBool, "model.tie_embeddings", "true", "tie input and output embeddings"),
+      Of(T::kBool, "model.tie_embeddings", "false",
+         "output head = token embedding (tied, attention-only models learn induction poorly)"),
       Of(T::kBool, "model.bias", "true", "biases in linear layers"),
       Float("model.dropout", "0.0", 0, false, 0.99, false, "dropout probability"),
+      Enum("model.init", R"("gpt2")", "gpt2|torch",
+           "initialisation: N(0, 0.02) matrices and zero biases, or PyTorch's module defaults"),
       // [train]
       Enum("train.task", R"("copy")", "copy|reverse|sort|assoc_recall|induction|mod_add|lm",
            "synthetic task (docs/tasks.md) or byte-level LM"),
@@ -119,6 +122,9 @@ std::vector<KeyInfo> BuildSchema() {
       Int("train.threads", "0", 0, 4096, "intra-op threads; 0: all cores of the slot"),
       Of(T::kBool, "train.head_importance", "false",
          "score every head at the end: mask-at-eval loss delta and gradient score"),
+      Enum("train.engine", R"("libtorch")", "libtorch|torch",
+           "tae-train's own (C++) or the PyTorch engine (XLA/TPU, CUDA or CPU; needs "
+           "python3-torch on the agent)"),
       Experiment(IntArray("train.seeds", "[0, 1, 2]", true, "every variant runs once per seed")),
       // [resources]
       Int("resources.slots", "1", 1, kInf, "worker slots a run occupies"),
