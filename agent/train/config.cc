@@ -498,9 +498,7 @@ const char* TaskName(TaskKind task) {
   return "?";
 }
 
-const char* InitSchemeName(InitScheme init) {
-  return init == InitScheme::kGpt2 ? "gpt2" : "torch";
-}
+const char* InitSchemeName(InitScheme init) { return init == InitScheme::kGpt2 ? "gpt2" : "torch"; }
 
 const char* EngineName(Engine engine) { return engine == Engine::kLibtorch ? "libtorch" : "torch"; }
 

@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -21,15 +21,15 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/cli/paths.h"
 #include "agent/train/config.h"
-#include "agent/train/trace.h"
 #include "agent/train/distributed.h"
 #include "agent/train/metrics_sink.h"
 #include "agent/train/runtime_info.h"
 #include "agent/train/tasks.h"
 #include "agent/train/threads.h"
+#include "agent/train/trace.h"
 #include "agent/train/trainer.h"
+#include "common/cli/paths.h"
 
 namespace {
 

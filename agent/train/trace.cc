@@ -20,8 +20,8 @@ absl::Status WriteTensors(const std::string& path, std::initializer_list<torch::
   }
   out.close();
   if (!out) {
-    return absl::InternalError(absl::StrCat("trace: cannot write ", path, ": ",
-                                            std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("trace: cannot write ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -42,8 +42,8 @@ absl::Status TraceWriter::Start(torch::nn::Module& model, const Batch& first_eva
   nlohmann::json params = nlohmann::json::array();
   int64_t offset = 0;
   for (const auto& named : model.named_parameters()) {
-    params.push_back({{"name", named.key()}, {"shape", named.value().sizes().vec()},
-                      {"offset", offset}});
+    params.push_back(
+        {{"name", named.key()}, {"shape", named.value().sizes().vec()}, {"offset", offset}});
     offset += named.value().numel();
   }
   std::ofstream index(dir_ + "/params.json");
@@ -68,9 +68,9 @@ absl::Status TraceWriter::Step(int64_t step, const Batch& batch, double loss, do
     return s;
   }
   std::ofstream steps(dir_ + "/steps.jsonl", std::ios::app);
-  steps << nlohmann::json{{"step", step}, {"loss", loss}, {"grad_norm", grad_norm}, {"lr", lr}}
-               .dump()
-        << "\n";
+  steps
+      << nlohmann::json{{"step", step}, {"loss", loss}, {"grad_norm", grad_norm}, {"lr", lr}}.dump()
+      << "\n";
   steps.close();
   if (!steps) {
     return absl::InternalError(absl::StrCat("trace: cannot write ", dir_, "/steps.jsonl"));

@@ -5,7 +5,8 @@
 // PyTorch). Everything is little-endian raw arrays plus JSON, readable without libtorch:
 //
 //   DIR/params.json    {"params": [{"name": "block0.attention.qkv.weight", "shape": [192, 64],
-//                      "offset": 0}, ...], "count": N}   (offsets in floats, named_parameters order)
+//                      "offset": 0}, ...], "count": N}   (offsets in floats, named_parameters
+//                      order)
 //   DIR/params_0.bin   the initial weights: N float32
 //   DIR/params_S.bin   the weights after step S (S = 1 .. train.steps)
 //   DIR/batch_S.bin    step S's batch: inputs [B*T] int64, targets [B*T] int64, mask [B*T] float32

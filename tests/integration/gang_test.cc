@@ -205,6 +205,53 @@ TEST_CASE("a 2-host run in network namespaces trains the model a 1-host run trai
   }
 }
 
+// CopyTaskSpec trained by the PyTorch engine (train.engine = "torch").
+std::string TorchCopySpec(const std::string& name, int hosts) {
+  std::string spec = CopyTaskSpec(name, hosts, 30, 0);
+  spec.replace(spec.find("[train]\n"), 8, "[train]\nengine = \"torch\"\n");
+  return spec;
+}
+
+TEST_CASE("the torch engine: a 2-host run trains the model a 1-host run trains", "[gang]") {
+  if (RunCommand({"/usr/bin/python3", "-c", "import torch"}, 60).exit_code != 0) {
+    WARN("/usr/bin/python3 cannot import torch (python3-torch): skipped");
+    return;
+  }
+  setenv("TAE_PYTHON", "/usr/bin/python3", 0);  // the agents' tae-train starts the engine with it
+  GangCluster gang;
+  if (!gang.Up()) {
+    WARN("cannot create network namespaces here (not root, or no iproute2): skipped");
+    return;
+  }
+  Cluster& cluster = gang.c();
+  const std::string two = Submit(cluster, "torch-two", TorchCopySpec("torch-two", 2));
+  WaitFinal(cluster, two);
+  const std::string one = Submit(cluster, "torch-one", TorchCopySpec("torch-one", 1));
+  WaitFinal(cluster, one);
+
+  const nlohmann::json gang_run = OnlyRun(cluster, two);
+  CHECK(gang_run.at("state") == "succeeded");
+  const std::string shown = Transitions(cluster, gang_run.at("id").get<int64_t>());
+  INFO(shown);
+  CHECK(shown.find("every host exited 0 (2 hosts)") != std::string::npos);
+  CHECK(shown.find("world_size        2") != std::string::npos);
+  CHECK(shown.find("device") != std::string::npos);  // the torch engine's meta line
+  CHECK(OnlyRun(cluster, one).at("state") == "succeeded");
+
+  auto a = Series(cluster, one);
+  auto b = Series(cluster, two);
+  for (const char* key : {"train/loss", "eval/loss", "train/grad_norm"}) {
+    INFO(key);
+    REQUIRE(a[key].size() >= 3);
+    REQUIRE(a[key].size() == b[key].size());
+    for (const auto& [step, value] : a[key]) {
+      INFO("step " << step);
+      REQUIRE(b[key].count(step) == 1);
+      CHECK(std::abs(b[key][step] - value) <= 1e-4 * std::abs(value));
+    }
+  }
+}
+
 TEST_CASE("cancelling a gang stops the processes on every host", "[gang]") {
   GangCluster gang;
   if (!gang.Up()) {

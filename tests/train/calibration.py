@@ -13,6 +13,7 @@ over seeds, at least ACC_FLOOR). docs/tasks.md's "Calibration" table is this scr
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -68,6 +69,7 @@ def run_one(tae_train, python_dir, spec, work):
     env = dict(os.environ, TAE_THREADS="1")
     env.pop("TAE_METRICS_FD", None)
     env["PYTHONPATH"] = python_dir
+    env.setdefault("TAE_PYTHON", sys.executable)
     done = subprocess.run([tae_train, "--spec", path, "--no-checkpoint"], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=env, check=False)
     if done.returncode != 0:
@@ -92,6 +94,9 @@ def main():
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
+    if importlib.util.find_spec("torch") is None:
+        print("skipped: this python3 cannot import torch (apt-get install python3-torch)")
+        return 77
     tasks = args.tasks.split(",")
     seeds = [int(s) for s in args.seeds.split(",")]
     jobs = []

@@ -1,6 +1,7 @@
 #pragma once
 
-// A complete, valid run spec (the defaults of docs/design.md §10) for tests to modify.
+// A complete, valid run spec for tests to modify: the defaults of docs/design.md §10, except
+// model.tie_embeddings (true here: the engine tests were written when it was the default).
 
 #include <nlohmann/json.hpp>
 

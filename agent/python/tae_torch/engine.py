@@ -276,6 +276,10 @@ class Collective:
 
     def __init__(self, rank, world_size, addr, port):
         import torch.distributed as dist  # noqa: PLC0415
+        if "GLOO_SOCKET_IFNAME" not in os.environ:
+            ifname = interface_towards(addr)
+            if ifname:
+                os.environ["GLOO_SOCKET_IFNAME"] = ifname
         self.dist = dist
         self.rank = rank
         self.world_size = world_size
@@ -318,6 +322,30 @@ class Collective:
 
     def close(self):
         self.dist.destroy_process_group()
+
+
+def interface_towards(addr):
+    """The name of the interface whose address this host uses to reach `addr` (gloo binds
+    there, as tae-train's Collective does), or None."""
+    import fcntl  # noqa: PLC0415
+    import socket  # noqa: PLC0415
+    import struct  # noqa: PLC0415
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((addr, 9))
+            local = probe.getsockname()[0]
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            for _, name in socket.if_nameindex():
+                try:
+                    packed = fcntl.ioctl(s.fileno(), 0x8915,  # SIOCGIFADDR
+                                         struct.pack("256s", name.encode()[:15]))
+                except OSError:
+                    continue
+                if socket.inet_ntoa(packed[20:24]) == local:
+                    return name
+    except OSError:
+        return None
+    return None
 
 
 def distributed_env(environ):
