@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """Training-speed benchmark: tae-train vs an equivalent PyTorch eager script, interleaved.
 
+Also runs the same spec with train.engine = "torch" (agent/python/tae_torch, started by tae-train)
+in every round: the engine researchers use on TPU VMs, measured here on the CPU.
+
 Started by bench/train_speed.sh (which installs python3-torch and builds tae-train when
 missing); see bench/README.md for how to read the output.
 
@@ -44,8 +47,9 @@ def flops_per_token():
     return 3 * 2 * forward_macs
 
 
-def tae_spec(steps, threads):
+def tae_spec(steps, threads, engine="libtorch"):
     return {
+        "train.engine": engine, "model.init": "gpt2",
         "model.layers": LAYERS, "model.d_model": D_MODEL, "model.heads": HEADS,
         "model.kv_heads": 0, "model.head_dim": 0, "model.ffn_mult": FFN_MULT,
         "model.activation": "gelu", "model.norm": "layernorm", "model.norm_position": "pre",
@@ -109,19 +113,20 @@ def tae_supports(tae_train, flag):
     return flag in help_text
 
 
-def run_tae(tae_train, steps, warmup, threads, workdir):
+def run_tae(tae_train, steps, warmup, threads, workdir, engine="libtorch"):
     """One tae-train run in a fresh directory (tae-train resumes from ./checkpoint otherwise)."""
     rundir = tempfile.mkdtemp(prefix="run-", dir=workdir)
     spec_path = os.path.join(rundir, "run.json")
     with open(spec_path, "w") as f:
-        json.dump(tae_spec(steps, threads), f)
+        json.dump(tae_spec(steps, threads, engine), f)
     metrics_path = os.path.join(rundir, "metrics.jsonl")
     argv = [os.path.abspath(tae_train), "--spec", spec_path]
     if tae_supports(tae_train, "--no-checkpoint"):
         argv.append("--no-checkpoint")
     with open(metrics_path, "w") as metrics:
         run = Measured(argv, clean_env(TAE_METRICS_FD=str(metrics.fileno()),
-                                       TAE_CHECKPOINT_DIR=os.path.join(rundir, "checkpoint")),
+                                       TAE_CHECKPOINT_DIR=os.path.join(rundir, "checkpoint"),
+                                       TAE_PYTHON=PYTHON),
                        pass_fds=(metrics.fileno(),), cwd=rundir)
     lines = [json.loads(line) for line in open(metrics_path) if line.strip()]
     windows = [m for m in lines if "perf/step_ms" in m and m.get("step", 0) > warmup]
@@ -224,7 +229,7 @@ def main():
 
 def run_rounds(tae_train, configs, labels, rounds, steps, warmup, threads):
     """The interleaved runs: {key: [result, ...]} for tae-train ("tae") and each PyTorch config."""
-    runs = {"tae": []}
+    runs = {"tae": [], "tae-torch": []}
     runs.update({key: [] for key, _, _, _ in configs})
     print(f"\ninterleaved runs: {steps} steps each, the first {warmup} untimed; 'other' = CPU "
           "cores other processes used during the run")
@@ -236,6 +241,8 @@ def run_rounds(tae_train, configs, labels, rounds, steps, warmup, threads):
             for key in order:
                 if key == "tae":
                     res = run_tae(tae_train, steps, warmup, threads, workdir)
+                elif key == "tae-torch":
+                    res = run_tae(tae_train, steps, warmup, threads, workdir, engine="torch")
                 else:
                     _, _, env, torch_threads = next(c for c in configs if c[0] == key)
                     res = run_pytorch(steps, warmup, env, threads=torch_threads)
@@ -254,15 +261,17 @@ def print_summary(runs, labels, peak, fpt, rounds):
         gflops = med[key] * fpt / 1e9
         print(f"  {labels[key]:<64}{med[key]:>10,.0f}{med_ms[key]:>9.1f}{gflops:>9.1f}"
               f"{100 * gflops / peak:>7.1f}%")
-    best_key = max((key for key in med if key != "tae"), key=med.get)
+    best_key = max((key for key in med if key not in ("tae", "tae-torch")), key=med.get)
     ratio = med["tae"] / med[best_key]
     tae_share = med["tae"] * fpt / 1e9 / peak
     print(f"\npytorch at its best here: {labels[best_key]}")
     print(f"tae-train / pytorch best: {ratio:.2f}x (target >= 1.20x: "
           f"{'met' if ratio >= 1.2 else 'NOT met'})")
     for key in runs:
-        if key not in ("tae", best_key):
+        if key not in ("tae", "tae-torch", best_key):
             print(f"tae-train / {labels[key]}: {med['tae'] / med[key]:.2f}x")
+    print(f"torch engine / pytorch best: {med['tae-torch'] / med[best_key]:.2f}x (the same "
+          "PyTorch, plus the engine's data stream and metrics)")
     print(f"tae-train share of sgemm peak: {100 * tae_share:.1f}% (target >= 50%: "
           f"{'met' if tae_share >= 0.5 else 'NOT met'})")
     # The ratio's inputs only: a run whose BLAS is single-threaded leaves a core idle half the
@@ -283,7 +292,8 @@ def run_benchmark(priority):
         sys.exit(f"train_speed: BENCH_STEPS must be a multiple of {LOG_EVERY} above {warmup}")
     fpt = flops_per_token()
     configs = pytorch_configs(threads)
-    labels = {"tae": f"tae-train (train.threads {threads})"}
+    labels = {"tae": f"tae-train (train.threads {threads})",
+              "tae-torch": f"torch engine (train.engine = \"torch\", train.threads {threads})"}
     labels.update({key: label for key, label, _, _ in configs})
 
     print(f"train_speed: GPT d_model {D_MODEL}, {LAYERS} layers, {HEADS} heads, ffn_mult "

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -150,6 +151,30 @@ void FindAccelerators(const GatherOptions& options, tae::v1::AgentFacts* out) {
       out->add_problems(absl::StrCat(tool, " -L ", r.error));
     }
   }
+}
+
+// The interpreter tae-train would start for train.engine = "torch", and what it can import.
+void FindTorchEngine(const GatherOptions& options, tae::v1::AgentFacts* out) {
+  const char* env = std::getenv("TAE_PYTHON");
+  std::string python = env != nullptr && *env != '\0' ? env : "python3";
+  if (python.find('/') == std::string::npos) {
+    python = FindOnPath(python);
+  }
+  tae::v1::AgentFacts::TorchEngine* engine = out->mutable_torch_engine();
+  if (python.empty() || access(python.c_str(), X_OK) != 0) {
+    engine->set_error("no python3 on PATH (nor TAE_PYTHON)");
+    return;
+  }
+  const bool has_gpu =
+      std::any_of(out->accelerators().begin(), out->accelerators().end(),
+                  [](const std::string& a) { return absl::StartsWith(a, "gpu:"); });
+  ToolResult r = RunTool({python, "-c", kTorchEngineProbe}, options.tool_timeout_ms);
+  if (!r.ok) {
+    engine->set_python(python);
+    engine->set_error(r.error);
+    return;
+  }
+  *engine = ParseTorchEngineProbe(python, r.out, has_gpu);
 }
 
 }  // namespace
@@ -306,7 +331,37 @@ tae::v1::AgentFacts Gather(const GatherOptions& options) {
     AddDir(role, path, &out);
   }
   FindAccelerators(options, &out);
+  FindTorchEngine(options, &out);
   return out;
+}
+
+const char kTorchEngineProbe[] =
+    "import importlib.util as u, importlib.metadata as m, sys\n"
+    "def v(n):\n"
+    "    if u.find_spec(n) is None: return '-'\n"
+    "    try: return m.version(n).split('+')[0]\n"
+    "    except Exception: return 'unknown'\n"
+    "print(sys.version.split()[0], v('torch'), v('torch_xla'))\n";
+
+tae::v1::AgentFacts::TorchEngine ParseTorchEngineProbe(const std::string& python,
+                                                       const std::string& out, bool has_gpu) {
+  tae::v1::AgentFacts::TorchEngine engine;
+  engine.set_python(python);
+  std::vector<std::string> words =
+      absl::StrSplit(absl::StripAsciiWhitespace(out), ' ', absl::SkipEmpty());
+  if (words.size() != 3) {
+    engine.set_error(absl::StrCat("unexpected probe output \"", absl::CEscape(out), "\""));
+    return engine;
+  }
+  engine.set_python_version(words[0]);
+  if (words[1] != "-") {
+    engine.set_torch(words[1]);
+    if (words[2] != "-") {
+      engine.set_torch_xla(words[2]);
+    }
+    engine.set_device(words[2] != "-" ? "xla" : has_gpu ? "cuda" : "cpu");
+  }
+  return engine;
 }
 
 BlasKind ClassifyBlas(const std::string& resolved_path) {

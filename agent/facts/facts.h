@@ -32,6 +32,15 @@ struct GatherOptions {
 
 tae::v1::AgentFacts Gather(const GatherOptions& options);
 
+// The probe tae-agent runs with the torch engine's interpreter: one line "PYTHON_VERSION TORCH
+// TORCH_XLA" ("-" for a package that is absent), from package metadata, without importing torch
+// (which takes seconds).
+extern const char kTorchEngineProbe[];
+// The TorchEngine fact of a probe's output; `has_gpu`: nvidia-smi listed a GPU (the engine then
+// uses CUDA when torch has it). Unparseable output sets error.
+tae::v1::AgentFacts::TorchEngine ParseTorchEngineProbe(const std::string& python,
+                                                       const std::string& out, bool has_gpu);
+
 // A short-lived tool's stdout, when it exited 0; else why not (error).
 struct ToolResult {
   bool ok = false;

@@ -121,6 +121,7 @@ doctor::Group ThisMachine(const CommandEnv& env, bool reachable, const grpc::Sta
   group.checks.push_back(doctor::CheckThreads(facts.cpu_count(), 0, 0, ""));
   group.checks.push_back(doctor::CheckBlas(facts.blas(), ""));
   group.checks.push_back(doctor::CheckTorch(facts.torch(), ""));
+  group.checks.push_back(doctor::CheckTorchEngine(facts.torch_engine(), ""));
   for (const tae::v1::AgentFacts::Dir& dir : facts.dirs()) {
     group.checks.push_back(doctor::CheckDisk(dir, ""));
   }

@@ -62,6 +62,9 @@ Check CheckVersion(const std::string& who, const std::string& version,
                    const std::string& taectl_version, const std::string& fix);
 Check CheckBlas(const std::string& blas_path, const std::string& host);
 Check CheckTorch(const std::string& torch_path, const std::string& host);
+// What train.engine = "torch" would run with: the interpreter, PyTorch, torch_xla, the device.
+// A warning (not a failure) without PyTorch: only runs that ask for the torch engine need it.
+Check CheckTorchEngine(const tae::v1::AgentFacts::TorchEngine& engine, const std::string& host);
 Check CheckThreads(int cpu_count, int threads_per_run, int slots, const std::string& host);
 Check CheckDisk(const tae::v1::AgentFacts::Dir& dir, const std::string& host);
 Check DescribeAccelerators(const tae::v1::AgentFacts& facts);

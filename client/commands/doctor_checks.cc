@@ -205,6 +205,26 @@ Check CheckTorch(const std::string& torch_path, const std::string& host) {
   return Ok(absl::StrCat("libtorch ", version.empty() ? "" : version + " ", "(", torch_path, ")"));
 }
 
+Check CheckTorchEngine(const tae::v1::AgentFacts::TorchEngine& engine, const std::string& host) {
+  const std::string fix = absl::StrCat(OnHost(host),
+                                       "sudo apt-get install python3-torch (TPU VMs: torch and "
+                                       "torch_xla with pip), or set TAE_PYTHON");
+  if (!engine.error().empty()) {
+    return Warn(
+        absl::StrCat("torch engine: ", engine.python().empty() ? "" : engine.python() + ": ",
+                     engine.error(), " (train.engine = \"torch\" runs would fail)"),
+        fix);
+  }
+  if (engine.torch().empty()) {
+    return Warn(absl::StrCat("torch engine: ", engine.python(), " ", engine.python_version(),
+                             " cannot import torch (train.engine = \"torch\" runs would fail)"),
+                fix);
+  }
+  std::string xla = engine.torch_xla().empty() ? "" : ", torch_xla " + engine.torch_xla();
+  return Ok(absl::StrCat("torch engine: ", engine.python(), " ", engine.python_version(),
+                         ", torch ", engine.torch(), xla, ", computes on ", engine.device()));
+}
+
 Check CheckThreads(int cpu_count, int threads_per_run, int slots, const std::string& host) {
   if (cpu_count <= 0) {
     return Warn("CPU count unknown", "");
@@ -360,6 +380,7 @@ Group AgentGroup(const tae::v1::AgentInfo& agent, const std::string& taectl_vers
         CheckThreads(facts.cpu_count(), facts.threads_per_run(), agent.slots(), host));
     group.checks.push_back(CheckBlas(facts.blas(), host));
     group.checks.push_back(CheckTorch(facts.torch(), host));
+    group.checks.push_back(CheckTorchEngine(facts.torch_engine(), host));
     for (const tae::v1::AgentFacts::Dir& dir : facts.dirs()) {
       group.checks.push_back(CheckDisk(dir, host));
     }
@@ -456,6 +477,13 @@ nlohmann::ordered_json FactsJson(const tae::v1::AgentFacts& facts) {
           {"blas", facts.blas()},
           {"openblas_pthread", facts.openblas_pthread()},
           {"torch", facts.torch()},
+          {"torch_engine",
+           {{"python", facts.torch_engine().python()},
+            {"python_version", facts.torch_engine().python_version()},
+            {"torch", facts.torch_engine().torch()},
+            {"torch_xla", facts.torch_engine().torch_xla()},
+            {"device", facts.torch_engine().device()},
+            {"error", facts.torch_engine().error()}}},
           {"dirs", dirs},
           {"accelerators",
            std::vector<std::string>(facts.accelerators().begin(), facts.accelerators().end())},

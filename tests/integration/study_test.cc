@@ -209,6 +209,70 @@ TEST_CASE("a run that fails is marked failed with the reason, and --wait exits n
   }
 }
 
+TEST_CASE("a study with train.engine = \"torch\" runs end to end on a local agent") {
+  if (RunCommand({"/usr/bin/python3", "-c", "import torch"}, 60).exit_code != 0) {
+    WARN("/usr/bin/python3 cannot import torch (python3-torch): skipped");
+    return;
+  }
+  setenv("TAE_PYTHON", "/usr/bin/python3", 1);  // inherited by taed, the agent and tae-train
+  Cluster cluster(1, 2);
+  unsetenv("TAE_PYTHON");
+  std::string spec = cluster.dir().Write("tiny.toml", kTinyStudy);
+  CommandResult submit = cluster.Taectl(
+      {"submit", spec, "--set", "train.engine=torch", "--set", "train.head_importance=true",
+       "--wait", "--json"},
+      300);
+  INFO("submit stderr: " << submit.err);
+  REQUIRE(submit.exit_code == 0);
+  const int64_t exp_id = nlohmann::json::parse(submit.out).at("experiment").get<int64_t>();
+  nlohmann::json runs = cluster.TaectlJson({"runs", std::to_string(exp_id)});
+  REQUIRE(runs.size() == 4);
+  auto db = store::Db::Open(cluster.db_path());
+  REQUIRE(db.ok());
+  for (const auto& run : runs) {
+    INFO(run.dump());
+    CHECK(run.at("state") == "succeeded");
+    CHECK(run.at("last_step") == 60);
+    CHECK(run.at("meta").value("engine", "") == "torch");
+    CHECK(run.at("meta").value("device", "") == "cpu");
+    const int64_t run_id = run.at("id").get<int64_t>();
+    CHECK(Steps(*db, run_id, "eval/loss") == std::vector<int64_t>{20, 40, 60});
+    CHECK(Steps(*db, run_id, "model/params").size() == 1);
+    CHECK(Steps(*db, run_id, "train/loss").back() == 60);
+    if (run.at("variant") == "baseline") {  // 1 layer, 2 heads: two scores of each kind
+      CHECK(Steps(*db, run_id, "heads/L0H1") == std::vector<int64_t>{60});
+      CHECK(Steps(*db, run_id, "heads_grad/L0H0") == std::vector<int64_t>{60});
+    }
+  }
+  CommandResult report = cluster.Taectl({"report", "tiny"});
+  CHECK(report.exit_code == 0);
+  CHECK(report.out.find("no-attn") != std::string::npos);
+}
+
+TEST_CASE("train.engine = \"torch\" without PyTorch fails at once, saying what to install") {
+  TempDir bin;
+  // A real interpreter that cannot import torch: Debian's python3 without its site packages.
+  const std::string python = bin.Write("python-without-torch",
+                                        "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n");
+  chmod(python.c_str(), 0755);
+  setenv("TAE_PYTHON", python.c_str(), 1);
+  Cluster cluster(1, 1);
+  unsetenv("TAE_PYTHON");
+  std::string spec = cluster.dir().Write("tiny.toml", kTinyStudy);
+  CommandResult submit = cluster.Taectl(
+      {"submit", spec, "--set", "train.engine=torch", "--set", "train.seeds=[0]", "--wait"});
+  CHECK(submit.exit_code == 1);
+  nlohmann::json runs = cluster.TaectlJson({"runs", "tiny"});
+  REQUIRE(runs.size() == 2);
+  for (const auto& run : runs) {
+    INFO(run.dump());
+    CHECK(run.at("state") == "failed");
+    CHECK(run.at("exit_code") == 2);
+    CHECK(run.at("attempt") == 1);
+    CHECK(run.at("reason").get<std::string>().find("python3-torch") != std::string::npos);
+  }
+}
+
 TEST_CASE("a killed agent is restarted and adopts its run, which finishes in its first attempt") {
   Cluster cluster(1, 1);
   std::string spec = cluster.dir().Write("one.toml", R"(name = "one"

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/match.h"
 #include "agent/facts/facts.h"
 
 namespace tae::agent::facts {
@@ -133,6 +134,40 @@ TEST_CASE("facts: RunTool captures output and gives up on a tool that hangs") {
   ToolResult hung = RunTool({"/bin/sh", "-c", "sleep 30"}, 200);
   CHECK_FALSE(hung.ok);
   CHECK(hung.error == "gave no answer within 200 ms");
+}
+
+TEST_CASE("facts: the torch engine's probe output says what runs where") {
+  auto engine = ParseTorchEngineProbe("/usr/bin/python3", "3.11.2 1.13.0a0 -\n", false);
+  CHECK(engine.python() == "/usr/bin/python3");
+  CHECK(engine.python_version() == "3.11.2");
+  CHECK(engine.torch() == "1.13.0a0");
+  CHECK(engine.torch_xla().empty());
+  CHECK(engine.device() == "cpu");
+  CHECK(engine.error().empty());
+  CHECK(ParseTorchEngineProbe("p", "3.10.12 2.5.1 2.5.1\n", true).device() == "xla");
+  CHECK(ParseTorchEngineProbe("p", "3.10.12 2.5.1 -\n", true).device() == "cuda");
+  auto without = ParseTorchEngineProbe("p", "3.11.2 - -\n", false);
+  CHECK(without.torch().empty());
+  CHECK(without.device().empty());
+  CHECK(without.error().empty());
+  CHECK_FALSE(ParseTorchEngineProbe("p", "Traceback\n", false).error().empty());
+}
+
+TEST_CASE("facts: the probe runs with TAE_PYTHON's interpreter") {
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    WARN("no /usr/bin/python3: skipped");
+    return;
+  }
+  setenv("TAE_PYTHON", "/usr/bin/python3", 1);
+  tae::v1::AgentFacts facts = Gather(GatherOptions());
+  unsetenv("TAE_PYTHON");
+  const auto& engine = facts.torch_engine();
+  INFO(engine.DebugString());
+  CHECK(engine.python() == "/usr/bin/python3");
+  CHECK(engine.error().empty());
+  CHECK(absl::StartsWith(engine.python_version(), "3."));
+  // Debian's python3-torch is in deploy/install-deps.sh's list; the CPU is its device here.
+  CHECK(engine.device() == (engine.torch().empty() ? "" : "cpu"));
 }
 
 }  // namespace

@@ -541,7 +541,7 @@ class Trainer:
             "fingerprint": self.fingerprint,
             "step": step,
             "model": {k: v.cpu() for k, v in model.state_dict().items()},
-            "optimizer": optimizer.state_dict(),
+            "optimizer": _to_cpu(optimizer.state_dict()),
             "rng": torch.get_rng_state(),
             "task_stream": self.task.save_stream_state(),
             "window": dict(window),
@@ -577,6 +577,17 @@ class Trainer:
                 self.task.restore_stream_state(shared["task"])
         c.broadcast_parameters(model)
         return first_step
+
+
+def _to_cpu(value):
+    """A state dict with every tensor on the CPU (XLA and CUDA tensors do not pickle portably)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {k: _to_cpu(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_cpu(v) for v in value)
+    return value
 
 
 def new_window():
