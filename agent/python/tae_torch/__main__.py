@@ -50,6 +50,19 @@ def main(argv=None):
         args = parser.parse_args(argv)
     except SystemExit as e:
         return EXIT_USAGE if e.code else 0
+    from . import spec as spec_lib  # no torch: a bad spec is reported before torch loads
+
+    try:
+        config, spec = spec_lib.load(args.spec)
+        threads = thread_count(config.train.threads)
+    except (spec_lib.SpecError, ValueError) as e:
+        return fail(EXIT_USAGE, str(e))
+    # OpenBLAS and OpenMP read these when torch loads them: one pool of `threads`, and workers
+    # that sleep instead of spinning on shared cores (tae-train's settings, agent/train/threads.h).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(threads))
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    if threads > 1:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import torch
     except ImportError:
@@ -57,11 +70,9 @@ def main(argv=None):
                     "which cannot import torch: install it (Debian: apt-get install "
                     "python3-torch; TPU VMs: pip install torch torch_xla), or use "
                     'train.engine = "libtorch"')
-    from . import engine, spec as spec_lib, tasks
+    from . import engine, tasks
 
     try:
-        config, spec = spec_lib.load(args.spec)
-        threads = thread_count(config.train.threads)
         rank, world, addr, port = engine.distributed_env(os.environ)
         if config.train.batch_size % world != 0:
             raise spec_lib.SpecError(f"train.batch_size {config.train.batch_size} (the global "

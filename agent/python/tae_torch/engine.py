@@ -599,6 +599,8 @@ def runtime_metadata(device, rank, world_size):
     meta = {"engine": "torch", "torch": torch.__version__.split("+")[0], "device": device.kind,
             "threads": str(torch.get_num_threads()),
             "interop_threads": str(torch.get_num_interop_threads()),
+            "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"),
             "python": ".".join(map(str, sys.version_info[:3])),
             "world_size": str(world_size), "rank": str(rank)}
     if device.xm is not None:
