@@ -314,6 +314,7 @@ TEST_CASE("the analytic FLOPs formula matches the weights the model really has",
 TEST_CASE("non-embedding parameters leave out token and position embeddings and the head",
           "[model]") {
   ModelConfig config = SmallConfig();
+  config.tie_embeddings = true;
   TransformerLM model(config, kVocab, kMaxLen);
   CHECK(model->NonEmbeddingParameterCount() ==
         model->ParameterCount() - kVocab * config.d_model - kMaxLen * config.d_model);

@@ -29,7 +29,8 @@ int64_t Params(const ModelConfig& config) {
 }
 
 TEST_CASE("parameter count matches the architecture", "[model]") {
-  const ModelConfig config = SmallConfig();
+  ModelConfig config = SmallConfig();
+  config.tie_embeddings = true;  // the head is the token embedding
   const int64_t d = config.d_model;
   const int64_t d_ff = config.ffn_mult * d;
   const int64_t norm = 2 * d;  // layernorm gain + bias
@@ -55,6 +56,7 @@ TEST_CASE("dropping attention layers removes exactly their parameters", "[model]
 
 TEST_CASE("untying the embeddings adds one vocab x d_model head", "[model]") {
   ModelConfig config = SmallConfig();
+  config.tie_embeddings = true;
   const int64_t tied = Params(config);
   config.tie_embeddings = false;
   CHECK(Params(config) == tied + kVocab * config.d_model);

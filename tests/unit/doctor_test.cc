@@ -140,6 +140,11 @@ TEST_CASE("doctor: an agent's group, exit code and JSON") {
   facts->set_threads_per_run(4);
   facts->set_blas("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3");
   facts->set_torch("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0");
+  tae::v1::AgentFacts::TorchEngine* engine = facts->mutable_torch_engine();
+  engine->set_python("/usr/bin/python3");
+  engine->set_python_version("3.11.2");
+  engine->set_torch("1.13.0");
+  engine->set_device("cpu");
   *facts->add_dirs() = Dir(50 * kGiB);
   Group good = AgentGroup(agent, "0.1.0");
   CHECK(good.name == "agent w1");
