@@ -1,6 +1,11 @@
 #include "client/rpc/control_client.h"
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/create_channel.h"
@@ -36,10 +41,33 @@ absl::Status ControlClient::Check(const grpc::Status& status) const {
     return absl::OkStatus();
   }
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    return absl::UnavailableError(
-        absl::StrCat("taed is not running on ", home_, " (start it with `taectl up`)"));
+    // UNAVAILABLE also comes from a taed that is up but slow to take the connection (both cores
+    // busy): only a socket nobody listens on means it is not running.
+    if (!SocketAccepts(socket_path_)) {
+      return absl::UnavailableError(
+          absl::StrCat("taed is not running on ", home_, " (start it with `taectl up`)"));
+    }
+    return absl::UnavailableError(absl::StrCat(
+        "taed on ", home_, " is running but did not answer (", status.error_message(),
+        "); try again, and see ", home_, "/logs/taed.log if it keeps happening"));
   }
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+bool SocketAccepts(const std::string& path) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof(addr.sun_path)) {
+    return false;
+  }
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return false;
+  }
+  const bool accepted = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return accepted;
 }
 
 bool ControlClient::Ping() {

@@ -10,6 +10,9 @@
 
 namespace tae::client {
 
+// True when something accepts connections on the unix socket at `path` (a connect(), no RPC).
+bool SocketAccepts(const std::string& path);
+
 class ControlClient {
  public:
   explicit ControlClient(const std::string& home);
@@ -21,7 +24,8 @@ class ControlClient {
 
   // A fresh context with the given deadline.
   static std::unique_ptr<grpc::ClientContext> Context(int timeout_ms = 10000);
-  // Turns a gRPC failure into a message a researcher can act on.
+  // Turns a gRPC failure into a message a researcher can act on: UNAVAILABLE says "taed is not
+  // running" only when nothing accepts connections on the socket.
   absl::Status Check(const grpc::Status& status) const;
   // True when a taed answers on the socket.
   bool Ping();

@@ -11,6 +11,7 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/integration/harness.h"
+#include "tests/skip.h"
 
 namespace tae::testing {
 
@@ -85,8 +86,7 @@ class FakeTpu {
 
 #define SKIP_WITHOUT_GCLOUD(fake)  \
   if (!(fake).missing().empty()) { \
-    WARN((fake).missing());        \
-    return;                        \
+    TAE_SKIP((fake).missing());    \
   }
 
 }  // namespace tae::testing

@@ -17,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/integration/harness.h"
 #include "tests/integration/netns.h"
+#include "tests/skip.h"
 
 namespace tae::testing {
 namespace {
@@ -165,8 +166,7 @@ void WaitFinal(Cluster& cluster, const std::string& experiment) {
 TEST_CASE("a 2-host run in network namespaces trains the model a 1-host run trains", "[gang]") {
   GangCluster gang;
   if (!gang.Up()) {
-    WARN("cannot create network namespaces here (not root, or no iproute2): skipped");
-    return;
+    TAE_SKIP("cannot create network namespaces here (not root, or no iproute2)");
   }
   Cluster& cluster = gang.c();
   const std::string two = Submit(cluster, "two-hosts", CopyTaskSpec("two-hosts", 2, 30, 0));
@@ -214,14 +214,12 @@ std::string TorchCopySpec(const std::string& name, int hosts) {
 
 TEST_CASE("the torch engine: a 2-host run trains the model a 1-host run trains", "[gang]") {
   if (RunCommand({"/usr/bin/python3", "-c", "import torch"}, 60).exit_code != 0) {
-    WARN("/usr/bin/python3 cannot import torch (python3-torch): skipped");
-    return;
+    TAE_SKIP("/usr/bin/python3 cannot import torch (apt-get install python3-torch)");
   }
   setenv("TAE_PYTHON", "/usr/bin/python3", 0);  // the agents' tae-train starts the engine with it
   GangCluster gang;
   if (!gang.Up()) {
-    WARN("cannot create network namespaces here (not root, or no iproute2): skipped");
-    return;
+    TAE_SKIP("cannot create network namespaces here (not root, or no iproute2)");
   }
   Cluster& cluster = gang.c();
   const std::string two = Submit(cluster, "torch-two", TorchCopySpec("torch-two", 2));
@@ -255,8 +253,7 @@ TEST_CASE("the torch engine: a 2-host run trains the model a 1-host run trains",
 TEST_CASE("cancelling a gang stops the processes on every host", "[gang]") {
   GangCluster gang;
   if (!gang.Up()) {
-    WARN("cannot create network namespaces here (not root, or no iproute2): skipped");
-    return;
+    TAE_SKIP("cannot create network namespaces here (not root, or no iproute2)");
   }
   Cluster& cluster = gang.c();
   const std::string exp = Submit(cluster, "long", CopyTaskSpec("long", 2, 1000000, 0));
@@ -283,8 +280,7 @@ TEST_CASE("kill -9 of one host's agent requeues the whole gang and it resumes fr
           "[gang]") {
   GangCluster gang;
   if (!gang.Up()) {
-    WARN("cannot create network namespaces here (not root, or no iproute2): skipped");
-    return;
+    TAE_SKIP("cannot create network namespaces here (not root, or no iproute2)");
   }
   Cluster& cluster = gang.c();
   const std::string exp = Submit(cluster, "resume", CopyTaskSpec("resume", 2, 400, 20));

@@ -16,6 +16,7 @@
 
 #include "tests/integration/fake_tpu_api.h"
 #include "tests/integration/harness.h"
+#include "tests/skip.h"
 
 namespace tae::testing {
 namespace {
@@ -297,8 +298,7 @@ TEST_CASE(
     "[gcloud]") {
   FakeTpu fake;
   if (!fake.missing().empty()) {
-    WARN("skipped: " << fake.missing());
-    return;
+    TAE_SKIP(fake.missing());
   }
   const std::string first_zone = "us-east5-a";
   fake.Control("POST", "no_capacity", {{"zone", first_zone}});

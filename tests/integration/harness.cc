@@ -160,8 +160,19 @@ long FindProcess(const std::string& name, const std::string& needle) {
     if (pid.find_first_not_of("0123456789") != std::string::npos) {
       continue;
     }
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // The process may exit between the listing and the read, and read() then fails with ESRCH
+    // (std::ifstream turned that into an exception): such a process is simply not a match.
+    std::string cmdline;
+    const int fd = ::open((entry.path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      continue;
+    }
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof(buf))) > 0) {
+      cmdline.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     if (cmdline.find(name) != std::string::npos && cmdline.find(needle) != std::string::npos) {
       return std::stol(pid);

@@ -18,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/integration/harness.h"
 #include "tests/integration/netns.h"
+#include "tests/skip.h"
 
 namespace tae::testing {
 namespace {
@@ -116,8 +117,7 @@ TEST_CASE(
     "[ssh]") {
   SshServer server;
   if (!server.ok()) {
-    WARN("skipped: " << server.why_not());
-    return;
+    TAE_SKIP(server.why_not());
   }
   TempDir work;
   setenv("TAE_AGENT_GRACE", "60", 1);
@@ -178,8 +178,7 @@ TEST_CASE(
 TEST_CASE("a host whose key is not the one in known_hosts gets no agent", "[ssh]") {
   SshServer server;
   if (!server.ok()) {
-    WARN("skipped: " << server.why_not());
-    return;
+    TAE_SKIP(server.why_not());
   }
   TempDir work;
   Cluster cluster(0, 1, [&](const std::string& home) {

@@ -13,6 +13,7 @@
 
 #include "server/store/db.h"
 #include "tests/integration/harness.h"
+#include "tests/skip.h"
 
 namespace tae::testing {
 namespace {
@@ -211,8 +212,7 @@ TEST_CASE("a run that fails is marked failed with the reason, and --wait exits n
 
 TEST_CASE("a study with train.engine = \"torch\" runs end to end on a local agent") {
   if (RunCommand({"/usr/bin/python3", "-c", "import torch"}, 60).exit_code != 0) {
-    WARN("/usr/bin/python3 cannot import torch (python3-torch): skipped");
-    return;
+    TAE_SKIP("/usr/bin/python3 cannot import torch (apt-get install python3-torch)");
   }
   setenv("TAE_PYTHON", "/usr/bin/python3", 1);  // inherited by taed, the agent and tae-train
   Cluster cluster(1, 2);

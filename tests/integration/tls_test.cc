@@ -21,6 +21,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "tests/integration/harness.h"
+#include "tests/skip.h"
 
 extern char** environ;
 
@@ -269,8 +270,7 @@ TEST_CASE("taed refuses a non-loopback agent listener without TLS", "[tls]") {
   }
   SECTION("a key that is not the certificate's") {
     if (!HaveOpenssl()) {
-      WARN("openssl is not installed: skipped");
-      return;
+      TAE_SKIP("openssl is not installed");
     }
     MakeCerts(home.path() + "/certs", {kServerName});
     CommandResult refused =
@@ -298,8 +298,7 @@ TEST_CASE("tae-agent refuses to send its token beyond loopback without TLS", "[t
 
 TEST_CASE("an agent trusting taed's CA registers over TLS and runs a job", "[tls]") {
   if (!HaveOpenssl()) {
-    WARN("openssl is not installed: skipped");
-    return;
+    TAE_SKIP("openssl is not installed");
   }
   TempDir certs;
   MakeCerts(certs.path(), {kServerName});
@@ -329,8 +328,7 @@ TEST_CASE("an agent trusting taed's CA registers over TLS and runs a job", "[tls
 
 TEST_CASE("agents without TLS or trusting another CA never register with a TLS listener", "[tls]") {
   if (!HaveOpenssl()) {
-    WARN("openssl is not installed: skipped");
-    return;
+    TAE_SKIP("openssl is not installed");
   }
   TempDir certs;
   MakeCerts(certs.path(), {kServerName});
@@ -362,8 +360,7 @@ TEST_CASE("agents without TLS or trusting another CA never register with a TLS l
 TEST_CASE("with a client CA taed accepts only agents that present a certificate it signed",
           "[tls]") {
   if (!HaveOpenssl()) {
-    WARN("openssl is not installed: skipped");
-    return;
+    TAE_SKIP("openssl is not installed");
   }
   TempDir certs;
   MakeCerts(certs.path(), {kServerName});

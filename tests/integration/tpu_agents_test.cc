@@ -22,6 +22,7 @@
 #include "tests/integration/fake_tpu_api.h"
 #include "tests/integration/harness.h"
 #include "tests/integration/netns.h"
+#include "tests/skip.h"
 
 namespace tae::testing {
 namespace {
@@ -96,14 +97,12 @@ TEST_CASE(
   FakeTpu fake;
   SKIP_WITHOUT_GCLOUD(fake);
   if (FindOnPath("ssh").empty() || access("/usr/sbin/sshd", X_OK) != 0) {
-    WARN("skipped: openssh-client or openssh-server is not installed");
-    return;
+    TAE_SKIP("openssh-client or openssh-server is not installed");
   }
   Slice slice(2, "taet", "taetb", 234);
   if (!slice.ok()) {
-    WARN("skipped: cannot create network namespaces here (not root, or no iproute2): "
-         << slice.why_not());
-    return;
+    TAE_SKIP("cannot create network namespaces here (not root, or no iproute2): "
+             << slice.why_not());
   }
   TempDir work;
   std::vector<std::unique_ptr<NsSshd>> sshds;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "agent/facts/facts.h"
+#include "tests/skip.h"
 
 namespace tae::agent::facts {
 namespace {
@@ -155,8 +156,7 @@ TEST_CASE("facts: the torch engine's probe output says what runs where") {
 
 TEST_CASE("facts: the probe runs with TAE_PYTHON's interpreter") {
   if (access("/usr/bin/python3", X_OK) != 0) {
-    WARN("no /usr/bin/python3: skipped");
-    return;
+    TAE_SKIP("no /usr/bin/python3");
   }
   setenv("TAE_PYTHON", "/usr/bin/python3", 1);
   tae::v1::AgentFacts facts = Gather(GatherOptions());

@@ -15,6 +15,7 @@
 #include "agent/facts/facts.h"
 #include "agent/runner/runner.h"
 #include "boost/asio/io_context.hpp"
+#include "tests/skip.h"
 
 namespace tae::agent::sysstat {
 namespace {
@@ -236,8 +237,7 @@ TEST_CASE("facts: RunTool runs a tool beside a waitpid(-1) reaper without being 
 TEST_CASE("sysstat: the Runner reports a busy job's sys/cpu_percent") {
   const std::filesystem::path bin = std::filesystem::read_symlink("/proc/self/exe").parent_path();
   if (!std::filesystem::exists(bin / "tae-job")) {
-    WARN("no tae-job beside " << bin << ": skipped");
-    return;
+    TAE_SKIP("no tae-job beside " << bin);
   }
   char tmpl[] = "/tmp/tae-sysstat-XXXXXX";
   REQUIRE(mkdtemp(tmpl) != nullptr);
