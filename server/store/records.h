@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tae::store {
@@ -190,6 +191,41 @@ struct IngestEvent {
   bool cancelled = false;           // kExited
   bool interrupted = false;         // kExited: the agent stopped it as it shut down; requeue
   RunMeta meta;                     // kMeta: keys to merge into the run's metadata
+};
+
+// A column of the runs row that a transition may leave, set, or set to NULL.
+template <typename T>
+struct RunField {
+  enum class Op { kKeep, kSet, kNull };
+  Op op = Op::kKeep;
+  T value{};
+  static RunField Set(T v) { return {Op::kSet, std::move(v)}; }
+  static RunField Null() { return {Op::kNull, T{}}; }
+};
+
+// One decided change of a run's state (server/lifecycle decides, Store::Apply writes): the runs
+// row's new state, reason and the columns that change with it, and the transition rows that
+// explain it, written together in one statement pair. Lost-then-requeued is two rows.
+struct RunTransition {
+  struct Row {
+    RunState from = RunState::kQueued;
+    RunState to = RunState::kQueued;
+    std::string reason;
+  };
+  int64_t run_id = 0;
+  int attempt = 0;  // the attempt the transition rows belong to
+  double at = 0;    // when (every row's `at`)
+  std::vector<Row> rows;
+  RunState state = RunState::kQueued;  // runs.state afterwards
+  RunField<std::string> reason;        // runs.reason
+  RunField<int64_t> attempt_column;    // runs.attempt (assignment counts one up)
+  RunField<int64_t> max_attempts;
+  RunField<std::string> agent_id;
+  RunField<int64_t> pid;
+  RunField<int64_t> exit_code;
+  RunField<double> started_at;
+  RunField<double> finished_at;
+  RunField<double> not_before;
 };
 
 // A run that reached a final state while ingesting, so the scheduler can free its slot.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
+#include "server/lifecycle/lifecycle.h"
 
 namespace tae::store {
 namespace {
@@ -120,6 +121,62 @@ absl::Status Store::RecordTransition(int64_t run_id, int attempt, RunState from,
       .Bind(5, reason)
       .Bind(6, now);
   return stmt.Run();
+}
+
+namespace {
+
+// ", column = ?" for a field the transition sets or clears; its bind follows in BindField.
+template <typename T>
+void AddColumn(const RunField<T>& field, const char* column, std::string* sql) {
+  if (field.op != RunField<T>::Op::kKeep) {
+    absl::StrAppend(sql, ", ", column, " = ?");
+  }
+}
+
+template <typename T>
+void BindField(const RunField<T>& field, Statement* stmt, int* index) {
+  if (field.op == RunField<T>::Op::kKeep) {
+    return;
+  }
+  if (field.op == RunField<T>::Op::kNull) {
+    stmt->BindNull((*index)++);
+  } else {
+    stmt->Bind((*index)++, field.value);
+  }
+}
+
+}  // namespace
+
+absl::Status Store::Apply(const RunTransition& t) {
+  std::string sql = "UPDATE runs SET state = ?";
+  AddColumn(t.reason, "reason", &sql);
+  AddColumn(t.attempt_column, "attempt", &sql);
+  AddColumn(t.max_attempts, "max_attempts", &sql);
+  AddColumn(t.agent_id, "agent_id", &sql);
+  AddColumn(t.pid, "pid", &sql);
+  AddColumn(t.exit_code, "exit_code", &sql);
+  AddColumn(t.started_at, "started_at", &sql);
+  AddColumn(t.finished_at, "finished_at", &sql);
+  AddColumn(t.not_before, "not_before", &sql);
+  sql += " WHERE id = ?";
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(sql));
+  int index = 1;
+  stmt.Bind(index++, ToString(t.state));
+  BindField(t.reason, &stmt, &index);
+  BindField(t.attempt_column, &stmt, &index);
+  BindField(t.max_attempts, &stmt, &index);
+  BindField(t.agent_id, &stmt, &index);
+  BindField(t.pid, &stmt, &index);
+  BindField(t.exit_code, &stmt, &index);
+  BindField(t.started_at, &stmt, &index);
+  BindField(t.finished_at, &stmt, &index);
+  BindField(t.not_before, &stmt, &index);
+  stmt.Bind(index, t.run_id);
+  RETURN_IF_ERROR(stmt.Run());
+  for (const RunTransition::Row& row : t.rows) {
+    RETURN_IF_ERROR(RecordTransition(t.run_id, t.attempt, row.from, row.to, row.reason, t.at));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment, double now) {
@@ -325,42 +382,27 @@ absl::StatusOr<RunRecord> Store::AssignRun(int64_t run_id, const std::vector<std
   if (agents.empty()) {
     return absl::InvalidArgumentError("AssignRun: no agents");
   }
-  const std::string& agent_id = agents[0];
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));
-  if (run.state != RunState::kQueued) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("run r", run_id, " is ", ToString(run.state), ", not queued"));
-  }
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("UPDATE runs SET state = 'assigned', attempt = attempt + 1, "
-                               "agent_id = ?, pid = 0, exit_code = NULL, reason = '' "
-                               "WHERE id = ?"));
-  stmt.Bind(1, agent_id).Bind(2, run_id);
-  RETURN_IF_ERROR(stmt.Run());
+  ASSIGN_OR_RETURN(RunTransition assign, lifecycle::OnAssign(run, agents, now));
+  RETURN_IF_ERROR(Apply(assign));
   if (agents.size() > 1) {
     ASSIGN_OR_RETURN(Statement rank, db_.Prepare("INSERT INTO run_hosts (run_id, attempt, rank, "
                                                  "agent_id) VALUES (?,?,?,?)"));
     for (size_t i = 0; i < agents.size(); ++i) {
       rank.Bind(1, run_id)
-          .Bind(2, static_cast<int64_t>(run.attempt + 1))
+          .Bind(2, static_cast<int64_t>(assign.attempt))
           .Bind(3, static_cast<int64_t>(i))
           .Bind(4, agents[i]);
       RETURN_IF_ERROR(rank.Run());
       rank.Reset();
     }
   }
-  RETURN_IF_ERROR(RecordTransition(run_id, run.attempt + 1, RunState::kQueued, RunState::kAssigned,
-                                   agents.size() > 1
-                                       ? absl::StrCat("placed on ", absl::StrJoin(agents, ", "),
-                                                      " (ranks 0..", agents.size() - 1, ")")
-                                       : absl::StrCat("placed on ", agent_id),
-                                   now));
   RETURN_IF_ERROR(tx.Commit());
   run.state = RunState::kAssigned;
-  run.attempt += 1;
-  run.agent_id = agent_id;
+  run.attempt = assign.attempt;
+  run.agent_id = agents[0];
   return run;
 }
 
@@ -392,41 +434,13 @@ absl::StatusOr<RunState> Store::LoseRun(int64_t run_id, const std::string& reaso
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));
-  if (run.state != RunState::kAssigned && run.state != RunState::kRunning) {
+  std::optional<RunTransition> lost = lifecycle::OnLost(run, reason, now, retry_delay_s);
+  if (!lost) {
     return run.state;
   }
-  ASSIGN_OR_RETURN(RunState next, LoseRunInTransaction(run, reason, now, retry_delay_s));
+  RETURN_IF_ERROR(Apply(*lost));
   RETURN_IF_ERROR(tx.Commit());
-  return next;
-}
-
-absl::StatusOr<RunState> Store::LoseRunInTransaction(const RunRecord& run,
-                                                     const std::string& reason, double now,
-                                                     double retry_delay_s) {
-  int64_t run_id = run.id;
-  RETURN_IF_ERROR(RecordTransition(run_id, run.attempt, run.state, RunState::kLost, reason, now));
-  bool retry = run.attempt < run.max_attempts;
-  RunState next = retry ? RunState::kQueued : RunState::kFailed;
-  std::string next_reason =
-      retry ? absl::StrCat(
-                  "requeued (attempt ", run.attempt, " of ", run.max_attempts, " lost)",
-                  retry_delay_s > 0 ? absl::StrFormat("; retry in %.0fs", retry_delay_s) : "")
-            : absl::StrCat("lost on its last attempt (", run.max_attempts, "): ", reason);
-  RETURN_IF_ERROR(RecordTransition(run_id, run.attempt, RunState::kLost, next, next_reason, now));
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("UPDATE runs SET state = ?, reason = ?, finished_at = ?, "
-                               "not_before = ? WHERE id = ?"));
-  stmt.Bind(1, ToString(next))
-      .Bind(2, next_reason)
-      .Bind(4, retry ? now + retry_delay_s : 0.0)
-      .Bind(5, run_id);
-  if (retry) {
-    stmt.BindNull(3);
-  } else {
-    stmt.Bind(3, now);
-  }
-  RETURN_IF_ERROR(stmt.Run());
-  return next;
+  return lost->state;
 }
 
 absl::Status Store::SetWaitingReason(int64_t run_id, const std::string& reason) {
@@ -440,15 +454,11 @@ absl::Status Store::FinishRun(int64_t run_id, RunState to, const std::string& re
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));
-  if (IsFinal(run.state)) {
+  std::optional<RunTransition> finish = lifecycle::OnFinish(run, to, reason, now);
+  if (!finish) {
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("UPDATE runs SET state = ?, reason = ?, finished_at = ? "
-                               "WHERE id = ?"));
-  stmt.Bind(1, ToString(to)).Bind(2, reason).Bind(3, now).Bind(4, run_id);
-  RETURN_IF_ERROR(stmt.Run());
-  RETURN_IF_ERROR(RecordTransition(run_id, run.attempt, run.state, to, reason, now));
+  RETURN_IF_ERROR(Apply(*finish));
   return tx.Commit();
 }
 
@@ -565,24 +575,15 @@ absl::StatusOr<int> Store::RetryRuns(int64_t experiment_id, const std::string& r
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(std::vector<RunRecord> runs, ListRuns(experiment_id));
-  ASSIGN_OR_RETURN(Statement update,
-                   db_.Prepare("UPDATE runs SET state = 'queued', reason = ?, agent_id = NULL, "
-                               "pid = 0, exit_code = NULL, started_at = NULL, finished_at = NULL, "
-                               "not_before = 0, max_attempts = ? WHERE id = ?"));
   int retried = 0;
   for (const RunRecord& run : runs) {
-    if (run.state != RunState::kFailed && run.state != RunState::kCancelled &&
-        run.state != RunState::kLost) {
+    // As many attempts again as its spec gives (resources.max_attempts).
+    std::optional<RunTransition> retry =
+        lifecycle::OnRetry(run, reason, now, ConfiguredAttempts(run.config_json));
+    if (!retry) {
       continue;
     }
-    // As many attempts again as its spec gives (resources.max_attempts); its history
-    // (transitions, attempt numbers, stored points) stays.
-    const int budget = ConfiguredAttempts(run.config_json);
-    RETURN_IF_ERROR(
-        RecordTransition(run.id, run.attempt, run.state, RunState::kQueued, reason, now));
-    update.Bind(1, reason).Bind(2, static_cast<int64_t>(run.attempt + budget)).Bind(3, run.id);
-    RETURN_IF_ERROR(update.Run());
-    update.Reset();
+    RETURN_IF_ERROR(Apply(*retry));
     ++retried;
   }
   RETURN_IF_ERROR(tx.Commit());

@@ -1,7 +1,8 @@
 #pragma once
 
 // Store: taed's one system of record. Owns the SQLite connection (WAL, foreign keys, STRICT
-// tables, migrations applied at open). Every run transition is one transaction with a reason.
+// tables, migrations applied at open). Every run transition is one transaction with a reason;
+// which transition happens is decided by server/lifecycle's pure functions, and Apply writes it.
 // Single-threaded: only taed's core thread calls it (docs/threading.md).
 
 #include <map>
@@ -16,6 +17,10 @@
 #include "server/store/db.h"
 #include "server/store/migrations.h"
 #include "server/store/records.h"
+
+namespace tae::lifecycle {
+struct Exit;
+}  // namespace tae::lifecycle
 
 namespace tae::store {
 
@@ -67,7 +72,12 @@ class Store {
   // Moves a non-final run straight to `to` (cancelled or failed) with reason.
   absl::Status FinishRun(int64_t run_id, RunState to, const std::string& reason, double now);
 
-  // Writes one batch of agent events in one transaction. Runs that ended are returned.
+  // Writes a transition decided by server/lifecycle: the runs row's changed columns and its
+  // transition rows. Atomic only inside the caller's transaction (every caller here holds one).
+  absl::Status Apply(const RunTransition& transition);
+
+  // Writes one batch of agent events in one transaction; state changes are decided by
+  // server/lifecycle. Runs that ended are returned.
   absl::StatusOr<std::vector<RunEnded>> Ingest(const std::string& agent_id,
                                                const std::vector<IngestEvent>& events);
 
@@ -104,9 +114,6 @@ class Store {
 
   absl::Status RecordTransition(int64_t run_id, int attempt, RunState from, RunState to,
                                 const std::string& reason, double now);
-  // run is assigned/running; the caller holds a transaction.
-  absl::StatusOr<RunState> LoseRunInTransaction(const RunRecord& run, const std::string& reason,
-                                                double now, double retry_delay_s = 0);
   // run_summaries changes of one Ingest batch, written once per (run, key) at its end.
   struct PendingSummary {
     int64_t last_step = 0;
@@ -122,7 +129,7 @@ class Store {
   // A rank of a gang exited: the run ends when every rank exited 0 (succeeded) or when one did
   // not (failed, cancelled, or lost and requeued as a whole).
   absl::Status IngestGangExit(const std::string& agent_id, const RunRecord& run,
-                              const IngestEvent& event, std::vector<RunEnded>* ended);
+                              const lifecycle::Exit& exit, std::vector<RunEnded>* ended);
   absl::Status WriteSummaries(const SummaryBatch& batch);
   // Merges event.meta into the run's metadata; a resend changes nothing.
   absl::Status IngestMeta(const RunRecord& run, const IngestEvent& event);

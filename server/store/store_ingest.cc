@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
+#include "server/lifecycle/lifecycle.h"
 #include "server/store/store.h"
 
 namespace tae::store {
@@ -162,53 +163,23 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
       return stmt->Run();
     }
     case IngestEvent::Kind::kStarted: {
-      if (run->state != RunState::kAssigned || run->attempt != event.attempt) {
-        return absl::OkStatus();
-      }
-      ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE runs SET state = 'running', pid = ?, "
-                                                   "started_at = ? WHERE id = ?"));
-      stmt.Bind(1, event.pid).Bind(2, event.wall_time).Bind(3, event.run_id);
-      RETURN_IF_ERROR(stmt.Run());
-      return RecordTransition(event.run_id, event.attempt, run->state, RunState::kRunning,
-                              absl::StrCat("started as pid ", event.pid, " on ", agent_id),
-                              event.wall_time);
+      std::optional<RunTransition> started =
+          lifecycle::OnStarted(*run, event.attempt, event.pid, agent_id, event.wall_time);
+      return started ? Apply(*started) : absl::OkStatus();
     }
     case IngestEvent::Kind::kExited: {
-      // Queued again (lost and requeued) means the attempt is over too: a late exit of one of a
-      // requeued gang's ranks must not end the run.
-      if (IsFinal(run->state) || run->state == RunState::kQueued || run->attempt != event.attempt) {
-        return absl::OkStatus();
-      }
+      const lifecycle::Exit exit{event.attempt,  event.exit_code,   event.signal,
+                                 event.cancelled, event.interrupted, event.text,
+                                 event.wall_time};
       if (run->hosts > 1) {
-        return IngestGangExit(agent_id, *run, event, ended);
+        return IngestGangExit(agent_id, *run, exit, ended);
       }
-      if (event.interrupted && !event.cancelled) {
-        ASSIGN_OR_RETURN(RunState next,
-                         LoseRunInTransaction(*run, event.text.empty() ? "interrupted" : event.text,
-                                              event.wall_time));
-        ended->push_back({event.run_id, agent_id, next, event.attempt, {}});
+      std::optional<RunTransition> end = lifecycle::OnExit(*run, exit);
+      if (!end) {
         return absl::OkStatus();
       }
-      RunState to = event.cancelled        ? RunState::kCancelled
-                    : event.exit_code == 0 ? RunState::kSucceeded
-                                           : RunState::kFailed;
-      std::string reason = event.text;
-      if (reason.empty()) {
-        reason = event.signal != 0 ? absl::StrCat("killed by signal ", event.signal)
-                                   : absl::StrCat("exit code ", event.exit_code);
-      }
-      ASSIGN_OR_RETURN(Statement stmt,
-                       db_.Prepare("UPDATE runs SET state = ?, exit_code = ?, reason = ?, "
-                                   "finished_at = ? WHERE id = ?"));
-      stmt.Bind(1, ToString(to))
-          .Bind(2, static_cast<int64_t>(event.exit_code))
-          .Bind(3, reason)
-          .Bind(4, event.wall_time)
-          .Bind(5, event.run_id);
-      RETURN_IF_ERROR(stmt.Run());
-      RETURN_IF_ERROR(
-          RecordTransition(event.run_id, event.attempt, run->state, to, reason, event.wall_time));
-      ended->push_back({event.run_id, agent_id, to, event.attempt, {}});
+      RETURN_IF_ERROR(Apply(*end));
+      ended->push_back({event.run_id, agent_id, end->state, event.attempt, {}});
       return absl::OkStatus();
     }
   }
@@ -216,67 +187,37 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
 }
 
 absl::Status Store::IngestGangExit(const std::string& agent_id, const RunRecord& run,
-                                   const IngestEvent& event, std::vector<RunEnded>* ended) {
+                                   const lifecycle::Exit& exit, std::vector<RunEnded>* ended) {
+  if (run.state == RunState::kQueued || IsFinal(run.state) || run.attempt != exit.attempt) {
+    return absl::OkStatus();  // a late exit of an attempt that is over records nothing
+  }
   ASSIGN_OR_RETURN(std::vector<std::string> gang, Gang(run.id, run.attempt));
   const auto member = std::find(gang.begin(), gang.end(), agent_id);
   if (member == gang.end()) {
     return absl::OkStatus();  // not a host of this attempt
   }
   const int rank = static_cast<int>(member - gang.begin());
-  const bool clean =
-      !event.interrupted && !event.cancelled && event.exit_code == 0 && event.signal == 0;
   ASSIGN_OR_RETURN(Statement record,
                    db_.Prepare("UPDATE run_hosts SET exit_code = ? WHERE run_id = ? AND "
                                "attempt = ? AND rank = ? AND exit_code IS NULL"));
-  record.Bind(1, static_cast<int64_t>(clean ? 0 : (event.exit_code != 0 ? event.exit_code : -1)))
+  record.Bind(1, static_cast<int64_t>(lifecycle::RankExitCode(exit)))
       .Bind(2, run.id)
       .Bind(3, static_cast<int64_t>(run.attempt))
       .Bind(4, static_cast<int64_t>(rank));
   RETURN_IF_ERROR(record.Run());
-  const std::string host = absl::StrCat("rank ", rank, " on ", agent_id);
-  if (event.interrupted && !event.cancelled) {
-    // One host went away with its agent: the whole gang goes back to the queue together.
-    ASSIGN_OR_RETURN(
-        RunState next,
-        LoseRunInTransaction(
-            run, absl::StrCat(host, ": ", event.text.empty() ? "interrupted" : event.text),
-            event.wall_time));
-    ended->push_back({run.id, agent_id, next, run.attempt, gang});
+  ASSIGN_OR_RETURN(Statement done,
+                   db_.Prepare("SELECT COUNT(*) FROM run_hosts WHERE run_id = ? AND attempt = "
+                               "? AND exit_code = 0"));
+  done.Bind(1, run.id).Bind(2, static_cast<int64_t>(run.attempt));
+  ASSIGN_OR_RETURN(bool row, done.Step());
+  const int clean = row ? static_cast<int>(done.Int(0)) : 0;
+  std::optional<RunTransition> end = lifecycle::OnGangExit(
+      run, rank, agent_id, exit, clean, static_cast<int>(gang.size()));
+  if (!end) {
     return absl::OkStatus();
   }
-  RunState to = RunState::kSucceeded;
-  std::string reason;
-  if (event.cancelled) {
-    to = RunState::kCancelled;
-    reason = absl::StrCat(host, ": ", event.text.empty() ? "cancelled" : event.text);
-  } else if (!clean) {
-    to = RunState::kFailed;
-    reason = absl::StrCat(host, ": ",
-                          !event.text.empty() ? event.text
-                          : event.signal != 0 ? absl::StrCat("killed by signal ", event.signal)
-                                              : absl::StrCat("exit code ", event.exit_code),
-                          "; the other hosts are stopped");
-  } else {
-    ASSIGN_OR_RETURN(Statement done,
-                     db_.Prepare("SELECT COUNT(*) FROM run_hosts WHERE run_id = ? AND attempt = "
-                                 "? AND exit_code = 0"));
-    done.Bind(1, run.id).Bind(2, static_cast<int64_t>(run.attempt));
-    ASSIGN_OR_RETURN(bool row, done.Step());
-    if (!row || done.Int(0) < static_cast<int64_t>(gang.size())) {
-      return absl::OkStatus();  // the others are still running
-    }
-    reason = absl::StrCat("every host exited 0 (", gang.size(), " hosts)");
-  }
-  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE runs SET state = ?, exit_code = ?, reason "
-                                               "= ?, finished_at = ? WHERE id = ?"));
-  stmt.Bind(1, ToString(to))
-      .Bind(2, static_cast<int64_t>(event.exit_code))
-      .Bind(3, reason)
-      .Bind(4, event.wall_time)
-      .Bind(5, run.id);
-  RETURN_IF_ERROR(stmt.Run());
-  RETURN_IF_ERROR(RecordTransition(run.id, run.attempt, run.state, to, reason, event.wall_time));
-  ended->push_back({run.id, agent_id, to, run.attempt, gang});
+  RETURN_IF_ERROR(Apply(*end));
+  ended->push_back({run.id, agent_id, end->state, run.attempt, gang});
   return absl::OkStatus();
 }
 

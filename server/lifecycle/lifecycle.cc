@@ -1,0 +1,192 @@
+#include "server/lifecycle/lifecycle.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace tae::lifecycle {
+namespace {
+
+using store::IsFinal;
+using store::RunField;
+
+RunTransition Begin(const RunRecord& run, int attempt, double at) {
+  RunTransition t;
+  t.run_id = run.id;
+  t.attempt = attempt;
+  t.at = at;
+  return t;
+}
+
+// The one-row transition that ends an attempt in `to` with the process's exit code.
+RunTransition End(const RunRecord& run, RunState to, const std::string& reason, int exit_code,
+                  double at) {
+  RunTransition t = Begin(run, run.attempt, at);
+  t.rows.push_back({run.state, to, reason});
+  t.state = to;
+  t.reason = RunField<std::string>::Set(reason);
+  t.exit_code = RunField<int64_t>::Set(exit_code);
+  t.finished_at = RunField<double>::Set(at);
+  return t;
+}
+
+std::string ExitText(const Exit& exit) {
+  if (!exit.text.empty()) {
+    return exit.text;
+  }
+  return exit.signal != 0 ? absl::StrCat("killed by signal ", exit.signal)
+                          : absl::StrCat("exit code ", exit.exit_code);
+}
+
+// An exit report that still matters: the run's current attempt, not final, not requeued (a late
+// exit of one of a requeued gang's ranks must not end the run).
+bool Current(const RunRecord& run, int attempt) {
+  return !IsFinal(run.state) && run.state != RunState::kQueued && run.attempt == attempt;
+}
+
+}  // namespace
+
+absl::StatusOr<RunTransition> OnAssign(const RunRecord& run, const std::vector<std::string>& agents,
+                                       double at) {
+  if (agents.empty()) {
+    return absl::InvalidArgumentError("AssignRun: no agents");
+  }
+  if (run.state != RunState::kQueued) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run r", run.id, " is ", store::ToString(run.state), ", not queued"));
+  }
+  RunTransition t = Begin(run, run.attempt + 1, at);
+  t.rows.push_back({RunState::kQueued, RunState::kAssigned,
+                    agents.size() > 1 ? absl::StrCat("placed on ", absl::StrJoin(agents, ", "),
+                                                     " (ranks 0..", agents.size() - 1, ")")
+                                      : absl::StrCat("placed on ", agents[0])});
+  t.state = RunState::kAssigned;
+  t.reason = RunField<std::string>::Set("");
+  t.attempt_column = RunField<int64_t>::Set(run.attempt + 1);
+  t.agent_id = RunField<std::string>::Set(agents[0]);
+  t.pid = RunField<int64_t>::Set(0);
+  t.exit_code = RunField<int64_t>::Null();
+  return t;
+}
+
+std::optional<RunTransition> OnStarted(const RunRecord& run, int attempt, int64_t pid,
+                                       const std::string& agent, double at) {
+  if (run.state != RunState::kAssigned || run.attempt != attempt) {
+    return std::nullopt;
+  }
+  RunTransition t = Begin(run, attempt, at);
+  t.rows.push_back(
+      {run.state, RunState::kRunning, absl::StrCat("started as pid ", pid, " on ", agent)});
+  t.state = RunState::kRunning;
+  t.pid = RunField<int64_t>::Set(pid);
+  t.started_at = RunField<double>::Set(at);
+  return t;
+}
+
+std::optional<RunTransition> OnExit(const RunRecord& run, const Exit& exit) {
+  if (!Current(run, exit.attempt)) {
+    return std::nullopt;
+  }
+  if (exit.interrupted && !exit.cancelled) {
+    return OnLost(run, exit.text.empty() ? "interrupted" : exit.text, exit.at);
+  }
+  const RunState to = exit.cancelled        ? RunState::kCancelled
+                      : exit.exit_code == 0 ? RunState::kSucceeded
+                                            : RunState::kFailed;
+  return End(run, to, ExitText(exit), exit.exit_code, exit.at);
+}
+
+bool CleanExit(const Exit& exit) {
+  return !exit.interrupted && !exit.cancelled && exit.exit_code == 0 && exit.signal == 0;
+}
+
+int RankExitCode(const Exit& exit) {
+  return CleanExit(exit) ? 0 : (exit.exit_code != 0 ? exit.exit_code : -1);
+}
+
+std::optional<RunTransition> OnGangExit(const RunRecord& run, int rank, const std::string& agent,
+                                        const Exit& exit, int clean_ranks, int gang_size) {
+  if (!Current(run, exit.attempt)) {
+    return std::nullopt;
+  }
+  const std::string host = absl::StrCat("rank ", rank, " on ", agent);
+  if (exit.interrupted && !exit.cancelled) {
+    // One host went away with its agent: the whole gang goes back to the queue together.
+    return OnLost(run, absl::StrCat(host, ": ", exit.text.empty() ? "interrupted" : exit.text),
+                  exit.at);
+  }
+  if (exit.cancelled) {
+    return End(run, RunState::kCancelled,
+               absl::StrCat(host, ": ", exit.text.empty() ? "cancelled" : exit.text),
+               exit.exit_code, exit.at);
+  }
+  if (!CleanExit(exit)) {
+    return End(run, RunState::kFailed,
+               absl::StrCat(host, ": ", ExitText(exit), "; the other hosts are stopped"),
+               exit.exit_code, exit.at);
+  }
+  if (clean_ranks < gang_size) {
+    return std::nullopt;  // the others are still running
+  }
+  return End(run, RunState::kSucceeded,
+             absl::StrCat("every host exited 0 (", gang_size, " hosts)"), exit.exit_code, exit.at);
+}
+
+std::optional<RunTransition> OnLost(const RunRecord& run, const std::string& reason, double at,
+                                    double retry_delay_s) {
+  if (run.state != RunState::kAssigned && run.state != RunState::kRunning) {
+    return std::nullopt;
+  }
+  const bool retry = run.attempt < run.max_attempts;
+  const RunState next = retry ? RunState::kQueued : RunState::kFailed;
+  const std::string next_reason =
+      retry ? absl::StrCat(
+                  "requeued (attempt ", run.attempt, " of ", run.max_attempts, " lost)",
+                  retry_delay_s > 0 ? absl::StrFormat("; retry in %.0fs", retry_delay_s) : "")
+            : absl::StrCat("lost on its last attempt (", run.max_attempts, "): ", reason);
+  RunTransition t = Begin(run, run.attempt, at);
+  t.rows.push_back({run.state, RunState::kLost, reason});
+  t.rows.push_back({RunState::kLost, next, next_reason});
+  t.state = next;
+  t.reason = RunField<std::string>::Set(next_reason);
+  t.finished_at = retry ? RunField<double>::Null() : RunField<double>::Set(at);
+  t.not_before = RunField<double>::Set(retry ? at + retry_delay_s : 0.0);
+  return t;
+}
+
+std::optional<RunTransition> OnFinish(const RunRecord& run, RunState to, const std::string& reason,
+                                      double at) {
+  if (IsFinal(run.state)) {
+    return std::nullopt;
+  }
+  RunTransition t = Begin(run, run.attempt, at);
+  t.rows.push_back({run.state, to, reason});
+  t.state = to;
+  t.reason = RunField<std::string>::Set(reason);
+  t.finished_at = RunField<double>::Set(at);
+  return t;
+}
+
+std::optional<RunTransition> OnRetry(const RunRecord& run, const std::string& reason, double at,
+                                     int budget) {
+  if (run.state != RunState::kFailed && run.state != RunState::kCancelled &&
+      run.state != RunState::kLost) {
+    return std::nullopt;
+  }
+  // Its history (transitions, attempt numbers, stored points) stays.
+  RunTransition t = Begin(run, run.attempt, at);
+  t.rows.push_back({run.state, RunState::kQueued, reason});
+  t.state = RunState::kQueued;
+  t.reason = RunField<std::string>::Set(reason);
+  t.agent_id = RunField<std::string>::Null();
+  t.pid = RunField<int64_t>::Set(0);
+  t.exit_code = RunField<int64_t>::Null();
+  t.started_at = RunField<double>::Null();
+  t.finished_at = RunField<double>::Null();
+  t.not_before = RunField<double>::Set(0);
+  t.max_attempts = RunField<int64_t>::Set(run.attempt + budget);
+  return t;
+}
+
+}  // namespace tae::lifecycle

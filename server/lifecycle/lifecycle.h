@@ -1,0 +1,76 @@
+#pragma once
+
+// Run lifecycle: every change of a run's state, decided by a pure function of the run as stored
+// and what happened. Each returns the RunTransition to write (Store::Apply writes the runs row
+// and its transition rows together), or nothing when the event changes nothing (a late or
+// duplicate report, a run already final). No I/O, no clock: `at` is passed in.
+//
+//   queued --Assign--> assigned --Started--> running --Exit--> succeeded | failed | cancelled
+//   assigned/running --Lost--> lost --> queued (attempts left, after a backoff) | failed
+//   any non-final --Finish--> cancelled | failed
+//   failed | cancelled | lost --Retry--> queued
+//
+// A gang (hosts > 1) ends as one: when every rank exited 0, or when the first rank did not
+// (failed or cancelled; an interrupted rank loses the whole gang, which is requeued together).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/store/records.h"
+
+namespace tae::lifecycle {
+
+using store::RunRecord;
+using store::RunState;
+using store::RunTransition;
+
+// How a job's process ended, as its agent reported it.
+struct Exit {
+  int attempt = 0;
+  int exit_code = 0;
+  int signal = 0;
+  bool cancelled = false;
+  bool interrupted = false;  // the agent stopped it as it shut down: the attempt is lost
+  std::string text;          // the agent's reason, if it gave one
+  double at = 0;
+};
+
+// queued -> assigned on agents[0] (a gang: rank i on agents[i]); the attempt counts one up.
+// FailedPrecondition unless the run is queued.
+absl::StatusOr<RunTransition> OnAssign(const RunRecord& run, const std::vector<std::string>& agents,
+                                       double at);
+
+// assigned -> running as `pid` on `agent`, for the current attempt only.
+std::optional<RunTransition> OnStarted(const RunRecord& run, int attempt, int64_t pid,
+                                       const std::string& agent, double at);
+
+// A one-host run's process exited. Ignored for a final or requeued run and for another attempt.
+std::optional<RunTransition> OnExit(const RunRecord& run, const Exit& exit);
+
+// Rank `rank` (on `agent`) of a gang exited; `clean_ranks` is how many ranks of this attempt
+// have now exited 0, this one included, of `gang_size`. Nothing while the others still run.
+std::optional<RunTransition> OnGangExit(const RunRecord& run, int rank, const std::string& agent,
+                                        const Exit& exit, int clean_ranks, int gang_size);
+
+// Whether a gang rank's exit was clean (exit 0, no signal, neither cancelled nor interrupted),
+// and the exit code recorded for the rank in run_hosts.
+bool CleanExit(const Exit& exit);
+int RankExitCode(const Exit& exit);
+
+// assigned/running -> lost -> queued (attempts left; not before at + retry_delay_s) or failed.
+// Nothing for a run in any other state.
+std::optional<RunTransition> OnLost(const RunRecord& run, const std::string& reason, double at,
+                                    double retry_delay_s = 0);
+
+// A non-final run straight to `to` (cancelled or failed). Nothing for a final run.
+std::optional<RunTransition> OnFinish(const RunRecord& run, RunState to, const std::string& reason,
+                                      double at);
+
+// failed / cancelled / lost -> queued with `budget` more attempts (resources.max_attempts).
+// Nothing for a succeeded or unfinished run.
+std::optional<RunTransition> OnRetry(const RunRecord& run, const std::string& reason, double at,
+                                     int budget);
+
+}  // namespace tae::lifecycle

@@ -1,0 +1,188 @@
+// server/lifecycle: the run state machine as pure functions, table by table.
+
+#include "server/lifecycle/lifecycle.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+namespace {
+
+using tae::lifecycle::Exit;
+using tae::store::RunField;
+using tae::store::RunRecord;
+using tae::store::RunState;
+using tae::store::RunTransition;
+namespace lifecycle = tae::lifecycle;
+
+RunRecord Run(RunState state, int attempt = 1, int max_attempts = 1, int hosts = 1) {
+  RunRecord run;
+  run.id = 7;
+  run.state = state;
+  run.attempt = attempt;
+  run.max_attempts = max_attempts;
+  run.hosts = hosts;
+  return run;
+}
+
+Exit Exited(int code, int attempt = 1) {
+  Exit exit;
+  exit.attempt = attempt;
+  exit.exit_code = code;
+  exit.at = 100;
+  return exit;
+}
+
+std::string Rows(const RunTransition& t) {
+  std::string out;
+  for (const RunTransition::Row& row : t.rows) {
+    out += std::string(tae::store::ToString(row.from)) + ">" + tae::store::ToString(row.to) + " " +
+           row.reason + ";";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle: a one-host exit ends the attempt by its exit") {
+  struct Case {
+    const char* what;
+    RunState state;
+    Exit exit;
+    std::optional<RunState> to;  // nullopt: ignored
+    std::string reason;
+  };
+  Exit signal = Exited(0);
+  signal.signal = 9;
+  signal.exit_code = -1;
+  Exit cancelled = Exited(143);
+  cancelled.cancelled = true;
+  cancelled.text = "cancelled by taectl";
+  Exit interrupted = Exited(143);
+  interrupted.interrupted = true;
+  const std::vector<Case> cases = {
+      {"exit 0", RunState::kRunning, Exited(0), RunState::kSucceeded, "exit code 0"},
+      {"exit 3", RunState::kRunning, Exited(3), RunState::kFailed, "exit code 3"},
+      {"a signal", RunState::kRunning, signal, RunState::kFailed, "killed by signal 9"},
+      {"cancelled", RunState::kRunning, cancelled, RunState::kCancelled, "cancelled by taectl"},
+      {"exit before started", RunState::kAssigned, Exited(0), RunState::kSucceeded, "exit code 0"},
+      {"interrupted, no attempts left", RunState::kRunning, interrupted, RunState::kFailed,
+       "lost on its last attempt (1): interrupted"},
+      {"another attempt's exit", RunState::kRunning, Exited(0, 2), std::nullopt, ""},
+      {"already final", RunState::kSucceeded, Exited(1), std::nullopt, ""},
+      {"requeued meanwhile", RunState::kQueued, Exited(1), std::nullopt, ""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    std::optional<RunTransition> t = lifecycle::OnExit(Run(c.state), c.exit);
+    REQUIRE(t.has_value() == c.to.has_value());
+    if (!t) {
+      continue;
+    }
+    CHECK(t->state == *c.to);
+    CHECK(t->reason.value == c.reason);
+    CHECK(t->rows.back().to == *c.to);
+    CHECK(t->finished_at.op == RunField<double>::Op::kSet);
+    CHECK(t->at == 100);
+  }
+}
+
+TEST_CASE("lifecycle: a lost attempt is requeued while attempts remain, with its backoff") {
+  std::optional<RunTransition> t = lifecycle::OnLost(Run(RunState::kRunning, 1, 3), "agent gone",
+                                                     50, 30);
+  REQUIRE(t);
+  CHECK(Rows(*t) == "running>lost agent gone;lost>queued requeued (attempt 1 of 3 lost); retry in "
+                    "30s;");
+  CHECK(t->state == RunState::kQueued);
+  CHECK(t->not_before.value == 80);
+  CHECK(t->finished_at.op == RunField<double>::Op::kNull);
+
+  t = lifecycle::OnLost(Run(RunState::kAssigned, 3, 3), "agent gone", 50);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kFailed);
+  CHECK(t->reason.value == "lost on its last attempt (3): agent gone");
+  CHECK(t->finished_at.value == 50);
+  CHECK(t->not_before.value == 0);
+
+  for (RunState state : {RunState::kQueued, RunState::kSucceeded, RunState::kFailed,
+                         RunState::kCancelled, RunState::kLost}) {
+    CHECK_FALSE(lifecycle::OnLost(Run(state), "x", 1));
+  }
+}
+
+TEST_CASE("lifecycle: a gang ends when every rank exited 0, or at the first that did not") {
+  const RunRecord gang = Run(RunState::kRunning, 1, 2, 2);
+  // rank 0 done, rank 1 still running: nothing yet.
+  CHECK_FALSE(lifecycle::OnGangExit(gang, 0, "a", Exited(0), 1, 2));
+  std::optional<RunTransition> t = lifecycle::OnGangExit(gang, 1, "b", Exited(0), 2, 2);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kSucceeded);
+  CHECK(t->reason.value == "every host exited 0 (2 hosts)");
+
+  t = lifecycle::OnGangExit(gang, 1, "b", Exited(4), 1, 2);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kFailed);
+  CHECK(t->reason.value == "rank 1 on b: exit code 4; the other hosts are stopped");
+  CHECK(lifecycle::RankExitCode(Exited(4)) == 4);
+
+  Exit killed = Exited(0);
+  killed.signal = 9;
+  CHECK_FALSE(lifecycle::CleanExit(killed));
+  CHECK(lifecycle::RankExitCode(killed) == -1);
+
+  Exit interrupted = Exited(143);
+  interrupted.interrupted = true;
+  t = lifecycle::OnGangExit(gang, 0, "a", interrupted, 0, 2);
+  REQUIRE(t);
+  CHECK(Rows(*t) == "running>lost rank 0 on a: interrupted;lost>queued requeued (attempt 1 of 2 "
+                    "lost);");
+
+  Exit cancelled = Exited(143);
+  cancelled.cancelled = true;
+  t = lifecycle::OnGangExit(gang, 1, "b", cancelled, 0, 2);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kCancelled);
+  CHECK(t->reason.value == "rank 1 on b: cancelled");
+
+  // A late exit of a requeued gang's rank ends nothing.
+  CHECK_FALSE(lifecycle::OnGangExit(Run(RunState::kQueued, 1, 2, 2), 1, "b", Exited(1), 0, 2));
+}
+
+TEST_CASE("lifecycle: assign, start, finish and retry") {
+  absl::StatusOr<RunTransition> assign =
+      lifecycle::OnAssign(Run(RunState::kQueued, 1, 3), {"a", "b"}, 5);
+  REQUIRE(assign.ok());
+  CHECK(assign->attempt == 2);
+  CHECK(assign->attempt_column.value == 2);
+  CHECK(assign->agent_id.value == "a");
+  CHECK(Rows(*assign) == "queued>assigned placed on a, b (ranks 0..1);");
+  CHECK(assign->exit_code.op == RunField<int64_t>::Op::kNull);
+  CHECK(absl::IsFailedPrecondition(lifecycle::OnAssign(Run(RunState::kRunning), {"a"}, 5).status()));
+  CHECK(absl::IsInvalidArgument(lifecycle::OnAssign(Run(RunState::kQueued), {}, 5).status()));
+
+  std::optional<RunTransition> started =
+      lifecycle::OnStarted(Run(RunState::kAssigned, 2), 2, 4242, "a", 6);
+  REQUIRE(started);
+  CHECK(Rows(*started) == "assigned>running started as pid 4242 on a;");
+  CHECK(started->reason.op == RunField<std::string>::Op::kKeep);
+  CHECK(started->started_at.value == 6);
+  CHECK_FALSE(lifecycle::OnStarted(Run(RunState::kAssigned, 2), 1, 4242, "a", 6));
+  CHECK_FALSE(lifecycle::OnStarted(Run(RunState::kRunning, 2), 2, 4242, "a", 6));
+
+  std::optional<RunTransition> cancel =
+      lifecycle::OnFinish(Run(RunState::kQueued), RunState::kCancelled, "cancelled", 7);
+  REQUIRE(cancel);
+  CHECK(cancel->state == RunState::kCancelled);
+  CHECK_FALSE(lifecycle::OnFinish(Run(RunState::kFailed), RunState::kCancelled, "x", 7));
+
+  for (RunState state : {RunState::kFailed, RunState::kCancelled, RunState::kLost}) {
+    std::optional<RunTransition> retry = lifecycle::OnRetry(Run(state, 2, 2), "retry", 8, 3);
+    REQUIRE(retry);
+    CHECK(retry->state == RunState::kQueued);
+    CHECK(retry->max_attempts.value == 5);
+    CHECK(retry->agent_id.op == RunField<std::string>::Op::kNull);
+  }
+  for (RunState state : {RunState::kSucceeded, RunState::kQueued, RunState::kRunning}) {
+    CHECK_FALSE(lifecycle::OnRetry(Run(state), "retry", 8, 1));
+  }
+}
