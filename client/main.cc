@@ -6,9 +6,9 @@
 #include <cstring>
 #include <string>
 
-#include "agent/facts/facts.h"
 #include "client/commands/commands.h"
 #include "common/cli/paths.h"
+#include "common/host/host.h"
 
 namespace {
 
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     } else if (arg.rfind("--home=", 0) == 0) {
       env.home = arg.substr(7);
     } else if (arg == "--version") {
-      std::printf("taectl %s\n", tae::agent::facts::Version());
+      std::printf("taectl %s\n", tae::host::Version());
       return 0;
     } else if (arg == "-h" || arg == "--help" || arg == "help") {
       Usage(stdout);

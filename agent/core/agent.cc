@@ -10,12 +10,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "boost/asio/post.hpp"
+#include "proto/tae/v1/limits.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::agent {
 namespace {
 
-constexpr size_t kMaxEventsPerBatch = 2000;
+constexpr size_t kMaxEventsPerBatch = tae::v1::kAgentEventsPerBatch;
 
 std::string HostName() {
   char buf[256] = {0};
@@ -54,11 +55,11 @@ absl::Status Agent::Start() {
     }
     journal_ = std::move(*journal);
   }
-  // What this machine has (facts::RunTool runs its vendor tools beside the runner's reaper).
-  facts::GatherOptions gather;
+  // What this machine has (host::RunTool runs its vendor tools beside the runner's reaper).
+  host::GatherOptions gather;
   gather.dirs = {{"work", options_.work_dir}, {"cache", options_.work_dir + "/cache"}};
   gather.threads_per_run = options_.threads_per_run;
-  facts_ = facts::Gather(gather);
+  facts_ = host::Gather(gather);
   AdoptOrphans();
   absl::StatusOr<std::unique_ptr<Stager>> stager =
       Stager::Start(options_.taed, options_.token, options_.work_dir + "/cache",
@@ -87,7 +88,7 @@ void Agent::OnConnected() {
   reg->set_agent_id(options_.id);
   reg->set_host(HostName());
   reg->set_slots(options_.slots);
-  reg->set_version(facts::Version());  // the project version CMake gives
+  reg->set_version(host::Version());  // the project version CMake gives
   *reg->mutable_facts() = facts_;
   for (const auto& [key, value] : options_.labels) {
     (*reg->mutable_labels())[key] = value;

@@ -10,13 +10,13 @@
 #include <optional>
 #include <string>
 
-#include "agent/facts/facts.h"
 #include "agent/journal/journal.h"
 #include "agent/link/link.h"
 #include "agent/runner/runner.h"
 #include "agent/stager/stager.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/steady_timer.hpp"
+#include "common/host/host.h"
 
 namespace tae::agent {
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "common/fs/fs.h"
 
 namespace tae::agent::journal_internal {
 
@@ -115,20 +116,7 @@ absl::Status MakeDir(const std::string& dir) {
 }
 
 absl::Status ReplaceFile(const std::string& path, std::string_view content) {
-  const std::string temp = path + ".tmp";
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return ErrnoError(errno, "create", temp);
-  }
-  absl::Status status = PWriteAll(fd, content, 0, temp);
-  ::close(fd);
-  if (status.ok() && ::rename(temp.c_str(), path.c_str()) != 0) {
-    status = ErrnoError(errno, "rename over", path);
-  }
-  if (!status.ok()) {
-    ::unlink(temp.c_str());
-  }
-  return status;
+  return fs::WriteFileAtomically(path, content, {0600, fs::Durability::kNone});
 }
 
 }  // namespace tae::agent::journal_internal

@@ -21,14 +21,16 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/sysstat/sysstat.h"
+#include "common/fs/fs.h"
 #include "common/process/spawn.h"
 #include "common/status/macros.h"
+#include "proto/tae/v1/limits.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::agent {
 namespace {
 
-constexpr size_t kMaxLogLine = 16 * 1024;
+constexpr size_t kMaxLogLine = tae::v1::kAgentMaxLogLine;
 constexpr int kStdout = 0;
 constexpr int kStderr = 1;
 constexpr int kMetrics = 2;
@@ -45,30 +47,6 @@ double MonotonicNow() {
 double WallNow() {
   using namespace std::chrono;
   return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
-}
-
-std::optional<std::string> ReadSmallFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return std::nullopt;
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-bool WriteFileAtomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << content;
-    if (!out) {
-      return false;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  return !ec;
 }
 
 int64_t ParseIntOr(std::string_view text, int64_t fallback) {
@@ -153,7 +131,7 @@ Runner::Runner(boost::asio::io_context* io, RunnerOptions options, EventSink sin
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   WatchChildren();
   if (options_.sys_interval_s > 0) {
-    // Its tools are clone children that the waitpid(-1) above never reaps (facts::RunTool).
+    // Its tools are clone children that the waitpid(-1) above never reaps (host::RunTool).
     accelerators_ =
         std::make_unique<sysstat::AcceleratorProbe>(options_.sys_interval_s, kSysToolTimeoutMs);
   }
@@ -209,18 +187,17 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   if (ec) {
     return absl::InternalError(absl::StrCat("cannot create ", job->job_dir, ": ", ec.message()));
   }
-  if (!WriteFileAtomically(job->job_dir + "/start.pb", start.SerializeAsString())) {
-    return absl::InternalError(absl::StrCat("cannot write ", job->job_dir, "/start.pb"));
-  }
+  // Adopting the job after an agent restart reads start.pb: it must survive a crash whole.
+  RETURN_IF_ERROR(fs::WriteFileAtomically(job->job_dir + "/start.pb", start.SerializeAsString(),
+                                          {0644, fs::Durability::kFileAndDir}));
   std::vector<std::string> program;
   if (job->command) {
     program = {"/bin/sh", "-c", start.command()};
   } else {
     // Written beside and renamed over: a run.json in the snapshot is a hard link into the cache,
     // which writing through it would corrupt.
-    if (!WriteFileAtomically(job->run_dir + "/run.json", start.config_json() + "\n")) {
-      return absl::InternalError(absl::StrCat("cannot write ", job->run_dir, "/run.json"));
-    }
+    RETURN_IF_ERROR(fs::WriteFileAtomically(job->run_dir + "/run.json", start.config_json() + "\n",
+                                            {0644, fs::Durability::kNone}));
     program = {options_.train_binary, "--spec", "run.json"};
   }
   RETURN_IF_ERROR(OpenOutputs(*job, {0, 0, 0}));
@@ -264,7 +241,8 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
     return spawned.status();
   }
   job->supervisor = spawned->pid;
-  WriteFileAtomically(job->job_dir + "/supervisor.pid", absl::StrCat(job->supervisor, "\n"));
+  (void)fs::WriteFileAtomically(job->job_dir + "/supervisor.pid",
+                                absl::StrCat(job->supervisor, "\n"), {0644, fs::Durability::kNone});
   jobs_[{start.run_id(), start.attempt()}] = job;
   spdlog::info("run r{} attempt {} started: supervisor pid {} in {}", start.run_id(),
                start.attempt(), job->supervisor, job->run_dir);
@@ -284,13 +262,13 @@ absl::Status Runner::Adopt(const tae::v1::StartRun& start, std::array<uint64_t, 
   job->job_dir = JobDir(start.run_id(), start.attempt());
   job->adopted = true;
   job->started_emitted = true;  // the agent that started it reported that
-  if (std::optional<std::string> pid = ReadSmallFile(job->job_dir + "/supervisor.pid")) {
+  if (absl::StatusOr<std::string> pid = fs::ReadFile(job->job_dir + "/supervisor.pid"); pid.ok()) {
     job->supervisor = static_cast<pid_t>(ParseIntOr(*pid, 0));
   }
-  if (std::optional<std::string> pgid = ReadSmallFile(job->job_dir + "/pgid")) {
+  if (absl::StatusOr<std::string> pgid = fs::ReadFile(job->job_dir + "/pgid"); pgid.ok()) {
     job->pgid = static_cast<pid_t>(ParseIntOr(*pgid, 0));
   }
-  if (std::optional<std::string> reason = ReadSmallFile(job->job_dir + "/cancel")) {
+  if (absl::StatusOr<std::string> reason = fs::ReadFile(job->job_dir + "/cancel"); reason.ok()) {
     job->cancel_requested = true;
     job->signalled = true;
     job->cancel_reason = *reason;
@@ -319,9 +297,9 @@ std::vector<OrphanJob> Runner::Orphans() const {
     if (std::filesystem::exists(dir + "/done")) {
       continue;
     }
-    std::optional<std::string> bytes = ReadSmallFile(dir + "/start.pb");
+    absl::StatusOr<std::string> bytes = fs::ReadFile(dir + "/start.pb");
     OrphanJob orphan;
-    if (!bytes.has_value() || !orphan.start.ParseFromString(*bytes) ||
+    if (!bytes.ok() || !orphan.start.ParseFromString(*bytes) ||
         JobDir(orphan.start.run_id(), orphan.start.attempt()) != dir) {
       spdlog::warn("ignoring {}: no readable start.pb", dir);
       continue;
@@ -367,7 +345,7 @@ void Runner::Poll() {
   std::vector<std::shared_ptr<Job>> done;
   for (auto& [key, job] : jobs_) {
     if (job->pgid == 0) {
-      if (std::optional<std::string> pgid = ReadSmallFile(job->job_dir + "/pgid")) {
+      if (absl::StatusOr<std::string> pgid = fs::ReadFile(job->job_dir + "/pgid"); pgid.ok()) {
         job->pgid = static_cast<pid_t>(ParseIntOr(*pgid, 0));
       }
     }
@@ -538,12 +516,12 @@ void Runner::ScheduleSysSample() {
 // The points carry no output mark: like `started`, a point not yet journaled when the agent dies
 // is simply not sent (the next agent samples afresh).
 void Runner::SampleSys() {
-  const std::optional<std::string> stat_text = ReadSmallFile("/proc/stat");
+  const absl::StatusOr<std::string> stat_text = fs::ReadFile("/proc/stat");
   const std::optional<sysstat::HostCpu> host =
-      stat_text.has_value() ? sysstat::ParseHostCpu(*stat_text) : std::nullopt;
-  const std::optional<std::string> meminfo = ReadSmallFile("/proc/meminfo");
+      stat_text.ok() ? sysstat::ParseHostCpu(*stat_text) : std::nullopt;
+  const absl::StatusOr<std::string> meminfo = fs::ReadFile("/proc/meminfo");
   const std::optional<double> mem_available =
-      meminfo.has_value() ? sysstat::ParseMemAvailableMb(*meminfo) : std::nullopt;
+      meminfo.ok() ? sysstat::ParseMemAvailableMb(*meminfo) : std::nullopt;
   const double ticks_per_second = static_cast<double>(std::max(1L, sysconf(_SC_CLK_TCK)));
   const int64_t page_size = std::max(1L, sysconf(_SC_PAGESIZE));
   const double now = MonotonicNow();
@@ -627,7 +605,8 @@ void Runner::Terminate(std::shared_ptr<Job> job, const std::string& reason) {
   job->cancel_requested = true;
   job->cancel_reason = reason.empty() ? "cancelled" : reason;
   // Remembered on disk: an agent restarted before the job ends still reports it cancelled.
-  WriteFileAtomically(job->job_dir + "/cancel", job->cancel_reason);
+  (void)fs::WriteFileAtomically(job->job_dir + "/cancel", job->cancel_reason,
+                                {0644, fs::Durability::kNone});
   spdlog::info("run r{}: cancelling ({})", job->spec.run_id(), job->cancel_reason);
   Poll();  // signals at once when the group is known
 }
@@ -659,7 +638,7 @@ void Runner::Finish(std::shared_ptr<Job> job) {
   job->finishing = true;
   if (!job->started_emitted) {  // it ended between two polls, before we saw its group
     job->started_emitted = true;
-    if (std::optional<std::string> pgid = ReadSmallFile(job->job_dir + "/pgid")) {
+    if (absl::StatusOr<std::string> pgid = fs::ReadFile(job->job_dir + "/pgid"); pgid.ok()) {
       job->pgid = static_cast<pid_t>(ParseIntOr(*pgid, 0));
     }
     tae::v1::Event started;
@@ -672,8 +651,8 @@ void Runner::Finish(std::shared_ptr<Job> job) {
   int signo = 0;
   bool gone = false;
   std::string reason;
-  std::optional<std::string> exit_text = ReadSmallFile(job->job_dir + "/exit");
-  if (exit_text.has_value()) {
+  absl::StatusOr<std::string> exit_text = fs::ReadFile(job->job_dir + "/exit");
+  if (exit_text.ok()) {
     std::vector<std::string> parts = absl::StrSplit(absl::StripAsciiWhitespace(*exit_text), ' ');
     if (parts.size() == 3) {
       exit_code = static_cast<int>(ParseIntOr(parts[0], -1));
@@ -690,7 +669,7 @@ void Runner::Finish(std::shared_ptr<Job> job) {
   }
   // A dead supervisor is the machine's fault (OOM killer, preemption), not the run's: taed
   // requeues it like a run whose agent went away.
-  const bool lost = !exit_text.has_value() && !job->cancel_requested;
+  const bool lost = !exit_text.ok() && !job->cancel_requested;
   tae::v1::Event event;
   tae::v1::RunExited* exited = event.mutable_exited();
   exited->set_cancelled(job->cancel_requested && !job->interrupted);
@@ -709,7 +688,7 @@ void Runner::Finish(std::shared_ptr<Job> job) {
   } else if (signo > 0) {
     reason = absl::StrCat("killed by signal ", signo, " (", strsignal(signo), ")");
   }
-  if (exit_text.has_value() && !gone) {
+  if (exit_text.ok() && !gone) {
     absl::StrAppend(&reason, reason.empty() ? "" : "; ", "process group ", job->pgid,
                     " still had members after SIGKILL");
   }

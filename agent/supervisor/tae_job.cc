@@ -26,6 +26,8 @@
 
 #include <string>
 
+#include "common/fs/fs.h"
+
 namespace {
 
 int OpenOutput(const std::string& path) {
@@ -35,19 +37,6 @@ int OpenOutput(const std::string& path) {
     exit(111);
   }
   return fd;
-}
-
-// Writes `text` to path via a temporary file, fsync and rename.
-bool WriteAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return false;
-  }
-  bool ok =
-      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fsync(fd) == 0;
-  ok = close(fd) == 0 && ok;
-  return ok && rename(tmp.c_str(), path.c_str()) == 0;
 }
 
 void SleepMs(int ms) {
@@ -101,7 +90,7 @@ int main(int argc, char** argv) {
     _exit(127);
   }
   setpgid(pid, pid);  // also here, so the group exists before anyone signals it
-  WriteAtomically(job_dir + "/pgid", std::to_string(pid) + "\n");
+  (void)tae::fs::WriteFileAtomically(job_dir + "/pgid", std::to_string(pid) + "\n");
 
   int status = 0;
   while (true) {
@@ -131,8 +120,8 @@ int main(int argc, char** argv) {
   const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   const std::string text =
       std::to_string(code) + " " + std::to_string(sig) + " " + (gone ? "1" : "0") + "\n";
-  if (!WriteAtomically(job_dir + "/exit", text)) {
-    fprintf(stderr, "tae-job: cannot write %s/exit: %s\n", job_dir.c_str(), strerror(errno));
+  if (absl::Status s = tae::fs::WriteFileAtomically(job_dir + "/exit", text); !s.ok()) {
+    fprintf(stderr, "tae-job: %s\n", std::string(s.message()).c_str());
     return 111;
   }
   return 0;

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/fs/fs.h"
 
 namespace tae::train {
 namespace {
@@ -66,7 +67,8 @@ absl::StatusOr<std::string> RunBible() {
   return text;
 }
 
-// Writes `text` to `path` through a temp file in the same directory and a rename.
+// Writes `text` to `path` (its directory created first) atomically: several tae-train processes
+// may create the cache at once.
 absl::Status WriteAtomically(const std::string& path, const std::string& text) {
   std::error_code error;
   const std::filesystem::path target(path);
@@ -75,35 +77,8 @@ absl::Status WriteAtomically(const std::string& path, const std::string& text) {
     return absl::InternalError(
         absl::StrCat("cannot create ", target.parent_path().string(), ": ", error.message()));
   }
-  std::string temp = path + ".tmp.XXXXXX";
-  std::vector<char> name(temp.begin(), temp.end());
-  name.push_back('\0');
-  const int fd = ::mkstemp(name.data());
-  if (fd < 0) {
-    return absl::InternalError(
-        absl::StrCat("cannot create a temp file next to ", path, ": ", std::strerror(errno)));
-  }
-  temp = name.data();
-  ::fchmod(fd, 0644);  // mkstemp creates 0600; the cache is plain public text
-  size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      break;
-    }
-    written += static_cast<size_t>(n);
-  }
-  const bool ok = written == text.size() && ::fsync(fd) == 0 && ::close(fd) == 0 &&
-                  std::rename(temp.c_str(), path.c_str()) == 0;
-  if (!ok) {
-    const std::string reason = std::strerror(errno);
-    std::remove(temp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", reason));
-  }
-  return absl::OkStatus();
+  // 0644: the cache is plain public text.
+  return fs::WriteFileAtomically(path, text, {0644, fs::Durability::kFile});
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "agent/train/fused_adamw.h"
 #include "agent/train/head_importance.h"
 #include "agent/train/schedule.h"
+#include "common/metrics/names.h"
 
 namespace tae::train {
 namespace {
@@ -344,12 +345,10 @@ absl::Status Trainer::ReportTrain(int64_t step, TrainWindow* window, TrainSummar
   last_tokens_per_s_ =
       window->seconds > 0.0 ? static_cast<double>(window->tokens) / window->seconds : 0.0;
   const double step_ms = 1e3 * window->seconds / static_cast<double>(window->steps);
-  MetricValues values = {{"train/loss", loss},
-                         {"train/lr", window->lr},
-                         {"train/grad_norm", window->grad_norm},
-                         {"perf/tokens_per_s", last_tokens_per_s_},
-                         {"perf/step_ms", step_ms},
-                         {"perf/peak_rss_mb", PeakRssMb()}};
+  MetricValues values = {
+      {tae::metrics::kTrainLoss, loss},       {"train/lr", window->lr},
+      {"train/grad_norm", window->grad_norm}, {tae::metrics::kTokensPerS, last_tokens_per_s_},
+      {tae::metrics::kStepMs, step_ms},       {"perf/peak_rss_mb", PeakRssMb()}};
   if (options_.collective != nullptr) {
     values.emplace_back("perf/allreduce_ms",
                         1e3 * allreduce_seconds_ / static_cast<double>(window->steps));
@@ -362,8 +361,8 @@ absl::Status Trainer::ReportTrain(int64_t step, TrainWindow* window, TrainSummar
 absl::Status Trainer::ReportEval(TransformerLM& model, int64_t step, const TrainSummary& summary,
                                  EvalResult* result) {
   *result = Evaluate(model, *task_);
-  absl::Status status = sink_->Emit(step, {{"eval/loss", result->loss},
-                                           {"eval/acc", result->accuracy},
+  absl::Status status = sink_->Emit(step, {{tae::metrics::kEvalLoss, result->loss},
+                                           {tae::metrics::kEvalAcc, result->accuracy},
                                            {"eval/seq_acc", result->sequence_accuracy},
                                            {"eval/ppl", std::exp(result->loss)}});
   if (progress_ != nullptr) {

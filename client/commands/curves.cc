@@ -18,6 +18,7 @@
 #include "client/plot/svg_plot.h"
 #include "client/rpc/control_client.h"
 #include "common/cli/flags.h"
+#include "common/metrics/names.h"
 #include "nlohmann/json.hpp"
 
 namespace tae::client {
@@ -139,7 +140,7 @@ std::string RunDirName(const tae::v1::Run& run) {
 }  // namespace
 
 int Plot(const CommandEnv& env, const Args& args) {
-  std::string metric = "eval/loss";
+  std::string metric = tae::metrics::kEvalLoss;
   std::string output;
   std::string title;
   int max_points = 300;

@@ -12,10 +12,10 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "agent/facts/facts.h"
 #include "client/commands/common.h"
 #include "client/rpc/control_client.h"
 #include "common/cli/paths.h"
+#include "common/host/host.h"
 
 namespace tae::client {
 namespace {
@@ -69,7 +69,7 @@ doctor::Group ThisMachine(const CommandEnv& env, bool reachable, const grpc::Sta
   using doctor::Level;
   doctor::Group group;
   group.name = "this machine";
-  const std::string version = agent::facts::Version();
+  const std::string version = host::Version();
   group.checks.push_back({Level::kOk, absl::StrCat("taectl ", version), ""});
 
   const std::string up = env.home == cli::TaeHome()
@@ -115,9 +115,9 @@ doctor::Group ThisMachine(const CommandEnv& env, bool reachable, const grpc::Sta
     group.checks.push_back(std::move(check));
   }
 
-  agent::facts::GatherOptions gather;
+  host::GatherOptions gather;
   gather.dirs = {{"data", env.home}};
-  tae::v1::AgentFacts facts = agent::facts::Gather(gather);
+  tae::v1::AgentFacts facts = host::Gather(gather);
   group.checks.push_back(doctor::CheckThreads(facts.cpu_count(), 0, 0, ""));
   group.checks.push_back(doctor::CheckBlas(facts.blas(), ""));
   group.checks.push_back(doctor::CheckTorch(facts.torch(), ""));
@@ -170,7 +170,7 @@ int Doctor(const CommandEnv& env, const Args& args) {
   std::vector<doctor::Group> groups;
   groups.push_back(ThisMachine(env, status.ok(), status, agents.agents_size()));
   for (const tae::v1::AgentInfo& agent : agents.agents()) {
-    groups.push_back(doctor::AgentGroup(agent, agent::facts::Version()));
+    groups.push_back(doctor::AgentGroup(agent, host::Version()));
   }
   if (json) {
     std::printf("%s\n", doctor::RenderJson(groups).dump(2).c_str());

@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "agent/facts/facts.h"
 #include "client/commands/doctor.h"
+#include "common/host/host.h"
 
 namespace tae::client::doctor {
 namespace {
@@ -166,8 +166,8 @@ Check CheckVersion(const std::string& who, const std::string& version,
 }
 
 Check CheckBlas(const std::string& blas_path, const std::string& host) {
-  using agent::facts::BlasKind;
-  BlasKind kind = agent::facts::ClassifyBlas(blas_path);
+  using host::BlasKind;
+  BlasKind kind = host::ClassifyBlas(blas_path);
   const std::string install =
       absl::StrCat(OnHost(host), "sudo apt-get install libopenblas0-pthread");
   switch (kind) {
@@ -189,7 +189,7 @@ Check CheckBlas(const std::string& blas_path, const std::string& host) {
     }
     case BlasKind::kReference:
     case BlasKind::kOther:
-      return Fail(absl::StrCat("BLAS: ", blas_path, " is ", agent::facts::ToString(kind),
+      return Fail(absl::StrCat("BLAS: ", blas_path, " is ", host::ToString(kind),
                                ": libtorch's matrix maths runs ~50x slower than with OpenBLAS"),
                   install);
   }
@@ -201,7 +201,7 @@ Check CheckTorch(const std::string& torch_path, const std::string& host) {
     return Warn("libtorch: libtorch_cpu.so not found in the library dirs (tae-train needs it)",
                 absl::StrCat(OnHost(host), "sudo apt-get install libtorch-dev"));
   }
-  std::string version = agent::facts::TorchVersionFromPath(torch_path);
+  std::string version = host::TorchVersionFromPath(torch_path);
   return Ok(absl::StrCat("libtorch ", version.empty() ? "" : version + " ", "(", torch_path, ")"));
 }
 
@@ -313,15 +313,14 @@ std::vector<Check> CheckGcloud(bool pool_configured, int timeout_ms) {
   if (!pool_configured) {
     return checks;
   }
-  std::string gcloud = agent::facts::FindOnPath("gcloud");
+  std::string gcloud = host::FindOnPath("gcloud");
   if (gcloud.empty()) {
     checks.push_back(
         Fail("a gcloud pool is configured but gcloud is not on PATH",
              "install the Google Cloud CLI: https://cloud.google.com/sdk/docs/install"));
     return checks;
   }
-  agent::facts::ToolResult auth =
-      agent::facts::RunTool({gcloud, "auth", "list", "--format=json"}, timeout_ms);
+  host::ToolResult auth = host::RunTool({gcloud, "auth", "list", "--format=json"}, timeout_ms);
   std::string account = auth.ok ? ActiveGcloudAccount(auth.out) : "";
   if (!auth.ok) {
     checks.push_back(Fail(absl::StrCat("gcloud auth list ", auth.error), "gcloud auth login"));
@@ -330,8 +329,7 @@ std::vector<Check> CheckGcloud(bool pool_configured, int timeout_ms) {
   } else {
     checks.push_back(Ok(absl::StrCat("gcloud account ", account)));
   }
-  agent::facts::ToolResult project =
-      agent::facts::RunTool({gcloud, "config", "get-value", "project"}, timeout_ms);
+  host::ToolResult project = host::RunTool({gcloud, "config", "get-value", "project"}, timeout_ms);
   std::string name(absl::StripAsciiWhitespace(project.out));
   if (!project.ok || name.empty() || name == "(unset)") {
     checks.push_back(Fail("gcloud has no project set", "gcloud config set project PROJECT_ID"));
@@ -340,8 +338,8 @@ std::vector<Check> CheckGcloud(bool pool_configured, int timeout_ms) {
   }
   // taed starts the workers' agents through `gcloud ... tpu-vm ssh`, which runs ssh, after
   // making its key with ssh-keygen.
-  const std::string ssh = agent::facts::FindOnPath("ssh");
-  const std::string keygen = agent::facts::FindOnPath("ssh-keygen");
+  const std::string ssh = host::FindOnPath("ssh");
+  const std::string keygen = host::FindOnPath("ssh-keygen");
   if (ssh.empty() || keygen.empty()) {
     checks.push_back(Fail(absl::StrCat(ssh.empty() ? "ssh" : "ssh-keygen",
                                        " is not on PATH: taed cannot start agents on TPU VMs"),

@@ -11,6 +11,7 @@
 #include "client/commands/json.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
+#include "common/metrics/names.h"
 
 namespace tae::client {
 namespace {
@@ -39,12 +40,13 @@ std::string Metric(const tae::v1::Run& run, const std::string& key) {
 }
 
 void PrintRuns(const tae::v1::ListRunsResponse& runs) {
-  Table table({"RUN", "VARIANT", "SEED", "STATE", "ATTEMPT", "AGENT", "STEP", "eval/loss",
-               "eval/acc", "REASON"});
+  Table table({"RUN", "VARIANT", "SEED", "STATE", "ATTEMPT", "AGENT", "STEP",
+               tae::metrics::kEvalLoss, tae::metrics::kEvalAcc, "REASON"});
   for (const tae::v1::Run& run : runs.runs()) {
     table.Add({absl::StrCat("r", run.id()), run.variant(), absl::StrCat(run.seed()), run.state(),
                absl::StrCat(run.attempt()), run.agent_id().empty() ? "-" : run.agent_id(),
-               absl::StrCat(run.last_step()), Metric(run, "eval/loss"), Metric(run, "eval/acc"),
+               absl::StrCat(run.last_step()), Metric(run, tae::metrics::kEvalLoss),
+               Metric(run, tae::metrics::kEvalAcc),
                run.state() == "succeeded" ? "" : run.reason()});
   }
   std::fputs(table.Render().c_str(), stdout);

@@ -16,6 +16,7 @@
 #include "client/commands/report_format.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
+#include "common/metrics/names.h"
 #include "nlohmann/json.hpp"
 
 namespace tae::client {
@@ -155,7 +156,7 @@ int Report(const CommandEnv& env, const Args& args) {
     if (!s.ok()) {
       return Fail(s);
     }
-    const std::string metric = metrics.empty() ? "eval/loss" : metrics[0];
+    const std::string metric = metrics.empty() ? std::string(tae::metrics::kEvalLoss) : metrics[0];
     absl::StatusOr<Pivot> table =
         BuildPivot({runs.runs().begin(), runs.runs().end()}, pivot, metric);
     if (!table.ok()) {

@@ -47,9 +47,9 @@ absl::Status ControlClient::Check(const grpc::Status& status) const {
       return absl::UnavailableError(
           absl::StrCat("taed is not running on ", home_, " (start it with `taectl up`)"));
     }
-    return absl::UnavailableError(absl::StrCat(
-        "taed on ", home_, " is running but did not answer (", status.error_message(),
-        "); try again, and see ", home_, "/logs/taed.log if it keeps happening"));
+    return absl::UnavailableError(
+        absl::StrCat("taed on ", home_, " is running but did not answer (", status.error_message(),
+                     "); try again, and see ", home_, "/logs/taed.log if it keeps happening"));
   }
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }

@@ -25,6 +25,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/fs/fs.h"
 #include "common/snapshot/snapshot.h"
 
 namespace tae::snapshot {
@@ -147,44 +148,6 @@ absl::Status ErrnoError(absl::string_view what, const std::string& path) {
       absl::StrCat(what, " \"", absl::CHexEscape(path), "\": ", std::strerror(errno)));
 }
 
-// Reads the whole file; false if it cannot be read.
-bool ReadAll(const std::string& path, std::string& out) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return false;
-  }
-  struct stat st;
-  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  if (ok) {
-    out.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (ok && done < out.size()) {
-      ssize_t got = read(fd, out.data() + done, out.size() - done);
-      if (got < 0 && errno == EINTR) {
-        continue;
-      }
-      ok = got > 0;
-      done += ok ? static_cast<size_t>(got) : 0;
-    }
-  }
-  close(fd);
-  return ok;
-}
-
-bool WriteAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t put = write(fd, bytes.data(), bytes.size());
-    if (put < 0 && errno == EINTR) {
-      continue;
-    }
-    if (put <= 0) {
-      return false;
-    }
-    bytes.remove_prefix(static_cast<size_t>(put));
-  }
-  return true;
-}
-
 // Creates `dir` and its missing parents with mode 0700.
 absl::Status MakeDirs(const std::string& dir) {
   if (dir.empty()) {
@@ -218,10 +181,11 @@ HashCache::HashCache() : reference_ns_(NowNs()) {}
 
 HashCache HashCache::Load(const std::string& path) {
   HashCache cache;
-  std::string bytes;
-  if (!ReadAll(path, bytes) || bytes.size() < kHeaderBytes + kDigestBytes) {
+  absl::StatusOr<std::string> read = fs::ReadFile(path);
+  if (!read.ok() || read->size() < kHeaderBytes + kDigestBytes) {
     return cache;
   }
+  const std::string& bytes = *read;
   const std::string_view body(bytes.data(), bytes.size() - kDigestBytes);
   std::array<char, kDigestBytes> expected;
   if (!HexToDigest(Sha256Hex(body), expected) ||
@@ -380,30 +344,9 @@ absl::Status HashCache::Save(const std::string& path) const {
       return status;
     }
   }
-  std::string temp = path + ".XXXXXX";
-  int fd = mkstemp(temp.data());
-  if (fd < 0) {
-    return ErrnoError("create", temp);
-  }
   // No fsync: the cache is only an optimisation, and a file a crash leaves empty or torn fails its
   // checksum and loads as an empty cache.
-  if (!WriteAll(fd, bytes)) {
-    absl::Status error = ErrnoError("write", temp);
-    close(fd);
-    unlink(temp.c_str());
-    return error;
-  }
-  if (close(fd) != 0) {
-    absl::Status error = ErrnoError("close", temp);
-    unlink(temp.c_str());
-    return error;
-  }
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    absl::Status error = ErrnoError("rename to", path);
-    unlink(temp.c_str());
-    return error;
-  }
-  return absl::OkStatus();
+  return fs::WriteFileAtomically(path, bytes, {0600, fs::Durability::kNone});
 }
 
 std::vector<std::string> HashCache::KnownHashes() const {

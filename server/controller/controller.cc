@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/metrics/names.h"
 #include "common/snapshot/snapshot.h"
 #include "common/spec/spec.h"
 #include "common/status/macros.h"
@@ -105,7 +106,7 @@ absl::StatusOr<ReportResult> Controller::Report(const std::string& experiment,
     sort = "effect";
   }
   if (metrics.empty()) {
-    metrics = {"eval/loss", "eval/acc"};
+    metrics = {tae::metrics::kEvalLoss, tae::metrics::kEvalAcc};
   }
   if (baseline.empty()) {
     baseline = "baseline";

@@ -3,8 +3,8 @@
 // Controller: what changes runs' state goes through here (agent events, Control requests,
 // lost agents). Which transition a run takes is decided by server/lifecycle's pure functions and
 // written by Store::Apply; the controller owns the agent registry, runs the scheduler, and
-// turns Control requests and agent events into Store transactions and messages to agents. Every method runs on taed's core thread (docs/threading.md); nothing here blocks
-// on the network.
+// turns Control requests and agent events into Store transactions and messages to agents. Every
+// method runs on taed's core thread (docs/threading.md); nothing here blocks on the network.
 
 #include <memory>
 #include <set>

@@ -17,6 +17,7 @@
 #include "boost/asio/post.hpp"
 #include "boost/asio/signal_set.hpp"
 #include "common/cli/paths.h"
+#include "common/fs/fs.h"
 #include "common/status/macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -313,8 +314,9 @@ absl::Status Daemon::StartServers(const std::string& token,
     return absl::UnavailableError("cannot listen on 127.0.0.1 for the local agents");
   }
   // Where a program on this host dials the agent listener (the --agent-listen port).
-  return WriteFileAtomically(config_.home + "/agent.addr",
-                             DialAddress(config_.agent_listen, agent_port_) + "\n", 0600);
+  return fs::WriteFileAtomically(config_.home + "/agent.addr",
+                                 DialAddress(config_.agent_listen, agent_port_) + "\n",
+                                 {0600, fs::Durability::kFile});
 }
 
 void Daemon::RequestShutdown(bool delete_vms) {

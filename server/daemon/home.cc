@@ -13,6 +13,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/fs/fs.h"
 
 namespace tae::daemon {
 
@@ -60,21 +61,6 @@ HomeLock::~HomeLock() {
   }
 }
 
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content, int mode) {
-  std::string tmp = absl::StrCat(path, ".tmp");
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) {
-    return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", strerror(errno)));
-  }
-  bool ok = write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
-            fsync(fd) == 0;
-  close(fd);
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::string> LoadOrCreateToken(const std::string& home) {
   std::string path = absl::StrCat(home, "/agent.token");
   std::ifstream in(path);
@@ -99,7 +85,8 @@ absl::StatusOr<std::string> LoadOrCreateToken(const std::string& home) {
   for (unsigned char b : bytes) {
     absl::StrAppend(&token, absl::Hex(b, absl::kZeroPad2));
   }
-  if (absl::Status s = WriteFileAtomically(path, token + "\n", 0600); !s.ok()) {
+  if (absl::Status s = fs::WriteFileAtomically(path, token + "\n", {0600, fs::Durability::kFile});
+      !s.ok()) {
     return s;
   }
   return token;

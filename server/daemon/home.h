@@ -27,7 +27,5 @@ class HomeLock {
 absl::Status EnsurePrivateDir(const std::string& path);
 // Reads home/agent.token, creating it with 32 random bytes (hex) when missing.
 absl::StatusOr<std::string> LoadOrCreateToken(const std::string& home);
-// Writes content to path atomically (temp file + rename) with the given mode.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content, int mode);
 
 }  // namespace tae::daemon

@@ -129,8 +129,8 @@ std::optional<RunTransition> OnGangExit(const RunRecord& run, int rank, const st
   if (clean_ranks < gang_size) {
     return std::nullopt;  // the others are still running
   }
-  return End(run, RunState::kSucceeded,
-             absl::StrCat("every host exited 0 (", gang_size, " hosts)"), exit.exit_code, exit.at);
+  return End(run, RunState::kSucceeded, absl::StrCat("every host exited 0 (", gang_size, " hosts)"),
+             exit.exit_code, exit.at);
 }
 
 std::optional<RunTransition> OnLost(const RunRecord& run, const std::string& reason, double at,

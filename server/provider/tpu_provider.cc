@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/fs/fs.h"
 #include "common/process/spawn.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -380,17 +381,10 @@ void TpuProvider::WriteKnownHosts() {
       absl::StrAppend(&text, line, "\n");
     }
   }
-  const std::string tmp = path + ".tmp";
-  FILE* file = fopen(tmp.c_str(), "we");  // O_CLOEXEC: sessions are forked meanwhile
-  if (file == nullptr || fwrite(text.data(), 1, text.size(), file) != text.size()) {
-    spdlog::warn("gcloud-tpu: cannot write {}: {}", tmp, strerror(errno));
-    if (file != nullptr) {
-      fclose(file);
-    }
-    return;
-  }
-  if (fclose(file) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
-    spdlog::warn("gcloud-tpu: cannot write {}: {}", path, strerror(errno));
+  // O_CLOEXEC throughout (sessions are forked meanwhile); ssh only reads it.
+  if (absl::Status s = fs::WriteFileAtomically(path, text, {0644, fs::Durability::kNone});
+      !s.ok()) {
+    spdlog::warn("gcloud-tpu: {}", s.ToString());
   }
 }
 

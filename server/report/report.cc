@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "common/metrics/names.h"
 #include "common/spec/spec.h"
 #include "common/stats/stats.h"
 
@@ -14,7 +15,7 @@ namespace {
 
 constexpr char kParams[] = "model/params";
 constexpr char kFlops[] = "model/flops_per_token";
-constexpr char kTokensPerS[] = "perf/tokens_per_s";
+constexpr const char* kTokensPerS = tae::metrics::kTokensPerS;
 
 struct Samples {
   std::vector<double> last;

@@ -3,6 +3,7 @@
 // proto <-> domain conversion for the two services. Nothing else lives here.
 
 #include "grpcpp/support/status.h"
+#include "proto/tae/v1/limits.h"
 #include "server/controller/controller.h"
 #include "server/registry/registry.h"
 #include "server/report/report.h"
@@ -22,10 +23,9 @@ void ToProto(const provider::CloudVm& in, tae::v1::CloudVm* out);
 void ToProto(const controller::ReportResult& in, tae::v1::ReportResponse* out);
 
 controller::AgentHello FromProto(const tae::v1::Register& in);
-// The largest log line (or exit reason) taed stores; agents cut lines at 16 KiB.
-inline constexpr size_t kMaxLogText = 64 * 1024;
-// At most this many events per batch; agents send at most 2,000.
-inline constexpr int kMaxEventsPerBatch = 20000;
+// The largest log line (or exit reason) taed stores, and events per batch (proto/tae/v1/limits.h).
+inline constexpr size_t kMaxLogText = tae::v1::kTaedMaxLogText;
+inline constexpr int kMaxEventsPerBatch = tae::v1::kTaedMaxEventsPerBatch;
 
 // Whether one event from an agent is within limits (metric keys, sizes, streams).
 absl::Status CheckEvent(const tae::v1::Event& event);

@@ -168,7 +168,7 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
       return started ? Apply(*started) : absl::OkStatus();
     }
     case IngestEvent::Kind::kExited: {
-      const lifecycle::Exit exit{event.attempt,  event.exit_code,   event.signal,
+      const lifecycle::Exit exit{event.attempt,   event.exit_code,   event.signal,
                                  event.cancelled, event.interrupted, event.text,
                                  event.wall_time};
       if (run->hosts > 1) {
@@ -211,8 +211,8 @@ absl::Status Store::IngestGangExit(const std::string& agent_id, const RunRecord&
   done.Bind(1, run.id).Bind(2, static_cast<int64_t>(run.attempt));
   ASSIGN_OR_RETURN(bool row, done.Step());
   const int clean = row ? static_cast<int>(done.Int(0)) : 0;
-  std::optional<RunTransition> end = lifecycle::OnGangExit(
-      run, rank, agent_id, exit, clean, static_cast<int>(gang.size()));
+  std::optional<RunTransition> end =
+      lifecycle::OnGangExit(run, rank, agent_id, exit, clean, static_cast<int>(gang.size()));
   if (!end) {
     return absl::OkStatus();
   }

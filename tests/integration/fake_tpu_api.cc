@@ -17,18 +17,6 @@
 
 namespace tae::testing {
 
-std::string FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "/usr/bin:/bin");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-  }
-  return "";
-}
-
 std::string FakeTpuDir() {
   // __FILE__ is tests/integration/fake_tpu_api.cc, absolute under CMake.
   std::filesystem::path here(__FILE__);

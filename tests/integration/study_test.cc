@@ -218,10 +218,9 @@ TEST_CASE("a study with train.engine = \"torch\" runs end to end on a local agen
   Cluster cluster(1, 2);
   unsetenv("TAE_PYTHON");
   std::string spec = cluster.dir().Write("tiny.toml", kTinyStudy);
-  CommandResult submit = cluster.Taectl(
-      {"submit", spec, "--set", "train.engine=torch", "--set", "train.head_importance=true",
-       "--wait", "--json"},
-      300);
+  CommandResult submit = cluster.Taectl({"submit", spec, "--set", "train.engine=torch", "--set",
+                                         "train.head_importance=true", "--wait", "--json"},
+                                        300);
   INFO("submit stderr: " << submit.err);
   REQUIRE(submit.exit_code == 0);
   const int64_t exp_id = nlohmann::json::parse(submit.out).at("experiment").get<int64_t>();
@@ -252,8 +251,8 @@ TEST_CASE("a study with train.engine = \"torch\" runs end to end on a local agen
 TEST_CASE("train.engine = \"torch\" without PyTorch fails at once, saying what to install") {
   TempDir bin;
   // A real interpreter that cannot import torch: Debian's python3 without its site packages.
-  const std::string python = bin.Write("python-without-torch",
-                                        "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n");
+  const std::string python =
+      bin.Write("python-without-torch", "#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n");
   chmod(python.c_str(), 0755);
   setenv("TAE_PYTHON", python.c_str(), 1);
   Cluster cluster(1, 1);

@@ -101,8 +101,8 @@ TEST_CASE(
   }
   Slice slice(2, "taet", "taetb", 234);
   if (!slice.ok()) {
-    TAE_SKIP("cannot create network namespaces here (not root, or no iproute2): "
-             << slice.why_not());
+    TAE_SKIP(
+        "cannot create network namespaces here (not root, or no iproute2): " << slice.why_not());
   }
   TempDir work;
   std::vector<std::unique_ptr<NsSshd>> sshds;

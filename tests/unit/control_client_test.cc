@@ -12,19 +12,11 @@
 #include <filesystem>
 
 #include "absl/strings/match.h"
+#include "tests/unit/temp_dir.h"
 
 namespace {
 
 using tae::client::ControlClient;
-
-struct TempHome {
-  TempHome() {
-    char tmpl[] = "/tmp/tae-client-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempHome() { std::filesystem::remove_all(path); }
-  std::string path;
-};
 
 // A unix socket that accepts connections (into its backlog) but never answers: a taed too busy
 // to take the call, as far as a client can tell.
@@ -44,15 +36,15 @@ struct SilentListener {
 }  // namespace
 
 TEST_CASE("UNAVAILABLE says taed is not running only when nothing listens on its socket") {
-  TempHome home;
-  ControlClient client(home.path);
+  tae::testing::TempDir home("tae-client");
+  ControlClient client(home.path());
   const grpc::Status unavailable(grpc::StatusCode::UNAVAILABLE, "failed to connect");
 
   // No socket file at all.
   CHECK_FALSE(tae::client::SocketAccepts(client.socket_path()));
   absl::Status status = client.Check(unavailable);
   CHECK(absl::IsUnavailable(status));
-  CHECK(absl::StrContains(status.message(), "taed is not running on " + home.path));
+  CHECK(absl::StrContains(status.message(), "taed is not running on " + home.path()));
 
   {
     SilentListener listener(client.socket_path());

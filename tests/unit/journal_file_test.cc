@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "agent/journal/journal.h"
-#include "tests/unit/temp_dir.h"
 #include "tests/skip.h"
+#include "tests/unit/temp_dir.h"
 
 namespace tae::agent {
 namespace {

@@ -88,11 +88,12 @@ TEST_CASE("lifecycle: a one-host exit ends the attempt by its exit") {
 }
 
 TEST_CASE("lifecycle: a lost attempt is requeued while attempts remain, with its backoff") {
-  std::optional<RunTransition> t = lifecycle::OnLost(Run(RunState::kRunning, 1, 3), "agent gone",
-                                                     50, 30);
+  std::optional<RunTransition> t =
+      lifecycle::OnLost(Run(RunState::kRunning, 1, 3), "agent gone", 50, 30);
   REQUIRE(t);
-  CHECK(Rows(*t) == "running>lost agent gone;lost>queued requeued (attempt 1 of 3 lost); retry in "
-                    "30s;");
+  CHECK(Rows(*t) ==
+        "running>lost agent gone;lost>queued requeued (attempt 1 of 3 lost); retry in "
+        "30s;");
   CHECK(t->state == RunState::kQueued);
   CHECK(t->not_before.value == 80);
   CHECK(t->finished_at.op == RunField<double>::Op::kNull);
@@ -134,8 +135,9 @@ TEST_CASE("lifecycle: a gang ends when every rank exited 0, or at the first that
   interrupted.interrupted = true;
   t = lifecycle::OnGangExit(gang, 0, "a", interrupted, 0, 2);
   REQUIRE(t);
-  CHECK(Rows(*t) == "running>lost rank 0 on a: interrupted;lost>queued requeued (attempt 1 of 2 "
-                    "lost);");
+  CHECK(Rows(*t) ==
+        "running>lost rank 0 on a: interrupted;lost>queued requeued (attempt 1 of 2 "
+        "lost);");
 
   Exit cancelled = Exited(143);
   cancelled.cancelled = true;
@@ -157,7 +159,8 @@ TEST_CASE("lifecycle: assign, start, finish and retry") {
   CHECK(assign->agent_id.value == "a");
   CHECK(Rows(*assign) == "queued>assigned placed on a, b (ranks 0..1);");
   CHECK(assign->exit_code.op == RunField<int64_t>::Op::kNull);
-  CHECK(absl::IsFailedPrecondition(lifecycle::OnAssign(Run(RunState::kRunning), {"a"}, 5).status()));
+  CHECK(
+      absl::IsFailedPrecondition(lifecycle::OnAssign(Run(RunState::kRunning), {"a"}, 5).status()));
   CHECK(absl::IsInvalidArgument(lifecycle::OnAssign(Run(RunState::kQueued), {}, 5).status()));
 
   std::optional<RunTransition> started =

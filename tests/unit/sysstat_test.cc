@@ -12,9 +12,9 @@
 #include <set>
 #include <thread>
 
-#include "agent/facts/facts.h"
 #include "agent/runner/runner.h"
 #include "boost/asio/io_context.hpp"
+#include "common/host/host.h"
 #include "tests/skip.h"
 
 namespace tae::agent::sysstat {
@@ -195,13 +195,13 @@ TEST_CASE("sysstat: ScanGroup finds the processes of a real process group") {
   CHECK(ScanGroup(getpgrp()).size() >= 1);  // this test process's own group
 }
 
-// facts::RunTool is the one tool runner; it is tested here, beside the Runner that reaps with
+// host::RunTool is the one tool runner; it is tested here, beside the Runner that reaps with
 // waitpid(-1). The tool thread leaves its signal mask alone: RunTool must not need it blocked.
 TEST_CASE("facts: RunTool runs a tool beside a waitpid(-1) reaper without being reaped by it") {
   std::atomic<bool> done = false;
-  facts::ToolResult out;
+  host::ToolResult out;
   std::thread tool([&] {
-    out = facts::RunTool({"/bin/sh", "-c", "sleep 0.2; echo hello"}, 5000);
+    out = host::RunTool({"/bin/sh", "-c", "sleep 0.2; echo hello"}, 5000);
     done = true;
   });
   // What the Runner does on SIGCHLD, as fast as it can: it must never get the tool.
@@ -220,15 +220,15 @@ TEST_CASE("facts: RunTool runs a tool beside a waitpid(-1) reaper without being 
   CHECK(out.out == "hello\n");
 
   const auto start = std::chrono::steady_clock::now();
-  facts::ToolResult slow = facts::RunTool({"/bin/sh", "-c", "sleep 30"}, 200);
+  host::ToolResult slow = host::RunTool({"/bin/sh", "-c", "sleep 30"}, 200);
   CHECK_FALSE(slow.ok);
   CHECK(slow.error.find("no answer within 200 ms") != std::string::npos);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 
-  facts::ToolResult failing = facts::RunTool({"/bin/sh", "-c", "exit 3"}, 5000);
+  host::ToolResult failing = host::RunTool({"/bin/sh", "-c", "exit 3"}, 5000);
   CHECK_FALSE(failing.ok);
   CHECK(failing.error == "exited with status 3");
-  facts::ToolResult missing = facts::RunTool({"/nonexistent/tool"}, 5000);
+  host::ToolResult missing = host::RunTool({"/nonexistent/tool"}, 5000);
   CHECK_FALSE(missing.ok);
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 
-// Facts about the machine an agent runs on, for `taectl doctor`: gathered once at agent start
+// This machine and its tools, shared by tae-agent and taectl: the project version, FindOnPath,
+// RunTool, and the facts about the machine an agent runs on, for `taectl doctor`: gathered once
+// at agent start
 // (and by taectl for its own machine), cheaply: file system look-ups, statvfs, and at most two
 // short-lived vendor tools (tpu-info, nvidia-smi -L) with a timeout. tae-agent does not link
 // libtorch, so the BLAS and libtorch facts come from what Debian's alternatives and the library
@@ -14,7 +16,7 @@
 
 #include "tae/v1/agent_link.pb.h"
 
-namespace tae::agent::facts {
+namespace tae::host {
 
 // The project version every TAE binary reports (CMake's PROJECT_VERSION).
 const char* Version();
@@ -98,4 +100,4 @@ std::string SummariseModels(const std::vector<std::string>& models);
 // ("│ /dev/accel0 │ TPU v4 chip │ 1 │ 1234 │"). Returns the chip type of each row.
 std::vector<std::string> ParseTpuInfo(const std::string& output);
 
-}  // namespace tae::agent::facts
+}  // namespace tae::host

@@ -1,4 +1,4 @@
-#include "agent/facts/facts.h"
+#include "common/host/host.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -28,7 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-namespace tae::agent::facts {
+namespace tae::host {
 namespace {
 
 namespace fs = std::filesystem;
@@ -503,4 +503,4 @@ std::vector<std::string> ParseTpuInfo(const std::string& output) {
   return chips;
 }
 
-}  // namespace tae::agent::facts
+}  // namespace tae::host

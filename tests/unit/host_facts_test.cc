@@ -6,10 +6,10 @@
 #include <fstream>
 
 #include "absl/strings/match.h"
-#include "agent/facts/facts.h"
+#include "common/host/host.h"
 #include "tests/skip.h"
 
-namespace tae::agent::facts {
+namespace tae::host {
 namespace {
 
 namespace fs = std::filesystem;
@@ -171,4 +171,4 @@ TEST_CASE("facts: the probe runs with TAE_PYTHON's interpreter") {
 }
 
 }  // namespace
-}  // namespace tae::agent::facts
+}  // namespace tae::host

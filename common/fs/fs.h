@@ -1,0 +1,67 @@
+#pragma once
+
+// File helpers every program shares: an owned descriptor, errno as a Status, reading a whole
+// file, and replacing a file atomically with a stated durability. Errors name the path and
+// the operation; the status code follows errno (ENOENT -> NotFound, ENOSPC -> ResourceExhausted,
+// EACCES -> PermissionDenied, ...).
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tae::fs {
+
+// An owned file descriptor, closed when it goes out of scope.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(other.release()) {}
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release();
+  void reset(int fd = -1);
+  // close() with its result (a failed close can mean lost writes on NFS).
+  absl::Status Close(std::string_view path);
+
+ private:
+  int fd_ = -1;
+};
+
+// "cannot <what> <path>: <strerror>" with the status code for `error`.
+absl::Status ErrnoStatus(int error, std::string_view what, std::string_view path);
+
+// The whole file. A file that grows or shrinks while read is read to its end as it was then.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// Writes all of `data` at the descriptor's offset, retrying short writes and EINTR.
+absl::Status WriteAll(int fd, std::string_view data, std::string_view path);
+
+enum class Durability {
+  kNone,       // rename only: readers see old or new, a crash may leave either (or an empty file)
+  kFile,       // fsync the data before the rename: after a crash, old or new, never partial
+  kFileAndDir  // and fsync the directory: the new file survives a crash once this returns
+};
+
+struct WriteOptions {
+  mode_t mode = 0600;
+  Durability durability = Durability::kFile;
+};
+
+// Replaces `path` with `content` through a unique path.tmp.XXXXXX and rename(2): a reader never
+// sees a partial file, and concurrent writers of one path do not clobber each other's temporary
+// file (the last rename wins). On failure the temporary file is removed and `path` is left as it
+// was.
+absl::Status WriteFileAtomically(const std::string& path, std::string_view content,
+                                 const WriteOptions& options = {});
+
+}  // namespace tae::fs

@@ -1,0 +1,21 @@
+#pragma once
+
+// The agent link's size limits (agent_link.proto), both sides in one place. An agent stays
+// within the first of each pair; taed refuses a batch beyond the second, naming the field. The
+// gap leaves room for agents of another build, never the other way round.
+
+#include <cstddef>
+
+namespace tae::v1 {
+
+// Events in one EventBatch.
+inline constexpr int kAgentEventsPerBatch = 2000;
+inline constexpr int kTaedMaxEventsPerBatch = 20000;
+// Bytes of one log line (a longer line is cut by the agent) and of an exit reason.
+inline constexpr size_t kAgentMaxLogLine = 16 * 1024;
+inline constexpr size_t kTaedMaxLogText = 64 * 1024;
+
+static_assert(kAgentEventsPerBatch <= kTaedMaxEventsPerBatch);
+static_assert(kAgentMaxLogLine <= kTaedMaxLogText);
+
+}  // namespace tae::v1
