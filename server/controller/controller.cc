@@ -218,6 +218,14 @@ int MasterPort(int64_t run_id, int attempt) {
   return 20000 + static_cast<int>((run_id * 8 + attempt) % 30000);
 }
 
+void Controller::Noted(const absl::Status& status, const char* what) {
+  if (!status.ok()) {
+    ++store_failures_;
+    spdlog::error("cannot {}: {} ({} such failures so far)", what, status.ToString(),
+                  store_failures_);
+  }
+}
+
 void Controller::Schedule() {
   absl::StatusOr<std::vector<store::RunRecord>> queued = store_->QueuedRuns();
   if (!queued.ok()) {
@@ -263,7 +271,7 @@ void Controller::Schedule() {
   scheduler::Decision decision = scheduler::Decide(queue, capacity, context);
   const std::vector<scheduler::Placement>& placements = decision.placements;
   for (const auto& [run_id, why] : decision.waiting) {
-    store_->SetWaitingReason(run_id, why).IgnoreError();
+    Noted(store_->SetWaitingReason(run_id, why), "store why a run waits");
   }
   if (decision.wake_at > 0) {
     WakeAt(decision.wake_at);

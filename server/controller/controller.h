@@ -102,6 +102,8 @@ class Controller {
   const registry::AgentRegistry& registry() const { return registry_; }
   provider::ProviderLog* provider_log() { return &provider_log_; }
   store::Store* store() { return store_; }
+  // Store writes that failed where there is no caller to return the error to (logged each time).
+  int64_t unreported_store_failures() const { return store_failures_; }
 
   // Agent link.
   void OnRegister(std::shared_ptr<registry::AgentChannel> channel, AgentHello hello);
@@ -121,6 +123,8 @@ class Controller {
   void Schedule();
 
  private:
+  // A store write whose failure has no caller to go to: logged with `what`, and counted.
+  void Noted(const absl::Status& status, const char* what);
   void StartGraceTimer(const std::string& agent_id);
   void CheckLiveness();
   // Runs Schedule() at `at` (wall time) unless a wake-up is already due by then.
@@ -143,6 +147,7 @@ class Controller {
   registry::AgentRegistry registry_;
   provider::ProviderLog provider_log_;
   double wake_at_ = 0;  // when the pending wake-up timer fires; 0: none
+  int64_t store_failures_ = 0;
   boost::asio::steady_timer liveness_timer_;
 };
 

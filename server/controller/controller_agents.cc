@@ -50,7 +50,8 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
         // Lost with this host; a gang's other ranks are stopped and it is requeued as a whole.
         const std::string reason = absl::StrCat("agent ", id, " reconnected without it");
         Release(run.id, agents);
-        store_->LoseRun(run.id, reason, now, RetryDelay(run.attempt)).status().IgnoreError();
+        Noted(store_->LoseRun(run.id, reason, now, RetryDelay(run.attempt)).status(),
+              "lose a run of a reconnected agent");
         StopRanks(run.id, run.attempt, agents, id, reason);
       }
     }
@@ -111,7 +112,7 @@ void Controller::OnDraining(const std::string& agent_id) {
   if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
     agent->draining = true;
     spdlog::info("agent {} is draining", agent_id);
-    store_->SetAgentState(agent_id, "draining", WallNow()).IgnoreError();
+    Noted(store_->SetAgentState(agent_id, "draining", WallNow()), "store an agent's state");
   }
 }
 
@@ -122,7 +123,7 @@ void Controller::OnDisconnected(const std::string& agent_id,
   }
   spdlog::warn("agent {} disconnected; its runs wait {}s for it to come back", agent_id,
                options_.agent_grace_s);
-  store_->SetAgentState(agent_id, "lost", WallNow()).IgnoreError();
+  Noted(store_->SetAgentState(agent_id, "lost", WallNow()), "store an agent's state");
   StartGraceTimer(agent_id);
 }
 

@@ -7,47 +7,77 @@
 namespace tae::store {
 namespace {
 
+// SQLite's result code as the status a caller can act on: a locked database is worth retrying
+// (Unavailable), a full disk is ResourceExhausted, the rest are Internal.
+absl::Status SqliteStatus(int code, const std::string& message) {
+  switch (code & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(message);
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
 absl::Status SqliteError(sqlite3* db, std::string_view what) {
-  return absl::InternalError(absl::StrCat("sqlite: ", std::string(what), ": ", sqlite3_errmsg(db)));
+  return SqliteStatus(sqlite3_extended_errcode(db),
+                      absl::StrCat("sqlite: ", std::string(what), ": ", sqlite3_errmsg(db)));
 }
 
 }  // namespace
 
 Statement::Statement(Statement&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), stmt_(std::exchange(other.stmt_, nullptr)) {}
+    : db_(std::exchange(other.db_, nullptr)),
+      stmt_(std::exchange(other.stmt_, nullptr)),
+      bind_status_(std::exchange(other.bind_status_, absl::OkStatus())) {}
 
 Statement& Statement::operator=(Statement&& other) noexcept {
   if (this != &other) {
     sqlite3_finalize(stmt_);
     db_ = std::exchange(other.db_, nullptr);
     stmt_ = std::exchange(other.stmt_, nullptr);
+    bind_status_ = std::exchange(other.bind_status_, absl::OkStatus());
   }
   return *this;
+}
+
+void Statement::CheckBind(int rc, int index) {
+  if (rc != SQLITE_OK && bind_status_.ok()) {
+    bind_status_ = SqliteStatus(rc, absl::StrCat("sqlite: bind of parameter ", index, " of ",
+                                                 sqlite3_sql(stmt_), ": ", sqlite3_errstr(rc)));
+  }
 }
 
 Statement::~Statement() { sqlite3_finalize(stmt_); }
 
 Statement& Statement::Bind(int index, int64_t value) {
-  sqlite3_bind_int64(stmt_, index, value);
+  CheckBind(sqlite3_bind_int64(stmt_, index, value), index);
   return *this;
 }
 
 Statement& Statement::Bind(int index, double value) {
-  sqlite3_bind_double(stmt_, index, value);
+  CheckBind(sqlite3_bind_double(stmt_, index, value), index);
   return *this;
 }
 
 Statement& Statement::Bind(int index, std::string_view value) {
-  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  CheckBind(sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()),
+                              SQLITE_TRANSIENT),
+            index);
   return *this;
 }
 
 Statement& Statement::BindNull(int index) {
-  sqlite3_bind_null(stmt_, index);
+  CheckBind(sqlite3_bind_null(stmt_, index), index);
   return *this;
 }
 
 absl::StatusOr<bool> Statement::Step() {
+  if (!bind_status_.ok()) {
+    return bind_status_;  // the first failed bind: stepping would run with a missing value
+  }
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) {
     return true;
@@ -75,6 +105,7 @@ absl::Status Statement::Run() {
 void Statement::Reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
+  bind_status_ = absl::OkStatus();
 }
 
 int64_t Statement::Int(int column) const { return sqlite3_column_int64(stmt_, column); }
@@ -98,7 +129,7 @@ std::optional<double> Statement::OptionalDouble(int column) const {
   return Double(column);
 }
 
-absl::StatusOr<Db> Db::Open(const std::string& path) {
+absl::StatusOr<Db> Db::Open(const std::string& path, int busy_timeout_ms) {
   sqlite3* raw = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &raw,
@@ -108,7 +139,7 @@ absl::StatusOr<Db> Db::Open(const std::string& path) {
     return absl::UnavailableError(absl::StrCat("cannot open database ", path, ": ",
                                                raw ? sqlite3_errmsg(raw) : "out of memory"));
   }
-  sqlite3_busy_timeout(raw, 5000);
+  sqlite3_busy_timeout(raw, busy_timeout_ms);
   return db;
 }
 
@@ -127,8 +158,8 @@ Db::~Db() { sqlite3_close_v2(db_); }
 absl::Status Db::Exec(std::string_view sql) {
   std::string owned(sql);
   char* error = nullptr;
-  if (sqlite3_exec(db_, owned.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-    absl::Status status = absl::InternalError(absl::StrCat("sqlite: ", error ? error : "error"));
+  if (int rc = sqlite3_exec(db_, owned.c_str(), nullptr, nullptr, &error); rc != SQLITE_OK) {
+    absl::Status status = SqliteStatus(rc, absl::StrCat("sqlite: ", error ? error : "error"));
     sqlite3_free(error);
     return status;
   }

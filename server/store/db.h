@@ -1,7 +1,8 @@
 #pragma once
 
 // A thin RAII layer over sqlite3: Db owns the connection, Statement a prepared statement.
-// Errors come back as absl::Status with SQLite's message. Not thread-safe: the owner of a Db
+// Errors come back as absl::Status with SQLite's message: SQLITE_BUSY/LOCKED as Unavailable (worth
+// a retry), SQLITE_FULL as ResourceExhausted, anything else as Internal. Not thread-safe: the owner of a Db
 // is one thread (see docs/threading.md).
 
 #include <sqlite3.h>
@@ -26,7 +27,8 @@ class Statement {
   Statement& operator=(const Statement&) = delete;
   ~Statement();
 
-  // Binds are 1-based, as in SQLite.
+  // Binds are 1-based, as in SQLite. The first bind that fails is what the next Step or Run
+  // returns (nothing runs with a missing value); Reset clears it.
   Statement& Bind(int index, int64_t value);
   Statement& Bind(int index, double value);
   Statement& Bind(int index, std::string_view value);
@@ -46,14 +48,18 @@ class Statement {
   std::optional<double> OptionalDouble(int column) const;
 
  private:
+  void CheckBind(int rc, int index);
+
   sqlite3* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
+  absl::Status bind_status_;
 };
 
 class Db {
  public:
-  // Opens (creating if needed) the database file at path.
-  static absl::StatusOr<Db> Open(const std::string& path);
+  // Opens (creating if needed) the database file at path. A statement that finds the database
+  // locked by another connection waits up to busy_timeout_ms, then fails Unavailable.
+  static absl::StatusOr<Db> Open(const std::string& path, int busy_timeout_ms = 5000);
 
   Db(Db&& other) noexcept;
   Db& operator=(Db&& other) noexcept;
