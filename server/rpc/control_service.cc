@@ -15,9 +15,9 @@ constexpr int kMaxOverrides = 256;
 constexpr int kDefaultLogLines = 1000;
 constexpr int kMaxLogLines = 10000;
 
-absl::Status FillRun(store::Store* store, const store::RunRecord& record, tae::v1::Run* run) {
+void FillRun(const store::RunRecord& record, const std::vector<store::MetricSummary>& summaries,
+             tae::v1::Run* run) {
   ToProto(record, run);
-  ASSIGN_OR_RETURN(std::vector<store::MetricSummary> summaries, store->Summaries(record.id));
   int64_t last_step = 0;
   for (const store::MetricSummary& s : summaries) {
     tae::v1::Scalar* scalar = run->add_final_metrics();
@@ -26,7 +26,6 @@ absl::Status FillRun(store::Store* store, const store::RunRecord& record, tae::v
     last_step = std::max(last_step, s.last_step);
   }
   run->set_last_step(last_step);
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -95,9 +94,13 @@ grpc::ServerUnaryReactor* ControlService::ListRuns(grpc::CallbackServerContext* 
   return OnCore(ctx, [this, request, response]() -> absl::Status {
     store::Store* store = controller_->store();
     ASSIGN_OR_RETURN(int64_t id, store->ResolveExperiment(request->experiment()));
+    // A constant number of statements however many runs: the runs, then all their summaries.
     ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store->ListRuns(id));
+    ASSIGN_OR_RETURN(auto summaries, store->ExperimentSummaries(id));
+    static const std::vector<store::MetricSummary> kNone;
     for (const store::RunRecord& run : runs) {
-      RETURN_IF_ERROR(FillRun(store, run, response->add_runs()));
+      auto it = summaries.find(run.id);
+      FillRun(run, it == summaries.end() ? kNone : it->second, response->add_runs());
     }
     return absl::OkStatus();
   });
@@ -109,7 +112,8 @@ grpc::ServerUnaryReactor* ControlService::GetRun(grpc::CallbackServerContext* ct
   return OnCore(ctx, [this, request, response]() -> absl::Status {
     store::Store* store = controller_->store();
     ASSIGN_OR_RETURN(store::RunRecord run, store->GetRun(request->run_id()));
-    RETURN_IF_ERROR(FillRun(store, run, response->mutable_run()));
+    ASSIGN_OR_RETURN(std::vector<store::MetricSummary> summaries, store->Summaries(run.id));
+    FillRun(run, summaries, response->mutable_run());
     ASSIGN_OR_RETURN(std::vector<store::TransitionRecord> transitions,
                      store->ListTransitions(run.id));
     for (const store::TransitionRecord& t : transitions) {

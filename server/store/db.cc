@@ -140,15 +140,24 @@ absl::StatusOr<Db> Db::Open(const std::string& path, int busy_timeout_ms) {
                                                raw ? sqlite3_errmsg(raw) : "out of memory"));
   }
   sqlite3_busy_timeout(raw, busy_timeout_ms);
+  sqlite3_trace_v2(
+      raw, SQLITE_TRACE_STMT,
+      [](unsigned, void* counter, void*, void*) -> int {
+        ++*static_cast<int64_t*>(counter);
+        return 0;
+      },
+      db.statements_.get());
   return db;
 }
 
-Db::Db(Db&& other) noexcept : db_(std::exchange(other.db_, nullptr)) {}
+Db::Db(Db&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)), statements_(std::move(other.statements_)) {}
 
 Db& Db::operator=(Db&& other) noexcept {
   if (this != &other) {
     sqlite3_close_v2(db_);
     db_ = std::exchange(other.db_, nullptr);
+    statements_ = std::move(other.statements_);
   }
   return *this;
 }

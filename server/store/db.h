@@ -2,12 +2,13 @@
 
 // A thin RAII layer over sqlite3: Db owns the connection, Statement a prepared statement.
 // Errors come back as absl::Status with SQLite's message: SQLITE_BUSY/LOCKED as Unavailable (worth
-// a retry), SQLITE_FULL as ResourceExhausted, anything else as Internal. Not thread-safe: the owner of a Db
-// is one thread (see docs/threading.md).
+// a retry), SQLITE_FULL as ResourceExhausted, anything else as Internal. Not thread-safe: the owner
+// of a Db is one thread (see docs/threading.md).
 
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,10 +73,14 @@ class Db {
   int64_t LastInsertId() const;
   int Changes() const;
   absl::StatusOr<int64_t> QueryInt(std::string_view sql);
+  // How many statements have started running on this connection (SQLite's statement trace):
+  // lets tests assert that a listing costs a constant number of statements.
+  int64_t statements_started() const { return *statements_; }
 
  private:
-  explicit Db(sqlite3* db) : db_(db) {}
+  explicit Db(sqlite3* db) : db_(db), statements_(std::make_unique<int64_t>(0)) {}
   sqlite3* db_ = nullptr;
+  std::unique_ptr<int64_t> statements_;  // on the heap: the trace callback keeps its address
 };
 
 // BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless Commit() succeeded.

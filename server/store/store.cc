@@ -299,21 +299,61 @@ absl::StatusOr<ExperimentRecord> Store::GetExperiment(int64_t id) {
 }
 
 absl::StatusOr<std::vector<ExperimentRecord>> Store::ListExperiments(int limit) {
+  // Three statements whatever the number of experiments and runs: the rows, then the run counts
+  // and the variants of all of them, grouped.
+  const int64_t bound = limit > 0 ? limit : -1;
   ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("SELECT id FROM experiments ORDER BY id DESC LIMIT ?"));
-  stmt.Bind(1, static_cast<int64_t>(limit > 0 ? limit : -1));
-  std::vector<int64_t> ids;
+                   db_.Prepare("SELECT id, name, description, spec_hash, spec_path, created_at, "
+                               "paused FROM experiments ORDER BY id DESC LIMIT ?"));
+  stmt.Bind(1, bound);
+  std::vector<ExperimentRecord> out;
+  std::map<int64_t, size_t> index;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt.Step());
     if (!more) {
       break;
     }
-    ids.push_back(stmt.Int(0));
-  }
-  std::vector<ExperimentRecord> out;
-  for (int64_t id : ids) {
-    ASSIGN_OR_RETURN(ExperimentRecord exp, GetExperiment(id));
+    ExperimentRecord exp;
+    exp.id = stmt.Int(0);
+    exp.name = stmt.Text(1);
+    exp.description = stmt.Text(2);
+    exp.spec_hash = stmt.Text(3);
+    exp.spec_path = stmt.Text(4);
+    exp.created_at = stmt.Double(5);
+    exp.paused = stmt.Int(6) != 0;
+    index[exp.id] = out.size();
     out.push_back(std::move(exp));
+  }
+  if (out.empty()) {
+    return out;
+  }
+  constexpr char kListed[] =
+      "experiment_id IN (SELECT id FROM experiments ORDER BY id DESC LIMIT ?)";
+  ASSIGN_OR_RETURN(Statement counts,
+                   db_.Prepare(absl::StrCat("SELECT experiment_id, state, COUNT(*) FROM runs "
+                                            "WHERE ",
+                                            kListed, " GROUP BY experiment_id, state")));
+  counts.Bind(1, bound);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, counts.Step());
+    if (!more) {
+      break;
+    }
+    AddToCounts(RunStateFromString(counts.Text(1)).value_or(RunState::kFailed),
+                static_cast<int>(counts.Int(2)), &out[index.at(counts.Int(0))].counts);
+  }
+  ASSIGN_OR_RETURN(
+      Statement variants,
+      db_.Prepare(absl::StrCat("SELECT experiment_id, variant FROM runs WHERE ", kListed,
+                               " GROUP BY experiment_id, variant "
+                               "ORDER BY experiment_id, MIN(id)")));
+  variants.Bind(1, bound);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, variants.Step());
+    if (!more) {
+      break;
+    }
+    out[index.at(variants.Int(0))].variants.push_back(variants.Text(1));
   }
   return out;
 }

@@ -36,6 +36,7 @@ class Store {
   // ref: "12", "e12" or a name (the newest experiment with that name).
   absl::StatusOr<int64_t> ResolveExperiment(const std::string& ref);
   absl::StatusOr<ExperimentRecord> GetExperiment(int64_t id);
+  // Newest first; three statements however many experiments and runs there are.
   absl::StatusOr<std::vector<ExperimentRecord>> ListExperiments(int limit);
 
   // Runs.
@@ -83,6 +84,9 @@ class Store {
 
   // Metrics and logs.
   absl::StatusOr<std::vector<MetricSummary>> Summaries(int64_t run_id);
+  // Every run's summaries in the experiment, by run id, in one statement (`taectl runs`).
+  absl::StatusOr<std::map<int64_t, std::vector<MetricSummary>>> ExperimentSummaries(
+      int64_t experiment_id);
   absl::StatusOr<std::vector<FinalValue>> FinalValues(int64_t experiment_id,
                                                       const std::vector<std::string>& keys);
   absl::StatusOr<std::vector<LogRecord>> Logs(int64_t run_id, int64_t after, int limit);

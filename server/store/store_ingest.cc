@@ -262,6 +262,26 @@ absl::StatusOr<std::vector<MetricSummary>> Store::Summaries(int64_t run_id) {
   return out;
 }
 
+absl::StatusOr<std::map<int64_t, std::vector<MetricSummary>>> Store::ExperimentSummaries(
+    int64_t experiment_id) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT s.run_id, k.name, s.last_step, s.last_value, s.min_value, "
+                               "s.max_value, s.count FROM runs r JOIN run_summaries s ON "
+                               "s.run_id = r.id JOIN metric_keys k ON k.id = s.key_id WHERE "
+                               "r.experiment_id = ? ORDER BY s.run_id, k.name"));
+  stmt.Bind(1, experiment_id);
+  std::map<int64_t, std::vector<MetricSummary>> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      break;
+    }
+    out[stmt.Int(0)].push_back(
+        {stmt.Text(1), stmt.Int(2), stmt.Double(3), stmt.Double(4), stmt.Double(5), stmt.Int(6)});
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<FinalValue>> Store::FinalValues(int64_t experiment_id,
                                                            const std::vector<std::string>& keys) {
   ASSIGN_OR_RETURN(Statement stmt,
