@@ -38,6 +38,22 @@ int ConfiguredAttempts(const std::string& config_json) {
   return 1;
 }
 
+constexpr const char* kExperimentColumns =
+    "id, name, description, spec_hash, spec_path, created_at, paused";
+
+// One experiments row, selected with kExperimentColumns; counts and variants are filled apart.
+ExperimentRecord ReadExperiment(const Statement& stmt) {
+  ExperimentRecord exp;
+  exp.id = stmt.Int(0);
+  exp.name = stmt.Text(1);
+  exp.description = stmt.Text(2);
+  exp.spec_hash = stmt.Text(3);
+  exp.spec_path = stmt.Text(4);
+  exp.created_at = stmt.Double(5);
+  exp.paused = stmt.Int(6) != 0;
+  return exp;
+}
+
 constexpr const char* kRunColumns =
     "id, experiment_id, variant, seed, config, state, attempt, max_attempts, priority, slots, "
     "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at, "
@@ -257,22 +273,14 @@ absl::StatusOr<int64_t> Store::ResolveExperiment(const std::string& ref) {
 }
 
 absl::StatusOr<ExperimentRecord> Store::GetExperiment(int64_t id) {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("SELECT id, name, description, spec_hash, spec_path, created_at, "
-                               "paused FROM experiments WHERE id = ?"));
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(absl::StrCat("SELECT ", kExperimentColumns,
+                                                            " FROM experiments WHERE id = ?")));
   stmt.Bind(1, id);
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) {
     return absl::NotFoundError(absl::StrCat("no experiment e", id));
   }
-  ExperimentRecord exp;
-  exp.id = stmt.Int(0);
-  exp.name = stmt.Text(1);
-  exp.description = stmt.Text(2);
-  exp.spec_hash = stmt.Text(3);
-  exp.spec_path = stmt.Text(4);
-  exp.created_at = stmt.Double(5);
-  exp.paused = stmt.Int(6) != 0;
+  ExperimentRecord exp = ReadExperiment(stmt);
   ASSIGN_OR_RETURN(Statement counts, db_.Prepare("SELECT state, COUNT(*) FROM runs WHERE "
                                                  "experiment_id = ? GROUP BY state"));
   counts.Bind(1, id);
@@ -303,8 +311,8 @@ absl::StatusOr<std::vector<ExperimentRecord>> Store::ListExperiments(int limit) 
   // and the variants of all of them, grouped.
   const int64_t bound = limit > 0 ? limit : -1;
   ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("SELECT id, name, description, spec_hash, spec_path, created_at, "
-                               "paused FROM experiments ORDER BY id DESC LIMIT ?"));
+                   db_.Prepare(absl::StrCat("SELECT ", kExperimentColumns,
+                                            " FROM experiments ORDER BY id DESC LIMIT ?")));
   stmt.Bind(1, bound);
   std::vector<ExperimentRecord> out;
   std::map<int64_t, size_t> index;
@@ -313,14 +321,7 @@ absl::StatusOr<std::vector<ExperimentRecord>> Store::ListExperiments(int limit) 
     if (!more) {
       break;
     }
-    ExperimentRecord exp;
-    exp.id = stmt.Int(0);
-    exp.name = stmt.Text(1);
-    exp.description = stmt.Text(2);
-    exp.spec_hash = stmt.Text(3);
-    exp.spec_path = stmt.Text(4);
-    exp.created_at = stmt.Double(5);
-    exp.paused = stmt.Int(6) != 0;
+    ExperimentRecord exp = ReadExperiment(stmt);
     index[exp.id] = out.size();
     out.push_back(std::move(exp));
   }
