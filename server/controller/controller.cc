@@ -93,7 +93,7 @@ absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
       return SubmitResult{*existing, true};
     }
   }
-  ASSIGN_OR_RETURN(int64_t id, store_->CreateExperiment(ToNewExperiment(input, spec), WallNow()));
+  ASSIGN_OR_RETURN(int64_t id, store_->CreateExperiment(ToNewExperiment(input, spec), Now()));
   spdlog::info("experiment e{} '{}' submitted", id, spec.name);
   Schedule();
   return SubmitResult{id, false};
@@ -175,7 +175,7 @@ absl::Status Controller::CancelRun(const store::RunRecord& run, const std::strin
     return absl::OkStatus();
   }
   Release(run.id, agents);
-  return store_->FinishRun(run.id, store::RunState::kCancelled, reason, WallNow());
+  return store_->FinishRun(run.id, store::RunState::kCancelled, reason, Now());
 }
 
 std::vector<std::string> Controller::AgentsOfRun(const store::RunRecord& run) {
@@ -218,6 +218,8 @@ int MasterPort(int64_t run_id, int attempt) {
   return 20000 + static_cast<int>((run_id * 8 + attempt) % 30000);
 }
 
+double Controller::Now() const { return options_.clock ? options_.clock() : WallNow(); }
+
 void Controller::Noted(const absl::Status& status, const char* what) {
   if (!status.ok()) {
     ++store_failures_;
@@ -235,7 +237,7 @@ void Controller::Schedule() {
   if (queued->empty()) {
     return;
   }
-  const double now = WallNow();
+  const double now = Now();
   scheduler::Context context;
   context.now = now;
   absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
@@ -279,7 +281,7 @@ void Controller::Schedule() {
   for (const scheduler::Placement& placement : placements) {
     const std::vector<std::string> agents =
         placement.gang.empty() ? std::vector<std::string>{placement.agent_id} : placement.gang;
-    absl::StatusOr<store::RunRecord> run = store_->AssignRun(placement.run_id, agents, WallNow());
+    absl::StatusOr<store::RunRecord> run = store_->AssignRun(placement.run_id, agents, Now());
     if (!run.ok()) {
       spdlog::error("scheduler: {}", run.status().ToString());
       continue;
@@ -335,7 +337,7 @@ absl::StatusOr<ScrapPlan> Controller::Scrap(const ScrapInput& input) {
   ASSIGN_OR_RETURN(std::vector<store::SnapshotRecord> snapshots, store_->ListSnapshots());
   ASSIGN_OR_RETURN(auto usages, store_->SnapshotUsages());
   std::vector<std::string> chosen;
-  const double now = WallNow();
+  const double now = Now();
   for (const std::string& wanted : input.ids) {
     if (wanted.size() < 8 || wanted.size() > 64 ||
         wanted.find_first_not_of("0123456789abcdef") != std::string::npos) {
@@ -416,7 +418,7 @@ void Controller::WakeAt(double at) {
     return;  // an earlier wake-up runs Schedule(), which sets the next one
   }
   wake_at_ = at;
-  const double wait_s = std::max(0.0, at - WallNow()) + 0.05;
+  const double wait_s = std::max(0.0, at - Now()) + 0.05;
   auto timer = std::make_shared<boost::asio::steady_timer>(
       *io_, std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)));
   timer->async_wait([this, timer, at](const boost::system::error_code& error) {
@@ -439,7 +441,7 @@ absl::StatusOr<store::ExperimentRecord> Controller::SetPaused(const std::string&
 
 absl::StatusOr<int> Controller::Retry(const std::string& experiment) {
   ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
-  ASSIGN_OR_RETURN(int n, store_->RetryRuns(id, "retried (taectl retry)", WallNow()));
+  ASSIGN_OR_RETURN(int n, store_->RetryRuns(id, "retried (taectl retry)", Now()));
   spdlog::info("experiment e{}: {} run(s) requeued by retry", id, n);
   Schedule();
   return n;
@@ -452,7 +454,7 @@ absl::Status Controller::Drain(const std::string& agent_id, bool drain) {
         absl::StrCat("agent_id: no agent '", agent_id, "' (taectl agents lists them)"));
   }
   agent->draining = drain;
-  RETURN_IF_ERROR(store_->SetAgentState(agent_id, drain ? "draining" : "ready", WallNow()));
+  RETURN_IF_ERROR(store_->SetAgentState(agent_id, drain ? "draining" : "ready", Now()));
   spdlog::info("agent {} {}", agent_id, drain ? "draining (taectl agents drain)" : "undrained");
   Schedule();
   return absl::OkStatus();

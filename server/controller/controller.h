@@ -6,6 +6,7 @@
 // turns Control requests and agent events into Store transactions and messages to agents. Every
 // method runs on taed's core thread (docs/threading.md); nothing here blocks on the network.
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -32,6 +33,9 @@ struct Options {
   // An agent heard from (any message, heartbeats every 5 s) less recently than this is treated
   // as disconnected, e.g. a SIGSTOPed process whose connection stays open.
   double agent_timeout_s = 20;
+  // The wall clock (seconds since the epoch) every decision reads; empty: the system clock.
+  // Tests pass a fixed one to assert exact times.
+  std::function<double()> clock;
 };
 
 struct SubmitInput {
@@ -123,6 +127,7 @@ class Controller {
   void Schedule();
 
  private:
+  double Now() const;  // options_.clock, or WallNow()
   // A store write whose failure has no caller to go to: logged with `what`, and counted.
   void Noted(const absl::Status& status, const char* what);
   void StartGraceTimer(const std::string& agent_id);

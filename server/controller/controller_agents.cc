@@ -13,7 +13,7 @@ namespace tae::controller {
 
 void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, AgentHello hello) {
   registry::Agent& agent = hello.agent;
-  double now = WallNow();
+  double now = Now();
   agent.connected = true;
   agent.connected_at = now;
   agent.last_seen = now;
@@ -79,7 +79,7 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
     return ended.status();
   }
   if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
-    agent->last_seen = WallNow();
+    agent->last_seen = Now();
   }
   tae::v1::TaedMessage ack;
   ack.mutable_ack()->set_seq(last_seq);
@@ -104,7 +104,7 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
 
 void Controller::OnHeartbeat(const std::string& agent_id) {
   if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
-    agent->last_seen = WallNow();
+    agent->last_seen = Now();
   }
 }
 
@@ -112,18 +112,18 @@ void Controller::OnDraining(const std::string& agent_id) {
   if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
     agent->draining = true;
     spdlog::info("agent {} is draining", agent_id);
-    Noted(store_->SetAgentState(agent_id, "draining", WallNow()), "store an agent's state");
+    Noted(store_->SetAgentState(agent_id, "draining", Now()), "store an agent's state");
   }
 }
 
 void Controller::OnDisconnected(const std::string& agent_id,
                                 const registry::AgentChannel* channel) {
-  if (!registry_.Disconnect(agent_id, channel, WallNow())) {
+  if (!registry_.Disconnect(agent_id, channel, Now())) {
     return;  // an old stream of an agent that already reconnected
   }
   spdlog::warn("agent {} disconnected; its runs wait {}s for it to come back", agent_id,
                options_.agent_grace_s);
-  Noted(store_->SetAgentState(agent_id, "lost", WallNow()), "store an agent's state");
+  Noted(store_->SetAgentState(agent_id, "lost", Now()), "store an agent's state");
   StartGraceTimer(agent_id);
 }
 
@@ -157,7 +157,7 @@ void Controller::LoseUnclaimedRuns(const std::string& agent_id, const std::strin
     }
     Release(run.id, agents);
     absl::StatusOr<store::RunState> next =
-        store_->LoseRun(run.id, reason, WallNow(), RetryDelay(run.attempt));
+        store_->LoseRun(run.id, reason, Now(), RetryDelay(run.attempt));
     if (next.ok()) {
       spdlog::warn("run r{} lost on {}: now {}", run.id, agent_id, store::ToString(*next));
     }
@@ -167,7 +167,7 @@ void Controller::LoseUnclaimedRuns(const std::string& agent_id, const std::strin
 }
 
 void Controller::CheckLiveness() {
-  const double now = WallNow();
+  const double now = Now();
   std::vector<std::pair<std::string, const registry::AgentChannel*>> silent;
   for (const registry::Agent* agent : registry_.Connected()) {
     if (now - agent->last_seen > options_.agent_timeout_s) {

@@ -145,7 +145,7 @@ absl::Status Daemon::Init() {
   controller_ = std::make_unique<controller::Controller>(
       &core_, store_.get(),
       controller::Options{config_.agent_grace_s, config_.retry_backoff_s, 300,
-                          config_.agent_timeout_s});
+                          config_.agent_timeout_s, /*clock=*/{}});
   RETURN_IF_ERROR(StartServers(token, std::move(agent_credentials)));
 
   auto signals = std::make_shared<boost::asio::signal_set>(core_, SIGINT, SIGTERM);

@@ -183,6 +183,29 @@ TEST_CASE("a run lost with its agent waits out a retry backoff before its next a
   }
 }
 
+TEST_CASE("the retry backoff is read off the controller's clock exactly") {
+  Options options;
+  options.retry_backoff_s = 30;
+  double now = 1000;
+  options.clock = [&now] { return now; };
+  Fixture f(options);
+  auto first = std::make_shared<FakeChannel>();
+  f.controller.OnRegister(first, Hello("a", 1));
+  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false, ""}).ok());
+  const int64_t run_id = first->Starts().at(0).run_id();
+  now = 1010;
+  f.controller.OnRegister(std::make_shared<FakeChannel>(), Hello("a", 1));  // holds nothing
+  auto run = f.store->GetRun(run_id);
+  REQUIRE(run.ok());
+  CHECK(run->state == store::RunState::kQueued);
+  CHECK(run->not_before == 1040);
+  auto transitions = f.store->ListTransitions(run_id);
+  REQUIRE(transitions.ok());
+  REQUIRE(transitions->size() == 4);
+  CHECK(transitions->front().at == 1000);  // queued at submit
+  CHECK(transitions->back().at == 1010);   // requeued when the agent came back without it
+}
+
 TEST_CASE("a reconnect that still holds its run keeps it running") {
   Fixture f;
   auto first = std::make_shared<FakeChannel>();
