@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/fs/fs.h"
 #include "common/status/macros.h"
 #include "spdlog/spdlog.h"
 
@@ -26,35 +27,7 @@ constexpr mode_t kExecMode = 0555;
 
 absl::Status Errno(const std::string& what) { return absl::ErrnoToStatus(errno, what); }
 
-// Owns one file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      Close();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Close(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-
- private:
-  void Close() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-    fd_ = -1;
-  }
-  int fd_ = -1;
-};
+using Fd = ::tae::fs::Fd;
 
 // Opens directories below a root directory one component at a time, each relative to the fd of the
 // previous one and with O_NOFOLLOW, so a symlink anywhere below the root is refused rather than
@@ -161,57 +134,6 @@ absl::Status CopyContents(int in, int out, const std::string& what) {
   }
 }
 
-// Writes `text` to `path` via `path`.tmp, fsync and rename: the file exists whole or not at all.
-absl::Status WriteFileAtomically(const std::string& path, std::string_view text) {
-  const std::string tmp = path + ".tmp";
-  ::unlink(tmp.c_str());
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (!fd.valid()) {
-    return Errno(absl::StrCat("cannot create ", tmp));
-  }
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      absl::Status status = Errno(absl::StrCat("cannot write ", tmp));
-      ::unlink(tmp.c_str());
-      return status;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    absl::Status status = Errno(absl::StrCat("cannot store ", path));
-    ::unlink(tmp.c_str());
-    return status;
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
-    return Errno(absl::StrCat("cannot read ", path));
-  }
-  std::string text;
-  char buffer[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      return Errno(absl::StrCat("cannot read ", path));
-    }
-    if (n == 0) {
-      return text;
-    }
-    text.append(buffer, static_cast<size_t>(n));
-  }
-}
-
 bool IsExecutable(const snapshot::Entry& entry) { return (entry.mode & 0111) != 0; }
 
 bool SameInode(const struct stat& st, const std::string& path) {
@@ -245,8 +167,10 @@ absl::StatusOr<std::unique_ptr<SnapshotCache>> SnapshotCache::Open(const std::st
   }
   ::chmod(dir.c_str(), 0700);
   RemoveTransient(dir + "/exec/tmp", [](const fs::path&) { return true; });
-  RemoveTransient(dir + "/manifests",
-                  [](const fs::path& p) { return p.extension().string() == ".tmp"; });
+  // A manifest write's temporary file (fs::WriteFileAtomically: NAME.tmp.XXXXXX).
+  RemoveTransient(dir + "/manifests", [](const fs::path& p) {
+    return p.filename().string().find(".tmp.") != std::string::npos;
+  });
   ASSIGN_OR_RETURN(blobs::BlobStore blobs, blobs::BlobStore::Open(dir + "/blobs"));
   return std::unique_ptr<SnapshotCache>(new SnapshotCache(dir, std::move(blobs)));
 }
@@ -280,7 +204,9 @@ absl::Status SnapshotCache::PutManifest(const std::string& id, const std::string
     return absl::DataLossError(
         absl::StrCat("manifest of snapshot ", id, " hashes to ", actual, "; not stored"));
   }
-  return WriteFileAtomically(ManifestPath(id), text);
+  // Whole or absent after a crash (fsynced before the rename); a half-written one is never read.
+  return ::tae::fs::WriteFileAtomically(ManifestPath(id), text,
+                                        {0600, ::tae::fs::Durability::kFile});
 }
 
 absl::StatusOr<std::vector<snapshot::Entry>> SnapshotCache::GetManifest(
@@ -288,7 +214,7 @@ absl::StatusOr<std::vector<snapshot::Entry>> SnapshotCache::GetManifest(
   if (!HasManifest(id)) {
     return absl::NotFoundError(absl::StrCat("snapshot ", id.substr(0, 80), " is not cached"));
   }
-  ASSIGN_OR_RETURN(std::string text, ReadFile(ManifestPath(id)));
+  ASSIGN_OR_RETURN(std::string text, ::tae::fs::ReadFile(ManifestPath(id)));
   absl::StatusOr<std::vector<snapshot::Entry>> entries = snapshot::ParseManifest(text);
   if (!entries.ok()) {
     return absl::DataLossError(

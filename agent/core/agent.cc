@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "boost/asio/post.hpp"
+#include "common/clock/clock.h"
 #include "proto/tae/v1/limits.h"
 #include "spdlog/spdlog.h"
 
@@ -261,8 +262,7 @@ void Agent::LogAgentLine(const tae::v1::StartRun& start, std::string text) {
   tae::v1::Event event;
   event.set_run_id(start.run_id());
   event.set_attempt(start.attempt());
-  event.set_wall_time(
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  event.set_wall_time(clock::WallNow());
   event.mutable_log()->set_stream("agent");
   event.mutable_log()->set_text(std::move(text));
   OnEvent(std::move(event));

@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/sysstat/sysstat.h"
+#include "common/clock/clock.h"
 #include "common/fs/fs.h"
 #include "common/process/spawn.h"
 #include "common/status/macros.h"
@@ -44,10 +45,7 @@ double MonotonicNow() {
   return duration_cast<duration<double>>(steady_clock::now().time_since_epoch()).count();
 }
 
-double WallNow() {
-  using namespace std::chrono;
-  return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
-}
+using clock::WallNow;
 
 int64_t ParseIntOr(std::string_view text, int64_t fallback) {
   int64_t value = 0;

@@ -129,7 +129,7 @@ absl::StatusOr<double> MeasureStore(const std::string& path, const PointLayout& 
     run.variant = "baseline";
     run.seed = r;
     run.config_json = "{}";
-    run.labels = {{"bench", "ingest"}};
+    run.resources.labels = {{"bench", "ingest"}};
     experiment.runs.push_back(run);
   }
   ASSIGN_OR_RETURN(int64_t experiment_id, store->CreateExperiment(experiment, 1.7e9));

@@ -14,6 +14,7 @@
 #include "client/commands/common.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
+#include "proto/tae/v1/states.h"
 
 namespace tae::client {
 namespace {
@@ -241,7 +242,8 @@ absl::StatusOr<RunComparison> BuildComparison(const std::vector<tae::v1::Run>& r
                                               const std::vector<std::string>& metrics) {
   RunComparison out;
   for (const tae::v1::Run& run : runs) {
-    out.runs.push_back({run.id(), run.variant(), run.seed(), run.state(), run.last_step()});
+    out.runs.push_back(
+        {run.id(), run.variant(), run.seed(), tae::v1::StateName(run.state()), run.last_step()});
   }
   if (absl::Status s = DiffConfigs(runs, &out); !s.ok()) {
     return s;

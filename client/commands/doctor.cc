@@ -8,13 +8,12 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "client/commands/common.h"
 #include "client/rpc/control_client.h"
 #include "common/cli/paths.h"
+#include "common/fs/fs.h"
 #include "common/host/host.h"
 
 namespace tae::client {
@@ -34,10 +33,7 @@ FileState Lstat(const std::string& path) {
 }
 
 std::string ReadSmallFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str().substr(0, 4096);
+  return fs::ReadFile(path).value_or("").substr(0, 4096);
 }
 
 // The TLS files named in this shell's environment: taed's (TAE_TLS_CERT, _KEY, _CLIENT_CA) and

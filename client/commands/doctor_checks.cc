@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "client/commands/doctor.h"
 #include "common/host/host.h"
+#include "proto/tae/v1/states.h"
 
 namespace tae::client::doctor {
 namespace {
@@ -355,7 +356,7 @@ Group AgentGroup(const tae::v1::AgentInfo& agent, const std::string& taectl_vers
   group.name = absl::StrCat("agent ", agent.id());
   const tae::v1::AgentFacts& facts = agent.facts();
   const std::string host = agent.host().empty() ? agent.id() : agent.host();
-  if (agent.state() == "lost") {
+  if (agent.state() == tae::v1::AGENT_STATE_LOST) {
     group.checks.push_back(
         Fail(absl::StrCat("agent ", agent.id(), " on ", host, " is lost (not connected)"),
              absl::StrCat(OnHost(host),
@@ -363,7 +364,7 @@ Group AgentGroup(const tae::v1::AgentInfo& agent, const std::string& taectl_vers
                           "for local agents)")));
   } else {
     group.checks.push_back(
-        Ok(absl::StrCat(agent.state(), " on ", host, ", ", agent.slots(), " slot(s)")));
+        Ok(absl::StrCat(tae::v1::StateName(agent.state()), " on ", host, ", ", agent.slots(), " slot(s)")));
   }
   const std::string upgrade =
       absl::StrCat(OnHost(host), "install TAE ", taectl_version, " and restart tae-agent");
@@ -396,7 +397,7 @@ Group AgentGroup(const tae::v1::AgentInfo& agent, const std::string& taectl_vers
   for (const auto& [key, value] : agent.labels()) {
     labels[key] = value;
   }
-  group.detail = {{"id", agent.id()},         {"host", agent.host()}, {"state", agent.state()},
+  group.detail = {{"id", agent.id()},         {"host", agent.host()}, {"state", tae::v1::StateName(agent.state())},
                   {"slots", agent.slots()},   {"labels", labels},     {"version", agent.version()},
                   {"facts", FactsJson(facts)}};
   return group;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/output/table.h"
 #include "nlohmann/json.hpp"
+#include "proto/tae/v1/states.h"
 
 namespace tae::client {
 namespace {
@@ -90,7 +91,7 @@ absl::StatusOr<HeadGrid> BuildHeadGrid(const tae::v1::Run& run) {
   }
   if (!any) {
     return absl::FailedPreconditionError(
-        absl::StrCat("r", run.id(), " has no head scores (", run.state(),
+        absl::StrCat("r", run.id(), " has no head scores (", tae::v1::StateName(run.state()),
                      "); they are computed at the end of runs with train.head_importance = true"));
   }
   return grid;

@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include "proto/tae/v1/states.h"
+
 namespace tae::client {
 
 nlohmann::ordered_json ExperimentJson(const tae::v1::Experiment& exp) {
@@ -37,10 +39,6 @@ nlohmann::ordered_json OrNull(const T& value, bool present) {
   return present ? nlohmann::ordered_json(value) : nlohmann::ordered_json();
 }
 
-bool IsFinal(const std::string& state) {
-  return state == "succeeded" || state == "failed" || state == "cancelled";
-}
-
 }  // namespace
 
 nlohmann::ordered_json RunJson(const tae::v1::Run& run) {
@@ -54,13 +52,13 @@ nlohmann::ordered_json RunJson(const tae::v1::Run& run) {
     meta[key] = value;  // sorted: a proto map has no order
   }
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(run.config_json(), nullptr, false);
-  bool exited = IsFinal(run.state()) && run.started_at() > 0;
+  bool exited = tae::v1::IsFinal(run.state()) && run.started_at() > 0;
   return {
       {"id", run.id()},
       {"experiment", run.experiment_id()},
       {"variant", run.variant()},
       {"seed", run.seed()},
-      {"state", run.state()},
+      {"state", tae::v1::StateName(run.state())},
       {"attempt", run.attempt()},
       {"agent", OrNull(run.agent_id(), !run.agent_id().empty())},
       {"pid", OrNull(run.pid(), run.pid() > 0)},
@@ -84,7 +82,7 @@ nlohmann::ordered_json AgentJson(const tae::v1::AgentInfo& agent) {
   return {
       {"id", agent.id()},
       {"host", agent.host()},
-      {"state", agent.state()},
+      {"state", tae::v1::StateName(agent.state())},
       {"slots", agent.slots()},
       {"busy_slots", agent.busy_slots()},
       {"labels", labels},

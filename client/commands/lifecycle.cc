@@ -20,6 +20,7 @@
 #include "client/commands/commands.h"
 #include "client/rpc/control_client.h"
 #include "common/cli/flags.h"
+#include "proto/tae/v1/states.h"
 
 namespace tae::client {
 namespace {
@@ -133,7 +134,7 @@ int Up(const CommandEnv& env, const Args& args) {
     if (fresh.stub()->ListAgents(ControlClient::Context(2000).get(), request, &response).ok()) {
       int ready = 0;
       for (const tae::v1::AgentInfo& agent : response.agents()) {
-        ready += agent.state() != "lost" ? 1 : 0;
+        ready += agent.state() != tae::v1::AGENT_STATE_LOST ? 1 : 0;
       }
       if (ready >= agents) {
         std::printf("taed up (pid %d): %d agent(s) ready, data in %s\n", *pid, ready,

@@ -12,6 +12,7 @@
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 #include "common/metrics/names.h"
+#include "proto/tae/v1/states.h"
 
 namespace tae::client {
 namespace {
@@ -43,11 +44,11 @@ void PrintRuns(const tae::v1::ListRunsResponse& runs) {
   Table table({"RUN", "VARIANT", "SEED", "STATE", "ATTEMPT", "AGENT", "STEP",
                tae::metrics::kEvalLoss, tae::metrics::kEvalAcc, "REASON"});
   for (const tae::v1::Run& run : runs.runs()) {
-    table.Add({absl::StrCat("r", run.id()), run.variant(), absl::StrCat(run.seed()), run.state(),
+    table.Add({absl::StrCat("r", run.id()), run.variant(), absl::StrCat(run.seed()), tae::v1::StateName(run.state()),
                absl::StrCat(run.attempt()), run.agent_id().empty() ? "-" : run.agent_id(),
                absl::StrCat(run.last_step()), Metric(run, tae::metrics::kEvalLoss),
                Metric(run, tae::metrics::kEvalAcc),
-               run.state() == "succeeded" ? "" : run.reason()});
+               run.state() == tae::v1::RUN_STATE_SUCCEEDED ? "" : run.reason()});
   }
   std::fputs(table.Render().c_str(), stdout);
 }
@@ -79,7 +80,7 @@ int ShowRun(ControlClient& client, int64_t run_id, bool json) {
   std::printf("run r%ld  experiment e%ld  variant %s  seed %ld\n", static_cast<long>(run.id()),
               static_cast<long>(run.experiment_id()), run.variant().c_str(),
               static_cast<long>(run.seed()));
-  std::printf("state %s  attempt %d  agent %s  pid %ld  last step %ld\n", run.state().c_str(),
+  std::printf("state %s  attempt %d  agent %s  pid %ld  last step %ld\n", tae::v1::StateName(run.state()),
               run.attempt(), run.agent_id().empty() ? "-" : run.agent_id().c_str(),
               static_cast<long>(run.pid()), static_cast<long>(run.last_step()));
   if (!run.reason().empty()) {
@@ -310,7 +311,7 @@ int Agents(const CommandEnv& env, const Args& args) {
     for (int64_t id : agent.run_ids()) {
       runs.push_back(absl::StrCat("r", id));
     }
-    table.Add({agent.id(), agent.state(), absl::StrCat(agent.busy_slots(), "/", agent.slots()),
+    table.Add({agent.id(), tae::v1::StateName(agent.state()), absl::StrCat(agent.busy_slots(), "/", agent.slots()),
                agent.host(), absl::StrJoin(labels, ","),
                runs.empty() ? "-" : absl::StrJoin(runs, ","), FormatTime(agent.last_seen())});
   }

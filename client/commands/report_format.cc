@@ -14,6 +14,7 @@
 #include "client/output/table.h"
 #include "common/stats/stats.h"
 #include "nlohmann/json.hpp"
+#include "proto/tae/v1/states.h"
 
 namespace tae::client {
 namespace {
@@ -288,7 +289,7 @@ absl::StatusOr<Pivot> BuildPivot(const std::vector<tae::v1::Run>& runs, const st
     }
     remember(&pivot.rows, *r);
     remember(&pivot.cols, *c);
-    if (run.state() != "succeeded") {
+    if (run.state() != tae::v1::RUN_STATE_SUCCEEDED) {
       continue;
     }
     for (const tae::v1::Scalar& s : run.final_metrics()) {

@@ -18,6 +18,7 @@
 #include "client/rpc/control_client.h"
 #include "common/metrics/names.h"
 #include "nlohmann/json.hpp"
+#include "proto/tae/v1/states.h"
 
 namespace tae::client {
 namespace {}  // namespace
@@ -266,7 +267,7 @@ int Heads(const CommandEnv& env, const Args& args) {
   }
   const tae::v1::Run& run = response.run();
   std::printf("r%ld %s seed %ld (%s)\n\n", static_cast<long>(run.id()), run.variant().c_str(),
-              static_cast<long>(run.seed()), run.state().c_str());
+              static_cast<long>(run.seed()), tae::v1::StateName(run.state()));
   std::fputs(RenderHeadGrid(*grid).c_str(), stdout);
   return 0;
 }

@@ -23,6 +23,7 @@
 #include "common/snapshot/snapshot.h"
 #include "common/spec/spec.h"
 #include "common/status/macros.h"
+#include "proto/tae/v1/states.h"
 
 namespace tae::client {
 namespace {
@@ -173,14 +174,14 @@ void PrintEnd(const tae::v1::Run& run) {
       absl::StrAppend(&metrics, " ", scalar.key(), "=", FormatNumber(scalar.value()));
     }
   }
-  std::fprintf(stderr, "r%ld %s%s%s (%s)%s%s\n", static_cast<long>(run.id()), run.state().c_str(),
+  std::fprintf(stderr, "r%ld %s%s%s (%s)%s%s\n", static_cast<long>(run.id()), tae::v1::StateName(run.state()),
                run.reason().empty() ? "" : ": ", run.reason().c_str(),
                FormatDuration(run.finished_at() - run.started_at()).c_str(),
                metrics.empty() ? "" : "; last", metrics.c_str());
 }
 
 int ExitCodeOf(const tae::v1::Run& run) {
-  if (run.state() == "succeeded") {
+  if (run.state() == tae::v1::RUN_STATE_SUCCEEDED) {
     return 0;
   }
   return run.exit_code() > 0 ? run.exit_code() : 1;

@@ -4,8 +4,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +14,9 @@
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 #include "common/cli/flags.h"
+#include "common/fs/fs.h"
 #include "common/spec/spec.h"
+#include "proto/tae/v1/states.h"
 
 namespace tae::client {
 namespace {
@@ -32,7 +32,7 @@ std::string ProgressLine(const tae::v1::Experiment& exp, const tae::v1::ListRuns
   }
   std::vector<std::string> running;
   for (const tae::v1::Run& run : runs.runs()) {
-    if (run.state() == "running" || run.state() == "assigned") {
+    if (run.state() == tae::v1::RUN_STATE_RUNNING || run.state() == tae::v1::RUN_STATE_ASSIGNED) {
       running.push_back(
           absl::StrCat("r", run.id(), " ", run.variant(), "/s", run.seed(), " @", run.last_step()));
     }
@@ -43,7 +43,7 @@ std::string ProgressLine(const tae::v1::Experiment& exp, const tae::v1::ListRuns
   if (c.queued() > 0) {
     absl::StrAppend(&line, ", ", c.queued(), " queued");
     for (const tae::v1::Run& run : runs.runs()) {
-      if (running.empty() && run.state() == "queued" && !run.reason().empty()) {
+      if (running.empty() && run.state() == tae::v1::RUN_STATE_QUEUED && !run.reason().empty()) {
         absl::StrAppend(&line, " (", run.reason(), ")");  // e.g. no agent has the labels
         break;
       }
@@ -202,13 +202,11 @@ int Submit(const CommandEnv& env, const Args& args) {
   if (!parsed.ok()) {
     return Fail(parsed);
   }
-  std::ifstream in(files[0]);
-  if (!in) {
+  absl::StatusOr<std::string> text = fs::ReadFile(files[0]);
+  if (!text.ok()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("cannot read ", files[0])));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<spec::Spec> spec = spec::ParseSpec(text.str(), files[0], overrides);
+  absl::StatusOr<spec::Spec> spec = spec::ParseSpec(*text, files[0], overrides);
   if (!spec.ok()) {
     return Fail(spec.status());
   }
@@ -234,7 +232,7 @@ int Submit(const CommandEnv& env, const Args& args) {
                  FormatBytes(mount->bytes_uploaded).c_str());
     request.set_snapshot_id(mount->id);
   }
-  request.set_spec_text(text.str());
+  request.set_spec_text(*text);
   request.set_spec_path(files[0]);
   for (const std::string& o : overrides) {
     request.add_overrides(o);

@@ -25,6 +25,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/clock/clock.h"
 #include "common/fs/fs.h"
 #include "common/snapshot/snapshot.h"
 
@@ -48,11 +49,7 @@ bool IsRacy(int64_t mtime_ns, int64_t reference_ns) {
   return static_cast<uint64_t>(reference_ns) - static_cast<uint64_t>(mtime_ns) <= kRacyMarginNs;
 }
 
-int64_t NowNs() {
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-}
+int64_t NowNs() { return clock::WallNanos(); }
 
 void PutU32(std::string& out, uint32_t value) {
   char bytes[4];

@@ -8,13 +8,12 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/fs/fs.h"
 
 namespace tae::tls {
 namespace {
@@ -50,14 +49,16 @@ std::string Where(const char* flag, const std::string& path) {
 }
 
 absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Where(flag, path), "cannot read: ", strerror(errno)));
+  absl::StatusOr<std::string> text = fs::ReadFile(path);
+  if (!text.ok()) {
+    // fs's message is "cannot open PATH: <strerror>"; keep the flag's framing.
+    const absl::string_view message = text.status().message();
+    const size_t colon = message.rfind(": ");
+    return absl::InvalidArgumentError(absl::StrCat(
+        Where(flag, path), "cannot read: ",
+        colon == absl::string_view::npos ? message : message.substr(colon + 2)));
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
+  return text;
 }
 
 BioPtr MemoryBio(const std::string& pem) {

@@ -36,6 +36,25 @@ int IntOf(const nlohmann::json& config, const char* key, int fallback) {
   return it != config.end() && it->is_number_integer() ? it->get<int>() : fallback;
 }
 
+std::string StringOf(const nlohmann::json& config, const char* key) {
+  auto it = config.find(key);
+  return it != config.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The one reading of a run's resolved config for what it asks of the fleet (store::RunResources).
+store::RunResources ResourcesOf(const nlohmann::json& config) {
+  store::RunResources r;
+  r.max_attempts = std::max(1, IntOf(config, "resources.max_attempts", 1));
+  r.priority = IntOf(config, "resources.priority", 0);
+  r.slots = IntOf(config, "resources.slots", 1);
+  r.labels = LabelsOf(config);
+  r.max_concurrent = IntOf(config, "resources.max_concurrent", 0);
+  r.hosts = IntOf(config, "resources.hosts", 1);
+  r.command = StringOf(config, "job.command");
+  r.snapshot_id = StringOf(config, "job.snapshot");
+  return r;
+}
+
 store::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec& spec) {
   store::NewExperiment exp;
   exp.name = spec.name;
@@ -49,12 +68,7 @@ store::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec&
     run.variant = plan.variant;
     run.seed = plan.seed;
     run.config_json = plan.config.dump();
-    run.max_attempts = IntOf(plan.config, "resources.max_attempts", 1);
-    run.priority = IntOf(plan.config, "resources.priority", 0);
-    run.slots = IntOf(plan.config, "resources.slots", 1);
-    run.labels = LabelsOf(plan.config);
-    run.max_concurrent = IntOf(plan.config, "resources.max_concurrent", 0);
-    run.hosts = IntOf(plan.config, "resources.hosts", 1);
+    run.resources = ResourcesOf(plan.config);
     exp.runs.push_back(std::move(run));
   }
   return exp;
@@ -62,15 +76,11 @@ store::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec&
 
 }  // namespace
 
-double WallNow() {
-  using namespace std::chrono;
-  return duration_cast<duration<double>>(system_clock::now().time_since_epoch()).count();
-}
-
 Controller::Controller(boost::asio::io_context* io, store::Store* store, Options options)
     : io_(io), store_(store), options_(options), liveness_timer_(*io) {}
 
 absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
+  TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(spec::Spec spec,
                    spec::ParseSpec(input.spec_text, input.spec_path, input.overrides));
   if (!spec.job_code.empty() && input.snapshot_id.empty()) {
@@ -99,51 +109,8 @@ absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
   return SubmitResult{id, false};
 }
 
-absl::StatusOr<ReportResult> Controller::Report(const std::string& experiment,
-                                                std::vector<std::string> metrics,
-                                                std::string baseline, std::string sort) {
-  if (sort.empty()) {
-    sort = "effect";
-  }
-  if (metrics.empty()) {
-    metrics = {tae::metrics::kEvalLoss, tae::metrics::kEvalAcc};
-  }
-  if (baseline.empty()) {
-    baseline = "baseline";
-  }
-  ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
-  ReportResult result;
-  ASSIGN_OR_RETURN(result.experiment, store_->GetExperiment(id));
-  ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
-  const std::vector<std::string>& variants = result.experiment.variants;
-  const bool known = std::any_of(variants.begin(), variants.end(), [&](const std::string& v) {
-    return v == baseline || spec::BaselineFor(v, baseline) == v;  // "baseline[layers=2]"
-  });
-  if (!known) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("baseline: e", id, " has no variant '", baseline,
-                     "'; its variants are: ", absl::StrJoin(result.experiment.variants, ", ")));
-  }
-  std::vector<std::string> wanted = metrics;
-  for (const std::string& extra : report::ExtraMetrics()) {
-    if (std::find(wanted.begin(), wanted.end(), extra) == wanted.end()) {
-      wanted.push_back(extra);
-    }
-  }
-  ASSIGN_OR_RETURN(std::vector<store::FinalValue> values, store_->FinalValues(id, wanted));
-  result.rows = report::BuildReport(result.experiment.variants, runs, values, metrics, baseline);
-  if (sort == "effect") {
-    report::SortByEffect(&result.rows);
-  } else if (sort != "spec") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sort: '", sort, "' is not one of effect, spec"));
-  }
-  result.metrics = std::move(metrics);
-  result.baseline = std::move(baseline);
-  return result;
-}
-
 absl::StatusOr<int> Controller::Cancel(const std::string& target, const std::string& reason) {
+  TAE_CHECK_OWNER(core_);
   std::vector<store::RunRecord> runs;
   int64_t run_id = 0;
   if (target.size() > 1 && (target[0] == 'r' || target[0] == 'R') &&
@@ -229,6 +196,26 @@ void Controller::Noted(const absl::Status& status, const char* what) {
 }
 
 void Controller::Schedule() {
+  TAE_CHECK_OWNER(core_);
+  PlaceQueued();
+  PublishDemand();
+}
+
+void Controller::PublishDemand() {
+  if (options_.demand == nullptr) {
+    return;
+  }
+  absl::StatusOr<std::vector<store::RunRecord>> queued = store_->QueuedRuns();
+  absl::StatusOr<std::set<int64_t>> paused = store_->PausedExperiments();
+  if (!queued.ok() || !paused.ok()) {
+    // Nothing is published: the provider skips its rounds rather than act on a wrong picture.
+    Noted(queued.ok() ? paused.status() : queued.status(), "read the TPU pools' demand");
+    return;
+  }
+  options_.demand->Publish(TpuDemandOf(options_.demand_pools, *queued, *paused, registry_));
+}
+
+void Controller::PlaceQueued() {
   absl::StatusOr<std::vector<store::RunRecord>> queued = store_->QueuedRuns();
   if (!queued.ok()) {
     spdlog::error("scheduler: {}", queued.status().ToString());
@@ -297,17 +284,8 @@ void Controller::Schedule() {
     start->set_variant(run->variant);
     start->set_seed(run->seed);
     start->set_config_json(run->config_json);
-    nlohmann::json config = nlohmann::json::parse(run->config_json, nullptr, false);
-    if (config.is_object()) {
-      auto command = config.find("job.command");
-      if (command != config.end() && command->is_string()) {
-        start->set_command(command->get<std::string>());
-      }
-      auto snapshot = config.find("job.snapshot");
-      if (snapshot != config.end() && snapshot->is_string()) {
-        start->set_snapshot_id(snapshot->get<std::string>());
-      }
-    }
+    start->set_command(run->command);
+    start->set_snapshot_id(run->snapshot_id);
     if (agents.size() > 1) {
       // A gang: every rank starts now (all hosts were free together); the processes meet at
       // rank 0's rendezvous (c10d's TCPStore for tae-train).
@@ -329,6 +307,7 @@ void Controller::Schedule() {
 }
 
 absl::StatusOr<ScrapPlan> Controller::Scrap(const ScrapInput& input) {
+  TAE_CHECK_OWNER(core_);
   if (input.ids.empty() == !(input.all || input.older_than_s > 0) ||
       (input.all && input.older_than_s > 0)) {
     return absl::InvalidArgumentError(
@@ -430,16 +409,36 @@ void Controller::WakeAt(double at) {
   });
 }
 
-absl::StatusOr<store::ExperimentRecord> Controller::SetPaused(const std::string& experiment,
-                                                              bool paused) {
+absl::StatusOr<int64_t> Controller::SetPaused(const std::string& experiment, bool paused) {
+  TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
   RETURN_IF_ERROR(store_->SetExperimentPaused(id, paused));
   spdlog::info("experiment e{} {}", id, paused ? "paused" : "resumed");
   Schedule();
-  return store_->GetExperiment(id);
+  return id;
+}
+
+absl::StatusOr<bool> Controller::AddSnapshot(const std::string& id,
+                                             const std::optional<store::SnapshotRecord>& fresh) {
+  TAE_CHECK_OWNER(core_);
+  absl::StatusOr<store::SnapshotRecord> existing = store_->GetSnapshot(id);
+  if (existing.ok()) {
+    return true;
+  }
+  if (!absl::IsNotFound(existing.status())) {
+    return existing.status();
+  }
+  if (!fresh.has_value()) {
+    return absl::NotFoundError(absl::StrCat("id: no snapshot ", id, "; send its manifest"));
+  }
+  RETURN_IF_ERROR(store_->PutSnapshot(*fresh));
+  spdlog::info("snapshot {} from {}: {} files, {} bytes", fresh->id.substr(0, 12), fresh->source,
+               fresh->files, fresh->bytes);
+  return false;
 }
 
 absl::StatusOr<int> Controller::Retry(const std::string& experiment) {
+  TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
   ASSIGN_OR_RETURN(int n, store_->RetryRuns(id, "retried (taectl retry)", Now()));
   spdlog::info("experiment e{}: {} run(s) requeued by retry", id, n);
@@ -448,6 +447,7 @@ absl::StatusOr<int> Controller::Retry(const std::string& experiment) {
 }
 
 absl::Status Controller::Drain(const std::string& agent_id, bool drain) {
+  TAE_CHECK_OWNER(core_);
   registry::Agent* agent = registry_.Find(agent_id);
   if (agent == nullptr) {
     return absl::NotFoundError(
@@ -460,6 +460,5 @@ absl::Status Controller::Drain(const std::string& agent_id, bool drain) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<store::RunRecord>> Controller::Queue() { return store_->QueuedRuns(); }
 
 }  // namespace tae::controller

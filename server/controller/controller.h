@@ -16,9 +16,12 @@
 #include "absl/status/statusor.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/steady_timer.hpp"
+#include "common/clock/clock.h"
+#include "common/thread/owner.h"
+#include "server/controller/demand.h"
+#include "server/provider/demand.h"
 #include "server/provider/provider_log.h"
 #include "server/registry/registry.h"
-#include "server/report/report.h"
 #include "server/store/store.h"
 
 namespace tae::controller {
@@ -36,6 +39,10 @@ struct Options {
   // The wall clock (seconds since the epoch) every decision reads; empty: the system clock.
   // Tests pass a fixed one to assert exact times.
   std::function<double()> clock;
+  // TPU pools: after every scheduling pass and liveness check the controller publishes what they
+  // are wanted for (TpuDemandOf) to `demand`, which the provider's thread reads without waiting.
+  std::vector<DemandPool> demand_pools;
+  provider::DemandBoard* demand = nullptr;
 };
 
 struct SubmitInput {
@@ -49,13 +56,6 @@ struct SubmitInput {
 struct SubmitResult {
   int64_t experiment_id = 0;
   bool existing = false;
-};
-
-struct ReportResult {
-  store::ExperimentRecord experiment;
-  std::vector<std::string> metrics;
-  std::string baseline;
-  std::vector<report::Row> rows;
 };
 
 struct ScrapInput {
@@ -87,25 +87,23 @@ class Controller {
   absl::StatusOr<SubmitResult> Submit(const SubmitInput& input);
   // target: "r57" (a run) or an experiment reference. Returns how many runs were affected.
   absl::StatusOr<int> Cancel(const std::string& target, const std::string& reason);
-  // sort: "effect" (default when empty) or "spec" (report::SortByEffect).
-  absl::StatusOr<ReportResult> Report(const std::string& experiment,
-                                      std::vector<std::string> metrics, std::string baseline,
-                                      std::string sort = "");
   // Pause: the experiment's queued runs stay queued (running ones go on); resume undoes it.
-  absl::StatusOr<store::ExperimentRecord> SetPaused(const std::string& experiment, bool paused);
+  // Returns the experiment's id.
+  absl::StatusOr<int64_t> SetPaused(const std::string& experiment, bool paused);
   // Requeues the experiment's failed, cancelled and lost runs (never succeeded or unfinished ones),
   // keeping their history. Returns how many.
   absl::StatusOr<int> Retry(const std::string& experiment);
   // A drained agent takes no new runs; its running runs finish. drain = false undoes it.
   absl::Status Drain(const std::string& agent_id, bool drain);
+  // Records the snapshot `id`: `fresh` (its blobs checked by the caller) unless a snapshot with
+  // that id exists. Returns whether it existed; NotFound when it does not and `fresh` is empty.
+  absl::StatusOr<bool> AddSnapshot(const std::string& id,
+                                   const std::optional<store::SnapshotRecord>& fresh);
   // Removes snapshots (not those of queued or running runs) and tells every connected agent to
   // drop them from its cache. Blob garbage collection is the caller's (on the blob thread).
   absl::StatusOr<ScrapPlan> Scrap(const ScrapInput& input);
-  // Why each queued run waits (the scheduler's last word), every experiment, queue order.
-  absl::StatusOr<std::vector<store::RunRecord>> Queue();
   const registry::AgentRegistry& registry() const { return registry_; }
   provider::ProviderLog* provider_log() { return &provider_log_; }
-  store::Store* store() { return store_; }
   // Store writes that failed where there is no caller to return the error to (logged each time).
   int64_t unreported_store_failures() const { return store_failures_; }
 
@@ -123,13 +121,17 @@ class Controller {
   // At start-up: runs left assigned/running by a previous taed get the grace period to be
   // re-claimed by their agent.
   void Recover();
-  // Places queued runs on free agent slots.
+  // Places queued runs on free agent slots, then publishes the TPU pools' demand.
   void Schedule();
 
  private:
   double Now() const;  // options_.clock, or WallNow()
   // A store write whose failure has no caller to go to: logged with `what`, and counted.
   void Noted(const absl::Status& status, const char* what);
+  // Schedule's first half: the scheduler's decision, carried out.
+  void PlaceQueued();
+  // Computes the TPU pools' demand and publishes it (when there is a board).
+  void PublishDemand();
   void StartGraceTimer(const std::string& agent_id);
   void CheckLiveness();
   // Runs Schedule() at `at` (wall time) unless a wake-up is already due by then.
@@ -146,6 +148,7 @@ class Controller {
   // Frees the run's slots on `agents`.
   void Release(int64_t run_id, const std::vector<std::string>& agents);
 
+  thread::ThreadOwner core_;  // every public method runs on taed's core thread (checked)
   boost::asio::io_context* io_;
   store::Store* store_;
   Options options_;
@@ -156,8 +159,8 @@ class Controller {
   boost::asio::steady_timer liveness_timer_;
 };
 
-// Seconds since the Unix epoch.
-double WallNow();
+// Seconds since the Unix epoch (common/clock).
+using clock::WallNow;
 
 // The rendezvous port of a gang's attempt: 20000 + (run_id * 8 + attempt) mod 30000.
 int MasterPort(int64_t run_id, int attempt);

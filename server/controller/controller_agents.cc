@@ -12,6 +12,7 @@
 namespace tae::controller {
 
 void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, AgentHello hello) {
+  TAE_CHECK_OWNER(core_);
   registry::Agent& agent = hello.agent;
   double now = Now();
   agent.connected = true;
@@ -69,6 +70,7 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
 absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentChannel* channel,
                                   const std::vector<store::IngestEvent>& events,
                                   uint64_t last_seq) {
+  TAE_CHECK_OWNER(core_);
   absl::StatusOr<std::vector<store::RunEnded>> ended = store_->Ingest(agent_id, events);
   if (!ended.ok()) {
     // Not acked: the agent keeps the events. Closing the stream makes it reconnect and send
@@ -103,12 +105,14 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
 }
 
 void Controller::OnHeartbeat(const std::string& agent_id) {
+  TAE_CHECK_OWNER(core_);
   if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
     agent->last_seen = Now();
   }
 }
 
 void Controller::OnDraining(const std::string& agent_id) {
+  TAE_CHECK_OWNER(core_);
   if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
     agent->draining = true;
     spdlog::info("agent {} is draining", agent_id);
@@ -118,6 +122,7 @@ void Controller::OnDraining(const std::string& agent_id) {
 
 void Controller::OnDisconnected(const std::string& agent_id,
                                 const registry::AgentChannel* channel) {
+  TAE_CHECK_OWNER(core_);
   if (!registry_.Disconnect(agent_id, channel, Now())) {
     return;  // an old stream of an agent that already reconnected
   }
@@ -182,6 +187,7 @@ void Controller::CheckLiveness() {
     OnDisconnected(id, channel);
     keep->Close();
   }
+  PublishDemand();  // busy slots change as agents go, and a published demand must stay recent
   liveness_timer_.expires_after(std::chrono::milliseconds(
       static_cast<int64_t>(std::max(0.2, options_.agent_timeout_s / 4) * 1000)));
   liveness_timer_.async_wait([this](const boost::system::error_code& error) {
@@ -192,6 +198,7 @@ void Controller::CheckLiveness() {
 }
 
 void Controller::Recover() {
+  TAE_CHECK_OWNER(core_);
   CheckLiveness();
   absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
   if (!active.ok()) {

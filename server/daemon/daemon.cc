@@ -6,22 +6,19 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <future>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/asio/signal_set.hpp"
 #include "common/cli/paths.h"
 #include "common/fs/fs.h"
+#include "common/host/host.h"
 #include "common/status/macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
-#include "server/scheduler/scheduler.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::daemon {
@@ -47,14 +44,13 @@ std::string AgentLinkSecurity(const tls::ServerFiles& files) {
 
 }  // namespace
 
-static absl::StatusOr<std::string> ReadConfigFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
+static absl::StatusOr<std::string> ReadConfigFile(const std::string& path,
+                                                  const std::string& what) {
+  absl::StatusOr<std::string> text = fs::ReadFile(path);
+  if (!text.ok()) {
+    return absl::NotFoundError(absl::StrCat(what, path, ": cannot be read"));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return text;
 }
 
 static absl::StatusOr<std::vector<provider::TpuPool>> LoadTpuPools(const Config& config) {
@@ -65,20 +61,8 @@ static absl::StatusOr<std::vector<provider::TpuPool>> LoadTpuPools(const Config&
       return std::vector<provider::TpuPool>{};
     }
   }
-  ASSIGN_OR_RETURN(std::string text, ReadConfigFile(path));
+  ASSIGN_OR_RETURN(std::string text, ReadConfigFile(path, ""));
   return provider::ParseTpuPools(text, path, config.agent_binary);
-}
-
-// `name` on PATH, or "".
-static std::string FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  for (absl::string_view dir : absl::StrSplit(path != nullptr ? path : "", ':')) {
-    const std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", name);
-    if (access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-  }
-  return "";
 }
 
 static absl::StatusOr<std::vector<provider::SshHost>> LoadSshHosts(const Config& config) {
@@ -89,13 +73,8 @@ static absl::StatusOr<std::vector<provider::SshHost>> LoadSshHosts(const Config&
       return std::vector<provider::SshHost>{};
     }
   }
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("ssh hosts file ", path, ": cannot be read"));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return provider::ParseSshHosts(text.str(), path, config.agent_binary);
+  ASSIGN_OR_RETURN(std::string text, ReadConfigFile(path, "ssh hosts file "));
+  return provider::ParseSshHosts(text, path, config.agent_binary);
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
@@ -127,7 +106,7 @@ absl::Status Daemon::Init() {
   ASSIGN_OR_RETURN(tpu_pools_, LoadTpuPools(config_));
   std::string gcloud;
   if (!tpu_pools_.empty()) {
-    gcloud = FindOnPath("gcloud");
+    gcloud = host::FindOnPath("gcloud");
     if (gcloud.empty()) {
       return absl::FailedPreconditionError(
           "TPU pools are configured but gcloud is not on PATH: install the Google Cloud CLI "
@@ -140,12 +119,20 @@ absl::Status Daemon::Init() {
   RETURN_IF_ERROR(EnsurePrivateDir(config_.home + "/logs"));
   RETURN_IF_ERROR(EnsurePrivateDir(config_.home + "/agents"));
   ASSIGN_OR_RETURN(store_, store::Store::Open(config_.home + "/tae.db"));
+  query_ = std::make_unique<query::Query>(store_.get());
   ASSIGN_OR_RETURN(blobs_, blobs::BlobWorker::Start(config_.home + "/blobs"));
   ASSIGN_OR_RETURN(std::string token, LoadOrCreateToken(config_.home));
-  controller_ = std::make_unique<controller::Controller>(
-      &core_, store_.get(),
-      controller::Options{config_.agent_grace_s, config_.retry_backoff_s, 300,
-                          config_.agent_timeout_s, /*clock=*/{}});
+  controller::Options options;
+  options.agent_grace_s = config_.agent_grace_s;
+  options.retry_backoff_s = config_.retry_backoff_s;
+  options.agent_timeout_s = config_.agent_timeout_s;
+  if (!tpu_pools_.empty()) {
+    for (const provider::TpuPool& pool : tpu_pools_) {
+      options.demand_pools.push_back({pool.name, pool.labels});
+    }
+    options.demand = &demand_;
+  }
+  controller_ = std::make_unique<controller::Controller>(&core_, store_.get(), options);
   RETURN_IF_ERROR(StartServers(token, std::move(agent_credentials)));
 
   auto signals = std::make_shared<boost::asio::signal_set>(core_, SIGINT, SIGTERM);
@@ -186,38 +173,9 @@ absl::Status Daemon::Init() {
     tpu.pools = tpu_pools_;
     tpu.gcloud = gcloud;
     tpu.poll_s = config_.tpu_poll_s;
-    // Asked on the provider's thread, answered on the core (which owns the queue and registry);
-    // a core too busy to answer within 10 s gives no answer, and the round is skipped.
-    tpu.demand = [this]() {
-      auto answer = std::make_shared<std::promise<provider::TpuDemand>>();
-      std::future<provider::TpuDemand> future = answer->get_future();
-      boost::asio::post(core_, [this, answer] {
-        provider::TpuDemand demand;
-        absl::StatusOr<std::vector<store::RunRecord>> queued = controller_->Queue();
-        absl::StatusOr<std::set<int64_t>> paused = store_->PausedExperiments();
-        for (const provider::TpuPool& pool : tpu_pools_) {
-          int& waiting = demand.waiting[pool.name];
-          for (const store::RunRecord& run :
-               queued.ok() ? *queued : std::vector<store::RunRecord>{}) {
-            if ((!paused.ok() || paused->count(run.experiment_id) == 0) &&
-                scheduler::LabelsMatch(run.labels, pool.labels)) {
-              ++waiting;
-            }
-          }
-        }
-        for (const auto& [id, agent] : controller_->registry().agents()) {
-          auto slice = agent.labels.find("slice");
-          if (slice != agent.labels.end()) {
-            demand.busy_vms[slice->second] += agent.busy_slots();
-          }
-        }
-        answer->set_value(std::move(demand));
-      });
-      if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-        return std::optional<provider::TpuDemand>();
-      }
-      return std::optional<provider::TpuDemand>(future.get());
-    };
+    // The controller publishes the demand on the core; the provider's thread reads the latest
+    // without waiting. Nothing from the core for 30 s (six liveness checks): the round is skipped.
+    tpu.demand = [this]() { return demand_.Latest(std::chrono::seconds(30)); };
     tpu.vms = [this](std::string pool, std::vector<provider::CloudVm> vms) {
       boost::asio::post(core_, [this, pool = std::move(pool), vms = std::move(vms)]() mutable {
         controller_->provider_log()->SetVms(pool, std::move(vms));
@@ -240,7 +198,7 @@ absl::Status Daemon::Init() {
       tpu.cloudsdk_config = absl::StrCat(home, "/.config/gcloud");
     }
     tpu.tunnel_target = loopback;
-    tpu.ssh_keygen = FindOnPath("ssh-keygen");
+    tpu.ssh_keygen = host::FindOnPath("ssh-keygen");
     tpu.start_sessions = [this](std::vector<provider::AgentSession> sessions) {
       boost::asio::post(core_, [this, sessions = std::move(sessions)]() mutable {
         for (provider::AgentSession& session : sessions) {
@@ -274,7 +232,7 @@ absl::Status Daemon::StartServers(const std::string& token,
   std::string socket_path = config_.home + "/taed.sock";
   unlink(socket_path.c_str());  // a stale socket of a dead taed; the lock proves none is running
   control_service_ = std::make_unique<rpc::ControlService>(
-      &core_, controller_.get(), blobs_.get(),
+      &core_, controller_.get(), query_.get(), blobs_.get(),
       [this](bool delete_vms) { RequestShutdown(delete_vms); });
   grpc::ServerBuilder control_builder;
   control_builder.AddListeningPort(control_address(), grpc::InsecureServerCredentials());
@@ -289,7 +247,8 @@ absl::Status Daemon::StartServers(const std::string& token,
   }
 
   agent_service_ =
-      std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), blobs_.get(), token);
+      std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), query_.get(),
+                                              blobs_.get(), token);
   grpc::ServerBuilder agent_builder;
   agent_builder.AddListeningPort(config_.agent_listen, std::move(agent_credentials), &agent_port_);
   const bool loopback_agents =

@@ -71,7 +71,9 @@ class Daemon {
   std::optional<HomeLock> lock_;
   boost::asio::io_context core_;
   std::unique_ptr<store::Store> store_;
+  std::unique_ptr<query::Query> query_;  // reads over store_
   std::unique_ptr<blobs::BlobWorker> blobs_;
+  provider::DemandBoard demand_;  // the controller publishes, the TPU provider reads
   std::unique_ptr<controller::Controller> controller_;
   std::unique_ptr<rpc::ControlService> control_service_;
   std::unique_ptr<rpc::AgentLinkService> agent_service_;

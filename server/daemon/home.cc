@@ -8,8 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -63,11 +61,8 @@ HomeLock::~HomeLock() {
 
 absl::StatusOr<std::string> LoadOrCreateToken(const std::string& home) {
   std::string path = absl::StrCat(home, "/agent.token");
-  std::ifstream in(path);
-  if (in) {
-    std::stringstream buf;
-    buf << in.rdbuf();
-    std::string token(absl::StripAsciiWhitespace(buf.str()));
+  if (absl::StatusOr<std::string> text = fs::ReadFile(path); text.ok()) {
+    std::string token(absl::StripAsciiWhitespace(*text));
     if (!token.empty()) {
       return token;
     }

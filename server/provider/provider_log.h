@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock/clock.h"
+
 namespace tae::provider {
 
 struct ProviderEvent {
@@ -36,8 +38,7 @@ class ProviderLog {
   explicit ProviderLog(size_t capacity = 500) : capacity_(capacity) {}
 
   void Add(std::string provider, std::string subject, std::string event, std::string detail) {
-    const double now =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double now = clock::WallNow();
     events_.push_back(
         {now, std::move(provider), std::move(subject), std::move(event), std::move(detail)});
     while (events_.size() > capacity_) {

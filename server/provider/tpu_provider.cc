@@ -78,11 +78,10 @@ void TpuProvider::Start() {
 
 void TpuProvider::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     abort_calls_ = true;
   }
-  wake_.notify_all();
   if (thread_.joinable()) {
     thread_.join();
   }
@@ -95,13 +94,13 @@ void TpuProvider::Stop() {
 }
 
 bool TpuProvider::CallsAborted() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return abort_calls_;
 }
 
 int TpuProvider::DeleteAll() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     abort_calls_ = false;  // these calls are wanted; each still has call_timeout_s
   }
   int deleted = 0;
@@ -138,9 +137,8 @@ void TpuProvider::Loop() {
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   while (true) {
     Round();
-    std::unique_lock<std::mutex> lock(mu_);
-    if (wake_.wait_for(lock, std::chrono::duration<double>(options_.poll_s),
-                       [this] { return stopping_; })) {
+    absl::MutexLock lock(&mu_);
+    if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(options_.poll_s))) {
       return;
     }
   }
@@ -287,12 +285,12 @@ void TpuProvider::StartCreate(const TpuPool& pool, const std::set<std::string>& 
   // A create waits for the VM (minutes on the real service): on a thread of its own, so the
   // rounds go on (preemptions, agents, other pools) meanwhile.
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     creating_.insert(name);
   }
   creators_[name] = {pool.name, std::thread([this, &pool, name] {
                        CreateVm(pool, name);
-                       std::lock_guard<std::mutex> lock(mu_);
+                       absl::MutexLock lock(&mu_);
                        creating_.erase(name);
                      })};
 }
@@ -300,7 +298,7 @@ void TpuProvider::StartCreate(const TpuPool& pool, const std::set<std::string>& 
 void TpuProvider::JoinFinishedCreates() {
   std::vector<std::string> finished;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& [name, creator] : creators_) {
       if (creating_.count(name) == 0) {
         finished.push_back(name);

@@ -22,35 +22,30 @@
 // worker started (start_sessions: LocalProvider supervises them on the core thread). A VM that
 // is deleted, recreated (a new node id), or no longer READY has its sessions removed first.
 
-#include <condition_variable>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "server/provider/demand.h"
 #include "server/provider/provider_log.h"
 #include "server/provider/session.h"
 #include "server/provider/tpu_pools.h"
 
 namespace tae::provider {
 
-// What the provider asks taed each round (answered on the core thread).
-struct TpuDemand {
-  std::map<std::string, int> waiting;   // pool -> queued runs whose labels its agents satisfy
-  std::map<std::string, int> busy_vms;  // VM name (agents' slice label) -> busy slots
-};
-
 struct TpuProviderOptions {
   std::vector<TpuPool> pools;
   std::string gcloud;           // path of the gcloud binary
   double poll_s = 10;           // between rounds
   double call_timeout_s = 900;  // one gcloud call (a create waits for the VM)
-  // Called from the provider thread; must return what the core thread says (blocks until then).
-  // No answer (a core too busy to answer in time): the round is skipped.
+  // Called from the provider thread at the start of each round; must not block on the core
+  // (taed reads its DemandBoard). No answer (nothing recent from the core): the round is skipped.
   std::function<std::optional<TpuDemand>()> demand;
   // Called from the provider thread for every gcloud call: (subject, event, detail).
   std::function<void(std::string, std::string, std::string)> log;
@@ -137,11 +132,10 @@ class TpuProvider {
     std::thread thread;
   };
   std::map<std::string, Creator> creators_;  // VM -> its create (provider thread)
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;           // guarded by mu_
-  bool abort_calls_ = false;        // guarded by mu_: Stop() ends gcloud calls in flight
-  std::set<std::string> creating_;  // guarded by mu_: VMs whose create has not returned
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool abort_calls_ ABSL_GUARDED_BY(mu_) = false;  // Stop() ends gcloud calls in flight
+  std::set<std::string> creating_ ABSL_GUARDED_BY(mu_);  // VMs whose create has not returned
   std::thread thread_;
 };
 

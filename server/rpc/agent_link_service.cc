@@ -242,9 +242,13 @@ bool TokenMatches(std::string_view header, std::string_view token) {
 }
 
 AgentLinkService::AgentLinkService(boost::asio::io_context* core,
-                                   controller::Controller* controller, blobs::BlobWorker* blobs,
-                                   std::string token)
-    : core_(core), controller_(controller), blobs_(blobs), token_(std::move(token)) {}
+                                   controller::Controller* controller, query::Query* query,
+                                   blobs::BlobWorker* blobs, std::string token)
+    : core_(core),
+      controller_(controller),
+      query_(query),
+      blobs_(blobs),
+      token_(std::move(token)) {}
 
 bool AgentLinkService::Authorized(grpc::CallbackServerContext* ctx) const {
   const auto& metadata = ctx->client_metadata();
@@ -276,10 +280,9 @@ grpc::ServerUnaryReactor* AgentLinkService::GetManifest(grpc::CallbackServerCont
     return reactor;
   }
   boost::asio::post(*core_, [this, reactor, request, response] {
-    absl::StatusOr<store::SnapshotRecord> snapshot =
-        controller_->store()->GetSnapshot(request->snapshot_id());
+    absl::StatusOr<query::SnapshotView> snapshot = query_->Snapshot(request->snapshot_id());
     if (snapshot.ok()) {
-      response->set_manifest(std::move(snapshot->manifest));
+      response->set_manifest(std::move(snapshot->snapshot.manifest));
     }
     reactor->Finish(ToGrpc(snapshot.status()));
   });

@@ -9,6 +9,7 @@
 #include "boost/asio/io_context.hpp"
 #include "server/blobs/blob_worker.h"
 #include "server/controller/controller.h"
+#include "server/query/query.h"
 #include "tae/v1/agent_link.grpc.pb.h"
 
 namespace tae::rpc {
@@ -16,7 +17,7 @@ namespace tae::rpc {
 class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
  public:
   AgentLinkService(boost::asio::io_context* core, controller::Controller* controller,
-                   blobs::BlobWorker* blobs, std::string token);
+                   query::Query* query, blobs::BlobWorker* blobs, std::string token);
 
   grpc::ServerBidiReactor<tae::v1::AgentMessage, tae::v1::TaedMessage>* Connect(
       grpc::CallbackServerContext* ctx) override;
@@ -32,6 +33,7 @@ class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
 
   boost::asio::io_context* core_;
   controller::Controller* controller_;
+  query::Query* query_;
   blobs::BlobWorker* blobs_;
   std::string token_;
 };

@@ -1,7 +1,8 @@
 #pragma once
 
 // The Control service (taectl -> taed): a thin adapter. Each call is posted to the core thread,
-// where the Controller and Store answer it; gRPC threads only move messages.
+// where the Controller answers what changes state and the Query what is read; gRPC threads only
+// move messages, and proto conversion is server/rpc/convert's.
 
 #include <functional>
 
@@ -9,6 +10,7 @@
 #include "boost/asio/post.hpp"
 #include "server/blobs/blob_worker.h"
 #include "server/controller/controller.h"
+#include "server/query/query.h"
 #include "server/rpc/convert.h"
 #include "tae/v1/control.grpc.pb.h"
 
@@ -17,7 +19,8 @@ namespace tae::rpc {
 class ControlService final : public tae::v1::Control::CallbackService {
  public:
   ControlService(boost::asio::io_context* core, controller::Controller* controller,
-                 blobs::BlobWorker* blobs, std::function<void(bool delete_vms)> request_shutdown);
+                 query::Query* query, blobs::BlobWorker* blobs,
+                 std::function<void(bool delete_vms)> request_shutdown);
 
   grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx,
                                    const tae::v1::SubmitRequest* request,
@@ -89,6 +92,7 @@ class ControlService final : public tae::v1::Control::CallbackService {
 
   boost::asio::io_context* core_;
   controller::Controller* controller_;
+  query::Query* query_;
   blobs::BlobWorker* blobs_;
   std::function<void(bool delete_vms)> request_shutdown_;
 };

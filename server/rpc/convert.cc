@@ -33,12 +33,46 @@ void ToProto(const store::ExperimentRecord& in, tae::v1::Experiment* out) {
   }
 }
 
+tae::v1::RunState ToProto(store::RunState state) {
+  switch (state) {
+    case store::RunState::kQueued:
+      return tae::v1::RUN_STATE_QUEUED;
+    case store::RunState::kAssigned:
+      return tae::v1::RUN_STATE_ASSIGNED;
+    case store::RunState::kRunning:
+      return tae::v1::RUN_STATE_RUNNING;
+    case store::RunState::kSucceeded:
+      return tae::v1::RUN_STATE_SUCCEEDED;
+    case store::RunState::kFailed:
+      return tae::v1::RUN_STATE_FAILED;
+    case store::RunState::kCancelled:
+      return tae::v1::RUN_STATE_CANCELLED;
+    case store::RunState::kLost:
+      return tae::v1::RUN_STATE_LOST;
+  }
+  return tae::v1::RUN_STATE_UNSPECIFIED;
+}
+
+tae::v1::AgentState ToProto(registry::AgentState state) {
+  switch (state) {
+    case registry::AgentState::kReady:
+      return tae::v1::AGENT_STATE_READY;
+    case registry::AgentState::kBusy:
+      return tae::v1::AGENT_STATE_BUSY;
+    case registry::AgentState::kDraining:
+      return tae::v1::AGENT_STATE_DRAINING;
+    case registry::AgentState::kLost:
+      return tae::v1::AGENT_STATE_LOST;
+  }
+  return tae::v1::AGENT_STATE_UNSPECIFIED;
+}
+
 void ToProto(const store::RunRecord& in, tae::v1::Run* out) {
   out->set_id(in.id);
   out->set_experiment_id(in.experiment_id);
   out->set_variant(in.variant);
   out->set_seed(in.seed);
-  out->set_state(std::string(store::ToString(in.state)));
+  out->set_state(ToProto(in.state));
   out->set_attempt(in.attempt);
   out->set_agent_id(in.agent_id);
   out->set_exit_code(in.exit_code.value_or(0));
@@ -64,7 +98,7 @@ void ToProto(const store::TransitionRecord& in, tae::v1::Transition* out) {
 void ToProto(const registry::Agent& in, tae::v1::AgentInfo* out) {
   out->set_id(in.id);
   out->set_host(in.host);
-  out->set_state(registry::ToString(in.state()));
+  out->set_state(ToProto(in.state()));
   out->set_slots(in.slots);
   out->set_busy_slots(in.busy_slots());
   for (const auto& [key, value] : in.labels) {
@@ -87,7 +121,71 @@ void ToProto(const provider::CloudVm& in, tae::v1::CloudVm* out) {
   out->set_state(in.state);
 }
 
-void ToProto(const controller::ReportResult& in, tae::v1::ReportResponse* out) {
+void ToProto(const provider::ProviderEvent& in, tae::v1::ProviderEvent* out) {
+  out->set_time(in.time);
+  out->set_provider(in.provider);
+  out->set_subject(in.subject);
+  out->set_event(in.event);
+  out->set_detail(in.detail);
+}
+
+void ToProto(const query::RunView& in, tae::v1::Run* out) {
+  ToProto(in.run, out);
+  int64_t last_step = 0;
+  for (const store::MetricSummary& s : in.summaries) {
+    tae::v1::Scalar* scalar = out->add_final_metrics();
+    scalar->set_key(s.key);
+    scalar->set_value(s.last_value);
+    last_step = std::max(last_step, s.last_step);
+  }
+  out->set_last_step(last_step);
+}
+
+void ToProto(const query::RunDetail& in, tae::v1::GetRunResponse* out) {
+  ToProto(in.view, out->mutable_run());
+  for (const store::TransitionRecord& t : in.transitions) {
+    ToProto(t, out->add_transitions());
+  }
+}
+
+void ToProto(const query::LogPage& in, tae::v1::LogsResponse* out) {
+  for (const store::LogRecord& line : in.lines) {
+    tae::v1::LogEntry* entry = out->add_lines();
+    entry->set_cursor(line.cursor);
+    entry->set_attempt(line.attempt);
+    entry->set_stream(line.stream);
+    entry->set_text(line.text);
+    entry->set_wall_time(line.wall_time);
+  }
+  out->set_next(in.next);
+  out->set_run_finished(in.run_finished);
+}
+
+void ToProto(const query::MetricSeries& in, tae::v1::MetricSeries* out) {
+  ToProto(in.run, out->mutable_run());
+  out->set_key(in.key);
+  for (const store::MetricPoint& p : in.points) {
+    tae::v1::MetricPoint* point = out->add_points();
+    point->set_step(p.step);
+    point->set_value(p.value);
+    point->set_min(p.min);
+    point->set_max(p.max);
+    point->set_wall_time(p.wall_time);
+    point->set_count(p.count);
+  }
+}
+
+void ToProto(const query::SnapshotView& in, tae::v1::Snapshot* out) {
+  out->set_id(in.snapshot.id);
+  out->set_files(in.snapshot.files);
+  out->set_bytes(in.snapshot.bytes);
+  out->set_source(in.snapshot.source);
+  out->set_created_at(in.snapshot.created_at);
+  out->set_runs(static_cast<int32_t>(in.usage.runs));
+  out->set_active_runs(static_cast<int32_t>(in.usage.active_runs));
+}
+
+void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
   ToProto(in.experiment, out->mutable_experiment());
   for (const std::string& metric : in.metrics) {
     out->add_metrics(metric);

@@ -26,17 +26,6 @@ absl::Status CheckHash(const std::string& hash, const std::string& field) {
   return absl::OkStatus();
 }
 
-void ToProto(const store::SnapshotRecord& in, const store::SnapshotUsage& usage,
-             tae::v1::Snapshot* out) {
-  out->set_id(in.id);
-  out->set_files(in.files);
-  out->set_bytes(in.bytes);
-  out->set_source(in.source);
-  out->set_created_at(in.created_at);
-  out->set_runs(static_cast<int32_t>(usage.runs));
-  out->set_active_runs(static_cast<int32_t>(usage.active_runs));
-}
-
 }  // namespace
 
 grpc::ServerUnaryReactor* ControlService::MissingBlobs(grpc::CallbackServerContext* ctx,
@@ -126,34 +115,18 @@ grpc::ServerUnaryReactor* ControlService::CreateSnapshot(
   // The last step, on the core: record the row (or find the existing one) and answer.
   auto record = [this, reactor, request, response](std::optional<store::SnapshotRecord> fresh) {
     boost::asio::post(*core_, [this, reactor, request, response, fresh = std::move(fresh)] {
-      store::Store* store = controller_->store();
-      absl::StatusOr<store::SnapshotRecord> existing = store->GetSnapshot(request->id());
-      if (!existing.ok() && !absl::IsNotFound(existing.status())) {
-        reactor->Finish(ToGrpc(existing.status()));
+      absl::StatusOr<bool> existed = controller_->AddSnapshot(request->id(), fresh);
+      if (!existed.ok()) {
+        reactor->Finish(ToGrpc(existed.status()));
         return;
       }
-      if (!existing.ok() && !fresh.has_value()) {
-        reactor->Finish(ToGrpc(absl::NotFoundError(
-            absl::StrCat("id: no snapshot ", request->id(), "; send its manifest"))));
+      response->set_existing(*existed);
+      absl::StatusOr<query::SnapshotView> view = query_->Snapshot(request->id());
+      if (!view.ok()) {
+        reactor->Finish(ToGrpc(view.status()));
         return;
       }
-      response->set_existing(existing.ok());
-      if (!existing.ok()) {
-        absl::Status put = store->PutSnapshot(*fresh);
-        if (!put.ok()) {
-          reactor->Finish(ToGrpc(put));
-          return;
-        }
-        spdlog::info("snapshot {} from {}: {} files, {} bytes", fresh->id.substr(0, 12),
-                     fresh->source, fresh->files, fresh->bytes);
-        existing = *fresh;
-      }
-      absl::StatusOr<std::map<std::string, store::SnapshotUsage>> usages = store->SnapshotUsages();
-      if (!usages.ok()) {
-        reactor->Finish(ToGrpc(usages.status()));
-        return;
-      }
-      ToProto(*existing, (*usages)[existing->id], response->mutable_snapshot());
+      ToProto(*view, response->mutable_snapshot());
       reactor->Finish(grpc::Status::OK);
     });
   };
@@ -181,7 +154,7 @@ grpc::ServerUnaryReactor* ControlService::CreateSnapshot(
     fresh.manifest = request->manifest();
     fresh.files = static_cast<int64_t>(entries->size());
     fresh.source = request->source();
-    fresh.created_at = controller::WallNow();
+    fresh.created_at = clock::WallNow();
     std::unordered_set<std::string> seen;
     int missing = 0;
     std::string first_missing;
@@ -209,15 +182,13 @@ grpc::ServerUnaryReactor* ControlService::ListSnapshots(
     tae::v1::ListSnapshotsResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   boost::asio::post(*core_, [this, reactor, response] {
-    store::Store* store = controller_->store();
-    absl::StatusOr<std::vector<store::SnapshotRecord>> snapshots = store->ListSnapshots();
-    absl::StatusOr<std::map<std::string, store::SnapshotUsage>> usages = store->SnapshotUsages();
-    if (!snapshots.ok() || !usages.ok()) {
-      reactor->Finish(ToGrpc(snapshots.ok() ? usages.status() : snapshots.status()));
+    absl::StatusOr<std::vector<query::SnapshotView>> snapshots = query_->Snapshots();
+    if (!snapshots.ok()) {
+      reactor->Finish(ToGrpc(snapshots.status()));
       return;
     }
-    for (const store::SnapshotRecord& snap : *snapshots) {
-      ToProto(snap, (*usages)[snap.id], response->add_snapshots());
+    for (const query::SnapshotView& snapshot : *snapshots) {
+      ToProto(snapshot, response->add_snapshots());
     }
     blobs_->Post([reactor, response](blobs::BlobStore& blobs) {
       absl::StatusOr<std::vector<std::string>> all = blobs.List();

@@ -151,18 +151,38 @@ absl::StatusOr<Db> Db::Open(const std::string& path, int busy_timeout_ms) {
 }
 
 Db::Db(Db&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), statements_(std::move(other.statements_)) {}
+    : db_(std::exchange(other.db_, nullptr)),
+      statements_(std::move(other.statements_)),
+      cached_(std::move(other.cached_)) {}
 
 Db& Db::operator=(Db&& other) noexcept {
   if (this != &other) {
+    cached_.clear();
     sqlite3_close_v2(db_);
     db_ = std::exchange(other.db_, nullptr);
     statements_ = std::move(other.statements_);
+    cached_ = std::move(other.cached_);
   }
   return *this;
 }
 
-Db::~Db() { sqlite3_close_v2(db_); }
+Db::~Db() {
+  cached_.clear();
+  sqlite3_close_v2(db_);
+}
+
+absl::StatusOr<Statement*> Db::Cached(const char* sql) {
+  auto it = cached_.find(sql);
+  if (it == cached_.end()) {
+    absl::StatusOr<Statement> stmt = Prepare(sql);
+    if (!stmt.ok()) {
+      return stmt.status();
+    }
+    it = cached_.emplace(sql, std::move(*stmt)).first;
+  }
+  it->second.Reset();
+  return &it->second;
+}
 
 absl::Status Db::Exec(std::string_view sql) {
   std::string owned(sql);

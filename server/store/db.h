@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,6 +71,10 @@ class Db {
 
   absl::Status Exec(std::string_view sql);
   absl::StatusOr<Statement> Prepare(std::string_view sql);
+  // The statement for `sql`, a string constant (its address is the key), prepared on first use
+  // and kept for the connection's life; reset and unbound on every return. For statements that
+  // run often (ingest per event, the read side per request).
+  absl::StatusOr<Statement*> Cached(const char* sql);
   int64_t LastInsertId() const;
   int Changes() const;
   absl::StatusOr<int64_t> QueryInt(std::string_view sql);
@@ -81,6 +86,7 @@ class Db {
   explicit Db(sqlite3* db) : db_(db), statements_(std::make_unique<int64_t>(0)) {}
   sqlite3* db_ = nullptr;
   std::unique_ptr<int64_t> statements_;  // on the heap: the trace callback keeps its address
+  std::map<const char*, Statement> cached_;  // finalized before db_ closes
 };
 
 // BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless Commit() succeeded.

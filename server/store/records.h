@@ -48,16 +48,24 @@ struct ExperimentRecord {
 // Derived from the run counts: queued, running, succeeded, failed, cancelled.
 std::string ExperimentState(const RunCounts& counts);
 
+// What a run's resolved config asks of the fleet and of its agent, read from it once at submit
+// (controller's ResourcesOf) and stored as columns: nothing re-parses the config JSON after.
+struct RunResources {
+  int max_attempts = 1;    // resources.max_attempts: attempts granted (taectl retry: as many again)
+  int priority = 0;        // resources.priority
+  int slots = 1;           // resources.slots, on each host
+  Labels labels{};         // resources.labels: the agent must carry every one
+  int max_concurrent = 0;  // resources.max_concurrent: cap on the experiment's active runs
+  int hosts = 1;           // resources.hosts: agents of one slice the run spans (a gang)
+  std::string command{};      // job.command; empty: tae-train
+  std::string snapshot_id{};  // job.snapshot: the code snapshot mounted for it; empty: none
+};
+
 struct NewRun {
   std::string variant;
   int64_t seed = 0;
   std::string config_json;
-  int max_attempts = 1;
-  int priority = 0;
-  int slots = 1;
-  Labels labels;
-  int max_concurrent = 0;  // resources.max_concurrent: cap on the experiment's active runs
-  int hosts = 1;           // resources.hosts: agents of one slice the run spans (a gang)
+  RunResources resources;
 };
 
 struct NewExperiment {
@@ -93,6 +101,9 @@ struct RunRecord {
   double not_before = 0;   // queued: not started before this time (backoff after a lost attempt)
   int max_concurrent = 0;  // at most this many active runs of its experiment; 0: no cap
   int hosts = 1;           // > 1: a gang; its agents per attempt are in Store::Gang
+  std::string command;     // job.command; empty: tae-train
+  std::string snapshot_id;  // job.snapshot; empty: none
+  int attempts_granted = 1;  // resources.max_attempts, what each retry grants again
 };
 
 struct TransitionRecord {

@@ -9,109 +9,14 @@
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
 #include "server/lifecycle/lifecycle.h"
+#include "server/store/rows.h"
 
 namespace tae::store {
 namespace {
 
-std::string LabelsToJson(const Labels& labels) { return nlohmann::json(labels).dump(); }
-
-Labels LabelsFromJson(const std::string& text) {
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  Labels labels;
-  if (doc.is_object()) {
-    for (const auto& [key, value] : doc.items()) {
-      labels[key] = value.is_string() ? value.get<std::string>() : value.dump();
-    }
-  }
-  return labels;
-}
-
-// resources.max_attempts of a run's config; 1 when absent.
-int ConfiguredAttempts(const std::string& config_json) {
-  nlohmann::json config = nlohmann::json::parse(config_json, nullptr, false);
-  if (config.is_object()) {
-    auto it = config.find("resources.max_attempts");
-    if (it != config.end() && it->is_number_integer() && it->get<int>() >= 1) {
-      return it->get<int>();
-    }
-  }
-  return 1;
-}
-
-constexpr const char* kExperimentColumns =
-    "id, name, description, spec_hash, spec_path, created_at, paused";
-
-// One experiments row, selected with kExperimentColumns; counts and variants are filled apart.
-ExperimentRecord ReadExperiment(const Statement& stmt) {
-  ExperimentRecord exp;
-  exp.id = stmt.Int(0);
-  exp.name = stmt.Text(1);
-  exp.description = stmt.Text(2);
-  exp.spec_hash = stmt.Text(3);
-  exp.spec_path = stmt.Text(4);
-  exp.created_at = stmt.Double(5);
-  exp.paused = stmt.Int(6) != 0;
-  return exp;
-}
-
-constexpr const char* kRunColumns =
-    "id, experiment_id, variant, seed, config, state, attempt, max_attempts, priority, slots, "
-    "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at, "
-    "meta, not_before, max_concurrent, hosts";
-
-RunRecord ReadRun(const Statement& stmt) {
-  RunRecord run;
-  run.id = stmt.Int(0);
-  run.experiment_id = stmt.Int(1);
-  run.variant = stmt.Text(2);
-  run.seed = stmt.Int(3);
-  run.config_json = stmt.Text(4);
-  run.state = RunStateFromString(stmt.Text(5)).value_or(RunState::kFailed);
-  run.attempt = static_cast<int>(stmt.Int(6));
-  run.max_attempts = static_cast<int>(stmt.Int(7));
-  run.priority = static_cast<int>(stmt.Int(8));
-  run.slots = static_cast<int>(stmt.Int(9));
-  run.labels = LabelsFromJson(stmt.Text(10));
-  run.agent_id = stmt.Text(11);
-  run.pid = stmt.Int(12);
-  if (!stmt.IsNull(13)) {
-    run.exit_code = static_cast<int>(stmt.Int(13));
-  }
-  run.reason = stmt.Text(14);
-  run.created_at = stmt.Double(15);
-  run.started_at = stmt.OptionalDouble(16);
-  run.finished_at = stmt.OptionalDouble(17);
-  run.meta = LabelsFromJson(stmt.Text(18));  // the same shape: a JSON object of strings
-  run.not_before = stmt.Double(19);
-  run.max_concurrent = static_cast<int>(stmt.Int(20));
-  run.hosts = static_cast<int>(stmt.Int(21));
-  return run;
-}
-
-void AddToCounts(RunState state, int n, RunCounts* counts) {
-  counts->total += n;
-  switch (state) {
-    case RunState::kQueued:
-      counts->queued += n;
-      break;
-    case RunState::kAssigned:
-    case RunState::kRunning:
-      counts->running += n;
-      break;
-    case RunState::kSucceeded:
-      counts->succeeded += n;
-      break;
-    case RunState::kFailed:
-      counts->failed += n;
-      break;
-    case RunState::kCancelled:
-      counts->cancelled += n;
-      break;
-    case RunState::kLost:
-      counts->lost += n;
-      break;
-  }
-}
+using rows::kRunColumns;
+using rows::LabelsToJson;
+using rows::ReadRun;
 
 }  // namespace
 
@@ -212,24 +117,33 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
   int64_t experiment_id = db_.LastInsertId();
   ASSIGN_OR_RETURN(Statement run, db_.Prepare("INSERT INTO runs (experiment_id, variant, seed, "
                                               "config, state, max_attempts, priority, slots, "
-                                              "labels, created_at, max_concurrent, hosts) "
-                                              "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?)"));
+                                              "labels, created_at, max_concurrent, hosts, "
+                                              "snapshot_id, command, attempts_granted) "
+                                              "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(
       Statement transition,
       db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
                   "to_state, reason, at) VALUES (?, 0, '', 'queued', 'submitted', ?)"));
-  for (const NewRun& r : experiment.runs) {
+  for (const NewRun& new_run : experiment.runs) {
+    const RunResources& r = new_run.resources;
     run.Bind(1, experiment_id)
-        .Bind(2, r.variant)
-        .Bind(3, r.seed)
-        .Bind(4, r.config_json)
+        .Bind(2, new_run.variant)
+        .Bind(3, new_run.seed)
+        .Bind(4, new_run.config_json)
         .Bind(5, static_cast<int64_t>(r.max_attempts))
         .Bind(6, static_cast<int64_t>(r.priority))
         .Bind(7, static_cast<int64_t>(r.slots))
         .Bind(8, LabelsToJson(r.labels))
         .Bind(9, now)
         .Bind(10, static_cast<int64_t>(r.max_concurrent))
-        .Bind(11, static_cast<int64_t>(r.hosts));
+        .Bind(11, static_cast<int64_t>(r.hosts))
+        .Bind(13, r.command)
+        .Bind(14, static_cast<int64_t>(r.max_attempts));
+    if (r.snapshot_id.empty()) {
+      run.BindNull(12);
+    } else {
+      run.Bind(12, r.snapshot_id);
+    }
     RETURN_IF_ERROR(run.Run());
     transition.Bind(1, db_.LastInsertId()).Bind(2, now);
     RETURN_IF_ERROR(transition.Run());
@@ -272,93 +186,6 @@ absl::StatusOr<int64_t> Store::ResolveExperiment(const std::string& ref) {
   return stmt.Int(0);
 }
 
-absl::StatusOr<ExperimentRecord> Store::GetExperiment(int64_t id) {
-  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(absl::StrCat("SELECT ", kExperimentColumns,
-                                                            " FROM experiments WHERE id = ?")));
-  stmt.Bind(1, id);
-  ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (!row) {
-    return absl::NotFoundError(absl::StrCat("no experiment e", id));
-  }
-  ExperimentRecord exp = ReadExperiment(stmt);
-  ASSIGN_OR_RETURN(Statement counts, db_.Prepare("SELECT state, COUNT(*) FROM runs WHERE "
-                                                 "experiment_id = ? GROUP BY state"));
-  counts.Bind(1, id);
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, counts.Step());
-    if (!more) {
-      break;
-    }
-    AddToCounts(RunStateFromString(counts.Text(0)).value_or(RunState::kFailed),
-                static_cast<int>(counts.Int(1)), &exp.counts);
-  }
-  ASSIGN_OR_RETURN(Statement variants, db_.Prepare("SELECT variant FROM runs WHERE "
-                                                   "experiment_id = ? GROUP BY variant "
-                                                   "ORDER BY MIN(id)"));
-  variants.Bind(1, id);
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, variants.Step());
-    if (!more) {
-      break;
-    }
-    exp.variants.push_back(variants.Text(0));
-  }
-  return exp;
-}
-
-absl::StatusOr<std::vector<ExperimentRecord>> Store::ListExperiments(int limit) {
-  // Three statements whatever the number of experiments and runs: the rows, then the run counts
-  // and the variants of all of them, grouped.
-  const int64_t bound = limit > 0 ? limit : -1;
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare(absl::StrCat("SELECT ", kExperimentColumns,
-                                            " FROM experiments ORDER BY id DESC LIMIT ?")));
-  stmt.Bind(1, bound);
-  std::vector<ExperimentRecord> out;
-  std::map<int64_t, size_t> index;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, stmt.Step());
-    if (!more) {
-      break;
-    }
-    ExperimentRecord exp = ReadExperiment(stmt);
-    index[exp.id] = out.size();
-    out.push_back(std::move(exp));
-  }
-  if (out.empty()) {
-    return out;
-  }
-  constexpr char kListed[] =
-      "experiment_id IN (SELECT id FROM experiments ORDER BY id DESC LIMIT ?)";
-  ASSIGN_OR_RETURN(Statement counts,
-                   db_.Prepare(absl::StrCat("SELECT experiment_id, state, COUNT(*) FROM runs "
-                                            "WHERE ",
-                                            kListed, " GROUP BY experiment_id, state")));
-  counts.Bind(1, bound);
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, counts.Step());
-    if (!more) {
-      break;
-    }
-    AddToCounts(RunStateFromString(counts.Text(1)).value_or(RunState::kFailed),
-                static_cast<int>(counts.Int(2)), &out[index.at(counts.Int(0))].counts);
-  }
-  ASSIGN_OR_RETURN(
-      Statement variants,
-      db_.Prepare(absl::StrCat("SELECT experiment_id, variant FROM runs WHERE ", kListed,
-                               " GROUP BY experiment_id, variant "
-                               "ORDER BY experiment_id, MIN(id)")));
-  variants.Bind(1, bound);
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, variants.Step());
-    if (!more) {
-      break;
-    }
-    out[index.at(variants.Int(0))].variants.push_back(variants.Text(1));
-  }
-  return out;
-}
-
 absl::StatusOr<std::vector<RunRecord>> Store::QueryRuns(const std::string& where, int64_t arg) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare(absl::StrCat("SELECT ", kRunColumns, " FROM runs ", where)));
@@ -394,23 +221,6 @@ absl::StatusOr<std::vector<RunRecord>> Store::QueuedRuns() {
 
 absl::StatusOr<std::vector<RunRecord>> Store::ActiveRuns() {
   return QueryRuns("WHERE state IN ('assigned', 'running') ORDER BY id", 0);
-}
-
-absl::StatusOr<std::vector<TransitionRecord>> Store::ListTransitions(int64_t run_id) {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("SELECT attempt, from_state, to_state, reason, at FROM "
-                               "run_transitions WHERE run_id = ? ORDER BY id"));
-  stmt.Bind(1, run_id);
-  std::vector<TransitionRecord> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, stmt.Step());
-    if (!more) {
-      break;
-    }
-    out.push_back(
-        {static_cast<int>(stmt.Int(0)), stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Double(4)});
-  }
-  return out;
 }
 
 absl::StatusOr<RunRecord> Store::AssignRun(int64_t run_id, const std::string& agent_id,
@@ -578,9 +388,8 @@ absl::StatusOr<std::vector<SnapshotRecord>> Store::ListSnapshots() {
 absl::StatusOr<std::map<std::string, SnapshotUsage>> Store::SnapshotUsages() {
   ASSIGN_OR_RETURN(
       Statement stmt,
-      db_.Prepare("SELECT json_extract(config, '$.\"job.snapshot\"') AS snap, COUNT(*), "
-                  "SUM(state IN ('queued', 'assigned', 'running')) FROM runs "
-                  "WHERE snap IS NOT NULL GROUP BY snap"));
+      db_.Prepare("SELECT snapshot_id, COUNT(*), SUM(state IN ('queued', 'assigned', 'running')) "
+                  "FROM runs WHERE snapshot_id IS NOT NULL GROUP BY snapshot_id"));
   std::map<std::string, SnapshotUsage> out;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt.Step());
@@ -620,7 +429,7 @@ absl::StatusOr<int> Store::RetryRuns(int64_t experiment_id, const std::string& r
   for (const RunRecord& run : runs) {
     // As many attempts again as its spec gives (resources.max_attempts).
     std::optional<RunTransition> retry =
-        lifecycle::OnRetry(run, reason, now, ConfiguredAttempts(run.config_json));
+        lifecycle::OnRetry(run, reason, now, run.attempts_granted);
     if (!retry) {
       continue;
     }

@@ -3,6 +3,8 @@
 // Store: taed's one system of record. Owns the SQLite connection (WAL, foreign keys, STRICT
 // tables, migrations applied at open). Every run transition is one transaction with a reason;
 // which transition happens is decided by server/lifecycle's pure functions, and Apply writes it.
+// It reads only what its writers and the controller's decisions need; what is shown to people
+// (listings, summaries, logs, metric series, reports) is read by server/query.
 // Single-threaded: only taed's core thread calls it (docs/threading.md).
 
 #include <map>
@@ -35,14 +37,10 @@ class Store {
   absl::StatusOr<std::optional<int64_t>> FindExperimentByHash(const std::string& spec_hash);
   // ref: "12", "e12" or a name (the newest experiment with that name).
   absl::StatusOr<int64_t> ResolveExperiment(const std::string& ref);
-  absl::StatusOr<ExperimentRecord> GetExperiment(int64_t id);
-  // Newest first; three statements however many experiments and runs there are.
-  absl::StatusOr<std::vector<ExperimentRecord>> ListExperiments(int limit);
 
   // Runs.
   absl::StatusOr<std::vector<RunRecord>> ListRuns(int64_t experiment_id);
   absl::StatusOr<RunRecord> GetRun(int64_t run_id);
-  absl::StatusOr<std::vector<TransitionRecord>> ListTransitions(int64_t run_id);
   // Queued runs, highest priority first, then oldest first.
   absl::StatusOr<std::vector<RunRecord>> QueuedRuns();
   // Runs in assigned or running state (all agents).
@@ -82,21 +80,6 @@ class Store {
   absl::StatusOr<std::vector<RunEnded>> Ingest(const std::string& agent_id,
                                                const std::vector<IngestEvent>& events);
 
-  // Metrics and logs.
-  absl::StatusOr<std::vector<MetricSummary>> Summaries(int64_t run_id);
-  // Every run's summaries in the experiment, by run id, in one statement (`taectl runs`).
-  absl::StatusOr<std::map<int64_t, std::vector<MetricSummary>>> ExperimentSummaries(
-      int64_t experiment_id);
-  absl::StatusOr<std::vector<FinalValue>> FinalValues(int64_t experiment_id,
-                                                      const std::vector<std::string>& keys);
-  absl::StatusOr<std::vector<LogRecord>> Logs(int64_t run_id, int64_t after, int limit);
-  // The points of one run's metric `key` in step order: every raw point when max_points is 0 or
-  // the series has no more; else at most max_points buckets of equal step ranges, each with the
-  // mean, min and max of its points (a plot never pulls points it cannot draw). Empty for an
-  // unknown key.
-  absl::StatusOr<std::vector<MetricPoint>> QueryMetric(int64_t run_id, const std::string& key,
-                                                       int64_t max_points);
-
   // Snapshots. Creating one that exists keeps the first row (same id, same content).
   absl::Status PutSnapshot(const SnapshotRecord& snapshot);
   absl::StatusOr<SnapshotRecord> GetSnapshot(const std::string& id);
@@ -111,6 +94,8 @@ class Store {
   absl::Status UpsertAgent(const AgentRecord& agent);
   absl::Status SetAgentState(const std::string& id, const std::string& state, double now);
 
+  // The connection, for the read side (server/query) on the same thread, and for tests.
+  Db* db() { return &db_; }
   Db* db_for_test() { return &db_; }
 
  private:
@@ -138,14 +123,10 @@ class Store {
   // Merges event.meta into the run's metadata; a resend changes nothing.
   absl::Status IngestMeta(const RunRecord& run, const IngestEvent& event);
   absl::StatusOr<int64_t> MetricKeyId(const std::string& name);
-  // The statement for `sql` (a string constant), prepared on first use and kept; reset and
-  // unbound on every return. For the ingest path, which runs per event.
-  absl::StatusOr<Statement*> Cached(const char* sql);
   absl::StatusOr<std::vector<RunRecord>> QueryRuns(const std::string& where, int64_t arg);
 
   Db db_;
   std::map<std::string, int64_t> metric_key_ids_;
-  std::map<const char*, Statement> statements_;  // after db_: finalized before it closes
 };
 
 }  // namespace tae::store

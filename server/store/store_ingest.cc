@@ -1,4 +1,4 @@
-// Store: ingest of agent events, and the metric/log queries that read them back.
+// Store: ingest of agent events (metrics, logs, exits, meta) in batched transactions.
 
 #include <algorithm>
 
@@ -39,21 +39,11 @@ constexpr char kUpdateMeta[] = "UPDATE runs SET meta = ? WHERE id = ?";
 
 }  // namespace
 
-absl::StatusOr<Statement*> Store::Cached(const char* sql) {
-  auto it = statements_.find(sql);
-  if (it == statements_.end()) {
-    ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(sql));
-    it = statements_.emplace(sql, std::move(stmt)).first;
-  }
-  it->second.Reset();
-  return &it->second;
-}
-
 absl::StatusOr<int64_t> Store::MetricKeyId(const std::string& name) {
   if (auto it = metric_key_ids_.find(name); it != metric_key_ids_.end()) {
     return it->second;
   }
-  ASSIGN_OR_RETURN(Statement * insert, Cached(kInsertMetricKey));
+  ASSIGN_OR_RETURN(Statement * insert, db_.Cached(kInsertMetricKey));
   insert->Bind(1, name);
   ASSIGN_OR_RETURN(bool row, insert->Step());
   if (!row) {
@@ -66,7 +56,7 @@ absl::StatusOr<int64_t> Store::MetricKeyId(const std::string& name) {
 }
 
 absl::Status Store::IngestMetrics(const IngestEvent& event, SummaryBatch* batch) {
-  ASSIGN_OR_RETURN(Statement * insert, Cached(kInsertMetric));
+  ASSIGN_OR_RETURN(Statement * insert, db_.Cached(kInsertMetric));
   for (const MetricValue& value : event.values) {
     ASSIGN_OR_RETURN(int64_t key_id, MetricKeyId(value.key));
     insert->Bind(1, event.run_id)
@@ -93,7 +83,7 @@ absl::Status Store::IngestMetrics(const IngestEvent& event, SummaryBatch* batch)
 }
 
 absl::Status Store::WriteSummaries(const SummaryBatch& batch) {
-  ASSIGN_OR_RETURN(Statement * summary, Cached(kUpsertSummary));
+  ASSIGN_OR_RETURN(Statement * summary, db_.Cached(kUpsertSummary));
   for (const auto& [key, pending] : batch) {
     summary->Bind(1, key.first)
         .Bind(2, key.second)
@@ -121,7 +111,7 @@ absl::Status Store::IngestMeta(const RunRecord& run, const IngestEvent& event) {
   if (merged == run.meta) {
     return absl::OkStatus();  // a resend, or nothing new
   }
-  ASSIGN_OR_RETURN(Statement * stmt, Cached(kUpdateMeta));
+  ASSIGN_OR_RETURN(Statement * stmt, db_.Cached(kUpdateMeta));
   // The agent's JSON parser only passes valid UTF-8; replace, never throw, should one slip by.
   stmt->Bind(1,
              nlohmann::json(merged).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
@@ -133,7 +123,7 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
                               std::vector<RunEnded>* ended, SummaryBatch* batch) {
   if (event.kind == IngestEvent::Kind::kMetrics) {
     // The hot path: only whether the run exists matters, not the whole row.
-    ASSIGN_OR_RETURN(Statement * exists, Cached(kRunExists));
+    ASSIGN_OR_RETURN(Statement * exists, db_.Cached(kRunExists));
     exists->Bind(1, event.run_id);
     ASSIGN_OR_RETURN(bool found, exists->Step());
     exists->Reset();
@@ -152,7 +142,7 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
     case IngestEvent::Kind::kMeta:
       return IngestMeta(*run, event);
     case IngestEvent::Kind::kLog: {
-      ASSIGN_OR_RETURN(Statement * stmt, Cached(kInsertLog));
+      ASSIGN_OR_RETURN(Statement * stmt, db_.Cached(kInsertLog));
       stmt->Bind(1, event.run_id)
           .Bind(2, static_cast<int64_t>(event.attempt))
           .Bind(3, static_cast<int64_t>(event.seq))
@@ -242,136 +232,6 @@ absl::StatusOr<std::vector<RunEnded>> Store::Ingest(const std::string& agent_id,
     return s;
   }
   return ended;
-}
-
-absl::StatusOr<std::vector<MetricSummary>> Store::Summaries(int64_t run_id) {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("SELECT k.name, s.last_step, s.last_value, s.min_value, "
-                               "s.max_value, s.count FROM run_summaries s JOIN metric_keys k ON "
-                               "k.id = s.key_id WHERE s.run_id = ? ORDER BY k.name"));
-  stmt.Bind(1, run_id);
-  std::vector<MetricSummary> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, stmt.Step());
-    if (!more) {
-      break;
-    }
-    out.push_back(
-        {stmt.Text(0), stmt.Int(1), stmt.Double(2), stmt.Double(3), stmt.Double(4), stmt.Int(5)});
-  }
-  return out;
-}
-
-absl::StatusOr<std::map<int64_t, std::vector<MetricSummary>>> Store::ExperimentSummaries(
-    int64_t experiment_id) {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("SELECT s.run_id, k.name, s.last_step, s.last_value, s.min_value, "
-                               "s.max_value, s.count FROM runs r JOIN run_summaries s ON "
-                               "s.run_id = r.id JOIN metric_keys k ON k.id = s.key_id WHERE "
-                               "r.experiment_id = ? ORDER BY s.run_id, k.name"));
-  stmt.Bind(1, experiment_id);
-  std::map<int64_t, std::vector<MetricSummary>> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, stmt.Step());
-    if (!more) {
-      break;
-    }
-    out[stmt.Int(0)].push_back(
-        {stmt.Text(1), stmt.Int(2), stmt.Double(3), stmt.Double(4), stmt.Double(5), stmt.Int(6)});
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<FinalValue>> Store::FinalValues(int64_t experiment_id,
-                                                           const std::vector<std::string>& keys) {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("SELECT r.id, r.variant, r.seed, r.state, k.name, s.last_value, "
-                               "s.min_value, s.max_value "
-                               "FROM runs r JOIN run_summaries s ON s.run_id = r.id "
-                               "JOIN metric_keys k ON k.id = s.key_id "
-                               "WHERE r.experiment_id = ? AND k.name = ? ORDER BY r.id"));
-  std::vector<FinalValue> out;
-  for (const std::string& key : keys) {
-    stmt.Bind(1, experiment_id).Bind(2, key);
-    while (true) {
-      ASSIGN_OR_RETURN(bool more, stmt.Step());
-      if (!more) {
-        break;
-      }
-      out.push_back({stmt.Int(0), stmt.Text(1), stmt.Int(2),
-                     RunStateFromString(stmt.Text(3)).value_or(RunState::kFailed), stmt.Text(4),
-                     stmt.Double(5), stmt.Double(6), stmt.Double(7)});
-    }
-    stmt.Reset();
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<LogRecord>> Store::Logs(int64_t run_id, int64_t after, int limit) {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("SELECT id, attempt, stream, line, wall_time FROM logs WHERE "
-                               "run_id = ? AND id > ? ORDER BY id LIMIT ?"));
-  stmt.Bind(1, run_id).Bind(2, after).Bind(3, static_cast<int64_t>(limit));
-  std::vector<LogRecord> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, stmt.Step());
-    if (!more) {
-      break;
-    }
-    out.push_back(
-        {stmt.Int(0), static_cast<int>(stmt.Int(1)), stmt.Text(2), stmt.Text(3), stmt.Double(4)});
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<MetricPoint>> Store::QueryMetric(int64_t run_id, const std::string& key,
-                                                            int64_t max_points) {
-  std::vector<MetricPoint> out;
-  ASSIGN_OR_RETURN(
-      Statement range,
-      db_.Prepare("SELECT MIN(m.step), MAX(m.step), COUNT(*) FROM metrics m JOIN "
-                  "metric_keys k ON k.id = m.key_id WHERE m.run_id = ? AND k.name = ?"));
-  range.Bind(1, run_id).Bind(2, key);
-  ASSIGN_OR_RETURN(bool has_row, range.Step());
-  const int64_t count = has_row ? range.Int(2) : 0;
-  if (count == 0) {
-    return out;
-  }
-  const int64_t first = range.Int(0);
-  const int64_t last = range.Int(1);
-  if (max_points <= 0 || count <= max_points) {
-    ASSIGN_OR_RETURN(Statement raw,
-                     db_.Prepare("SELECT m.step, m.value, m.wall_time FROM metrics m JOIN "
-                                 "metric_keys k ON k.id = m.key_id WHERE m.run_id = ? AND "
-                                 "k.name = ? ORDER BY m.step"));
-    raw.Bind(1, run_id).Bind(2, key);
-    out.reserve(static_cast<size_t>(count));
-    while (true) {
-      ASSIGN_OR_RETURN(bool more, raw.Step());
-      if (!more) {
-        break;
-      }
-      const double value = raw.Double(1);
-      out.push_back({raw.Int(0), value, value, value, raw.Double(2), 1});
-    }
-    return out;
-  }
-  // Bucket b holds the steps with (step - first) * max_points / (last - first + 1) == b.
-  ASSIGN_OR_RETURN(Statement buckets,
-                   db_.Prepare("SELECT MAX(m.step), AVG(m.value), MIN(m.value), MAX(m.value), "
-                               "MAX(m.wall_time), COUNT(*) FROM metrics m JOIN metric_keys k ON "
-                               "k.id = m.key_id WHERE m.run_id = ? AND k.name = ? "
-                               "GROUP BY (m.step - ?) * ? / ? ORDER BY 1"));
-  buckets.Bind(1, run_id).Bind(2, key).Bind(3, first).Bind(4, max_points).Bind(5, last - first + 1);
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, buckets.Step());
-    if (!more) {
-      break;
-    }
-    out.push_back({buckets.Int(0), buckets.Double(1), buckets.Double(2), buckets.Double(3),
-                   buckets.Double(4), buckets.Int(5)});
-  }
-  return out;
 }
 
 }  // namespace tae::store

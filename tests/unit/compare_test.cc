@@ -11,7 +11,7 @@ tae::v1::Run MakeRun(int64_t id, const std::string& variant, int64_t seed,
   run.set_id(id);
   run.set_variant(variant);
   run.set_seed(seed);
-  run.set_state("succeeded");
+  run.set_state(tae::v1::RUN_STATE_SUCCEEDED);
   run.set_last_step(60);
   run.set_config_json(config.dump());
   return run;

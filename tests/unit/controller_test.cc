@@ -1,4 +1,5 @@
 #include "server/controller/controller.h"
+#include "server/query/query.h"
 
 #include <catch2/catch.hpp>
 
@@ -54,9 +55,12 @@ store::IngestEvent Exited(uint64_t seq, int64_t run_id, int attempt, int code) {
 
 struct Fixture {
   explicit Fixture(Options options = {})
-      : store(std::move(*store::Store::Open(":memory:"))), controller(&io, store.get(), options) {}
+      : store(std::move(*store::Store::Open(":memory:"))),
+        query(store.get()),
+        controller(&io, store.get(), options) {}
   boost::asio::io_context io;
   std::unique_ptr<store::Store> store;
+  query::Query query;
   Controller controller;
 };
 
@@ -110,7 +114,7 @@ TEST_CASE("a bad spec is refused and stores nothing") {
       f.controller.Submit({"name = \"x\"\n[model]\nlayres = 2\n", "bad.toml", {}, false, ""});
   REQUIRE_FALSE(result.ok());
   CHECK(std::string(result.status().message()).find("bad.toml:3:1") == 0);
-  CHECK(f.store->ListExperiments(0)->empty());
+  CHECK(f.query.ListExperiments(0)->empty());
 }
 
 TEST_CASE("cancel: queued runs end at once, running runs are asked to stop on their agent") {
@@ -153,7 +157,7 @@ TEST_CASE("reconnecting without a run loses it, it is requeued and placed again"
   CHECK(starts[0].run_id() == run_id);
   CHECK(starts[0].attempt() == 2);
   std::vector<std::string> to;
-  auto transitions = f.store->ListTransitions(run_id);
+  auto transitions = f.query.ListTransitions(run_id);
   REQUIRE(transitions.ok());
   for (const auto& t : *transitions) {
     to.push_back(t.to_state);
@@ -199,7 +203,7 @@ TEST_CASE("the retry backoff is read off the controller's clock exactly") {
   REQUIRE(run.ok());
   CHECK(run->state == store::RunState::kQueued);
   CHECK(run->not_before == 1040);
-  auto transitions = f.store->ListTransitions(run_id);
+  auto transitions = f.query.ListTransitions(run_id);
   REQUIRE(transitions.ok());
   REQUIRE(transitions->size() == 4);
   CHECK(transitions->front().at == 1000);  // queued at submit

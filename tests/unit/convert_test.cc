@@ -1,6 +1,10 @@
 #include "server/rpc/convert.h"
 
 #include <catch2/catch.hpp>
+#include <set>
+#include <string>
+
+#include "proto/tae/v1/states.h"
 
 namespace tae::rpc {
 namespace {
@@ -29,6 +33,31 @@ TEST_CASE("a run metadata event becomes a meta ingest event, and a run's metadat
   REQUIRE(run.meta().size() == 2);
   CHECK(run.meta().at("libtorch") == "1.13.0");
   CHECK(run.meta().at("threads") == "2");
+}
+
+TEST_CASE("run and agent states cross the wire as enums named as taed stores them") {
+  std::set<int> seen;
+  for (store::RunState state :
+       {store::RunState::kQueued, store::RunState::kAssigned, store::RunState::kRunning,
+        store::RunState::kSucceeded, store::RunState::kFailed, store::RunState::kCancelled,
+        store::RunState::kLost}) {
+    const tae::v1::RunState wire = ToProto(state);
+    CHECK(wire != tae::v1::RUN_STATE_UNSPECIFIED);
+    CHECK(std::string(tae::v1::StateName(wire)) == store::ToString(state));
+    CHECK(tae::v1::IsFinal(wire) == store::IsFinal(state));
+    seen.insert(wire);
+  }
+  CHECK(seen.size() == 7);  // one enum value per state
+  for (registry::AgentState state :
+       {registry::AgentState::kReady, registry::AgentState::kBusy,
+        registry::AgentState::kDraining, registry::AgentState::kLost}) {
+    CHECK(std::string(tae::v1::StateName(ToProto(state))) == registry::ToString(state));
+  }
+  store::RunRecord record;
+  record.state = store::RunState::kSucceeded;
+  tae::v1::Run run;
+  ToProto(record, &run);
+  CHECK(run.state() == tae::v1::RUN_STATE_SUCCEEDED);
 }
 
 }  // namespace

@@ -130,7 +130,7 @@ TEST_CASE("doctor: an agent's group, exit code and JSON") {
   tae::v1::AgentInfo agent;
   agent.set_id("w1");
   agent.set_host("worker1");
-  agent.set_state("ready");
+  agent.set_state(tae::v1::AGENT_STATE_READY);
   agent.set_slots(2);
   agent.set_version("0.1.0");
   (*agent.mutable_labels())["accelerator"] = "cpu";
@@ -166,7 +166,7 @@ TEST_CASE("doctor: an agent's group, exit code and JSON") {
   CHECK(absl::StrContains(text, "  warn  nvidia-smi -L exited with status 9"));
   CHECK(absl::StrContains(text, "1 failure(s), 2 warning(s)"));
 
-  agent.set_state("lost");
+  agent.set_state(tae::v1::AGENT_STATE_LOST);
   CHECK(ExitCode({AgentGroup(agent, "0.1.0")}) == 1);
 }
 

@@ -10,7 +10,7 @@ namespace {
 tae::v1::Run RunWith(const nlohmann::json& config) {
   tae::v1::Run run;
   run.set_id(7);
-  run.set_state("succeeded");
+  run.set_state(tae::v1::RUN_STATE_SUCCEEDED);
   run.set_config_json(config.dump());
   return run;
 }

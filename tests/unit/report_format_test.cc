@@ -114,7 +114,7 @@ TEST_CASE("report table, markdown and latex show mean ± CI, delta, relative del
 }
 
 tae::v1::Run PivotRun(int64_t id, const std::string& variant, const std::string& task, double loss,
-                      const std::string& state = "succeeded") {
+                      tae::v1::RunState state = tae::v1::RUN_STATE_SUCCEEDED) {
   tae::v1::Run run;
   run.set_id(id);
   run.set_variant(variant);
@@ -132,7 +132,7 @@ TEST_CASE("a pivot tabulates one metric over two keys, grid suffixes dropped", "
       PivotRun(2, "baseline[task=copy]", "copy", 3.0),
       PivotRun(3, "rms[task=copy]", "copy", 5.0),
       PivotRun(4, "baseline[task=sort]", "sort", 7.0),
-      PivotRun(5, "rms[task=sort]", "sort", 100.0, "failed"),  // not counted
+      PivotRun(5, "rms[task=sort]", "sort", 100.0, tae::v1::RUN_STATE_FAILED),  // not counted
   };
   absl::StatusOr<Pivot> pivot = BuildPivot(runs, "variant×train.task", "eval/loss");
   REQUIRE(pivot.ok());

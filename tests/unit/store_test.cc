@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "server/query/query.h"
 #include "server/store/migrations.h"
 
 namespace tae::store {
@@ -90,6 +91,45 @@ TEST_CASE("runs stored before run metadata existed read back with an empty one")
   std::filesystem::remove(path);
 }
 
+TEST_CASE("runs stored before their resources were columns get them from their config") {
+  std::string path = TempDbPath("pre-resources");
+  std::vector<Migration> before(EmbeddedMigrations().begin(), EmbeddedMigrations().begin() + 5);
+  REQUIRE(before.back().version == 5);
+  {
+    auto store = Store::Open(path, before);
+    REQUIRE(store.ok());
+    REQUIRE((*store)
+                ->db_for_test()
+                ->Exec("INSERT INTO experiments (name, spec_hash, spec_text, created_at) VALUES "
+                       "('old', 'h', 't', 1); INSERT INTO runs (experiment_id, variant, seed, "
+                       "config, state, max_attempts, created_at) VALUES (1, 'job', 0, "
+                       "'{\"job.snapshot\": \"abc\", \"job.command\": \"python3 t.py\", "
+                       "\"resources.max_attempts\": 4}', 'succeeded', 4, 1), (1, 'train', 0, "
+                       "'{\"resources.max_attempts\": \"x\"}', 'queued', 1, 1), "
+                       "(1, 'broken', 0, 'not json', 'failed', 1, 1)")
+                .ok());
+  }
+  auto store = Store::Open(path);
+  REQUIRE(store.ok());
+  auto job = (*store)->GetRun(1);
+  REQUIRE(job.ok());
+  CHECK(job->snapshot_id == "abc");
+  CHECK(job->command == "python3 t.py");
+  CHECK(job->attempts_granted == 4);
+  auto train = (*store)->GetRun(2);
+  REQUIRE(train.ok());
+  CHECK(train->snapshot_id.empty());
+  CHECK(train->command.empty());
+  CHECK(train->attempts_granted == 1);  // not an integer: the default, as before
+  CHECK((*store)->GetRun(3)->attempts_granted == 1);
+  auto usages = (*store)->SnapshotUsages();
+  REQUIRE(usages.ok());
+  REQUIRE(usages->size() == 1);
+  CHECK(usages->at("abc").runs == 1);
+  CHECK(usages->at("abc").active_runs == 0);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("a database newer than the binary is refused with a clear message") {
   std::string path = TempDbPath("newer");
   {
@@ -121,6 +161,7 @@ TEST_CASE("run lifecycle: assign, start, metrics, exit, with a transition for ea
   auto opened = Store::Open(":memory:");
   REQUIRE(opened.ok());
   Store& store = **opened;
+  query::Query query(&store);
   auto exp_id = store.CreateExperiment(TwoRuns(), 100.0);
   REQUIRE(exp_id.ok());
   auto queued = store.QueuedRuns();
@@ -166,7 +207,7 @@ TEST_CASE("run lifecycle: assign, start, metrics, exit, with a transition for ea
   REQUIRE(run.ok());
   CHECK(run->state == RunState::kSucceeded);
   CHECK(run->pid == 4242);
-  auto summaries = store.Summaries(run_id);
+  auto summaries = query.Summaries(run_id);
   REQUIRE(summaries.ok());
   REQUIRE(summaries->size() == 1);
   CHECK((*summaries)[0].last_step == 20);
@@ -175,7 +216,7 @@ TEST_CASE("run lifecycle: assign, start, metrics, exit, with a transition for ea
   CHECK((*summaries)[0].max_value == 2.0);
   CHECK((*summaries)[0].count == 2);
 
-  auto transitions = store.ListTransitions(run_id);
+  auto transitions = query.ListTransitions(run_id);
   REQUIRE(transitions.ok());
   std::vector<std::string> to;
   for (const auto& t : *transitions) {
@@ -279,6 +320,7 @@ TEST_CASE("experiments resolve by id, e-prefixed id and newest name") {
   auto opened = Store::Open(":memory:");
   REQUIRE(opened.ok());
   Store& store = **opened;
+  query::Query query(&store);
   int64_t first = *store.CreateExperiment(TwoRuns(), 1.0);
   int64_t second = *store.CreateExperiment(TwoRuns(), 2.0);
   CHECK(*store.ResolveExperiment(std::to_string(first)) == first);
@@ -287,7 +329,7 @@ TEST_CASE("experiments resolve by id, e-prefixed id and newest name") {
   auto missing = store.ResolveExperiment("nope");
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == absl::StatusCode::kNotFound);
-  auto exp = store.GetExperiment(second);
+  auto exp = query.GetExperiment(second);
   REQUIRE(exp.ok());
   CHECK(exp->counts.total == 2);
   CHECK(exp->counts.queued == 2);
@@ -302,6 +344,7 @@ TEST_CASE("QueryMetric returns raw points, or equal-step buckets with mean, min 
   auto opened = Store::Open(":memory:");
   REQUIRE(opened.ok());
   Store& store = **opened;
+  query::Query query(&store);
   REQUIRE(store.CreateExperiment(TwoRuns(), 100.0).ok());
   const int64_t run_id = (*store.QueuedRuns())[0].id;
   REQUIRE(store.AssignRun(run_id, "agent-a", 101.0).ok());
@@ -323,15 +366,15 @@ TEST_CASE("QueryMetric returns raw points, or equal-step buckets with mean, min 
   }
   REQUIRE(store.Ingest("agent-a", events).ok());
 
-  auto raw = store.QueryMetric(run_id, "train/loss", 0);
+  auto raw = query.QueryMetric(run_id, "train/loss", 0);
   REQUIRE(raw.ok());
   REQUIRE(raw->size() == 100);
   CHECK((*raw)[0].step == 1);
   CHECK((*raw)[99].step == 100);
   CHECK((*raw)[99].wall_time == 1100.0);
-  CHECK(store.QueryMetric(run_id, "train/loss", 100)->size() == 100);  // fits: raw
+  CHECK(query.QueryMetric(run_id, "train/loss", 100)->size() == 100);  // fits: raw
 
-  auto buckets = store.QueryMetric(run_id, "train/loss", 10);
+  auto buckets = query.QueryMetric(run_id, "train/loss", 10);
   REQUIRE(buckets.ok());
   REQUIRE(buckets->size() == 10);
   // Bucket b: steps 10b+1 .. 10b+10.
@@ -348,16 +391,16 @@ TEST_CASE("QueryMetric returns raw points, or equal-step buckets with mean, min 
   }
   CHECK(total == 100);  // every point in exactly one bucket
 
-  auto uneven = store.QueryMetric(run_id, "train/loss", 7);
+  auto uneven = query.QueryMetric(run_id, "train/loss", 7);
   REQUIRE(uneven.ok());
   CHECK(uneven->size() <= 7);
   CHECK(uneven->back().step == 100);
 
-  auto one = store.QueryMetric(run_id, "eval/acc", 10);
+  auto one = query.QueryMetric(run_id, "eval/acc", 10);
   REQUIRE(one.ok());
   REQUIRE(one->size() == 1);
   CHECK((*one)[0].step == 50);
-  CHECK(store.QueryMetric(run_id, "no/such", 10)->empty());
+  CHECK(query.QueryMetric(run_id, "no/such", 10)->empty());
 }
 
 }  // namespace tae::store
@@ -406,8 +449,8 @@ struct GangFixture {
     store = *std::move(opened);
     NewExperiment exp = TwoRuns();
     exp.runs.resize(1);
-    exp.runs[0].hosts = hosts;
-    exp.runs[0].max_attempts = max_attempts;
+    exp.runs[0].resources.hosts = hosts;
+    exp.runs[0].resources.max_attempts = max_attempts;
     REQUIRE(store->CreateExperiment(exp, 100.0).ok());
     run_id = (*store->QueuedRuns())[0].id;
   }

@@ -1,0 +1,428 @@
+#include "server/query/query.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/metrics/names.h"
+#include "common/spec/spec.h"
+#include "common/status/macros.h"
+#include "server/store/rows.h"
+
+namespace tae::query {
+namespace {
+
+using store::Statement;
+
+// Statements are cached by address (Db::Cached): those built from column lists are built once.
+const std::string& SelectExperimentById() {
+  static const std::string sql =
+      absl::StrCat("SELECT ", store::rows::kExperimentColumns, " FROM experiments WHERE id = ?");
+  return sql;
+}
+
+const std::string& SelectNewestExperiments() {
+  static const std::string sql = absl::StrCat("SELECT ", store::rows::kExperimentColumns,
+                                              " FROM experiments ORDER BY id DESC LIMIT ?");
+  return sql;
+}
+
+constexpr char kCountsOfExperiment[] =
+    "SELECT state, COUNT(*) FROM runs WHERE experiment_id = ? GROUP BY state";
+constexpr char kVariantsOfExperiment[] =
+    "SELECT variant FROM runs WHERE experiment_id = ? GROUP BY variant ORDER BY MIN(id)";
+// Of the newest `?` experiments, as ListExperiments lists them.
+constexpr char kCountsOfNewest[] =
+    "SELECT experiment_id, state, COUNT(*) FROM runs WHERE experiment_id IN (SELECT id FROM "
+    "experiments ORDER BY id DESC LIMIT ?) GROUP BY experiment_id, state";
+constexpr char kVariantsOfNewest[] =
+    "SELECT experiment_id, variant FROM runs WHERE experiment_id IN (SELECT id FROM experiments "
+    "ORDER BY id DESC LIMIT ?) GROUP BY experiment_id, variant ORDER BY experiment_id, MIN(id)";
+constexpr char kTransitions[] =
+    "SELECT attempt, from_state, to_state, reason, at FROM run_transitions WHERE run_id = ? "
+    "ORDER BY id";
+constexpr char kRunSummaries[] =
+    "SELECT k.name, s.last_step, s.last_value, s.min_value, s.max_value, s.count FROM "
+    "run_summaries s JOIN metric_keys k ON k.id = s.key_id WHERE s.run_id = ? ORDER BY k.name";
+constexpr char kExperimentSummaries[] =
+    "SELECT s.run_id, k.name, s.last_step, s.last_value, s.min_value, s.max_value, s.count FROM "
+    "runs r JOIN run_summaries s ON s.run_id = r.id JOIN metric_keys k ON k.id = s.key_id WHERE "
+    "r.experiment_id = ? ORDER BY s.run_id, k.name";
+constexpr char kFinalValues[] =
+    "SELECT r.id, r.variant, r.seed, r.state, k.name, s.last_value, s.min_value, s.max_value "
+    "FROM runs r JOIN run_summaries s ON s.run_id = r.id JOIN metric_keys k ON k.id = s.key_id "
+    "WHERE r.experiment_id = ? AND k.name = ? ORDER BY r.id";
+constexpr char kLogs[] =
+    "SELECT id, attempt, stream, line, wall_time FROM logs WHERE run_id = ? AND id > ? ORDER BY "
+    "id LIMIT ?";
+constexpr char kMetricRange[] =
+    "SELECT MIN(m.step), MAX(m.step), COUNT(*) FROM metrics m JOIN metric_keys k ON k.id = "
+    "m.key_id WHERE m.run_id = ? AND k.name = ?";
+constexpr char kMetricPoints[] =
+    "SELECT m.step, m.value, m.wall_time FROM metrics m JOIN metric_keys k ON k.id = m.key_id "
+    "WHERE m.run_id = ? AND k.name = ? ORDER BY m.step";
+// Bucket b holds the steps with (step - first) * max_points / (last - first + 1) == b.
+constexpr char kMetricBuckets[] =
+    "SELECT MAX(m.step), AVG(m.value), MIN(m.value), MAX(m.value), MAX(m.wall_time), COUNT(*) "
+    "FROM metrics m JOIN metric_keys k ON k.id = m.key_id WHERE m.run_id = ? AND k.name = ? "
+    "GROUP BY (m.step - ?) * ? / ? ORDER BY 1";
+
+store::RunState StateOf(const std::string& text) {
+  return store::RunStateFromString(text).value_or(store::RunState::kFailed);
+}
+
+store::MetricSummary ReadSummary(const Statement& stmt, int first) {
+  return {stmt.Text(first),         stmt.Int(first + 1),    stmt.Double(first + 2),
+          stmt.Double(first + 3),   stmt.Double(first + 4), stmt.Int(first + 5)};
+}
+
+}  // namespace
+
+Query::Query(store::Store* store) : store_(store), db_(store->db()) {}
+
+absl::StatusOr<int64_t> Query::ResolveExperiment(const std::string& ref) {
+  TAE_CHECK_OWNER(core_);
+  return store_->ResolveExperiment(ref);
+}
+
+absl::StatusOr<store::ExperimentRecord> Query::GetExperiment(int64_t id) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(SelectExperimentById().c_str()));
+  stmt->Bind(1, id);
+  ASSIGN_OR_RETURN(bool row, stmt->Step());
+  if (!row) {
+    return absl::NotFoundError(absl::StrCat("no experiment e", id));
+  }
+  store::ExperimentRecord exp = store::rows::ReadExperiment(*stmt);
+  ASSIGN_OR_RETURN(Statement * counts, db_->Cached(kCountsOfExperiment));
+  counts->Bind(1, id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, counts->Step());
+    if (!more) {
+      break;
+    }
+    store::rows::AddToCounts(StateOf(counts->Text(0)), static_cast<int>(counts->Int(1)),
+                             &exp.counts);
+  }
+  ASSIGN_OR_RETURN(Statement * variants, db_->Cached(kVariantsOfExperiment));
+  variants->Bind(1, id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, variants->Step());
+    if (!more) {
+      break;
+    }
+    exp.variants.push_back(variants->Text(0));
+  }
+  return exp;
+}
+
+absl::StatusOr<std::vector<store::ExperimentRecord>> Query::ListExperiments(int limit) {
+  TAE_CHECK_OWNER(core_);
+  // Three statements whatever the number of experiments and runs: the rows, then the run counts
+  // and the variants of all of them, grouped.
+  const int64_t bound = limit > 0 ? limit : -1;
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(SelectNewestExperiments().c_str()));
+  stmt->Bind(1, bound);
+  std::vector<store::ExperimentRecord> out;
+  std::map<int64_t, size_t> index;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    store::ExperimentRecord exp = store::rows::ReadExperiment(*stmt);
+    index[exp.id] = out.size();
+    out.push_back(std::move(exp));
+  }
+  if (out.empty()) {
+    return out;
+  }
+  ASSIGN_OR_RETURN(Statement * counts, db_->Cached(kCountsOfNewest));
+  counts->Bind(1, bound);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, counts->Step());
+    if (!more) {
+      break;
+    }
+    store::rows::AddToCounts(StateOf(counts->Text(1)), static_cast<int>(counts->Int(2)),
+                             &out[index.at(counts->Int(0))].counts);
+  }
+  ASSIGN_OR_RETURN(Statement * variants, db_->Cached(kVariantsOfNewest));
+  variants->Bind(1, bound);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, variants->Step());
+    if (!more) {
+      break;
+    }
+    out[index.at(variants->Int(0))].variants.push_back(variants->Text(1));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<RunView>> Query::ListRuns(const std::string& experiment) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
+  // A constant number of statements however many runs: the runs, then all their summaries.
+  ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
+  ASSIGN_OR_RETURN(auto summaries, ExperimentSummaries(id));
+  std::vector<RunView> out;
+  out.reserve(runs.size());
+  for (store::RunRecord& run : runs) {
+    RunView view{std::move(run), {}};
+    if (auto it = summaries.find(view.run.id); it != summaries.end()) {
+      view.summaries = std::move(it->second);
+    }
+    out.push_back(std::move(view));
+  }
+  return out;
+}
+
+absl::StatusOr<RunDetail> Query::GetRun(int64_t run_id) {
+  TAE_CHECK_OWNER(core_);
+  RunDetail detail;
+  ASSIGN_OR_RETURN(detail.view.run, store_->GetRun(run_id));
+  ASSIGN_OR_RETURN(detail.view.summaries, Summaries(run_id));
+  ASSIGN_OR_RETURN(detail.transitions, ListTransitions(run_id));
+  return detail;
+}
+
+absl::StatusOr<std::vector<store::RunRecord>> Query::Queue() {
+  TAE_CHECK_OWNER(core_);
+  return store_->QueuedRuns();
+}
+
+absl::StatusOr<LogPage> Query::Logs(int64_t run_id, int64_t after, int limit) {
+  TAE_CHECK_OWNER(core_);
+  if (limit < 1 || limit > kMaxLogLines) {
+    return absl::InvalidArgumentError(absl::StrCat("limit: must be 1..", kMaxLogLines));
+  }
+  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kLogs));
+  stmt->Bind(1, run_id).Bind(2, after).Bind(3, static_cast<int64_t>(limit));
+  LogPage page;
+  page.next = after;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    page.lines.push_back({stmt->Int(0), static_cast<int>(stmt->Int(1)), stmt->Text(2),
+                          stmt->Text(3), stmt->Double(4)});
+    page.next = page.lines.back().cursor;
+  }
+  // Final only once every line has been read: a final run's lines are all stored already.
+  page.run_finished =
+      store::IsFinal(run.state) && static_cast<int>(page.lines.size()) < limit;
+  return page;
+}
+
+absl::StatusOr<std::vector<MetricSeries>> Query::Metrics(const MetricsRequest& request) {
+  TAE_CHECK_OWNER(core_);
+  if (request.max_points < 0) {
+    return absl::InvalidArgumentError("max_points: must be >= 0 (0: every point)");
+  }
+  if (request.experiment.empty() == request.run_ids.empty()) {
+    return absl::InvalidArgumentError("experiment or run_ids: give exactly one of the two");
+  }
+  std::vector<store::RunRecord> runs;
+  if (!request.experiment.empty()) {
+    ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(request.experiment));
+    ASSIGN_OR_RETURN(runs, store_->ListRuns(id));
+  } else {
+    for (int64_t run_id : request.run_ids) {
+      ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+      runs.push_back(std::move(run));
+    }
+  }
+  std::vector<MetricSeries> out;
+  for (const store::RunRecord& run : runs) {
+    std::vector<std::string> keys = request.keys;
+    if (keys.empty()) {
+      ASSIGN_OR_RETURN(std::vector<store::MetricSummary> summaries, Summaries(run.id));
+      for (const store::MetricSummary& summary : summaries) {
+        keys.push_back(summary.key);
+      }
+    }
+    for (const std::string& key : keys) {
+      ASSIGN_OR_RETURN(std::vector<store::MetricPoint> points,
+                       QueryMetric(run.id, key, request.max_points));
+      if (!points.empty()) {
+        out.push_back({run, key, std::move(points)});
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
+                                           std::vector<std::string> metrics,
+                                           std::string baseline, std::string sort) {
+  TAE_CHECK_OWNER(core_);
+  if (sort.empty()) {
+    sort = "effect";
+  }
+  if (metrics.empty()) {
+    metrics = {tae::metrics::kEvalLoss, tae::metrics::kEvalAcc};
+  }
+  if (baseline.empty()) {
+    baseline = "baseline";
+  }
+  ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
+  ReportResult result;
+  ASSIGN_OR_RETURN(result.experiment, GetExperiment(id));
+  ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
+  const std::vector<std::string>& variants = result.experiment.variants;
+  const bool known = std::any_of(variants.begin(), variants.end(), [&](const std::string& v) {
+    return v == baseline || spec::BaselineFor(v, baseline) == v;  // "baseline[layers=2]"
+  });
+  if (!known) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("baseline: e", id, " has no variant '", baseline,
+                     "'; its variants are: ", absl::StrJoin(result.experiment.variants, ", ")));
+  }
+  std::vector<std::string> wanted = metrics;
+  for (const std::string& extra : report::ExtraMetrics()) {
+    if (std::find(wanted.begin(), wanted.end(), extra) == wanted.end()) {
+      wanted.push_back(extra);
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<store::FinalValue> values, FinalValues(id, wanted));
+  result.rows = report::BuildReport(result.experiment.variants, runs, values, metrics, baseline);
+  if (sort == "effect") {
+    report::SortByEffect(&result.rows);
+  } else if (sort != "spec") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sort: '", sort, "' is not one of effect, spec"));
+  }
+  result.metrics = std::move(metrics);
+  result.baseline = std::move(baseline);
+  return result;
+}
+
+absl::StatusOr<std::vector<SnapshotView>> Query::Snapshots() {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(std::vector<store::SnapshotRecord> snapshots, store_->ListSnapshots());
+  ASSIGN_OR_RETURN(auto usages, store_->SnapshotUsages());
+  std::vector<SnapshotView> out;
+  out.reserve(snapshots.size());
+  for (store::SnapshotRecord& snapshot : snapshots) {
+    const store::SnapshotUsage usage = usages[snapshot.id];
+    out.push_back({std::move(snapshot), usage});
+  }
+  return out;
+}
+
+absl::StatusOr<SnapshotView> Query::Snapshot(const std::string& id) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(store::SnapshotRecord snapshot, store_->GetSnapshot(id));
+  ASSIGN_OR_RETURN(auto usages, store_->SnapshotUsages());
+  const store::SnapshotUsage usage = usages[id];
+  return SnapshotView{std::move(snapshot), usage};
+}
+
+absl::StatusOr<std::vector<store::TransitionRecord>> Query::ListTransitions(int64_t run_id) {
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kTransitions));
+  stmt->Bind(1, run_id);
+  std::vector<store::TransitionRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    out.push_back({static_cast<int>(stmt->Int(0)), stmt->Text(1), stmt->Text(2), stmt->Text(3),
+                   stmt->Double(4)});
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<store::MetricSummary>> Query::Summaries(int64_t run_id) {
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kRunSummaries));
+  stmt->Bind(1, run_id);
+  std::vector<store::MetricSummary> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    out.push_back(ReadSummary(*stmt, 0));
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<int64_t, std::vector<store::MetricSummary>>> Query::ExperimentSummaries(
+    int64_t experiment_id) {
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kExperimentSummaries));
+  stmt->Bind(1, experiment_id);
+  std::map<int64_t, std::vector<store::MetricSummary>> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    out[stmt->Int(0)].push_back(ReadSummary(*stmt, 1));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<store::FinalValue>> Query::FinalValues(
+    int64_t experiment_id, const std::vector<std::string>& keys) {
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kFinalValues));
+  std::vector<store::FinalValue> out;
+  for (const std::string& key : keys) {
+    stmt->Reset();
+    stmt->Bind(1, experiment_id).Bind(2, key);
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, stmt->Step());
+      if (!more) {
+        break;
+      }
+      out.push_back({stmt->Int(0), stmt->Text(1), stmt->Int(2), StateOf(stmt->Text(3)),
+                     stmt->Text(4), stmt->Double(5), stmt->Double(6), stmt->Double(7)});
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<store::MetricPoint>> Query::QueryMetric(int64_t run_id,
+                                                                   const std::string& key,
+                                                                   int64_t max_points) {
+  std::vector<store::MetricPoint> out;
+  ASSIGN_OR_RETURN(Statement * range, db_->Cached(kMetricRange));
+  range->Bind(1, run_id).Bind(2, key);
+  ASSIGN_OR_RETURN(bool has_row, range->Step());
+  const int64_t count = has_row ? range->Int(2) : 0;
+  if (count == 0) {
+    return out;
+  }
+  const int64_t first = range->Int(0);
+  const int64_t last = range->Int(1);
+  range->Reset();
+  if (max_points <= 0 || count <= max_points) {
+    ASSIGN_OR_RETURN(Statement * raw, db_->Cached(kMetricPoints));
+    raw->Bind(1, run_id).Bind(2, key);
+    out.reserve(static_cast<size_t>(count));
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, raw->Step());
+      if (!more) {
+        break;
+      }
+      const double value = raw->Double(1);
+      out.push_back({raw->Int(0), value, value, value, raw->Double(2), 1});
+    }
+    return out;
+  }
+  ASSIGN_OR_RETURN(Statement * buckets, db_->Cached(kMetricBuckets));
+  buckets->Bind(1, run_id).Bind(2, key).Bind(3, first).Bind(4, max_points).Bind(5,
+                                                                             last - first + 1);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, buckets->Step());
+    if (!more) {
+      break;
+    }
+    out.push_back({buckets->Int(0), buckets->Double(1), buckets->Double(2), buckets->Double(3),
+                   buckets->Double(4), buckets->Int(5)});
+  }
+  return out;
+}
+
+}  // namespace tae::query

@@ -1,0 +1,122 @@
+#pragma once
+
+// Query: the read side. What the adapters (Control RPCs, the agent link's snapshot fetch) show is
+// read here, never from the store's writers: experiments with their run counts, runs with their
+// metric summaries, a run with its transitions, log pages, metric series, reports, the queue and
+// snapshots with their usage. A listing is a constant number of statements however many
+// experiments or runs there are (tests/unit/store_listing_test.cc counts them), and every
+// statement is prepared once per connection (Db::Cached). Reads run on taed's core thread, over
+// the store's connection (docs/threading.md); nothing here writes.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/thread/owner.h"
+#include "server/report/report.h"
+#include "server/store/records.h"
+#include "server/store/store.h"
+
+namespace tae::query {
+
+// A run with the summary (last/min/max/count) of each of its metrics.
+struct RunView {
+  store::RunRecord run;
+  std::vector<store::MetricSummary> summaries;
+};
+
+// One run in full: its view and every transition it took.
+struct RunDetail {
+  RunView view;
+  std::vector<store::TransitionRecord> transitions;
+};
+
+struct LogPage {
+  std::vector<store::LogRecord> lines;
+  int64_t next = 0;           // the cursor to ask after next time
+  bool run_finished = false;  // the run is final and this page holds its last line
+};
+
+struct MetricsRequest {
+  std::string experiment;        // every run of it, or
+  std::vector<int64_t> run_ids;  // these runs (exactly one of the two)
+  std::vector<std::string> keys;  // empty: every metric each run has
+  int64_t max_points = 0;         // 0: every raw point (Query::QueryMetric)
+};
+
+struct MetricSeries {
+  store::RunRecord run;
+  std::string key;
+  std::vector<store::MetricPoint> points;
+};
+
+struct ReportResult {
+  store::ExperimentRecord experiment;
+  std::vector<std::string> metrics;
+  std::string baseline;
+  std::vector<report::Row> rows;
+};
+
+struct SnapshotView {
+  store::SnapshotRecord snapshot;
+  store::SnapshotUsage usage;
+};
+
+class Query {
+ public:
+  // Reads through store->db(); the store outlives the query.
+  explicit Query(store::Store* store);
+
+  // Experiments. ref: "12", "e12" or a name (the newest experiment with that name).
+  absl::StatusOr<int64_t> ResolveExperiment(const std::string& ref);
+  absl::StatusOr<store::ExperimentRecord> GetExperiment(int64_t id);
+  // Newest first (limit <= 0: all); three statements however many experiments and runs.
+  absl::StatusOr<std::vector<store::ExperimentRecord>> ListExperiments(int limit);
+
+  // Runs. The experiment's runs with their summaries: two statements however many runs.
+  absl::StatusOr<std::vector<RunView>> ListRuns(const std::string& experiment);
+  absl::StatusOr<RunDetail> GetRun(int64_t run_id);
+  // Queued runs in the scheduler's order, each with why it waits.
+  absl::StatusOr<std::vector<store::RunRecord>> Queue();
+  // limit: 1..kMaxLogLines lines after the cursor `after`.
+  absl::StatusOr<LogPage> Logs(int64_t run_id, int64_t after, int limit);
+  absl::StatusOr<std::vector<MetricSeries>> Metrics(const MetricsRequest& request);
+  // sort: "effect" (default when empty) or "spec" (report::SortByEffect); metrics default to
+  // eval/loss and eval/acc, baseline to "baseline".
+  absl::StatusOr<ReportResult> Report(const std::string& experiment,
+                                      std::vector<std::string> metrics, std::string baseline,
+                                      std::string sort = "");
+
+  // Snapshots, newest first, without manifests, with how many runs pin each.
+  absl::StatusOr<std::vector<SnapshotView>> Snapshots();
+  // One snapshot, its manifest included.
+  absl::StatusOr<SnapshotView> Snapshot(const std::string& id);
+
+  // The tables the views are made of.
+  absl::StatusOr<std::vector<store::TransitionRecord>> ListTransitions(int64_t run_id);
+  absl::StatusOr<std::vector<store::MetricSummary>> Summaries(int64_t run_id);
+  // Every run's summaries in the experiment, by run id, in one statement.
+  absl::StatusOr<std::map<int64_t, std::vector<store::MetricSummary>>> ExperimentSummaries(
+      int64_t experiment_id);
+  absl::StatusOr<std::vector<store::FinalValue>> FinalValues(int64_t experiment_id,
+                                                             const std::vector<std::string>& keys);
+  // The points of one run's metric `key` in step order: every raw point when max_points is 0 or
+  // the series has no more; else at most max_points buckets of equal step ranges, each with the
+  // mean, min and max of its points (a plot never pulls points it cannot draw). Empty for an
+  // unknown key.
+  absl::StatusOr<std::vector<store::MetricPoint>> QueryMetric(int64_t run_id,
+                                                              const std::string& key,
+                                                              int64_t max_points);
+
+  // The largest page Logs gives.
+  static constexpr int kMaxLogLines = 10000;
+
+ private:
+  thread::ThreadOwner core_;  // the views are read on taed's core thread (checked)
+  store::Store* store_;
+  store::Db* db_;
+};
+
+}  // namespace tae::query

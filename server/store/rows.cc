@@ -1,0 +1,95 @@
+#include "server/store/rows.h"
+
+#include "nlohmann/json.hpp"
+
+namespace tae::store::rows {
+
+std::string LabelsToJson(const Labels& labels) { return nlohmann::json(labels).dump(); }
+
+Labels LabelsFromJson(const std::string& text) {
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  Labels labels;
+  if (doc.is_object()) {
+    for (const auto& [key, value] : doc.items()) {
+      labels[key] = value.is_string() ? value.get<std::string>() : value.dump();
+    }
+  }
+  return labels;
+}
+
+ExperimentRecord ReadExperiment(const Statement& stmt) {
+  ExperimentRecord exp;
+  exp.id = stmt.Int(0);
+  exp.name = stmt.Text(1);
+  exp.description = stmt.Text(2);
+  exp.spec_hash = stmt.Text(3);
+  exp.spec_path = stmt.Text(4);
+  exp.created_at = stmt.Double(5);
+  exp.paused = stmt.Int(6) != 0;
+  return exp;
+}
+
+const char* const kRunColumns =
+    "id, experiment_id, variant, seed, config, state, attempt, max_attempts, priority, slots, "
+    "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at, "
+    "meta, not_before, max_concurrent, hosts, COALESCE(snapshot_id, ''), command, "
+    "attempts_granted";
+
+RunRecord ReadRun(const Statement& stmt) {
+  RunRecord run;
+  run.id = stmt.Int(0);
+  run.experiment_id = stmt.Int(1);
+  run.variant = stmt.Text(2);
+  run.seed = stmt.Int(3);
+  run.config_json = stmt.Text(4);
+  run.state = RunStateFromString(stmt.Text(5)).value_or(RunState::kFailed);
+  run.attempt = static_cast<int>(stmt.Int(6));
+  run.max_attempts = static_cast<int>(stmt.Int(7));
+  run.priority = static_cast<int>(stmt.Int(8));
+  run.slots = static_cast<int>(stmt.Int(9));
+  run.labels = LabelsFromJson(stmt.Text(10));
+  run.agent_id = stmt.Text(11);
+  run.pid = stmt.Int(12);
+  if (!stmt.IsNull(13)) {
+    run.exit_code = static_cast<int>(stmt.Int(13));
+  }
+  run.reason = stmt.Text(14);
+  run.created_at = stmt.Double(15);
+  run.started_at = stmt.OptionalDouble(16);
+  run.finished_at = stmt.OptionalDouble(17);
+  run.meta = LabelsFromJson(stmt.Text(18));  // the same shape: a JSON object of strings
+  run.not_before = stmt.Double(19);
+  run.max_concurrent = static_cast<int>(stmt.Int(20));
+  run.hosts = static_cast<int>(stmt.Int(21));
+  run.snapshot_id = stmt.Text(22);
+  run.command = stmt.Text(23);
+  run.attempts_granted = static_cast<int>(stmt.Int(24));
+  return run;
+}
+
+void AddToCounts(RunState state, int n, RunCounts* counts) {
+  counts->total += n;
+  switch (state) {
+    case RunState::kQueued:
+      counts->queued += n;
+      break;
+    case RunState::kAssigned:
+    case RunState::kRunning:
+      counts->running += n;
+      break;
+    case RunState::kSucceeded:
+      counts->succeeded += n;
+      break;
+    case RunState::kFailed:
+      counts->failed += n;
+      break;
+    case RunState::kCancelled:
+      counts->cancelled += n;
+      break;
+    case RunState::kLost:
+      counts->lost += n;
+      break;
+  }
+}
+
+}  // namespace tae::store::rows
