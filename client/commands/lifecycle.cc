@@ -20,6 +20,7 @@
 #include "client/commands/commands.h"
 #include "client/rpc/control_client.h"
 #include "common/cli/flags.h"
+#include "common/fs/fs.h"
 #include "proto/tae/v1/states.h"
 
 namespace tae::client {
@@ -33,8 +34,7 @@ int ReadPid(const std::string& home) {
 }
 
 std::string Tail(const std::string& path, size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = fs::ReadFile(path).value_or("");
   return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
 }
 

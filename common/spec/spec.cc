@@ -2,16 +2,17 @@
 #include "common/spec/spec.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/fs/fs.h"
 #include "common/spec/schema.h"
 
 namespace tae::spec {
@@ -20,21 +21,22 @@ namespace {
 constexpr std::string_view kSeedKey = "train.seed";
 constexpr std::string_view kHashVersion = "tae-spec-v1\n";
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (file == nullptr) {
-    return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot open"));
+// The experiment file; an error starts with its path, as every spec error does.
+absl::StatusOr<std::string> ReadSpecFile(const std::string& path) {
+  absl::StatusOr<std::string> text = fs::ReadFile(path);
+  if (text.ok()) {
+    return text;
   }
-  std::string text;
-  char buffer[1 << 16];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) {
-    text.append(buffer, n);
+  // fs's message is "cannot <open|read> PATH: <strerror>": keep the verb and the reason.
+  const std::string message(text.status().message());
+  const size_t verb_end = message.find(' ', std::strlen("cannot "));
+  const size_t reason = message.rfind(": ");
+  if (absl::StartsWith(message, "cannot ") && verb_end != std::string::npos &&
+      reason != std::string::npos) {
+    return absl::Status(text.status().code(), absl::StrCat(path, ": ", message.substr(0, verb_end),
+                                                           message.substr(reason)));
   }
-  if (std::ferror(file.get())) {
-    return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot read"));
-  }
-  return text;
+  return absl::Status(text.status().code(), absl::StrCat(path, ": ", message));
 }
 
 uint64_t Fnv1a64(std::string_view data) {
@@ -52,7 +54,7 @@ uint64_t Fnv1a64(std::string_view data) {
 
 absl::StatusOr<Spec> ParseSpecFile(const std::string& path,
                                    const std::vector<std::string>& overrides) {
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = ReadSpecFile(path);
   if (!text.ok()) {
     return text.status();
   }
