@@ -363,8 +363,8 @@ Group AgentGroup(const tae::v1::AgentInfo& agent, const std::string& taectl_vers
                           "start tae-agent again (or `taectl down && taectl up` "
                           "for local agents)")));
   } else {
-    group.checks.push_back(
-        Ok(absl::StrCat(tae::v1::StateName(agent.state()), " on ", host, ", ", agent.slots(), " slot(s)")));
+    group.checks.push_back(Ok(absl::StrCat(tae::v1::StateName(agent.state()), " on ", host, ", ",
+                                           agent.slots(), " slot(s)")));
   }
   const std::string upgrade =
       absl::StrCat(OnHost(host), "install TAE ", taectl_version, " and restart tae-agent");
@@ -397,8 +397,12 @@ Group AgentGroup(const tae::v1::AgentInfo& agent, const std::string& taectl_vers
   for (const auto& [key, value] : agent.labels()) {
     labels[key] = value;
   }
-  group.detail = {{"id", agent.id()},         {"host", agent.host()}, {"state", tae::v1::StateName(agent.state())},
-                  {"slots", agent.slots()},   {"labels", labels},     {"version", agent.version()},
+  group.detail = {{"id", agent.id()},
+                  {"host", agent.host()},
+                  {"state", tae::v1::StateName(agent.state())},
+                  {"slots", agent.slots()},
+                  {"labels", labels},
+                  {"version", agent.version()},
                   {"facts", FactsJson(facts)}};
   return group;
 }

@@ -44,10 +44,10 @@ void PrintRuns(const tae::v1::ListRunsResponse& runs) {
   Table table({"RUN", "VARIANT", "SEED", "STATE", "ATTEMPT", "AGENT", "STEP",
                tae::metrics::kEvalLoss, tae::metrics::kEvalAcc, "REASON"});
   for (const tae::v1::Run& run : runs.runs()) {
-    table.Add({absl::StrCat("r", run.id()), run.variant(), absl::StrCat(run.seed()), tae::v1::StateName(run.state()),
-               absl::StrCat(run.attempt()), run.agent_id().empty() ? "-" : run.agent_id(),
-               absl::StrCat(run.last_step()), Metric(run, tae::metrics::kEvalLoss),
-               Metric(run, tae::metrics::kEvalAcc),
+    table.Add({absl::StrCat("r", run.id()), run.variant(), absl::StrCat(run.seed()),
+               tae::v1::StateName(run.state()), absl::StrCat(run.attempt()),
+               run.agent_id().empty() ? "-" : run.agent_id(), absl::StrCat(run.last_step()),
+               Metric(run, tae::metrics::kEvalLoss), Metric(run, tae::metrics::kEvalAcc),
                run.state() == tae::v1::RUN_STATE_SUCCEEDED ? "" : run.reason()});
   }
   std::fputs(table.Render().c_str(), stdout);
@@ -80,9 +80,10 @@ int ShowRun(ControlClient& client, int64_t run_id, bool json) {
   std::printf("run r%ld  experiment e%ld  variant %s  seed %ld\n", static_cast<long>(run.id()),
               static_cast<long>(run.experiment_id()), run.variant().c_str(),
               static_cast<long>(run.seed()));
-  std::printf("state %s  attempt %d  agent %s  pid %ld  last step %ld\n", tae::v1::StateName(run.state()),
-              run.attempt(), run.agent_id().empty() ? "-" : run.agent_id().c_str(),
-              static_cast<long>(run.pid()), static_cast<long>(run.last_step()));
+  std::printf("state %s  attempt %d  agent %s  pid %ld  last step %ld\n",
+              tae::v1::StateName(run.state()), run.attempt(),
+              run.agent_id().empty() ? "-" : run.agent_id().c_str(), static_cast<long>(run.pid()),
+              static_cast<long>(run.last_step()));
   if (!run.reason().empty()) {
     std::printf("reason: %s\n", run.reason().c_str());
   }
@@ -311,9 +312,10 @@ int Agents(const CommandEnv& env, const Args& args) {
     for (int64_t id : agent.run_ids()) {
       runs.push_back(absl::StrCat("r", id));
     }
-    table.Add({agent.id(), tae::v1::StateName(agent.state()), absl::StrCat(agent.busy_slots(), "/", agent.slots()),
-               agent.host(), absl::StrJoin(labels, ","),
-               runs.empty() ? "-" : absl::StrJoin(runs, ","), FormatTime(agent.last_seen())});
+    table.Add({agent.id(), tae::v1::StateName(agent.state()),
+               absl::StrCat(agent.busy_slots(), "/", agent.slots()), agent.host(),
+               absl::StrJoin(labels, ","), runs.empty() ? "-" : absl::StrJoin(runs, ","),
+               FormatTime(agent.last_seen())});
   }
   std::fputs(table.Render().c_str(), stdout);
   if (provider) {

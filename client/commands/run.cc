@@ -174,9 +174,9 @@ void PrintEnd(const tae::v1::Run& run) {
       absl::StrAppend(&metrics, " ", scalar.key(), "=", FormatNumber(scalar.value()));
     }
   }
-  std::fprintf(stderr, "r%ld %s%s%s (%s)%s%s\n", static_cast<long>(run.id()), tae::v1::StateName(run.state()),
-               run.reason().empty() ? "" : ": ", run.reason().c_str(),
-               FormatDuration(run.finished_at() - run.started_at()).c_str(),
+  std::fprintf(stderr, "r%ld %s%s%s (%s)%s%s\n", static_cast<long>(run.id()),
+               tae::v1::StateName(run.state()), run.reason().empty() ? "" : ": ",
+               run.reason().c_str(), FormatDuration(run.finished_at() - run.started_at()).c_str(),
                metrics.empty() ? "" : "; last", metrics.c_str());
 }
 

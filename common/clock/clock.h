@@ -11,8 +11,7 @@ namespace tae::clock {
 
 // Seconds since the Unix epoch.
 inline double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // Nanoseconds since the Unix epoch (file-time comparisons: mtimes are in nanoseconds).

@@ -55,8 +55,8 @@ absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
     const absl::string_view message = text.status().message();
     const size_t colon = message.rfind(": ");
     return absl::InvalidArgumentError(absl::StrCat(
-        Where(flag, path), "cannot read: ",
-        colon == absl::string_view::npos ? message : message.substr(colon + 2)));
+        Where(flag, path),
+        "cannot read: ", colon == absl::string_view::npos ? message : message.substr(colon + 2)));
   }
   return text;
 }

@@ -460,5 +460,4 @@ absl::Status Controller::Drain(const std::string& agent_id, bool drain) {
   return absl::OkStatus();
 }
 
-
 }  // namespace tae::controller

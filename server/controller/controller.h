@@ -3,8 +3,10 @@
 // Controller: what changes runs' state goes through here (agent events, Control requests,
 // lost agents). Which transition a run takes is decided by server/lifecycle's pure functions and
 // written by Store::Apply; the controller owns the agent registry, runs the scheduler, and
-// turns Control requests and agent events into Store transactions and messages to agents. Every
-// method runs on taed's core thread (docs/threading.md); nothing here blocks on the network.
+// turns Control requests and agent events into Store transactions and messages to agents. It is
+// the write side: what the adapters show is read by server/query, never through here. Every
+// method runs on taed's core thread (checked: a call from another thread aborts;
+// docs/threading.md); nothing here blocks on the network.
 
 #include <functional>
 #include <memory>

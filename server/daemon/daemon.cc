@@ -246,9 +246,8 @@ absl::Status Daemon::StartServers(const std::string& token,
     return absl::PermissionDeniedError(absl::StrCat("chmod 0600 ", socket_path));
   }
 
-  agent_service_ =
-      std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), query_.get(),
-                                              blobs_.get(), token);
+  agent_service_ = std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), query_.get(),
+                                                           blobs_.get(), token);
   grpc::ServerBuilder agent_builder;
   agent_builder.AddListeningPort(config_.agent_listen, std::move(agent_credentials), &agent_port_);
   const bool loopback_agents =

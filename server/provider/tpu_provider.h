@@ -134,7 +134,7 @@ class TpuProvider {
   std::map<std::string, Creator> creators_;  // VM -> its create (provider thread)
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool abort_calls_ ABSL_GUARDED_BY(mu_) = false;  // Stop() ends gcloud calls in flight
+  bool abort_calls_ ABSL_GUARDED_BY(mu_) = false;        // Stop() ends gcloud calls in flight
   std::set<std::string> creating_ ABSL_GUARDED_BY(mu_);  // VMs whose create has not returned
   std::thread thread_;
 };

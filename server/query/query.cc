@@ -72,8 +72,8 @@ store::RunState StateOf(const std::string& text) {
 }
 
 store::MetricSummary ReadSummary(const Statement& stmt, int first) {
-  return {stmt.Text(first),         stmt.Int(first + 1),    stmt.Double(first + 2),
-          stmt.Double(first + 3),   stmt.Double(first + 4), stmt.Int(first + 5)};
+  return {stmt.Text(first),       stmt.Int(first + 1),    stmt.Double(first + 2),
+          stmt.Double(first + 3), stmt.Double(first + 4), stmt.Int(first + 5)};
 }
 
 }  // namespace
@@ -211,8 +211,7 @@ absl::StatusOr<LogPage> Query::Logs(int64_t run_id, int64_t after, int limit) {
     page.next = page.lines.back().cursor;
   }
   // Final only once every line has been read: a final run's lines are all stored already.
-  page.run_finished =
-      store::IsFinal(run.state) && static_cast<int>(page.lines.size()) < limit;
+  page.run_finished = store::IsFinal(run.state) && static_cast<int>(page.lines.size()) < limit;
   return page;
 }
 
@@ -255,8 +254,8 @@ absl::StatusOr<std::vector<MetricSeries>> Query::Metrics(const MetricsRequest& r
 }
 
 absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
-                                           std::vector<std::string> metrics,
-                                           std::string baseline, std::string sort) {
+                                           std::vector<std::string> metrics, std::string baseline,
+                                           std::string sort) {
   TAE_CHECK_OWNER(core_);
   if (sort.empty()) {
     sort = "effect";
@@ -412,8 +411,11 @@ absl::StatusOr<std::vector<store::MetricPoint>> Query::QueryMetric(int64_t run_i
     return out;
   }
   ASSIGN_OR_RETURN(Statement * buckets, db_->Cached(kMetricBuckets));
-  buckets->Bind(1, run_id).Bind(2, key).Bind(3, first).Bind(4, max_points).Bind(5,
-                                                                             last - first + 1);
+  buckets->Bind(1, run_id)
+      .Bind(2, key)
+      .Bind(3, first)
+      .Bind(4, max_points)
+      .Bind(5, last - first + 1);
   while (true) {
     ASSIGN_OR_RETURN(bool more, buckets->Step());
     if (!more) {

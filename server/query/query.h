@@ -40,8 +40,8 @@ struct LogPage {
 };
 
 struct MetricsRequest {
-  std::string experiment;        // every run of it, or
-  std::vector<int64_t> run_ids;  // these runs (exactly one of the two)
+  std::string experiment;         // every run of it, or
+  std::vector<int64_t> run_ids;   // these runs (exactly one of the two)
   std::vector<std::string> keys;  // empty: every metric each run has
   int64_t max_points = 0;         // 0: every raw point (Query::QueryMetric)
 };

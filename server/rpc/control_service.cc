@@ -43,8 +43,7 @@ grpc::ServerUnaryReactor* ControlService::Submit(grpc::CallbackServerContext* ct
                                   request->force_new(),
                                   request->snapshot_id()};
     ASSIGN_OR_RETURN(controller::SubmitResult result, controller_->Submit(input));
-    ASSIGN_OR_RETURN(store::ExperimentRecord exp,
-                     query_->GetExperiment(result.experiment_id));
+    ASSIGN_OR_RETURN(store::ExperimentRecord exp, query_->GetExperiment(result.experiment_id));
     ToProto(exp, response->mutable_experiment());
     response->set_existing(result.existing);
     return absl::OkStatus();
@@ -118,8 +117,8 @@ grpc::ServerUnaryReactor* ControlService::Report(grpc::CallbackServerContext* ct
   return OnCore(ctx, [this, request, response]() -> absl::Status {
     ASSIGN_OR_RETURN(query::ReportResult result,
                      query_->Report(request->experiment(),
-                                         {request->metrics().begin(), request->metrics().end()},
-                                         request->baseline(), request->sort()));
+                                    {request->metrics().begin(), request->metrics().end()},
+                                    request->baseline(), request->sort()));
     ToProto(result, response);
     return absl::OkStatus();
   });
@@ -132,8 +131,7 @@ grpc::ServerUnaryReactor* ControlService::SetPaused(grpc::CallbackServerContext*
     if (request->experiment().empty()) {
       return absl::InvalidArgumentError("experiment: an experiment (e<ID> or name) is required");
     }
-    ASSIGN_OR_RETURN(int64_t id,
-                     controller_->SetPaused(request->experiment(), request->paused()));
+    ASSIGN_OR_RETURN(int64_t id, controller_->SetPaused(request->experiment(), request->paused()));
     ASSIGN_OR_RETURN(store::ExperimentRecord exp, query_->GetExperiment(id));
     ToProto(exp, response);
     return absl::OkStatus();

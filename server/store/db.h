@@ -85,7 +85,7 @@ class Db {
  private:
   explicit Db(sqlite3* db) : db_(db), statements_(std::make_unique<int64_t>(0)) {}
   sqlite3* db_ = nullptr;
-  std::unique_ptr<int64_t> statements_;  // on the heap: the trace callback keeps its address
+  std::unique_ptr<int64_t> statements_;      // on the heap: the trace callback keeps its address
   std::map<const char*, Statement> cached_;  // finalized before db_ closes
 };
 

@@ -57,7 +57,7 @@ struct RunResources {
   Labels labels{};         // resources.labels: the agent must carry every one
   int max_concurrent = 0;  // resources.max_concurrent: cap on the experiment's active runs
   int hosts = 1;           // resources.hosts: agents of one slice the run spans (a gang)
-  std::string command{};      // job.command; empty: tae-train
+  std::string command{};   // job.command; empty: tae-train
   std::string snapshot_id{};  // job.snapshot: the code snapshot mounted for it; empty: none
 };
 
@@ -98,11 +98,11 @@ struct RunRecord {
   std::optional<double> started_at;
   std::optional<double> finished_at;
   RunMeta meta;
-  double not_before = 0;   // queued: not started before this time (backoff after a lost attempt)
-  int max_concurrent = 0;  // at most this many active runs of its experiment; 0: no cap
-  int hosts = 1;           // > 1: a gang; its agents per attempt are in Store::Gang
-  std::string command;     // job.command; empty: tae-train
-  std::string snapshot_id;  // job.snapshot; empty: none
+  double not_before = 0;     // queued: not started before this time (backoff after a lost attempt)
+  int max_concurrent = 0;    // at most this many active runs of its experiment; 0: no cap
+  int hosts = 1;             // > 1: a gang; its agents per attempt are in Store::Gang
+  std::string command;       // job.command; empty: tae-train
+  std::string snapshot_id;   // job.snapshot; empty: none
   int attempts_granted = 1;  // resources.max_attempts, what each retry grants again
 };
 

@@ -428,8 +428,7 @@ absl::StatusOr<int> Store::RetryRuns(int64_t experiment_id, const std::string& r
   int retried = 0;
   for (const RunRecord& run : runs) {
     // As many attempts again as its spec gives (resources.max_attempts).
-    std::optional<RunTransition> retry =
-        lifecycle::OnRetry(run, reason, now, run.attempts_granted);
+    std::optional<RunTransition> retry = lifecycle::OnRetry(run, reason, now, run.attempts_granted);
     if (!retry) {
       continue;
     }

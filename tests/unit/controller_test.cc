@@ -1,9 +1,9 @@
 #include "server/controller/controller.h"
-#include "server/query/query.h"
 
 #include <catch2/catch.hpp>
 
 #include "boost/asio/io_context.hpp"
+#include "server/query/query.h"
 #include "server/rpc/agent_link_service.h"
 
 namespace tae::controller {

@@ -49,8 +49,8 @@ TEST_CASE("run and agent states cross the wire as enums named as taed stores the
   }
   CHECK(seen.size() == 7);  // one enum value per state
   for (registry::AgentState state :
-       {registry::AgentState::kReady, registry::AgentState::kBusy,
-        registry::AgentState::kDraining, registry::AgentState::kLost}) {
+       {registry::AgentState::kReady, registry::AgentState::kBusy, registry::AgentState::kDraining,
+        registry::AgentState::kLost}) {
     CHECK(std::string(tae::v1::StateName(ToProto(state))) == registry::ToString(state));
   }
   store::RunRecord record;

@@ -60,7 +60,8 @@ TEST_CASE("demand counts the queued runs each pool's agents would take, and busy
   CHECK(demand.busy_vms == std::map<std::string, int>{{"tae-v4-1", 4}, {"tae-v4-2", 0}});
 }
 
-TEST_CASE("a demand board gives the latest demand while it is recent, and nothing before or after") {
+TEST_CASE(
+    "a demand board gives the latest demand while it is recent, and nothing before or after") {
   provider::DemandBoard board;
   CHECK_FALSE(board.Latest(std::chrono::hours(1)).has_value());  // the core has not spoken
   provider::TpuDemand demand;
@@ -81,13 +82,19 @@ TEST_CASE("the controller publishes the pools' demand when it schedules") {
   options.demand_pools = {{"cpu-pool", {{"accelerator", "cpu"}}}, {"tpu-pool", {{"x", "y"}}}};
   options.demand = &board;
   Controller controller(&io, store.get(), options);
-  REQUIRE(controller.Submit({R"(
+  REQUIRE(controller
+              .Submit({R"(
 name = "tiny"
 [train]
 seeds = [0, 1]
 [resources]
 labels = { accelerator = "cpu" }
-)", "tiny.toml", {}, false, ""}).ok());
+)",
+                       "tiny.toml",
+                       {},
+                       false,
+                       ""})
+              .ok());
   auto latest = board.Latest(std::chrono::hours(1));
   REQUIRE(latest.has_value());
   CHECK(latest->waiting == std::map<std::string, int>{{"cpu-pool", 2}, {"tpu-pool", 0}});

@@ -1,13 +1,13 @@
 // ThreadOwner: code written for one thread aborts when called from another.
 
-#include "common/thread/owner.h"
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <thread>
+
+#include "common/thread/owner.h"
 
 namespace tae::thread {
 namespace {

@@ -49,8 +49,7 @@ inline const char* StateName(AgentState state) {
 
 // succeeded, failed or cancelled: the run will not change again (lost is requeued or failed).
 inline bool IsFinal(RunState state) {
-  return state == RUN_STATE_SUCCEEDED || state == RUN_STATE_FAILED ||
-         state == RUN_STATE_CANCELLED;
+  return state == RUN_STATE_SUCCEEDED || state == RUN_STATE_FAILED || state == RUN_STATE_CANCELLED;
 }
 
 }  // namespace tae::v1
