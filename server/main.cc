@@ -59,6 +59,10 @@ int main(int argc, char** argv) {
                "PEM CA: agents must present a certificate it signed (mTLS; TAE_TLS_CLIENT_CA)");
   flags.Int("agents", &config.local_agents, "local agents to start");
   flags.Int("slots", &config.slots, "run slots per local agent");
+  config.local_slice = tae::cli::EnvOr("TAE_SLICE", "");
+  flags.String("slice", &config.local_slice,
+               "the local agents form one slice of this name (labels slice=NAME, worker=0..N-1), "
+               "so resources.hosts = N runs gang-scheduled on this machine (TAE_SLICE)");
   flags.Double("agent-grace", &config.agent_grace_s,
                "seconds a disconnected agent has to come back before its runs are requeued");
   flags.Double("retry-backoff", &config.retry_backoff_s,

@@ -3,6 +3,7 @@
     import tae_log
     tae_log.log(step=40, loss=2.31, lr=3e-4)       # one point per key at step 40
     tae_log.meta(torch=torch.__version__)           # facts about the run, shown by taectl show
+    cfg = tae_log.config()                          # the run's config: cfg["params"]["rotary"]
 
 Under a TAE agent the points go as JSON lines to the file descriptor in TAE_METRICS_FD, which
 the agent reads, journals and streams to taed (exactly once, across reconnects). Outside TAE
@@ -66,6 +67,19 @@ def log(step=None, **values):
     else:
         parts = [f"{k}={'nan' if v is None else repr(v)}" for k, v in record.items()]
         print(" ".join(parts), file=sys.stdout, flush=True)
+
+
+def config():
+    """The run's resolved config as a nested dict ({"params": {"rotary": False}, "train": ...}).
+
+    TAE writes it for every run and names the file in TAE_CONFIG; outside TAE (no TAE_CONFIG)
+    this is an empty dict, so a script can fall back to its own defaults.
+    """
+    path = os.environ.get("TAE_CONFIG")
+    if not path:
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def meta(**facts):

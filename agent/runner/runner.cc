@@ -25,6 +25,7 @@
 #include "common/fs/fs.h"
 #include "common/process/spawn.h"
 #include "common/status/macros.h"
+#include "nlohmann/json.hpp"
 #include "proto/tae/v1/limits.h"
 #include "spdlog/spdlog.h"
 
@@ -46,6 +47,37 @@ double MonotonicNow() {
 }
 
 using clock::WallNow;
+
+// A flat config ({"model.layers": 2, "params.model.dim": 64}) as nested objects
+// ({"model": {"layers": 2}, "params": {"model": {"dim": 64}}}); "{}" for text that is not a JSON
+// object. A key that is both a value and a prefix keeps the value under its full dotted name.
+std::string NestedConfig(const std::string& flat_json) {
+  const nlohmann::json flat = nlohmann::json::parse(flat_json, nullptr, false);
+  nlohmann::json nested = nlohmann::json::object();
+  if (!flat.is_object()) {
+    return nested.dump();
+  }
+  for (const auto& [key, value] : flat.items()) {
+    nlohmann::json* node = &nested;
+    size_t begin = 0;
+    bool placed = true;
+    for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', begin)) {
+      nlohmann::json& child = (*node)[key.substr(begin, dot - begin)];
+      if (!child.is_null() && !child.is_object()) {
+        placed = false;
+        break;
+      }
+      node = &child;
+      begin = dot + 1;
+    }
+    if (placed && !node->contains(key.substr(begin))) {
+      (*node)[key.substr(begin)] = value;
+    } else {
+      nested[key] = value;
+    }
+  }
+  return nested.dump();
+}
 
 int64_t ParseIntOr(std::string_view text, int64_t fallback) {
   int64_t value = 0;
@@ -188,6 +220,11 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   // Adopting the job after an agent restart reads start.pb: it must survive a crash whole.
   RETURN_IF_ERROR(fs::WriteFileAtomically(job->job_dir + "/start.pb", start.SerializeAsString(),
                                           {0644, fs::Durability::kFileAndDir}));
+  // The run's resolved config for the program (TAE_CONFIG), nested: "params.model.dim" is
+  // {"params": {"model": {"dim": ...}}}, as scripts load their configs.
+  const std::string config_path = job->job_dir + "/config.json";
+  RETURN_IF_ERROR(fs::WriteFileAtomically(config_path, NestedConfig(start.config_json()) + "\n",
+                                          {0644, fs::Durability::kNone}));
   std::vector<std::string> program;
   if (job->command) {
     program = {"/bin/sh", "-c", start.command()};
@@ -215,6 +252,7 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
       {"TAE_VARIANT", start.variant()},
       {"TAE_SEED", absl::StrCat(start.seed())},
       {"TAE_RUN_DIR", job->run_dir},
+      {"TAE_CONFIG", config_path},
       {"TAE_METRICS_FD", absl::StrCat(process::kMetricsFd)},
       // Shared by the run's attempts on this agent: a re-queued attempt resumes from it.
       {"TAE_CHECKPOINT_DIR",

@@ -140,7 +140,7 @@ std::string RunDirName(const tae::v1::Run& run) {
 }  // namespace
 
 int Plot(const CommandEnv& env, const Args& args) {
-  std::string metric = tae::metrics::kEvalLoss;
+  std::string metric;  // empty: eval/loss, or the runs' own first metric when they have none
   std::string output;
   std::string title;
   int max_points = 300;
@@ -150,7 +150,8 @@ int Plot(const CommandEnv& env, const Args& args) {
       "Writes the curves of one metric as an SVG figure: one line per variant (the mean over its\n"
       "seeds at each step) with a shaded band from the lowest to the highest seed. Long series\n"
       "are downsampled by taed to about N points per run (mean of each bucket).");
-  flags.String("metric", &metric, "metric to plot");
+  flags.String("metric", &metric,
+               "metric to plot; default: eval/loss, or the runs' own first metric without it");
   flags.String("output", &output, "SVG file to write (-o); default: <experiment>-<metric>.svg");
   flags.String("title", &title, "figure title; default: '<experiment>: <metric>'");
   flags.Bool("log-y", &log_y, "logarithmic y axis (for losses and perplexities)");
@@ -179,6 +180,10 @@ int Plot(const CommandEnv& env, const Args& args) {
   if (!s.ok()) {
     return Fail(s);
   }
+  const bool chosen = !metric.empty();
+  if (!chosen) {
+    metric = tae::metrics::kEvalLoss;
+  }
   tae::v1::QueryMetricsRequest request;
   request.set_experiment(rest[0]);
   request.add_keys(metric);
@@ -186,6 +191,32 @@ int Plot(const CommandEnv& env, const Args& args) {
   absl::StatusOr<tae::v1::QueryMetricsResponse> response = Query(client, request);
   if (!response.ok()) {
     return Fail(response.status());
+  }
+  if (response->series_size() == 0 && !chosen) {
+    // No eval/loss: the runs' own metrics (metrics::DefaultMetrics), the first of them.
+    absl::StatusOr<tae::v1::ListRunsResponse> runs = ListRuns(client, rest[0]);
+    std::vector<std::string> present;
+    if (runs.ok()) {
+      for (const tae::v1::Run& run : runs->runs()) {
+        for (const tae::v1::Scalar& scalar : run.final_metrics()) {
+          present.push_back(scalar.key());
+        }
+      }
+    }
+    const std::vector<std::string> own = tae::metrics::DefaultMetrics(present);
+    if (!own.empty() && own.front() != tae::metrics::kEvalLoss) {
+      metric = own.front();
+      request.clear_keys();
+      request.add_keys(metric);
+      response = Query(client, request);
+      if (!response.ok()) {
+        return Fail(response.status());
+      }
+      std::fprintf(stderr,
+                   "plot: e%ld has no eval/loss; plotting %s, the first of its runs' own "
+                   "metrics (%s; name one with --metric)\n",
+                   static_cast<long>(exp.id()), metric.c_str(), absl::StrJoin(own, ", ").c_str());
+    }
   }
   if (response->series_size() == 0) {
     absl::StatusOr<tae::v1::ListRunsResponse> runs = ListRuns(client, rest[0]);

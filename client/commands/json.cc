@@ -129,6 +129,7 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
           {"state", report.experiment().state()},
           {"baseline", report.baseline()},
           {"metrics", std::vector<std::string>(report.metrics().begin(), report.metrics().end())},
+          {"metrics_source", report.metrics_source()},
           {"rows", rows}};
 }
 

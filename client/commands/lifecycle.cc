@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -39,7 +41,8 @@ std::string Tail(const std::string& path, size_t max_bytes) {
 }
 
 // Starts taed detached from this terminal, logging to home/logs/taed.log. Returns its pid.
-absl::StatusOr<pid_t> SpawnTaed(const CommandEnv& env, int agents, int slots) {
+absl::StatusOr<pid_t> SpawnTaed(const CommandEnv& env, int agents, int slots,
+                                const std::string& slice) {
   std::error_code ec;
   std::filesystem::create_directories(env.home + "/logs", ec);
   chmod(env.home.c_str(), 0700);
@@ -47,6 +50,10 @@ absl::StatusOr<pid_t> SpawnTaed(const CommandEnv& env, int agents, int slots) {
   std::string log_path = env.home + "/logs/taed.log";
   std::vector<std::string> args = {
       binary, "--home", env.home, "--agents", absl::StrCat(agents), "--slots", absl::StrCat(slots)};
+  if (!slice.empty()) {
+    args.push_back("--slice");
+    args.push_back(slice);
+  }
   std::vector<char*> argv;
   for (std::string& a : args) {
     argv.push_back(a.data());
@@ -87,10 +94,14 @@ int Up(const CommandEnv& env, const Args& args) {
   int agents = 1;
   int slots = 1;
   int timeout_s = 60;
+  std::string slice;
   cli::FlagSet flags(
-      "usage: taectl up [--agents N] [--slots S] [--timeout SEC]\n\n"
+      "usage: taectl up [--agents N] [--slots S] [--slice NAME] [--timeout SEC]\n\n"
       "Starts taed in the background on $TAE_HOME with N local agents of S slots each, and\n"
-      "waits until they are connected. Logs go to $TAE_HOME/logs/.");
+      "waits until they are connected. Logs go to $TAE_HOME/logs/. With --slice the agents\n"
+      "are one slice (labels slice=NAME, worker=0..N-1): a resources.hosts = N study runs as a\n"
+      "gang on this machine, as it would on the N workers of a TPU VM.");
+  flags.String("slice", &slice, "label the local agents as one slice of this name");
   flags.Int("agents", &agents, "local agents to start");
   flags.Int("slots", &slots, "run slots per agent (runs side by side; cores are shared)");
   flags.Int("timeout", &timeout_s, "seconds to wait for taed and its agents");
@@ -106,6 +117,13 @@ int Up(const CommandEnv& env, const Args& args) {
   if (agents < 0 || slots < 1) {
     return Fail(absl::InvalidArgumentError("--agents must be >= 0 and --slots >= 1"));
   }
+  if (!slice.empty() && (slice.size() > 63 || !std::all_of(slice.begin(), slice.end(), [](char c) {
+                           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                                  c == '_' || c == '.';
+                         }))) {
+    return Fail(absl::InvalidArgumentError(
+        "--slice: a name of at most 63 letters, digits, '-', '_' and '.' (it becomes a label)"));
+  }
   ControlClient client(env.home);
   if (client.Ping()) {
     std::printf(
@@ -114,7 +132,7 @@ int Up(const CommandEnv& env, const Args& args) {
         env.home.c_str(), ReadPid(env.home));
     return 0;
   }
-  absl::StatusOr<pid_t> pid = SpawnTaed(env, agents, slots);
+  absl::StatusOr<pid_t> pid = SpawnTaed(env, agents, slots, slice);
   if (!pid.ok()) {
     return Fail(pid.status());
   }

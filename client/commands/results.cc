@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/commands/common.h"
 #include "client/commands/head_grid.h"
 #include "client/commands/json.h"
@@ -195,6 +196,14 @@ int Report(const CommandEnv& env, const Args& args) {
     return Fail(text.status());
   }
   std::fputs(text->c_str(), stdout);
+  if (report.metrics_source() == "runs") {
+    // Said on stderr: the table on stdout keeps its shape for scripts.
+    std::fprintf(stderr,
+                 "report: e%ld has no eval/loss or eval/acc; these are its runs' own metrics: %s "
+                 "(name others with --metric)\n",
+                 static_cast<long>(report.experiment().id()),
+                 absl::StrJoin(report.metrics(), ", ").c_str());
+  }
   return 0;
 }
 

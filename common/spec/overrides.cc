@@ -7,6 +7,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "common/spec/params.h"
 #include "common/spec/text.h"
 #include "common/spec/value.h"
 
@@ -72,7 +74,8 @@ absl::Status ConvertText(std::string_view arg, const KeyInfo* key, std::string_v
 
 }  // namespace
 
-absl::StatusOr<std::vector<SetOverride>> ParseOverrides(const std::vector<std::string>& args) {
+absl::StatusOr<std::vector<SetOverride>> ParseOverrides(const std::vector<std::string>& args,
+                                                        const ParamSchema* params) {
   std::vector<SetOverride> result;
   for (const std::string& arg : args) {
     size_t eq = arg.find('=');
@@ -84,8 +87,22 @@ absl::StatusOr<std::vector<SetOverride>> ParseOverrides(const std::vector<std::s
     }
     std::string_view text = StripWhitespace(std::string_view(arg).substr(eq + 1));
     const KeyInfo* key = FindKey(name);
+    if (key == nullptr && params != nullptr) {
+      key = params->Find(name);
+    }
     if (key == nullptr) {
-      return SetError(arg, Cat("unknown key '", name, "'", DidYouMean(name, AllKeyNames())));
+      std::vector<std::string_view> names = AllKeyNames();
+      if (params != nullptr) {
+        for (std::string_view declared : params->Names()) {
+          names.push_back(declared);
+        }
+      }
+      std::string hint = DidYouMean(name, names);
+      if (hint.empty() &&
+          absl::StartsWith(absl::string_view(name.data(), name.size()), "params.")) {
+        hint = " (a param must be declared in the file's [params] first)";
+      }
+      return SetError(arg, Cat("unknown key '", name, "'", hint));
     }
     SetOverride set{arg, key, nullptr};
     if (absl::Status status = ConvertText(arg, key, text, &set.value); !status.ok()) {

@@ -19,6 +19,9 @@ struct SetOverride {
 // Parses and validates --set arguments, in order. VALUE is TOML value syntax; text that is not
 // one (or any non-string value for a string key) is taken as a bare string. Errors are
 // InvalidArgument "--set ARG: what is wrong".
-absl::StatusOr<std::vector<SetOverride>> ParseOverrides(const std::vector<std::string>& args);
+// `params`, if given, holds the experiment's declared [params] keys, which --set may set too.
+class ParamSchema;
+absl::StatusOr<std::vector<SetOverride>> ParseOverrides(const std::vector<std::string>& args,
+                                                        const ParamSchema* params = nullptr);
 
 }  // namespace tae::spec

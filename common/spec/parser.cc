@@ -5,15 +5,18 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "common/spec/checks.h"
 #include "common/spec/overrides.h"
+#include "common/spec/params.h"
 #include "common/spec/schema.h"
 #include "common/spec/spec.h"
 #include "common/spec/text.h"
@@ -58,7 +61,8 @@ struct Draft {
   Origins origins;
   std::vector<ParsedAblation> ablations;
   std::vector<ParsedAxis> grid;
-  toml::source_position grid_where{1, 1};  // the [grid] table
+  toml::source_position grid_where{1, 1};                                 // the [grid] table
+  std::shared_ptr<ParamSchema> params = std::make_shared<ParamSchema>();  // [params]
 };
 
 absl::Status Error(std::string_view path, const Origin& origin, std::string_view what) {
@@ -86,6 +90,7 @@ std::vector<std::string_view> KeyNames(bool run_scope_only) {
 std::vector<std::string_view> TableNames() {
   std::vector<std::string_view> names = Sections();
   names.push_back(kAblationTable);
+  names.push_back(kParamsTable);
   return names;
 }
 
@@ -105,15 +110,21 @@ bool IsSection(std::string_view name) {
 
 Problem Unknown(std::string_view full, const toml::key& key, const toml::node& node,
                 const std::vector<std::string_view>& candidates) {
-  if (node.is_table()) {
-    return {node.source().begin, Cat("unknown table '", full, "'", DidYouMean(full, candidates))};
+  std::string hint = DidYouMean(full, candidates);
+  if (hint.empty() && full.substr(0, kParamsTable.size() + 1) == Cat(kParamsTable, ".")) {
+    hint = " (declare it in [params] first)";
   }
-  return {key.source().begin, Cat("unknown key '", full, "'", DidYouMean(full, candidates))};
+  if (node.is_table()) {
+    return {node.source().begin, Cat("unknown table '", full, "'", hint)};
+  }
+  return {key.source().begin, Cat("unknown key '", full, "'", hint)};
 }
 
 class FileWalker {
  public:
   FileWalker();
+  // A schema key or a declared param, or nullptr.
+  const KeyInfo* Find(std::string_view name) const;
 
   void Walk(const toml::table& root);
 
@@ -124,6 +135,12 @@ class FileWalker {
 
  private:
   void WalkRoot(const toml::table& root);
+  // [params]: declares every key (nested tables group them) with its value as the baseline's.
+  void WalkParams(std::string_view prefix, const toml::node& node);
+  // Whether a table at `full` holds keys to walk into: a section at the top, or a params group.
+  bool IsGroup(std::string_view prefix, std::string_view full) const;
+  // Run-scope keys (schema and params), for suggestions.
+  std::vector<std::string_view> RunKeyNames() const;
   void WalkSection(std::string_view section, const toml::node& node);
   void WalkAblations(const toml::node& node);
   void WalkAblation(size_t index, const toml::table& table);
@@ -148,6 +165,44 @@ FileWalker::FileWalker() {
     if (!key.default_json.empty()) {
       draft_.values[std::string(key.name)] = nlohmann::json::parse(key.default_json);
     }
+  }
+}
+
+const KeyInfo* FileWalker::Find(std::string_view name) const {
+  const KeyInfo* key = FindKey(name);
+  return key != nullptr ? key : draft_.params->Find(name);
+}
+
+bool FileWalker::IsGroup(std::string_view prefix, std::string_view full) const {
+  return (prefix.empty() && IsSection(full)) || draft_.params->IsGroup(full);
+}
+
+std::vector<std::string_view> FileWalker::RunKeyNames() const {
+  std::vector<std::string_view> names = KeyNames(true);
+  for (std::string_view name : draft_.params->Names()) {
+    names.push_back(name);
+  }
+  return names;
+}
+
+void FileWalker::WalkParams(std::string_view prefix, const toml::node& node) {
+  const toml::table* table = node.as_table();
+  if (table == nullptr) {
+    Add(Problem{node.source().begin,
+                Cat(prefix, ": expected a table of params, got ", TypeName(node.type()))});
+    return;
+  }
+  for (auto&& [key, value] : *table) {
+    const std::string full = Cat(prefix, ".", key.str());
+    if (value.is_table()) {
+      WalkParams(full, value);
+      continue;
+    }
+    if (std::optional<Problem> problem = draft_.params->Declare(full, key, value)) {
+      Add(std::move(problem));
+      continue;
+    }
+    Store(*draft_.params->Find(full), full, value, Layer::kFile, &draft_.values, &draft_.origins);
   }
 }
 
@@ -189,8 +244,15 @@ void FileWalker::Walk(const toml::table& root) {
 }
 
 void FileWalker::WalkRoot(const toml::table& root) {
+  // Declared first: ablations and [grid] (which sort before it) may name them.
+  if (const toml::node* params = root.get(kParamsTable)) {
+    WalkParams(kParamsTable, *params);
+  }
   for (auto&& [key, node] : root) {
     std::string_view name = key.str();
+    if (name == kParamsTable) {
+      continue;
+    }
     const KeyInfo* info = FindKey(name);
     if (info != nullptr) {
       Store(*info, info->name, node, Layer::kFile, &draft_.values, &draft_.origins);
@@ -224,14 +286,14 @@ void FileWalker::WalkGrid(const toml::node& node) {
 void FileWalker::WalkGridEntry(std::string_view prefix, const toml::key& key,
                                const toml::node& node) {
   std::string full = prefix.empty() ? std::string(key.str()) : Cat(prefix, ".", key.str());
-  const KeyInfo* info = FindKey(full);
+  const KeyInfo* info = Find(full);
   if (info == nullptr) {
-    if (prefix.empty() && IsSection(full) && node.is_table()) {
+    if (IsGroup(prefix, full) && node.is_table()) {
       for (auto&& [sub_key, sub_node] : *node.as_table()) {
         WalkGridEntry(full, sub_key, sub_node);
       }
     } else {
-      Add(Unknown(full, key, node, KeyNames(true)));
+      Add(Unknown(full, key, node, RunKeyNames()));
     }
     return;
   }
@@ -377,7 +439,7 @@ void FileWalker::CheckAblationName(const ParsedAblation& ablation, const toml::n
 void FileWalker::WalkOverride(std::string_view prefix, const toml::key& key, const toml::node& node,
                               ParsedAblation* ablation) {
   std::string full = prefix.empty() ? std::string(key.str()) : Cat(prefix, ".", key.str());
-  const KeyInfo* info = FindKey(full);
+  const KeyInfo* info = Find(full);
   if (info != nullptr && info->scope == KeyScope::kRun) {
     auto [it, inserted] = ablation->keys.emplace(full, key.source().begin);
     if (inserted) {
@@ -391,12 +453,12 @@ void FileWalker::WalkOverride(std::string_view prefix, const toml::key& key, con
     Add(Problem{key.source().begin,
                 Cat(full, " cannot be overridden in an ablation",
                     full == kSeedsKey ? " (every variant runs once per seed)" : "")});
-  } else if (prefix.empty() && IsSection(full) && node.is_table()) {
+  } else if (IsGroup(prefix, full) && node.is_table()) {
     for (auto&& [sub_key, sub_node] : *node.as_table()) {
       WalkOverride(full, sub_key, sub_node, ablation);
     }
   } else {
-    Add(Unknown(full, key, node, KeyNames(true)));
+    Add(Unknown(full, key, node, RunKeyNames()));
   }
 }
 
@@ -508,12 +570,30 @@ absl::Status CheckJob(std::string_view path, const Draft& draft) {
     return Error(path, where, Cat("job.command: ", std::string(keys.status().message())));
   }
   for (const std::string& key : *keys) {
+    if (absl::StartsWith(key, Cat(kParamsTable, ":"))) {
+      // {params:STYLE}: every param at once, in a launcher's convention.
+      const std::string style = key.substr(kParamsTable.size() + 1);
+      const std::vector<std::string_view>& styles = ParamRenderers();
+      if (std::find(styles.begin(), styles.end(), style) == styles.end()) {
+        return Error(path, where,
+                     Cat("job.command: unknown renderer {", key, "}", DidYouMean(style, styles),
+                         "; the renderers are {params:argparse}, {params:ml_collections} and "
+                         "{params:hydra}"));
+      }
+      continue;
+    }
     const KeyInfo* info = FindKey(key);
+    if (info == nullptr) {
+      info = draft.params->Find(key);
+    }
     if (key != "train.seed" && (info == nullptr || info->scope != KeyScope::kRun)) {
-      return Error(
-          path, where,
-          Cat("job.command: unknown placeholder {", key, "}", DidYouMean(key, KeyNames(true)),
-              "; placeholders name run keys such as {train.lr} or {train.seed}"));
+      std::vector<std::string_view> names = KeyNames(true);
+      for (std::string_view name : draft.params->Names()) {
+        names.push_back(name);
+      }
+      return Error(path, where,
+                   Cat("job.command: unknown placeholder {", key, "}", DidYouMean(key, names),
+                       "; placeholders name run keys such as {train.lr} or {train.seed}"));
     }
   }
   const std::string code = draft.values.at("job.code").get<std::string>();
@@ -563,11 +643,11 @@ absl::StatusOr<Spec> ParseSpec(std::string_view text, std::string_view path,
   if (std::optional<Problem> problem = walker.FirstProblem()) {
     return Error(path, Origin{Layer::kFile, problem->where, ""}, problem->what);
   }
-  absl::StatusOr<std::vector<SetOverride>> sets = ParseOverrides(overrides);
+  Draft draft = walker.TakeDraft();
+  absl::StatusOr<std::vector<SetOverride>> sets = ParseOverrides(overrides, draft.params.get());
   if (!sets.ok()) {
     return sets.status();
   }
-  Draft draft = walker.TakeDraft();
   ApplyOverrides(*sets, &draft);
   if (!draft.values.contains("name")) {
     return Error(path, Origin{}, "missing required key 'name'");

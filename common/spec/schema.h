@@ -16,11 +16,12 @@ enum class ValueType {
   kFloat,  // accepts TOML integers; stored as a JSON double
   kBool,
   kString,
-  kEnum,       // a string from KeyInfo::allowed
-  kName,       // a non-empty string of [A-Za-z0-9._-]+ (experiment and ablation names)
-  kIntArray,   // elements checked against min/max, `unique`, `non_empty`
-  kStringMap,  // a table of string -> string (labels)
-  kHeadMap,    // a table of layer index (as a string) -> unique non-negative ints (prune_heads)
+  kEnum,         // a string from KeyInfo::allowed
+  kName,         // a non-empty string of [A-Za-z0-9._-]+ (experiment and ablation names)
+  kIntArray,     // elements checked against min/max, `unique`, `non_empty`
+  kStringMap,    // a table of string -> string (labels)
+  kHeadMap,      // a table of layer index (as a string) -> unique non-negative ints (prune_heads)
+  kScalarArray,  // an array of integers, floats, booleans or strings ([params] lists)
 };
 
 // Where a key lives.

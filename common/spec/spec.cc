@@ -263,13 +263,64 @@ std::string ExpandCommand(std::string_view command, const nlohmann::json& config
       continue;
     }
     const std::string key(command.substr(i + 1, close - i - 1));
-    auto it = config.find(key);
-    if (it != config.end()) {
+    if (absl::StartsWith(key, "params:")) {
+      out += RenderParams(std::string_view(key).substr(7), config);
+    } else if (auto it = config.find(key); it != config.end()) {
       out += ShellQuote(ValueText(*it));
     }
     i = close;
   }
   return out;
+}
+
+const std::vector<std::string_view>& ParamRenderers() {
+  static const std::vector<std::string_view> kStyles = {"argparse", "ml_collections", "hydra"};
+  return kStyles;
+}
+
+namespace {
+
+// A value as Python source (ml_collections' flags parse literals): True/False, repr-like strings
+// inside lists, numbers as JSON writes them.
+std::string PythonText(const nlohmann::json& value, bool nested) {
+  if (value.is_boolean()) {
+    return value.get<bool>() ? "True" : "False";
+  }
+  if (value.is_string()) {
+    return nested ? nlohmann::json(value).dump() : value.get<std::string>();
+  }
+  if (value.is_array()) {
+    std::vector<std::string> parts;
+    for (const nlohmann::json& element : value) {
+      parts.push_back(PythonText(element, true));
+    }
+    return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+  }
+  return value.dump();
+}
+
+}  // namespace
+
+std::string RenderParams(std::string_view style, const nlohmann::json& config) {
+  constexpr absl::string_view kPrefix = "params.";
+  std::vector<std::string> words;
+  for (const auto& [key, value] : config.items()) {
+    if (!absl::StartsWith(key, kPrefix)) {
+      continue;
+    }
+    const std::string name = key.substr(kPrefix.size());
+    if (style == "argparse") {
+      words.push_back(ShellQuote(absl::StrCat("--", name)));
+      words.push_back(ShellQuote(ValueText(value)));
+    } else if (style == "ml_collections") {
+      words.push_back(ShellQuote(absl::StrCat("--config.", name, "=", PythonText(value, false))));
+    } else if (style == "hydra") {
+      words.push_back(ShellQuote(absl::StrCat(name, "=", ValueText(value))));
+    } else {
+      return "";
+    }
+  }
+  return absl::StrJoin(words, " ");
 }
 
 std::vector<std::string> KnownKeys() {

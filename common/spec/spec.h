@@ -106,8 +106,18 @@ absl::StatusOr<std::vector<std::string>> CommandPlaceholders(std::string_view co
 
 // The command of one run: every {key} replaced by the config's value (strings as they are,
 // numbers in their shortest JSON form, lists as JSON), shell-quoted unless it is made only of
-// characters that need no quoting.
+// characters that need no quoting; {params:STYLE} by RenderParams(STYLE, config).
 std::string ExpandCommand(std::string_view command, const nlohmann::json& config);
+
+// The styles {params:STYLE} renders every [params] key in: "argparse" (--rotary false
+// --dropout 0.1), "ml_collections" (--config.rotary=False --config.dropout=0.1, absl flags of an
+// ml_collections config) and "hydra" (rotary=false dropout=0.1). Nested params keep their dots
+// (--model.dim 64).
+const std::vector<std::string_view>& ParamRenderers();
+
+// The config's params.* keys as command-line words in `style`, each shell-quoted, joined by
+// spaces, in key order; "" for an unknown style or no params.
+std::string RenderParams(std::string_view style, const nlohmann::json& config);
 
 // `text` quoted for /bin/sh when it holds anything but [A-Za-z0-9_./:=+,@%-].
 std::string ShellQuote(std::string_view text);

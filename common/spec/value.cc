@@ -32,6 +32,8 @@ std::string_view Expected(ValueType type) {
       return "a table of strings";
     case ValueType::kHeadMap:
       return "a table of layer -> head indices";
+    case ValueType::kScalarArray:
+      return "an array";
   }
   return "a value";
 }
@@ -248,6 +250,36 @@ std::string_view TypeName(toml::node_type type) {
   return "nothing";
 }
 
+static Result ConvertScalarArray(const KeyInfo& key, std::string_view display,
+                                 const toml::node& node, nlohmann::json* out) {
+  const toml::array* array = node.as_array();
+  if (array == nullptr) {
+    return WrongType(display, Expected(key.type), node);
+  }
+  nlohmann::json values = nlohmann::json::array();
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& element = *array->get(i);
+    if (const auto* v = element.as_integer()) {
+      values.push_back(v->get());
+    } else if (const auto* f = element.as_floating_point()) {
+      if (!std::isfinite(f->get())) {
+        return Problem{element.source().begin, Cat(display, "[", i, "]: must be finite")};
+      }
+      values.push_back(f->get());
+    } else if (const auto* b = element.as_boolean()) {
+      values.push_back(b->get());
+    } else if (const auto* s = element.as_string()) {
+      values.push_back(s->get());
+    } else {
+      return Problem{element.source().begin,
+                     Cat(display, "[", i, "]: expected a number, boolean or string, got ",
+                         TypeName(element.type()))};
+    }
+  }
+  *out = std::move(values);
+  return std::nullopt;
+}
+
 std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display,
                                     const toml::node& node, nlohmann::json* out) {
   switch (key.type) {
@@ -271,6 +303,8 @@ std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display
       return ConvertStringMap(key, display, node, out);
     case ValueType::kHeadMap:
       return ConvertHeadMap(key, display, node, out);
+    case ValueType::kScalarArray:
+      return ConvertScalarArray(key, display, node, out);
   }
   return WrongType(display, "a value", node);
 }

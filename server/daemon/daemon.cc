@@ -162,7 +162,8 @@ absl::Status Daemon::Init() {
                                  config_.home + "/logs",
                                  ssh_hosts_,
                                  loopback,
-                                 controller_->provider_log()};
+                                 controller_->provider_log(),
+                                 config_.local_slice};
     provider_ = std::make_unique<provider::LocalProvider>(&core_, local);
     std::promise<absl::Status> started;
     boost::asio::post(core_, [this, &started] { started.set_value(provider_->Start()); });

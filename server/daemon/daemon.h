@@ -32,7 +32,8 @@ struct Config {
   std::string agent_listen = "127.0.0.1:0";
   tls::ServerFiles tls;  // set: the agent listener speaks TLS (mTLS with tls.client_ca)
   int local_agents = 1;
-  int slots = 1;  // per local agent
+  int slots = 1;            // per local agent
+  std::string local_slice;  // set: the local agents form one slice of this name (gang runs)
   double agent_grace_s = 30;
   double agent_timeout_s = 20;  // silent this long: disconnected
   double retry_backoff_s = 10;

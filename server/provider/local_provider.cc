@@ -22,6 +22,7 @@ LocalProvider::LocalProvider(boost::asio::io_context* io, LocalOptions options)
   for (int i = 0; i < options_.agents; ++i) {
     Child child;
     child.id = absl::StrCat("local-", i);
+    child.worker = i;
     Add(std::move(child));
   }
   for (const SshHost& host : options_.ssh_hosts) {
@@ -114,7 +115,10 @@ absl::Status LocalProvider::Spawn(Child* child) {
                   "--work-dir",
                   absl::StrCat(options_.work_root, "/", child->id),
                   "--labels",
-                  "accelerator=cpu,provider=local"};
+                  options_.slice.empty()
+                      ? std::string("accelerator=cpu,provider=local")
+                      : absl::StrCat("accelerator=cpu,provider=local,slice=", options_.slice,
+                                     ",worker=", child->worker)};
   request.env = {{"TAE_AGENT_TOKEN", options_.token}};  // never on the command line
   // Local agents dial loopback without TLS (docs/security.md): taed's own TLS settings in the
   // environment (TAE_TLS_CERT and TAE_TLS_KEY are its server certificate) are not theirs.

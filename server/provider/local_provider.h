@@ -33,6 +33,9 @@ struct LocalOptions {
   std::vector<SshHost> ssh_hosts;
   std::string tunnel_target;   // loopback host:port the ssh agents' tunnels lead to
   ProviderLog* log = nullptr;  // set: starts, exits and restarts are recorded there (core thread)
+  // Set: the local agents are one slice of this name (labels slice=NAME, worker=0..agents-1), so
+  // a resources.hosts = N study can be tried on one machine.
+  std::string slice;
 };
 
 class LocalProvider {
@@ -56,6 +59,7 @@ class LocalProvider {
  private:
   struct Child {
     std::string id;
+    int worker = 0;        // a local agent's index
     bool session = false;  // an AgentSession (ssh, gcloud-tpu), else a local tae-agent
     AgentSession command;  // session: what to run
     pid_t pid = 0;

@@ -52,6 +52,9 @@ constexpr char kFinalValues[] =
     "SELECT r.id, r.variant, r.seed, r.state, k.name, s.last_value, s.min_value, s.max_value "
     "FROM runs r JOIN run_summaries s ON s.run_id = r.id JOIN metric_keys k ON k.id = s.key_id "
     "WHERE r.experiment_id = ? AND k.name = ? ORDER BY r.id";
+constexpr char kMetricNames[] =
+    "SELECT DISTINCT k.name FROM runs r JOIN run_summaries s ON s.run_id = r.id JOIN metric_keys k "
+    "ON k.id = s.key_id WHERE r.experiment_id = ? ORDER BY k.name";
 constexpr char kLogs[] =
     "SELECT id, attempt, stream, line, wall_time FROM logs WHERE run_id = ? AND id > ? ORDER BY "
     "id LIMIT ?";
@@ -260,14 +263,21 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
   if (sort.empty()) {
     sort = "effect";
   }
-  if (metrics.empty()) {
-    metrics = {tae::metrics::kEvalLoss, tae::metrics::kEvalAcc};
-  }
   if (baseline.empty()) {
     baseline = "baseline";
   }
   ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
   ReportResult result;
+  result.metrics_source = "asked";
+  if (metrics.empty()) {
+    ASSIGN_OR_RETURN(std::vector<std::string> present, MetricNames(id));
+    metrics = tae::metrics::DefaultMetrics(std::move(present));
+    result.metrics_source = "runs";
+    if (metrics.empty() || metrics.front() == tae::metrics::kEvalLoss) {
+      metrics = {tae::metrics::kEvalLoss, tae::metrics::kEvalAcc};
+      result.metrics_source = "default";
+    }
+  }
   ASSIGN_OR_RETURN(result.experiment, GetExperiment(id));
   ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
   const std::vector<std::string>& variants = result.experiment.variants;
@@ -380,6 +390,20 @@ absl::StatusOr<std::vector<store::FinalValue>> Query::FinalValues(
     }
   }
   return out;
+}
+
+absl::StatusOr<std::vector<std::string>> Query::MetricNames(int64_t experiment_id) {
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kMetricNames));
+  stmt->Bind(1, experiment_id);
+  std::vector<std::string> names;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    names.push_back(stmt->Text(0));
+  }
+  return names;
 }
 
 absl::StatusOr<std::vector<store::MetricPoint>> Query::QueryMetric(int64_t run_id,

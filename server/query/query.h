@@ -55,6 +55,7 @@ struct MetricSeries {
 struct ReportResult {
   store::ExperimentRecord experiment;
   std::vector<std::string> metrics;
+  std::string metrics_source;  // "asked", "default" or "runs" (ReportResponse.metrics_source)
   std::string baseline;
   std::vector<report::Row> rows;
 };
@@ -84,7 +85,8 @@ class Query {
   absl::StatusOr<LogPage> Logs(int64_t run_id, int64_t after, int limit);
   absl::StatusOr<std::vector<MetricSeries>> Metrics(const MetricsRequest& request);
   // sort: "effect" (default when empty) or "spec" (report::SortByEffect); metrics default to
-  // eval/loss and eval/acc, baseline to "baseline".
+  // metrics::DefaultMetrics of what the runs have (eval/loss and eval/acc for tae-train's), the
+  // baseline to "baseline".
   absl::StatusOr<ReportResult> Report(const std::string& experiment,
                                       std::vector<std::string> metrics, std::string baseline,
                                       std::string sort = "");
@@ -102,6 +104,8 @@ class Query {
       int64_t experiment_id);
   absl::StatusOr<std::vector<store::FinalValue>> FinalValues(int64_t experiment_id,
                                                              const std::vector<std::string>& keys);
+  // The names of every metric some run of the experiment has, in one statement.
+  absl::StatusOr<std::vector<std::string>> MetricNames(int64_t experiment_id);
   // The points of one run's metric `key` in step order: every raw point when max_points is 0 or
   // the series has no more; else at most max_points buckets of equal step ranges, each with the
   // mean, min and max of its points (a plot never pulls points it cannot draw). Empty for an

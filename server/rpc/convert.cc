@@ -191,6 +191,7 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
     out->add_metrics(metric);
   }
   out->set_baseline(in.baseline);
+  out->set_metrics_source(in.metrics_source);
   for (const report::Row& row : in.rows) {
     tae::v1::ReportRow* r = out->add_rows();
     r->set_variant(row.variant);

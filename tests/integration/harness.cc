@@ -98,12 +98,15 @@ std::string TempDir::Write(const std::string& name, const std::string& content) 
 }
 
 Cluster::Cluster(int agents, int slots,
-                 const std::function<void(const std::string& home)>& before_up) {
+                 const std::function<void(const std::string& home)>& before_up,
+                 const std::vector<std::string>& up_args) {
   if (before_up) {
     before_up(home_.path());
   }
-  CommandResult up =
-      Taectl({"up", "--agents", std::to_string(agents), "--slots", std::to_string(slots)}, 120);
+  std::vector<std::string> up_argv = {"up", "--agents", std::to_string(agents), "--slots",
+                                      std::to_string(slots)};
+  up_argv.insert(up_argv.end(), up_args.begin(), up_args.end());
+  CommandResult up = Taectl(up_argv, 120);
   started_ = true;
   INFO("taectl up: " << up.out << up.err);
   REQUIRE(up.exit_code == 0);

@@ -39,8 +39,10 @@ class TempDir {
 // taed with local agents on a fresh TAE_HOME, started by `taectl up`, stopped by `taectl down`.
 class Cluster {
  public:
+  // up_args: more arguments of `taectl up` (e.g. --slice NAME).
   explicit Cluster(int agents = 1, int slots = 2,
-                   const std::function<void(const std::string& home)>& before_up = nullptr);
+                   const std::function<void(const std::string& home)>& before_up = nullptr,
+                   const std::vector<std::string>& up_args = {});
   ~Cluster();
   const std::string& home() const { return home_.path(); }
   const TempDir& dir() const { return home_; }
