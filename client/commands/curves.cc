@@ -180,9 +180,10 @@ int Plot(const CommandEnv& env, const Args& args) {
   if (!s.ok()) {
     return Fail(s);
   }
-  const bool chosen = !metric.empty();
-  if (!chosen) {
-    metric = tae::metrics::kEvalLoss;
+  const bool chosen = !metric.empty() || exp.report_metrics_size() > 0;
+  if (metric.empty()) {
+    // The file's [report] metrics first, else eval/loss (or the runs' own, below).
+    metric = exp.report_metrics_size() > 0 ? exp.report_metrics(0) : tae::metrics::kEvalLoss;
   }
   tae::v1::QueryMetricsRequest request;
   request.set_experiment(rest[0]);

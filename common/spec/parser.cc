@@ -613,6 +613,8 @@ Spec BuildSpec(Draft draft) {
   spec.seeds = values.at(std::string(kSeedsKey)).get<std::vector<int64_t>>();
   spec.job_code = values.at("job.code").get<std::string>();
   spec.job_command = values.at("job.command").get<std::string>();
+  spec.report_metrics = values.at("report.metrics").get<std::vector<std::string>>();
+  spec.report_goal = values.at("report.goal").get<std::map<std::string, std::string>>();
   for (const KeyInfo& key : Schema()) {
     if (key.scope == KeyScope::kExperiment) {
       values.erase(std::string(key.name));

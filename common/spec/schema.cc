@@ -142,6 +142,13 @@ std::vector<KeyInfo> BuildSchema() {
       Experiment(Of(T::kString, "job.command", R"("")",
                     "run this with /bin/sh -c in the run directory instead of tae-train; {key} "
                     "is replaced by the run's value of key (e.g. {train.lr}), {{ by {")),
+      // [report]
+      Experiment(Of(T::kMetricList, "report.metrics", "[]",
+                    "the metrics taectl report and plot show when none is named; empty: "
+                    "eval/loss and eval/acc, or the runs' own")),
+      Experiment(Of(T::kGoalMap, "report.goal", "{}",
+                    "per metric, \"min\" or \"max\": which way is better (best, Δ colours); "
+                    "unnamed metrics: max for accuracies and throughput, min for the rest")),
   };
 }
 
@@ -180,7 +187,7 @@ const KeyInfo* FindKey(std::string_view name) {
 
 const std::vector<std::string_view>& Sections() {
   static const auto* const sections =
-      new std::vector<std::string_view>{"model", "train", "resources", "job"};
+      new std::vector<std::string_view>{"model", "train", "resources", "job", "report"};
   return *sections;
 }
 

@@ -22,6 +22,8 @@ enum class ValueType {
   kStringMap,    // a table of string -> string (labels)
   kHeadMap,      // a table of layer index (as a string) -> unique non-negative ints (prune_heads)
   kScalarArray,  // an array of integers, floats, booleans or strings ([params] lists)
+  kMetricList,   // a non-empty-string array of metric names, each once ([report] metrics)
+  kGoalMap,      // a table of metric name -> "min" | "max" ([report] goal)
 };
 
 // Where a key lives.

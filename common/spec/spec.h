@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,10 @@ struct Spec {
   // The snapshot of job_code, set by whoever mounted it (taed, from the Submit request); part of
   // the hash and of every run's config ("job.snapshot").
   std::string snapshot_id;
+  // [report]: what taectl report and plot show by default, and which way each metric is better
+  // (metric -> "min" | "max"). Not part of the hash: changing them changes no run.
+  std::vector<std::string> report_metrics;
+  std::map<std::string, std::string> report_goal;
 };
 
 // At most this many runs per experiment (variants x grid points x seeds); more is refused.

@@ -34,6 +34,10 @@ std::string_view Expected(ValueType type) {
       return "a table of layer -> head indices";
     case ValueType::kScalarArray:
       return "an array";
+    case ValueType::kMetricList:
+      return "an array of metric names";
+    case ValueType::kGoalMap:
+      return "a table of metric = \"min\" or \"max\"";
   }
   return "a value";
 }
@@ -280,6 +284,49 @@ static Result ConvertScalarArray(const KeyInfo& key, std::string_view display,
   return std::nullopt;
 }
 
+static Result ConvertMetricList(const KeyInfo& key, std::string_view display,
+                                const toml::node& node, nlohmann::json* out) {
+  const toml::array* array = node.as_array();
+  if (array == nullptr) {
+    return WrongType(display, Expected(key.type), node);
+  }
+  nlohmann::json names = nlohmann::json::array();
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& element = *array->get(i);
+    const toml::value<std::string>* text = element.as_string();
+    if (text == nullptr || text->get().empty() || text->get().size() > 128) {
+      return Problem{element.source().begin,
+                     Cat(display, "[", i, "]: expected a metric name (1-128 characters)")};
+    }
+    if (std::find(names.begin(), names.end(), text->get()) != names.end()) {
+      return Problem{element.source().begin, Cat(display, ": '", text->get(), "' is listed twice")};
+    }
+    names.push_back(text->get());
+  }
+  *out = std::move(names);
+  return std::nullopt;
+}
+
+static Result ConvertGoalMap(const KeyInfo& key, std::string_view display, const toml::node& node,
+                             nlohmann::json* out) {
+  const toml::table* table = node.as_table();
+  if (table == nullptr) {
+    return WrongType(display, Expected(key.type), node);
+  }
+  nlohmann::json goals = nlohmann::json::object();
+  for (auto&& [name, value] : *table) {
+    const toml::value<std::string>* text = value.as_string();
+    if (text == nullptr || (text->get() != "min" && text->get() != "max")) {
+      const toml::source_position where =
+          value.source().begin ? value.source().begin : name.source().begin;
+      return Problem{where, Cat(display, ".", name.str(), ": expected \"min\" or \"max\"")};
+    }
+    goals[std::string(name.str())] = text->get();
+  }
+  *out = std::move(goals);
+  return std::nullopt;
+}
+
 std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display,
                                     const toml::node& node, nlohmann::json* out) {
   switch (key.type) {
@@ -305,6 +352,10 @@ std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display
       return ConvertHeadMap(key, display, node, out);
     case ValueType::kScalarArray:
       return ConvertScalarArray(key, display, node, out);
+    case ValueType::kMetricList:
+      return ConvertMetricList(key, display, node, out);
+    case ValueType::kGoalMap:
+      return ConvertGoalMap(key, display, node, out);
   }
   return WrongType(display, "a value", node);
 }

@@ -63,6 +63,7 @@ store::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec&
   exp.spec_path = input.spec_path;
   exp.spec_text = input.spec_text;
   exp.overrides_json = nlohmann::json(input.overrides).dump();
+  exp.report = {spec.report_metrics, spec.report_goal};
   for (const spec::RunPlan& plan : spec::ExpandRuns(spec)) {
     store::NewRun run;
     run.variant = plan.variant;
@@ -100,6 +101,9 @@ absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
   if (!input.force_new) {
     ASSIGN_OR_RETURN(std::optional<int64_t> existing, store_->FindExperimentByHash(hash));
     if (existing.has_value()) {
+      // The same runs; the file's [report] may have changed, and the latest is what it shows.
+      RETURN_IF_ERROR(store_->SetExperimentReport(
+          *existing, store::ExperimentReport{spec.report_metrics, spec.report_goal}));
       return SubmitResult{*existing, true};
     }
   }

@@ -268,7 +268,12 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
   }
   ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
   ReportResult result;
+  ASSIGN_OR_RETURN(result.experiment, GetExperiment(id));
   result.metrics_source = "asked";
+  if (metrics.empty() && !result.experiment.report.metrics.empty()) {
+    metrics = result.experiment.report.metrics;
+    result.metrics_source = "spec";
+  }
   if (metrics.empty()) {
     ASSIGN_OR_RETURN(std::vector<std::string> present, MetricNames(id));
     metrics = tae::metrics::DefaultMetrics(std::move(present));
@@ -278,7 +283,6 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
       result.metrics_source = "default";
     }
   }
-  ASSIGN_OR_RETURN(result.experiment, GetExperiment(id));
   ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
   const std::vector<std::string>& variants = result.experiment.variants;
   const bool known = std::any_of(variants.begin(), variants.end(), [&](const std::string& v) {
@@ -296,7 +300,8 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
     }
   }
   ASSIGN_OR_RETURN(std::vector<store::FinalValue> values, FinalValues(id, wanted));
-  result.rows = report::BuildReport(result.experiment.variants, runs, values, metrics, baseline);
+  result.rows = report::BuildReport(result.experiment.variants, runs, values, metrics, baseline,
+                                    result.experiment.report.goal);
   if (sort == "effect") {
     report::SortByEffect(&result.rows);
   } else if (sort != "spec") {

@@ -26,7 +26,10 @@ double Mean(const std::vector<double>& xs) { return xs.empty() ? kNaN : stats::S
 
 }  // namespace
 
-bool HigherIsBetter(const std::string& metric) {
+bool HigherIsBetter(const std::string& metric, const std::map<std::string, std::string>& goal) {
+  if (auto it = goal.find(metric); it != goal.end()) {
+    return it->second == "max";
+  }
   return metric.find("acc") != std::string::npos || metric == kTokensPerS;
 }
 
@@ -35,7 +38,8 @@ std::vector<std::string> ExtraMetrics() { return {kParams, kFlops, kTokensPerS};
 std::vector<Row> BuildReport(const std::vector<std::string>& variants,
                              const std::vector<store::RunRecord>& runs,
                              const std::vector<store::FinalValue>& values,
-                             const std::vector<std::string>& metrics, const std::string& baseline) {
+                             const std::vector<std::string>& metrics, const std::string& baseline,
+                             const std::map<std::string, std::string>& goal) {
   std::map<std::string, Row> counts;
   for (const store::RunRecord& run : runs) {
     Row& row = counts[run.variant];
@@ -50,7 +54,7 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
     if (v.state == store::RunState::kSucceeded) {
       Samples& s = samples[{v.variant, v.key}];
       s.last.push_back(v.value);
-      s.best.push_back(HigherIsBetter(v.key) ? v.max_value : v.min_value);
+      s.best.push_back(HigherIsBetter(v.key, goal) ? v.max_value : v.min_value);
     }
   }
   std::vector<Row> out;

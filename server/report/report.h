@@ -7,6 +7,7 @@
 // unit-tested.
 
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,9 @@ struct Row {
   double tokens_per_s = kNaN;     // mean of each run's last perf/tokens_per_s
 };
 
-// The metrics whose larger values are better (accuracies, throughput); the others are losses.
-bool HigherIsBetter(const std::string& metric);
+// The metrics whose larger values are better: as `goal` says ("max"; an experiment's [report]
+// goal), else accuracies and throughput; the others are losses.
+bool HigherIsBetter(const std::string& metric, const std::map<std::string, std::string>& goal = {});
 
 // The metrics BuildReport reads besides the table's own, for the size and speed columns.
 std::vector<std::string> ExtraMetrics();
@@ -54,7 +56,8 @@ std::vector<std::string> ExtraMetrics();
 std::vector<Row> BuildReport(const std::vector<std::string>& variants,
                              const std::vector<store::RunRecord>& runs,
                              const std::vector<store::FinalValue>& values,
-                             const std::vector<std::string>& metrics, const std::string& baseline);
+                             const std::vector<std::string>& metrics, const std::string& baseline,
+                             const std::map<std::string, std::string>& goal = {});
 
 // Baseline rows first (in their order), then the others by decreasing |relative delta| of the
 // first metric; rows without one keep their order at the end. Stable.

@@ -31,6 +31,12 @@ void ToProto(const store::ExperimentRecord& in, tae::v1::Experiment* out) {
   for (const std::string& variant : in.variants) {
     out->add_variants(variant);
   }
+  for (const std::string& metric : in.report.metrics) {
+    out->add_report_metrics(metric);
+  }
+  for (const auto& [metric, goal] : in.report.goal) {
+    (*out->mutable_report_goal())[metric] = goal;
+  }
 }
 
 tae::v1::RunState ToProto(store::RunState state) {

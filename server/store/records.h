@@ -33,6 +33,13 @@ struct RunCounts {
   int lost = 0;
 };
 
+// An experiment file's [report]: the metrics shown when none is named (empty: the defaults), and
+// which way each is better (metric -> "min" | "max").
+struct ExperimentReport {
+  std::vector<std::string> metrics;
+  std::map<std::string, std::string> goal;
+};
+
 struct ExperimentRecord {
   int64_t id = 0;
   std::string name;
@@ -43,6 +50,7 @@ struct ExperimentRecord {
   RunCounts counts;
   std::vector<std::string> variants;  // in submission order, baseline first
   bool paused = false;                // its queued runs are not started until resumed
+  ExperimentReport report;            // its file's [report]
 };
 
 // Derived from the run counts: queued, running, succeeded, failed, cancelled.
@@ -75,6 +83,7 @@ struct NewExperiment {
   std::string spec_path;
   std::string spec_text;
   std::string overrides_json;
+  ExperimentReport report;
   std::vector<NewRun> runs;
 };
 

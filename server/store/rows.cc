@@ -17,6 +17,33 @@ Labels LabelsFromJson(const std::string& text) {
   return labels;
 }
 
+std::string ReportToJson(const ExperimentReport& report) {
+  return nlohmann::json{{"metrics", report.metrics}, {"goal", report.goal}}.dump();
+}
+
+ExperimentReport ReportFromJson(const std::string& text) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  ExperimentReport report;
+  if (!doc.is_object()) {
+    return report;
+  }
+  if (auto it = doc.find("metrics"); it != doc.end() && it->is_array()) {
+    for (const nlohmann::json& name : *it) {
+      if (name.is_string()) {
+        report.metrics.push_back(name.get<std::string>());
+      }
+    }
+  }
+  if (auto it = doc.find("goal"); it != doc.end() && it->is_object()) {
+    for (const auto& [name, goal] : it->items()) {
+      if (goal == "min" || goal == "max") {
+        report.goal[name] = goal.get<std::string>();
+      }
+    }
+  }
+  return report;
+}
+
 ExperimentRecord ReadExperiment(const Statement& stmt) {
   ExperimentRecord exp;
   exp.id = stmt.Int(0);
@@ -26,6 +53,7 @@ ExperimentRecord ReadExperiment(const Statement& stmt) {
   exp.spec_path = stmt.Text(4);
   exp.created_at = stmt.Double(5);
   exp.paused = stmt.Int(6) != 0;
+  exp.report = ReportFromJson(stmt.Text(7));
   return exp;
 }
 

@@ -14,10 +14,13 @@ namespace tae::store::rows {
 // Labels and run metadata are stored as a JSON object of strings.
 std::string LabelsToJson(const Labels& labels);
 Labels LabelsFromJson(const std::string& text);
+// An experiment's [report] as stored ({"metrics": [...], "goal": {...}}); empty for bad text.
+std::string ReportToJson(const ExperimentReport& report);
+ExperimentReport ReportFromJson(const std::string& text);
 
 // experiments columns, in the order ReadExperiment reads them.
 inline constexpr const char* kExperimentColumns =
-    "id, name, description, spec_hash, spec_path, created_at, paused";
+    "id, name, description, spec_hash, spec_path, created_at, paused, report";
 // One experiments row selected with kExperimentColumns; counts and variants are filled apart.
 ExperimentRecord ReadExperiment(const Statement& stmt);
 

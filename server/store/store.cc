@@ -105,14 +105,15 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(Statement exp, db_.Prepare("INSERT INTO experiments (name, description, "
                                               "spec_hash, spec_path, spec_text, overrides, "
-                                              "created_at) VALUES (?,?,?,?,?,?,?)"));
+                                              "created_at, report) VALUES (?,?,?,?,?,?,?,?)"));
   exp.Bind(1, experiment.name)
       .Bind(2, experiment.description)
       .Bind(3, experiment.spec_hash)
       .Bind(4, experiment.spec_path)
       .Bind(5, experiment.spec_text)
       .Bind(6, experiment.overrides_json)
-      .Bind(7, now);
+      .Bind(7, now)
+      .Bind(8, rows::ReportToJson(experiment.report));
   RETURN_IF_ERROR(exp.Run());
   int64_t experiment_id = db_.LastInsertId();
   ASSIGN_OR_RETURN(Statement run, db_.Prepare("INSERT INTO runs (experiment_id, variant, seed, "
@@ -335,6 +336,12 @@ absl::Status Store::SetAgentState(const std::string& id, const std::string& stat
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("UPDATE agents SET state = ?, last_seen = ? WHERE id = ?"));
   stmt.Bind(1, state).Bind(2, now).Bind(3, id);
+  return stmt.Run();
+}
+
+absl::Status Store::SetExperimentReport(int64_t experiment_id, const ExperimentReport& report) {
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE experiments SET report = ? WHERE id = ?"));
+  stmt.Bind(1, rows::ReportToJson(report)).Bind(2, experiment_id);
   return stmt.Run();
 }
 

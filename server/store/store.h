@@ -59,6 +59,8 @@ class Store {
   // requeued run is not started before now + retry_delay_s (backoff).
   absl::StatusOr<RunState> LoseRun(int64_t run_id, const std::string& reason, double now,
                                    double retry_delay_s = 0);
+  // Replaces the experiment's [report] (a resubmit that changed only it).
+  absl::Status SetExperimentReport(int64_t experiment_id, const ExperimentReport& report);
   // Paused experiments keep their runs queued (running ones go on).
   absl::Status SetExperimentPaused(int64_t experiment_id, bool paused);
   absl::StatusOr<std::set<int64_t>> PausedExperiments();

@@ -3,6 +3,7 @@
 // without --metric, and a gang study runs on one machine's local slice.
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "tests/integration/harness.h"
+#include "tests/skip.h"
 
 namespace tae::testing {
 namespace {
@@ -151,6 +153,44 @@ TEST_CASE("taectl up --slice makes the local agents one slice, and a gang study 
   CommandResult bad = cluster.Taectl({"up", "--slice", "no spaces"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("--slice: a name of at most 63 letters") != std::string::npos);
+}
+
+TEST_CASE(
+    "the byom example runs its [params] ablations, a 2-host variant, and reports its own "
+    "metrics") {
+  if (RunCommand({"/usr/bin/python3", "-c", "import torch"}, 60).exit_code != 0) {
+    TAE_SKIP("/usr/bin/python3 cannot import torch (apt-get install python3-torch)");
+  }
+  // The example says `python3`: Debian's, with python3-torch, first on the agents' PATH.
+  const char* path = std::getenv("PATH");
+  const std::string saved = path != nullptr ? path : "";
+  setenv("PATH", ("/usr/bin:" + saved).c_str(), 1);
+  Cluster cluster(2, 2, nullptr, {"--slice", "local"});
+  setenv("PATH", saved.c_str(), 1);
+  const std::string spec = std::string(TAE_SOURCE_DIR) + "/examples/byom/study.toml";
+  CommandResult submitted =
+      cluster.Taectl({"submit", spec, "--set", "params.steps=20", "--set", "params.eval_every=10",
+                      "--set", "params.checkpoint_every=10", "--wait", "--timeout", "600"},
+                     660);
+  INFO(submitted.out << submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  nlohmann::json runs = cluster.TaectlJson({"runs", "byom"});
+  REQUIRE(runs.size() == 10);
+  for (const auto& run : runs) {
+    CHECK(run.at("state") == "succeeded");
+  }
+  // Its [report] metrics, no --metric; every variant, the 2-host one included, has both seeds.
+  nlohmann::json report = cluster.TaectlJson({"report", "byom"});
+  CHECK(report.at("metrics") == nlohmann::json::array({"val/loss", "val/acc", "Rate"}));
+  CHECK(report.at("metrics_source") == "spec");
+  std::set<std::string> variants;
+  for (const auto& row : report.at("rows")) {
+    variants.insert(row.at("variant").get<std::string>());
+    CHECK(row.at("runs") == 2);
+    CHECK(row.at("metrics").at("val/loss").at("n") == 2);
+  }
+  CHECK(variants ==
+        std::set<std::string>{"baseline", "learned-pos", "dropout", "one-layer", "two-hosts"});
 }
 
 }  // namespace tae::testing

@@ -1,6 +1,7 @@
 // [params]: an experiment's own knobs, declared with typed values, set by ablations, [grid] and
 // --set, rendered into a [job] command in the conventions launchers take.
 #include <catch2/catch.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,35 @@ rotary = true
 command = "python3 t.py {params.rotari}"
 )") == "study.toml:5:11: job.command: unknown placeholder {params.rotari} (did you mean "
        "'params.rotary'?); placeholders name run keys such as {train.lr} or {train.seed}");
+}
+
+}  // namespace tae::spec
+
+namespace tae::spec {
+
+TEST_CASE("[report] names the metrics a study shows and which way each is better", "[spec]") {
+  Spec spec = MustParse(R"(name = "r"
+[report]
+metrics = ["val/loss", "Rate"]
+goal = { "val/loss" = "min", "Rate" = "max" }
+)");
+  CHECK(spec.report_metrics == std::vector<std::string>{"val/loss", "Rate"});
+  CHECK(spec.report_goal ==
+        std::map<std::string, std::string>{{"val/loss", "min"}, {"Rate", "max"}});
+  // Not part of the hash: the runs are the same.
+  CHECK(SpecHash(spec) == SpecHash(MustParse(R"(name = "r")")));
+  CHECK(ErrorOf(R"(name = "r"
+[report]
+goal = { "Rate" = "up" }
+)") == "study.toml:3:19: report.goal.Rate: expected \"min\" or \"max\"");
+  CHECK(ErrorOf(R"(name = "r"
+[report]
+metrics = ["a", "a"]
+)") == "study.toml:3:17: report.metrics: 'a' is listed twice");
+  CHECK(ErrorOf(R"(name = "r"
+[report]
+metric = ["a"]
+)") == "study.toml:3:1: unknown key 'report.metric' (did you mean 'report.metrics'?)");
 }
 
 }  // namespace tae::spec
