@@ -1,5 +1,6 @@
 // taectl ls / show / runs / agents: what taed knows, as tables or --json.
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -40,15 +41,38 @@ std::string Metric(const tae::v1::Run& run, const std::string& key) {
   return "-";
 }
 
-void PrintRuns(const tae::v1::ListRunsResponse& runs) {
-  Table table({"RUN", "VARIANT", "SEED", "STATE", "ATTEMPT", "AGENT", "STEP",
-               tae::metrics::kEvalLoss, tae::metrics::kEvalAcc, "REASON"});
+// Two metric columns: the experiment file's [report] metrics, else eval/loss and eval/acc, else
+// the runs' own (metrics::DefaultMetrics), so a script's runs show their values, not dashes.
+void PrintRuns(const tae::v1::ListRunsResponse& runs, const tae::v1::Experiment& exp) {
+  std::vector<std::string> shown(exp.report_metrics().begin(), exp.report_metrics().end());
+  if (shown.empty()) {
+    std::vector<std::string> present;
+    for (const tae::v1::Run& run : runs.runs()) {
+      for (const tae::v1::Scalar& s : run.final_metrics()) {
+        present.push_back(s.key());
+      }
+    }
+    shown = tae::metrics::DefaultMetrics(present, 2);
+  }
+  if (shown.empty()) {
+    shown = {tae::metrics::kEvalLoss, tae::metrics::kEvalAcc};
+  }
+  shown.resize(std::min<size_t>(shown.size(), 2));
+  std::vector<std::string> header = {"RUN", "VARIANT", "SEED", "STATE", "ATTEMPT", "AGENT", "STEP"};
+  header.insert(header.end(), shown.begin(), shown.end());
+  header.push_back("REASON");
+  Table table(header);
   for (const tae::v1::Run& run : runs.runs()) {
-    table.Add({absl::StrCat("r", run.id()), run.variant(), absl::StrCat(run.seed()),
-               tae::v1::StateName(run.state()), absl::StrCat(run.attempt()),
-               run.agent_id().empty() ? "-" : run.agent_id(), absl::StrCat(run.last_step()),
-               Metric(run, tae::metrics::kEvalLoss), Metric(run, tae::metrics::kEvalAcc),
-               run.state() == tae::v1::RUN_STATE_SUCCEEDED ? "" : run.reason()});
+    std::vector<std::string> row = {
+        absl::StrCat("r", run.id()),  run.variant(),
+        absl::StrCat(run.seed()),     tae::v1::StateName(run.state()),
+        absl::StrCat(run.attempt()),  run.agent_id().empty() ? "-" : run.agent_id(),
+        absl::StrCat(run.last_step())};
+    for (const std::string& key : shown) {
+      row.push_back(Metric(run, key));
+    }
+    row.push_back(run.state() == tae::v1::RUN_STATE_SUCCEEDED ? "" : run.reason());
+    table.Add(row);
   }
   std::fputs(table.Render().c_str(), stdout);
 }
@@ -182,7 +206,11 @@ int Runs(const CommandEnv& env, const Args& args) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  PrintRuns(response);
+  tae::v1::GetExperimentRequest get;
+  get.set_experiment(rest[0]);
+  tae::v1::Experiment exp;
+  (void)client.stub()->GetExperiment(ControlClient::Context().get(), get, &exp);  // for [report]
+  PrintRuns(response, exp);
   return 0;
 }
 
@@ -235,7 +263,7 @@ int Show(const CommandEnv& env, const Args& args) {
   std::printf("spec %s (hash %s), submitted %s\nvariants: %s\n\n", exp.spec_path().c_str(),
               exp.spec_hash().c_str(), FormatTime(exp.created_at()).c_str(),
               absl::StrJoin(exp.variants(), ", ").c_str());
-  PrintRuns(runs);
+  PrintRuns(runs, exp);
   return 0;
 }
 

@@ -108,6 +108,13 @@ TEST_CASE(
   }
   CHECK(rows == 4);
 
+  // The runs listing shows the same metrics, not columns of dashes.
+  CommandResult listed = cluster.Taectl({"runs", "byom-params"});
+  INFO(listed.out);
+  CHECK(listed.out.find(" Loss ") != std::string::npos);
+  CHECK(listed.out.find(" Rate ") != std::string::npos);
+  CHECK(listed.out.find("eval/loss") == std::string::npos);
+
   // plot without --metric draws the first of them instead of failing.
   const std::string svg = work.path() + "/loss.svg";
   CommandResult plot = cluster.Taectl({"plot", "byom-params", "-o", svg});
