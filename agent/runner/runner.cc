@@ -396,9 +396,10 @@ void Runner::Poll() {
       job->signalled = true;
       kill(-job->pgid, SIGTERM);
       job->kill_timer.expires_after(std::chrono::milliseconds(options_.kill_grace_ms));
-      job->kill_timer.async_wait([job](const boost::system::error_code& error) {
-        if (!error && !job->finishing && job->pgid > 0) {
-          kill(-job->pgid, SIGKILL);
+      // A copy of its own: lambdas cannot capture a structured binding in C++17 (clang).
+      job->kill_timer.async_wait([held = job](const boost::system::error_code& error) {
+        if (!error && !held->finishing && held->pgid > 0) {
+          kill(-held->pgid, SIGKILL);
         }
       });
     }

@@ -35,8 +35,10 @@ absl::StatusOr<std::vector<SshHost>> ParseSshHosts(const std::string& text, cons
       }
       SshHost host;
       host.agent = default_agent;
-      for (auto&& [field_key, value] : *table) {
+      for (auto&& [field_key, field_value] : *table) {
         const std::string field(field_key.str());
+        // A reference of its own: lambdas cannot capture a structured binding in C++17 (clang).
+        const toml::node& value = field_value;
         auto string_of = [&](std::string* out) { return ConfigString(path, field, value, out); };
         auto int_of = [&](int* out, int low, int high) {
           return ConfigInt(path, field, value, low, high, out);

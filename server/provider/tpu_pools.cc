@@ -71,8 +71,10 @@ absl::StatusOr<std::vector<TpuPool>> ParseTpuPools(const std::string& text, cons
       }
       TpuPool pool;
       pool.agent = default_agent;
-      for (auto&& [field_key, value] : *table) {
+      for (auto&& [field_key, field_value] : *table) {
         const std::string field(field_key.str());
+        // A reference of its own: lambdas cannot capture a structured binding in C++17 (clang).
+        const toml::node& value = field_value;
         absl::Status status;
         auto string_of = [&](std::string* out) { return ConfigString(path, field, value, out); };
         auto bool_of = [&](bool* out) { return ConfigBool(path, field, value, out); };

@@ -17,7 +17,7 @@ NewExperiment Study(const std::string& name, int runs) {
   exp.spec_hash = name;
   exp.spec_text = "name = \"" + name + "\"";
   for (int i = 0; i < runs; ++i) {
-    exp.runs.push_back({i % 2 == 0 ? "baseline" : "ablated", i / 2, "{}", 1, 0, 1, {}});
+    exp.runs.push_back({i % 2 == 0 ? "baseline" : "ablated", i / 2, "{}", {1, 0, 1, {}}});
   }
   return exp;
 }

@@ -24,8 +24,8 @@ NewExperiment TwoRuns() {
   exp.name = "study";
   exp.spec_hash = "abc";
   exp.spec_text = "name = \"study\"";
-  exp.runs.push_back({"baseline", 0, "{}", 2, 0, 1, {}});
-  exp.runs.push_back({"no-attn", 0, "{}", 2, 0, 1, {{"accelerator", "cpu"}}});
+  exp.runs.push_back({"baseline", 0, "{}", {2, 0, 1, {}}});
+  exp.runs.push_back({"no-attn", 0, "{}", {2, 0, 1, {{"accelerator", "cpu"}}}});
   return exp;
 }
 
