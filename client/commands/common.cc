@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/metrics/names.h"
 
 namespace tae::client {
 
@@ -38,6 +39,16 @@ absl::StatusOr<int64_t> ParseRunId(const std::string& text) {
     return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a run id (r<ID>)"));
   }
   return id;
+}
+
+std::vector<std::string> RunsDefaultMetrics(const tae::v1::ListRunsResponse& runs, size_t limit) {
+  std::vector<std::string> present;
+  for (const tae::v1::Run& run : runs.runs()) {
+    for (const tae::v1::Scalar& scalar : run.final_metrics()) {
+      present.push_back(scalar.key());
+    }
+  }
+  return metrics::DefaultMetrics(std::move(present), limit);
 }
 
 }  // namespace tae::client

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "client/commands/commands.h"
+#include "client/commands/common.h"
 #include "client/export/tensorboard.h"
 #include "client/output/table.h"
 #include "client/plot/svg_plot.h"
@@ -196,15 +197,8 @@ int Plot(const CommandEnv& env, const Args& args) {
   if (response->series_size() == 0 && !chosen) {
     // No eval/loss: the runs' own metrics (metrics::DefaultMetrics), the first of them.
     absl::StatusOr<tae::v1::ListRunsResponse> runs = ListRuns(client, rest[0]);
-    std::vector<std::string> present;
-    if (runs.ok()) {
-      for (const tae::v1::Run& run : runs->runs()) {
-        for (const tae::v1::Scalar& scalar : run.final_metrics()) {
-          present.push_back(scalar.key());
-        }
-      }
-    }
-    const std::vector<std::string> own = tae::metrics::DefaultMetrics(present);
+    const std::vector<std::string> own =
+        runs.ok() ? RunsDefaultMetrics(*runs, 4) : std::vector<std::string>();
     if (!own.empty() && own.front() != tae::metrics::kEvalLoss) {
       metric = own.front();
       request.clear_keys();

@@ -46,13 +46,7 @@ std::string Metric(const tae::v1::Run& run, const std::string& key) {
 void PrintRuns(const tae::v1::ListRunsResponse& runs, const tae::v1::Experiment& exp) {
   std::vector<std::string> shown(exp.report_metrics().begin(), exp.report_metrics().end());
   if (shown.empty()) {
-    std::vector<std::string> present;
-    for (const tae::v1::Run& run : runs.runs()) {
-      for (const tae::v1::Scalar& s : run.final_metrics()) {
-        present.push_back(s.key());
-      }
-    }
-    shown = tae::metrics::DefaultMetrics(present, 2);
+    shown = RunsDefaultMetrics(runs, 2);
   }
   if (shown.empty()) {
     shown = {tae::metrics::kEvalLoss, tae::metrics::kEvalAcc};

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace tae::fs {
@@ -43,6 +44,19 @@ absl::Status ErrnoStatus(int error, std::string_view what, std::string_view path
   return absl::ErrnoToStatus(
       error, absl::StrCat("cannot ", absl::string_view(what.data(), what.size()), " ",
                           absl::string_view(path.data(), path.size())));
+}
+
+ErrnoParts SplitErrnoStatus(const absl::Status& status) {
+  const absl::string_view message = status.message();
+  constexpr absl::string_view kCannot = "cannot ";
+  const size_t verb_end = message.find(' ', kCannot.size());
+  const size_t reason = message.rfind(": ");  // absl::ErrnoToStatus appends ": <strerror>"
+  if (!absl::StartsWith(message, kCannot) || verb_end == absl::string_view::npos ||
+      reason == absl::string_view::npos || reason < verb_end) {
+    return {};
+  }
+  return {std::string(message.substr(kCannot.size(), verb_end - kCannot.size())),
+          std::string(message.substr(reason + 2))};
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {

@@ -40,6 +40,14 @@ class Fd {
 // "cannot <what> <path>: <strerror>" with the status code for `error`.
 absl::Status ErrnoStatus(int error, std::string_view what, std::string_view path);
 
+// The verb ("open") and the reason ("No such file or directory") of an ErrnoStatus message, for
+// callers that frame the error their own way; both empty when `status` is not one.
+struct ErrnoParts {
+  std::string verb;
+  std::string reason;
+};
+ErrnoParts SplitErrnoStatus(const absl::Status& status);
+
 // The whole file. A file that grows or shrinks while read is read to its end as it was then.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 

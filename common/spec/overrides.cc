@@ -86,18 +86,9 @@ absl::StatusOr<std::vector<SetOverride>> ParseOverrides(const std::vector<std::s
       return SetError(arg, "expected KEY=VALUE, e.g. --set model.layers=4");
     }
     std::string_view text = StripWhitespace(std::string_view(arg).substr(eq + 1));
-    const KeyInfo* key = FindKey(name);
-    if (key == nullptr && params != nullptr) {
-      key = params->Find(name);
-    }
+    const KeyInfo* key = FindKeyOrParam(name, params);
     if (key == nullptr) {
-      std::vector<std::string_view> names = AllKeyNames();
-      if (params != nullptr) {
-        for (std::string_view declared : params->Names()) {
-          names.push_back(declared);
-        }
-      }
-      std::string hint = DidYouMean(name, names);
+      std::string hint = DidYouMean(name, WithParams(AllKeyNames(), params));
       if (hint.empty() &&
           absl::StartsWith(absl::string_view(name.data(), name.size()), "params.")) {
         hint = " (a param must be declared in the file's [params] first)";

@@ -96,4 +96,19 @@ std::vector<std::string_view> ParamSchema::Names() const {
   return names;
 }
 
+const KeyInfo* FindKeyOrParam(std::string_view name, const ParamSchema* params) {
+  const KeyInfo* key = FindKey(name);
+  return key != nullptr || params == nullptr ? key : params->Find(name);
+}
+
+std::vector<std::string_view> WithParams(std::vector<std::string_view> names,
+                                         const ParamSchema* params) {
+  if (params != nullptr) {
+    for (std::string_view name : params->Names()) {
+      names.push_back(name);
+    }
+  }
+  return names;
+}
+
 }  // namespace tae::spec

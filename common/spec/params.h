@@ -42,4 +42,11 @@ class ParamSchema {
   std::deque<KeyInfo> keys_;
 };
 
+// A schema key, else a param `params` declares (params may be null), else nullptr.
+const KeyInfo* FindKeyOrParam(std::string_view name, const ParamSchema* params);
+
+// `names` followed by every param `params` declares (params may be null): suggestion candidates.
+std::vector<std::string_view> WithParams(std::vector<std::string_view> names,
+                                         const ParamSchema* params);
+
 }  // namespace tae::spec

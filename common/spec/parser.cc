@@ -169,8 +169,7 @@ FileWalker::FileWalker() {
 }
 
 const KeyInfo* FileWalker::Find(std::string_view name) const {
-  const KeyInfo* key = FindKey(name);
-  return key != nullptr ? key : draft_.params->Find(name);
+  return FindKeyOrParam(name, draft_.params.get());
 }
 
 bool FileWalker::IsGroup(std::string_view prefix, std::string_view full) const {
@@ -178,11 +177,7 @@ bool FileWalker::IsGroup(std::string_view prefix, std::string_view full) const {
 }
 
 std::vector<std::string_view> FileWalker::RunKeyNames() const {
-  std::vector<std::string_view> names = KeyNames(true);
-  for (std::string_view name : draft_.params->Names()) {
-    names.push_back(name);
-  }
-  return names;
+  return WithParams(KeyNames(true), draft_.params.get());
 }
 
 void FileWalker::WalkParams(std::string_view prefix, const toml::node& node) {
@@ -582,17 +577,11 @@ absl::Status CheckJob(std::string_view path, const Draft& draft) {
       }
       continue;
     }
-    const KeyInfo* info = FindKey(key);
-    if (info == nullptr) {
-      info = draft.params->Find(key);
-    }
+    const KeyInfo* info = FindKeyOrParam(key, draft.params.get());
     if (key != "train.seed" && (info == nullptr || info->scope != KeyScope::kRun)) {
-      std::vector<std::string_view> names = KeyNames(true);
-      for (std::string_view name : draft.params->Names()) {
-        names.push_back(name);
-      }
       return Error(path, where,
-                   Cat("job.command: unknown placeholder {", key, "}", DidYouMean(key, names),
+                   Cat("job.command: unknown placeholder {", key, "}",
+                       DidYouMean(key, WithParams(KeyNames(true), draft.params.get())),
                        "; placeholders name run keys such as {train.lr} or {train.seed}"));
     }
   }

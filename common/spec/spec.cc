@@ -2,7 +2,6 @@
 #include "common/spec/spec.h"
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,16 +26,12 @@ absl::StatusOr<std::string> ReadSpecFile(const std::string& path) {
   if (text.ok()) {
     return text;
   }
-  // fs's message is "cannot <open|read> PATH: <strerror>": keep the verb and the reason.
-  const std::string message(text.status().message());
-  const size_t verb_end = message.find(' ', std::strlen("cannot "));
-  const size_t reason = message.rfind(": ");
-  if (absl::StartsWith(message, "cannot ") && verb_end != std::string::npos &&
-      reason != std::string::npos) {
-    return absl::Status(text.status().code(), absl::StrCat(path, ": ", message.substr(0, verb_end),
-                                                           message.substr(reason)));
+  const fs::ErrnoParts parts = fs::SplitErrnoStatus(text.status());
+  if (parts.verb.empty()) {
+    return absl::Status(text.status().code(), absl::StrCat(path, ": ", text.status().message()));
   }
-  return absl::Status(text.status().code(), absl::StrCat(path, ": ", message));
+  return absl::Status(text.status().code(),
+                      absl::StrCat(path, ": cannot ", parts.verb, ": ", parts.reason));
 }
 
 uint64_t Fnv1a64(std::string_view data) {

@@ -51,12 +51,10 @@ std::string Where(const char* flag, const std::string& path) {
 absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
   absl::StatusOr<std::string> text = fs::ReadFile(path);
   if (!text.ok()) {
-    // fs's message is "cannot open PATH: <strerror>"; keep the flag's framing.
-    const absl::string_view message = text.status().message();
-    const size_t colon = message.rfind(": ");
+    const fs::ErrnoParts parts = fs::SplitErrnoStatus(text.status());
     return absl::InvalidArgumentError(absl::StrCat(
         Where(flag, path),
-        "cannot read: ", colon == absl::string_view::npos ? message : message.substr(colon + 2)));
+        "cannot read: ", parts.reason.empty() ? text.status().message() : parts.reason));
   }
   return text;
 }

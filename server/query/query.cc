@@ -334,6 +334,12 @@ absl::StatusOr<SnapshotView> Query::Snapshot(const std::string& id) {
   return SnapshotView{std::move(snapshot), usage};
 }
 
+absl::StatusOr<std::string> Query::Manifest(const std::string& id) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(store::SnapshotRecord snapshot, store_->GetSnapshot(id));
+  return std::move(snapshot.manifest);
+}
+
 absl::StatusOr<std::vector<store::TransitionRecord>> Query::ListTransitions(int64_t run_id) {
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kTransitions));
   stmt->Bind(1, run_id);

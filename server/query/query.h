@@ -95,6 +95,8 @@ class Query {
   absl::StatusOr<std::vector<SnapshotView>> Snapshots();
   // One snapshot, its manifest included.
   absl::StatusOr<SnapshotView> Snapshot(const std::string& id);
+  // Only its manifest (an agent fetching it: no usage counts).
+  absl::StatusOr<std::string> Manifest(const std::string& id);
 
   // The tables the views are made of.
   absl::StatusOr<std::vector<store::TransitionRecord>> ListTransitions(int64_t run_id);

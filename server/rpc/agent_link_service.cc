@@ -280,11 +280,11 @@ grpc::ServerUnaryReactor* AgentLinkService::GetManifest(grpc::CallbackServerCont
     return reactor;
   }
   boost::asio::post(*core_, [this, reactor, request, response] {
-    absl::StatusOr<query::SnapshotView> snapshot = query_->Snapshot(request->snapshot_id());
-    if (snapshot.ok()) {
-      response->set_manifest(std::move(snapshot->snapshot.manifest));
+    absl::StatusOr<std::string> manifest = query_->Manifest(request->snapshot_id());
+    if (manifest.ok()) {
+      response->set_manifest(std::move(*manifest));
     }
-    reactor->Finish(ToGrpc(snapshot.status()));
+    reactor->Finish(ToGrpc(manifest.status()));
   });
   return reactor;
 }

@@ -98,7 +98,6 @@ class Store {
 
   // The connection, for the read side (server/query) on the same thread, and for tests.
   Db* db() { return &db_; }
-  Db* db_for_test() { return &db_; }
 
  private:
   explicit Store(Db db) : db_(std::move(db)) {}

@@ -6,25 +6,13 @@
 #include <vector>
 
 #include "common/spec/spec.h"
+#include "tests/unit/spec_parse.h"
 
 namespace tae::spec {
 namespace {
 
-constexpr char kPath[] = "study.toml";
-
-Spec MustParse(const std::string& text, const std::vector<std::string>& sets = {}) {
-  absl::StatusOr<Spec> spec = ParseSpec(text, kPath, sets);
-  INFO(spec.status().ToString());
-  REQUIRE(spec.ok());
-  return *spec;
-}
-
-std::string ErrorOf(const std::string& text, const std::vector<std::string>& sets = {}) {
-  absl::StatusOr<Spec> spec = ParseSpec(text, kPath, sets);
-  REQUIRE_FALSE(spec.ok());
-  CHECK(spec.status().code() == absl::StatusCode::kInvalidArgument);
-  return std::string(spec.status().message());
-}
+using testing::ErrorOf;
+using testing::MustParse;
 
 constexpr char kStudy[] = R"(name = "vq"
 [params]

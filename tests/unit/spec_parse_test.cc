@@ -1,5 +1,7 @@
 // Parsing and validation of the experiment file (common/spec): good files, and every class of
 // bad file with its exact message.
+#include "tests/unit/spec_parse.h"
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
@@ -11,22 +13,8 @@
 namespace tae::spec {
 namespace {
 
-constexpr char kPath[] = "study.toml";
-
-Spec MustParse(const std::string& text, const std::vector<std::string>& sets = {}) {
-  absl::StatusOr<Spec> spec = ParseSpec(text, kPath, sets);
-  INFO(spec.status().ToString());
-  REQUIRE(spec.ok());
-  return *spec;
-}
-
-// The message of the error ParseSpec returns (fails the test if it succeeds).
-std::string ErrorOf(const std::string& text, const std::vector<std::string>& sets = {}) {
-  absl::StatusOr<Spec> spec = ParseSpec(text, kPath, sets);
-  REQUIRE_FALSE(spec.ok());
-  CHECK(spec.status().code() == absl::StatusCode::kInvalidArgument);
-  return std::string(spec.status().message());
-}
+using testing::ErrorOf;
+using testing::MustParse;
 
 TEST_CASE("a minimal file gets every default", "[spec]") {
   Spec spec = MustParse(R"(name = "minimal")");

@@ -25,9 +25,9 @@ NewExperiment Study(const std::string& name, int runs) {
 // Statements SQLite started while `f` ran.
 template <typename F>
 int64_t Statements(Store* store, F&& f) {
-  const int64_t before = store->db_for_test()->statements_started();
+  const int64_t before = store->db()->statements_started();
   f();
-  return store->db_for_test()->statements_started() - before;
+  return store->db()->statements_started() - before;
 }
 
 // `taectl runs`: what the ListRuns RPC asks of the read side (server/rpc/control_service.cc).

@@ -35,10 +35,10 @@ TEST_CASE("migrations build a fresh database at the latest version") {
   std::string path = TempDbPath("fresh");
   auto store = Store::Open(path);
   REQUIRE(store.ok());
-  auto version = (*store)->db_for_test()->QueryInt("PRAGMA user_version");
+  auto version = (*store)->db()->QueryInt("PRAGMA user_version");
   REQUIRE(version.ok());
   CHECK(*version == EmbeddedMigrations().back().version);
-  auto tables = (*store)->db_for_test()->QueryInt(
+  auto tables = (*store)->db()->QueryInt(
       "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
       "('experiments', 'runs', 'run_transitions', 'metrics', 'run_summaries', 'logs', 'agents')");
   REQUIRE(tables.ok());
@@ -52,16 +52,16 @@ TEST_CASE("migrations on an existing database apply only the new ones and keep t
   {
     auto store = Store::Open(path, v1);
     REQUIRE(store.ok());
-    REQUIRE((*store)->db_for_test()->Exec("INSERT INTO a VALUES (42)").ok());
+    REQUIRE((*store)->db()->Exec("INSERT INTO a VALUES (42)").ok());
   }
   std::vector<Migration> v2 = v1;
   // Running migration 1 again would fail (table exists), so success proves it was skipped.
   v2.push_back({2, "two", "ALTER TABLE a ADD COLUMN y INTEGER NOT NULL DEFAULT 7;"});
   auto store = Store::Open(path, v2);
   REQUIRE(store.ok());
-  auto version = (*store)->db_for_test()->QueryInt("PRAGMA user_version");
+  auto version = (*store)->db()->QueryInt("PRAGMA user_version");
   CHECK(*version == 2);
-  auto sum = (*store)->db_for_test()->QueryInt("SELECT x + y FROM a");
+  auto sum = (*store)->db()->QueryInt("SELECT x + y FROM a");
   REQUIRE(sum.ok());
   CHECK(*sum == 49);
   std::filesystem::remove(path);
@@ -75,7 +75,7 @@ TEST_CASE("runs stored before run metadata existed read back with an empty one")
     auto store = Store::Open(path, first);
     REQUIRE(store.ok());
     REQUIRE((*store)
-                ->db_for_test()
+                ->db()
                 ->Exec("INSERT INTO experiments (name, spec_hash, spec_text, created_at) VALUES "
                        "('old', 'h', 't', 1); INSERT INTO runs (experiment_id, variant, seed, "
                        "config, state, max_attempts, created_at) VALUES (1, 'baseline', 0, '{}', "
@@ -99,7 +99,7 @@ TEST_CASE("runs stored before their resources were columns get them from their c
     auto store = Store::Open(path, before);
     REQUIRE(store.ok());
     REQUIRE((*store)
-                ->db_for_test()
+                ->db()
                 ->Exec("INSERT INTO experiments (name, spec_hash, spec_text, created_at) VALUES "
                        "('old', 'h', 't', 1); INSERT INTO runs (experiment_id, variant, seed, "
                        "config, state, max_attempts, created_at) VALUES (1, 'job', 0, "
@@ -201,7 +201,7 @@ TEST_CASE("run lifecycle: assign, start, metrics, exit, with a transition for ea
   auto again = store.Ingest("agent-a", {started, m1, m2, exited});
   REQUIRE(again.ok());
   CHECK(again->empty());
-  CHECK(*store.db_for_test()->QueryInt("SELECT COUNT(*) FROM metrics") == 2);
+  CHECK(*store.db()->QueryInt("SELECT COUNT(*) FROM metrics") == 2);
 
   auto run = store.GetRun(run_id);
   REQUIRE(run.ok());

@@ -11,26 +11,13 @@
 
 #include "common/spec/schema.h"
 #include "common/spec/spec.h"
+#include "tests/unit/spec_parse.h"
 
 namespace tae::spec {
 namespace {
 
-constexpr char kPath[] = "study.toml";
-
-Spec MustParse(const std::string& text, const std::vector<std::string>& sets = {}) {
-  absl::StatusOr<Spec> spec = ParseSpec(text, kPath, sets);
-  INFO(spec.status().ToString());
-  REQUIRE(spec.ok());
-  return *spec;
-}
-
-// The message of the error ParseSpec returns (fails the test if it succeeds).
-std::string ErrorOf(const std::string& text, const std::vector<std::string>& sets = {}) {
-  absl::StatusOr<Spec> spec = ParseSpec(text, kPath, sets);
-  REQUIRE_FALSE(spec.ok());
-  CHECK(spec.status().code() == absl::StatusCode::kInvalidArgument);
-  return std::string(spec.status().message());
-}
+using testing::ErrorOf;
+using testing::MustParse;
 
 nlohmann::json Config(const std::string& task, int64_t vocab, int64_t seq_len) {
   nlohmann::json config = DefaultConfig();
