@@ -43,7 +43,9 @@ constexpr Verb kVerbs[] = {
     {"run", tae::client::Run, "mount a directory and run a command in it on an agent"},
     {"sync", tae::client::Sync, "run a command again on every change of a directory (--watch)"},
     {"snapshots", tae::client::Snapshots, "list code snapshots"},
-    {"scrap", tae::client::Scrap, "remove code snapshots from taed and the agents"},
+    {"scrap", tae::client::Scrap, "remove code snapshots (or --checkpoints) from taed"},
+    {"checkpoints", tae::client::Checkpoints, "list the checkpoints a run uploaded"},
+    {"pull", tae::client::Pull, "fetch a run's checkpoint into a directory"},
 };
 
 void Usage(std::FILE* out) {

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
       "Local agents always dial loopback without TLS.\n\n"
       "Environment: TAE_HOME, TAE_AGENT_LISTEN, TAE_TLS_CERT, TAE_TLS_KEY, TAE_TLS_CLIENT_CA,\n"
       "TAE_LOCAL_AGENTS, TAE_SLOTS, TAE_AGENT_GRACE, TAE_RETRY_BACKOFF, TAE_AGENT_TIMEOUT,\n"
+      "TAE_MAX_CHECKPOINT_BYTES, "
       "TAE_LOG_LEVEL.");
   flags.String("home", &config.home, "data dir (database, socket, logs)");
   flags.String("agent-listen", &config.agent_listen,
@@ -69,6 +70,15 @@ int main(int argc, char** argv) {
                "seconds a run lost with its agent waits before its next attempt, doubling per "
                "attempt (at most 300)");
   flags.String("agent-binary", &config.agent_binary, "path of tae-agent (default: next to taed)");
+  if (!absl::SimpleAtoi(
+          tae::cli::EnvOr("TAE_MAX_CHECKPOINT_BYTES", std::to_string(config.max_checkpoint_bytes)),
+          &config.max_checkpoint_bytes)) {
+    std::fprintf(stderr, "taed: TAE_MAX_CHECKPOINT_BYTES must be an integer (bytes)\n");
+    return 2;
+  }
+  flags.Int("max-checkpoint-bytes", &config.max_checkpoint_bytes,
+            "refuse checkpoints larger than this many bytes (0: no cap); the run's log says "
+            "so (TAE_MAX_CHECKPOINT_BYTES; default 64 GiB)");
   config.ssh_hosts_path = tae::cli::EnvOr("TAE_SSH_HOSTS", "");
   config.tpu_pools_path = tae::cli::EnvOr("TAE_TPU_POOLS", "");
   flags.String("tpu-pools", &config.tpu_pools_path,

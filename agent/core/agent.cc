@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "boost/asio/post.hpp"
 #include "common/clock/clock.h"
+#include "nlohmann/json.hpp"
 #include "proto/tae/v1/limits.h"
 #include "spdlog/spdlog.h"
 
@@ -61,6 +62,11 @@ absl::Status Agent::Start() {
   gather.dirs = {{"work", options_.work_dir}, {"cache", options_.work_dir + "/cache"}};
   gather.threads_per_run = options_.threads_per_run;
   facts_ = host::Gather(gather);
+  checkpoints_ = std::make_unique<CheckpointSync>(options_.taed, options_.token, options_.tls);
+  runner_.set_checkpoint_handler(
+      [this](const tae::v1::StartRun& start, metrics::CheckpointMark mark) {
+        OnCheckpointMarked(start, mark);
+      });
   AdoptOrphans();
   absl::StatusOr<std::unique_ptr<Stager>> stager =
       Stager::Start(options_.taed, options_.token, options_.work_dir + "/cache",
@@ -193,7 +199,7 @@ void Agent::StartRun(const tae::v1::StartRun& start) {
   if (staging_.count(key) > 0) {
     return;  // a repeated StartRun for a run being staged
   }
-  if (start.snapshot_id().empty()) {
+  if (start.snapshot_id().empty() && !start.has_checkpoint()) {
     absl::Status status = runner_.Start(start);
     if (!status.ok() && !absl::IsAlreadyExists(status)) {
       RunFailedToStart(start, std::string(status.message()), false);
@@ -201,6 +207,10 @@ void Agent::StartRun(const tae::v1::StartRun& start) {
     return;
   }
   staging_[key] = Staging{};
+  if (start.snapshot_id().empty()) {
+    RestoreCheckpoint(start);
+    return;
+  }
   stager_->Stage(start.snapshot_id(), runner_.RunDir(start.run_id(), start.attempt()),
                  [this, start](StageResult result) {
                    boost::asio::post(*io_, [this, start, result = std::move(result)]() mutable {
@@ -209,10 +219,10 @@ void Agent::StartRun(const tae::v1::StartRun& start) {
                  });
 }
 
-void Agent::OnStaged(const tae::v1::StartRun& start, StageResult result) {
+bool Agent::EndStaging(const tae::v1::StartRun& start) {
   auto it = staging_.find({start.run_id(), start.attempt()});
   if (it == staging_.end()) {
-    return;
+    return false;
   }
   Staging staging = it->second;
   staging_.erase(it);
@@ -226,7 +236,21 @@ void Agent::OnStaged(const tae::v1::StartRun& start, StageResult result) {
     exited.mutable_exited()->set_reason(staging.reason);
     OnEvent(std::move(exited));
     CheckShutdown();
+    return false;
+  }
+  return true;
+}
+
+void Agent::OnStaged(const tae::v1::StartRun& start, StageResult result) {
+  auto it = staging_.find({start.run_id(), start.attempt()});
+  if (it == staging_.end()) {
     return;
+  }
+  const bool cancelled = it->second.cancelled || it->second.interrupted;
+  if (!result.status.ok() || cancelled || !start.has_checkpoint()) {
+    if (!EndStaging(start)) {
+      return;
+    }
   }
   if (!result.status.ok()) {
     // taed unreachable mid-fetch is not the run's fault: it is requeued.
@@ -240,10 +264,87 @@ void Agent::OnStaged(const tae::v1::StartRun& start, StageResult result) {
                                    result.files, " files, ", result.bytes, " bytes; fetched ",
                                    result.blobs_fetched, " blobs (", result.bytes_fetched,
                                    " bytes) in ", absl::StrFormat("%.3f", result.seconds), " s"));
+  if (start.has_checkpoint()) {
+    RestoreCheckpoint(start);  // still staging
+    return;
+  }
   absl::Status status = runner_.Start(start);
   if (!status.ok() && !absl::IsAlreadyExists(status)) {
     RunFailedToStart(start, std::string(status.message()), false);
   }
+}
+
+void Agent::RestoreCheckpoint(const tae::v1::StartRun& start) {
+  checkpoints_->Restore(start.checkpoint().manifest(), runner_.CheckpointDir(start.run_id()),
+                        [this, start](RestoreResult result) {
+                          boost::asio::post(*io_, [this, start, result = std::move(result)] {
+                            OnRestored(start, result);
+                          });
+                        });
+}
+
+void Agent::OnRestored(const tae::v1::StartRun& start, RestoreResult result) {
+  if (!EndStaging(start)) {
+    return;
+  }
+  const int64_t step = start.checkpoint().step();
+  if (!result.status.ok()) {
+    RunFailedToStart(
+        start,
+        absl::StrCat("cannot restore its checkpoint at step ", step, ": ", result.status.message()),
+        absl::IsUnavailable(result.status) || absl::IsDeadlineExceeded(result.status));
+    return;
+  }
+  const snapshot::FillStats& stats = result.stats;
+  LogAgentLine(start, absl::StrCat("checkpoint at step ", step,
+                                   " restored into TAE_CHECKPOINT_DIR: ", stats.files, " files, ",
+                                   stats.bytes, " bytes; fetched ", stats.blobs_written, " (",
+                                   stats.bytes_written, " bytes), kept ", stats.files_kept, ", in ",
+                                   absl::StrFormat("%.3f", result.seconds), " s"));
+  absl::Status status = runner_.Start(start);
+  if (!status.ok() && !absl::IsAlreadyExists(status)) {
+    RunFailedToStart(start, std::string(status.message()), false);
+  }
+}
+
+void Agent::OnCheckpointMarked(const tae::v1::StartRun& start, metrics::CheckpointMark mark) {
+  nlohmann::json config = nlohmann::json::parse(start.config_json(), nullptr, false);
+  const auto keep = config.is_object() ? config.find("resources.keep_checkpoints") : config.end();
+  if (keep != config.end() && keep->is_number_integer() && keep->get<int64_t>() <= 0) {
+    return;  // resources.keep_checkpoints = 0: they stay on the worker
+  }
+  const std::string dir = runner_.CheckpointDir(start.run_id());
+  absl::StatusOr<Capture> capture = CaptureCheckpoint(
+      dir,
+      absl::StrCat(options_.work_dir, "/runs/r", start.run_id(), "/.captures/step-", mark.step),
+      mark.time);
+  if (!capture.ok()) {
+    LogAgentLine(start, absl::StrCat("checkpoint at step ", mark.step,
+                                     " not uploaded: ", capture.status().message()));
+    return;
+  }
+  capture->run_id = start.run_id();
+  capture->attempt = start.attempt();
+  capture->step = mark.step;
+  checkpoints_->Upload(*std::move(capture), [this, start, step = mark.step](UploadResult result) {
+    boost::asio::post(*io_, [this, start, step, result = std::move(result)] {
+      if (result.superseded) {
+        return;
+      }
+      if (!result.status.ok()) {
+        LogAgentLine(start, absl::StrCat("checkpoint at step ", step,
+                                         " not uploaded: ", result.status.message()));
+        return;
+      }
+      LogAgentLine(start, absl::StrCat("checkpoint at step ", step, " uploaded: ", result.files,
+                                       " files, ", result.bytes, " bytes; sent ",
+                                       result.blobs_uploaded, " new (", result.bytes_uploaded,
+                                       " bytes) in ", absl::StrFormat("%.3f", result.seconds), " s",
+                                       result.dropped > 0
+                                           ? absl::StrCat("; ", result.dropped, " older dropped")
+                                           : std::string()));
+    });
+  });
 }
 
 void Agent::RunFailedToStart(const tae::v1::StartRun& start, const std::string& why,

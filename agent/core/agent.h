@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "agent/checkpoints/checkpoint_sync.h"
 #include "agent/journal/journal.h"
 #include "agent/link/link.h"
 #include "agent/runner/runner.h"
@@ -61,6 +62,13 @@ class Agent {
   void CheckShutdown();
   void StartRun(const tae::v1::StartRun& start);
   void OnStaged(const tae::v1::StartRun& start, StageResult result);
+  // Restores the run's last checkpoint (StartRun.checkpoint) before it starts.
+  void RestoreCheckpoint(const tae::v1::StartRun& start);
+  void OnRestored(const tae::v1::StartRun& start, RestoreResult result);
+  // Ends the run's staging; false (with its exit reported) when it was cancelled meanwhile.
+  bool EndStaging(const tae::v1::StartRun& start);
+  // The job marked its checkpoint directory complete: capture it now, upload it in turn.
+  void OnCheckpointMarked(const tae::v1::StartRun& start, metrics::CheckpointMark mark);
   void RunFailedToStart(const tae::v1::StartRun& start, const std::string& why, bool interrupted);
   void LogAgentLine(const tae::v1::StartRun& start, std::string text);
 
@@ -82,6 +90,7 @@ class Agent {
   Runner runner_;
   std::unique_ptr<Link> link_;
   std::unique_ptr<Stager> stager_;
+  std::unique_ptr<CheckpointSync> checkpoints_;
   std::map<std::pair<int64_t, int>, Staging> staging_;
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer retry_timer_;

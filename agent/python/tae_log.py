@@ -4,6 +4,7 @@
     tae_log.log(step=40, loss=2.31, lr=3e-4)       # one point per key at step 40
     tae_log.meta(torch=torch.__version__)           # facts about the run, shown by taectl show
     cfg = tae_log.config()                          # the run's config: cfg["params"]["rotary"]
+    tae_log.checkpoint(step=40)                     # TAE_CHECKPOINT_DIR now holds step 40's
 
 Under a TAE agent the points go as JSON lines to the file descriptor in TAE_METRICS_FD, which
 the agent reads, journals and streams to taed (exactly once, across reconnects). Outside TAE
@@ -19,8 +20,9 @@ import json
 import math
 import os
 import sys
+import time
 
-__all__ = ["log", "meta"]
+__all__ = ["log", "meta", "config", "checkpoint", "resume_step"]
 
 _MAX_KEY = 128
 _out = None
@@ -91,3 +93,28 @@ def meta(**facts):
     out = _stream()
     if out:
         out.write(json.dumps({"meta": strings}, separators=(",", ":")) + "\n")
+
+
+def checkpoint(step):
+    """Says that TAE_CHECKPOINT_DIR now holds the complete checkpoint of `step` (an int >= 0).
+
+    Call it after the files are written. The agent captures the directory at once and uploads
+    what taed does not have yet; a later attempt on any machine starts with the run's last
+    uploaded checkpoint restored into TAE_CHECKPOINT_DIR and its step in TAE_RESUME_STEP.
+    Write each checkpoint to new files and rename them into place (torch.save to a temporary
+    name, then os.replace): a file rewritten in place while it is uploaded spoils that upload.
+    Outside TAE (no TAE_METRICS_FD) this does nothing.
+    """
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"tae_log: checkpoint step={step!r} is not an int >= 0")
+    out = _stream()
+    if out:
+        out.write(json.dumps({"checkpoint": {"step": step, "time": time.time()}},
+                             separators=(",", ":")) + "\n")
+
+
+def resume_step():
+    """The step of the checkpoint TAE restored into TAE_CHECKPOINT_DIR, or None."""
+    value = os.environ.get("TAE_RESUME_STEP")
+    return int(value) if value else None
+

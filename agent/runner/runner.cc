@@ -175,6 +175,10 @@ std::string Runner::RunDir(int64_t run_id, int attempt) const {
   return absl::StrCat(options_.work_dir, "/runs/r", run_id, "-a", attempt);
 }
 
+std::string Runner::CheckpointDir(int64_t run_id) const {
+  return absl::StrCat(options_.work_dir, "/runs/r", run_id, "/checkpoint");
+}
+
 std::string Runner::JobDir(int64_t run_id, int attempt) const {
   return RunDir(run_id, attempt) + ".job";
 }
@@ -254,15 +258,18 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
       {"TAE_RUN_DIR", job->run_dir},
       {"TAE_CONFIG", config_path},
       {"TAE_METRICS_FD", absl::StrCat(process::kMetricsFd)},
-      // Shared by the run's attempts on this agent: a re-queued attempt resumes from it.
-      {"TAE_CHECKPOINT_DIR",
-       absl::StrCat(options_.work_dir, "/runs/r", start.run_id(), "/checkpoint")},
+      // Shared by the run's attempts on this agent; before a new attempt starts, the agent makes
+      // it the run's last checkpoint taed stores (docs/checkpoints.md).
+      {"TAE_CHECKPOINT_DIR", CheckpointDir(start.run_id())},
       {"TAE_THREADS", absl::StrCat(options_.threads_per_run)},
       {"OMP_NUM_THREADS", absl::StrCat(options_.threads_per_run)},
       {"OPENBLAS_NUM_THREADS", absl::StrCat(options_.threads_per_run)},
       // Spinning OpenMP workers starve each other on shared cores (steps several times slower).
       {"OMP_WAIT_POLICY", "PASSIVE"},
   };
+  if (start.has_checkpoint()) {
+    request.env.emplace_back("TAE_RESUME_STEP", absl::StrCat(start.checkpoint().step()));
+  }
   for (auto& [name, value] : GangEnv(start)) {
     request.env.emplace_back(std::move(name), std::move(value));
   }
@@ -500,6 +507,9 @@ void Runner::OnLine(Job& job, int index, std::string line, uint64_t end) {
         "bad metric line ignored: ", record.status().message(), ": ", line.substr(0, 200)));
     Emit(job, std::move(event), mark);
     return;
+  }
+  if (record->checkpoint.has_value() && checkpoint_handler_) {
+    checkpoint_handler_(job.spec, *record->checkpoint);
   }
   const bool has_values = !record->values.empty();
   if (!record->meta.empty()) {

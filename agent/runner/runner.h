@@ -90,6 +90,16 @@ class Runner {
   bool idle() const { return jobs_.empty(); }
   std::string RunDir(int64_t run_id, int attempt) const;
   std::string JobDir(int64_t run_id, int attempt) const;
+  // TAE_CHECKPOINT_DIR: work_dir/runs/r<ID>/checkpoint, shared by the run's attempts here.
+  std::string CheckpointDir(int64_t run_id) const;
+
+  // Called (on the io_context) when a job marks its checkpoint directory complete
+  // (tae_log.checkpoint, tae-train's saves): rank 0's only.
+  using CheckpointHandler =
+      std::function<void(const tae::v1::StartRun& start, metrics::CheckpointMark mark)>;
+  void set_checkpoint_handler(CheckpointHandler handler) {
+    checkpoint_handler_ = std::move(handler);
+  }
 
  private:
   struct Job;
@@ -112,6 +122,7 @@ class Runner {
   boost::asio::io_context* io_;
   RunnerOptions options_;
   EventSink sink_;
+  CheckpointHandler checkpoint_handler_;
   boost::asio::signal_set sigchld_;
   boost::asio::steady_timer poll_timer_;
   bool polling_ = false;

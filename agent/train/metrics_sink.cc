@@ -9,6 +9,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/clock/clock.h"
 #include "nlohmann/json.hpp"
 
 namespace tae::train {
@@ -58,7 +60,9 @@ absl::StatusOr<std::unique_ptr<MetricsSink>> MetricsSink::FromEnvValue(const cha
     return absl::InvalidArgumentError(
         absl::StrCat("TAE_METRICS_FD=", fd, " is not an open file descriptor"));
   }
-  return std::make_unique<MetricsSink>(fd);
+  auto sink = std::make_unique<MetricsSink>(fd);
+  sink->agent_ = true;
+  return sink;
 }
 
 absl::Status MetricsSink::Emit(int64_t step, const MetricValues& values) {
@@ -67,6 +71,14 @@ absl::Status MetricsSink::Emit(int64_t step, const MetricValues& values) {
 
 absl::Status MetricsSink::EmitMeta(const std::vector<std::pair<std::string, std::string>>& meta) {
   return WriteLine(FormatMetaLine(meta) + "\n");
+}
+
+absl::Status MetricsSink::EmitCheckpoint(int64_t step) {
+  if (!agent_) {
+    return absl::OkStatus();
+  }
+  return WriteLine(
+      absl::StrFormat("{\"checkpoint\":{\"step\":%d,\"time\":%.6f}}\n", step, clock::WallNow()));
 }
 
 absl::Status MetricsSink::WriteLine(const std::string& line) {

@@ -38,12 +38,18 @@ class MetricsSink {
   // Writes one meta line (see FormatMetaLine); an error when the fd is gone.
   absl::Status EmitMeta(const std::vector<std::pair<std::string, std::string>>& meta);
 
+  // Under an agent (TAE_METRICS_FD set): {"checkpoint":{"step":N,"time":T}}, the checkpoint
+  // directory holds step N's checkpoint, complete since now; the agent uploads it
+  // (docs/checkpoints.md). Without an agent nothing is written.
+  absl::Status EmitCheckpoint(int64_t step);
+
   int fd() const { return fd_; }
 
  private:
   absl::Status WriteLine(const std::string& line);
 
   int fd_;
+  bool agent_ = false;  // the fd came from TAE_METRICS_FD
 };
 
 }  // namespace tae::train

@@ -1,5 +1,7 @@
 #include "agent/train/trainer.h"
 
+#include "common/status/macros.h"
+
 #include <sys/resource.h>
 
 #include <chrono>
@@ -277,7 +279,8 @@ absl::Status Trainer::Checkpoint(TransformerLM& model, torch::optim::Optimizer& 
   state.window = window;
   state.first_train_loss = summary.first_train_loss;
   state.last_train_loss = summary.last_train_loss;
-  return SaveCheckpoint(options_.checkpoint_dir, state, *model, optimizer);
+  RETURN_IF_ERROR(SaveCheckpoint(options_.checkpoint_dir, state, *model, optimizer));
+  return sink_->EmitCheckpoint(step);
 }
 
 absl::Status Trainer::ReportHeads(TransformerLM& model, int64_t step) {

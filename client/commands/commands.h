@@ -41,6 +41,8 @@ int Export(const CommandEnv& env, const Args& args);
 int Mount(const CommandEnv& env, const Args& args);
 int Snapshots(const CommandEnv& env, const Args& args);
 int Scrap(const CommandEnv& env, const Args& args);
+int Checkpoints(const CommandEnv& env, const Args& args);
+int Pull(const CommandEnv& env, const Args& args);
 int Run(const CommandEnv& env, const Args& args);
 int Sync(const CommandEnv& env, const Args& args);
 // taectl doctor: checks this machine and every agent; 1 when any check fails.

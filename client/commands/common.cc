@@ -29,6 +29,16 @@ int ParseOrExit(cli::FlagSet& flags, const Args& args, size_t min_positional, si
   return -1;
 }
 
+Args WithLongOutput(const Args& args) {
+  Args out = args;
+  for (std::string& arg : out) {
+    if (arg == "-o") {
+      arg = "--output";
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<int64_t> ParseRunId(const std::string& text) {
   std::string digits = text;
   if (!digits.empty() && (digits[0] == 'r' || digits[0] == 'R')) {

@@ -20,6 +20,8 @@ int ParseOrExit(cli::FlagSet& flags, const Args& args, size_t min_positional, si
 
 // "r12", "R12" or "12" -> 12; anything else is InvalidArgument naming the text.
 absl::StatusOr<int64_t> ParseRunId(const std::string& text);
+// Accepts -o as --output (the flag parser knows long flags only).
+Args WithLongOutput(const Args& args);
 
 // What to show of these runs when nobody named a metric: metrics::DefaultMetrics of the final
 // metrics they have, at most `limit`.

@@ -25,17 +25,6 @@
 namespace tae::client {
 namespace {
 
-// Accepts -o as --output (the flag parser knows long flags only).
-Args WithLongOutput(const Args& args) {
-  Args out = args;
-  for (std::string& arg : out) {
-    if (arg == "-o") {
-      arg = "--output";
-    }
-  }
-  return out;
-}
-
 absl::StatusOr<tae::v1::QueryMetricsResponse> Query(ControlClient& client,
                                                     const tae::v1::QueryMetricsRequest& request) {
   tae::v1::QueryMetricsResponse response;

@@ -19,6 +19,7 @@
 #include "client/commands/common.h"
 #include "client/commands/mount.h"
 #include "client/output/table.h"
+#include "common/blobs/transfer.h"
 #include "common/cli/flags.h"
 #include "common/snapshot/snapshot.h"
 #include "common/status/macros.h"
@@ -30,31 +31,6 @@ namespace {
 constexpr size_t kRequestBytes = 4 << 20;  // data per PutBlobs call
 constexpr int kHashesPerCall = 50000;
 constexpr int kUploadTimeoutMs = 300000;
-
-absl::StatusOr<std::string> ReadRange(const std::string& path, uint64_t offset, size_t length) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  }
-  std::string data(length, '\0');
-  size_t done = 0;
-  while (done < length) {
-    ssize_t n = ::pread(fd, data.data() + done, length - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  if (done != length) {
-    return absl::AbortedError(
-        absl::StrCat(path, " changed while it was being mounted; mount again"));
-  }
-  return data;
-}
 
 std::string HashCachePath(const std::string& home, const std::string& root) {
   return absl::StrCat(home, "/hashcache/", snapshot::Sha256Hex(root).substr(0, 16));
@@ -95,50 +71,21 @@ absl::Status Upload(ControlClient& client, const std::string& root,
     }
   }
   // Upload, packing small files into one call and splitting big ones.
-  tae::v1::PutBlobsRequest request;
-  size_t request_bytes = 0;
-  auto flush = [&]() -> absl::Status {
-    if (request.chunks_size() == 0) {
-      return absl::OkStatus();
-    }
+  return blobs::SendFiles(root, missing, kRequestBytes, [&](blobs::Chunks* chunks) {
+    tae::v1::PutBlobsRequest request;
+    request.mutable_chunks()->Swap(chunks);
     tae::v1::PutBlobsResponse response;
     RETURN_IF_ERROR(client.Check(client.stub()->PutBlobs(
         ControlClient::Context(kUploadTimeoutMs).get(), request, &response)));
     result->blobs_uploaded += response.blobs_completed();
     result->bytes_uploaded += response.bytes_written();
-    request.Clear();
-    request_bytes = 0;
     if (progress) {
       progress(absl::StrCat("uploading: ", FormatBytes(result->bytes_uploaded), " of ",
                             FormatBytes(missing_bytes), " (", result->blobs_uploaded, " of ",
                             missing.size(), " files)"));
     }
     return absl::OkStatus();
-  };
-  for (const snapshot::Entry* entry : missing) {
-    const std::string path = absl::StrCat(root, "/", entry->path);
-    uint64_t offset = 0;
-    do {
-      const size_t length = static_cast<size_t>(std::min<uint64_t>(
-          entry->size - offset, kRequestBytes - std::min(request_bytes, kRequestBytes)));
-      if (length == 0 && entry->size > 0) {
-        RETURN_IF_ERROR(flush());
-        continue;
-      }
-      ASSIGN_OR_RETURN(std::string data, ReadRange(path, offset, length));
-      tae::v1::BlobChunk* chunk = request.add_chunks();
-      chunk->set_hash(entry->sha256);
-      chunk->set_offset(offset);
-      chunk->set_total_size(entry->size);
-      chunk->set_data(std::move(data));
-      offset += length;
-      request_bytes += length + 128;
-      if (request_bytes >= kRequestBytes) {
-        RETURN_IF_ERROR(flush());
-      }
-    } while (offset < entry->size);
-  }
-  return flush();
+  });
 }
 
 }  // namespace
@@ -413,13 +360,20 @@ int Scrap(const CommandEnv& env, const Args& args) {
   bool all = false;
   bool dry_run = false;
   bool json = false;
+  bool checkpoints = false;
   std::string older_than;
   cli::FlagSet flags(
-      "usage: taectl scrap SNAPSHOT... | --all | --older-than AGE  [--dry-run] [--json]\n\n"
+      "usage: taectl scrap SNAPSHOT... | --all | --older-than AGE  [--dry-run] [--json]\n"
+      "       taectl scrap --checkpoints RUN|EXPERIMENT... | --all | --older-than AGE\n\n"
       "Removes code snapshots from taed and from every connected agent's cache, deletes the\n"
       "files they put in finished run directories, and frees the contents no remaining\n"
       "snapshot uses. Snapshots of queued or running runs are kept. SNAPSHOT is an id or a\n"
-      "prefix of at least 8 digits (taectl snapshots lists them); AGE is e.g. 7d, 12h, 30m.");
+      "prefix of at least 8 digits (taectl snapshots lists them); AGE is e.g. 7d, 12h, 30m.\n\n"
+      "With --checkpoints, removes the checkpoints runs uploaded (taectl checkpoints RUN lists\n"
+      "them) and frees the contents no remaining checkpoint uses: of the runs (r12) or\n"
+      "experiments named, all, or those stored longer ago than AGE. Those of queued or running\n"
+      "runs are kept unless the run itself is named.");
+  flags.Bool("checkpoints", &checkpoints, "remove runs' checkpoints instead of snapshots");
   flags.Bool("all", &all, "every snapshot");
   flags.String("older-than", &older_than, "snapshots created longer ago than AGE");
   flags.Bool("dry-run", &dry_run, "say what would be removed; remove nothing");
@@ -433,7 +387,9 @@ int Scrap(const CommandEnv& env, const Args& args) {
   const int modes = (ids.empty() ? 0 : 1) + (all ? 1 : 0) + (older_than.empty() ? 0 : 1);
   if (modes != 1) {
     return Fail(absl::InvalidArgumentError(
-        "scrap needs exactly one of: snapshot ids, --all, --older-than AGE"));
+        checkpoints ? "scrap --checkpoints needs exactly one of: runs or experiments, --all, "
+                      "--older-than AGE"
+                    : "scrap needs exactly one of: snapshot ids, --all, --older-than AGE"));
   }
   if (!older_than.empty()) {
     absl::StatusOr<double> age = ParseAge(older_than);
@@ -447,6 +403,7 @@ int Scrap(const CommandEnv& env, const Args& args) {
   }
   request.set_all(all);
   request.set_dry_run(dry_run);
+  request.set_checkpoints(checkpoints);
   ControlClient client(env.home);
   tae::v1::ScrapResponse response;
   absl::Status s =
@@ -461,6 +418,10 @@ int Scrap(const CommandEnv& env, const Args& args) {
                                   {"bytes_freed", response.bytes_freed()},
                                   {"agents_notified", response.agents_notified()},
                                   {"dry_run", dry_run}};
+    if (checkpoints) {
+      out.erase("agents_notified");
+      out["checkpoints_removed"] = response.checkpoints_removed();
+    }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -470,8 +431,13 @@ int Scrap(const CommandEnv& env, const Args& args) {
   for (const std::string& kept : response.kept()) {
     std::printf("kept %s\n", kept.c_str());
   }
+  const char* what = checkpoints ? "checkpoints" : "snapshots";
   if (dry_run) {
-    std::printf("%d snapshots would be removed (dry run)\n", response.removed_size());
+    std::printf("%d %s would be removed (dry run)\n", response.removed_size(), what);
+  } else if (checkpoints) {
+    std::printf("%d checkpoints removed; %d blobs (%s) freed on taed\n",
+                response.checkpoints_removed(), response.blobs_removed(),
+                FormatBytes(static_cast<uint64_t>(response.bytes_freed())).c_str());
   } else {
     std::printf("%d snapshots removed; %d blobs (%s) freed on taed; %d agents told\n",
                 response.removed_size(), response.blobs_removed(),

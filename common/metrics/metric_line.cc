@@ -16,6 +16,22 @@ namespace {
 bool IsStepKey(std::string_view key) { return key == "step" || key == "Step"; }
 
 constexpr char kMetaKey[] = "meta";
+constexpr char kCheckpointKey[] = "checkpoint";
+
+// {"step": N, "time": T}: the job's checkpoint directory holds step N's checkpoint, complete
+// since wall time T.
+absl::Status ParseCheckpoint(const nlohmann::ordered_json& mark, MetricRecord* record) {
+  const auto step = mark.is_object() ? mark.find("step") : mark.end();
+  const auto time = mark.is_object() ? mark.find("time") : mark.end();
+  if (step == mark.end() || !step->is_number_integer() || step->get<int64_t>() < 0 ||
+      time == mark.end() || !time->is_number()) {
+    return absl::InvalidArgumentError(
+        "metric line: \"checkpoint\" must be {\"step\": an int >= 0, \"time\": seconds since "
+        "the epoch}");
+  }
+  record->checkpoint = CheckpointMark{step->get<int64_t>(), time->get<double>()};
+  return absl::OkStatus();
+}
 
 absl::Status InvalidKey(const char* what, std::string_view key) {
   return absl::InvalidArgumentError(absl::StrCat("metric line: invalid ", what, " '",
@@ -100,7 +116,7 @@ absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line) {
     return absl::InvalidArgumentError("metric line: expected a JSON object");
   }
   const size_t reserved = (doc.contains("step") ? 1 : 0) + (doc.contains("Step") ? 1 : 0) +
-                          (doc.contains("meta") ? 1 : 0);
+                          (doc.contains("meta") ? 1 : 0) + (doc.contains("checkpoint") ? 1 : 0);
   if (doc.size() > kMaxValuesPerLine + reserved) {  // the values, besides "step" and "meta"
     return absl::InvalidArgumentError(
         absl::StrCat("metric line: more than ", kMaxValuesPerLine, " values"));
@@ -117,6 +133,12 @@ absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line) {
     }
     if (key == kMetaKey) {
       if (absl::Status s = ParseMeta(value, &record); !s.ok()) {
+        return s;
+      }
+      continue;
+    }
+    if (key == kCheckpointKey) {
+      if (absl::Status s = ParseCheckpoint(value, &record); !s.ok()) {
         return s;
       }
       continue;

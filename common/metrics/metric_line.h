@@ -21,17 +21,26 @@ inline constexpr size_t kMaxValuesPerLine = 1024;
 inline constexpr size_t kMaxMetaEntriesPerLine = 256;
 inline constexpr size_t kMaxMetaValueLength = 1024;
 
+// The job marked its checkpoint directory complete for `step` (docs/checkpoints.md).
+struct CheckpointMark {
+  int64_t step = 0;
+  double time = 0;  // when it was marked, seconds since the epoch (the job's clock)
+};
+
 struct MetricRecord {
   std::optional<int64_t> step;  // absent: the caller uses the run's last step
   std::vector<std::pair<std::string, double>> values;     // in line order
   std::vector<std::pair<std::string, std::string>> meta;  // in line order
+  std::optional<CheckpointMark> checkpoint;
 };
 
 // Parses one JSON metric line: an object with an optional integer "step" and numeric values,
 // e.g. {"step": 10, "train/loss": 2.31}. null values are skipped (a job may write null for NaN).
 // An optional "meta" object holds run metadata, e.g. {"meta": {"libtorch": "1.13.0"}}: its keys
 // follow the metric key rules, its values are strings (a number or bool becomes its JSON text, a
-// null is skipped) of at most kMaxMetaValueLength bytes. Errors name the offending key.
+// null is skipped) of at most kMaxMetaValueLength bytes. A "checkpoint" object,
+// {"checkpoint": {"step": 40, "time": 1732000000.5}}, marks the job's checkpoint directory
+// complete for that step (tae_log.checkpoint). Errors name the offending key.
 absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line);
 
 // Parses a `Key=Value Key=Value` line; numeric values become metrics, `Step`/`step` the step.

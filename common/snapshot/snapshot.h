@@ -219,6 +219,22 @@ bool IsValidUtf8(std::string_view bytes);
 // SHA-256 of `data` as 64 lowercase hex digits.
 std::string Sha256Hex(std::string_view data);
 
+// SHA-256 of data given in pieces (e.g. a blob arriving in chunks).
+class Sha256Stream {
+ public:
+  Sha256Stream();
+  ~Sha256Stream();
+  Sha256Stream(const Sha256Stream&) = delete;
+  Sha256Stream& operator=(const Sha256Stream&) = delete;
+  void Update(std::string_view data);
+  // 64 lowercase hex digits of everything given since construction or the last Finish, which
+  // starts over.
+  std::string FinishHex();
+
+ private:
+  void* ctx_;  // EVP_MD_CTX
+};
+
 // SHA-256 of the file at `path` (read in 1 MiB chunks) as 64 lowercase hex digits.
 absl::StatusOr<std::string> Sha256OfFile(const std::string& path);
 

@@ -365,6 +365,21 @@ constexpr unsigned kMaxWalkThreads = 2;
 
 }  // namespace
 
+Sha256Stream::Sha256Stream() : ctx_(NewSha256().release()) {}
+
+Sha256Stream::~Sha256Stream() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+
+void Sha256Stream::Update(std::string_view data) {
+  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data.data(), data.size());
+}
+
+std::string Sha256Stream::FinishHex() {
+  EVP_MD_CTX* ctx = static_cast<EVP_MD_CTX*>(ctx_);
+  std::string hex = tae::snapshot::FinishHex(ctx);
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  return hex;
+}
+
 std::string Sha256Hex(std::string_view data) {
   EvpCtx ctx = NewSha256();
   if (ctx == nullptr) {

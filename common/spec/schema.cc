@@ -133,6 +133,9 @@ std::vector<KeyInfo> BuildSchema() {
       Of(T::kStringMap, "resources.labels", "{}", "agent labels a run needs, e.g. accelerator"),
       Int("resources.max_attempts", "3", 1, kInf, "attempts before a lost run fails"),
       Int("resources.priority", "0", -kInf, kInf, "higher runs first"),
+      Int("resources.keep_checkpoints", "2", 0, 1000,
+          "checkpoints of each run taed keeps, uploaded when the job marks one complete; 0: "
+          "none leave the worker"),
       Int("resources.max_concurrent", "0", 0, kInf,
           "at most this many runs of the experiment at once; 0: no cap"),
       // [job]

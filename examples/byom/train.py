@@ -147,7 +147,8 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr)
     g = torch.Generator().manual_seed(a.seed * 1000 + rank)
 
-    # Resume: TAE restores the run's last complete checkpoint into TAE_CHECKPOINT_DIR.
+    # Resume: before a new attempt starts, on whatever machine, TAE restores the run's last
+    # uploaded checkpoint into TAE_CHECKPOINT_DIR (rank 0's, on every rank of a gang).
     ckpt_dir = os.environ.get("TAE_CHECKPOINT_DIR", "")
     ckpt = os.path.join(ckpt_dir, "model.pt") if ckpt_dir else ""
     first = 1
@@ -194,6 +195,8 @@ def main():
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(),
                         "rng": g.get_state(), "step": step}, ckpt + ".tmp")
             os.replace(ckpt + ".tmp", ckpt)  # whole or absent, never half-written
+            if tae_log:
+                tae_log.checkpoint(step)  # TAE uploads it: a preempted run resumes elsewhere
     return 0
 
 

@@ -52,6 +52,7 @@ store::RunResources ResourcesOf(const nlohmann::json& config) {
   r.hosts = IntOf(config, "resources.hosts", 1);
   r.command = StringOf(config, "job.command");
   r.snapshot_id = StringOf(config, "job.snapshot");
+  r.keep_checkpoints = std::max(0, IntOf(config, "resources.keep_checkpoints", 2));
   return r;
 }
 
@@ -115,16 +116,7 @@ absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
 
 absl::StatusOr<int> Controller::Cancel(const std::string& target, const std::string& reason) {
   TAE_CHECK_OWNER(core_);
-  std::vector<store::RunRecord> runs;
-  int64_t run_id = 0;
-  if (target.size() > 1 && (target[0] == 'r' || target[0] == 'R') &&
-      absl::SimpleAtoi(target.substr(1), &run_id)) {
-    ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
-    runs.push_back(std::move(run));
-  } else {
-    ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(target));
-    ASSIGN_OR_RETURN(runs, store_->ListRuns(id));
-  }
+  ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, RunsOfTarget(target));
   int affected = 0;
   for (const store::RunRecord& run : runs) {
     if (store::IsFinal(run.state)) {
@@ -135,6 +127,19 @@ absl::StatusOr<int> Controller::Cancel(const std::string& target, const std::str
   }
   Schedule();
   return affected;
+}
+
+absl::StatusOr<std::vector<store::RunRecord>> Controller::RunsOfTarget(const std::string& target) {
+  std::vector<store::RunRecord> runs;
+  int64_t run_id = 0;
+  if (target.size() > 1 && (target[0] == 'r' || target[0] == 'R') &&
+      absl::SimpleAtoi(target.substr(1), &run_id)) {
+    ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+    runs.push_back(std::move(run));
+    return runs;
+  }
+  ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(target));
+  return store_->ListRuns(id);
 }
 
 absl::Status Controller::CancelRun(const store::RunRecord& run, const std::string& reason) {
@@ -290,6 +295,15 @@ void Controller::PlaceQueued() {
     start->set_config_json(run->config_json);
     start->set_command(run->command);
     start->set_snapshot_id(run->snapshot_id);
+    // Every rank restores the run's last checkpoint (rank 0 uploaded it).
+    absl::StatusOr<std::optional<store::CheckpointRecord>> checkpoint =
+        store_->LatestCheckpoint(run->id);
+    if (!checkpoint.ok()) {
+      spdlog::error("run r{}: its checkpoint: {}", run->id, checkpoint.status().ToString());
+    } else if (checkpoint->has_value()) {
+      start->mutable_checkpoint()->set_step((*checkpoint)->step);
+      start->mutable_checkpoint()->set_manifest((*checkpoint)->manifest);
+    }
     if (agents.size() > 1) {
       // A gang: every rank starts now (all hosts were free together); the processes meet at
       // rank 0's rendezvous (c10d's TCPStore for tae-train).

@@ -45,6 +45,30 @@ struct Options {
   // are wanted for (TpuDemandOf) to `demand`, which the provider's thread reads without waiting.
   std::vector<DemandPool> demand_pools;
   provider::DemandBoard* demand = nullptr;
+  // A checkpoint larger than this is refused; 0: no cap.
+  int64_t max_checkpoint_bytes = 0;
+};
+
+// A checkpoint an agent offers or commits (its manifest parsed by the caller).
+struct CheckpointOffer {
+  int64_t run_id = 0;
+  int attempt = 0;
+  int64_t step = 0;
+  std::string manifest_id;  // SHA-256 of manifest
+  std::string manifest;
+  int64_t files = 0;
+  int64_t bytes = 0;
+  std::vector<std::string> hashes;  // distinct
+};
+
+// Which checkpoints a scrap removes (ScrapInput's ids name runs "r12" or experiments).
+struct CheckpointScrap {
+  std::vector<std::string> removed;  // "r12 step 40" (dry run: would be)
+  std::vector<std::string> kept;     // "r12: why"
+  int checkpoints = 0;
+  // Every blob a remaining checkpoint names: garbage collection removes all others (also those
+  // of an upload that never committed).
+  std::set<std::string> referenced;
 };
 
 struct SubmitInput {
@@ -104,6 +128,22 @@ class Controller {
   // Removes snapshots (not those of queued or running runs) and tells every connected agent to
   // drop them from its cache. Blob garbage collection is the caller's (on the blob thread).
   absl::StatusOr<ScrapPlan> Scrap(const ScrapInput& input);
+
+  // Checkpoints (controller_checkpoints.cc; docs/checkpoints.md). The caller moves blobs.
+  // OK when taed takes `offer`: the run exists, `attempt` is its current one (an older one is
+  // FailedPrecondition: superseded), it keeps checkpoints, and the size is within the cap.
+  absl::Status CheckCheckpoint(const CheckpointOffer& offer);
+  // CheckCheckpoint, then records it incomplete; returns its id (the caller verifies its blobs).
+  absl::StatusOr<int64_t> BeginCheckpoint(const CheckpointOffer& offer);
+  // Its blobs are all stored: it is offered from now on; older ones beyond the run's
+  // keep_checkpoints go. Returns what went.
+  absl::StatusOr<store::CheckpointsDropped> CompleteCheckpoint(int64_t run_id, int64_t id);
+  // Its blobs are not all stored: forgotten.
+  absl::Status AbandonCheckpoint(int64_t id);
+  // Removes checkpoints: of the named runs or experiments, all, or older than older_than_s;
+  // without named runs, those of queued or running runs stay.
+  absl::StatusOr<CheckpointScrap> ScrapCheckpoints(const ScrapInput& input);
+
   const registry::AgentRegistry& registry() const { return registry_; }
   provider::ProviderLog* provider_log() { return &provider_log_; }
   // Store writes that failed where there is no caller to return the error to (logged each time).
@@ -140,6 +180,8 @@ class Controller {
   void WakeAt(double at);
   double RetryDelay(int attempt) const;
   void LoseUnclaimedRuns(const std::string& agent_id, const std::string& reason);
+  // "r57" (that run) or an experiment reference (its runs).
+  absl::StatusOr<std::vector<store::RunRecord>> RunsOfTarget(const std::string& target);
   absl::Status CancelRun(const store::RunRecord& run, const std::string& reason);
   // The agents of the run's current attempt (a gang's, by rank).
   std::vector<std::string> AgentsOfRun(const store::RunRecord& run);

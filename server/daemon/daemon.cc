@@ -121,11 +121,13 @@ absl::Status Daemon::Init() {
   ASSIGN_OR_RETURN(store_, store::Store::Open(config_.home + "/tae.db"));
   query_ = std::make_unique<query::Query>(store_.get());
   ASSIGN_OR_RETURN(blobs_, blobs::BlobWorker::Start(config_.home + "/blobs"));
+  ASSIGN_OR_RETURN(checkpoint_blobs_, blobs::BlobWorker::Start(config_.home + "/checkpoints"));
   ASSIGN_OR_RETURN(std::string token, LoadOrCreateToken(config_.home));
   controller::Options options;
   options.agent_grace_s = config_.agent_grace_s;
   options.retry_backoff_s = config_.retry_backoff_s;
   options.agent_timeout_s = config_.agent_timeout_s;
+  options.max_checkpoint_bytes = config_.max_checkpoint_bytes;
   if (!tpu_pools_.empty()) {
     for (const provider::TpuPool& pool : tpu_pools_) {
       options.demand_pools.push_back({pool.name, pool.labels});
@@ -133,6 +135,11 @@ absl::Status Daemon::Init() {
     options.demand = &demand_;
   }
   controller_ = std::make_unique<controller::Controller>(&core_, store_.get(), options);
+  // Uploads a crash interrupted were never offered; their blobs go at the next checkpoint scrap.
+  ASSIGN_OR_RETURN(int incomplete, store_->DeleteIncompleteCheckpoints());
+  if (incomplete > 0) {
+    spdlog::info("dropped {} checkpoints whose upload a restart interrupted", incomplete);
+  }
   RETURN_IF_ERROR(StartServers(token, std::move(agent_credentials)));
 
   auto signals = std::make_shared<boost::asio::signal_set>(core_, SIGINT, SIGTERM);
@@ -233,7 +240,7 @@ absl::Status Daemon::StartServers(const std::string& token,
   std::string socket_path = config_.home + "/taed.sock";
   unlink(socket_path.c_str());  // a stale socket of a dead taed; the lock proves none is running
   control_service_ = std::make_unique<rpc::ControlService>(
-      &core_, controller_.get(), query_.get(), blobs_.get(),
+      &core_, controller_.get(), query_.get(), blobs_.get(), checkpoint_blobs_.get(),
       [this](bool delete_vms) { RequestShutdown(delete_vms); });
   grpc::ServerBuilder control_builder;
   control_builder.AddListeningPort(control_address(), grpc::InsecureServerCredentials());
@@ -247,8 +254,8 @@ absl::Status Daemon::StartServers(const std::string& token,
     return absl::PermissionDeniedError(absl::StrCat("chmod 0600 ", socket_path));
   }
 
-  agent_service_ = std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), query_.get(),
-                                                           blobs_.get(), token);
+  agent_service_ = std::make_unique<rpc::AgentLinkService>(
+      &core_, controller_.get(), query_.get(), blobs_.get(), checkpoint_blobs_.get(), token);
   grpc::ServerBuilder agent_builder;
   agent_builder.AddListeningPort(config_.agent_listen, std::move(agent_credentials), &agent_port_);
   const bool loopback_agents =
@@ -340,6 +347,9 @@ void Daemon::Stop() {
   core_.stop();
   if (core_thread_.joinable()) {
     core_thread_.join();
+  }
+  if (checkpoint_blobs_ != nullptr) {
+    checkpoint_blobs_->Stop();
   }
   if (blobs_ != nullptr) {
     blobs_->Stop();

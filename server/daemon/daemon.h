@@ -45,6 +45,8 @@ struct Config {
   // if it exists.
   std::string tpu_pools_path;
   double tpu_poll_s = 10;  // between the provider's rounds of gcloud calls
+  // A checkpoint larger than this is refused (the agent says so in the run's log); 0: no cap.
+  int64_t max_checkpoint_bytes = int64_t{64} << 30;
 };
 
 class Daemon {
@@ -72,8 +74,9 @@ class Daemon {
   std::optional<HomeLock> lock_;
   boost::asio::io_context core_;
   std::unique_ptr<store::Store> store_;
-  std::unique_ptr<query::Query> query_;  // reads over store_
-  std::unique_ptr<blobs::BlobWorker> blobs_;
+  std::unique_ptr<query::Query> query_;                  // reads over store_
+  std::unique_ptr<blobs::BlobWorker> blobs_;             // code snapshots
+  std::unique_ptr<blobs::BlobWorker> checkpoint_blobs_;  // checkpoints runs uploaded
   provider::DemandBoard demand_;  // the controller publishes, the TPU provider reads
   std::unique_ptr<controller::Controller> controller_;
   std::unique_ptr<rpc::ControlService> control_service_;

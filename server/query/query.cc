@@ -462,4 +462,42 @@ absl::StatusOr<std::vector<store::MetricPoint>> Query::QueryMetric(int64_t run_i
   return out;
 }
 
+absl::StatusOr<std::pair<std::vector<store::CheckpointRecord>, int>> Query::Checkpoints(
+    int64_t run_id) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+  ASSIGN_OR_RETURN(std::vector<store::CheckpointRecord> list, store_->ListCheckpoints(run_id));
+  return std::make_pair(std::move(list), run.keep_checkpoints);
+}
+
+absl::StatusOr<store::CheckpointRecord> Query::Checkpoint(int64_t run_id,
+                                                          std::optional<int64_t> step) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(auto listed, Checkpoints(run_id));
+  const std::vector<store::CheckpointRecord>& list = listed.first;
+  if (list.empty()) {
+    return absl::NotFoundError(absl::StrCat("run_id: r", run_id, " has no checkpoints"));
+  }
+  int64_t id = list.front().id;
+  if (step.has_value()) {
+    auto it = std::find_if(list.begin(), list.end(),
+                           [&](const store::CheckpointRecord& c) { return c.step == *step; });
+    if (it == list.end()) {
+      std::vector<std::string> steps;
+      for (const store::CheckpointRecord& c : list) {
+        steps.push_back(absl::StrCat(c.step));
+      }
+      return absl::NotFoundError(absl::StrCat("step: r", run_id, " has no checkpoint at step ",
+                                              *step, "; it has steps ",
+                                              absl::StrJoin(steps, ", ")));
+    }
+    id = it->id;
+  }
+  ASSIGN_OR_RETURN(std::optional<store::CheckpointRecord> latest, store_->GetCheckpoint(id));
+  if (!latest.has_value()) {
+    return absl::NotFoundError(absl::StrCat("checkpoint ", id, " is gone"));
+  }
+  return *std::move(latest);
+}
+
 }  // namespace tae::query

@@ -98,6 +98,12 @@ class Query {
   // Only its manifest (an agent fetching it: no usage counts).
   absl::StatusOr<std::string> Manifest(const std::string& id);
 
+  // A run's complete checkpoints, newest first, without manifests, and how many it keeps.
+  absl::StatusOr<std::pair<std::vector<store::CheckpointRecord>, int>> Checkpoints(int64_t run_id);
+  // One complete checkpoint with its manifest: at `step`, or the newest. NotFound naming the steps
+  // there are.
+  absl::StatusOr<store::CheckpointRecord> Checkpoint(int64_t run_id, std::optional<int64_t> step);
+
   // The tables the views are made of.
   absl::StatusOr<std::vector<store::TransitionRecord>> ListTransitions(int64_t run_id);
   absl::StatusOr<std::vector<store::MetricSummary>> Summaries(int64_t run_id);

@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/post.hpp"
 #include "server/registry/agent_channel.h"
+#include "server/rpc/blob_rpcs.h"
 #include "server/rpc/convert.h"
 #include "spdlog/spdlog.h"
 
@@ -243,11 +244,13 @@ bool TokenMatches(std::string_view header, std::string_view token) {
 
 AgentLinkService::AgentLinkService(boost::asio::io_context* core,
                                    controller::Controller* controller, query::Query* query,
-                                   blobs::BlobWorker* blobs, std::string token)
+                                   blobs::BlobWorker* blobs, blobs::BlobWorker* checkpoint_blobs,
+                                   std::string token)
     : core_(core),
       controller_(controller),
       query_(query),
       blobs_(blobs),
+      checkpoint_blobs_(checkpoint_blobs),
       token_(std::move(token)) {}
 
 bool AgentLinkService::Authorized(grpc::CallbackServerContext* ctx) const {
@@ -289,86 +292,12 @@ grpc::ServerUnaryReactor* AgentLinkService::GetManifest(grpc::CallbackServerCont
   return reactor;
 }
 
-namespace {
-
-constexpr uint64_t kFetchChunk = 1 << 20;
-
-// One FetchBlobs call: read a chunk on the blob worker, write it, and on its completion read
-// the next. One read or write is in flight at a time, so the reactor outlives every callback.
-class BlobFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk> {
- public:
-  BlobFetch(blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request)
-      : blobs_(blobs), request_(request) {
-    for (int i = 0; i < request->hashes_size(); ++i) {
-      if (!blobs::IsBlobHash(request->hashes(i))) {
-        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            absl::StrCat("hashes[", i, "]: not a SHA-256")));
-        return;
-      }
-    }
-    Next();
-  }
-
-  void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the agent went away"));
-      return;
-    }
-    Next();
-  }
-
-  void OnDone() override { delete this; }
-
- private:
-  void Next() {
-    if (index_ >= request_->hashes_size()) {
-      Finish(grpc::Status::OK);
-      return;
-    }
-    blobs_->Post([this](blobs::BlobStore& store) {
-      const std::string& hash = request_->hashes(index_);
-      absl::StatusOr<uint64_t> size = store.Size(hash);
-      absl::StatusOr<std::string> data =
-          size.ok() ? store.Read(hash, offset_, kFetchChunk) : size.status();
-      if (!data.ok()) {
-        Finish(ToGrpc(absl::Status(data.status().code(), absl::StrCat("hashes[", index_, "]: ",
-                                                                      data.status().message()))));
-        return;
-      }
-      chunk_.set_hash(hash);
-      chunk_.set_offset(offset_);
-      chunk_.set_total_size(*size);
-      chunk_.set_data(std::move(*data));
-      offset_ += chunk_.data().size();
-      if (offset_ >= *size) {
-        index_ += 1;
-        offset_ = 0;
-      }
-      StartWrite(&chunk_);
-    });
-  }
-
-  blobs::BlobWorker* blobs_;
-  const tae::v1::FetchBlobsRequest* request_;
-  tae::v1::FetchBlobsChunk chunk_;
-  int index_ = 0;
-  uint64_t offset_ = 0;
-};
-
-class RejectedFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk> {
- public:
-  explicit RejectedFetch(grpc::Status status) { Finish(std::move(status)); }
-  void OnDone() override { delete this; }
-};
-
-}  // namespace
-
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* AgentLinkService::FetchBlobs(
     grpc::CallbackServerContext* ctx, const tae::v1::FetchBlobsRequest* request) {
   if (!Authorized(ctx)) {
-    return new RejectedFetch(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+    return RejectedBlobFetch(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
   }
-  return new BlobFetch(blobs_, request);
+  return NewBlobFetch(request->checkpoints() ? checkpoint_blobs_ : blobs_, request);
 }
 
 }  // namespace tae::rpc

@@ -17,7 +17,8 @@ namespace tae::rpc {
 class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
  public:
   AgentLinkService(boost::asio::io_context* core, controller::Controller* controller,
-                   query::Query* query, blobs::BlobWorker* blobs, std::string token);
+                   query::Query* query, blobs::BlobWorker* blobs,
+                   blobs::BlobWorker* checkpoint_blobs, std::string token);
 
   grpc::ServerBidiReactor<tae::v1::AgentMessage, tae::v1::TaedMessage>* Connect(
       grpc::CallbackServerContext* ctx) override;
@@ -27,6 +28,17 @@ class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
   // Streams the blobs' bytes, one chunk read on the blob worker per write.
   grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* FetchBlobs(
       grpc::CallbackServerContext* ctx, const tae::v1::FetchBlobsRequest* request) override;
+  // Checkpoints (checkpoint_rpcs.cc): the manifest is parsed and the blobs checked on the
+  // checkpoint blob worker, the run checked and the row written on the core.
+  grpc::ServerUnaryReactor* OfferCheckpoint(grpc::CallbackServerContext* ctx,
+                                            const tae::v1::OfferCheckpointRequest* request,
+                                            tae::v1::OfferCheckpointResponse* response) override;
+  grpc::ServerUnaryReactor* PutCheckpointBlobs(
+      grpc::CallbackServerContext* ctx, const tae::v1::PutCheckpointBlobsRequest* request,
+      tae::v1::PutCheckpointBlobsResponse* response) override;
+  grpc::ServerUnaryReactor* CommitCheckpoint(grpc::CallbackServerContext* ctx,
+                                             const tae::v1::CommitCheckpointRequest* request,
+                                             tae::v1::CommitCheckpointResponse* response) override;
 
  private:
   bool Authorized(grpc::CallbackServerContext* ctx) const;
@@ -34,7 +46,8 @@ class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
   boost::asio::io_context* core_;
   controller::Controller* controller_;
   query::Query* query_;
-  blobs::BlobWorker* blobs_;
+  blobs::BlobWorker* blobs_;             // code snapshots ($TAE_HOME/blobs)
+  blobs::BlobWorker* checkpoint_blobs_;  // checkpoints ($TAE_HOME/checkpoints)
   std::string token_;
 };
 

@@ -18,11 +18,13 @@ constexpr int kDefaultLogLines = 1000;
 
 ControlService::ControlService(boost::asio::io_context* core, controller::Controller* controller,
                                query::Query* query, blobs::BlobWorker* blobs,
+                               blobs::BlobWorker* checkpoint_blobs,
                                std::function<void(bool delete_vms)> request_shutdown)
     : core_(core),
       controller_(controller),
       query_(query),
       blobs_(blobs),
+      checkpoint_blobs_(checkpoint_blobs),
       request_shutdown_(std::move(request_shutdown)) {}
 
 grpc::ServerUnaryReactor* ControlService::Submit(grpc::CallbackServerContext* ctx,

@@ -19,7 +19,7 @@ namespace tae::rpc {
 class ControlService final : public tae::v1::Control::CallbackService {
  public:
   ControlService(boost::asio::io_context* core, controller::Controller* controller,
-                 query::Query* query, blobs::BlobWorker* blobs,
+                 query::Query* query, blobs::BlobWorker* blobs, blobs::BlobWorker* checkpoint_blobs,
                  std::function<void(bool delete_vms)> request_shutdown);
 
   grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx,
@@ -84,8 +84,21 @@ class ControlService final : public tae::v1::Control::CallbackService {
   grpc::ServerUnaryReactor* Scrap(grpc::CallbackServerContext* ctx,
                                   const tae::v1::ScrapRequest* request,
                                   tae::v1::ScrapResponse* response) override;
+  // Checkpoints (checkpoint_rpcs.cc).
+  grpc::ServerUnaryReactor* ListCheckpoints(grpc::CallbackServerContext* ctx,
+                                            const tae::v1::ListCheckpointsRequest* request,
+                                            tae::v1::ListCheckpointsResponse* response) override;
+  grpc::ServerUnaryReactor* GetCheckpoint(grpc::CallbackServerContext* ctx,
+                                          const tae::v1::GetCheckpointRequest* request,
+                                          tae::v1::Checkpoint* response) override;
+  grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* FetchCheckpointBlobs(
+      grpc::CallbackServerContext* ctx, const tae::v1::FetchBlobsRequest* request) override;
 
  private:
+  // Scrap of checkpoints (ScrapRequest.checkpoints).
+  void ScrapCheckpoints(grpc::ServerUnaryReactor* reactor, const tae::v1::ScrapRequest* request,
+                        tae::v1::ScrapResponse* response);
+
   // Runs fn on the core thread and finishes the call with its status.
   template <typename Fn>
   grpc::ServerUnaryReactor* OnCore(grpc::CallbackServerContext* ctx, Fn fn);
@@ -93,7 +106,8 @@ class ControlService final : public tae::v1::Control::CallbackService {
   boost::asio::io_context* core_;
   controller::Controller* controller_;
   query::Query* query_;
-  blobs::BlobWorker* blobs_;
+  blobs::BlobWorker* blobs_;             // code snapshots
+  blobs::BlobWorker* checkpoint_blobs_;  // checkpoints
   std::function<void(bool delete_vms)> request_shutdown_;
 };
 

@@ -181,6 +181,17 @@ void ToProto(const query::MetricSeries& in, tae::v1::MetricSeries* out) {
   }
 }
 
+void ToProto(const store::CheckpointRecord& in, tae::v1::Checkpoint* out) {
+  out->set_run_id(in.run_id);
+  out->set_attempt(in.attempt);
+  out->set_step(in.step);
+  out->set_id(in.manifest_id);
+  out->set_files(in.files);
+  out->set_bytes(in.bytes);
+  out->set_created_at(in.created_at);
+  out->set_manifest(in.manifest);
+}
+
 void ToProto(const query::SnapshotView& in, tae::v1::Snapshot* out) {
   out->set_id(in.snapshot.id);
   out->set_files(in.snapshot.files);

@@ -31,6 +31,7 @@ void ToProto(const query::RunDetail& in, tae::v1::GetRunResponse* out);
 void ToProto(const query::LogPage& in, tae::v1::LogsResponse* out);
 void ToProto(const query::MetricSeries& in, tae::v1::MetricSeries* out);
 void ToProto(const query::SnapshotView& in, tae::v1::Snapshot* out);
+void ToProto(const store::CheckpointRecord& in, tae::v1::Checkpoint* out);
 
 controller::AgentHello FromProto(const tae::v1::Register& in);
 // The largest log line (or exit reason) taed stores, and events per batch (proto/tae/v1/limits.h).

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/snapshot/snapshot.h"
 #include "common/status/macros.h"
+#include "server/rpc/blob_rpcs.h"
 #include "server/rpc/control_service.h"
 #include "spdlog/spdlog.h"
 
@@ -15,16 +16,7 @@ namespace tae::rpc {
 namespace {
 
 constexpr int kMaxHashesPerCall = 200000;
-constexpr size_t kMaxPutBytes = 8 << 20;        // data bytes per PutBlobs call
 constexpr size_t kMaxManifestBytes = 64 << 20;  // ~500k files
-
-absl::Status CheckHash(const std::string& hash, const std::string& field) {
-  if (!blobs::IsBlobHash(hash)) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": '", hash.substr(0, 80),
-                                                   "' is not a SHA-256 (64 lowercase hex digits)"));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -38,7 +30,7 @@ grpc::ServerUnaryReactor* ControlService::MissingBlobs(grpc::CallbackServerConte
     return reactor;
   }
   for (int i = 0; i < request->hashes_size(); ++i) {
-    absl::Status status = CheckHash(request->hashes(i), absl::StrCat("hashes[", i, "]"));
+    absl::Status status = CheckBlobHash(request->hashes(i), absl::StrCat("hashes[", i, "]"));
     if (!status.ok()) {
       reactor->Finish(ToGrpc(status));
       return reactor;
@@ -58,40 +50,17 @@ grpc::ServerUnaryReactor* ControlService::PutBlobs(grpc::CallbackServerContext* 
                                                    const tae::v1::PutBlobsRequest* request,
                                                    tae::v1::PutBlobsResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  size_t bytes = 0;
-  for (int i = 0; i < request->chunks_size(); ++i) {
-    absl::Status status =
-        CheckHash(request->chunks(i).hash(), absl::StrCat("chunks[", i, "].hash"));
-    if (!status.ok()) {
-      reactor->Finish(ToGrpc(status));
-      return reactor;
-    }
-    bytes += request->chunks(i).data().size();
-  }
-  if (bytes > kMaxPutBytes) {
-    reactor->Finish(ToGrpc(absl::InvalidArgumentError(
-        absl::StrCat("chunks: ", bytes, " bytes in one call; at most ", kMaxPutBytes))));
+  if (absl::Status valid = CheckChunks(request->chunks()); !valid.ok()) {
+    reactor->Finish(ToGrpc(valid));
     return reactor;
   }
   blobs_->Post([reactor, request, response](blobs::BlobStore& store) {
-    absl::Status status = absl::OkStatus();
-    for (int i = 0; i < request->chunks_size() && status.ok(); ++i) {
-      const tae::v1::BlobChunk& chunk = request->chunks(i);
-      absl::StatusOr<blobs::ChunkResult> result =
-          store.WriteChunk(chunk.hash(), chunk.offset(), chunk.total_size(), chunk.data());
-      if (!result.ok()) {
-        status = absl::Status(result.status().code(),
-                              absl::StrCat("chunks[", i, "]: ", result.status().message()));
-        break;
-      }
-      response->set_bytes_written(response->bytes_written() + result->bytes_written);
-      if (result->complete) {
-        response->set_blobs_completed(response->blobs_completed() + 1);
-      }
-    }
-    // Whatever was stored is durable before the call says so (one syncfs for the whole batch).
-    absl::Status synced = store.Sync();
-    reactor->Finish(ToGrpc(status.ok() ? synced : status));
+    uint64_t bytes = 0;
+    int completed = 0;
+    absl::Status status = WriteChunks(store, request->chunks(), &bytes, &completed);
+    response->set_bytes_written(bytes);
+    response->set_blobs_completed(completed);
+    reactor->Finish(ToGrpc(status));
   });
   return reactor;
 }
@@ -100,7 +69,7 @@ grpc::ServerUnaryReactor* ControlService::CreateSnapshot(
     grpc::CallbackServerContext* ctx, const tae::v1::CreateSnapshotRequest* request,
     tae::v1::CreateSnapshotResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  absl::Status valid = CheckHash(request->id(), "id");
+  absl::Status valid = CheckBlobHash(request->id(), "id");
   if (valid.ok() && request->manifest().size() > kMaxManifestBytes) {
     valid = absl::InvalidArgumentError(
         absl::StrCat("manifest: larger than ", kMaxManifestBytes, " bytes"));
@@ -215,6 +184,10 @@ grpc::ServerUnaryReactor* ControlService::Scrap(grpc::CallbackServerContext* ctx
   if (request->ids_size() > 10000 || !(request->older_than_s() >= 0)) {
     reactor->Finish(ToGrpc(absl::InvalidArgumentError(
         request->ids_size() > 10000 ? "ids: more than 10000" : "older_than_s: must be >= 0")));
+    return reactor;
+  }
+  if (request->checkpoints()) {
+    ScrapCheckpoints(reactor, request, response);
     return reactor;
   }
   boost::asio::post(*core_, [this, reactor, request, response] {

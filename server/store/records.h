@@ -67,6 +67,7 @@ struct RunResources {
   int hosts = 1;           // resources.hosts: agents of one slice the run spans (a gang)
   std::string command{};   // job.command; empty: tae-train
   std::string snapshot_id{};  // job.snapshot: the code snapshot mounted for it; empty: none
+  int keep_checkpoints = 2;   // resources.keep_checkpoints: kept by taed; 0: none uploaded
 };
 
 struct NewRun {
@@ -113,6 +114,7 @@ struct RunRecord {
   std::string command;       // job.command; empty: tae-train
   std::string snapshot_id;   // job.snapshot; empty: none
   int attempts_granted = 1;  // resources.max_attempts, what each retry grants again
+  int keep_checkpoints = 2;  // resources.keep_checkpoints
 };
 
 struct TransitionRecord {
@@ -150,6 +152,27 @@ struct SnapshotRecord {
   int64_t bytes = 0;
   std::string source;
   double created_at = 0;
+};
+
+// A checkpoint of a run (docs/checkpoints.md): its checkpoint directory's manifest as the job
+// marked it complete at `step`. Only complete ones (every blob verified stored) are offered.
+struct CheckpointRecord {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  int attempt = 0;
+  int64_t step = 0;
+  std::string manifest_id;  // SHA-256 of the manifest text
+  std::string manifest;     // empty in listings
+  int64_t files = 0;
+  int64_t bytes = 0;
+  bool complete = false;
+  double created_at = 0;
+};
+
+// What completing a checkpoint or deleting checkpoints freed.
+struct CheckpointsDropped {
+  int checkpoints = 0;                    // rows deleted
+  std::vector<std::string> unreferenced;  // their blobs that no remaining row names
 };
 
 struct SnapshotUsage {

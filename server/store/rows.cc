@@ -61,7 +61,7 @@ const char* const kRunColumns =
     "id, experiment_id, variant, seed, config, state, attempt, max_attempts, priority, slots, "
     "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at, "
     "meta, not_before, max_concurrent, hosts, COALESCE(snapshot_id, ''), command, "
-    "attempts_granted";
+    "attempts_granted, keep_checkpoints";
 
 RunRecord ReadRun(const Statement& stmt) {
   RunRecord run;
@@ -92,6 +92,7 @@ RunRecord ReadRun(const Statement& stmt) {
   run.snapshot_id = stmt.Text(22);
   run.command = stmt.Text(23);
   run.attempts_granted = static_cast<int>(stmt.Int(24));
+  run.keep_checkpoints = static_cast<int>(stmt.Int(25));
   return run;
 }
 

@@ -119,8 +119,9 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
   ASSIGN_OR_RETURN(Statement run, db_.Prepare("INSERT INTO runs (experiment_id, variant, seed, "
                                               "config, state, max_attempts, priority, slots, "
                                               "labels, created_at, max_concurrent, hosts, "
-                                              "snapshot_id, command, attempts_granted) "
-                                              "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?)"));
+                                              "snapshot_id, command, attempts_granted, "
+                                              "keep_checkpoints) "
+                                              "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(
       Statement transition,
       db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
@@ -139,7 +140,8 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
         .Bind(10, static_cast<int64_t>(r.max_concurrent))
         .Bind(11, static_cast<int64_t>(r.hosts))
         .Bind(13, r.command)
-        .Bind(14, static_cast<int64_t>(r.max_attempts));
+        .Bind(14, static_cast<int64_t>(r.max_attempts))
+        .Bind(15, static_cast<int64_t>(r.keep_checkpoints));
     if (r.snapshot_id.empty()) {
       run.BindNull(12);
     } else {

@@ -92,6 +92,27 @@ class Store {
   // By snapshot id: the runs whose config pins it ("job.snapshot"), and how many are active.
   absl::StatusOr<std::map<std::string, SnapshotUsage>> SnapshotUsages();
 
+  // Checkpoints (docs/checkpoints.md; store_checkpoints.cc).
+  // Inserts `checkpoint` incomplete, with its distinct blob hashes; returns its id. From here on
+  // blob garbage collection keeps those hashes.
+  absl::StatusOr<int64_t> BeginCheckpoint(const CheckpointRecord& checkpoint,
+                                          const std::vector<std::string>& hashes);
+  // Marks it complete, then deletes the run's other checkpoints of the same step and all but the
+  // newest `keep` complete ones. Returns what that freed.
+  absl::StatusOr<CheckpointsDropped> CompleteCheckpoint(int64_t id, int keep);
+  // Deletes checkpoints by id (an incomplete one whose blobs failed verification; scrap).
+  absl::StatusOr<CheckpointsDropped> DeleteCheckpoints(const std::vector<int64_t>& ids);
+  // Deletes every incomplete checkpoint (at start: uploads a crash interrupted). Returns how many.
+  absl::StatusOr<int> DeleteIncompleteCheckpoints();
+  // A complete checkpoint with its manifest; nullopt when there is none with that id.
+  absl::StatusOr<std::optional<CheckpointRecord>> GetCheckpoint(int64_t id);
+  // The run's newest complete checkpoint, with its manifest; nullopt when it has none.
+  absl::StatusOr<std::optional<CheckpointRecord>> LatestCheckpoint(int64_t run_id);
+  // Complete checkpoints, newest first, without manifests: of one run, or (run_id 0) of all runs.
+  absl::StatusOr<std::vector<CheckpointRecord>> ListCheckpoints(int64_t run_id);
+  // Every blob hash any checkpoint row names.
+  absl::StatusOr<std::set<std::string>> CheckpointBlobs();
+
   // Agents.
   absl::Status UpsertAgent(const AgentRecord& agent);
   absl::Status SetAgentState(const std::string& id, const std::string& state, double now);

@@ -263,6 +263,12 @@ class MetricsSink:
     def emit_meta(self, meta):
         self._write(json.dumps({"meta": meta}, separators=(",", ":")))
 
+    def emit_checkpoint(self, step):
+        """Under an agent: the checkpoint directory holds step's checkpoint, complete now."""
+        if os.environ.get("TAE_METRICS_FD") is not None:
+            self._write(json.dumps({"checkpoint": {"step": step, "time": time.time()}},
+                                   separators=(",", ":")))
+
 
 def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -548,6 +554,7 @@ class Trainer:
             "first_train_loss": summary["first_train_loss"],
             "last_train_loss": summary["last_train_loss"],
         })
+        self.sink.emit_checkpoint(step)
 
     def resume(self, model, optimizer, window, summary):
         if not self.checkpoint_dir or not self.primary():

@@ -1,0 +1,114 @@
+// Controller: checkpoints off the worker (docs/checkpoints.md). Blob bytes never pass through
+// here: the adapter checks the blobs on the checkpoint blob worker between BeginCheckpoint and
+// CompleteCheckpoint, and removes what a completion or a scrap leaves unreferenced.
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "common/status/macros.h"
+#include "server/controller/controller.h"
+
+namespace tae::controller {
+
+absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(offer.run_id));
+  if (offer.attempt != run.attempt) {
+    return absl::FailedPreconditionError(absl::StrCat("attempt: r", run.id, " is at attempt ",
+                                                      run.attempt, "; attempt ", offer.attempt,
+                                                      "'s checkpoint is superseded"));
+  }
+  if (run.keep_checkpoints <= 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run_id: r", run.id, " keeps no checkpoints (resources.keep_checkpoints = 0)"));
+  }
+  if (options_.max_checkpoint_bytes > 0 && offer.bytes > options_.max_checkpoint_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "manifest: the checkpoint is ", offer.bytes, " bytes, over taed's cap of ",
+        options_.max_checkpoint_bytes, " (taed --max-checkpoint-bytes, TAE_MAX_CHECKPOINT_BYTES)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Controller::BeginCheckpoint(const CheckpointOffer& offer) {
+  TAE_CHECK_OWNER(core_);
+  RETURN_IF_ERROR(CheckCheckpoint(offer));
+  store::CheckpointRecord record;
+  record.run_id = offer.run_id;
+  record.attempt = offer.attempt;
+  record.step = offer.step;
+  record.manifest_id = offer.manifest_id;
+  record.manifest = offer.manifest;
+  record.files = offer.files;
+  record.bytes = offer.bytes;
+  record.created_at = Now();
+  return store_->BeginCheckpoint(record, offer.hashes);
+}
+
+absl::StatusOr<store::CheckpointsDropped> Controller::CompleteCheckpoint(int64_t run_id,
+                                                                         int64_t id) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+  return store_->CompleteCheckpoint(id, std::max(1, run.keep_checkpoints));
+}
+
+absl::Status Controller::AbandonCheckpoint(int64_t id) {
+  TAE_CHECK_OWNER(core_);
+  return store_->DeleteCheckpoints({id}).status();
+}
+
+absl::StatusOr<CheckpointScrap> Controller::ScrapCheckpoints(const ScrapInput& input) {
+  TAE_CHECK_OWNER(core_);
+  if (input.ids.empty() == !(input.all || input.older_than_s > 0) ||
+      (input.all && input.older_than_s > 0)) {
+    return absl::InvalidArgumentError(
+        "ids, all, older_than_s: give exactly one of runs or experiments, all, or older_than_s");
+  }
+  // Runs named explicitly lose their checkpoints whatever their state.
+  std::map<int64_t, bool> named;  // run id -> named as a run (not through its experiment)
+  for (const std::string& target : input.ids) {
+    ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, RunsOfTarget(target));
+    const bool as_run = runs.size() == 1 && (target[0] == 'r' || target[0] == 'R');
+    for (const store::RunRecord& run : runs) {
+      named[run.id] = named[run.id] || as_run;
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<store::CheckpointRecord> checkpoints, store_->ListCheckpoints(0));
+  const double now = Now();
+  CheckpointScrap plan;
+  std::vector<int64_t> doomed;
+  std::map<int64_t, bool> active;  // run id -> queued, assigned or running
+  for (const store::CheckpointRecord& c : checkpoints) {
+    auto target = named.find(c.run_id);
+    if (!input.all && input.older_than_s <= 0 && target == named.end()) {
+      continue;
+    }
+    if (input.older_than_s > 0 && now - c.created_at <= input.older_than_s) {
+      continue;
+    }
+    if (active.count(c.run_id) == 0) {
+      ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(c.run_id));
+      active[c.run_id] = !store::IsFinal(run.state);
+    }
+    const bool explicit_run = target != named.end() && target->second;
+    if (active[c.run_id] && !explicit_run) {
+      const std::string why = absl::StrCat("r", c.run_id, ": active (name the run to remove them)");
+      if (plan.kept.empty() || plan.kept.back() != why) {
+        plan.kept.push_back(why);
+      }
+      continue;
+    }
+    plan.removed.push_back(absl::StrCat("r", c.run_id, " step ", c.step));
+    doomed.push_back(c.id);
+  }
+  plan.checkpoints = static_cast<int>(doomed.size());
+  if (input.dry_run) {
+    return plan;
+  }
+  RETURN_IF_ERROR(store_->DeleteCheckpoints(doomed).status());
+  ASSIGN_OR_RETURN(plan.referenced, store_->CheckpointBlobs());
+  return plan;
+}
+
+}  // namespace tae::controller

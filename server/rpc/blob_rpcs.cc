@@ -1,0 +1,136 @@
+#include "server/rpc/blob_rpcs.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/rpc/convert.h"
+
+namespace tae::rpc {
+
+absl::Status CheckBlobHash(const std::string& hash, const std::string& field) {
+  if (!blobs::IsBlobHash(hash)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": '", hash.substr(0, 80),
+                                                   "' is not a SHA-256 (64 lowercase hex digits)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckChunks(const google::protobuf::RepeatedPtrField<tae::v1::BlobChunk>& chunks) {
+  size_t bytes = 0;
+  for (int i = 0; i < chunks.size(); ++i) {
+    absl::Status status = CheckBlobHash(chunks[i].hash(), absl::StrCat("chunks[", i, "].hash"));
+    if (!status.ok()) {
+      return status;
+    }
+    bytes += chunks[i].data().size();
+  }
+  if (bytes > kMaxPutBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunks: ", bytes, " bytes in one call; at most ", kMaxPutBytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteChunks(blobs::BlobStore& store,
+                         const google::protobuf::RepeatedPtrField<tae::v1::BlobChunk>& chunks,
+                         uint64_t* bytes_written, int* blobs_completed) {
+  absl::Status status = absl::OkStatus();
+  for (int i = 0; i < chunks.size(); ++i) {
+    const tae::v1::BlobChunk& chunk = chunks[i];
+    absl::StatusOr<blobs::ChunkResult> result =
+        store.WriteChunk(chunk.hash(), chunk.offset(), chunk.total_size(), chunk.data());
+    if (!result.ok()) {
+      status = absl::Status(result.status().code(),
+                            absl::StrCat("chunks[", i, "]: ", result.status().message()));
+      break;
+    }
+    *bytes_written += result->bytes_written;
+    *blobs_completed += result->complete ? 1 : 0;
+  }
+  // Whatever was stored is durable before the call says so (one syncfs for the whole batch).
+  absl::Status synced = store.Sync();
+  return status.ok() ? synced : status;
+}
+
+namespace {
+
+constexpr uint64_t kFetchChunk = 1 << 20;
+
+// One fetch call: read a chunk on the blob worker, write it, and on its completion read the next.
+// One read or write is in flight at a time, so the reactor outlives every callback.
+class BlobFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk> {
+ public:
+  BlobFetch(blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request)
+      : blobs_(blobs), request_(request) {
+    for (int i = 0; i < request->hashes_size(); ++i) {
+      if (!blobs::IsBlobHash(request->hashes(i))) {
+        Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            absl::StrCat("hashes[", i, "]: not a SHA-256")));
+        return;
+      }
+    }
+    Next();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away"));
+      return;
+    }
+    Next();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void Next() {
+    if (index_ >= request_->hashes_size()) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    blobs_->Post([this](blobs::BlobStore& store) {
+      const std::string& hash = request_->hashes(index_);
+      absl::StatusOr<uint64_t> size = store.Size(hash);
+      absl::StatusOr<std::string> data =
+          size.ok() ? store.Read(hash, offset_, kFetchChunk) : size.status();
+      if (!data.ok()) {
+        Finish(ToGrpc(absl::Status(data.status().code(), absl::StrCat("hashes[", index_, "]: ",
+                                                                      data.status().message()))));
+        return;
+      }
+      chunk_.set_hash(hash);
+      chunk_.set_offset(offset_);
+      chunk_.set_total_size(*size);
+      chunk_.set_data(std::move(*data));
+      offset_ += chunk_.data().size();
+      if (offset_ >= *size) {
+        index_ += 1;
+        offset_ = 0;
+      }
+      StartWrite(&chunk_);
+    });
+  }
+
+  blobs::BlobWorker* blobs_;
+  const tae::v1::FetchBlobsRequest* request_;
+  tae::v1::FetchBlobsChunk chunk_;
+  int index_ = 0;
+  uint64_t offset_ = 0;
+};
+
+class RejectedFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk> {
+ public:
+  explicit RejectedFetch(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* NewBlobFetch(
+    blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request) {
+  return new BlobFetch(blobs, request);
+}
+
+grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* RejectedBlobFetch(grpc::Status status) {
+  return new RejectedFetch(std::move(status));
+}
+
+}  // namespace tae::rpc

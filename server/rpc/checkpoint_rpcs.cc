@@ -1,0 +1,282 @@
+// Checkpoints off the worker (docs/checkpoints.md): the agents' offer / upload / commit calls and
+// taectl's checkpoints / pull / scrap --checkpoints. Blob I/O and manifest parsing run on the
+// checkpoint blob worker, run checks and rows on the core; a call hops between them and finishes
+// where its last step ran. Nothing here blocks a gRPC thread.
+//
+// Why a commit cannot offer a half-uploaded checkpoint: the row is written incomplete first (so
+// garbage collection keeps its blobs from then on), the blobs are then checked on the blob worker
+// (after any removal posted before), and only then is the row marked complete.
+
+#include <memory>
+#include <set>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "common/snapshot/snapshot.h"
+#include "server/rpc/agent_link_service.h"
+#include "server/rpc/blob_rpcs.h"
+#include "server/rpc/control_service.h"
+#include "server/rpc/convert.h"
+#include "spdlog/spdlog.h"
+
+namespace tae::rpc {
+namespace {
+
+constexpr size_t kMaxManifestBytes = 16 << 20;  // ~150k files
+
+// The fields of an offer or commit, checked, and its manifest parsed (on the blob worker).
+absl::StatusOr<controller::CheckpointOffer> ParseOffer(int64_t run_id, int attempt, int64_t step,
+                                                       const std::string& manifest) {
+  if (run_id <= 0) {
+    return absl::InvalidArgumentError("run_id: must be > 0");
+  }
+  if (attempt <= 0) {
+    return absl::InvalidArgumentError("attempt: must be > 0");
+  }
+  if (step < 0) {
+    return absl::InvalidArgumentError("step: must be >= 0");
+  }
+  if (manifest.empty()) {
+    return absl::InvalidArgumentError("manifest: empty (the checkpoint directory has no files)");
+  }
+  if (manifest.size() > kMaxManifestBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("manifest: larger than ", kMaxManifestBytes, " bytes"));
+  }
+  absl::StatusOr<std::vector<snapshot::Entry>> entries = snapshot::ParseManifest(manifest);
+  if (!entries.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("manifest: ", entries.status().message()));
+  }
+  controller::CheckpointOffer offer;
+  offer.run_id = run_id;
+  offer.attempt = attempt;
+  offer.step = step;
+  offer.manifest = manifest;
+  offer.manifest_id = snapshot::SnapshotId(*entries);
+  offer.files = static_cast<int64_t>(entries->size());
+  std::unordered_set<std::string> seen;
+  for (const snapshot::Entry& entry : *entries) {
+    offer.bytes += static_cast<int64_t>(entry.size);
+    if (seen.insert(entry.sha256).second) {
+      offer.hashes.push_back(entry.sha256);
+    }
+  }
+  return offer;
+}
+
+using Offer = std::shared_ptr<controller::CheckpointOffer>;
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AgentLinkService::OfferCheckpoint(
+    grpc::CallbackServerContext* ctx, const tae::v1::OfferCheckpointRequest* request,
+    tae::v1::OfferCheckpointResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (!Authorized(ctx)) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+    return reactor;
+  }
+  checkpoint_blobs_->Post([this, reactor, request, response](blobs::BlobStore&) {
+    absl::StatusOr<controller::CheckpointOffer> parsed =
+        ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest());
+    if (!parsed.ok()) {
+      reactor->Finish(ToGrpc(parsed.status()));
+      return;
+    }
+    Offer offer = std::make_shared<controller::CheckpointOffer>(*std::move(parsed));
+    boost::asio::post(*core_, [this, reactor, response, offer] {
+      absl::Status taken = controller_->CheckCheckpoint(*offer);
+      if (!taken.ok()) {
+        reactor->Finish(ToGrpc(taken));
+        return;
+      }
+      checkpoint_blobs_->Post([reactor, response, offer](blobs::BlobStore& store) {
+        for (std::string& hash : store.Missing(offer->hashes)) {
+          response->add_missing(std::move(hash));
+        }
+        reactor->Finish(grpc::Status::OK);
+      });
+    });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AgentLinkService::PutCheckpointBlobs(
+    grpc::CallbackServerContext* ctx, const tae::v1::PutCheckpointBlobsRequest* request,
+    tae::v1::PutCheckpointBlobsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (!Authorized(ctx)) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+    return reactor;
+  }
+  if (absl::Status valid = CheckChunks(request->chunks()); !valid.ok()) {
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  checkpoint_blobs_->Post([reactor, request, response](blobs::BlobStore& store) {
+    uint64_t bytes = 0;
+    int completed = 0;
+    absl::Status status = WriteChunks(store, request->chunks(), &bytes, &completed);
+    response->set_bytes_written(bytes);
+    response->set_blobs_completed(completed);
+    reactor->Finish(ToGrpc(status));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AgentLinkService::CommitCheckpoint(
+    grpc::CallbackServerContext* ctx, const tae::v1::CommitCheckpointRequest* request,
+    tae::v1::CommitCheckpointResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (!Authorized(ctx)) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+    return reactor;
+  }
+  checkpoint_blobs_->Post([this, reactor, request, response](blobs::BlobStore&) {
+    absl::StatusOr<controller::CheckpointOffer> parsed =
+        ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest());
+    if (!parsed.ok()) {
+      reactor->Finish(ToGrpc(parsed.status()));
+      return;
+    }
+    Offer offer = std::make_shared<controller::CheckpointOffer>(*std::move(parsed));
+    // 1. The row, incomplete: garbage collection keeps its blobs from now on.
+    boost::asio::post(*core_, [this, reactor, response, offer] {
+      absl::StatusOr<int64_t> id = controller_->BeginCheckpoint(*offer);
+      if (!id.ok()) {
+        reactor->Finish(ToGrpc(id.status()));
+        return;
+      }
+      // 2. Every blob stored (after any removal posted before the row existed)?
+      checkpoint_blobs_->Post([this, reactor, response, offer, id = *id](blobs::BlobStore& store) {
+        const size_t missing = store.Missing(offer->hashes).size();
+        // 3. Offered from now on, or forgotten.
+        boost::asio::post(*core_, [this, reactor, response, offer, id, missing] {
+          if (missing > 0) {
+            absl::Status abandoned = controller_->AbandonCheckpoint(id);
+            if (!abandoned.ok()) {
+              spdlog::error("checkpoint of r{}: {}", offer->run_id, abandoned.ToString());
+            }
+            reactor->Finish(ToGrpc(absl::FailedPreconditionError(
+                absl::StrCat("manifest: ", missing, " of its ", offer->hashes.size(),
+                             " blobs are not stored; upload them and commit again"))));
+            return;
+          }
+          absl::StatusOr<store::CheckpointsDropped> dropped =
+              controller_->CompleteCheckpoint(offer->run_id, id);
+          if (!dropped.ok()) {
+            reactor->Finish(ToGrpc(dropped.status()));
+            return;
+          }
+          response->set_dropped(dropped->checkpoints);
+          spdlog::info("r{} attempt {}: checkpoint at step {} stored ({} files, {} bytes)",
+                       offer->run_id, offer->attempt, offer->step, offer->files, offer->bytes);
+          auto unreferenced =
+              std::make_shared<std::vector<std::string>>(std::move(dropped->unreferenced));
+          // 4. The blobs only the dropped checkpoints named.
+          checkpoint_blobs_->Post([reactor, unreferenced](blobs::BlobStore& store) {
+            for (const std::string& hash : *unreferenced) {
+              absl::Status removed = store.Remove(hash);
+              if (!removed.ok()) {
+                spdlog::warn("checkpoint blob {}: {}", hash, removed.ToString());
+              }
+            }
+            reactor->Finish(grpc::Status::OK);
+          });
+        });
+      });
+    });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ControlService::ListCheckpoints(
+    grpc::CallbackServerContext* ctx, const tae::v1::ListCheckpointsRequest* request,
+    tae::v1::ListCheckpointsResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    absl::StatusOr<std::pair<std::vector<store::CheckpointRecord>, int>> listed =
+        query_->Checkpoints(request->run_id());
+    if (!listed.ok()) {
+      return listed.status();
+    }
+    for (const store::CheckpointRecord& c : listed->first) {
+      ToProto(c, response->add_checkpoints());
+    }
+    response->set_keep(listed->second);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::GetCheckpoint(
+    grpc::CallbackServerContext* ctx, const tae::v1::GetCheckpointRequest* request,
+    tae::v1::Checkpoint* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    absl::StatusOr<store::CheckpointRecord> checkpoint = query_->Checkpoint(
+        request->run_id(),
+        request->has_step() ? std::optional<int64_t>(request->step()) : std::nullopt);
+    if (!checkpoint.ok()) {
+      return checkpoint.status();
+    }
+    ToProto(*checkpoint, response);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* ControlService::FetchCheckpointBlobs(
+    grpc::CallbackServerContext*, const tae::v1::FetchBlobsRequest* request) {
+  return NewBlobFetch(checkpoint_blobs_, request);
+}
+
+void ControlService::ScrapCheckpoints(grpc::ServerUnaryReactor* reactor,
+                                      const tae::v1::ScrapRequest* request,
+                                      tae::v1::ScrapResponse* response) {
+  boost::asio::post(*core_, [this, reactor, request, response] {
+    controller::ScrapInput input{{request->ids().begin(), request->ids().end()},
+                                 request->all(),
+                                 request->older_than_s(),
+                                 request->dry_run()};
+    absl::StatusOr<controller::CheckpointScrap> plan = controller_->ScrapCheckpoints(input);
+    if (!plan.ok()) {
+      reactor->Finish(ToGrpc(plan.status()));
+      return;
+    }
+    for (const std::string& removed : plan->removed) {
+      response->add_removed(removed);
+    }
+    for (const std::string& kept : plan->kept) {
+      response->add_kept(kept);
+    }
+    response->set_checkpoints_removed(plan->checkpoints);
+    if (request->dry_run()) {
+      reactor->Finish(grpc::Status::OK);
+      return;
+    }
+    // Every blob no remaining checkpoint names: the dropped ones' and any an upload left without
+    // a commit. An upload in progress may lose blobs here; its commit then names them missing and
+    // the agent uploads them again.
+    auto referenced = std::make_shared<std::set<std::string>>(std::move(plan->referenced));
+    checkpoint_blobs_->Post([reactor, response, referenced](blobs::BlobStore& blobs) {
+      absl::StatusOr<std::vector<std::string>> all = blobs.List();
+      if (!all.ok()) {
+        reactor->Finish(ToGrpc(all.status()));
+        return;
+      }
+      for (const std::string& hash : *all) {
+        if (referenced->count(hash) > 0) {
+          continue;
+        }
+        const uint64_t size = blobs.Size(hash).value_or(0);
+        absl::Status removed = blobs.Remove(hash);
+        if (!removed.ok()) {
+          reactor->Finish(ToGrpc(removed));
+          return;
+        }
+        response->set_blobs_removed(response->blobs_removed() + 1);
+        response->set_bytes_freed(response->bytes_freed() + static_cast<int64_t>(size));
+      }
+      reactor->Finish(grpc::Status::OK);
+    });
+  });
+}
+
+}  // namespace tae::rpc
