@@ -320,7 +320,7 @@ void Agent::OnCheckpointMarked(const tae::v1::StartRun& start, metrics::Checkpoi
       mark.time);
   if (!capture.ok()) {
     LogAgentLine(start, absl::StrCat("checkpoint at step ", mark.step,
-                                     " not uploaded: ", capture.status().message()));
+                                     " skipped: ", capture.status().message()));
     return;
   }
   capture->run_id = start.run_id();

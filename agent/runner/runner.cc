@@ -144,7 +144,8 @@ struct Runner::Job {
   bool finishing = false;
   bool command = false;  // the user's command: its stdout's key=value lines are metrics too
   int64_t last_step = 0;
-  std::string last_stderr;  // the likely explanation of a failure
+  std::string last_stderr;                                 // the likely explanation of a failure
+  std::optional<metrics::CheckpointMark> checkpoint_mark;  // the newest of the current read
   boost::asio::steady_timer kill_timer;
   std::unique_ptr<sysstat::JobSampler> sys;  // from the first sample that knows the group
   std::optional<int64_t> sys_step;           // the step of the last sys/* point
@@ -424,6 +425,7 @@ bool Runner::Pump(Job& job) {
   for (int i = 0; i < 3; ++i) {
     ReadStream(job, i, false);
   }
+  DeliverCheckpointMark(job);
   const bool exited = std::filesystem::exists(job.job_dir + "/exit");
   bool supervisor_gone = job.supervisor_reaped;
   if (!exited && !supervisor_gone && job.adopted && job.supervisor > 0) {
@@ -436,7 +438,16 @@ bool Runner::Pump(Job& job) {
   for (int i = 0; i < 3; ++i) {
     ReadStream(job, i, true);
   }
+  DeliverCheckpointMark(job);
   return true;
+}
+
+void Runner::DeliverCheckpointMark(Job& job) {
+  // Only the newest mark of what was read: the older ones' files are replaced already.
+  if (job.checkpoint_mark.has_value() && checkpoint_handler_) {
+    checkpoint_handler_(job.spec, *job.checkpoint_mark);
+  }
+  job.checkpoint_mark.reset();
 }
 
 void Runner::ReadStream(Job& job, int index, bool final) {
@@ -508,8 +519,8 @@ void Runner::OnLine(Job& job, int index, std::string line, uint64_t end) {
     Emit(job, std::move(event), mark);
     return;
   }
-  if (record->checkpoint.has_value() && checkpoint_handler_) {
-    checkpoint_handler_(job.spec, *record->checkpoint);
+  if (record->checkpoint.has_value()) {
+    job.checkpoint_mark = record->checkpoint;  // delivered once this read is done
   }
   const bool has_values = !record->values.empty();
   if (!record->meta.empty()) {

@@ -94,7 +94,8 @@ class Runner {
   std::string CheckpointDir(int64_t run_id) const;
 
   // Called (on the io_context) when a job marks its checkpoint directory complete
-  // (tae_log.checkpoint, tae-train's saves): rank 0's only.
+  // (tae_log.checkpoint, tae-train's saves): rank 0's only, and of the marks one read of the
+  // job's output finds, only the newest.
   using CheckpointHandler =
       std::function<void(const tae::v1::StartRun& start, metrics::CheckpointMark mark)>;
   void set_checkpoint_handler(CheckpointHandler handler) {
@@ -110,6 +111,7 @@ class Runner {
   // Reads what is new in the job's files; returns true once the job is over and fully read.
   bool Pump(Job& job);
   void ReadStream(Job& job, int index, bool final);
+  void DeliverCheckpointMark(Job& job);
   void OnLine(Job& job, int index, std::string line, uint64_t end);
   void EmitMetrics(Job& job, metrics::MetricRecord record, std::optional<OutputMark> mark);
   void Finish(std::shared_ptr<Job> job);
