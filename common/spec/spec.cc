@@ -169,9 +169,19 @@ std::string SpecHash(const Spec& spec) {
   for (const Variant& ablation : spec.ablations) {
     ablations.push_back({{"name", ablation.name}, {"overrides", ablation.overrides}});
   }
+  // Keys that joined the schema after hashes were stored, left out at their default so that the
+  // specs stored before keep their hash (and a resubmit still finds its experiment).
+  nlohmann::json base = spec.base;
+  for (const auto& [key, default_value] :
+       {std::pair<const char*, int>{"resources.keep_checkpoints", 2}}) {
+    auto it = base.find(key);
+    if (it != base.end() && *it == default_value) {
+      base.erase(it);
+    }
+  }
   nlohmann::json canonical = {{"name", spec.name},
                               {"description", spec.description},
-                              {"base", spec.base},
+                              {"base", base},
                               {"seeds", spec.seeds},
                               {"ablations", ablations}};
   if (!spec.grid.empty()) {  // absent without a grid: the hashes of grid-less specs stay the same

@@ -175,6 +175,11 @@ TEST_CASE("SpecHash is float-format independent and pinned", "[spec][hash]") {
   // model.tie_embeddings (a resubmitted older file means a different model now, so a new hash is
   // right).
   CHECK(SpecHash(MustParse(R"(name = "pinned")")) == "a145f1edfaab384b");
+  // resources.keep_checkpoints joined later: at its default it leaves the hash alone.
+  CHECK(SpecHash(MustParse("name = \"pinned\"\n[resources]\nkeep_checkpoints = 2\n")) ==
+        "a145f1edfaab384b");
+  CHECK(SpecHash(MustParse("name = \"pinned\"\n[resources]\nkeep_checkpoints = 5\n")) !=
+        "a145f1edfaab384b");
 }
 
 constexpr char kGridStudy[] = R"(
