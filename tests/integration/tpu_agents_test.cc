@@ -237,6 +237,15 @@ TEST_CASE(
   REQUIRE(cluster.Taectl({"submit", second}).exit_code == 0);
   REQUIRE(
       WaitUntil([&] { return OnlyRun(cluster, "tpu-second").value("last_step", 0) >= 40; }, 180));
+  // Its checkpoints are on taed before the VM goes (rank 0 uploads each save).
+  const std::string second_run =
+      "r" + std::to_string(OnlyRun(cluster, "tpu-second").at("id").get<int64_t>());
+  REQUIRE(WaitUntil(
+      [&] {
+        const nlohmann::json listed = cluster.TaectlJson({"checkpoints", second_run});
+        return !listed.at("checkpoints").empty();
+      },
+      120));
   fake.Control("POST", "preempt", {{"zone", kZone}, {"node", "tae-v4-1"}});
   nlohmann::json killed = fake.Control("GET", "killed");
   INFO("killed: " << killed.dump());
@@ -263,6 +272,12 @@ TEST_CASE(
   run = OnlyRun(cluster, "tpu-second");
   CHECK(run.at("state") == "succeeded");
   CHECK(run.at("attempt").get<int>() >= 2);
+  // The new VM's agents got the uploaded checkpoint, and training went on from it.
+  CommandResult second_logs = cluster.Taectl({"logs", second_run});
+  const std::string second_text = second_logs.out + second_logs.err;
+  INFO(second_text);
+  CHECK(second_text.find("restored into TAE_CHECKPOINT_DIR") != std::string::npos);
+  CHECK(second_text.find("resumed after step") != std::string::npos);
   const std::vector<std::string> all = Events(cluster, "gcloud-tpu");
   INFO(nlohmann::json(all).dump(1));
   CHECK(Count(all, "tae-v4-1: gcloud compute tpus tpu-vm delete tae-v4-1 --zone") >= 1);
