@@ -43,12 +43,16 @@ SPEC = {
 class ListSink:
     def __init__(self):
         self.lines = []
+        self.checkpoints = []  # steps whose checkpoint was marked complete
 
     def emit(self, step, values):
         self.lines.append((step, dict(values)))
 
     def emit_meta(self, meta):
         pass
+
+    def emit_checkpoint(self, step):
+        self.checkpoints.append(step)
 
 
 def train(spec, checkpoint_dir, stop_after=None):
@@ -64,6 +68,7 @@ def train(spec, checkpoint_dir, stop_after=None):
     trainer = engine.Trainer(config, spec, task, sink, None, checkpoint_dir, should_stop,
                              engine.Device())
     summary = trainer.run()
+    train.last_checkpoints = sink.checkpoints
     return summary, sink.lines
 
 
@@ -79,6 +84,8 @@ class ResumeTest(unittest.TestCase):
             _, whole = train(SPEC, "")
             summary, first = train(SPEC, d, stop_after=17)
             self.assertTrue(summary["interrupted"])
+            # The stop saved a checkpoint at step 17 and marked it complete only after the save.
+            self.assertEqual(train.last_checkpoints[-1], 17)
             self.assertTrue(os.path.exists(os.path.join(d, engine.CHECKPOINT_FILE)))
             summary, rest = train(SPEC, d)
             self.assertEqual(summary["resumed_from"], 17)
