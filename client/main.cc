@@ -38,6 +38,7 @@ constexpr Verb kVerbs[] = {
     {"queue", tae::client::Queue, "queued runs and why each waits"},
     {"cancel", tae::client::Cancel, "cancel a run or an experiment"},
     {"agents", tae::client::Agents, "list agents"},
+    {"ui", tae::client::Ui, "the web dashboard's URL (--open opens it)"},
     {"doctor", tae::client::Doctor, "check this machine and every agent before a long run"},
     {"mount", tae::client::Mount, "snapshot a code directory (uploads only what taed lacks)"},
     {"run", tae::client::Run, "mount a directory and run a command in it on an agent"},

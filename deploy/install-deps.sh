@@ -11,13 +11,46 @@ PACKAGES=(
   libtomlplusplus-dev nlohmann-json3-dev catch2
   bible-kjv python3 python3-torch openssl iproute2 rsync libgloo-dev
   openssh-client openssh-server
+  chromium chromium-driver python3-selenium
 )
+# The dashboard's front-end dependency (uPlot) comes from the npm registry, pinned by
+# web/package-lock.json; Debian 12's nodejs 18 and npm 9 install it. A machine that already has
+# node and npm (e.g. from NodeSource) keeps them.
+if ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm)
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+install_web() {
+  # npm ci installs exactly the lockfile's versions; skipped when those are installed already.
+  local web
+  web="$(cd "$(dirname "$0")/.." && pwd)/web"
+  if python3 - "$web" <<'PY'
+import json, os, sys
+web = sys.argv[1]
+lock = json.load(open(os.path.join(web, "package-lock.json")))["packages"]
+for path, meta in lock.items():
+    if not path:
+        continue
+    try:
+        installed = json.load(open(os.path.join(web, path, "package.json")))["version"]
+    except OSError:
+        sys.exit(1)
+    if installed != meta["version"]:
+        sys.exit(1)
+PY
+  then
+    echo "install-deps: web/node_modules matches web/package-lock.json"
+    return 0
+  fi
+  echo "install-deps: npm ci in web/ (uPlot, pinned by web/package-lock.json)"
+  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error)
+}
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
+  install_web
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}"
@@ -34,4 +67,5 @@ fi
 status=0
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}" || status=$?
 if [ -n "$policy" ]; then $SUDO rm -f "$policy"; fi
-exit "$status"
+if [ "$status" -ne 0 ]; then exit "$status"; fi
+install_web

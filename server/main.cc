@@ -45,9 +45,11 @@ int main(int argc, char** argv) {
       "listener also needs TLS: a non-loopback --agent-listen without --tls-cert and --tls-key\n"
       "is refused. deploy/make-certs.sh makes the certificates; docs/security.md has the steps.\n"
       "Local agents always dial loopback without TLS.\n\n"
+      "The web dashboard listens on loopback (--http); the token in $TAE_HOME/http.token signs a\n"
+      "browser in, and `taectl ui` prints the URL that carries it.\n\n"
       "Environment: TAE_HOME, TAE_AGENT_LISTEN, TAE_TLS_CERT, TAE_TLS_KEY, TAE_TLS_CLIENT_CA,\n"
       "TAE_LOCAL_AGENTS, TAE_SLOTS, TAE_AGENT_GRACE, TAE_RETRY_BACKOFF, TAE_AGENT_TIMEOUT,\n"
-      "TAE_MAX_CHECKPOINT_BYTES, "
+      "TAE_MAX_CHECKPOINT_BYTES, TAE_HTTP, "
       "TAE_LOG_LEVEL.");
   flags.String("home", &config.home, "data dir (database, socket, logs)");
   flags.String("agent-listen", &config.agent_listen,
@@ -58,6 +60,11 @@ int main(int argc, char** argv) {
                "PEM private key of --tls-cert, unencrypted (TAE_TLS_KEY)");
   flags.String("tls-client-ca", &config.tls.client_ca,
                "PEM CA: agents must present a certificate it signed (mTLS; TAE_TLS_CLIENT_CA)");
+  config.http_listen = tae::cli::EnvOr("TAE_HTTP", "");
+  flags.String("http", &config.http_listen,
+               "the web dashboard's loopback address HOST:PORT (default: the last start's port "
+               "in $TAE_HOME/http.addr, else a free one; 'off': no dashboard; TAE_HTTP). "
+               "`taectl ui` prints its sign-in URL");
   flags.Int("agents", &config.local_agents, "local agents to start");
   flags.Int("slots", &config.slots, "run slots per local agent");
   config.local_slice = tae::cli::EnvOr("TAE_SLICE", "");

@@ -18,8 +18,7 @@
 namespace tae::bench {
 namespace {
 
-constexpr int kBigVariants = 20;  // baseline + 19 ablations
-constexpr int kEvalEvery = 6;     // steps between eval lines
+constexpr int kEvalEvery = 6;  // steps between eval lines
 constexpr const char* kTrainKeys[] = {"train/loss",        "train/lr",     "train/grad_norm",
                                       "perf/tokens_per_s", "perf/step_ms", "perf/peak_rss_mb"};
 constexpr const char* kEvalKeys[] = {"eval/loss", "eval/acc", "eval/seq_acc", "eval/ppl"};
@@ -46,7 +45,10 @@ std::string Spec(const std::string& name, int variants, int seeds, int steps) {
 
 std::string Marker(const DatasetOptions& options) {
   return absl::StrCat("v2 big_runs=", options.big_runs, " small=", options.small_experiments,
-                      " steps=", options.steps);
+                      " steps=", options.steps,
+                      options.big_variants == 20
+                          ? std::string()
+                          : absl::StrCat(" variants=", options.big_variants));
 }
 
 std::string ReadFile(const std::string& path) {
@@ -58,9 +60,9 @@ std::string ReadFile(const std::string& path) {
 
 absl::Status Submit(const std::string& home, const DatasetOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<Taed> taed, Taed::Up(home));
-  const int big_seeds = std::max(1, options.big_runs / kBigVariants);
+  const int big_seeds = std::max(1, options.big_runs / options.big_variants);
   std::vector<std::pair<std::string, std::string>> specs = {
-      {"query-big", Spec("query-big", kBigVariants, big_seeds, options.steps)}};
+      {"query-big", Spec("query-big", options.big_variants, big_seeds, options.steps)}};
   for (int e = 0; e < options.small_experiments; ++e) {
     std::string name = absl::StrCat("query-small-", e);
     specs.push_back({name, Spec(name, 5, 2, options.steps)});

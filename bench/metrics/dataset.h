@@ -12,6 +12,7 @@ namespace tae::bench {
 
 struct DatasetOptions {
   int big_runs = 500;
+  int big_variants = 20;  // the large experiment's variants (baseline + ablations)
   int small_experiments = 50;
   int steps = 1500;
 };

@@ -1,6 +1,7 @@
 // tae-metrics-bench: the metrics benchmarks (bench/README.md). Parses flags and runs one of
 //   ingest   simulated agents stream metric lines into a real taed; points/s vs raw SQLite
 //   query    `taectl report` and `taectl ls` against a real taed holding 1,000 x 10,000 points
+//   dataset  only make (or reuse) the query data set in a dir (bench/dashboard_bench.sh)
 //   agent    one simulated agent (started by `ingest`, not by hand)
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/metrics/dataset.h"
 #include "bench/metrics/ingest_bench.h"
 #include "bench/metrics/query_bench.h"
 #include "bench/metrics/sim_agent.h"
@@ -18,7 +20,7 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: tae-metrics-bench ingest|query [flags]\n\n"
+    "usage: tae-metrics-bench ingest|query|dataset [flags]\n\n"
     "The metrics benchmarks; `bash bench/metrics_bench.sh ingest|query|all` runs them.\n"
     "`tae-metrics-bench COMMAND --help` lists each one's flags.";
 
@@ -105,6 +107,37 @@ int Query(const std::vector<std::string>& args) {
   return tae::bench::RunQueryBench(options);
 }
 
+int Dataset(const std::vector<std::string>& args) {
+  tae::bench::DatasetOptions options;
+  std::string dir;
+  tae::cli::FlagSet flags(
+      "usage: tae-metrics-bench dataset --data DIR [flags]\n\n"
+      "Makes the query data set in DIR (a TAE_HOME; reused when a previous call with the same\n"
+      "options made it) and exits: runs submitted through a real taed, points filled in SQLite.");
+  flags.String("data", &dir, "the TAE_HOME to fill");
+  flags.Int("big-runs", &options.big_runs, "runs of the one large experiment");
+  flags.Int("big-variants", &options.big_variants, "variants of the large experiment");
+  flags.Int("small-experiments", &options.small_experiments, "experiments of 10 runs each");
+  flags.Int("steps", &options.steps, "training lines per run");
+  if (int code = Parse(&flags, args); code >= 0) {
+    return code;
+  }
+  if (dir.empty() || options.big_variants < 1 || options.big_runs < options.big_variants) {
+    std::fprintf(stderr,
+                 "tae-metrics-bench dataset: --data DIR, --big-runs >= --big-variants >= 1\n");
+    return 2;
+  }
+  absl::StatusOr<tae::bench::Dataset> dataset = tae::bench::MakeDataset(dir, options);
+  if (!dataset.ok()) {
+    std::fprintf(stderr, "tae-metrics-bench dataset: %s\n", dataset.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("%s: %lld experiments, %lld runs, %lld points; large experiment %s\n", dir.c_str(),
+              static_cast<long long>(dataset->experiments), static_cast<long long>(dataset->runs),
+              static_cast<long long>(dataset->points), dataset->big_experiment.c_str());
+  return 0;
+}
+
 int Agent(const std::vector<std::string>& args) {
   tae::bench::SimAgentOptions options;
   options.token = tae::cli::EnvOr("TAE_AGENT_TOKEN", "");
@@ -146,6 +179,9 @@ int main(int argc, char** argv) {
   }
   if (command == "query") {
     return Query(args);
+  }
+  if (command == "dataset") {
+    return Dataset(args);
   }
   if (command == "agent") {
     return Agent(args);

@@ -45,6 +45,8 @@ int Checkpoints(const CommandEnv& env, const Args& args);
 int Pull(const CommandEnv& env, const Args& args);
 int Run(const CommandEnv& env, const Args& args);
 int Sync(const CommandEnv& env, const Args& args);
+// taectl ui: the dashboard's sign-in URL (--open opens it).
+int Ui(const CommandEnv& env, const Args& args);
 // taectl doctor: checks this machine and every agent; 1 when any check fails.
 int Doctor(const CommandEnv& env, const Args& args);
 

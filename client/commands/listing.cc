@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/commands/common.h"
-#include "client/commands/json.h"
+#include "common/api/json.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 #include "common/metrics/names.h"
@@ -82,7 +82,7 @@ int ShowRun(ControlClient& client, int64_t run_id, bool json) {
   }
   const tae::v1::Run& run = response.run();
   if (json) {
-    nlohmann::ordered_json out = RunJson(run);
+    nlohmann::ordered_json out = api::RunJson(run);
     nlohmann::ordered_json transitions = nlohmann::ordered_json::array();
     for (const tae::v1::Transition& t : response.transitions()) {
       transitions.push_back({{"attempt", t.attempt()},
@@ -160,7 +160,7 @@ int Ls(const CommandEnv& env, const Args& args) {
   if (json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const tae::v1::Experiment& exp : response.experiments()) {
-      out.push_back(ExperimentJson(exp));
+      out.push_back(api::ExperimentJson(exp));
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -195,7 +195,7 @@ int Runs(const CommandEnv& env, const Args& args) {
   if (json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const tae::v1::Run& run : response.runs()) {
-      out.push_back(RunJson(run));
+      out.push_back(api::RunJson(run));
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -241,10 +241,10 @@ int Show(const CommandEnv& env, const Args& args) {
     return Fail(s);
   }
   if (json) {
-    nlohmann::ordered_json out = ExperimentJson(exp);
+    nlohmann::ordered_json out = api::ExperimentJson(exp);
     out["runs"] = nlohmann::ordered_json::array();
     for (const tae::v1::Run& run : runs.runs()) {
-      out["runs"].push_back(RunJson(run));
+      out["runs"].push_back(api::RunJson(run));
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -297,29 +297,13 @@ int Agents(const CommandEnv& env, const Args& args) {
   if (json) {
     nlohmann::ordered_json agents = nlohmann::ordered_json::array();
     for (const tae::v1::AgentInfo& agent : response.agents()) {
-      agents.push_back(AgentJson(agent));
+      agents.push_back(api::AgentJson(agent));
     }
     if (!provider) {
       std::printf("%s\n", agents.dump(2).c_str());
       return 0;
     }
-    nlohmann::ordered_json events = nlohmann::ordered_json::array();
-    for (const tae::v1::ProviderEvent& event : response.provider_events()) {
-      events.push_back({{"time", event.time()},
-                        {"provider", event.provider()},
-                        {"subject", event.subject()},
-                        {"event", event.event()},
-                        {"detail", event.detail()}});
-    }
-    nlohmann::ordered_json vms = nlohmann::ordered_json::array();
-    for (const tae::v1::CloudVm& vm : response.vms()) {
-      vms.push_back({{"provider", vm.provider()},
-                     {"pool", vm.pool()},
-                     {"name", vm.name()},
-                     {"zone", vm.zone()},
-                     {"state", vm.state()}});
-    }
-    nlohmann::ordered_json out = {{"agents", agents}, {"provider_events", events}, {"vms", vms}};
+    nlohmann::ordered_json out = api::FleetJson(response);
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands/commands.h"
 #include "client/commands/common.h"
-#include "client/commands/json.h"
+#include "common/api/json.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 
@@ -35,7 +35,7 @@ int SetPaused(const CommandEnv& env, const Args& args, bool paused) {
     return Fail(s);
   }
   if (json) {
-    std::printf("%s\n", ExperimentJson(exp).dump(2).c_str());
+    std::printf("%s\n", api::ExperimentJson(exp).dump(2).c_str());
     return 0;
   }
   std::printf("e%ld %s %s: %d queued, %d running\n", static_cast<long>(exp.id()),
@@ -108,7 +108,7 @@ int Queue(const CommandEnv& env, const Args& args) {
   if (json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const tae::v1::Run& run : response.runs()) {
-      out.push_back(RunJson(run));
+      out.push_back(api::RunJson(run));
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;

@@ -12,8 +12,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/commands/common.h"
-#include "client/commands/head_grid.h"
-#include "client/commands/json.h"
+#include "client/commands/head_text.h"
+#include "common/api/head_grid.h"
+#include "common/api/json.h"
 #include "client/commands/report_format.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
@@ -188,7 +189,7 @@ int Report(const CommandEnv& env, const Args& args) {
     return Fail(s);
   }
   if (format == "json") {
-    std::printf("%s\n", ReportJson(report).dump(2).c_str());
+    std::printf("%s\n", api::ReportJson(report).dump(2).c_str());
     return 0;
   }
   absl::StatusOr<std::string> text = RenderReport(report, format);
@@ -266,12 +267,12 @@ int Heads(const CommandEnv& env, const Args& args) {
   if (!s.ok()) {
     return Fail(s);
   }
-  absl::StatusOr<HeadGrid> grid = BuildHeadGrid(response.run());
+  absl::StatusOr<api::HeadGrid> grid = api::BuildHeadGrid(response.run());
   if (!grid.ok()) {
     return Fail(grid.status());
   }
   if (json) {
-    std::printf("%s\n", HeadGridJson(*run_id, *grid).dump(2).c_str());
+    std::printf("%s\n", api::HeadGridJson(*run_id, *grid).dump(2).c_str());
     return 0;
   }
   const tae::v1::Run& run = response.run();

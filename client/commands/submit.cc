@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/commands/commands.h"
-#include "client/commands/json.h"
+#include "common/api/json.h"
 #include "client/commands/mount.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
@@ -269,7 +269,7 @@ int Submit(const CommandEnv& env, const Args& args) {
     tae::v1::Experiment latest;
     if (client.stub()->GetExperiment(ControlClient::Context().get(), get, &latest).ok()) {
       out["state"] = latest.state();
-      out["details"] = ExperimentJson(latest);
+      out["details"] = api::ExperimentJson(latest);
     }
     std::printf("%s\n", out.dump(2).c_str());
   }

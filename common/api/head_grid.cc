@@ -1,14 +1,13 @@
-#include "client/commands/head_grid.h"
+#include "common/api/head_grid.h"
 
 #include <algorithm>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "client/output/table.h"
 #include "nlohmann/json.hpp"
 #include "proto/tae/v1/states.h"
 
-namespace tae::client {
+namespace tae::api {
 namespace {
 
 std::optional<double> FinalMetric(const tae::v1::Run& run, const std::string& key) {
@@ -18,36 +17,6 @@ std::optional<double> FinalMetric(const tae::v1::Run& run, const std::string& ke
     }
   }
   return std::nullopt;
-}
-
-std::string RenderOne(const HeadGrid& grid,
-                      const std::vector<std::vector<std::optional<double>>>& values) {
-  std::vector<std::string> header = {"LAYER"};
-  for (int64_t h = 0; h < grid.heads; ++h) {
-    header.push_back(absl::StrCat("H", h));
-  }
-  Table table(header);
-  for (int64_t l = 0; l < grid.layers; ++l) {
-    std::vector<std::string> row = {absl::StrCat("L", l)};
-    for (int64_t h = 0; h < grid.heads; ++h) {
-      switch (grid.kind[l][h]) {
-        case HeadCell::kScored:
-          row.push_back(values[l][h] ? FormatNumber(*values[l][h]) : "-");
-          break;
-        case HeadCell::kPruned:
-          row.push_back("pruned");
-          break;
-        case HeadCell::kLayerRemoved:
-          row.push_back("removed");
-          break;
-        case HeadCell::kMissing:
-          row.push_back("-");
-          break;
-      }
-    }
-    table.Add(row);
-  }
-  return table.Render();
 }
 
 }  // namespace
@@ -97,14 +66,4 @@ absl::StatusOr<HeadGrid> BuildHeadGrid(const tae::v1::Run& run) {
   return grid;
 }
 
-std::string RenderHeadGrid(const HeadGrid& grid) {
-  return absl::StrCat(
-      "masked at evaluation: eval/loss increase when the head alone is masked (nats)\n",
-      RenderOne(grid, grid.masked),
-      "\ngradient score: |dL/d mask| per head (Michel et al. 2019), normalised per layer\n",
-      RenderOne(grid, grid.gradient),
-      "\npruned = removed from the start by model.prune_heads; removed = attention sublayer "
-      "dropped by model.drop_attention_layers\n");
-}
-
-}  // namespace tae::client
+}  // namespace tae::api

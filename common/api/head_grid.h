@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "tae/v1/types.pb.h"
 
-namespace tae::client {
+namespace tae::api {
 
 // Why a cell has no score.
 enum class HeadCell { kScored, kPruned, kLayerRemoved, kMissing };
@@ -30,8 +30,4 @@ struct HeadGrid {
 // InvalidArgument when its config is not a tae-train config.
 absl::StatusOr<HeadGrid> BuildHeadGrid(const tae::v1::Run& run);
 
-// The two grids as text: rows "L0".., columns "H0"..; pruned heads show "pruned", removed
-// attention sublayers "removed".
-std::string RenderHeadGrid(const HeadGrid& grid);
-
-}  // namespace tae::client
+}  // namespace tae::api

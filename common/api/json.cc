@@ -1,4 +1,4 @@
-#include "client/commands/json.h"
+#include "common/api/json.h"
 
 #include <cmath>
 #include <map>
@@ -6,7 +6,7 @@
 
 #include "proto/tae/v1/states.h"
 
-namespace tae::client {
+namespace tae::api {
 
 nlohmann::ordered_json ExperimentJson(const tae::v1::Experiment& exp) {
   const tae::v1::RunCounts& c = exp.counts();
@@ -93,6 +93,30 @@ nlohmann::ordered_json AgentJson(const tae::v1::AgentInfo& agent) {
   };
 }
 
+nlohmann::ordered_json FleetJson(const tae::v1::ListAgentsResponse& response) {
+  nlohmann::ordered_json agents = nlohmann::ordered_json::array();
+  for (const tae::v1::AgentInfo& agent : response.agents()) {
+    agents.push_back(AgentJson(agent));
+  }
+  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  for (const tae::v1::ProviderEvent& event : response.provider_events()) {
+    events.push_back({{"time", event.time()},
+                      {"provider", event.provider()},
+                      {"subject", event.subject()},
+                      {"event", event.event()},
+                      {"detail", event.detail()}});
+  }
+  nlohmann::ordered_json vms = nlohmann::ordered_json::array();
+  for (const tae::v1::CloudVm& vm : response.vms()) {
+    vms.push_back({{"provider", vm.provider()},
+                   {"pool", vm.pool()},
+                   {"name", vm.name()},
+                   {"zone", vm.zone()},
+                   {"state", vm.state()}});
+  }
+  return {{"agents", agents}, {"provider_events", events}, {"vms", vms}};
+}
+
 nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const tae::v1::ReportRow& row : report.rows()) {
@@ -166,4 +190,4 @@ nlohmann::ordered_json HeadGridJson(int64_t run_id, const HeadGrid& grid) {
   return out;
 }
 
-}  // namespace tae::client
+}  // namespace tae::api

@@ -1,19 +1,23 @@
 #pragma once
 
-// The JSON shapes taectl prints with --json (documented in docs/cli.md).
+// The JSON shapes of the Control API's messages: what taectl prints with --json (docs/cli.md) and
+// what taed's dashboard endpoints answer (docs/dashboard.md), from one implementation.
 
-#include "client/commands/head_grid.h"
+#include "common/api/head_grid.h"
 #include "nlohmann/json.hpp"
 #include "tae/v1/control.pb.h"
 
-namespace tae::client {
+namespace tae::api {
 
 nlohmann::ordered_json ExperimentJson(const tae::v1::Experiment& exp);
 nlohmann::ordered_json RunJson(const tae::v1::Run& run);
 nlohmann::ordered_json AgentJson(const tae::v1::AgentInfo& agent);
+// {"agents": [AgentJson], "provider_events": [{time, provider, subject, event, detail}],
+//  "vms": [{provider, pool, name, zone, state}]}
+nlohmann::ordered_json FleetJson(const tae::v1::ListAgentsResponse& response);
 nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report);
 // {"run": 12, "layers": L, "heads": H, "masked": [[..]], "gradient": [[..]],
 //  "cells": [["scored"|"pruned"|"removed"|"missing", ...], ...]}; unscored values are null.
 nlohmann::ordered_json HeadGridJson(int64_t run_id, const HeadGrid& grid);
 
-}  // namespace tae::client
+}  // namespace tae::api

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "client/plot/svg_plot.h"
+#include "common/plot/svg_plot.h"
 
 namespace tae::plot {
 namespace {

@@ -1,4 +1,4 @@
-#include "client/plot/svg_plot.h"
+#include "common/plot/svg_plot.h"
 
 #include <algorithm>
 #include <array>

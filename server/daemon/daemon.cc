@@ -10,6 +10,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/asio/signal_set.hpp"
@@ -154,6 +155,7 @@ absl::Status Daemon::Init() {
     auto guard = boost::asio::make_work_guard(core_);
     core_.run();
   });
+  RETURN_IF_ERROR(StartHttp());
 
   // Where agents on this machine, and the tunnels of agents elsewhere, reach taed.
   const std::string loopback = local_agent_port_ != 0
@@ -233,6 +235,49 @@ absl::Status Daemon::Init() {
           : absl::StrCat(", local agents on 127.0.0.1:", local_agent_port_, " (plaintext)"),
       config_.home);
   return absl::OkStatus();
+}
+
+absl::Status Daemon::StartHttp() {
+  if (config_.http_listen == "off") {
+    return absl::OkStatus();
+  }
+  const std::string addr_path = config_.home + "/http.addr";
+  std::vector<std::string> candidates;
+  if (!config_.http_listen.empty()) {
+    candidates.push_back(config_.http_listen);
+  } else {
+    // The port of the last start, so a bookmarked dashboard keeps working; else a free one.
+    if (absl::StatusOr<std::string> last = fs::ReadFile(addr_path); last.ok()) {
+      std::string address(absl::StripAsciiWhitespace(*last));
+      if (tls::IsLoopback(address)) {
+        candidates.push_back(address);
+      }
+    }
+    candidates.push_back("127.0.0.1:0");
+  }
+  ASSIGN_OR_RETURN(std::string token, LoadOrCreateToken(config_.home, "http.token"));
+  http_api_ = std::make_unique<http::Api>(&core_, controller_.get(), query_.get(), token);
+  http_api_->Start();
+  absl::Status last_error;
+  for (const std::string& listen : candidates) {
+    absl::StatusOr<std::unique_ptr<http::Server>> server =
+        http::Server::Start({listen, token, http_api_.get()});
+    if (server.ok()) {
+      http_server_ = *std::move(server);
+      break;
+    }
+    last_error = server.status();
+    if (server.status().code() == absl::StatusCode::kInvalidArgument) {
+      return server.status();
+    }
+  }
+  if (http_server_ == nullptr) {
+    return last_error;
+  }
+  spdlog::info("dashboard on http://127.0.0.1:{}/ (taectl ui prints the sign-in URL)",
+               http_server_->port());
+  return fs::WriteFileAtomically(addr_path, absl::StrCat("127.0.0.1:", http_server_->port(), "\n"),
+                                 {0600, fs::Durability::kFile});
 }
 
 absl::Status Daemon::StartServers(const std::string& token,
@@ -331,6 +376,12 @@ void Daemon::Stop() {
     });
     prepared.get_future().wait();
     provider_->Stop();  // agents stop their jobs and exit
+  }
+  if (http_server_ != nullptr) {
+    http_server_->Stop();  // its streams end; nothing more is asked of the core
+  }
+  if (http_api_ != nullptr) {
+    http_api_->Stop();
   }
   // Calls in flight get this long to finish; after it gRPC cancels them. Every call's work runs
   // on the core, which is still running here.

@@ -17,6 +17,8 @@
 #include "server/blobs/blob_worker.h"
 #include "server/controller/controller.h"
 #include "server/daemon/home.h"
+#include "server/http/api.h"
+#include "server/http/server.h"
 #include "server/provider/local_provider.h"
 #include "server/provider/tpu_provider.h"
 #include "server/rpc/agent_link_service.h"
@@ -45,6 +47,9 @@ struct Config {
   // if it exists.
   std::string tpu_pools_path;
   double tpu_poll_s = 10;  // between the provider's rounds of gcloud calls
+  // The dashboard's listener (docs/dashboard.md): a loopback HOST:PORT; "" = 127.0.0.1 at the
+  // port of the last start ($TAE_HOME/http.addr), else a free one; "off" = none.
+  std::string http_listen;
   // A checkpoint larger than this is refused (the agent says so in the run's log); 0: no cap.
   int64_t max_checkpoint_bytes = int64_t{64} << 30;
 };
@@ -59,6 +64,8 @@ class Daemon {
   void RequestShutdown(bool delete_vms = false);
 
   int agent_port() const { return agent_port_; }
+  // The dashboard's port (0: off).
+  int http_port() const { return http_server_ != nullptr ? http_server_->port() : 0; }
   // With TLS and local agents: the plaintext loopback port they dial (else 0).
   int local_agent_port() const { return local_agent_port_; }
   std::string control_address() const;
@@ -66,6 +73,7 @@ class Daemon {
  private:
   explicit Daemon(Config config) : config_(std::move(config)) {}
   absl::Status Init();
+  absl::Status StartHttp();
   absl::Status StartServers(const std::string& token,
                             std::shared_ptr<grpc::ServerCredentials> agent_credentials);
   void Stop();
@@ -83,6 +91,8 @@ class Daemon {
   std::unique_ptr<rpc::AgentLinkService> agent_service_;
   std::unique_ptr<grpc::Server> control_server_;
   std::unique_ptr<grpc::Server> agent_server_;
+  std::unique_ptr<http::Api> http_api_;
+  std::unique_ptr<http::Server> http_server_;
   std::vector<provider::SshHost> ssh_hosts_;
   std::unique_ptr<provider::LocalProvider> provider_;
   std::vector<provider::TpuPool> tpu_pools_;

@@ -59,8 +59,8 @@ HomeLock::~HomeLock() {
   }
 }
 
-absl::StatusOr<std::string> LoadOrCreateToken(const std::string& home) {
-  std::string path = absl::StrCat(home, "/agent.token");
+absl::StatusOr<std::string> LoadOrCreateToken(const std::string& home, const std::string& name) {
+  std::string path = absl::StrCat(home, "/", name);
   if (absl::StatusOr<std::string> text = fs::ReadFile(path); text.ok()) {
     std::string token(absl::StripAsciiWhitespace(*text));
     if (!token.empty()) {
@@ -73,7 +73,7 @@ absl::StatusOr<std::string> LoadOrCreateToken(const std::string& home) {
     if (fd >= 0) {
       close(fd);
     }
-    return absl::InternalError("cannot read /dev/urandom for the agent token");
+    return absl::InternalError(absl::StrCat("cannot read /dev/urandom for ", name));
   }
   close(fd);
   std::string token;

@@ -25,7 +25,9 @@ class HomeLock {
 };
 
 absl::Status EnsurePrivateDir(const std::string& path);
-// Reads home/agent.token, creating it with 32 random bytes (hex) when missing.
-absl::StatusOr<std::string> LoadOrCreateToken(const std::string& home);
+// Reads home/NAME (agent.token: the agent link's; http.token: the dashboard's sign-in), creating
+// it (0600) with 32 random bytes (hex) when missing.
+absl::StatusOr<std::string> LoadOrCreateToken(const std::string& home,
+                                              const std::string& name = "agent.token");
 
 }  // namespace tae::daemon

@@ -70,6 +70,20 @@ constexpr char kMetricBuckets[] =
     "FROM metrics m JOIN metric_keys k ON k.id = m.key_id WHERE m.run_id = ? AND k.name = ? "
     "GROUP BY (m.step - ?) * ? / ? ORDER BY 1";
 
+constexpr char kExperimentSeries[] =
+    "SELECT m.run_id, m.step, m.value, m.wall_time FROM runs r JOIN metrics m ON m.run_id = r.id "
+    "AND m.key_id = (SELECT id FROM metric_keys WHERE name = ?) WHERE r.experiment_id = ? ORDER BY "
+    "m.run_id, m.step";
+constexpr char kExperimentVersion[] =
+    "SELECT COUNT(*), COALESCE(SUM(r.attempt), 0), COALESCE(SUM(r.last_state_code), 0), "
+    "COALESCE((SELECT SUM(s.count) FROM run_summaries s JOIN runs q ON q.id = s.run_id WHERE "
+    "q.experiment_id = ?1), 0) FROM (SELECT attempt, (id % 9973) * (CASE state WHEN 'queued' THEN "
+    "1 WHEN 'assigned' THEN 2 WHEN 'running' THEN 3 WHEN 'succeeded' THEN 4 WHEN 'failed' THEN 5 "
+    "WHEN 'cancelled' THEN 6 WHEN 'lost' THEN 7 ELSE 8 END) AS last_state_code FROM runs WHERE "
+    "experiment_id = ?1) r";
+constexpr char kSearchLogs[] =
+    "SELECT id FROM logs WHERE run_id = ? AND instr(lower(line), lower(?)) > 0 ORDER BY id LIMIT ?";
+
 store::RunState StateOf(const std::string& text) {
   return store::RunStateFromString(text).value_or(store::RunState::kFailed);
 }
@@ -498,6 +512,65 @@ absl::StatusOr<store::CheckpointRecord> Query::Checkpoint(int64_t run_id,
     return absl::NotFoundError(absl::StrCat("checkpoint ", id, " is gone"));
   }
   return *std::move(latest);
+}
+
+absl::StatusOr<std::map<int64_t, std::vector<store::MetricPoint>>> Query::ExperimentSeries(
+    int64_t experiment_id, const std::string& key) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kExperimentSeries));
+  stmt->Bind(1, key).Bind(2, experiment_id);
+  std::map<int64_t, std::vector<store::MetricPoint>> out;
+  std::vector<store::MetricPoint>* current = nullptr;
+  int64_t current_id = -1;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    const int64_t run_id = stmt->Int(0);
+    if (run_id != current_id) {
+      current = &out[run_id];
+      current_id = run_id;
+    }
+    const double value = stmt->Double(2);
+    current->push_back({stmt->Int(1), value, value, value, stmt->Double(3), 1});
+  }
+  return out;
+}
+
+int64_t Query::DataVersion() {
+  TAE_CHECK_OWNER(core_);
+  return db_->total_changes();
+}
+
+absl::StatusOr<std::string> Query::ExperimentVersion(int64_t experiment_id) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kExperimentVersion));
+  stmt->Bind(1, experiment_id);
+  ASSIGN_OR_RETURN(bool row, stmt->Step());
+  if (!row) {
+    return std::string();
+  }
+  std::string version =
+      absl::StrCat(stmt->Int(0), ":", stmt->Int(1), ":", stmt->Int(2), ":", stmt->Int(3));
+  stmt->Reset();
+  return version;
+}
+
+absl::StatusOr<std::vector<int64_t>> Query::SearchLogs(int64_t run_id, const std::string& text,
+                                                       int limit) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kSearchLogs));
+  stmt->Bind(1, run_id).Bind(2, text).Bind(3, int64_t{limit});
+  std::vector<int64_t> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    out.push_back(stmt->Int(0));
+  }
+  return out;
 }
 
 }  // namespace tae::query

@@ -122,6 +122,20 @@ class Query {
                                                               const std::string& key,
                                                               int64_t max_points);
 
+  // Every point of metric `key` of every run of the experiment, by run id, in step order: one
+  // statement however many runs (the dashboard's curves).
+  absl::StatusOr<std::map<int64_t, std::vector<store::MetricPoint>>> ExperimentSeries(
+      int64_t experiment_id, const std::string& key);
+  // Changes whenever anything is stored (Db::total_changes).
+  int64_t DataVersion();
+  // Changes when the experiment's runs change state or gain metric points: its run counts by
+  // state, attempts, and points stored.
+  absl::StatusOr<std::string> ExperimentVersion(int64_t experiment_id);
+  // The cursors of the run's log lines containing `text` (ASCII case-insensitive), ascending, at
+  // most `limit`.
+  absl::StatusOr<std::vector<int64_t>> SearchLogs(int64_t run_id, const std::string& text,
+                                                  int limit);
+
   // The largest page Logs gives.
   static constexpr int kMaxLogLines = 10000;
 

@@ -241,4 +241,6 @@ absl::Status Transaction::Commit() {
   return status;
 }
 
+int64_t Db::total_changes() const { return sqlite3_total_changes64(db_); }
+
 }  // namespace tae::store

@@ -81,6 +81,9 @@ class Db {
   // How many statements have started running on this connection (SQLite's statement trace):
   // lets tests assert that a listing costs a constant number of statements.
   int64_t statements_started() const { return *statements_; }
+  // Rows changed through this connection since it opened (sqlite3_total_changes64): a version
+  // of everything stored, which readers compare to learn that something changed.
+  int64_t total_changes() const;
 
  private:
   explicit Db(sqlite3* db) : db_(db), statements_(std::make_unique<int64_t>(0)) {}

@@ -1,10 +1,14 @@
-#include "client/commands/head_grid.h"
+#include "client/commands/head_text.h"
+#include "common/api/head_grid.h"
 
 #include <catch2/catch.hpp>
 
 #include "nlohmann/json.hpp"
 
 namespace tae::client {
+using api::BuildHeadGrid;
+using api::HeadCell;
+using api::HeadGrid;
 namespace {
 
 tae::v1::Run RunWith(const nlohmann::json& config) {

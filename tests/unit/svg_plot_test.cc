@@ -1,4 +1,4 @@
-#include "client/plot/svg_plot.h"
+#include "common/plot/svg_plot.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -1,0 +1,112 @@
+#include "server/http/auth.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/snapshot/snapshot.h"
+
+namespace tae::http {
+namespace {
+
+absl::string_view Absl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+bool IsOurHost(std::string_view host, int port) {
+  const std::string suffix = absl::StrCat(":", port);
+  if (host.size() < suffix.size() || host.substr(host.size() - suffix.size()) != suffix) {
+    return false;
+  }
+  host.remove_suffix(suffix.size());
+  return host == "127.0.0.1" || host == "localhost" || host == "[::1]";
+}
+
+}  // namespace
+
+Secrets DeriveSecrets(std::string_view token) {
+  return {snapshot::Sha256Hex(absl::StrCat("tae-dashboard-session\n", Absl(token))),
+          snapshot::Sha256Hex(absl::StrCat("tae-dashboard-csrf\n", Absl(token)))};
+}
+
+bool SecretEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+std::optional<std::string> CookieValue(std::string_view header, std::string_view name) {
+  for (absl::string_view part : absl::StrSplit(Absl(header), ';')) {
+    part = absl::StripAsciiWhitespace(part);
+    const size_t eq = part.find('=');
+    if (eq != absl::string_view::npos && part.substr(0, eq) == Absl(name)) {
+      return std::string(part.substr(eq + 1));
+    }
+  }
+  return std::nullopt;
+}
+
+std::string SessionSetCookie(const Secrets& secrets) {
+  return absl::StrCat(kSessionCookie, "=", secrets.session,
+                      "; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000");
+}
+
+Verdict Check(const RequestFacts& request, const Secrets& secrets, int port) {
+  if (!IsOurHost(request.host, port)) {
+    return Verdict::kBadHost;
+  }
+  const bool post = request.method != "GET" && request.method != "HEAD";
+  if (post && !request.origin.empty()) {
+    std::string_view origin = request.origin;
+    constexpr std::string_view kScheme = "http://";
+    if (origin.substr(0, kScheme.size()) != kScheme ||
+        !IsOurHost(origin.substr(kScheme.size()), port)) {
+      return Verdict::kBadOrigin;
+    }
+  }
+  std::optional<std::string> cookie = CookieValue(request.cookie, kSessionCookie);
+  if (!cookie.has_value() || !SecretEquals(*cookie, secrets.session)) {
+    return Verdict::kNoSession;
+  }
+  if (post && !SecretEquals(request.csrf, secrets.csrf)) {
+    return Verdict::kBadCsrf;
+  }
+  return Verdict::kAllowed;
+}
+
+std::string Explain(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kAllowed:
+      return "";
+    case Verdict::kBadHost:
+      return "the Host header does not name this server's loopback address";
+    case Verdict::kBadOrigin:
+      return "a request from another origin is refused";
+    case Verdict::kNoSession:
+      return "not signed in: open the URL that `taectl ui` prints (it carries the token)";
+    case Verdict::kBadCsrf:
+      return "X-CSRF-Token: missing or wrong (GET /api/session gives it to the page)";
+  }
+  return "refused";
+}
+
+int StatusOf(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kAllowed:
+      return 200;
+    case Verdict::kBadHost:
+      return 421;
+    case Verdict::kBadOrigin:
+    case Verdict::kBadCsrf:
+      return 403;
+    case Verdict::kNoSession:
+      return 401;
+  }
+  return 403;
+}
+
+}  // namespace tae::http

@@ -1,0 +1,68 @@
+#pragma once
+
+// Who may use the dashboard (docs/dashboard.md, "Security"). Pure: the HTTP server asks, these
+// functions decide.
+//
+// - A random token lives in $TAE_HOME/http.token (0600), readable only by the user who runs taed.
+//   `taectl ui` prints the URL with it: /?token=T. That request is answered with an HttpOnly,
+//   SameSite=Strict session cookie (derived from T, so it survives a restart of taed) and a
+//   redirect that drops the token from the address bar.
+// - Every other request needs the cookie; without it /api answers 401 and pages ask for the URL.
+// - Actions (POST) also need the X-CSRF-Token header, a second value derived from T that pages get
+//   from GET /api/session (which needs the cookie). A page of another origin can make the browser
+//   send a request but cannot read that value.
+// - The Host header must name the loopback address the server listens on (a DNS-rebinding page
+//   would send its own host name), and a POST's Origin, when present, must be that same origin.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tae::http {
+
+inline constexpr char kSessionCookie[] = "tae_session";
+
+struct Secrets {
+  std::string session;  // the cookie's value
+  std::string csrf;     // the X-CSRF-Token value
+};
+
+// Both derived from the token with SHA-256 under distinct labels.
+Secrets DeriveSecrets(std::string_view token);
+
+// Equal strings, compared in time that depends only on their lengths.
+bool SecretEquals(std::string_view a, std::string_view b);
+
+// The value of cookie `name` in a Cookie header ("a=1; tae_session=x"), if present.
+std::optional<std::string> CookieValue(std::string_view header, std::string_view name);
+
+// The Set-Cookie header value that signs a browser in.
+std::string SessionSetCookie(const Secrets& secrets);
+
+// What a request may do.
+enum class Verdict {
+  kAllowed,
+  kBadHost,    // 421: not addressed to our loopback listener
+  kBadOrigin,  // 403: a POST from another origin
+  kNoSession,  // 401: no valid session cookie
+  kBadCsrf,    // 403: a POST without the right X-CSRF-Token
+};
+
+struct RequestFacts {
+  std::string_view method;  // "GET", "POST", ...
+  std::string_view host;    // the Host header
+  std::string_view origin;  // the Origin header ("" when absent)
+  std::string_view cookie;  // the Cookie header
+  std::string_view csrf;    // the X-CSRF-Token header
+};
+
+// port: the port the server listens on. Hosts allowed: 127.0.0.1, localhost and [::1] at it.
+Verdict Check(const RequestFacts& request, const Secrets& secrets, int port);
+
+// "Host header 'evil.example:80' is not this server" and the like, for the error body.
+std::string Explain(Verdict verdict);
+
+// The HTTP status of a verdict other than kAllowed.
+int StatusOf(Verdict verdict);
+
+}  // namespace tae::http

@@ -1,0 +1,424 @@
+#include "server/http/server.h"
+
+#include <chrono>
+#include <deque>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/post.hpp"
+#include "boost/asio/steady_timer.hpp"
+#include "boost/asio/strand.hpp"
+#include "boost/asio/write.hpp"
+#include "boost/beast/core.hpp"
+#include "boost/beast/http.hpp"
+#include "common/tls/tls.h"
+#include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
+
+namespace tae::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+
+class Acceptor {
+ public:
+  explicit Acceptor(asio::io_context& io) : socket(io) {}
+  tcp::acceptor socket;
+};
+
+namespace {
+
+constexpr size_t kMaxBodyBytes = 64 << 10;
+constexpr auto kIdleTimeout = std::chrono::seconds(120);
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A small page for a browser that is not signed in (a JSON error for /api).
+std::string SignInPage(const std::string& message) {
+  return absl::StrCat(
+      "<!doctype html><meta charset=utf-8><title>TAE</title><body style=\"font: 15px "
+      "system-ui, sans-serif; margin: 3em\"><h1>TAE</h1><p>",
+      message,
+      "</p><p>Run <code>taectl ui</code> (or <code>taectl ui --open</code>) and open the URL it "
+      "prints.</p></body>");
+}
+
+}  // namespace
+
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%') {
+      if (i + 2 >= text.size()) {
+        return std::nullopt;
+      }
+      const int hi = HexDigit(text[i + 1]);
+      const int lo = HexDigit(text[i + 2]);
+      if (hi < 0 || lo < 0) {
+        return std::nullopt;
+      }
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else if (plus_is_space && text[i] == '+') {
+      out.push_back(' ');
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> ParseQuery(std::string_view query) {
+  std::map<std::string, std::string> out;
+  for (absl::string_view part :
+       absl::StrSplit(absl::string_view(query.data(), query.size()), '&', absl::SkipEmpty())) {
+    const size_t eq = part.find('=');
+    const absl::string_view k = part.substr(0, eq);
+    const absl::string_view v = eq == absl::string_view::npos ? "" : part.substr(eq + 1);
+    std::optional<std::string> key = PercentDecode(std::string_view(k.data(), k.size()), true);
+    std::optional<std::string> value = PercentDecode(std::string_view(v.data(), v.size()), true);
+    if (key && value) {
+      out[*key] = *value;
+    }
+  }
+  return out;
+}
+
+std::string Request::Param(const std::string& name, const std::string& fallback) const {
+  auto it = query.find(name);
+  return it == query.end() ? fallback : it->second;
+}
+
+Response Response::Json(int status, std::string body) {
+  Response r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+Response Response::Error(int status, const std::string& message) {
+  return Json(status, nlohmann::json{{"error", message}}.dump());
+}
+
+// One SSE stream on a connection whose response header is written: polls its source every
+// poll_s, writes what it says, and a comment line after heartbeat_s of silence.
+class Server::Stream : public std::enable_shared_from_this<Server::Stream> {
+ public:
+  Stream(beast::tcp_stream stream, std::shared_ptr<EventSource> source, const ServerOptions& opt)
+      : stream_(std::move(stream)),
+        timer_(stream_.get_executor()),
+        source_(std::move(source)),
+        poll_(std::chrono::milliseconds(static_cast<int64_t>(opt.poll_s * 1000))),
+        heartbeat_(std::chrono::milliseconds(static_cast<int64_t>(opt.heartbeat_s * 1000))) {}
+
+  void Start(std::string header) {
+    stream_.expires_never();
+    Write(std::move(header));
+  }
+
+ private:
+  void Write(std::string text) {
+    auto self = shared_from_this();
+    pending_ = std::move(text);
+    last_write_ = std::chrono::steady_clock::now();
+    asio::async_write(stream_.socket(), asio::buffer(pending_),
+                      [self](beast::error_code ec, size_t) {
+                        if (ec) {
+                          self->Close();
+                          return;
+                        }
+                        self->Wait();
+                      });
+  }
+
+  void Wait() {
+    auto self = shared_from_this();
+    timer_.expires_after(poll_);
+    timer_.async_wait([self](beast::error_code ec) {
+      if (ec) {
+        return;
+      }
+      self->Poll();
+    });
+  }
+
+  void Poll() {
+    auto self = shared_from_this();
+    auto executor = stream_.get_executor();
+    source_->Poll([self, executor](std::optional<std::string> text) {
+      asio::post(executor, [self, text = std::move(text)]() mutable {
+        if (!text.has_value()) {
+          self->Close();
+          return;
+        }
+        if (text->empty() &&
+            std::chrono::steady_clock::now() - self->last_write_ >= self->heartbeat_) {
+          *text = ":\n\n";
+        }
+        if (text->empty()) {
+          self->Wait();
+        } else {
+          self->Write(std::move(*text));
+        }
+      });
+    });
+  }
+
+  void Close() {
+    beast::error_code ignored;  // closing a connection that may already be gone
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  asio::steady_timer timer_;
+  std::shared_ptr<EventSource> source_;
+  std::chrono::milliseconds poll_;
+  std::chrono::milliseconds heartbeat_;
+  std::string pending_;
+  std::chrono::steady_clock::time_point last_write_;
+};
+
+// One HTTP/1.1 connection: read a request, answer, repeat while keep-alive.
+class Server::Session : public std::enable_shared_from_this<Server::Session> {
+ public:
+  Session(tcp::socket socket, Server* server) : stream_(std::move(socket)), server_(server) {}
+
+  void Read() {
+    parser_.emplace();
+    parser_->body_limit(kMaxBodyBytes);
+    stream_.expires_after(kIdleTimeout);
+    auto self = shared_from_this();
+    bhttp::async_read(stream_, buffer_, *parser_, [self](beast::error_code ec, size_t) {
+      if (ec == bhttp::error::end_of_stream || ec) {
+        if (ec == bhttp::error::body_limit) {
+          self->Send(Response::Error(413, "request body larger than 64 KiB"), false);
+          return;
+        }
+        self->Close();
+        return;
+      }
+      self->OnRequest();
+    });
+  }
+
+ private:
+  void OnRequest() {
+    const auto& req = parser_->get();
+    keep_alive_ = req.keep_alive();
+    Request request;
+    request.method = std::string(req.method_string());
+    std::string_view target(req.target().data(), req.target().size());
+    const size_t q = target.find('?');
+    std::optional<std::string> path = PercentDecode(target.substr(0, q), false);
+    if (!path.has_value() || path->empty() || (*path)[0] != '/') {
+      Send(Response::Error(400, "malformed request path"), false);
+      return;
+    }
+    request.path = *path;
+    if (q != std::string_view::npos) {
+      request.query = ParseQuery(target.substr(q + 1));
+    }
+    request.body = req.body();
+    auto header = [&](bhttp::field field) {
+      auto it = req.find(field);
+      return it == req.end() ? std::string_view()
+                             : std::string_view(it->value().data(), it->value().size());
+    };
+    auto custom = [&](const char* name) {
+      auto it = req.find(name);
+      return it == req.end() ? std::string_view()
+                             : std::string_view(it->value().data(), it->value().size());
+    };
+    RequestFacts facts{request.method, header(bhttp::field::host), header(bhttp::field::origin),
+                       header(bhttp::field::cookie), custom("X-CSRF-Token")};
+    const bool api = request.path.rfind("/api/", 0) == 0;
+
+    // The sign-in: /?token=T sets the cookie and drops the token from the address bar.
+    if (request.method == "GET" && request.path == "/" && request.query.count("token") > 0) {
+      Verdict host =
+          Check({facts.method, facts.host, "", "", ""}, server_->secrets_, server_->port_);
+      if (host == Verdict::kBadHost) {
+        Send(Response::Error(421, Explain(host)), false);
+        return;
+      }
+      if (!SecretEquals(DeriveSecrets(request.query["token"]).session, server_->secrets_.session)) {
+        Response r;
+        r.status = 401;
+        r.content_type = "text/html; charset=utf-8";
+        r.body = SignInPage("That token is not this taed's.");
+        Send(std::move(r), keep_alive_);
+        return;
+      }
+      Response r;
+      r.status = 303;
+      r.content_type = "text/plain";
+      r.headers = {{"Location", "/"}, {"Set-Cookie", SessionSetCookie(server_->secrets_)}};
+      Send(std::move(r), keep_alive_);
+      return;
+    }
+    const Verdict verdict = Check(facts, server_->secrets_, server_->port_);
+    if (verdict != Verdict::kAllowed) {
+      Response r;
+      if (api || verdict != Verdict::kNoSession) {
+        r = Response::Error(StatusOf(verdict), Explain(verdict));
+      } else {
+        r.status = 401;
+        r.content_type = "text/html; charset=utf-8";
+        r.body = SignInPage("Not signed in.");
+      }
+      Send(std::move(r), keep_alive_);
+      return;
+    }
+    auto self = shared_from_this();
+    auto executor = stream_.get_executor();
+    server_->options_.handler->Handle(std::move(request), [self, executor](Response response) {
+      asio::post(executor, [self, response = std::move(response)]() mutable {
+        self->Send(std::move(response), self->keep_alive_);
+      });
+    });
+  }
+
+  void Send(Response response, bool keep_alive) {
+    if (response.stream != nullptr) {
+      std::string header = absl::StrCat(
+          "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
+          "Connection: close\r\nX-Content-Type-Options: nosniff\r\n\r\n",
+          "retry: 1000\n\n");
+      auto stream = std::make_shared<Stream>(std::move(stream_), std::move(response.stream),
+                                             server_->options_);
+      stream->Start(std::move(header));
+      return;
+    }
+    auto res = std::make_shared<bhttp::response<bhttp::string_body>>();
+    res->version(11);
+    res->result(static_cast<unsigned>(response.status));
+    res->set(bhttp::field::content_type, response.content_type);
+    res->set(bhttp::field::server, "taed");
+    res->set("X-Content-Type-Options", "nosniff");
+    res->set("X-Frame-Options", "DENY");
+    res->set("Referrer-Policy", "no-referrer");
+    bool has_cache = false;
+    for (const auto& [name, value] : response.headers) {
+      res->insert(name, value);
+      has_cache = has_cache || name == "Cache-Control";
+    }
+    if (!has_cache) {
+      res->set(bhttp::field::cache_control, "no-store");
+    }
+    res->body() = std::move(response.body);
+    res->keep_alive(keep_alive);
+    res->prepare_payload();
+    auto self = shared_from_this();
+    bhttp::async_write(stream_, *res, [self, res, keep_alive](beast::error_code ec, size_t) {
+      if (ec || !keep_alive) {
+        self->Close();
+        return;
+      }
+      self->Read();
+    });
+  }
+
+  void Close() {
+    beast::error_code ignored;  // the peer may have gone already
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  beast::tcp_stream stream_;
+  Server* server_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  bool keep_alive_ = false;
+};
+
+Server::Server(ServerOptions options)
+    : options_(std::move(options)), secrets_(DeriveSecrets(options_.token)) {}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
+  if (!tls::IsLoopback(options.listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--http ", options.listen,
+        ": the dashboard listens on loopback only (127.0.0.1:PORT); reach it from elsewhere "
+        "through an ssh tunnel (ssh -L PORT:127.0.0.1:PORT host)"));
+  }
+  if (options.handler == nullptr || options.token.empty()) {
+    return absl::InvalidArgumentError("http server: a handler and a token are required");
+  }
+  const size_t colon = options.listen.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(options.listen.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http ", options.listen, ": expected HOST:PORT, e.g. 127.0.0.1:8750"));
+  }
+  std::string host = options.listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host == "localhost") {
+    host = "127.0.0.1";
+  }
+  std::unique_ptr<Server> server(new Server(std::move(options)));
+  server->acceptor_ = std::make_unique<Acceptor>(server->io_);
+  beast::error_code ec;
+  const tcp::endpoint endpoint(asio::ip::make_address(host, ec), static_cast<uint16_t>(port));
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http ", server->options_.listen, ": ", ec.message()));
+  }
+  tcp::acceptor& acceptor = server->acceptor_->socket;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", server->options_.listen, ": ", ec.message()));
+  }
+  server->port_ = acceptor.local_endpoint().port();
+  server->Accept();
+  server->thread_ = std::thread([s = server.get()] { s->io_.run(); });
+  return server;
+}
+
+void Server::Accept() {
+  acceptor_->socket.async_accept(asio::make_strand(io_),
+                                 [this](beast::error_code ec, tcp::socket socket) {
+                                   if (ec == asio::error::operation_aborted) {
+                                     return;
+                                   }
+                                   if (!ec) {
+                                     std::make_shared<Session>(std::move(socket), this)->Read();
+                                   }
+                                   Accept();
+                                 });
+}
+
+void Server::Stop() {
+  if (stopped_) {
+    return;
+  }
+  stopped_ = true;
+  asio::post(io_, [this] {
+    beast::error_code ignored;  // closing the listener at shutdown
+    acceptor_->socket.close(ignored);
+  });
+  io_.stop();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+Server::~Server() { Stop(); }
+
+}  // namespace tae::http

@@ -1,0 +1,101 @@
+#pragma once
+
+// The dashboard's HTTP server: Boost.Beast on its own io_context thread, loopback only. It knows
+// nothing of experiments: it parses requests, applies the sign-in rules (server/http/auth.h),
+// hands each allowed request to a Handler, writes the answer, and drives Server-Sent Events
+// streams. Handlers do their work wherever they like (taed's API posts to the core) and answer
+// through a callback that may run on any thread.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "boost/asio/io_context.hpp"
+#include "server/http/auth.h"
+
+namespace tae::http {
+
+struct Request {
+  std::string method;
+  std::string path;                          // percent-decoded, without the query
+  std::map<std::string, std::string> query;  // percent-decoded; a repeated name keeps the last
+  std::string body;
+
+  // The query parameter `name`, or `fallback`.
+  std::string Param(const std::string& name, const std::string& fallback = "") const;
+};
+
+// An open Server-Sent Events stream. The server calls Poll on its thread about every 100 ms, one
+// call at a time; Poll answers once through `emit` (from any thread) with the text to send (""
+// for nothing this time), or nullopt to end the stream.
+class EventSource {
+ public:
+  virtual ~EventSource() = default;
+  virtual void Poll(std::function<void(std::optional<std::string>)> emit) = 0;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra ones
+  std::shared_ptr<EventSource> stream;                       // set: answer with this SSE stream
+
+  static Response Json(int status, std::string body);
+  // {"error": message}
+  static Response Error(int status, const std::string& message);
+};
+
+class Handler {
+ public:
+  virtual ~Handler() = default;
+  // Called on the server's thread for a signed-in request; `done` is called once, from any
+  // thread.
+  virtual void Handle(Request request, std::function<void(Response)> done) = 0;
+};
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:0";  // a loopback address; port 0 picks a free one
+  std::string token;                   // the sign-in token (http.token)
+  Handler* handler = nullptr;          // outlives the server
+  double poll_s = 0.1;                 // between an SSE stream's polls
+  double heartbeat_s = 15;             // an SSE comment line after this long without events
+};
+
+class Server {
+ public:
+  // Binds and starts serving on its own thread. A listen address beyond loopback is refused.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(ServerOptions options);
+  ~Server();
+
+  int port() const { return port_; }
+  // Closes the listener and every connection, SSE streams included, and joins the thread.
+  void Stop();
+
+ private:
+  explicit Server(ServerOptions options);
+  class Session;
+  class Stream;
+  void Accept();
+
+  ServerOptions options_;
+  Secrets secrets_;
+  boost::asio::io_context io_;
+  std::unique_ptr<class Acceptor> acceptor_;
+  std::thread thread_;
+  int port_ = 0;
+  bool stopped_ = false;
+};
+
+// Percent-decoding of a URL component ('+' is a space in a query); nullopt when malformed.
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space);
+// Splits "a=1&b=x%20y" into decoded pairs; malformed parts are skipped.
+std::map<std::string, std::string> ParseQuery(std::string_view query);
+
+}  // namespace tae::http

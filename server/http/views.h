@@ -1,0 +1,62 @@
+#pragma once
+
+// What the dashboard's endpoints compute beyond the Control API's shapes: which config keys tell
+// the variants apart, and the curves request, its x axis and its three renderings (JSON for the
+// chart, CSV, and SVG through common/plot, the writer `taectl plot` uses). Pure.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "server/curves/curves.h"
+#include "server/http/server.h"
+#include "server/query/query.h"
+
+namespace tae::http {
+
+// JSON text that never throws: invalid UTF-8 (a job's output) is replaced.
+std::string Dump(const nlohmann::ordered_json& value);
+
+// {"lines": [{cursor, attempt, stream, text, time}], "next": cursor, "finished": bool}
+nlohmann::ordered_json LogPageJson(const query::LogPage& page);
+
+// variant -> {key: value} for the config keys whose values differ between variants (the seed and
+// keys that only differ between seeds of one variant are left out), from each variant's first
+// run.
+nlohmann::ordered_json VaryingKeys(const std::vector<query::RunView>& runs);
+
+struct CurveRequest {
+  std::string metric;      // "" before defaults are applied
+  std::string x = "step";  // step | tokens | wall | rel
+  int width = 1000;        // the chart's pixel width; 2x as many buckets
+  double smooth = 0;       // [0, 1)
+  bool delta = false;      // each variant minus its baseline
+  std::string baseline = "baseline";
+  std::vector<std::string> variants;  // empty: all
+  bool log_y = false;                 // SVG only
+
+  // A canonical form, for caching.
+  std::string Key(int64_t experiment) const;
+};
+
+// The query parameters metric, x, width, smooth, delta, baseline, variants, logy; a bad one is
+// InvalidArgument naming the parameter.
+absl::StatusOr<CurveRequest> ParseCurveRequest(const Request& request);
+
+// The x value of each point of `run` for x kind `x` (CurveRequest::x): step; tokens = step x
+// train.batch_size x train.seq_len x resources.hosts (from the run's config); wall = Unix
+// seconds; rel = seconds since the run's first point. InvalidArgument when the config lacks what
+// tokens needs.
+absl::StatusOr<std::vector<double>> XValues(const std::string& x, const store::RunRecord& run,
+                                            const std::vector<store::MetricPoint>& points);
+
+nlohmann::ordered_json CurvesJson(int64_t experiment, const CurveRequest& request,
+                                  const std::string& goal, const curves::Curves& curves);
+// One row per variant and x: x,variant,n,mean,lo,hi,min,max.
+std::string CurvesCsv(const CurveRequest& request, const curves::Curves& curves);
+std::string CurvesSvg(const std::string& title, const CurveRequest& request,
+                      const curves::Curves& curves);
+
+}  // namespace tae::http

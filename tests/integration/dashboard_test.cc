@@ -1,0 +1,258 @@
+// taed's dashboard through the real binaries: sign-in (no token, no data), the ablation table
+// equal to `taectl report --json`, curves with their bands, exports, actions that need the CSRF
+// token, and the live streams. The pages themselves are driven in a real browser by
+// tests/web/dashboard_browser_test.py.
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+#include "common/fs/fs.h"
+#include "nlohmann/json.hpp"
+#include "tests/integration/harness.h"
+#include "tests/integration/http_client.h"
+
+namespace tae::testing {
+namespace {
+
+constexpr const char* kStudy = R"(name = "dash"
+[model]
+layers = 1
+d_model = 16
+heads = 2
+[train]
+task = "copy"
+vocab = 8
+seq_len = 16
+batch_size = 8
+steps = 40
+eval_every = 10
+eval_batches = 2
+warmup = 5
+threads = 1
+seeds = [0, 1]
+[[ablation]]
+name = "no-pos"
+"model.pos_encoding" = "none"
+)";
+
+struct Dashboard {
+  int port = 0;
+  std::string token;
+  std::string cookie;  // "tae_session=..."
+  std::string csrf;
+};
+
+// Reads the port and token taed wrote, signs in like a browser, and gets the CSRF token.
+Dashboard SignIn(const Cluster& cluster) {
+  Dashboard d;
+  absl::StatusOr<std::string> addr = fs::ReadFile(cluster.home() + "/http.addr");
+  absl::StatusOr<std::string> token = fs::ReadFile(cluster.home() + "/http.token");
+  REQUIRE(addr.ok());
+  REQUIRE(token.ok());
+  absl::string_view a = absl::StripAsciiWhitespace(*addr);
+  REQUIRE(absl::ConsumePrefix(&a, "127.0.0.1:"));
+  REQUIRE(absl::SimpleAtoi(a, &d.port));
+  d.token = std::string(absl::StripAsciiWhitespace(*token));
+  HttpReply in = Http(d.port, {"GET", "/?token=" + d.token});
+  REQUIRE(in.status == 303);
+  CHECK(in.headers["location"] == "/");
+  const std::string set_cookie = in.headers["set-cookie"];
+  CHECK(absl::StrContains(set_cookie, "HttpOnly"));
+  CHECK(absl::StrContains(set_cookie, "SameSite=Strict"));
+  d.cookie = set_cookie.substr(0, set_cookie.find(';'));
+  HttpReply session = Http(d.port, {"GET", "/api/session", "", {{"Cookie", d.cookie}}});
+  REQUIRE(session.status == 200);
+  d.csrf = nlohmann::json::parse(session.body)["csrf"];
+  return d;
+}
+
+nlohmann::json GetJson(const Dashboard& d, const std::string& target) {
+  HttpReply r = Http(d.port, {"GET", target, "", {{"Cookie", d.cookie}}});
+  INFO(target << " -> " << r.status << " " << r.body);
+  REQUIRE(r.status == 200);
+  return nlohmann::json::parse(r.body);
+}
+
+TEST_CASE("the dashboard gives nothing without its token, and its page only once signed in") {
+  Cluster cluster(0, 1);
+  absl::StatusOr<std::string> addr = fs::ReadFile(cluster.home() + "/http.addr");
+  REQUIRE(addr.ok());
+  int port = 0;
+  absl::string_view a = absl::StripAsciiWhitespace(*addr);
+  REQUIRE(absl::ConsumePrefix(&a, "127.0.0.1:"));
+  REQUIRE(absl::SimpleAtoi(a, &port));
+
+  HttpReply no_cookie = Http(port, {"GET", "/api/experiments"});
+  CHECK(no_cookie.status == 401);
+  CHECK(absl::StrContains(no_cookie.body, "taectl ui"));
+  CHECK(Http(port, {"GET", "/"}).status == 401);
+  CHECK(Http(port, {"GET", "/?token=not-the-token"}).status == 401);
+  CHECK(Http(port, {"GET", "/api/experiments", "", {{"Cookie", "tae_session=guess"}}}).status ==
+        401);
+  CHECK(Http(port, {"GET", "/api/events"}).status == 401);
+
+  Dashboard d = SignIn(cluster);
+  // A DNS-rebinding page sends its own host name: refused even with the cookie.
+  CHECK(Http(port, {"GET",
+                    "/api/experiments",
+                    "evil.example:" + std::to_string(port),
+                    {{"Cookie", d.cookie}}})
+            .status == 421);
+  HttpReply page = Http(port, {"GET", "/", "", {{"Cookie", d.cookie}}});
+  REQUIRE(page.status == 200);
+  CHECK(absl::StrContains(page.headers["content-type"], "text/html"));
+  CHECK(absl::StrContains(page.headers["content-security-policy"], "default-src 'none'"));
+  CHECK(absl::StrContains(page.body, "type=\"importmap\""));
+  // Its modules are content-hashed and cacheable forever; the token never appears in the page.
+  const size_t at = page.body.find("src=\"/assets/app.");
+  REQUIRE(at != std::string::npos);
+  const std::string app = page.body.substr(at + 5, page.body.find('"', at + 5) - at - 5);
+  CHECK(Http(port, {"GET", "/assets/app.js", "", {{"Cookie", d.cookie}}}).status == 404);
+  HttpReply js = Http(port, {"GET", app, "", {{"Cookie", d.cookie}}});
+  CHECK(js.status == 200);
+  CHECK(absl::StrContains(js.headers["cache-control"], "immutable"));
+  CHECK_FALSE(absl::StrContains(page.body, d.token));
+
+  CommandResult ui = cluster.Taectl({"ui"});
+  CHECK(ui.exit_code == 0);
+  CHECK(ui.out == "http://127.0.0.1:" + std::to_string(port) + "/?token=" + d.token + "\n");
+  CommandResult ui_run = cluster.Taectl({"ui", "r7"});
+  CHECK(absl::EndsWith(ui_run.out, "#/r/7\n"));
+}
+
+TEST_CASE(
+    "the dashboard's table is taectl report's, its curves have a band per variant, and "
+    "actions need the CSRF token") {
+  Cluster cluster(1, 2);
+  TempDir dir;
+  const std::string spec = dir.Write("dash.toml", kStudy);
+  CommandResult submit = cluster.Taectl({"submit", spec, "--wait"}, 600);
+  INFO(submit.out << submit.err);
+  REQUIRE(submit.exit_code == 0);
+  Dashboard d = SignIn(cluster);
+
+  nlohmann::json cli = cluster.TaectlJson({"report", "dash"});
+  nlohmann::json web = GetJson(d, "/api/experiments/dash/report");
+  CHECK(web["rows"] == cli["rows"]);
+  CHECK(web["metrics"] == cli["metrics"]);
+  CHECK(web["goal"]["eval/loss"] == "min");
+  CHECK(web["goal"]["eval/acc"] == "max");
+  // The key that tells the variants apart, and only it.
+  CHECK(web["varying"]["baseline"] == nlohmann::json{{"model.pos_encoding", "learned"}});
+  CHECK(web["varying"]["no-pos"] == nlohmann::json{{"model.pos_encoding", "none"}});
+
+  nlohmann::json exps = GetJson(d, "/api/experiments");
+  REQUIRE(exps["experiments"].size() == 1);
+  CHECK(exps["experiments"][0]["counts"]["succeeded"] == 4);
+
+  nlohmann::json curves = GetJson(d, "/api/experiments/dash/curves?metric=eval%2Floss&width=400");
+  CHECK(curves["metric"] == "eval/loss");
+  CHECK(curves["x"] == nlohmann::json{10, 20, 30, 40});
+  REQUIRE(curves["variants"].size() == 2);
+  for (const nlohmann::json& band : curves["variants"]) {
+    CHECK(band["n_max"] == 2);
+    CHECK(band["runs"].size() == 2);
+    CHECK(band["n"] == nlohmann::json{2, 2, 2, 2});
+    for (size_t i = 0; i < 4; ++i) {
+      CHECK(band["lo"][i].get<double>() <= band["mean"][i].get<double>());
+      CHECK(band["min"][i].get<double>() <= band["mean"][i].get<double>());
+    }
+  }
+  // The last point's mean is the report's mean of final values.
+  for (const nlohmann::json& row : cli["rows"]) {
+    for (const nlohmann::json& band : curves["variants"]) {
+      if (band["variant"] == row["variant"]) {
+        CHECK(band["mean"][3].get<double>() ==
+              Approx(row["metrics"]["eval/loss"]["mean"].get<double>()));
+      }
+    }
+  }
+  nlohmann::json delta =
+      GetJson(d, "/api/experiments/dash/curves?metric=eval%2Floss&delta=1&variants=no-pos");
+  REQUIRE(delta["variants"].size() == 1);
+  CHECK(delta["variants"][0]["variant"] == "no-pos");
+
+  HttpReply csv = Http(
+      d.port,
+      {"GET", "/api/experiments/dash/curves.csv?metric=eval%2Floss", "", {{"Cookie", d.cookie}}});
+  CHECK(csv.status == 200);
+  CHECK(absl::StartsWith(csv.body, "step,variant,n,mean,lo,hi,min,max\n10,baseline,2,"));
+  HttpReply svg = Http(
+      d.port,
+      {"GET", "/api/experiments/dash/curves.svg?metric=eval%2Floss", "", {{"Cookie", d.cookie}}});
+  CHECK(svg.status == 200);
+  CHECK(absl::StrContains(svg.body, "<svg"));
+  CHECK(absl::StrContains(svg.body, "no-pos (n=2)"));
+
+  HttpReply bad =
+      Http(d.port, {"GET", "/api/experiments/dash/curves?x=epochs", "", {{"Cookie", d.cookie}}});
+  CHECK(bad.status == 400);
+  CHECK(absl::StrContains(bad.body, "x: 'epochs' is not one of step, tokens, wall, rel"));
+  CHECK(Http(d.port, {"GET", "/api/experiments/nope/report", "", {{"Cookie", d.cookie}}}).status ==
+        404);
+
+  // An action without the CSRF token changes nothing.
+  HttpReply forged =
+      Http(d.port, {"POST", "/api/experiments/dash/pause", "", {{"Cookie", d.cookie}}});
+  CHECK(forged.status == 403);
+  CHECK(GetJson(d, "/api/experiments/dash")["paused"] == false);
+  HttpReply cross =
+      Http(d.port,
+           {"POST",
+            "/api/experiments/dash/pause",
+            "",
+            {{"Cookie", d.cookie}, {"X-CSRF-Token", d.csrf}, {"Origin", "http://evil.example"}}});
+  CHECK(cross.status == 403);
+  HttpReply pause = Http(d.port, {"POST",
+                                  "/api/experiments/dash/pause",
+                                  "",
+                                  {{"Cookie", d.cookie}, {"X-CSRF-Token", d.csrf}}});
+  CHECK(pause.status == 200);
+  CHECK(GetJson(d, "/api/experiments/dash")["paused"] == true);
+  CHECK(cluster.TaectlJson({"show", "dash"})["paused"] == true);
+
+  // A run: its transitions, summaries and log, and the log's stream ends with the run.
+  nlohmann::json detail = GetJson(d, "/api/runs/1");
+  CHECK(detail["state"] == "succeeded");
+  CHECK(detail["transitions"].size() >= 3);
+  nlohmann::json logs = GetJson(d, "/api/runs/1/logs?limit=5");
+  CHECK(logs["lines"].size() <= 5);
+  const std::string stream = ReadEvents(
+      d.port, "/api/runs/1/logs/stream?after=0", d.cookie,
+      [](const std::string& got) { return absl::StrContains(got, "event: end"); }, 10);
+  CHECK(absl::StrContains(stream, "event: lines"));
+  CHECK(absl::StrContains(stream, "event: end"));
+  nlohmann::json series = GetJson(d, "/api/runs/1/series?metric=train%2Floss&width=100");
+  int64_t stored = -1;
+  for (const nlohmann::json& s : detail["summaries"]) {
+    if (s["key"] == "train/loss") {
+      stored = s["count"];
+    }
+  }
+  CHECK(static_cast<int64_t>(series["x"].size()) == stored);
+  CHECK(series["x"].back() == 40);
+}
+
+TEST_CASE("the dashboard's streams say when an experiment changes") {
+  Cluster cluster(1, 2);
+  Dashboard d = SignIn(cluster);
+  TempDir dir;
+  const std::string spec = dir.Write("dash.toml", kStudy);
+  REQUIRE(cluster.Taectl({"submit", spec}).exit_code == 0);
+  // The runs start, log and finish after the stream opened: it must say so.
+  const std::string events = ReadEvents(
+      d.port, "/api/experiments/dash/events", d.cookie,
+      [](const std::string& got) { return absl::StrContains(got, "event: changed"); }, 60);
+  CHECK(absl::StrContains(events, "event: changed"));
+  CHECK(absl::StrContains(events, "\"experiment\":1"));
+  const std::string global = ReadEvents(
+      d.port, "/api/events", d.cookie,
+      [](const std::string& got) { return absl::StrContains(got, "event: changed"); }, 60);
+  CHECK(absl::StrContains(global, "event: changed"));
+}
+
+}  // namespace
+}  // namespace tae::testing

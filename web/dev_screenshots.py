@@ -1,0 +1,417 @@
+#!/usr/bin/python3
+"""Drive the dashboard in headless Chromium against dev_server.py: take a screenshot of every
+view in light and dark mode, exercise the keyboard and the URL state, and fail on JS errors.
+
+    /usr/bin/python3 web/dev_screenshots.py [--out /tmp/tae-web-shots] [--theme light|dark|both]
+
+Needs chromium and chromedriver (Debian: apt-get install chromium chromium-driver) and
+selenium for /usr/bin/python3 (python3-selenium). Starts its own dev_server.py on a free port.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+# Console errors that the scenario causes on purpose.
+EXPECTED = ("status of 404", "status of 401", "status of 409")
+
+
+class Check:
+    def __init__(self):
+        self.failures = []
+        self.passed = 0
+
+    def __call__(self, ok, what):
+        if ok:
+            self.passed += 1
+            print(f"  ok    {what}")
+        else:
+            self.failures.append(what)
+            print(f"  FAIL  {what}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port):
+    p = subprocess.Popen([sys.executable, os.path.join(HERE, "dev_server.py"), "--port", str(port)],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/assets/app.js", timeout=1)
+            return p
+        except OSError:
+            time.sleep(0.1)
+    p.kill()
+    raise SystemExit("dev_server.py did not start")
+
+
+def make_driver(profile, width=1440, height=900):
+    o = webdriver.ChromeOptions()
+    o.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+              "--disable-dev-shm-usage", f"--user-data-dir={profile}", f"--window-size={width},{height}",
+              "--force-device-scale-factor=1", "--hide-scrollbars"):
+        o.add_argument(a)
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=o)
+
+
+def api(port, path):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Cookie": "tae_session=dev-session-cookie"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.load(r)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="/tmp/tae-web-shots")
+    ap.add_argument("--theme", choices=["light", "dark", "both"], default="both")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    port = free_port()
+    server = start_server(port)
+    base = f"http://127.0.0.1:{port}"
+    check = Check()
+    js_errors = []
+    tmp = tempfile.mkdtemp(prefix="tae-chromium-")
+    try:
+        runs12 = api(port, "/api/experiments/12/runs")["runs"]
+        runs13 = api(port, "/api/experiments/13/runs")["runs"]
+        run_ok = runs12[0]["id"]
+        run_retried = next(r["id"] for r in runs12 if r["attempt"] == 2)
+        run_live = next(r["id"] for r in runs13 if r["state"] == "running")
+        themes = ["light", "dark"] if a.theme == "both" else [a.theme]
+        for theme in themes:
+            print(f"== {theme}")
+            d = make_driver(os.path.join(tmp, theme))
+            try:
+                scenario(d, base, theme, a.out, check, js_errors, run_ok, run_retried, run_live)
+            finally:
+                d.quit()
+        print("== not signed in")
+        d = make_driver(os.path.join(tmp, "nocookie"))
+        try:
+            d.get(base + "/#/e/12")
+            wait_css(d, ".signin")
+            check("Not signed in" in d.find_element(By.CSS_SELECTOR, ".signin").text, "a 401 shows the sign-in page")
+            shot(d, a.out, "signin-light")
+            collect(d, js_errors, "signin")
+        finally:
+            d.quit()
+        print("== taed goes away")
+        d = make_driver(os.path.join(tmp, "down"))
+        try:
+            d.get(base + "/?token=dev")
+            wait_css(d, "table.tbl tbody tr")
+            server.terminate()
+            server.wait(5)
+            d.get(base + "/#/fleet")
+            wait_until(d, lambda: "did not answer" in d.find_element(By.ID, "main").text)
+            check("taed did not answer" in d.find_element(By.ID, "main").text, "a dead taed says so")
+            wait_until(d, lambda: "reconnecting" in d.find_element(By.ID, "live").text)
+            check("reconnecting" in d.find_element(By.ID, "live").text, "the live indicator says reconnecting")
+            shot(d, a.out, "down-light")
+            server = start_server(port)
+            wait_until(d, lambda: d.find_elements(By.CSS_SELECTOR, ".slots"), timeout=15)
+            check(bool(d.find_elements(By.CSS_SELECTOR, ".slots")), "the view recovers when taed is back")
+        finally:
+            d.quit()
+    finally:
+        server.terminate()
+        server.wait(5)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"\n{check.passed} checks passed, {len(check.failures)} failed; screenshots in {a.out}")
+    for f in check.failures:
+        print("  failed:", f)
+    if js_errors:
+        print("JS console errors:")
+        for e in js_errors:
+            print("  ", e)
+    sys.exit(1 if check.failures or js_errors else 0)
+
+
+def wait_css(d, css, timeout=10):
+    try:
+        return WebDriverWait(d, timeout).until(EC.presence_of_element_located((By.CSS_SELECTOR, css)))
+    except TimeoutException:
+        raise AssertionError(f"timed out waiting for {css} at {d.current_url}")
+
+
+def wait_until(d, fn, timeout=10, what=""):
+    try:
+        return WebDriverWait(d, timeout).until(lambda _: fn())
+    except TimeoutException:
+        return False
+
+
+def shot(d, out, name):
+    time.sleep(0.3)
+    path = os.path.join(out, name + ".png")
+    d.save_screenshot(path)
+    print(f"  shot  {path}")
+
+
+def collect(d, sink, where):
+    for entry in d.get_log("browser"):
+        if entry["level"] in ("SEVERE",) and not any(x in entry["message"] for x in EXPECTED):
+            sink.append(f"{where}: {entry['message']}")
+
+
+def key(d, k):
+    ActionChains(d).send_keys(k).perform()
+    time.sleep(0.25)
+
+
+def hash_of(d):
+    return d.execute_script("return location.hash")
+
+
+def go(d, base, h):
+    d.get(base + "/" + h)
+    d.execute_script("window.confirm = () => true")
+
+
+def scenario(d, base, theme, out, check, js_errors, run_ok, run_retried, run_live):
+    if theme == "dark":
+        d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    d.get(base + "/?token=dev")
+    wait_css(d, "table.tbl tbody tr")
+    d.execute_script("window.confirm = () => true")
+    check(d.execute_script("return document.documentElement.dataset.effectiveTheme") == theme, f"{theme}: theme follows prefers-color-scheme")
+
+    # experiments: list, filter, keyboard
+    shot(d, out, f"experiments-{theme}")
+    key(d, "/")
+    check(d.execute_script("return document.activeElement.type") == "search", "/ focuses the filter")
+    ActionChains(d).send_keys("quick").perform()
+    time.sleep(0.5)
+    check("filter=quick" in hash_of(d), "the filter is in the URL")
+    rows = d.find_elements(By.CSS_SELECTOR, "table.tbl tbody tr")
+    check(len(rows) == 2, f"filter 'quick' leaves 2 experiments (got {len(rows)})")
+    key(d, Keys.ESCAPE)
+    key(d, "j")
+    key(d, "j")
+    check(len(d.find_elements(By.CSS_SELECTOR, "tr.sel")) == 1, "j selects a row")
+    shot(d, out, f"experiments-filter-{theme}")
+    key(d, Keys.ENTER)
+    wait_until(d, lambda: hash_of(d).startswith("#/e/9"))
+    check(hash_of(d).startswith("#/e/9"), f"Enter opens the selected experiment ({hash_of(d)})")
+    d.back()
+    wait_css(d, "table.tbl tbody tr")
+    check(d.find_element(By.CSS_SELECTOR, "input[type=search]").get_attribute("value") == "quick", "Back restores the filter")
+    collect(d, js_errors, "experiments")
+
+    # the ablation table
+    go(d, base, "#/e/12")
+    wait_css(d, "table.tbl tbody tr.is-base")
+    shot(d, out, f"table-{theme}")
+    key(d, "j")
+    key(d, "j")
+    key(d, "b")
+    wait_until(d, lambda: "baseline=" in hash_of(d))
+    check("baseline=" in hash_of(d), f"b sets the baseline ({hash_of(d)})")
+    time.sleep(0.6)
+    shot(d, out, f"table-baseline-{theme}")
+    go(d, base, "#/e/11?metrics=eval/loss,eval/acc,perf/tokens_per_s")
+    wait_css(d, "table.tbl tbody tr")
+    shot(d, out, f"table-grid-{theme}")
+    d.find_element(By.CSS_SELECTOR, ".menu-wrap .btn").click()
+    check(d.find_element(By.CSS_SELECTOR, ".menu").is_displayed(), "the metrics menu opens")
+    shot(d, out, f"table-metrics-menu-{theme}")
+    key(d, Keys.ESCAPE)
+    check(not d.find_element(By.CSS_SELECTOR, ".menu").is_displayed(), "Esc closes it")
+    key(d, "g")
+    wait_css(d, "table.pivot")
+    check("pivot=" in hash_of(d), f"g pivots ({hash_of(d)})")
+    shot(d, out, f"pivot-{theme}")
+    key(d, "g")
+    key(d, "g")
+    key(d, "g")
+    check("pivot=" not in hash_of(d), "g cycles back to no pivot")
+    go(d, base, "#/e/13")
+    wait_css(d, "table.tbl tbody tr")
+    shot(d, out, f"table-running-{theme}")
+    go(d, base, "#/e/8")
+    wait_css(d, "table.tbl tbody tr")
+    shot(d, out, f"table-1000runs-{theme}")
+    # click a row -> curves of that variant and its baseline
+    go(d, base, "#/e/12")
+    wait_css(d, "table.tbl tbody tr.is-base")
+    d.find_elements(By.CSS_SELECTOR, "table.tbl tbody tr")[1].click()
+    wait_until(d, lambda: "/curves" in hash_of(d))
+    check("/curves" in hash_of(d) and "variants=" in hash_of(d), f"a row click opens its curves ({hash_of(d)})")
+    collect(d, js_errors, "table")
+
+    # curves, live
+    go(d, base, "#/e/13/curves?metric=eval/loss")
+    wait_css(d, ".uplot canvas")
+    time.sleep(0.5)
+    foot1 = d.find_element(By.CSS_SELECTOR, ".hint").text
+    shot(d, out, f"curves-live-{theme}")
+    time.sleep(2.5)
+    foot2 = d.find_element(By.CSS_SELECTOR, ".hint").text
+    check(foot1 != foot2, f"live curves grow ({foot1.split(',')[1].strip()} -> {foot2.split(',')[1].strip()})")
+    # drag to zoom, then reload: the zoom comes back from the URL
+    over = d.find_element(By.CSS_SELECTOR, ".u-over")
+    w = over.size["width"]
+    ActionChains(d).move_to_element_with_offset(over, int(-w * 0.3), 0).click_and_hold() \
+        .move_by_offset(int(w * 0.3), 0).release().perform()
+    time.sleep(0.6)
+    h1 = hash_of(d)
+    check("zoom=" in h1, f"a drag writes zoom= ({h1})")
+    d.refresh()
+    wait_css(d, ".uplot canvas")
+    time.sleep(1.0)
+    zoom = h1.split("zoom=")[1].split("&")[0].split(",")
+    sc = d.execute_script("return [document.querySelector('.u-over') && 1]")
+    check("zoom=" in hash_of(d), "the zoom survives a reload")
+    shot(d, out, f"curves-zoom-{theme}")
+    time.sleep(1.5)
+    check(hash_of(d).split("zoom=")[1].split("&")[0].split(",") == zoom, "live updates keep the zoom")
+    key(d, "z")
+    check("zoom=" not in hash_of(d), "z resets the zoom")
+    key(d, "s")
+    check("smooth=0.6" in hash_of(d), f"s cycles smoothing ({hash_of(d)})")
+    key(d, "s")
+    check("smooth=0.9" in hash_of(d), "s cycles smoothing again")
+    time.sleep(0.6)
+    shot(d, out, f"curves-smooth-{theme}")
+    go(d, base, "#/e/12/curves?metric=eval/loss&delta=1&minmax=1")
+    wait_css(d, ".uplot canvas")
+    shot(d, out, f"curves-delta-{theme}")
+    key(d, "e")
+    check(len(d.find_elements(By.CSS_SELECTOR, ".menu:not([hidden]) a")) == 3, "e opens the export menu")
+    hrefs = [x.get_attribute("href") for x in d.find_elements(By.CSS_SELECTOR, ".menu:not([hidden]) a")]
+    check(any("curves.svg?" in x and "delta=1" in x for x in hrefs), "the SVG export carries the view's parameters")
+    check(any("download=1" in x for x in hrefs), "the JSON export has download=1")
+    shot(d, out, f"curves-export-{theme}")
+    key(d, Keys.ESCAPE)
+    go(d, base, "#/e/12/curves?metric=train/loss&logy=1&x=tokens")
+    wait_css(d, ".uplot canvas")
+    shot(d, out, f"curves-logy-{theme}")
+    go(d, base, "#/e/11/curves?metric=eval/acc&x=wall")
+    wait_css(d, ".uplot canvas")
+    shot(d, out, f"curves-grid-wall-{theme}")
+    # 1000 runs x 20000 steps: the browser gets 10 bands of ~2 x width buckets
+    t0 = time.time()
+    go(d, base, "#/e/8/curves?metric=train/loss")
+    wait_css(d, ".uplot canvas", timeout=20)
+    took = time.time() - t0
+    check(took < 8, f"the 1000-run experiment's curves draw in {took:.1f} s")
+    shot(d, out, f"curves-1000runs-{theme}")
+    go(d, base, "#/e/14/curves")
+    wait_css(d, ".chart-msg")
+    wait_until(d, lambda: "No" in d.find_element(By.CSS_SELECTOR, ".chart-msg").text)
+    check("No" in d.find_element(By.CSS_SELECTOR, ".chart-msg").text, f"empty curves say so ({d.find_element(By.CSS_SELECTOR, '.chart-msg').text})")
+    collect(d, js_errors, "curves")
+
+    # run
+    go(d, base, f"#/r/{run_ok}")
+    wait_css(d, "table.heat")
+    wait_css(d, ".small-chart .uplot")
+    shot(d, out, f"run-{theme}")
+    d.execute_script("document.querySelector('.heat-wrap').scrollIntoView({block: 'center'})")
+    shot(d, out, f"run-heads-{theme}")
+    # an action that taed refuses: the error shows in a toast
+    d.execute_script("window.scrollTo(0, 0)")
+    d.find_element(By.XPATH, "//button[starts-with(normalize-space(), 'Retry e')]").click()
+    wait_css(d, ".toast.error")
+    check("no failed" in d.find_element(By.CSS_SELECTOR, ".toast.error").text, "a refused action shows taed's error in a toast")
+    shot(d, out, f"run-toast-{theme}")
+    go(d, base, f"#/r/{run_retried}?tab=logs&q=warning")
+    wait_css(d, ".logline")
+    wait_until(d, lambda: "/" in d.find_element(By.CSS_SELECTOR, ".toolbar .mono").text)
+    key(d, "n")
+    key(d, "n")
+    wait_css(d, ".logline.cur")
+    check(len(d.find_elements(By.CSS_SELECTOR, ".logline mark")) > 0, "search matches are highlighted")
+    check(d.find_element(By.CSS_SELECTOR, ".toolbar .mono").text.startswith("2 /"), f"n jumps to the 2nd match ({d.find_element(By.CSS_SELECTOR, '.toolbar .mono').text})")
+    shot(d, out, f"logs-search-{theme}")
+    go(d, base, f"#/r/{run_live}?tab=logs")
+    wait_css(d, ".logline")
+    time.sleep(2.5)
+    box = d.find_element(By.CSS_SELECTOR, ".logbox")
+    at_bottom = d.execute_script("const b=arguments[0]; return b.scrollTop + b.clientHeight >= b.scrollHeight - 20", box)
+    check(at_bottom, "follow mode stays at the bottom as lines arrive")
+    shot(d, out, f"logs-follow-{theme}")
+    d.execute_script("arguments[0].scrollTop = 0; arguments[0].dispatchEvent(new Event('scroll'))", box)
+    time.sleep(1.5)
+    check(d.execute_script("return arguments[0].scrollTop", box) == 0, "scrolling up pauses follow")
+    check(d.find_element(By.CSS_SELECTOR, ".follow-btn").is_displayed(), "the Follow button shows while paused")
+    collect(d, js_errors, "run")
+
+    # actions: pause e13 from its table, then resume it
+    go(d, base, "#/e/13")
+    wait_css(d, "table.tbl tbody tr")
+    d.find_element(By.XPATH, "//button[normalize-space()='Pause']").click()
+    wait_css(d, ".toast.ok")
+    wait_until(d, lambda: d.find_elements(By.CSS_SELECTOR, ".page-head .paused-chip"))
+    check(bool(d.find_elements(By.CSS_SELECTOR, ".page-head .paused-chip")), "Pause pauses (and the header says so)")
+    d.find_element(By.XPATH, "//button[normalize-space()='Resume']").click()
+    wait_until(d, lambda: not d.find_elements(By.CSS_SELECTOR, ".page-head .paused-chip"))
+    check(not d.find_elements(By.CSS_SELECTOR, ".page-head .paused-chip"), "Resume resumes")
+
+    # fleet (a tall window: every panel)
+    go(d, base, "#/fleet")
+    wait_css(d, ".slots")
+    d.set_window_size(1440, 1300)
+    shot(d, out, f"fleet-{theme}")
+    d.set_window_size(1440, 900)
+    row = "//tr[td[normalize-space()='tae-v4-1-w1']]//button"
+    before = d.find_element(By.XPATH, row).text
+    d.find_element(By.XPATH, row).click()
+    wait_css(d, ".toast.ok")
+    want = "Drain" if before == "Undrain" else "Undrain"
+    wait_until(d, lambda: d.find_element(By.XPATH, row).text == want)
+    check(d.find_element(By.XPATH, row).text == want, f"{before} posts and the agent's state follows")
+    collect(d, js_errors, "fleet")
+
+    # help, not found
+    key(d, "?")
+    check(d.find_element(By.ID, "help").is_displayed(), "? opens the help")
+    shot(d, out, f"help-{theme}")
+    key(d, Keys.ESCAPE)
+    go(d, base, "#/e/999")
+    wait_css(d, ".state-msg.error")
+    shot(d, out, f"notfound-{theme}")
+
+    # the theme toggle overrides the system and is remembered
+    d.find_element(By.ID, "theme").click()
+    other = "light" if theme == "dark" else "dark"
+    check(d.execute_script("return document.documentElement.dataset.effectiveTheme") == other, "the toggle switches the theme")
+    d.refresh()
+    wait_css(d, "#theme")
+    check(d.execute_script("return document.documentElement.dataset.effectiveTheme") == other, "the toggle is remembered")
+    d.find_element(By.ID, "theme").click()
+    d.find_element(By.ID, "theme").click()
+    check(d.execute_script("return localStorage.getItem('tae-theme')") is None, "a third click goes back to auto")
+    collect(d, js_errors, "misc")
+
+
+if __name__ == "__main__":
+    main()

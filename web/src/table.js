@@ -1,0 +1,359 @@
+// #/e/<id>?baseline=&metrics=a,b&sort=effect|spec&pivot=<key>&runs=0|1
+// The ablation table: per variant the mean ± 95% CI over seeds of each metric, the delta
+// against its baseline coloured by the metric's goal, the t-test mark, size and speed.
+import {
+  h, clear, isNum, DASH, fmtMetric, fmtSigned, fmtPct, fmtSI, fmtAgo, fmtTime, fmtDuration,
+  badge, singleFlight, shq, hashFor,
+} from "./util.js";
+import * as api from "./api.js";
+import { experimentHeader, copyCommand } from "./exphead.js";
+
+// Slots re-render only when what they show changed: live updates then never close an open
+// <select> or reset the scroll of a part that did not change.
+function patch(slot, sig, build) {
+  if (slot._sig === sig) return;
+  slot._sig = sig;
+  clear(slot);
+  const n = build();
+  if (n) slot.append(n);
+}
+
+export function varyingKeys(report) {
+  const vary = report.varying || {};
+  const variants = new Set([...Object.keys(vary), ...(report.rows || []).map((r) => r.variant)]);
+  const keys = [];
+  for (const v of Object.values(vary)) for (const k of Object.keys(v || {})) if (!keys.includes(k)) keys.push(k);
+  return keys.filter((k) => new Set([...variants].map((v) => JSON.stringify(vary[v]?.[k] ?? null))).size > 1);
+}
+
+const fmtVal = (v) => (v == null ? DASH : typeof v === "object" ? JSON.stringify(v) : String(v));
+
+export function judge(goal, delta) {
+  if (!isNum(delta) || delta === 0 || (goal !== "min" && goal !== "max")) return "";
+  return (goal === "min") === delta < 0 ? "good" : "bad";
+}
+
+function goalArrow(goal) {
+  if (goal === "min") return h("span.goal", { title: "lower is better" }, "↓");
+  if (goal === "max") return h("span.goal", { title: "higher is better" }, "↑");
+  return null;
+}
+
+export function mount(root, route, app) {
+  const id = Number(route.parts[1]);
+  let q = route.q;
+  let exp = null, report = null, metricList = null, runs = null;
+  let error = null, fatal = null;
+  let selV = null;      // the selected variant (kept by name: sorting moves rows)
+  let menuOpen = false;
+  const ctl = new AbortController();
+
+  const headSlot = h("div"), toolSlot = h("div"), bannerSlot = h("div"), tableSlot = h("div.panel"), runsSlot = h("div");
+  root.append(headSlot, toolSlot, bannerSlot, tableSlot, h("div.hint",
+    "Click a row (or a pivot cell) for its curves against its baseline. ", h("kbd", "j"), h("kbd", "k"), " select, ",
+    h("kbd", "Enter"), " curves, ", h("kbd", "b"), " make baseline, ", h("kbd", "g"), " pivot."), runsSlot);
+
+  const curvesLink = h("a.btn", { title: "Curves of every variant" }, "Curves");
+  const head = experimentHeader({ refresh: () => refetch(), extra: [curvesLink] });
+  const runsOpen = () => (q.runs ? q.runs === "1" : (exp?.counts?.total ?? 0) <= 100);
+
+  function crumbs() {
+    app.setCrumbs([{ label: "Experiments", href: "#/" },
+      { label: exp ? `e${id} ${exp.name}` : `e${id}`, title: exp ? `e${id} ${exp.name}` : `e${id}` }]);
+  }
+  crumbs();
+
+  function reportUrl() {
+    const p = new URLSearchParams();
+    if (q.baseline) p.set("baseline", q.baseline);
+    if (q.metrics) p.set("metrics", q.metrics);
+    if (q.sort) p.set("sort", q.sort);
+    return `/api/experiments/${id}/report?${p}`;
+  }
+
+  const refetch = singleFlight(async () => {
+    try {
+      const want = [
+        api.get(`/api/experiments/${id}`, { signal: ctl.signal }),
+        api.get(reportUrl(), { signal: ctl.signal }),
+        api.get(`/api/experiments/${id}/metrics`, { signal: ctl.signal }).catch(() => null),
+      ];
+      const [e, r, m] = await Promise.all(want);
+      exp = e; report = r; if (m) metricList = m;
+      if (runsOpen()) runs = (await api.get(`/api/experiments/${id}/runs`, { signal: ctl.signal })).runs || [];
+      error = null;
+    } catch (e) {
+      if (e.name === "AbortError") return;
+      if (e.status === 404) { fatal = e; events.close(); }
+      error = e;
+    }
+    render();
+  });
+
+  function metricsShown() { return report?.metrics || []; }
+
+  function curvesHref(row) {
+    const vs = row.variant === row.baseline || !row.baseline ? [row.variant] : [row.variant, row.baseline];
+    return hashFor(`/e/${id}/curves`, { metric: metricsShown()[0], variants: vs.join(","), baseline: row.baseline || undefined });
+  }
+
+  function command() {
+    const parts = ["taectl", "report", `e${id}`];
+    if (q.baseline) parts.push("--baseline", shq(q.baseline));
+    for (const m of metricsShown()) parts.push("--metric", shq(m));
+    if (q.sort === "spec") parts.push("--sort", "spec");
+    if (q.pivot) parts.push("--pivot", shq(`variant×${q.pivot}`));
+    return parts.join(" ");
+  }
+
+  // ---- toolbar ----
+  function toolbar() {
+    const all = metricList?.metrics || [];
+    const shown = metricsShown();
+    const setMetrics = (list) => app.setQuery({ metrics: list.join(",") }, { push: true });
+    const menu = h("div.menu", { hidden: !menuOpen, style: { maxHeight: "60vh", overflowY: "auto" } },
+      all.length === 0 ? h("div.muted", { style: { padding: "6px 10px" } }, "no metrics yet") : null,
+      all.map((m) => h("label.ctl", { style: { display: "flex", padding: "3px 10px" } },
+        h("input", {
+          type: "checkbox", checked: shown.includes(m),
+          onchange: (ev) => setMetrics(ev.target.checked ? [...shown, m] : shown.filter((x) => x !== m)),
+        }), h("span.mono", m))),
+      h("div", { style: { borderTop: "1px solid var(--border2)", marginTop: "4px", paddingTop: "4px" } },
+        h("a", { href: "#", onclick: (ev) => { ev.preventDefault(); menuOpen = false; app.setQuery({ metrics: null }, { push: true }); } },
+          "Default metrics", h("span.muted", metricList?.default?.join(", ") || ""))));
+    const menuBtn = h("button.btn", {
+      onclick: () => { menuOpen = !menuOpen; render(); toolSlot.querySelector(".menu-wrap .btn")?.focus(); },
+      title: "Metrics in the table; the first one is the pivot's and the curves'",
+    }, `Metrics: ${shown.length ? shown.join(", ") : "none"} ▾`);
+
+    const variants = exp?.variants || (report?.rows || []).map((r) => r.variant);
+    const baseSel = h("select", {
+      "aria-label": "Baseline",
+      onchange: (ev) => app.setQuery({ baseline: ev.target.value || null }, { push: true }),
+    }, h("option", { value: "" }, `default (${report?.baseline ?? "baseline"})`),
+    variants.map((v) => h("option", { value: v, selected: q.baseline === v }, v)));
+
+    const sort = q.sort === "spec" ? "spec" : "effect";
+    const keys = report ? varyingKeys(report) : [];
+    const pivotSel = h("select", {
+      "aria-label": "Pivot", disabled: keys.length === 0,
+      onchange: (ev) => app.setQuery({ pivot: ev.target.value || null }, { push: true }),
+    }, h("option", { value: "" }, keys.length ? "off" : "no varying keys"),
+    keys.map((k) => h("option", { value: k, selected: q.pivot === k }, `variant × ${k}`)));
+
+    return h("div.toolbar",
+      h("div.menu-wrap", menuBtn, menu),
+      h("label.ctl", "baseline", baseSel),
+      h("span.grp",
+        h("button.btn" + (sort === "effect" ? ".on" : ""), { onclick: () => app.setQuery({ sort: null }, { push: true }), title: "Baselines first, then by effect size of the first metric" }, "by effect"),
+        h("button.btn" + (sort === "spec" ? ".on" : ""), { onclick: () => app.setQuery({ sort: "spec" }, { push: true }), title: "In the spec's order" }, "spec order")),
+      h("label.ctl", "pivot", pivotSel),
+      h("button.btn", { onclick: () => copyCommand(command()), title: command() }, "Copy as taectl command"));
+  }
+
+  // ---- the table ----
+  function ablationTable() {
+    const rows = report.rows || [];
+    const metrics = metricsShown();
+    const goal = report.goal || {};
+    const keys = varyingKeys(report);
+    const vary = report.varying || {};
+
+    const grp = h("tr.grp",
+      h("th", { rowspan: 2 }, "variant"),
+      keys.map((k) => h("th.keyh", { rowspan: 2, title: k }, h("span.mono", k.replaceAll(".", ".\u200b")))),
+      h("th.num", { rowspan: 2, title: "succeeded runs / all runs" }, "runs"),
+      metrics.map((m) => h("th.mgrp", { colspan: 4 }, h("span.mono", m), goalArrow(goal[m]))),
+      h("th.num.mstart", { rowspan: 2 }, "params"), h("th.num", { rowspan: 2 }, "FLOPs/tok"), h("th.num", { rowspan: 2 }, "tok/s"));
+    const sub = h("tr", metrics.map(() => [
+      h("th.num.mstart", { title: "mean ± half-width of the 95% confidence interval over seeds (n runs)" }, "mean ± 95% CI"),
+      h("th.num", { title: "mean of each run's best value" }, "best"),
+      h("th.num", { title: "mean − baseline mean (relative to the baseline mean)" }, "Δ"),
+      h("th", { title: "Welch's t-test: * p<0.05, ** p<0.01, *** p<0.001" }, "")]));
+
+    const tb = h("tbody");
+    rows.forEach((r, i) => {
+      const isBase = !r.baseline || r.variant === r.baseline;
+      const tr = h("tr.link" + (r.variant === selV ? ".sel" : "") + (isBase ? ".is-base" : ""), {
+        onclick: () => app.go(curvesHref(r)), title: `Curves of ${r.variant}${isBase ? "" : ` against ${r.baseline}`}`,
+      },
+      h("td.nowrap", h("span.vname", r.variant), isBase ? h("span.chip-base", "base") : null),
+      keys.map((k) => h("td.cfg", fmtVal(vary[r.variant]?.[k]))),
+      h("td.num", h("span" + (r.runs < r.runs_total ? ".muted" : ""), `${r.runs ?? 0}/${r.runs_total ?? 0}`)),
+      metrics.map((m) => {
+        const s = r.metrics?.[m] || {};
+        const cls = judge(goal[m], s.delta);
+        const sig = s.mark || "";
+        return [
+          h("td.num.mstart", isNum(s.mean)
+            ? [fmtMetric(s.mean), h("span.pm", " ± "), fmtMetric(s.ci95), h("span.n", { title: "runs with this metric" }, `n=${s.n ?? 0}`)]
+            : h("span.faint", DASH)),
+          h("td.num", fmtMetric(s.best)),
+          h("td.num.delta", isBase || !isNum(s.delta) ? "" :
+            h("span" + (cls ? "." + cls : ""), { style: sig ? null : { opacity: 0.75 } }, fmtSigned(s.delta), h("span.pct", isNum(s.rel_delta) ? `(${fmtPct(s.rel_delta)})` : ""))),
+          h("td.sig", { title: isNum(s.p_value) ? `p = ${s.p_value.toPrecision(3)}` : "" }, sig),
+        ];
+      }),
+      h("td.num.mstart", fmtSI(r.params)), h("td.num", fmtSI(r.flops_per_token)), h("td.num", fmtSI(r.tokens_per_s)));
+      tb.append(tr);
+    });
+    return h("div.tbl-wrap", h("table.tbl.ablation", h("thead", grp, sub), tb));
+  }
+
+  function pivotTable() {
+    const key = q.pivot;
+    const rows = report.rows || [];
+    const metric = metricsShown()[0];
+    const goal = report.goal?.[metric];
+    const vary = report.varying || {};
+    const others = varyingKeys(report).filter((k) => k !== key);
+    const colVals = [], rowKeys = [], cells = new Map();
+    for (const r of rows) {
+      const cv = fmtVal(vary[r.variant]?.[key]);
+      const rk = JSON.stringify(others.map((k) => fmtVal(vary[r.variant]?.[k])));
+      if (!colVals.includes(cv)) colVals.push(cv);
+      if (!rowKeys.includes(rk)) rowKeys.push(rk);
+      if (!cells.has(rk + "\u0000" + cv)) cells.set(rk + "\u0000" + cv, r);
+    }
+    const cmp = (a, b) => (a !== DASH && b !== DASH && !isNaN(Number(a)) && !isNaN(Number(b)) ? Number(a) - Number(b) : a.localeCompare(b));
+    colVals.sort(cmp);
+    rowKeys.sort((x, y) => {
+      const a = JSON.parse(x), b = JSON.parse(y);
+      for (let i = 0; i < a.length; i++) { const c = cmp(a[i], b[i]); if (c) return c; }
+      return 0;
+    });
+    const tb = h("tbody");
+    for (const rk of rowKeys) {
+      const vals = JSON.parse(rk);
+      const rs = colVals.map((cv) => cells.get(rk + "\u0000" + cv));
+      const means = rs.map((r) => r?.metrics?.[metric]?.mean).filter(isNum);
+      const best = means.length > 1 && (goal === "min" || goal === "max") ? (goal === "min" ? Math.min(...means) : Math.max(...means)) : null;
+      tb.append(h("tr",
+        others.length ? vals.map((v) => h("td.rowkey", v)) : h("td.rowkey.muted", "all"),
+        rs.map((r, ci) => {
+          if (!r) return h("td.cell.faint", { class: ci === 0 ? "mstart" : "" }, DASH);
+          const s = r.metrics?.[metric] || {};
+          return h("td.cell.num" + (ci === 0 ? ".mstart" : "") + (isNum(best) && s.mean === best ? ".best-cell" : ""), {
+            title: `${r.variant}: click for its curves`, style: { cursor: "pointer" }, onclick: () => app.go(curvesHref(r)),
+          }, isNum(s.mean) ? [fmtMetric(s.mean), h("span.pm", " ± "), fmtMetric(s.ci95), h("span.n", `n=${s.n ?? 0}`)] : h("span.faint", DASH));
+        })));
+    }
+    return h("div.tbl-wrap", h("table.tbl.pivot",
+      h("thead",
+        h("tr.grp", others.length ? others.map((k) => h("th", { rowspan: 2 }, h("span.mono", k))) : h("th", { rowspan: 2 }, ""),
+          h("th.mgrp", { colspan: colVals.length }, h("span.mono", metric), goalArrow(goal), h("span.muted", " by "), h("span.mono", key))),
+        h("tr", colVals.map((v, i) => h("th.num" + (i === 0 ? ".mstart" : ""), h("span.mono", v))))),
+      tb));
+  }
+
+  function runsList() {
+    const open = runsOpen();
+    const det = h("details.panel.runs-list", { open },
+      h("summary", "Runs ", h("span.muted", exp ? `(${exp.counts?.total ?? 0})` : "")));
+    det.addEventListener("toggle", () => {
+      if (det.open !== open) app.setQuery({ runs: det.open ? "1" : "0" });
+    });
+    if (!open) return det;
+    if (!runs) { det.append(h("div.state-msg", "Loading runs…")); return det; }
+    if (runs.length === 0) { det.append(h("div.state-msg", "No runs yet.")); return det; }
+    const metrics = metricsShown();
+    const now = Date.now() / 1000;
+    const sorted = [...runs].sort((a, b) => a.id - b.id);
+    det.append(h("div.tbl-wrap", h("table.tbl.compact",
+      h("thead", h("tr", h("th.num", "run"), h("th", "variant"), h("th.num", "seed"), h("th", "state"), h("th.num", "attempt"),
+        h("th", "agent"), h("th.num", "last step"), metrics.map((m) => h("th.num", h("span.mono", m))),
+        h("th.num", "started"), h("th.num", "duration"), h("th", "reason"))),
+      h("tbody", sorted.map((r) => h("tr.link", { onclick: (ev) => { if (!ev.target.closest("a")) app.go(`#/r/${r.id}`); } },
+        h("td.num", h("a", { href: `#/r/${r.id}` }, `r${r.id}`)),
+        h("td.vname", r.variant), h("td.num", r.seed), h("td", badge(r.state)), h("td.num", r.attempt ?? ""),
+        h("td.mono", r.agent || ""), h("td.num", r.last_step ?? ""),
+        metrics.map((m) => h("td.num", fmtMetric(r.final_metrics?.[m]))),
+        h("td.num", { title: fmtTime(r.started_at) }, r.started_at ? fmtAgo(r.started_at, now) : ""),
+        h("td.num", r.started_at ? fmtDuration((r.finished_at || now) - r.started_at) : ""),
+        h("td.muted.wrap", r.reason || "")))))));
+    return det;
+  }
+
+  function render() {
+    crumbs();
+    if (fatal) {
+      clear(headSlot); clear(toolSlot); clear(runsSlot);
+      patch(tableSlot, "fatal" + fatal.message, () => h("div.state-msg.error", fatal.status === 404 ? `Experiment e${id} not found.` : fatal.message));
+      return;
+    }
+    if (!exp || !report) {
+      patch(tableSlot, "load" + (error?.message || ""), () => error
+        ? h("div.state-msg.error", error.message, h("button.btn", { onclick: () => refetch() }, "Retry"))
+        : h("div.state-msg", "Loading the ablation table…"));
+      return;
+    }
+    if (!head.parentNode) headSlot.append(head);
+    curvesLink.href = hashFor(`/e/${id}/curves`, { metric: metricsShown()[0], baseline: q.baseline });
+    head.update(exp);
+    patch(toolSlot, JSON.stringify([q, metricList, exp.variants, report.metrics, report.baseline, varyingKeys(report), menuOpen]), toolbar);
+    patch(bannerSlot, error ? error.message : "", () => error ? h("div.banner.error", `${error.message}: showing the last answer`) : null);
+    const rows = report.rows || [];
+    const noData = rows.length === 0 || rows.every((r) => !r.runs);
+    patch(tableSlot, JSON.stringify([report, selV, q.pivot]), () => {
+      if (rows.length === 0) return h("div.state-msg", "No runs yet.");
+      const parts = [];
+      if (noData) parts.push(h("div.banner.warn", { style: { margin: "8px" } }, "No run has succeeded yet: the means fill in as runs finish."));
+      if (q.pivot && varyingKeys(report).includes(q.pivot)) parts.push(pivotTable());
+      else {
+        if (q.pivot) parts.push(h("div.banner.warn", { style: { margin: "8px" } }, `${q.pivot} does not vary between the variants: no pivot.`));
+        parts.push(ablationTable());
+      }
+      return h("div", parts);
+    });
+    patch(runsSlot, JSON.stringify([runsOpen(), runs, report.metrics, Math.floor(Date.now() / 10000)]), runsList);
+  }
+
+  const events = api.stream(() => `/api/experiments/${id}/events`, { changed: () => refetch(), reopen: () => refetch() });
+  const closeMenu = (ev) => {
+    if (menuOpen && !ev.target.closest(".menu-wrap")) { menuOpen = false; render(); }
+  };
+  document.addEventListener("click", closeMenu);
+  render();
+  refetch();
+
+  const moveSel = (d) => {
+    const rows = report?.rows || [];
+    if (!rows.length || q.pivot) return;
+    const i = rows.findIndex((r) => r.variant === selV);
+    selV = rows[i < 0 ? (d > 0 ? 0 : rows.length - 1) : Math.max(0, Math.min(rows.length - 1, i + d))].variant;
+    render();
+    tableSlot.querySelector("tr.sel")?.scrollIntoView({ block: "nearest" });
+  };
+  const selected = () => report?.rows?.find((r) => r.variant === selV) || null;
+
+  return {
+    update(r) {
+      const old = q;
+      q = r.q;
+      const refetchNeeded = old.baseline !== q.baseline || old.metrics !== q.metrics || old.sort !== q.sort ||
+        (q.runs !== old.runs && runsOpen() && !runs);
+      if (old.metrics !== q.metrics || old.baseline !== q.baseline) menuOpen = menuOpen && old.metrics !== q.metrics;
+      render();
+      if (refetchNeeded) refetch();
+      return true;
+    },
+    unmount() { events.close(); refetch.stop(); ctl.abort(); document.removeEventListener("click", closeMenu); },
+    keys: {
+      j: () => moveSel(1), k: () => moveSel(-1),
+      Enter: () => { const r = selected(); if (r) app.go(curvesHref(r)); },
+      c: () => { const r = selected(); if (r) app.go(curvesHref(r)); },
+      b: () => {
+        const r = selected();
+        if (r) app.setQuery({ baseline: r.variant }, { push: true });
+      },
+      g: () => {
+        if (!report) return;
+        const keys = varyingKeys(report);
+        if (!keys.length) return;
+        const i = keys.indexOf(q.pivot);
+        app.setQuery({ pivot: i + 1 < keys.length ? keys[i + 1] : null }, { push: true });
+      },
+      Escape: () => { if (menuOpen) { menuOpen = false; render(); return false; } },
+    },
+  };
+}
