@@ -567,13 +567,13 @@ def curves(e, q):
 
 
 def curves_csv(c):
-    lines = ["x,variant,mean,lo,hi,min,max,n"]
+    lines = [c["x_kind"] + ",variant,n,mean,lo,hi,min,max"]
     for v in c["variants"]:
         for i, x in enumerate(c["x"]):
             if v["mean"][i] is None:
                 continue
-            lines.append(",".join(str(t) for t in (x, v["variant"], v["mean"][i], v["lo"][i], v["hi"][i],
-                                                    v["min"][i], v["max"][i], v["n"][i])))
+            lines.append(",".join(str(t) for t in (x, v["variant"], v["n"][i], v["mean"][i], v["lo"][i], v["hi"][i],
+                                                    v["min"][i], v["max"][i])))
     return "\n".join(lines) + "\n"
 
 
@@ -755,14 +755,26 @@ def fleet():
             if run_info(e, r)[0] == "queued":
                 j = run_json(e, r)
                 queue.append(j)
-    vms = [{"name": "tae-v4-1", "pool": "v4", "zone": "us-central2-b", "state": "READY", "workers": 2},
-           {"name": "tae-v4-2", "pool": "v4", "zone": "us-central2-b", "state": "CREATING", "workers": 2},
-           {"name": "tae-v5e-1", "pool": "v5e", "zone": "us-west4-a", "state": "PREEMPTED", "workers": 1}]
-    evs = [{"at": now - 3600, "pool": "v4", "vm": "tae-v4-1", "kind": "created", "message": "created v4-8 in us-central2-b (spot)"},
-           {"at": now - 3400, "pool": "v4", "vm": "tae-v4-1", "kind": "ready", "message": "2 workers joined: tae-v4-1-w0, tae-v4-1-w1"},
-           {"at": now - 900, "pool": "v5e", "vm": "tae-v5e-1", "kind": "preempted", "message": "spot VM preempted; 1 run requeued (r37 resumes from its step-1200 checkpoint)"},
-           {"at": now - 120, "pool": "v4", "vm": "tae-v4-2", "kind": "create", "message": "queue has 36 runs waiting: creating a second v4-8"}]
+    vms = [{"provider": "gcloud-tpu", "name": "tae-v4-1", "pool": "v4", "zone": "us-central2-b", "state": "READY", "workers": 2},
+           {"provider": "gcloud-tpu", "name": "tae-v4-2", "pool": "v4", "zone": "us-central2-b", "state": "CREATING", "workers": 2},
+           {"provider": "gcloud-tpu", "name": "tae-v5e-1", "pool": "v5e", "zone": "us-west4-a", "state": "PREEMPTED", "workers": 1}]
+    # taed's field names (time/provider/subject/event/detail); the page also reads at/pool/vm/kind/message
+    evs = [{"time": now - 3600, "provider": "gcloud-tpu", "subject": "tae-v4-1", "event": "create", "detail": "gcloud compute tpus tpu-vm create tae-v4-1 --zone us-central2-b --accelerator-type v4-8 --spot"},
+           {"time": now - 3400, "provider": "gcloud-tpu", "subject": "tae-v4-1", "event": "ready", "detail": "2 workers joined: tae-v4-1-w0, tae-v4-1-w1"},
+           {"time": now - 900, "provider": "gcloud-tpu", "subject": "tae-v5e-1", "event": "preempted", "detail": "spot VM preempted; 1 run requeued (r37 resumes from its step-1200 checkpoint)"},
+           {"time": now - 600, "provider": "local", "subject": "local-1", "event": "restart", "detail": "exit status 137; restarted"},
+           {"time": now - 120, "provider": "gcloud-tpu", "subject": "tae-v4-2", "event": "create", "detail": "queue has 36 runs waiting: creating a second v4-8"}]
     return {"agents": agents, "vms": vms, "provider_events": evs, "queue": queue[:200]}
+
+
+def resolve_experiment(ref):
+    """12, e12 or a name (the newest experiment of that name), as taed resolves them."""
+    from urllib.parse import unquote
+    ref = unquote(ref)
+    if re.fullmatch(r"e?\d+", ref):
+        return EXPS.get(int(ref.lstrip("e")))
+    named = [e for e in EXPS.values() if e.name == ref]
+    return max(named, key=lambda e: e.id) if named else None
 
 
 # ---- HTTP -----------------------------------------------------------------------
@@ -862,9 +874,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, fleet())
         if path == "/api/events":
             return self.sse_changed(None)
-        m = re.fullmatch(r"/api/experiments/(\d+)(/[a-z.]+)?", path)
+        m = re.fullmatch(r"/api/experiments/([^/]+)(/[a-z.]+)?", path)
         if m:
-            e = EXPS.get(int(m.group(1)))
+            e = resolve_experiment(m.group(1))
             if not e:
                 return self.err(404, f"no experiment e{m.group(1)}")
             sub = m.group(2) or ""
@@ -968,10 +980,11 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             while not self.server.stopping:
                 page = log_page(e, r, after, 1000)
-                if page["lines"] or page["finished"]:
+                if page["lines"]:
                     self.sse_send("lines", page)
                     after = page["next"]
                 if page["finished"]:
+                    self.sse_send("end", {"next": page["next"]})  # as taed: the run is final
                     return
                 if len(page["lines"]) < 1000:
                     time.sleep(1)
@@ -991,9 +1004,9 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except ValueError:
             return self.err(400, "the body is not JSON")
-        m = re.fullmatch(r"/api/experiments/(\d+)/(cancel|pause|resume|retry)", u.path)
+        m = re.fullmatch(r"/api/experiments/([^/]+)/(cancel|pause|resume|retry)", u.path)
         if m:
-            e = EXPS.get(int(m.group(1)))
+            e = resolve_experiment(m.group(1))
             if not e:
                 return self.err(404, f"no experiment e{m.group(1)}")
             act = m.group(2)

@@ -14,6 +14,7 @@
 #include "boost/asio/post.hpp"
 #include "common/api/head_grid.h"
 #include "common/api/json.h"
+#include "common/host/host.h"
 #include "common/metrics/names.h"
 #include "common/spec/spec.h"
 #include "server/http/assets.h"
@@ -212,7 +213,7 @@ Response Api::Get(const Request& request) {
   const std::vector<std::string> p = Parts(request.path);
   auto fail = [](const absl::Status& s) { return FromStatus(s); };
   if (p.size() == 2 && p[1] == "session") {
-    return Ok({{"csrf", secrets_.csrf}});
+    return Ok({{"csrf", secrets_.csrf}, {"version", host::Version()}});
   }
   if (p.size() == 2 && p[1] == "experiments") {
     absl::StatusOr<std::vector<store::ExperimentRecord>> exps = query_->ListExperiments(0);

@@ -100,7 +100,7 @@ class LogStream final : public EventSource, public std::enable_shared_from_this<
         [self, version, emit = std::move(emit)](absl::StatusOr<query::LogPage> page) {
           if (!page.ok()) {
             self->ended_ = true;
-            emit(SseEvent("error", Dump({{"error", std::string(page.status().message())}})));
+            emit(SseEvent("failed", Dump({{"error", std::string(page.status().message())}})));
             return;
           }
           self->seen_ = version;

@@ -9,7 +9,7 @@
 //   run states, attempts or stored points changed (Query::ExperimentVersion).
 // - /api/runs/ID/logs/stream?after=C: `lines` with the next page of the run's log after the
 //   cursor (the shape of GET /api/runs/ID/logs), as lines arrive; `end` once the run is final and
-//   its last line was sent.
+//   its last line was sent; `failed` {"error"} when the run cannot be read.
 
 #include <cstdint>
 #include <memory>

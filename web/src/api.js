@@ -89,7 +89,8 @@ export async function post(path, body) {
 // stream(() => url, {changed: fn}) opens an EventSource and reopens it (with a fresh URL, so a
 // log tail resumes at its cursor) 2 s after it fails. close() stops it for good. Handlers `open`
 // (every connection) and `reopen` (every one after the first: refetch what may have changed
-// while the stream was down) are not event names.
+// while the stream was down) are not event names. An `event: error` the server sends (it has
+// data, a lost connection has none) goes to the `error` handler and ends the stream for good.
 const streams = new Set();
 let liveListener = () => {};
 export function onLiveChange(fn) { liveListener = fn; }
@@ -122,7 +123,7 @@ export function stream(urlFn, handlers) {
       s.timer = setTimeout(connect, 2000);
     };
     for (const [name, fn] of Object.entries(handlers)) {
-      if (name === "open" || name === "reopen") continue;
+      if (name === "open" || name === "reopen" || name === "error") continue;
       es.addEventListener(name, (ev) => {
         let data = null;
         try { data = JSON.parse(ev.data); } catch { data = ev.data; }

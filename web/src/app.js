@@ -49,9 +49,10 @@ function resolve(route) {
   const p = route.parts;
   if (p.length === 0) return { key: "experiments", mod: experiments };
   if (p[0] === "fleet" && p.length === 1) return { key: "fleet", mod: fleet };
-  if (p[0] === "e" && p.length === 2 && /^\d+$/.test(p[1])) return { key: "e" + p[1], mod: table };
-  if (p[0] === "e" && p.length === 3 && p[2] === "curves" && /^\d+$/.test(p[1])) return { key: "c" + p[1], mod: curves };
-  if (p[0] === "r" && p.length === 2 && /^\d+$/.test(p[1])) return { key: "r" + p[1], mod: run };
+  // an experiment by id (12, e12) or by name, as taectl takes it; a run by id (7, r7)
+  if (p[0] === "e" && p.length === 2 && p[1]) return { key: "e/" + p[1], mod: table };
+  if (p[0] === "e" && p.length === 3 && p[2] === "curves" && p[1]) return { key: "c/" + p[1], mod: curves };
+  if (p[0] === "r" && p.length === 2 && /^r?\d+$/.test(p[1])) return { key: "r/" + p[1], mod: run };
   return null;
 }
 

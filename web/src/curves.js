@@ -14,12 +14,15 @@ const X_KINDS = ["step", "tokens", "wall", "rel"];
 const SMOOTH_STEPS = [0, 0.6, 0.9, 0.99];
 
 export function mount(root, route, app) {
-  const id = Number(route.parts[1]);
+  const ref = route.parts[1];  // 12, e12 or the experiment's name: taed resolves it
+  const apiBase = `/api/experiments/${encodeURIComponent(ref)}`;
+  const hashBase = `/e/${encodeURIComponent(ref)}`;
+  const label = () => (exp ? `e${exp.id}` : /^\d+$/.test(ref) ? `e${ref}` : ref);
   let q = route.q;
   let exp = null, metricList = null, curves = null;
   let error = null, fatal = null, loading = false;
   let u = null, sig = "", fetchedWidth = 0;
-  let applying = false;  // true while the code (not the user) moves the x scale
+  let applying = false;  // set around our own scale changes (onXScale is idempotent anyway)
   let exportOpen = false;
   let drawn = null;      // the state the chart shows: the URL's, with x, delta and metric of the answer
   const ctl = new AbortController();
@@ -58,8 +61,8 @@ export function mount(root, route, app) {
 
   function crumbs() {
     app.setCrumbs([{ label: "Experiments", href: "#/" },
-      { label: exp ? `e${id} ${exp.name}` : `e${id}`, href: hashFor(`/e/${id}`, { baseline: q.baseline }) },
-      { label: "curves", title: `e${id} curves ${st().metric}` }]);
+      { label: exp ? `${label()} ${exp.name}` : label(), href: hashFor(`${hashBase}`, { baseline: q.baseline }) },
+      { label: "curves", title: `${label()} curves ${st().metric}` }]);
   }
   crumbs();
 
@@ -71,7 +74,7 @@ export function mount(root, route, app) {
       baseline: s.baseline || undefined, variants: s.variants.join(",") || undefined,
     };
   }
-  const curvesUrl = (p) => `/api/experiments/${id}/curves?${queryString(p)}`;
+  const curvesUrl = (p) => `${apiBase}/curves?${queryString(p)}`;
 
   function chartWidth() { return Math.max(300, Math.floor(host.clientWidth || 900)); }
   function chartHeight() { return Math.max(300, Math.min(620, window.innerHeight - 330)); }
@@ -79,8 +82,8 @@ export function mount(root, route, app) {
   // ---- fetching ----
   const fetchMeta = async () => {
     const [e, m] = await Promise.all([
-      api.get(`/api/experiments/${id}`, { signal: ctl.signal }),
-      api.get(`/api/experiments/${id}/metrics`, { signal: ctl.signal }),
+      api.get(`${apiBase}`, { signal: ctl.signal }),
+      api.get(`${apiBase}/metrics`, { signal: ctl.signal }),
     ]);
     exp = e; metricList = m;
   };
@@ -88,7 +91,7 @@ export function mount(root, route, app) {
     loading = true;
     try {
       if (!exp || !metricList) await fetchMeta();
-      else api.get(`/api/experiments/${id}`, { signal: ctl.signal }).then((e) => { exp = e; renderHead(); }).catch(() => {});
+      else api.get(`${apiBase}`, { signal: ctl.signal }).then((e) => { exp = e; renderHead(); }).catch(() => {});
       if (!st().metric) { curves = null; error = null; render(); return; }
       const width = chartWidth();
       const c = await api.get(curvesUrl(params(width)), { signal: ctl.signal });
@@ -110,22 +113,22 @@ export function mount(root, route, app) {
     crumbs();
     if (!exp) return;
     if (!head.parentNode) headSlot.append(head);
-    tableLink.href = hashFor(`/e/${id}`, { baseline: q.baseline });
+    tableLink.href = hashFor(`${hashBase}`, { baseline: q.baseline });
     head.update(exp);
   }
 
   function exportLinks() {
-    const p = params();
+    const p = { ...params(), logy: st().logy ? 1 : undefined };
     return [
-      ["SVG", `/api/experiments/${id}/curves.svg?${queryString(p)}`, "the figure as taectl plot draws it"],
-      ["CSV", `/api/experiments/${id}/curves.csv?${queryString(p)}`, "x, and per variant mean, lo, hi, min, max, n"],
+      ["SVG", `${apiBase}/curves.svg?${queryString(p)}`, "the figure as taectl plot draws it"],
+      ["CSV", `${apiBase}/curves.csv?${queryString(p)}`, "x, variant, n, mean, lo, hi, min, max"],
       ["JSON", `${curvesUrl(p)}&download=1`, "exactly what this chart draws"],
     ];
   }
 
   function plotCommand() {
     const s = st();
-    const parts = ["taectl", "plot", `e${id}`, "--metric", shq(s.metric)];
+    const parts = ["taectl", "plot", label(), "--metric", shq(s.metric)];
     if (s.logy) parts.push("--log-y");
     parts.push("-o", "curves.svg");
     return parts.join(" ");
@@ -385,14 +388,38 @@ export function mount(root, route, app) {
     const digits = Math.max(0, Math.min(10, Math.ceil(-Math.log10((b - a) / 10000))));
     return `${+a.toFixed(digits)},${+b.toFixed(digits)}`;
   }
-  function onXScale(u) {
-    if (applying) return;
-    const { min, max } = u.scales.x;
-    const full = fullRange(u);
+  // The x range on screen, as data-x-min/-max (and the number of x values as data-x-len) on
+  // the chart's element: for tests and for anyone scripting the page.
+  function markScale(u) {
+    if (!u) {
+      delete host.dataset.xMin; delete host.dataset.xMax; delete host.dataset.xLen;
+      return;
+    }
+    host.dataset.xMin = u.scales.x.min;
+    host.dataset.xMax = u.scales.x.max;
+    host.dataset.xLen = curves?.x?.length ?? u.data[0].length;
+  }
+  // uPlot runs this hook in its (asynchronous) commit, for the user's zooms and for ours alike;
+  // it is idempotent: the URL ends up naming the range on screen.
+  let rounded = "";
+  function onXScale(chart) {
+    const { min, max } = chart.scales.x;
+    const full = fullRange(chart);
     if (!full || !isNum(min) || !isNum(max)) return;
     const whole = min <= full[0] && max >= full[1];
     const z = whole ? null : roundZoom(min, max);
-    if ((q.zoom || null) !== z) app.setQuery({ zoom: z });
+    if (z && z !== rounded) {
+      // Show exactly the rounded range the URL will carry, so that opening the URL shows the
+      // same. (Not from inside uPlot's commit: after it.)
+      const [a, b] = z.split(",").map(Number);
+      if (a !== min || b !== max) {
+        rounded = z;
+        queueMicrotask(() => { if (u === chart) chart.setScale("x", { min: a, max: b }); });
+        return;
+      }
+    }
+    markScale(chart);
+    if (!applying && (q.zoom || null) !== z) app.setQuery({ zoom: z });
   }
   function applyZoom() {
     if (!u) return;
@@ -410,6 +437,7 @@ export function mount(root, route, app) {
 
   function destroyChart() {
     if (u) { u.destroy(); u = null; }
+    markScale(null);
     sig = "";
   }
 
@@ -421,7 +449,7 @@ export function mount(root, route, app) {
     foot.textContent = "";
     if (fatal) {
       destroyChart();
-      msg.textContent = `Experiment e${id} not found.`;
+      msg.textContent = `Experiment ${label()} not found.`;
       msg.className = "chart-msg error";
       clear(legend);
       return;
@@ -438,8 +466,9 @@ export function mount(root, route, app) {
     const c = curves;
     // an answer to an older request may arrive after the URL changed: draw what it is
     const sx = X_KINDS.includes(c.x_kind) ? c.x_kind : s.x;
-    drawn = { ...s, x: sx, delta: !!c.delta, metric: c.metric || s.metric,
-      logx: q.logx === "1" && sx !== "wall", logy: q.logy === "1" && !c.delta };
+    const cd = c.delta == null ? s.delta : c.delta === true || c.delta === 1 || c.delta === "1";
+    drawn = { ...s, x: sx, delta: cd, metric: c.metric || s.metric,
+      logx: q.logx === "1" && sx !== "wall", logy: q.logy === "1" && !cd };
     Object.assign(s, drawn);
     const off = s.logx ? Math.max(0, c.x.findIndex((v) => v > 0)) : 0;
     c.variants.forEach((v) => { v._drops = nDrops(v, 0).map((d) => ({ ...d, i: d.i - off })).filter((d) => d.i >= 0); });
@@ -475,13 +504,14 @@ export function mount(root, route, app) {
       if (s.zoom) applyZoom();
     }
     updateLegend(u);
+    markScale(u);
     foot.append(`${c.variants.length} variant${c.variants.length === 1 ? "" : "s"}, ${c.buckets ?? c.x.length} buckets`,
       c.smooth ? `, smoothed ${c.smooth}` : "", c.delta ? `, minus baseline` : "",
       ". Drag to zoom, double-click to reset. Shaded: 95% CI of the mean over seeds; ▲ on the axis: fewer runs from there on.");
   }
 
   // ---- live, resize, theme ----
-  const events = api.stream(() => `/api/experiments/${id}/events`, { changed: () => refetch(), reopen: () => refetch() });
+  const events = api.stream(() => `${apiBase}/events`, { changed: () => refetch(), reopen: () => refetch() });
   const refetchForWidth = debounce(() => {
     if (Math.abs(chartWidth() - fetchedWidth) / (fetchedWidth || 1) > 0.2) refetch();
   }, 300);

@@ -112,6 +112,18 @@ export function mountLogs(root, run, app, q0) {
         if (page.finished) { finished = true; streaming = false; es.close(); }
         drawStatus();
       },
+      // taed's last word on a final run (after its last lines)
+      end: (e) => {
+        if (e && e.next != null) next = e.next;
+        finished = true; streaming = false; es.close();
+        drawStatus();
+      },
+      // taed could not read the run's log (e.g. the run is gone)
+      failed: (e) => {
+        streaming = false; es.close();
+        error = new Error((e && e.error) || "the log stream failed");
+        drawStatus();
+      },
       open: () => drawStatus(),
     });
   }
@@ -156,7 +168,7 @@ export function mountLogs(root, run, app, q0) {
         continue;
       }
       const isCur = e.cursor === curCursor;
-      frag.append(h("div.logline" + (e.stream === "stderr" ? ".stderr" : "") + (isCur ? ".cur" : ""), { style: { top }, dataset: { c: e.cursor } },
+      frag.append(h("div.logline" + (e.stream === "stderr" ? ".stderr" : "") + (isCur ? ".cur" : ""), { style: { top }, dataset: { cursor: e.cursor, stream: e.stream } },
         h("span.t", { title: fmtTime(e.time) }, fmtClock(e.time)), h("span.tx", highlighted(e.text, isCur))));
     }
     clear(spacer).append(frag);

@@ -25,7 +25,7 @@ export function flatten(obj, prefix = "", out = []) {
 const fmtAny = (v) => (v == null ? DASH : typeof v === "number" ? (Number.isInteger(v) ? String(v) : fmtShort(v)) : typeof v === "object" ? JSON.stringify(v) : String(v));
 
 export function mount(root, route, app) {
-  const id = Number(route.parts[1]);
+  const id = Number(route.parts[1].replace(/^r/, ""));
   let q = route.q;
   let run = null, exp = null, error = null, fatal = null;
   let events = null, logs = null;

@@ -40,7 +40,10 @@ function goalArrow(goal) {
 }
 
 export function mount(root, route, app) {
-  const id = Number(route.parts[1]);
+  const ref = route.parts[1];  // 12, e12 or the experiment's name: taed resolves it
+  const apiBase = `/api/experiments/${encodeURIComponent(ref)}`;
+  const hashBase = `/e/${encodeURIComponent(ref)}`;
+  const label = () => (exp ? `e${exp.id}` : /^\d+$/.test(ref) ? `e${ref}` : ref);
   let q = route.q;
   let exp = null, report = null, metricList = null, runs = null;
   let error = null, fatal = null;
@@ -59,7 +62,7 @@ export function mount(root, route, app) {
 
   function crumbs() {
     app.setCrumbs([{ label: "Experiments", href: "#/" },
-      { label: exp ? `e${id} ${exp.name}` : `e${id}`, title: exp ? `e${id} ${exp.name}` : `e${id}` }]);
+      { label: exp ? `${label()} ${exp.name}` : label(), title: exp ? `${label()} ${exp.name}` : label() }]);
   }
   crumbs();
 
@@ -68,19 +71,19 @@ export function mount(root, route, app) {
     if (q.baseline) p.set("baseline", q.baseline);
     if (q.metrics) p.set("metrics", q.metrics);
     if (q.sort) p.set("sort", q.sort);
-    return `/api/experiments/${id}/report?${p}`;
+    return `${apiBase}/report?${p}`;
   }
 
   const refetch = singleFlight(async () => {
     try {
       const want = [
-        api.get(`/api/experiments/${id}`, { signal: ctl.signal }),
+        api.get(`${apiBase}`, { signal: ctl.signal }),
         api.get(reportUrl(), { signal: ctl.signal }),
-        api.get(`/api/experiments/${id}/metrics`, { signal: ctl.signal }).catch(() => null),
+        api.get(`${apiBase}/metrics`, { signal: ctl.signal }).catch(() => null),
       ];
       const [e, r, m] = await Promise.all(want);
       exp = e; report = r; if (m) metricList = m;
-      if (runsOpen()) runs = (await api.get(`/api/experiments/${id}/runs`, { signal: ctl.signal })).runs || [];
+      if (runsOpen()) runs = (await api.get(`${apiBase}/runs`, { signal: ctl.signal })).runs || [];
       error = null;
     } catch (e) {
       if (e.name === "AbortError") return;
@@ -94,11 +97,11 @@ export function mount(root, route, app) {
 
   function curvesHref(row) {
     const vs = row.variant === row.baseline || !row.baseline ? [row.variant] : [row.variant, row.baseline];
-    return hashFor(`/e/${id}/curves`, { metric: metricsShown()[0], variants: vs.join(","), baseline: row.baseline || undefined });
+    return hashFor(`${hashBase}/curves`, { metric: metricsShown()[0], variants: vs.join(","), baseline: row.baseline || undefined });
   }
 
   function command() {
-    const parts = ["taectl", "report", `e${id}`];
+    const parts = ["taectl", "report", label()];
     if (q.baseline) parts.push("--baseline", shq(q.baseline));
     for (const m of metricsShown()) parts.push("--metric", shq(m));
     if (q.sort === "spec") parts.push("--sort", "spec");
@@ -185,7 +188,10 @@ export function mount(root, route, app) {
         const cls = judge(goal[m], s.delta);
         const sig = s.mark || "";
         return [
-          h("td.num.mstart", isNum(s.mean)
+          h("td.num.mstart", {
+            // the raw numbers, for tests and for anyone scripting the page
+            dataset: { variant: r.variant, metric: m, mean: s.mean ?? "", ci95: s.ci95 ?? "", n: s.n ?? "", delta: s.delta ?? "" },
+          }, isNum(s.mean)
             ? [fmtMetric(s.mean), h("span.pm", " ± "), fmtMetric(s.ci95), h("span.n", { title: "runs with this metric" }, `n=${s.n ?? 0}`)]
             : h("span.faint", DASH)),
           h("td.num", fmtMetric(s.best)),
@@ -278,7 +284,7 @@ export function mount(root, route, app) {
     crumbs();
     if (fatal) {
       clear(headSlot); clear(toolSlot); clear(runsSlot);
-      patch(tableSlot, "fatal" + fatal.message, () => h("div.state-msg.error", fatal.status === 404 ? `Experiment e${id} not found.` : fatal.message));
+      patch(tableSlot, "fatal" + fatal.message, () => h("div.state-msg.error", fatal.status === 404 ? `Experiment ${label()} not found.` : fatal.message));
       return;
     }
     if (!exp || !report) {
@@ -288,7 +294,7 @@ export function mount(root, route, app) {
       return;
     }
     if (!head.parentNode) headSlot.append(head);
-    curvesLink.href = hashFor(`/e/${id}/curves`, { metric: metricsShown()[0], baseline: q.baseline });
+    curvesLink.href = hashFor(`${hashBase}/curves`, { metric: metricsShown()[0], baseline: q.baseline });
     head.update(exp);
     patch(toolSlot, JSON.stringify([q, metricList, exp.variants, report.metrics, report.baseline, varyingKeys(report), menuOpen]), toolbar);
     patch(bannerSlot, error ? error.message : "", () => error ? h("div.banner.error", `${error.message}: showing the last answer`) : null);
@@ -308,7 +314,7 @@ export function mount(root, route, app) {
     patch(runsSlot, JSON.stringify([runsOpen(), runs, report.metrics, Math.floor(Date.now() / 10000)]), runsList);
   }
 
-  const events = api.stream(() => `/api/experiments/${id}/events`, { changed: () => refetch(), reopen: () => refetch() });
+  const events = api.stream(() => `${apiBase}/events`, { changed: () => refetch(), reopen: () => refetch() });
   const closeMenu = (ev) => {
     if (menuOpen && !ev.target.closest(".menu-wrap")) { menuOpen = false; render(); }
   };

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""The dashboard in a real browser: Debian's chromium, driven headless by python3-selenium and
+chromium-driver, against a real taed with real runs (a local agent, tae-train and a live
+command job).
+
+usage: dashboard_browser_test.py BIN_DIR OUT_DIR
+
+Checks: no token, no data; the table's cells equal `taectl report --json`; a URL round-trips
+its state (zoom included); a new point reaches the chart within 1 s of being stored and the
+zoom is kept; the log view follows a live run; an action without the CSRF token is refused and
+changes nothing. Screenshots of every view (light and dark) go to OUT_DIR: look at them.
+
+Exits 77 (ctest: skipped) with "TAE-SKIPPED: reason" when chromium, chromedriver or selenium is
+missing.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+BIN = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
+OUT = sys.argv[2] if len(sys.argv) > 2 else "build/test-output/dashboard"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def skip(reason):
+    print(f"TAE-SKIPPED: {reason}")
+    sys.exit(77)
+
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+except ImportError:
+    skip("python3-selenium is not installed (apt-get install python3-selenium)")
+for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
+    if not os.access(path, os.X_OK):
+        skip(f"{path} is missing (apt-get install {package})")
+
+SMALL = """name = "browser"
+[model]
+layers = 1
+d_model = 16
+heads = 2
+[train]
+task = "copy"
+vocab = 8
+seq_len = 16
+batch_size = 8
+steps = 60
+eval_every = 10
+eval_batches = 2
+warmup = 5
+threads = 1
+seeds = [0, 1]
+[[ablation]]
+name = "no-pos"
+"model.pos_encoding" = "none"
+"""
+
+# A job that keeps producing: a point every 0.2 s for 3 minutes, a log line with each, a stderr
+# line every 10 (its pace is the job's; the test waits on what it observes).
+LIVE_JOB = r"""
+import math, sys, time
+for i in range(1, 901):
+    print(f"Step={i} Loss={2.0 * math.exp(-i / 200.0) + 0.05:.5f}", flush=True)
+    if i % 10 == 0:
+        print(f"checkpoint-ish note at step {i}", file=sys.stderr, flush=True)
+    time.sleep(0.2)
+"""
+
+LIVE = """name = "live"
+[train]
+seeds = [0]
+[job]
+code = "src"
+command = "python3 -u live.py"
+"""
+
+
+def taectl(home, *args, timeout=600):
+    p = subprocess.run([os.path.join(BIN, "taectl"), "--home", home, *args], capture_output=True,
+                       text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise AssertionError(f"taectl {' '.join(args)}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p.stdout
+
+
+def wait_for(what, pred, timeout=30, every=0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(every)
+
+
+def make_driver(profile, width=1400, height=900, dark=False):
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+                 f"--user-data-dir={profile}", f"--window-size={width},{height}"):
+        options.add_argument(flag)
+    if dark:
+        options.add_argument("--force-dark-mode")
+        options.add_argument("--blink-settings=preferredColorScheme=0")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+class Dashboard(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tae-browser-")
+        cls.home = os.path.join(cls.tmp, "home")
+        os.makedirs(OUT, exist_ok=True)
+        taectl(cls.home, "up", "--agents", "1", "--slots", "3", timeout=120)
+        study = os.path.join(cls.tmp, "browser.toml")
+        with open(study, "w") as f:
+            f.write(SMALL)
+        taectl(cls.home, "submit", study, "--wait")
+        os.makedirs(os.path.join(cls.tmp, "src"))
+        with open(os.path.join(cls.tmp, "src", "live.py"), "w") as f:
+            f.write(LIVE_JOB)
+        with open(os.path.join(cls.tmp, "live.toml"), "w") as f:
+            f.write(LIVE)
+        taectl(cls.home, "submit", os.path.join(cls.tmp, "live.toml"))
+        cls.url = taectl(cls.home, "ui").strip()
+        cls.base = cls.url.split("/?")[0]
+        cls.drivers = []
+        cls.d = cls.driver()
+        cls.d.get(cls.url)  # signs in: the cookie is set, the token leaves the address bar
+        wait_for("the experiments page", lambda: "?token" not in cls.d.current_url and
+                 cls.d.find_elements(By.CSS_SELECTOR, "table"))
+        cookie = cls.d.get_cookie("tae_session")
+        cls.cookie = f"tae_session={cookie['value']}"
+        cls.live_run = wait_for("the live run to start", cls.live_run_running, timeout=120)
+
+    @classmethod
+    def driver(cls, dark=False):
+        d = make_driver(os.path.join(cls.tmp, f"profile{len(cls.drivers)}"), dark=dark)
+        cls.drivers.append(d)
+        return d
+
+    @classmethod
+    def tearDownClass(cls):
+        for d in cls.drivers:
+            d.quit()
+        subprocess.run([os.path.join(BIN, "taectl"), "--home", cls.home, "down"],
+                       capture_output=True, timeout=120)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def api(cls, path):
+        req = urllib.request.Request(cls.base + path, headers={"Cookie": cls.cookie})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read())
+
+    @classmethod
+    def live_run_running(cls):
+        runs = cls.api("/api/experiments/live/runs")["runs"]
+        return runs[0]["id"] if runs and runs[0]["state"] == "running" and runs[0]["last_step"] > 5 else None
+
+    def shot(self, name, d=None):
+        (d or self.d).save_screenshot(os.path.join(OUT, f"{name}.png"))
+
+    def js_errors(self, d=None):
+        # Script errors only: a refused request is the point of some checks, and each check
+        # asserts the statuses it expects.
+        return [e for e in (d or self.d).get_log("browser") if e.get("level") == "SEVERE"
+                and e.get("source") != "network"]
+
+    def go(self, hash_route, ready_css, d=None):
+        d = d or self.d
+        d.get(f"{self.base}/{hash_route}")
+        return wait_for(f"{ready_css} on {hash_route}", lambda: d.find_elements(By.CSS_SELECTOR, ready_css))
+
+    # ---- the checks ----
+
+    def test_no_token_no_data(self):
+        stranger = self.driver()
+        stranger.get(self.base + "/")
+        body = stranger.find_element(By.TAG_NAME, "body").text
+        self.assertIn("taectl ui", body)
+        status = stranger.execute_async_script(
+            "const done = arguments[0]; fetch('/api/experiments').then(r => done(r.status))")
+        self.assertEqual(status, 401)
+        stranger.get(self.base + "/?token=wrong")
+        self.assertIn("not this taed", stranger.find_element(By.TAG_NAME, "body").text)
+        self.shot("signed-out", stranger)
+
+    def test_table_equals_taectl_report(self):
+        report = json.loads(taectl(self.home, "report", "browser", "--json"))
+        self.go("#/e/browser", "td[data-metric]")
+        cells = self.d.execute_script("""
+            return [...document.querySelectorAll('td[data-metric]')].map(td => ({
+              variant: td.dataset.variant, metric: td.dataset.metric,
+              mean: td.dataset.mean, ci95: td.dataset.ci95, n: td.dataset.n,
+              delta: td.dataset.delta, text: td.textContent}))""")
+        seen = 0
+        for row in report["rows"]:
+            for metric, cell in row["metrics"].items():
+                mine = [c for c in cells if c["variant"] == row["variant"] and c["metric"] == metric]
+                self.assertEqual(len(mine), 1, f"{row['variant']} {metric}")
+                self.assertEqual(float(mine[0]["mean"]), cell["mean"])
+                self.assertEqual(int(mine[0]["n"]), cell["n"])
+                if cell["ci95"] is not None:
+                    self.assertEqual(float(mine[0]["ci95"]), cell["ci95"])
+                if cell["delta"] is not None:
+                    self.assertEqual(float(mine[0]["delta"]), cell["delta"])
+                seen += 1
+        self.assertEqual(seen, len(report["rows"]) * len(report["metrics"]))
+        self.assertEqual(self.js_errors(), [])
+        self.shot("table")
+
+    def test_url_round_trips_its_state(self):
+        route = "#/e/browser/curves?metric=eval%2Floss&smooth=0.6&logy=1"
+        self.go(route, ".u-over")
+        over = self.d.find_element(By.CSS_SELECTOR, ".u-over")
+        # Drag-select the middle of the chart: a zoom.
+        ActionChains(self.d).move_to_element_with_offset(over, -over.size["width"] // 4, 0) \
+            .click_and_hold().move_by_offset(over.size["width"] // 3, 0).release().perform()
+        url = wait_for("zoom in the URL", lambda: "zoom=" in self.d.current_url and self.d.current_url)
+        scale = self.d.execute_script("return document.querySelector('[data-x-min]').dataset")
+        other = self.driver()
+        other.get(self.url)
+        wait_for("signed in", lambda: "?token" not in other.current_url)
+        other.get(url)
+        wait_for("the chart", lambda: other.find_elements(By.CSS_SELECTOR, "[data-x-min]"))
+        again = other.execute_script("return document.querySelector('[data-x-min]').dataset")
+        self.assertEqual(float(again["xMin"]), float(scale["xMin"]))
+        self.assertEqual(float(again["xMax"]), float(scale["xMax"]))
+        self.assertIn("smooth=0.6", other.current_url)
+        self.assertIn("logy=1", other.current_url)
+        self.shot("curves-zoomed", other)
+
+    def test_a_new_point_reaches_the_chart_within_a_second_and_the_zoom_stays(self):
+        route = "#/e/live/curves?metric=Loss"
+        self.go(route, "[data-x-len]")
+        over = self.d.find_element(By.CSS_SELECTOR, ".u-over")
+        ActionChains(self.d).move_to_element_with_offset(over, -over.size["width"] // 3, 0) \
+            .click_and_hold().move_by_offset(over.size["width"] // 4, 0).release().perform()
+        wait_for("zoom in the URL", lambda: "zoom=" in self.d.current_url)
+        zoom = self.d.execute_script("return document.querySelector('[data-x-min]').dataset")
+        delays = []
+        for _ in range(5):
+            shown = int(self.d.execute_script(
+                "return document.querySelector('[data-x-len]').dataset.xLen"))
+            # The moment taed has stored a point the chart does not show yet.
+            def stored_more():
+                curves = self.api("/api/experiments/live/curves?metric=Loss&width=1000")
+                return len(curves["x"]) > shown and len(curves["x"])
+            target = wait_for("a new point stored", stored_more, timeout=20, every=0.02)
+            t0 = time.monotonic()
+            wait_for("the new point on the chart", lambda: int(self.d.execute_script(
+                "return document.querySelector('[data-x-len]').dataset.xLen")) >= target,
+                timeout=5, every=0.01)
+            delays.append(time.monotonic() - t0)
+        print(f"new point to chart: {', '.join(f'{x * 1000:.0f} ms' for x in delays)}")
+        self.assertLess(max(delays), 1.0)
+        now = self.d.execute_script("return document.querySelector('[data-x-min]').dataset")
+        self.assertEqual((now["xMin"], now["xMax"]), (zoom["xMin"], zoom["xMax"]))
+        self.shot("curves-live")
+
+    def test_the_log_view_follows_a_live_run(self):
+        self.go(f"#/r/{self.live_run}?tab=logs", "[data-cursor]")
+        for _ in range(3):
+            last = self.api(f"/api/runs/{self.live_run}/logs?after=0&limit=10000")["lines"][-1]
+            wait_for(f"log line {last['cursor']} on the page", lambda: self.d.execute_script(
+                f"return !!document.querySelector('[data-cursor=\"{last['cursor']}\"]')"),
+                timeout=5, every=0.05)
+        stderr = self.d.find_elements(By.CSS_SELECTOR, "[data-stream='stderr']")
+        self.assertTrue(stderr, "stderr lines are marked")
+        self.shot("run-logs")
+
+    def test_an_action_without_the_csrf_token_is_refused(self):
+        self.go("#/e/browser", "td[data-metric]")
+        status = self.d.execute_async_script("""
+            const done = arguments[0];
+            fetch('/api/experiments/browser/pause', {method: 'POST'}).then(r => done(r.status))""")
+        self.assertEqual(status, 403)
+        self.assertFalse(self.api("/api/experiments/browser")["paused"])
+
+    def test_screenshots_of_every_view(self):
+        views = [("experiments", "#/", "table"),
+                 ("table", "#/e/browser", "td[data-metric]"),
+                 ("curves", "#/e/browser/curves?metric=eval%2Floss", ".u-over"),
+                 ("curves-delta", "#/e/browser/curves?metric=eval%2Floss&delta=1", ".u-over"),
+                 ("run", "#/r/1", "table"),
+                 ("fleet", "#/fleet", "table")]
+        dark = self.driver(dark=True)
+        dark.get(self.url)
+        wait_for("signed in", lambda: "?token" not in dark.current_url)
+        for name, route, css in views:
+            self.go(route, css)
+            self.shot(f"{name}-light")
+            self.go(route, css, d=dark)
+            self.shot(f"{name}-dark", dark)
+        self.assertEqual(self.js_errors(), [])
+        self.assertEqual(self.js_errors(dark), [])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
