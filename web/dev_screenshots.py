@@ -105,12 +105,13 @@ def main():
         run_ok = runs12[0]["id"]
         run_retried = next(r["id"] for r in runs12 if r["attempt"] == 2)
         run_live = next(r["id"] for r in runs13 if r["state"] == "running")
+        run_long = api(port, "/api/experiments/8/runs")["runs"][0]["id"]  # 120002 log lines
         themes = ["light", "dark"] if a.theme == "both" else [a.theme]
         for theme in themes:
             print(f"== {theme}")
             d = make_driver(os.path.join(tmp, theme))
             try:
-                scenario(d, base, theme, a.out, check, js_errors, run_ok, run_retried, run_live)
+                scenario(d, base, port, theme, a.out, check, js_errors, run_ok, run_retried, run_live, run_long)
             finally:
                 d.quit()
         print("== not signed in")
@@ -193,10 +194,33 @@ def hash_of(d):
 
 def go(d, base, h):
     d.get(base + "/" + h)
-    d.execute_script("window.confirm = () => true")
+    # (a hash change keeps the document: keep every request in the resource timings)
+    d.execute_script("window.confirm = () => true; performance.setResourceTimingBufferSize(100000)")
 
 
-def scenario(d, base, theme, out, check, js_errors, run_ok, run_retried, run_live):
+def data_x(d):
+    """The chart element's data-x-min, -max, -len."""
+    return d.execute_script("const s = document.querySelector('[data-x-min]')?.dataset; return s ? [s.xMin, s.xMax, s.xLen] : null")
+
+
+def last_curves_fetch(d):
+    return d.execute_script("return performance.getEntriesByType('resource').map(e => e.name)"
+                            ".filter(n => n.includes('/curves?')).pop() || ''")
+
+
+def log_state(d):
+    """The cursors of the log lines in the DOM, the one at the top of the box, and the status line."""
+    return d.execute_script("""
+        const b = document.querySelector('.logbox'), r = b.getBoundingClientRect();
+        const cs = [...b.querySelectorAll('[data-cursor]')].map(e => +e.dataset.cursor);
+        const at = document.elementFromPoint(r.left + 150, r.top + 4)?.closest('[data-cursor]');
+        return {min: Math.min(...cs), max: Math.max(...cs), top: at ? +at.dataset.cursor : null,
+                bottom: b.scrollTop + b.clientHeight >= b.scrollHeight - 20,
+                status: document.querySelector('.log-status').textContent,
+                cur: +(document.querySelector('.logline.cur')?.dataset.cursor || 0)}""")
+
+
+def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, run_live, run_long):
     if theme == "dark":
         d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
     d.get(base + "/?token=dev")
@@ -289,15 +313,46 @@ def scenario(d, base, theme, out, check, js_errors, run_ok, run_retried, run_liv
     zoom = h1.split("zoom=")[1].split("&")[0].split(",")
     shown = d.execute_script("const s = document.querySelector('[data-x-min]').dataset; return [s.xMin, s.xMax]")
     check([float(x) for x in shown] == [float(x) for x in zoom], f"the chart shows exactly the URL's range ({shown} vs {zoom})")
+    wait_until(d, lambda: "x_min=" in last_curves_fetch(d), timeout=5)
+    fetched = last_curves_fetch(d)
+    check(f"x_min={zoom[0]}&x_max={zoom[1]}" in fetched, f"the zoom fetches its range (…{fetched[fetched.find('x_min'):]})")
     d.refresh()
     wait_css(d, "[data-x-min]")
     time.sleep(1.0)
     check("zoom=" in hash_of(d), "the zoom survives a reload")
     again = d.execute_script("const s = document.querySelector('[data-x-min]').dataset; return [s.xMin, s.xMax]")
     check(again == shown, f"and shows the same range after it ({again})")
+    check(f"x_min={zoom[0]}&x_max={zoom[1]}" in last_curves_fetch(d), "the reload fetches the zoom's range")
     shot(d, out, f"curves-zoom-{theme}")
     time.sleep(1.5)
     check(hash_of(d).split("zoom=")[1].split("&")[0].split(",") == zoom, "live updates keep the zoom")
+    key(d, "e")
+    hrefs = [x.get_attribute("href") for x in d.find_elements(By.CSS_SELECTOR, ".menu:not([hidden]) a")]
+    check(hrefs and all(f"x_min={zoom[0]}&x_max={zoom[1]}" in x for x in hrefs), "the exports carry the zoom's range")
+    key(d, Keys.ESCAPE)
+    # a zoom reaching past the last point: new points arrive inside it, the range stays
+    last = api(port, "/api/experiments/13/curves?metric=eval/loss&width=1000")["x"][-1]
+    z2 = [last - 3000, last + 20000]
+    go(d, base, f"#/e/pos-encodings/curves?metric=eval/loss&zoom={z2[0]},{z2[1]}")
+    # (the same view: until its answer comes, the chart shows the old points in the new range)
+    wait_until(d, lambda: f"x_min={z2[0]}&x_max={z2[1]}" in last_curves_fetch(d))
+    time.sleep(0.3)
+    x1 = data_x(d)
+    wait_until(d, lambda: int(data_x(d)[2]) > int(x1[2]), timeout=5)
+    x2 = data_x(d)
+    check(int(x2[2]) > int(x1[2]) and x2[:2] == x1[:2] and [float(v) for v in x1[:2]] == z2,
+          f"while zoomed, new points are drawn and the range stays ({x1} -> {x2})")
+    # full detail inside a zoom: every point of 1000..3000 (4 steps apart), not the coarse buckets
+    go(d, base, "#/e/8/curves?metric=train/loss&zoom=1000,3000")
+    wait_until(d, lambda: data_x(d) and data_x(d)[2] == "501", timeout=15)
+    check(data_x(d) == ["1000", "3000", "501"], f"a zoom draws every point in its range ({data_x(d)})")
+    shot(d, out, f"curves-zoom-detail-{theme}")
+    ActionChains(d).double_click(d.find_element(By.CSS_SELECTOR, ".u-over")).perform()
+    wait_until(d, lambda: data_x(d) and float(data_x(d)[1]) > 3000, timeout=15)
+    check("zoom=" not in hash_of(d) and "x_min" not in last_curves_fetch(d) and float(data_x(d)[1]) > 3000,
+          f"a double-click resets the zoom and fetches the whole range ({data_x(d)})")
+    go(d, base, f"#/e/pos-encodings/curves?metric=eval/loss&zoom={zoom[0]},{zoom[1]}")
+    wait_css(d, "[data-x-min]")
     key(d, "z")
     check("zoom=" not in hash_of(d), "z resets the zoom")
     key(d, "s")
@@ -358,16 +413,65 @@ def scenario(d, base, theme, out, check, js_errors, run_ok, run_retried, run_liv
     check(len(d.find_elements(By.CSS_SELECTOR, "[data-stream='stderr'][data-cursor]")) > 0, "stderr lines are marked")
     check(d.find_element(By.CSS_SELECTOR, ".toolbar .mono").text.startswith("2 /"), f"n jumps to the 2nd match ({d.find_element(By.CSS_SELECTOR, '.toolbar .mono').text})")
     shot(d, out, f"logs-search-{theme}")
+    # a long log opens at its end; scrolling to the top loads the page before without moving the view
+    end = api(port, f"/api/runs/{run_long}/logs?tail=1")["next"]
+    go(d, base, f"#/r/{run_long}?tab=logs")
+    wait_css(d, ".logline[data-cursor]")
+    wait_until(d, lambda: log_state(d)["max"] == end)
+    st = log_state(d)
+    check(st["max"] == end and st["bottom"] and st["status"].startswith("1,000 lines loaded"),
+          f"the log opens at its end (line {st['max']} of {end}; {st['status']})")
+    box = d.find_element(By.CSS_SELECTOR, ".logbox")
+    d.execute_script("arguments[0].scrollTop = 0", box)
+    time.sleep(0.2)
+    first = log_state(d)["top"]
+    wait_until(d, lambda: log_state(d)["status"].startswith("2,000 lines"))
+    time.sleep(0.2)
+    st = log_state(d)
+    check(st["status"].startswith("2,000 lines") and st["min"] < first and st["top"] == first,
+          f"scrolling up loads older lines and keeps the view (top line {first} -> {st['top']}, lines from {st['min']})")
+    shot(d, out, f"logs-older-{theme}")
+    # a search match a few pages above what is loaded: n loads up to it
+    want = api(port, f"/api/runs/{run_long}/logs/search?q=eval%20step%20585000%3A")["matches"]
+    go(d, base, f"#/r/{run_long}?tab=logs&q=eval%20step%20585000%3A")
+    wait_until(d, lambda: "/" in d.find_element(By.CSS_SELECTOR, ".toolbar .mono").text)
+    key(d, "n")
+    wait_until(d, lambda: log_state(d)["cur"] == want[0])
+    st = log_state(d)
+    check(len(want) == 1 and st["cur"] == want[0] and want[0] < end - 1000,
+          f"n jumps to a match in an older page that was not loaded (line {st['cur']}; {st['status']})")
+    shot(d, out, f"logs-search-older-{theme}")
+    # one far away: the lines around it are loaded; f goes back to the end
+    go(d, base, f"#/r/{run_long}?tab=logs&q=config%3A")
+    wait_until(d, lambda: "/" in d.find_element(By.CSS_SELECTOR, ".toolbar .mono").text)
+    key(d, "n")
+    wait_until(d, lambda: log_state(d)["cur"] == 2)
+    check(log_state(d)["cur"] == 2, f"n jumps to a match at the start of a long log ({log_state(d)['status']})")
+    key(d, "f")
+    wait_until(d, lambda: log_state(d)["max"] == end)
+    check(log_state(d)["max"] == end and log_state(d)["bottom"], "f goes back to the end")
+    # stderr only: a page holds a few rows, so some more pages load to fill the box
+    d.find_element(By.CSS_SELECTOR, "button[data-s='stderr']").click()
+    wait_until(d, lambda: log_state(d)["status"].startswith("12,000 lines loaded"))
+    streams = set(d.execute_script("return [...document.querySelectorAll('[data-stream]')].map(e => e.dataset.stream)"))
+    check(log_state(d)["status"].startswith("12,000 lines loaded") and streams == {"stderr"},
+          f"a stream filter loads older pages to fill the view ({log_state(d)['status']}; {streams})")
+    shot(d, out, f"logs-stderr-{theme}")
     go(d, base, f"#/r/{run_live}?tab=logs")
     wait_css(d, ".logline")
     time.sleep(2.5)
     box = d.find_element(By.CSS_SELECTOR, ".logbox")
     at_bottom = d.execute_script("const b=arguments[0]; return b.scrollTop + b.clientHeight >= b.scrollHeight - 20", box)
     check(at_bottom, "follow mode stays at the bottom as lines arrive")
+    check("following live output" in d.find_element(By.CSS_SELECTOR, ".log-status").text, "the status says it follows")
     shot(d, out, f"logs-follow-{theme}")
-    d.execute_script("arguments[0].scrollTop = 0; arguments[0].dispatchEvent(new Event('scroll'))", box)
+    d.execute_script("arguments[0].scrollTop = 0", box)
+    time.sleep(0.3)
+    top = log_state(d)["top"]
     time.sleep(1.5)
-    check(d.execute_script("return arguments[0].scrollTop", box) == 0, "scrolling up pauses follow")
+    st = log_state(d)
+    check(st["top"] == top and not st["bottom"] and "paused" in st["status"],
+          f"scrolling up pauses follow (top line {top} -> {st['top']}; {st['status']})")
     check(d.find_element(By.CSS_SELECTOR, ".follow-btn").is_displayed(), "the Follow button shows while paused")
     collect(d, js_errors, "run")
 

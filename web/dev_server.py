@@ -13,6 +13,7 @@ Open the printed URL (it carries the token, like `taectl ui`). Python 3 standard
 """
 
 import argparse
+import bisect
 import json
 import math
 import os
@@ -462,12 +463,37 @@ def ema(a, w):
     return out
 
 
+class BadRequest(Exception):
+    pass
+
+
+def zoom_bounds(q):
+    """x_min/x_max as taed parses them: finite numbers, x_min <= x_max; absent: unbounded."""
+    out = []
+    for name, dflt in (("x_min", -math.inf), ("x_max", math.inf)):
+        text = q.get(name, "")
+        if text == "":
+            out.append(dflt)
+            continue
+        try:
+            v = float(text)
+        except ValueError:
+            v = math.nan
+        if not math.isfinite(v):
+            raise BadRequest(f"{name}: a number (the zoom's x range)")
+        out.append(v)
+    if out[0] > out[1]:
+        raise BadRequest("x_min: larger than x_max")
+    return out
+
+
 def curves(e, q):
     metric = q.get("metric", "eval/loss")
     xk = q.get("x", "step")
     width = max(50, min(4000, int(float(q.get("width", 900)))))
     smooth = max(0.0, min(0.99, float(q.get("smooth", 0) or 0)))
     delta = q.get("delta", "0") in ("1", "true")
+    x_lo, x_hi = zoom_bounds(q)
     want = [s for s in q.get("variants", "").split(",") if s]
     by = {v.name: v for v in e.variants}
     shown = [v for v in e.variants if not want or v.name in want]
@@ -475,48 +501,63 @@ def curves(e, q):
     step_iv = interval(e, metric)
     maxp = max((seed_last_step(e, r) for r in e.runs), default=0)
     buckets = 2 * width
-    npts = maxp // step_iv
-    steps_grid = [step_iv * (i + 1) for i in range(npts)] if npts <= buckets else \
-        [round(step_iv + (maxp - step_iv) * i / (buckets - 1)) for i in range(buckets)]
+    npts = maxp // step_iv  # the points of the longest run: point i is at step step_iv * (i + 1)
 
     def dt(v):
         return 0.05 / v.speed * (e.steps / 2000 if e.steps > 2000 else 1) * 0.2
 
-    # x of each bucket, and for every variant the step it corresponds to
+    # x of point i, and for every variant the step it corresponds to
     if xk in ("step", "tokens"):
-        xs = [s * (32 * 64 if xk == "tokens" else 1) for s in steps_grid]
-        step_at = {v.name: list(steps_grid) for v in e.variants}
+        mult = 32 * 64 if xk == "tokens" else 1
+
+        def x_at(i):
+            return step_iv * (i + 1) * mult
+
+        def step_of(v, i):
+            return step_iv * (i + 1)
     else:
-        t0 = e.created_at + 4
-        ends = [dt(v) * maxp for v in e.variants]
-        tmax = max(ends) if ends else 0
-        n = min(buckets, max(1, npts))
-        rel = [tmax * (i + 1) / n for i in range(n)]
-        xs = [t0 + t for t in rel] if xk == "wall" else rel
-        step_at = {v.name: [round(t / dt(v) / step_iv) * step_iv for t in rel] for v in e.variants}
+        t0 = e.created_at + 4 if xk == "wall" else 0
+        tmax = max((dt(v) * maxp for v in e.variants), default=0)
+
+        def x_at(i):
+            return t0 + tmax * (i + 1) / npts
+
+        def step_of(v, i):
+            return round(tmax * (i + 1) / npts / dt(v) / step_iv) * step_iv
+
+    # As taed: only the points with x in [x_min, x_max], at most 2 x width of them (here picked,
+    # not averaged), smoothed over the whole series (here from far enough back: w^n < 1e-4).
+    picked = [i for i in range(npts) if x_lo <= x_at(i) <= x_hi]
+    if len(picked) > buckets:
+        picked = [picked[round(k * (len(picked) - 1) / (buckets - 1))] for k in range(buckets)]
+    if smooth and picked:
+        warm = math.ceil(math.log(1e-4) / math.log(smooth))
+        idx = list(range(max(0, picked[0] - warm), picked[-1] + 1))
+    else:
+        idx = picked
+    xs = [x_at(i) for i in picked]
 
     def agg(v):
         runs = [r for r in e.runs if r["variant"] is v]
         lasts = [(r, seed_last_step(e, r)) for r in runs]
         n_max = sum(1 for _, l in lasts if l > 0)
+        sorted_lasts = sorted(l for _, l in lasts)
         out = {k: [] for k in ("mean", "lo", "hi", "min", "max", "n")}
         many = len(runs) > 12
-        for i, s in enumerate(step_at[v.name]):
-            alive = [r for r, l in lasts if l >= s and s > 0]
-            if not alive:
+        for i in idx:
+            s = step_of(v, i)
+            nn = len(sorted_lasts) - bisect.bisect_left(sorted_lasts, s) if s > 0 else 0
+            if not nn:
                 for k in out:
                     out[k].append(None)
                 continue
             if many:
                 m = value(e, v, 0, metric, s) * (1 + 0.01 * nz(s, 3))
                 sd = abs(m) * 0.04 + 1e-6
-                vals = None
-                nn = len(alive)
                 lo, hi = m - 1.98 * sd / math.sqrt(nn), m + 1.98 * sd / math.sqrt(nn)
                 mn, mx = m - 2.6 * sd, m + 2.6 * sd
             else:
-                vals = [value(e, v, r["seed"], metric, s) for r in alive]
-                nn = len(vals)
+                vals = [value(e, v, r["seed"], metric, s) for r, l in lasts if l >= s]
                 m = sum(vals) / nn
                 sd = math.sqrt(sum((x - m) ** 2 for x in vals) / (nn - 1)) if nn > 1 else 0
                 half = t95(nn - 1) * sd / math.sqrt(nn) if nn > 1 else 0
@@ -538,6 +579,8 @@ def curves(e, q):
             cache[v.name] = agg(v)
         return cache[v.name]
 
+    at = {i: j for j, i in enumerate(idx)}
+    keep = [at[i] for i in picked]
     res = []
     for v in shown:
         a = dict(get(v))
@@ -546,7 +589,7 @@ def curves(e, q):
             b = get(by[bname])
             for k in ("mean", "lo", "hi", "min", "max"):
                 a[k] = list(a[k])
-            for i in range(len(xs)):
+            for i in range(len(idx)):
                 if a["mean"][i] is None or b["mean"][i] is None:
                     for k in ("mean", "lo", "hi", "min", "max"):
                         a[k][i] = None
@@ -559,7 +602,9 @@ def curves(e, q):
                 a["max"][i] -= b["mean"][i]
                 a["mean"][i], a["lo"][i], a["hi"][i] = d, d - hw, d + hw
         for k in ("mean", "lo", "hi", "min", "max"):
-            a[k] = [None if x is None else round(x, 7) for x in ema(a[k], smooth)]
+            sm = ema(a[k], smooth)
+            a[k] = [None if sm[j] is None else round(sm[j], 7) for j in keep]
+        a["n"] = [a["n"][j] for j in keep]
         res.append({"variant": v.name, "baseline": bname, "runs": a["runs"], "n_max": a["n_max"],
                     "mean": a["mean"], "lo": a["lo"], "hi": a["hi"], "min": a["min"], "max": a["max"], "n": a["n"]})
     return {"experiment": e.id, "metric": metric, "goal": GOAL.get(metric), "x_kind": xk, "smooth": smooth,
@@ -733,6 +778,30 @@ def log_page(e, r, after, limit):
     return {"lines": lines, "next": nxt, "finished": final and nxt >= total}
 
 
+def log_page_before(e, r, before, limit):
+    """As taed's tail=N (before=0) and before=C: the last `limit` lines with cursor < C, ascending;
+    next is the last line's cursor (0 if none), finished says the run is final (tail only)."""
+    total = log_count(e, r)
+    end = total if before <= 0 else min(total, before - 1)  # line i has cursor i + 1
+    lines = [log_line(e, r, i) for i in range(max(0, end - limit), end)]
+    final = run_info(e, r)[0] in ("succeeded", "failed", "cancelled", "lost")
+    return {"lines": lines, "next": lines[-1]["cursor"] if lines else 0, "finished": before <= 0 and final}
+
+
+LOG_TEXTS = {}
+
+
+def log_texts(e, r):
+    """The lowercased lines, for search (kept once the run is final: the long log takes seconds)."""
+    total = log_count(e, r)
+    got = LOG_TEXTS.get(r["id"])
+    if got is None or len(got) != total:
+        got = [log_line(e, r, i)["text"].lower() for i in range(total)]
+        if run_info(e, r)[0] in ("succeeded", "failed", "cancelled", "lost"):
+            LOG_TEXTS[r["id"]] = got
+    return got
+
+
 # ---- fleet ----------------------------------------------------------------------
 def fleet():
     now = time.time()
@@ -755,10 +824,10 @@ def fleet():
             if run_info(e, r)[0] == "queued":
                 j = run_json(e, r)
                 queue.append(j)
-    vms = [{"provider": "gcloud-tpu", "name": "tae-v4-1", "pool": "v4", "zone": "us-central2-b", "state": "READY", "workers": 2},
-           {"provider": "gcloud-tpu", "name": "tae-v4-2", "pool": "v4", "zone": "us-central2-b", "state": "CREATING", "workers": 2},
-           {"provider": "gcloud-tpu", "name": "tae-v5e-1", "pool": "v5e", "zone": "us-west4-a", "state": "PREEMPTED", "workers": 1}]
-    # taed's field names (time/provider/subject/event/detail); the page also reads at/pool/vm/kind/message
+    vms = [{"provider": "gcloud-tpu", "name": "tae-v4-1", "pool": "v4", "zone": "us-central2-b", "state": "READY"},
+           {"provider": "gcloud-tpu", "name": "tae-v4-2", "pool": "v4", "zone": "us-central2-b", "state": "CREATING"},
+           {"provider": "gcloud-tpu", "name": "tae-v5e-1", "pool": "v5e", "zone": "us-west4-a", "state": "PREEMPTED"}]
+    # as taed sends them: VMs {provider, pool, name, zone, state}, events {time, provider, subject, event, detail}
     evs = [{"time": now - 3600, "provider": "gcloud-tpu", "subject": "tae-v4-1", "event": "create", "detail": "gcloud compute tpus tpu-vm create tae-v4-1 --zone us-central2-b --accelerator-type v4-8 --spot"},
            {"time": now - 3400, "provider": "gcloud-tpu", "subject": "tae-v4-1", "event": "ready", "detail": "2 workers joined: tae-v4-1-w0, tae-v4-1-w1"},
            {"time": now - 900, "provider": "gcloud-tpu", "subject": "tae-v5e-1", "event": "preempted", "detail": "spot VM preempted; 1 run requeued (r37 resumes from its step-1200 checkpoint)"},
@@ -896,7 +965,10 @@ class Handler(BaseHTTPRequestHandler):
             if sub in ("/curves", "/curves.csv", "/curves.svg"):
                 if q.get("metric") and q["metric"] not in METRICS:
                     return self.err(400, f"e{e.id} has no metric {q['metric']}")
-                c = curves(e, q)
+                try:
+                    c = curves(e, q)
+                except BadRequest as ex:
+                    return self.err(400, str(ex))
                 fname = f"e{e.id}-{c['metric'].replace('/', '_')}"
                 if sub == "/curves.csv":
                     return self.send(200, curves_csv(c), "text/csv; charset=utf-8",
@@ -922,20 +994,33 @@ class Handler(BaseHTTPRequestHandler):
                 metric = q.get("metric", "train/loss")
                 return self.send(200, series(e, r, metric, int(float(q.get("width", 600)))))
             if sub == "/logs":
-                after = int(q.get("after", 0) or 0)
-                limit = max(1, min(10000, int(q.get("limit", 1000) or 1000)))
+                # after=C: forward from C; tail=N: the last N lines; before=C: the last limit lines
+                # before C (both ascending). after cannot be combined with tail or before.
+                try:
+                    tail = int(q.get("tail", 0) or 0)
+                    before = int(q.get("before", 0) or 0)
+                    after = int(q.get("after", 0) or 0)
+                    limit = int(q.get("limit", 1000) or 1000)
+                except ValueError:
+                    return self.err(400, "after, before, tail, limit: integers")
+                if not 1 <= limit <= 10000 or not 0 <= tail <= 10000 or before < 0 or after < 0:
+                    return self.err(400, "limit: must be 1..10000")
+                if (tail > 0 or before > 0) and q.get("after", "") != "":
+                    return self.err(400, "after: not with tail or before (one direction at a time)")
+                if tail > 0 or before > 0:
+                    return self.send(200, log_page_before(e, r, before, tail if tail > 0 else limit))
                 return self.send(200, log_page(e, r, after, limit))
             if sub == "/logs/search":
                 needle = q.get("q", "").lower()
                 if not needle:
                     return self.send(200, {"matches": [], "truncated": False})
                 out = []
-                for i in range(log_count(e, r)):
-                    if needle in log_line(e, r, i)["text"].lower():
+                for i, text in enumerate(log_texts(e, r)):
+                    if needle in text:
                         out.append(i + 1)
-                        if len(out) >= 10000:
+                        if len(out) > 10000:
                             break
-                return self.send(200, {"matches": out, "truncated": len(out) >= 10000})
+                return self.send(200, {"matches": out[:10000], "truncated": len(out) > 10000})
             if sub == "/logs.txt":
                 lines = [log_line(e, r, i) for i in range(log_count(e, r))]
                 body = "".join(f"{l['text']}\n" for l in lines)

@@ -31,6 +31,8 @@ using nlohmann::ordered_json;
 
 constexpr auto kPublishEvery = std::chrono::milliseconds(100);
 constexpr size_t kCurveCacheEntries = 64;
+// Points the curves keep in memory between requests (48 bytes each: about 120 MB at most).
+constexpr int64_t kMaxCachedPoints = 2'500'000;
 constexpr int kMaxSearchMatches = 10000;
 constexpr int64_t kMaxDownloadLines = 2'000'000;
 
@@ -99,7 +101,11 @@ Response Download(Response response, const std::string& filename, bool attachmen
 
 Api::Api(boost::asio::io_context* core, controller::Controller* controller, query::Query* query,
          const std::string& token)
-    : core_(core), controller_(controller), query_(query), secrets_(DeriveSecrets(token)) {}
+    : core_(core),
+      controller_(controller),
+      query_(query),
+      secrets_(DeriveSecrets(token)),
+      series_cache_(query, kMaxCachedPoints) {}
 
 Api::~Api() = default;
 
@@ -374,7 +380,17 @@ Response Api::Get(const Request& request) {
       absl::StatusOr<int64_t> limit =
           IntParam(request, "limit", 1000, 1, query::Query::kMaxLogLines);
       if (!limit.ok()) return fail(limit.status());
-      absl::StatusOr<query::LogPage> page = query_->Logs(*run_id, *after, static_cast<int>(*limit));
+      absl::StatusOr<int64_t> tail = IntParam(request, "tail", 0, 0, query::Query::kMaxLogLines);
+      if (!tail.ok()) return fail(tail.status());
+      absl::StatusOr<int64_t> before = IntParam(request, "before", 0, 0, INT64_MAX);
+      if (!before.ok()) return fail(before.status());
+      if ((*tail > 0 || *before > 0) && !request.Param("after").empty()) {
+        return Response::Error(400, "after: not with tail or before (one direction at a time)");
+      }
+      absl::StatusOr<query::LogPage> page =
+          *tail > 0 || *before > 0
+              ? query_->LogsBefore(*run_id, *before, static_cast<int>(*tail > 0 ? *tail : *limit))
+              : query_->Logs(*run_id, *after, static_cast<int>(*limit));
       if (!page.ok()) return fail(page.status());
       return Ok(LogPageJson(*page));
     }
@@ -444,8 +460,10 @@ Response Api::Curves(const Request& request, int64_t id, const std::string& what
   }
   absl::StatusOr<std::vector<query::RunView>> runs = query_->ListRuns(absl::StrCat(id));
   if (!runs.ok()) return FromStatus(runs.status());
-  absl::StatusOr<std::map<int64_t, std::vector<store::MetricPoint>>> points =
-      query_->ExperimentSeries(id, req.metric);
+  // From memory where nothing changed; new steps only where runs moved
+  // (server/http/series_cache.h).
+  absl::StatusOr<const std::map<int64_t, std::vector<store::MetricPoint>>*> points =
+      series_cache_.Get(id, *runs, req.metric);
   if (!points.ok()) return FromStatus(points.status());
   std::vector<std::string> variants = req.variants;
   std::set<std::string> wanted(variants.begin(), variants.end());
@@ -465,20 +483,40 @@ Response Api::Curves(const Request& request, int64_t id, const std::string& what
     if (!wanted.empty() && wanted.count(view.run.variant) == 0) {
       continue;
     }
-    auto it = points->find(view.run.id);
+    auto it = (*points)->find(view.run.id);
     curves::RunSeries s{view.run.id, view.run.variant, {}, {}};
-    if (it != points->end()) {
+    if (it != (*points)->end()) {
       absl::StatusOr<std::vector<double>> x = XValues(req.x, view.run, it->second);
       if (!x.ok()) return FromStatus(x.status());
-      s.x = *std::move(x);
-      s.y.reserve(it->second.size());
-      for (const store::MetricPoint& point : it->second) {
-        s.y.push_back(point.value);
+      if (req.smooth > 0) {
+        // Smoothing sees the whole series, whatever range is drawn.
+        const std::vector<double> all_y = [&] {
+          std::vector<double> y;
+          y.reserve(it->second.size());
+          for (const store::MetricPoint& point : it->second) {
+            y.push_back(point.value);
+          }
+          return curves::SmoothEma(y, req.smooth);
+        }();
+        for (size_t i = 0; i < x->size(); ++i) {
+          if ((*x)[i] >= req.x_min && (*x)[i] <= req.x_max) {
+            s.x.push_back((*x)[i]);
+            s.y.push_back(all_y[i]);
+          }
+        }
+      } else {
+        for (size_t i = 0; i < x->size(); ++i) {
+          if ((*x)[i] >= req.x_min && (*x)[i] <= req.x_max) {
+            s.x.push_back((*x)[i]);
+            s.y.push_back(it->second[i].value);
+          }
+        }
       }
     }
     series.push_back(std::move(s));
   }
-  curves::Curves built = curves::Build(series, order, {req.width * 2, req.smooth});
+  // Smoothed above, on the full series.
+  curves::Curves built = curves::Build(series, order, {req.width * 2, 0});
   if (req.delta) {
     curves::ToDelta(&built,
                     [&](const std::string& v) { return spec::BaselineFor(v, req.baseline); });
@@ -511,7 +549,7 @@ Response Api::Curves(const Request& request, int64_t id, const std::string& what
                   req, built);
     response = Download(std::move(response), stem + ".svg", download);
   } else {
-    response = Ok(CurvesJson(id, req, goal, built));
+    response = Response::Json(200, CurvesJson(id, req, goal, built));
     response = Download(std::move(response), stem + ".json", download);
   }
   if (curve_cache_.size() >= kCurveCacheEntries) {

@@ -22,6 +22,7 @@
 #include "boost/asio/steady_timer.hpp"
 #include "server/controller/controller.h"
 #include "server/http/auth.h"
+#include "server/http/series_cache.h"
 #include "server/http/server.h"
 #include "server/query/query.h"
 
@@ -68,6 +69,7 @@ class Api final : public Handler {
   std::atomic<int64_t> version_{0};
   std::atomic<bool> stopped_{false};
   std::unique_ptr<boost::asio::steady_timer> timer_;  // on the core
+  SeriesCache series_cache_;                          // core only
   // Curves answers by request, with the data version they were computed at (core only).
   std::map<std::string, std::pair<int64_t, Response>> curve_cache_;
 };

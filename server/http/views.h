@@ -4,6 +4,7 @@
 // the variants apart, and the curves request, its x axis and its three renderings (JSON for the
 // chart, CSV, and SVG through common/plot, the writer `taectl plot` uses). Pure.
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ struct CurveRequest {
   std::string baseline = "baseline";
   std::vector<std::string> variants;  // empty: all
   bool log_y = false;                 // SVG only
+  // Only points with x in [x_min, x_max] are drawn (a zoom at full resolution); smoothing still
+  // runs over the whole series.
+  double x_min = -std::numeric_limits<double>::infinity();
+  double x_max = std::numeric_limits<double>::infinity();
 
   // A canonical form, for caching.
   std::string Key(int64_t experiment) const;
@@ -52,8 +57,10 @@ absl::StatusOr<CurveRequest> ParseCurveRequest(const Request& request);
 absl::StatusOr<std::vector<double>> XValues(const std::string& x, const store::RunRecord& run,
                                             const std::vector<store::MetricPoint>& points);
 
-nlohmann::ordered_json CurvesJson(int64_t experiment, const CurveRequest& request,
-                                  const std::string& goal, const curves::Curves& curves);
+// {"experiment", "metric", "goal", "x_kind", "smooth", "delta", "baseline", "buckets", "x",
+//  "variants": [{"variant", "runs", "n_max", "mean", "lo", "hi", "min", "max", "n"}]}
+std::string CurvesJson(int64_t experiment, const CurveRequest& request, const std::string& goal,
+                       const curves::Curves& curves);
 // One row per variant and x: x,variant,n,mean,lo,hi,min,max.
 std::string CurvesCsv(const CurveRequest& request, const curves::Curves& curves);
 std::string CurvesSvg(const std::string& title, const CurveRequest& request,

@@ -1,6 +1,7 @@
 #include "server/query/query.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -58,6 +59,9 @@ constexpr char kMetricNames[] =
 constexpr char kLogs[] =
     "SELECT id, attempt, stream, line, wall_time FROM logs WHERE run_id = ? AND id > ? ORDER BY "
     "id LIMIT ?";
+constexpr char kLogsBefore[] =
+    "SELECT id, attempt, stream, line, wall_time FROM logs WHERE run_id = ? AND id < ? ORDER BY "
+    "id DESC LIMIT ?";
 constexpr char kMetricRange[] =
     "SELECT MIN(m.step), MAX(m.step), COUNT(*) FROM metrics m JOIN metric_keys k ON k.id = "
     "m.key_id WHERE m.run_id = ? AND k.name = ?";
@@ -73,7 +77,7 @@ constexpr char kMetricBuckets[] =
 constexpr char kExperimentSeries[] =
     "SELECT m.run_id, m.step, m.value, m.wall_time FROM runs r JOIN metrics m ON m.run_id = r.id "
     "AND m.key_id = (SELECT id FROM metric_keys WHERE name = ?) WHERE r.experiment_id = ? ORDER BY "
-    "m.run_id, m.step";
+    "r.id, m.step";  // the order the index and the primary key give: no sort
 constexpr char kExperimentVersion[] =
     "SELECT COUNT(*), COALESCE(SUM(r.attempt), 0), COALESCE(SUM(r.last_state_code), 0), "
     "COALESCE((SELECT SUM(s.count) FROM run_summaries s JOIN runs q ON q.id = s.run_id WHERE "
@@ -81,6 +85,9 @@ constexpr char kExperimentVersion[] =
     "1 WHEN 'assigned' THEN 2 WHEN 'running' THEN 3 WHEN 'succeeded' THEN 4 WHEN 'failed' THEN 5 "
     "WHEN 'cancelled' THEN 6 WHEN 'lost' THEN 7 ELSE 8 END) AS last_state_code FROM runs WHERE "
     "experiment_id = ?1) r";
+constexpr char kMetricPointsAfter[] =
+    "SELECT m.step, m.value, m.wall_time FROM metrics m WHERE m.run_id = ? AND m.key_id = (SELECT "
+    "id FROM metric_keys WHERE name = ?) AND m.step > ? ORDER BY m.step";
 constexpr char kSearchLogs[] =
     "SELECT id FROM logs WHERE run_id = ? AND instr(lower(line), lower(?)) > 0 ORDER BY id LIMIT ?";
 
@@ -229,6 +236,31 @@ absl::StatusOr<LogPage> Query::Logs(int64_t run_id, int64_t after, int limit) {
   }
   // Final only once every line has been read: a final run's lines are all stored already.
   page.run_finished = store::IsFinal(run.state) && static_cast<int>(page.lines.size()) < limit;
+  return page;
+}
+
+absl::StatusOr<LogPage> Query::LogsBefore(int64_t run_id, int64_t before, int limit) {
+  TAE_CHECK_OWNER(core_);
+  if (limit < 1 || limit > kMaxLogLines) {
+    return absl::InvalidArgumentError(absl::StrCat("limit: must be 1..", kMaxLogLines));
+  }
+  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kLogsBefore));
+  stmt->Bind(1, run_id)
+      .Bind(2, before > 0 ? before : std::numeric_limits<int64_t>::max())
+      .Bind(3, static_cast<int64_t>(limit));
+  LogPage page;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    page.lines.push_back({stmt->Int(0), static_cast<int>(stmt->Int(1)), stmt->Text(2),
+                          stmt->Text(3), stmt->Double(4)});
+  }
+  std::reverse(page.lines.begin(), page.lines.end());
+  page.next = page.lines.empty() ? 0 : page.lines.back().cursor;
+  page.run_finished = before <= 0 && store::IsFinal(run.state);
   return page;
 }
 
@@ -534,6 +566,24 @@ absl::StatusOr<std::map<int64_t, std::vector<store::MetricPoint>>> Query::Experi
     }
     const double value = stmt->Double(2);
     current->push_back({stmt->Int(1), value, value, value, stmt->Double(3), 1});
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<store::MetricPoint>> Query::QueryMetricAfter(int64_t run_id,
+                                                                        const std::string& key,
+                                                                        int64_t after_step) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kMetricPointsAfter));
+  stmt->Bind(1, run_id).Bind(2, key).Bind(3, after_step);
+  std::vector<store::MetricPoint> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    const double value = stmt->Double(1);
+    out.push_back({stmt->Int(0), value, value, value, stmt->Double(2), 1});
   }
   return out;
 }

@@ -83,6 +83,9 @@ class Query {
   absl::StatusOr<std::vector<store::RunRecord>> Queue();
   // limit: 1..kMaxLogLines lines after the cursor `after`.
   absl::StatusOr<LogPage> Logs(int64_t run_id, int64_t after, int limit);
+  // The last `limit` lines before the cursor `before` (0: the end), in cursor order; `next` is
+  // the last line's cursor (the end when `before` is 0), to follow the log from there.
+  absl::StatusOr<LogPage> LogsBefore(int64_t run_id, int64_t before, int limit);
   absl::StatusOr<std::vector<MetricSeries>> Metrics(const MetricsRequest& request);
   // sort: "effect" (default when empty) or "spec" (report::SortByEffect); metrics default to
   // metrics::DefaultMetrics of what the runs have (eval/loss and eval/acc for tae-train's), the
@@ -126,6 +129,10 @@ class Query {
   // statement however many runs (the dashboard's curves).
   absl::StatusOr<std::map<int64_t, std::vector<store::MetricPoint>>> ExperimentSeries(
       int64_t experiment_id, const std::string& key);
+  // The raw points of one run's metric `key` with step > after_step, in step order.
+  absl::StatusOr<std::vector<store::MetricPoint>> QueryMetricAfter(int64_t run_id,
+                                                                   const std::string& key,
+                                                                   int64_t after_step);
   // Changes whenever anything is stored (Db::total_changes).
   int64_t DataVersion();
   // Changes when the experiment's runs change state or gain metric points: its run counts by

@@ -170,6 +170,13 @@ TEST_CASE(
       }
     }
   }
+  // A zoom at full resolution: only the points in [x_min, x_max].
+  nlohmann::json zoomed = GetJson(
+      d, "/api/experiments/dash/curves?metric=eval%2Floss&x_min=15&x_max=30&smooth=0.5");
+  CHECK(zoomed["x"] == nlohmann::json{20, 30});
+  nlohmann::json smoothed = GetJson(d, "/api/experiments/dash/curves?metric=eval%2Floss&smooth=0.5");
+  // Smoothing ran over the whole series: the zoomed values are the unzoomed ones at those x.
+  CHECK(zoomed["variants"][0]["mean"][0] == smoothed["variants"][0]["mean"][1]);
   nlohmann::json delta =
       GetJson(d, "/api/experiments/dash/curves?metric=eval%2Floss&delta=1&variants=no-pos");
   REQUIRE(delta["variants"].size() == 1);
@@ -218,8 +225,22 @@ TEST_CASE(
   nlohmann::json detail = GetJson(d, "/api/runs/1");
   CHECK(detail["state"] == "succeeded");
   CHECK(detail["transitions"].size() >= 3);
-  nlohmann::json logs = GetJson(d, "/api/runs/1/logs?limit=5");
-  CHECK(logs["lines"].size() <= 5);
+  nlohmann::json logs = GetJson(d, "/api/runs/1/logs?limit=10000");
+  REQUIRE(logs["lines"].size() >= 4);
+  const nlohmann::json& all = logs["lines"];
+  // The tail first, then the page before it: together the log's end, in order.
+  nlohmann::json tail = GetJson(d, "/api/runs/1/logs?tail=2");
+  REQUIRE(tail["lines"].size() == 2);
+  CHECK(tail["lines"][1] == all[all.size() - 1]);
+  CHECK(tail["lines"][0] == all[all.size() - 2]);
+  CHECK(tail["next"] == all[all.size() - 1]["cursor"]);
+  CHECK(tail["finished"] == true);
+  nlohmann::json before = GetJson(
+      d, "/api/runs/1/logs?before=" + tail["lines"][0]["cursor"].dump() + "&limit=2");
+  REQUIRE(before["lines"].size() == 2);
+  CHECK(before["lines"][1] == all[all.size() - 3]);
+  CHECK(Http(d.port, {"GET", "/api/runs/1/logs?tail=2&after=3", "", {{"Cookie", d.cookie}}})
+            .status == 400);
   const std::string stream = ReadEvents(
       d.port, "/api/runs/1/logs/stream?after=0", d.cookie,
       [](const std::string& got) { return absl::StrContains(got, "event: end"); }, 10);

@@ -89,8 +89,8 @@ export async function post(path, body) {
 // stream(() => url, {changed: fn}) opens an EventSource and reopens it (with a fresh URL, so a
 // log tail resumes at its cursor) 2 s after it fails. close() stops it for good. Handlers `open`
 // (every connection) and `reopen` (every one after the first: refetch what may have changed
-// while the stream was down) are not event names. An `event: error` the server sends (it has
-// data, a lost connection has none) goes to the `error` handler and ends the stream for good.
+// while the stream was down) are not event names; nor is `error`, which EventSource uses for a
+// lost connection (taed reports its own failures as `event: failed`).
 const streams = new Set();
 let liveListener = () => {};
 export function onLiveChange(fn) { liveListener = fn; }
@@ -138,8 +138,30 @@ export function stream(urlFn, handlers) {
     streams.delete(s);
     notifyLive();
   };
+  s.connect = connect;
   streams.add(s);
-  connect();
+  if (!document.hidden) connect();
   notifyLive();
   return s;
 }
+
+// A browser holds at most 6 connections to one host, and every open dashboard tab keeps its
+// streams open: a hidden tab lets go of them, and when it is shown again it reconnects and its
+// view refetches (the `reopen` handler) what changed meanwhile.
+document.addEventListener("visibilitychange", () => {
+  for (const s of streams) {
+    if (s.closed) continue;
+    if (document.hidden) {
+      clearTimeout(s.timer);
+      s.es?.close();
+      s.es = null;
+      s.up = false;
+      if (s.opens > 0) s.opens = 1;  // the next open is a reopen
+    } else if (!s.es) {
+      if (s.opens === 0) s.opens = 1;  // opened hidden: the view loaded without it
+      s.connect();
+    }
+  }
+  notifyLive();
+});
+

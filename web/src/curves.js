@@ -1,6 +1,8 @@
 // #/e/<id>/curves?metric=&x=step|tokens|wall|rel&smooth=&delta=0|1&logx=&logy=&minmax=&variants=a,b&baseline=&zoom=x0,x1
 // One uPlot chart: per variant the mean over seeds as a line and the 95% CI as a band, both
-// computed (and smoothed, and bucketed to ~2 × the chart's width) by taed.
+// computed (and smoothed, and bucketed to ~2 × the chart's width) by taed. With a zoom, taed
+// sends only the points in the zoom's x range (x_min/x_max), bucketed across that range: full
+// detail however far in, and the exports carry the same range.
 import uPlot from "uplot";
 import {
   h, clear, isNum, fmtMetric, fmtShort, fmtTime, fmtDurationShort, singleFlight, shq, hashFor, queryString,
@@ -22,7 +24,6 @@ export function mount(root, route, app) {
   let exp = null, metricList = null, curves = null;
   let error = null, fatal = null, loading = false;
   let u = null, sig = "", fetchedWidth = 0;
-  let applying = false;  // set around our own scale changes (onXScale is idempotent anyway)
   let exportOpen = false;
   let drawn = null;      // the state the chart shows: the URL's, with x, delta and metric of the answer
   const ctl = new AbortController();
@@ -58,6 +59,7 @@ export function mount(root, route, app) {
     const [a, b] = z.split(",").map(Number);
     return isNum(a) && isNum(b) && a < b ? [a, b] : null;
   }
+  const zoomKey = (z) => (z ? `${z[0]},${z[1]}` : "");
 
   function crumbs() {
     app.setCrumbs([{ label: "Experiments", href: "#/" },
@@ -72,6 +74,7 @@ export function mount(root, route, app) {
     return {
       metric: s.metric, x: s.x, width, smooth: s.smooth, delta: s.delta ? 1 : 0,
       baseline: s.baseline || undefined, variants: s.variants.join(",") || undefined,
+      x_min: s.zoom?.[0], x_max: s.zoom?.[1],
     };
   }
   const curvesUrl = (p) => `${apiBase}/curves?${queryString(p)}`;
@@ -94,7 +97,12 @@ export function mount(root, route, app) {
       else api.get(`${apiBase}`, { signal: ctl.signal }).then((e) => { exp = e; renderHead(); }).catch(() => {});
       if (!st().metric) { curves = null; error = null; render(); return; }
       const width = chartWidth();
+      const zoom = st().zoom;
       const c = await api.get(curvesUrl(params(width)), { signal: ctl.signal });
+      // The zoom changed while this was on its way: its points are of another range. Ask again
+      // (singleFlight runs it once this one has finished) and keep what is drawn meanwhile.
+      if (zoomKey(st().zoom) !== zoomKey(zoom)) { refetch(); return; }
+      c._zoom = zoom;  // the x range these points are of (null: all of them)
       fetchedWidth = width;
       curves = c;
       error = null;
@@ -300,7 +308,10 @@ export function mount(root, route, app) {
       pxAlign: 0,
       legend: { show: false },
       cursor: {
-        drag: { x: true, y: false, setScale: true },
+        // A drag selects a range that becomes the URL's zoom (setSelect below); a double-click
+        // resets it. uPlot's own zoom would only know the points it has.
+        drag: { x: true, y: false, setScale: false },
+        bind: { dblclick: () => (ev) => { if (ev.button === 0 && st().zoom) resetZoom(); return null; } },
         dataIdx: nearestIdx,
         points: { show: (u, si) => (means.has(si) ? cursorDot()() : null) },
       },
@@ -318,7 +329,8 @@ export function mount(root, route, app) {
       hooks: {
         draw: [drawExtras],
         setCursor: [(u) => updateLegend(u)],
-        setScale: [(u, key) => { if (key === "x") onXScale(u); }],
+        setScale: [(chart, key) => { if (key === "x" && chart === u) markScale(chart); }],
+        setSelect: [(chart) => onSelect(chart)],
       },
     };
     return new uPlot(opts, data, host);
@@ -380,58 +392,48 @@ export function mount(root, route, app) {
     return i < 0 ? curves.x.length : i;
   }
 
-  function fullRange(u) {
-    const xs = u.data[0];
+  function fullRange(chart) {
+    const xs = chart.data[0];
     return xs.length ? [xs[0], xs[xs.length - 1]] : null;
   }
   function roundZoom(a, b) {
-    const digits = Math.max(0, Math.min(10, Math.ceil(-Math.log10((b - a) / 10000))));
+    let digits = Math.max(0, Math.min(10, Math.ceil(-Math.log10((b - a) / 10000))));
+    while (digits < 12 && a > 0 && !(+a.toFixed(digits) > 0)) digits++;  // log x: keep it positive
     return `${+a.toFixed(digits)},${+b.toFixed(digits)}`;
   }
-  // The x range on screen, as data-x-min/-max (and the number of x values as data-x-len) on
-  // the chart's element: for tests and for anyone scripting the page.
-  function markScale(u) {
-    if (!u) {
+  // The x range on screen, as data-x-min/-max, and the number of x values drawn as data-x-len,
+  // on the chart's element: for tests and for anyone scripting the page.
+  function markScale(chart) {
+    if (!chart) {
       delete host.dataset.xMin; delete host.dataset.xMax; delete host.dataset.xLen;
       return;
     }
-    host.dataset.xMin = u.scales.x.min;
-    host.dataset.xMax = u.scales.x.max;
-    host.dataset.xLen = curves?.x?.length ?? u.data[0].length;
+    host.dataset.xMin = chart.scales.x.min;
+    host.dataset.xMax = chart.scales.x.max;
+    host.dataset.xLen = chart.data[0].length;
   }
-  // uPlot runs this hook in its (asynchronous) commit, for the user's zooms and for ours alike;
-  // it is idempotent: the URL ends up naming the range on screen.
-  let rounded = "";
-  function onXScale(chart) {
-    const { min, max } = chart.scales.x;
-    const full = fullRange(chart);
-    if (!full || !isNum(min) || !isNum(max)) return;
-    const whole = min <= full[0] && max >= full[1];
-    const z = whole ? null : roundZoom(min, max);
-    if (z && z !== rounded) {
-      // Show exactly the rounded range the URL will carry, so that opening the URL shows the
-      // same. (Not from inside uPlot's commit: after it.)
-      const [a, b] = z.split(",").map(Number);
-      if (a !== min || b !== max) {
-        rounded = z;
-        queueMicrotask(() => { if (u === chart) chart.setScale("x", { min: a, max: b }); });
-        return;
-      }
-    }
-    markScale(chart);
-    if (!applying && (q.zoom || null) !== z) app.setQuery({ zoom: z });
+  // A drag ended: its range, rounded, becomes the URL's zoom (update() then shows exactly that
+  // and fetches its points). Dragging across everything of an unzoomed chart is no zoom.
+  function onSelect(chart) {
+    const { left, width } = chart.select;
+    if (!(width > 0)) return;
+    const a = chart.posToVal(left, "x"), b = chart.posToVal(left + width, "x");
+    chart.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+    // not from inside uPlot's event handling
+    queueMicrotask(() => {
+      if (u !== chart || !isNum(a) || !isNum(b) || !(b > a)) return;
+      const full = curves && !curves._zoom ? fullRange(chart) : null;
+      const z = full && a <= full[0] && b >= full[1] ? null : roundZoom(a, b);
+      if ((q.zoom || null) === z) applyZoom();
+      else app.setQuery({ zoom: z });
+    });
   }
+  // Put the chart's x scale on the URL's zoom (or on all the points it has), synchronously.
   function applyZoom() {
     if (!u) return;
-    const z = st().zoom;
-    applying = true;
-    try {
-      if (z) u.setScale("x", { min: z[0], max: z[1] });
-      else {
-        const full = fullRange(u);
-        if (full) u.setScale("x", { min: full[0], max: full[1] });
-      }
-    } finally { applying = false; }
+    const z = st().zoom || fullRange(u);
+    if (z) u.batch(() => u.setScale("x", { min: z[0], max: z[1] }));
+    markScale(u);
   }
   function resetZoom() { app.setQuery({ zoom: null }); }
 
@@ -478,27 +480,29 @@ export function mount(root, route, app) {
     if (!c.variants.length || !hasPoints) {
       destroyChart();
       clear(legend);
-      msg.textContent = !c.variants.length ? "No variant selected." : `No points of ${s.metric} yet.`;
+      msg.textContent = !c.variants.length ? "No variant selected." : c._zoom
+        ? `No points of ${s.metric} between ${xLabel(c._zoom[0])} and ${xLabel(c._zoom[1])}: reset the zoom (z).`
+        : `No points of ${s.metric} yet.`;
       host.style.height = chartHeight() + "px";
+      if (c._zoom && c.variants.length) Object.assign(host.dataset, { xMin: c._zoom[0], xMax: c._zoom[1], xLen: 0 });
       return;
     }
     msg.textContent = "";
     host.style.height = "";
     if (u && newSig === sig) {
-      // Live update: keep the user's zoom (setData(data, false)); without a zoom, follow the data.
-      if (s.zoom) {
-        u.setData(data, false);
-        applyZoom();
-        u.redraw();
-      } else {
-        applying = true;
-        try { u.setData(data); } finally { applying = false; }
-      }
+      // Live update: keep the zoom (setData(data, false), then the zoom's range again); without
+      // a zoom, follow the data. In one batch: the scale and data-x-* change together.
+      const z = s.zoom;
+      u.batch(() => {
+        if (z) {
+          u.setData(data, false);
+          u.setScale("x", { min: z[0], max: z[1] });
+        } else u.setData(data);
+      });
       buildLegend(c);
     } else {
       destroyChart();
-      applying = true;
-      try { u = buildChart(c, data); } finally { applying = false; }
+      u = buildChart(c, data);
       sig = newSig;
       buildLegend(c);
       if (s.zoom) applyZoom();
@@ -506,6 +510,7 @@ export function mount(root, route, app) {
     updateLegend(u);
     markScale(u);
     foot.append(`${c.variants.length} variant${c.variants.length === 1 ? "" : "s"}, ${c.buckets ?? c.x.length} buckets`,
+      c._zoom ? ` from ${xLabel(c._zoom[0])} to ${xLabel(c._zoom[1])}` : "",
       c.smooth ? `, smoothed ${c.smooth}` : "", c.delta ? `, minus baseline` : "",
       ". Drag to zoom, double-click to reset. Shaded: 95% CI of the mean over seeds; ▲ on the axis: fewer runs from there on.");
   }
@@ -533,18 +538,20 @@ export function mount(root, route, app) {
       const changed = (k) => (old[k] || "") !== (q[k] || "");
       const needFetch = ["metric", "x", "smooth", "delta", "variants", "baseline"].some(changed);
       const needRebuild = ["logx", "logy", "minmax"].some(changed);
-      if (needFetch) {
-        // keep the old chart until the new answer arrives
+      const zoomed = changed("zoom");
+      // the points drawn are not of the new zoom's range: fetch them
+      const otherRange = zoomed && (!curves || zoomKey(st().zoom) !== zoomKey(curves._zoom));
+      if (needFetch || otherRange) {
+        // keep the old chart until the new answer arrives; a zoom in shows its range at once
+        if (zoomed && !needFetch && !needRebuild && st().zoom) applyZoom();
         renderTools();
         renderChips();
         refetch();
       } else if (needRebuild) {
         sig = "";
         render();
-      } else if (changed("zoom")) {
-        const z = st().zoom;
-        const cur = u ? [u.scales.x.min, u.scales.x.max] : null;
-        if (!(z && cur && roundZoom(cur[0], cur[1]) === q.zoom)) applyZoom();
+      } else if (zoomed) {
+        applyZoom();
         renderTools();
       } else render();
       return true;

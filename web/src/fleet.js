@@ -70,31 +70,26 @@ export function mount(root, route, app) {
       })))));
   }
 
+  // taed's shapes: VMs {provider, pool, name, zone, state}; events {time, provider, subject, event, detail}.
   function vmsPanel() {
     const vms = fleet.vms || [];
-    const hasProvider = vms.some((v) => v.provider), hasWorkers = vms.some((v) => v.workers != null);
     return panel("TPU VMs", vms.length, vms.length === 0 ? h("div.state-msg", "No VMs: no provider pool is configured, or it is scaled to zero.") :
       h("div.tbl-wrap", h("table.tbl.compact",
-        h("thead", h("tr", h("th", "name"), hasProvider ? h("th", "provider") : null, h("th", "pool"), h("th", "zone"), h("th", "state"),
-          hasWorkers ? h("th.num", "workers") : null)),
-        h("tbody", vms.map((v) => h("tr", h("td.mono.nowrap", v.name), hasProvider ? h("td.mono", v.provider || "") : null,
-          h("td.mono", v.pool || ""), h("td.mono.muted", v.zone || ""),
-          h("td", badge(v.state)), hasWorkers ? h("td.num", v.workers ?? "") : null))))));
+        h("thead", h("tr", h("th", "name"), h("th", "provider"), h("th", "pool"), h("th", "zone"), h("th", "state"))),
+        h("tbody", vms.map((v) => h("tr", h("td.mono.nowrap", v.name), h("td.mono", v.provider || ""),
+          h("td.mono", v.pool || ""), h("td.mono.muted", v.zone || ""), h("td", badge(v.state))))))));
   }
 
-  // taed names these fields time/provider/subject/event/detail; at/pool/vm/kind/message also work.
-  const providerEvent = (e) => ({
-    at: e.at ?? e.time, pool: e.pool ?? e.provider, vm: e.vm ?? e.subject, kind: e.kind ?? e.event, message: e.message ?? e.detail,
-  });
-
   function eventsPanel(now) {
-    const evs = (fleet.provider_events || []).map(providerEvent).sort((a, b) => (b.at || 0) - (a.at || 0)).slice(0, 100);
-    return panel("Provider events", (fleet.provider_events || []).length, evs.length === 0 ? h("div.state-msg", "Nothing yet.") :
+    const all = fleet.provider_events || [];
+    const evs = [...all].sort((a, b) => (b.time || 0) - (a.time || 0)).slice(0, 100);
+    return panel("Provider events", all.length, evs.length === 0 ? h("div.state-msg", "Nothing yet.") :
       h("div.tbl-wrap", { style: { maxHeight: "320px", overflowY: "auto" } }, h("table.tbl.compact",
         h("thead", h("tr", h("th.num", "at"), h("th", "provider"), h("th", "agent / VM"), h("th", "event"), h("th", "detail"))),
         h("tbody", evs.map((e) => h("tr",
-          h("td.num", { title: fmtTime(e.at), dataset: { ago: e.at ?? "" } }, fmtAgo(e.at, now)), h("td.mono.nowrap", e.pool || ""), h("td.mono.nowrap", e.vm || ""),
-          h("td", h("span.chip", e.kind || "")), h("td.wrap", e.message || "")))))));
+          h("td.num", { title: fmtTime(e.time), dataset: { ago: e.time ?? "" } }, fmtAgo(e.time, now)),
+          h("td.mono.nowrap", e.provider || ""), h("td.mono.nowrap", e.subject || ""),
+          h("td", h("span.chip", e.event || "")), h("td.wrap", e.detail || "")))))));
   }
 
   function queuePanel(now) {

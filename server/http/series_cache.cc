@@ -1,0 +1,102 @@
+#include "server/http/series_cache.h"
+
+#include <algorithm>
+
+namespace tae::http {
+
+SeriesCache::SeriesCache(query::Query* query, int64_t max_points)
+    : query_(query), max_points_(max_points) {}
+
+absl::StatusOr<const std::map<int64_t, std::vector<store::MetricPoint>>*> SeriesCache::Get(
+    int64_t experiment, const std::vector<query::RunView>& runs, const std::string& key) {
+  const Key k{experiment, key};
+  recent_.remove(k);
+  recent_.push_front(k);
+  auto [it, fresh] = entries_.try_emplace(k);
+  Entry& entry = it->second;
+  if (fresh) {
+    ++reads_;
+    absl::StatusOr<std::map<int64_t, std::vector<store::MetricPoint>>> all =
+        query_->ExperimentSeries(experiment, key);
+    if (!all.ok()) {
+      entries_.erase(it);
+      recent_.remove(k);
+      return all.status();
+    }
+    entry.series = *std::move(all);
+    for (const auto& [run, points] : entry.series) {
+      entry.points += static_cast<int64_t>(points.size());
+    }
+  }
+  for (const query::RunView& view : runs) {
+    auto summary = std::find_if(view.summaries.begin(), view.summaries.end(),
+                                [&](const store::MetricSummary& s) { return s.key == key; });
+    const int64_t count = summary == view.summaries.end() ? 0 : summary->count;
+    auto known = entry.attempt_count.find(view.run.id);
+    std::vector<store::MetricPoint>& points = entry.series[view.run.id];
+    if (known == entry.attempt_count.end() && fresh) {
+      // Read just now: what the summary says is what was read, unless ingest ran in between
+      // (it cannot: both run on the core).
+      entry.attempt_count[view.run.id] = {view.run.attempt, count};
+      if (points.empty()) {
+        entry.series.erase(view.run.id);
+      }
+      continue;
+    }
+    const std::pair<int, int64_t> now{view.run.attempt, count};
+    if (known != entry.attempt_count.end() && known->second == now) {
+      if (points.empty()) {
+        entry.series.erase(view.run.id);
+      }
+      continue;
+    }
+    const int64_t before = static_cast<int64_t>(points.size());
+    const bool same_attempt =
+        known != entry.attempt_count.end() && known->second.first == view.run.attempt;
+    const int64_t after_step = same_attempt && !points.empty() ? points.back().step : -1;
+    ++reads_;
+    absl::StatusOr<std::vector<store::MetricPoint>> more =
+        query_->QueryMetricAfter(view.run.id, key, after_step);
+    if (!more.ok()) {
+      return more.status();
+    }
+    if (after_step < 0) {
+      points = *std::move(more);
+    } else {
+      points.insert(points.end(), more->begin(), more->end());
+      if (static_cast<int64_t>(points.size()) != count) {
+        // Steps at or below the last one were replaced: read the whole series.
+        ++reads_;
+        absl::StatusOr<std::vector<store::MetricPoint>> whole =
+            query_->QueryMetricAfter(view.run.id, key, -1);
+        if (!whole.ok()) {
+          return whole.status();
+        }
+        points = *std::move(whole);
+      }
+    }
+    entry.points += static_cast<int64_t>(points.size()) - before;
+    entry.attempt_count[view.run.id] = now;
+    if (points.empty()) {
+      entry.series.erase(view.run.id);
+    }
+  }
+  points_ = 0;
+  for (const auto& [key_, e] : entries_) {
+    points_ += e.points;
+  }
+  Evict();
+  return &entries_.at(k).series;
+}
+
+void SeriesCache::Evict() {
+  // Never the one just asked for (at the front).
+  while (points_ > max_points_ && recent_.size() > 1) {
+    const Key victim = recent_.back();
+    recent_.pop_back();
+    points_ -= entries_[victim].points;
+    entries_.erase(victim);
+  }
+}
+
+}  // namespace tae::http

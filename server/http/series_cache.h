@@ -1,0 +1,55 @@
+#pragma once
+
+// The points of the metric series the dashboard draws, kept in memory between requests: a live
+// experiment's curves are asked for again at every change, and reading 750,000 points from
+// SQLite each time would take the core a quarter of a second. A run's series is read again only
+// where its summary (attempt, last step, count) moved, and then only its new steps; a series
+// whose count does not add up (points replaced by a later attempt) is read whole. Core thread
+// only, like the Query it reads through.
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/query/query.h"
+
+namespace tae::http {
+
+class SeriesCache {
+ public:
+  // At most `max_points` points are kept (48 bytes each); the least recently asked
+  // (experiment, metric) goes first.
+  SeriesCache(query::Query* query, int64_t max_points);
+
+  // The points of `key` of every run in `runs` (the experiment's, with their summaries), by run
+  // id; a run without the metric has no entry.
+  absl::StatusOr<const std::map<int64_t, std::vector<store::MetricPoint>>*> Get(
+      int64_t experiment, const std::vector<query::RunView>& runs, const std::string& key);
+
+  int64_t points() const { return points_; }
+  // Statements run to refresh series, for tests: 0 when nothing changed.
+  int64_t reads() const { return reads_; }
+
+ private:
+  struct Entry {
+    std::map<int64_t, std::vector<store::MetricPoint>> series;
+    std::map<int64_t, std::pair<int, int64_t>> attempt_count;  // run -> (attempt, count)
+    int64_t points = 0;
+  };
+  using Key = std::pair<int64_t, std::string>;
+
+  void Evict();
+
+  query::Query* query_;
+  int64_t max_points_;
+  int64_t points_ = 0;
+  int64_t reads_ = 0;
+  std::map<Key, Entry> entries_;
+  std::list<Key> recent_;  // most recent first
+};
+
+}  // namespace tae::http
