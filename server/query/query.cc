@@ -65,9 +65,6 @@ constexpr char kLogsBefore[] =
 constexpr char kMetricRange[] =
     "SELECT MIN(m.step), MAX(m.step), COUNT(*) FROM metrics m JOIN metric_keys k ON k.id = "
     "m.key_id WHERE m.run_id = ? AND k.name = ?";
-constexpr char kMetricPoints[] =
-    "SELECT m.step, m.value, m.wall_time FROM metrics m JOIN metric_keys k ON k.id = m.key_id "
-    "WHERE m.run_id = ? AND k.name = ? ORDER BY m.step";
 // Bucket b holds the steps with (step - first) * max_points / (last - first + 1) == b.
 constexpr char kMetricBuckets[] =
     "SELECT MAX(m.step), AVG(m.value), MIN(m.value), MAX(m.value), MAX(m.wall_time), COUNT(*) "
@@ -90,6 +87,11 @@ constexpr char kMetricPointsAfter[] =
     "id FROM metric_keys WHERE name = ?) AND m.step > ? ORDER BY m.step";
 constexpr char kSearchLogs[] =
     "SELECT id FROM logs WHERE run_id = ? AND instr(lower(line), lower(?)) > 0 ORDER BY id LIMIT ?";
+
+// A row of kLogs or kLogsBefore.
+store::LogRecord ReadLogLine(const Statement& stmt) {
+  return {stmt.Int(0), static_cast<int>(stmt.Int(1)), stmt.Text(2), stmt.Text(3), stmt.Double(4)};
+}
 
 store::RunState StateOf(const std::string& text) {
   return store::RunStateFromString(text).value_or(store::RunState::kFailed);
@@ -230,8 +232,7 @@ absl::StatusOr<LogPage> Query::Logs(int64_t run_id, int64_t after, int limit) {
     if (!more) {
       break;
     }
-    page.lines.push_back({stmt->Int(0), static_cast<int>(stmt->Int(1)), stmt->Text(2),
-                          stmt->Text(3), stmt->Double(4)});
+    page.lines.push_back(ReadLogLine(*stmt));
     page.next = page.lines.back().cursor;
   }
   // Final only once every line has been read: a final run's lines are all stored already.
@@ -255,8 +256,7 @@ absl::StatusOr<LogPage> Query::LogsBefore(int64_t run_id, int64_t before, int li
     if (!more) {
       break;
     }
-    page.lines.push_back({stmt->Int(0), static_cast<int>(stmt->Int(1)), stmt->Text(2),
-                          stmt->Text(3), stmt->Double(4)});
+    page.lines.push_back(ReadLogLine(*stmt));
   }
   std::reverse(page.lines.begin(), page.lines.end());
   page.next = page.lines.empty() ? 0 : page.lines.back().cursor;
@@ -478,18 +478,7 @@ absl::StatusOr<std::vector<store::MetricPoint>> Query::QueryMetric(int64_t run_i
   const int64_t last = range->Int(1);
   range->Reset();
   if (max_points <= 0 || count <= max_points) {
-    ASSIGN_OR_RETURN(Statement * raw, db_->Cached(kMetricPoints));
-    raw->Bind(1, run_id).Bind(2, key);
-    out.reserve(static_cast<size_t>(count));
-    while (true) {
-      ASSIGN_OR_RETURN(bool more, raw->Step());
-      if (!more) {
-        break;
-      }
-      const double value = raw->Double(1);
-      out.push_back({raw->Int(0), value, value, value, raw->Double(2), 1});
-    }
-    return out;
+    return QueryMetricAfter(run_id, key, std::numeric_limits<int64_t>::min());
   }
   ASSIGN_OR_RETURN(Statement * buckets, db_->Cached(kMetricBuckets));
   buckets->Bind(1, run_id)
