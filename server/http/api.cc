@@ -217,222 +217,250 @@ std::shared_ptr<EventSource> Api::OpenStream(const Request& request, Response* e
 
 Response Api::Get(const Request& request) {
   const std::vector<std::string> p = Parts(request.path);
-  auto fail = [](const absl::Status& s) { return FromStatus(s); };
   if (p.size() == 2 && p[1] == "session") {
     return Ok({{"csrf", secrets_.csrf}, {"version", host::Version()}});
   }
   if (p.size() == 2 && p[1] == "experiments") {
-    absl::StatusOr<std::vector<store::ExperimentRecord>> exps = query_->ListExperiments(0);
-    if (!exps.ok()) return fail(exps.status());
-    ordered_json list = ordered_json::array();
-    for (const store::ExperimentRecord& exp : *exps) {
-      tae::v1::Experiment proto;
-      rpc::ToProto(exp, &proto);
-      list.push_back(api::ExperimentJson(proto));
-    }
-    return Ok({{"experiments", list}});
+    return Experiments();
   }
   if (p.size() == 2 && p[1] == "fleet") {
-    tae::v1::ListAgentsResponse agents;
-    for (const auto& [id, agent] : controller_->registry().agents()) {
-      rpc::ToProto(agent, agents.add_agents());
-    }
-    for (const provider::ProviderEvent& event : controller_->provider_log()->events()) {
-      rpc::ToProto(event, agents.add_provider_events());
-    }
-    for (const provider::CloudVm& vm : controller_->provider_log()->vms()) {
-      rpc::ToProto(vm, agents.add_vms());
-    }
-    ordered_json out = api::FleetJson(agents);
-    absl::StatusOr<std::vector<store::RunRecord>> queue = query_->Queue();
-    if (!queue.ok()) return fail(queue.status());
-    ordered_json queued = ordered_json::array();
-    for (const store::RunRecord& run : *queue) {
-      tae::v1::Run proto;
-      rpc::ToProto(run, &proto);
-      queued.push_back(api::RunJson(proto));
-    }
-    out["queue"] = queued;
-    return Ok(out);
+    return Fleet();
   }
   if (p.size() >= 3 && p[1] == "experiments") {
-    absl::StatusOr<int64_t> id = query_->ResolveExperiment(p[2]);
-    if (!id.ok()) return fail(id.status());
-    const std::string what = p.size() == 3 ? "" : p[3];
-    if (p.size() > 4) {
-      return Response::Error(404, absl::StrCat(request.path, ": no such endpoint"));
-    }
-    if (what.empty()) {
-      absl::StatusOr<store::ExperimentRecord> exp = query_->GetExperiment(*id);
-      if (!exp.ok()) return fail(exp.status());
-      tae::v1::Experiment proto;
-      rpc::ToProto(*exp, &proto);
-      return Ok(api::ExperimentJson(proto));
-    }
-    if (what == "report") {
-      std::vector<std::string> metrics =
-          absl::StrSplit(request.Param("metrics"), ',', absl::SkipEmpty());
-      absl::StatusOr<query::ReportResult> report = query_->Report(
-          absl::StrCat(*id), metrics, request.Param("baseline"), request.Param("sort"));
-      if (!report.ok()) return fail(report.status());
-      tae::v1::ReportResponse proto;
-      rpc::ToProto(*report, &proto);
-      ordered_json out = api::ReportJson(proto);
-      ordered_json goal = ordered_json::object();
-      for (const std::string& metric : report->metrics) {
-        goal[metric] =
-            report::HigherIsBetter(metric, report->experiment.report.goal) ? "max" : "min";
-      }
-      out["goal"] = goal;
-      absl::StatusOr<std::vector<query::RunView>> runs = query_->ListRuns(absl::StrCat(*id));
-      if (!runs.ok()) return fail(runs.status());
-      out["varying"] = VaryingKeys(*runs);
-      return Ok(out);
-    }
-    if (what == "runs") {
-      absl::StatusOr<std::vector<query::RunView>> runs = query_->ListRuns(absl::StrCat(*id));
-      if (!runs.ok()) return fail(runs.status());
-      ordered_json list = ordered_json::array();
-      for (const query::RunView& run : *runs) {
-        tae::v1::Run proto;
-        rpc::ToProto(run, &proto);
-        list.push_back(api::RunJson(proto));
-      }
-      return Ok({{"runs", list}});
-    }
-    if (what == "metrics") {
-      absl::StatusOr<std::vector<std::string>> names = query_->MetricNames(*id);
-      if (!names.ok()) return fail(names.status());
-      absl::StatusOr<store::ExperimentRecord> exp = query_->GetExperiment(*id);
-      if (!exp.ok()) return fail(exp.status());
-      std::vector<std::string> defaults = exp->report.metrics;
-      if (defaults.empty()) {
-        defaults = metrics::DefaultMetrics(*names);
-      }
-      return Ok({{"metrics", *names}, {"default", defaults}});
-    }
-    if (what == "curves" || what == "curves.csv" || what == "curves.svg") {
-      return Curves(request, *id, what);
-    }
-    return Response::Error(404, absl::StrCat(request.path, ": no such endpoint"));
+    return Experiment(request, p);
   }
   if (p.size() >= 3 && p[1] == "runs") {
-    absl::StatusOr<int64_t> run_id = RunId(p[2]);
-    if (!run_id.ok()) return fail(run_id.status());
-    const std::string what = p.size() == 3 ? "" : absl::StrJoin(p.begin() + 3, p.end(), "/");
-    if (what.empty()) {
-      absl::StatusOr<query::RunDetail> detail = query_->GetRun(*run_id);
-      if (!detail.ok()) return fail(detail.status());
-      tae::v1::GetRunResponse proto;
-      rpc::ToProto(*detail, &proto);
-      ordered_json out = api::RunJson(proto.run());
-      ordered_json transitions = ordered_json::array();
-      for (const store::TransitionRecord& t : detail->transitions) {
-        transitions.push_back({{"attempt", t.attempt},
-                               {"from", t.from_state},
-                               {"to", t.to_state},
-                               {"reason", t.reason},
-                               {"at", t.at}});
-      }
-      out["transitions"] = transitions;
-      ordered_json summaries = ordered_json::array();
-      for (const store::MetricSummary& s : detail->view.summaries) {
-        summaries.push_back({{"key", s.key},
-                             {"last_step", s.last_step},
-                             {"last", s.last_value},
-                             {"min", s.min_value},
-                             {"max", s.max_value},
-                             {"count", s.count}});
-      }
-      out["summaries"] = summaries;
-      absl::StatusOr<api::HeadGrid> grid = api::BuildHeadGrid(proto.run());
-      out["heads"] = grid.ok() ? api::HeadGridJson(*run_id, *grid) : ordered_json();
-      return Ok(out);
-    }
-    if (what == "series") {
-      const std::string metric = request.Param("metric");
-      if (metric.empty()) {
-        return Response::Error(400, "metric: required, e.g. metric=train/loss");
-      }
-      absl::StatusOr<int64_t> width = IntParam(request, "width", 600, 50, 8000);
-      if (!width.ok()) return fail(width.status());
-      absl::StatusOr<std::vector<store::MetricPoint>> points =
-          query_->QueryMetric(*run_id, metric, *width * 2);
-      if (!points.ok()) return fail(points.status());
-      ordered_json x = ordered_json::array(), value = ordered_json::array(),
-                   min = ordered_json::array(), max = ordered_json::array();
-      for (const store::MetricPoint& point : *points) {
-        x.push_back(point.step);
-        value.push_back(std::isfinite(point.value) ? ordered_json(point.value) : ordered_json());
-        min.push_back(std::isfinite(point.min) ? ordered_json(point.min) : ordered_json());
-        max.push_back(std::isfinite(point.max) ? ordered_json(point.max) : ordered_json());
-      }
-      return Ok({{"run", *run_id},
-                 {"metric", metric},
-                 {"x", x},
-                 {"value", value},
-                 {"min", min},
-                 {"max", max}});
-    }
-    if (what == "logs") {
-      absl::StatusOr<int64_t> after = IntParam(request, "after", 0, 0, INT64_MAX);
-      if (!after.ok()) return fail(after.status());
-      absl::StatusOr<int64_t> limit =
-          IntParam(request, "limit", 1000, 1, query::Query::kMaxLogLines);
-      if (!limit.ok()) return fail(limit.status());
-      absl::StatusOr<int64_t> tail = IntParam(request, "tail", 0, 0, query::Query::kMaxLogLines);
-      if (!tail.ok()) return fail(tail.status());
-      absl::StatusOr<int64_t> before = IntParam(request, "before", 0, 0, INT64_MAX);
-      if (!before.ok()) return fail(before.status());
-      if ((*tail > 0 || *before > 0) && !request.Param("after").empty()) {
-        return Response::Error(400, "after: not with tail or before (one direction at a time)");
-      }
-      absl::StatusOr<query::LogPage> page =
-          *tail > 0 || *before > 0
-              ? query_->LogsBefore(*run_id, *before, static_cast<int>(*tail > 0 ? *tail : *limit))
-              : query_->Logs(*run_id, *after, static_cast<int>(*limit));
-      if (!page.ok()) return fail(page.status());
-      return Ok(LogPageJson(*page));
-    }
-    if (what == "logs/search") {
-      const std::string q = request.Param("q");
-      if (q.empty()) {
-        return Response::Error(400, "q: the text to search for");
-      }
-      absl::StatusOr<std::vector<int64_t>> matches =
-          query_->SearchLogs(*run_id, q, kMaxSearchMatches + 1);
-      if (!matches.ok()) return fail(matches.status());
-      const bool truncated = static_cast<int>(matches->size()) > kMaxSearchMatches;
-      if (truncated) {
-        matches->pop_back();
-      }
-      return Ok({{"matches", *matches}, {"truncated", truncated}});
-    }
-    if (what == "logs.txt") {
-      std::string text;
-      int64_t after = 0;
-      int64_t lines = 0;
-      while (lines < kMaxDownloadLines) {
-        absl::StatusOr<query::LogPage> page =
-            query_->Logs(*run_id, after, query::Query::kMaxLogLines);
-        if (!page.ok()) return fail(page.status());
-        for (const store::LogRecord& line : page->lines) {
-          absl::StrAppend(&text, line.stream == "stderr" ? "[stderr] " : "", line.text, "\n");
-        }
-        lines += static_cast<int64_t>(page->lines.size());
-        if (page->lines.empty() || page->next == after) {
-          break;
-        }
-        after = page->next;
-      }
-      Response r;
-      r.content_type = "text/plain; charset=utf-8";
-      r.body = std::move(text);
-      return Download(std::move(r), absl::StrCat("r", *run_id, ".log"), true);
-    }
-    return Response::Error(404, absl::StrCat(request.path, ": no such endpoint"));
+    return Run(request, p);
   }
   return Response::Error(404, absl::StrCat(request.path, ": no such endpoint"));
+}
+
+Response Api::Experiments() {
+  absl::StatusOr<std::vector<store::ExperimentRecord>> exps = query_->ListExperiments(0);
+  if (!exps.ok()) return FromStatus(exps.status());
+  ordered_json list = ordered_json::array();
+  for (const store::ExperimentRecord& exp : *exps) {
+    tae::v1::Experiment proto;
+    rpc::ToProto(exp, &proto);
+    list.push_back(api::ExperimentJson(proto));
+  }
+  return Ok({{"experiments", list}});
+}
+
+Response Api::Fleet() {
+  tae::v1::ListAgentsResponse agents;
+  for (const auto& [id, agent] : controller_->registry().agents()) {
+    rpc::ToProto(agent, agents.add_agents());
+  }
+  for (const provider::ProviderEvent& event : controller_->provider_log()->events()) {
+    rpc::ToProto(event, agents.add_provider_events());
+  }
+  for (const provider::CloudVm& vm : controller_->provider_log()->vms()) {
+    rpc::ToProto(vm, agents.add_vms());
+  }
+  ordered_json out = api::FleetJson(agents);
+  absl::StatusOr<std::vector<store::RunRecord>> queue = query_->Queue();
+  if (!queue.ok()) return FromStatus(queue.status());
+  ordered_json queued = ordered_json::array();
+  for (const store::RunRecord& run : *queue) {
+    tae::v1::Run proto;
+    rpc::ToProto(run, &proto);
+    queued.push_back(api::RunJson(proto));
+  }
+  out["queue"] = queued;
+  return Ok(out);
+}
+
+Response Api::Experiment(const Request& request, const std::vector<std::string>& p) {
+  absl::StatusOr<int64_t> id = query_->ResolveExperiment(p[2]);
+  if (!id.ok()) return FromStatus(id.status());
+  const std::string what = p.size() == 3 ? "" : p[3];
+  if (p.size() > 4) {
+    return Response::Error(404, absl::StrCat(request.path, ": no such endpoint"));
+  }
+  if (what.empty()) {
+    absl::StatusOr<store::ExperimentRecord> exp = query_->GetExperiment(*id);
+    if (!exp.ok()) return FromStatus(exp.status());
+    tae::v1::Experiment proto;
+    rpc::ToProto(*exp, &proto);
+    return Ok(api::ExperimentJson(proto));
+  }
+  if (what == "report") {
+    return ExperimentReport(request, *id);
+  }
+  if (what == "runs") {
+    absl::StatusOr<std::vector<query::RunView>> runs = query_->ListRuns(absl::StrCat(*id));
+    if (!runs.ok()) return FromStatus(runs.status());
+    ordered_json list = ordered_json::array();
+    for (const query::RunView& run : *runs) {
+      tae::v1::Run proto;
+      rpc::ToProto(run, &proto);
+      list.push_back(api::RunJson(proto));
+    }
+    return Ok({{"runs", list}});
+  }
+  if (what == "metrics") {
+    absl::StatusOr<std::vector<std::string>> names = query_->MetricNames(*id);
+    if (!names.ok()) return FromStatus(names.status());
+    absl::StatusOr<store::ExperimentRecord> exp = query_->GetExperiment(*id);
+    if (!exp.ok()) return FromStatus(exp.status());
+    std::vector<std::string> defaults = exp->report.metrics;
+    if (defaults.empty()) {
+      defaults = metrics::DefaultMetrics(*names);
+    }
+    return Ok({{"metrics", *names}, {"default", defaults}});
+  }
+  if (what == "curves" || what == "curves.csv" || what == "curves.svg") {
+    return Curves(request, *id, what);
+  }
+  return Response::Error(404, absl::StrCat(request.path, ": no such endpoint"));
+}
+
+Response Api::ExperimentReport(const Request& request, int64_t id) {
+  std::vector<std::string> metrics =
+      absl::StrSplit(request.Param("metrics"), ',', absl::SkipEmpty());
+  absl::StatusOr<query::ReportResult> report =
+      query_->Report(absl::StrCat(id), metrics, request.Param("baseline"), request.Param("sort"));
+  if (!report.ok()) return FromStatus(report.status());
+  tae::v1::ReportResponse proto;
+  rpc::ToProto(*report, &proto);
+  ordered_json out = api::ReportJson(proto);
+  ordered_json goal = ordered_json::object();
+  for (const std::string& metric : report->metrics) {
+    goal[metric] = report::HigherIsBetter(metric, report->experiment.report.goal) ? "max" : "min";
+  }
+  out["goal"] = goal;
+  absl::StatusOr<std::vector<query::RunView>> runs = query_->ListRuns(absl::StrCat(id));
+  if (!runs.ok()) return FromStatus(runs.status());
+  out["varying"] = VaryingKeys(*runs);
+  return Ok(out);
+}
+
+Response Api::Run(const Request& request, const std::vector<std::string>& p) {
+  absl::StatusOr<int64_t> run_id = RunId(p[2]);
+  if (!run_id.ok()) return FromStatus(run_id.status());
+  const std::string what = p.size() == 3 ? "" : absl::StrJoin(p.begin() + 3, p.end(), "/");
+  if (what.empty()) {
+    return RunDetail(*run_id);
+  }
+  if (what == "series") {
+    const std::string metric = request.Param("metric");
+    if (metric.empty()) {
+      return Response::Error(400, "metric: required, e.g. metric=train/loss");
+    }
+    absl::StatusOr<int64_t> width = IntParam(request, "width", 600, 50, 8000);
+    if (!width.ok()) return FromStatus(width.status());
+    absl::StatusOr<std::vector<store::MetricPoint>> points =
+        query_->QueryMetric(*run_id, metric, *width * 2);
+    if (!points.ok()) return FromStatus(points.status());
+    ordered_json x = ordered_json::array(), value = ordered_json::array(),
+                 min = ordered_json::array(), max = ordered_json::array();
+    for (const store::MetricPoint& point : *points) {
+      x.push_back(point.step);
+      value.push_back(std::isfinite(point.value) ? ordered_json(point.value) : ordered_json());
+      min.push_back(std::isfinite(point.min) ? ordered_json(point.min) : ordered_json());
+      max.push_back(std::isfinite(point.max) ? ordered_json(point.max) : ordered_json());
+    }
+    return Ok({{"run", *run_id},
+               {"metric", metric},
+               {"x", x},
+               {"value", value},
+               {"min", min},
+               {"max", max}});
+  }
+  if (what == "logs") {
+    return RunLogs(request, *run_id);
+  }
+  if (what == "logs/search") {
+    const std::string q = request.Param("q");
+    if (q.empty()) {
+      return Response::Error(400, "q: the text to search for");
+    }
+    absl::StatusOr<std::vector<int64_t>> matches =
+        query_->SearchLogs(*run_id, q, kMaxSearchMatches + 1);
+    if (!matches.ok()) return FromStatus(matches.status());
+    const bool truncated = static_cast<int>(matches->size()) > kMaxSearchMatches;
+    if (truncated) {
+      matches->pop_back();
+    }
+    return Ok({{"matches", *matches}, {"truncated", truncated}});
+  }
+  if (what == "logs.txt") {
+    return RunLogText(*run_id);
+  }
+  return Response::Error(404, absl::StrCat(request.path, ": no such endpoint"));
+}
+
+Response Api::RunDetail(int64_t run_id) {
+  absl::StatusOr<query::RunDetail> detail = query_->GetRun(run_id);
+  if (!detail.ok()) return FromStatus(detail.status());
+  tae::v1::GetRunResponse proto;
+  rpc::ToProto(*detail, &proto);
+  ordered_json out = api::RunJson(proto.run());
+  ordered_json transitions = ordered_json::array();
+  for (const store::TransitionRecord& t : detail->transitions) {
+    transitions.push_back({{"attempt", t.attempt},
+                           {"from", t.from_state},
+                           {"to", t.to_state},
+                           {"reason", t.reason},
+                           {"at", t.at}});
+  }
+  out["transitions"] = transitions;
+  ordered_json summaries = ordered_json::array();
+  for (const store::MetricSummary& s : detail->view.summaries) {
+    summaries.push_back({{"key", s.key},
+                         {"last_step", s.last_step},
+                         {"last", s.last_value},
+                         {"min", s.min_value},
+                         {"max", s.max_value},
+                         {"count", s.count}});
+  }
+  out["summaries"] = summaries;
+  absl::StatusOr<api::HeadGrid> grid = api::BuildHeadGrid(proto.run());
+  out["heads"] = grid.ok() ? api::HeadGridJson(run_id, *grid) : ordered_json();
+  return Ok(out);
+}
+
+Response Api::RunLogs(const Request& request, int64_t run_id) {
+  absl::StatusOr<int64_t> after = IntParam(request, "after", 0, 0, INT64_MAX);
+  if (!after.ok()) return FromStatus(after.status());
+  absl::StatusOr<int64_t> limit = IntParam(request, "limit", 1000, 1, query::Query::kMaxLogLines);
+  if (!limit.ok()) return FromStatus(limit.status());
+  absl::StatusOr<int64_t> tail = IntParam(request, "tail", 0, 0, query::Query::kMaxLogLines);
+  if (!tail.ok()) return FromStatus(tail.status());
+  absl::StatusOr<int64_t> before = IntParam(request, "before", 0, 0, INT64_MAX);
+  if (!before.ok()) return FromStatus(before.status());
+  if ((*tail > 0 || *before > 0) && !request.Param("after").empty()) {
+    return Response::Error(400, "after: not with tail or before (one direction at a time)");
+  }
+  absl::StatusOr<query::LogPage> page =
+      *tail > 0 || *before > 0
+          ? query_->LogsBefore(run_id, *before, static_cast<int>(*tail > 0 ? *tail : *limit))
+          : query_->Logs(run_id, *after, static_cast<int>(*limit));
+  if (!page.ok()) return FromStatus(page.status());
+  return Ok(LogPageJson(*page));
+}
+
+Response Api::RunLogText(int64_t run_id) {
+  std::string text;
+  int64_t after = 0;
+  int64_t lines = 0;
+  while (lines < kMaxDownloadLines) {
+    absl::StatusOr<query::LogPage> page = query_->Logs(run_id, after, query::Query::kMaxLogLines);
+    if (!page.ok()) return FromStatus(page.status());
+    for (const store::LogRecord& line : page->lines) {
+      absl::StrAppend(&text, line.stream == "stderr" ? "[stderr] " : "", line.text, "\n");
+    }
+    lines += static_cast<int64_t>(page->lines.size());
+    if (page->lines.empty() || page->next == after) {
+      break;
+    }
+    after = page->next;
+  }
+  Response r;
+  r.content_type = "text/plain; charset=utf-8";
+  r.body = std::move(text);
+  return Download(std::move(r), absl::StrCat("r", run_id, ".log"), true);
 }
 
 Response Api::Curves(const Request& request, int64_t id, const std::string& what) {

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/post.hpp"
@@ -57,6 +58,15 @@ class Api final : public Handler {
  private:
   void Publish();
   Response Get(const Request& request);
+  // GET routes, one per resource (Get dispatches).
+  Response Experiments();
+  Response Fleet();
+  Response Experiment(const Request& request, const std::vector<std::string>& path);
+  Response ExperimentReport(const Request& request, int64_t id);
+  Response Run(const Request& request, const std::vector<std::string>& path);
+  Response RunDetail(int64_t run_id);
+  Response RunLogs(const Request& request, int64_t run_id);
+  Response RunLogText(int64_t run_id);
   Response Post(const Request& request);
   // GET /api/experiments/ID/curves[.csv|.svg] (what: the last path part).
   Response Curves(const Request& request, int64_t id, const std::string& what);
