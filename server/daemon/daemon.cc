@@ -100,6 +100,13 @@ absl::Status Daemon::Init() {
         "--tls-cert FILE --tls-key FILE (and --tls-client-ca FILE to require agent "
         "certificates); deploy/make-certs.sh makes them, docs/security.md has the steps"));
   }
+  if (!config_.http_listen.empty() && config_.http_listen != "off" &&
+      !tls::IsLoopback(config_.http_listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--http ", config_.http_listen,
+        ": the dashboard listens on loopback only (127.0.0.1:PORT); reach it from elsewhere "
+        "through an ssh tunnel (ssh -L PORT:127.0.0.1:PORT host)"));
+  }
   if (config_.agent_binary.empty()) {
     config_.agent_binary = cli::ProgramDir() + "/tae-agent";
   }

@@ -4,6 +4,7 @@
 // tests/web/dashboard_browser_test.py.
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -171,10 +172,11 @@ TEST_CASE(
     }
   }
   // A zoom at full resolution: only the points in [x_min, x_max].
-  nlohmann::json zoomed = GetJson(
-      d, "/api/experiments/dash/curves?metric=eval%2Floss&x_min=15&x_max=30&smooth=0.5");
+  nlohmann::json zoomed =
+      GetJson(d, "/api/experiments/dash/curves?metric=eval%2Floss&x_min=15&x_max=30&smooth=0.5");
   CHECK(zoomed["x"] == nlohmann::json{20, 30});
-  nlohmann::json smoothed = GetJson(d, "/api/experiments/dash/curves?metric=eval%2Floss&smooth=0.5");
+  nlohmann::json smoothed =
+      GetJson(d, "/api/experiments/dash/curves?metric=eval%2Floss&smooth=0.5");
   // Smoothing ran over the whole series: the zoomed values are the unzoomed ones at those x.
   CHECK(zoomed["variants"][0]["mean"][0] == smoothed["variants"][0]["mean"][1]);
   nlohmann::json delta =
@@ -235,12 +237,13 @@ TEST_CASE(
   CHECK(tail["lines"][0] == all[all.size() - 2]);
   CHECK(tail["next"] == all[all.size() - 1]["cursor"]);
   CHECK(tail["finished"] == true);
-  nlohmann::json before = GetJson(
-      d, "/api/runs/1/logs?before=" + tail["lines"][0]["cursor"].dump() + "&limit=2");
+  nlohmann::json before =
+      GetJson(d, "/api/runs/1/logs?before=" + tail["lines"][0]["cursor"].dump() + "&limit=2");
   REQUIRE(before["lines"].size() == 2);
   CHECK(before["lines"][1] == all[all.size() - 3]);
-  CHECK(Http(d.port, {"GET", "/api/runs/1/logs?tail=2&after=3", "", {{"Cookie", d.cookie}}})
-            .status == 400);
+  CHECK(
+      Http(d.port, {"GET", "/api/runs/1/logs?tail=2&after=3", "", {{"Cookie", d.cookie}}}).status ==
+      400);
   const std::string stream = ReadEvents(
       d.port, "/api/runs/1/logs/stream?after=0", d.cookie,
       [](const std::string& got) { return absl::StrContains(got, "event: end"); }, 10);
@@ -255,6 +258,17 @@ TEST_CASE(
   }
   CHECK(static_cast<int64_t>(series["x"].size()) == stored);
   CHECK(series["x"].back() == 40);
+}
+
+TEST_CASE("taed refuses a dashboard address beyond loopback before it touches its data dir") {
+  TempDir dir;
+  const std::string home = dir.path() + "/home";
+  CommandResult r =
+      RunCommand({BinPath("taed"), "--home", home, "--agents", "0", "--http", "0.0.0.0:8750"}, 30);
+  CHECK(r.exit_code != 0);
+  CHECK(absl::StrContains(r.err + r.out,
+                          "--http 0.0.0.0:8750: the dashboard listens on loopback only"));
+  CHECK_FALSE(std::filesystem::exists(home));
 }
 
 TEST_CASE("the dashboard's streams say when an experiment changes") {
