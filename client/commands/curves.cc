@@ -16,10 +16,10 @@
 #include "client/commands/common.h"
 #include "client/export/tensorboard.h"
 #include "client/output/table.h"
-#include "common/plot/svg_plot.h"
 #include "client/rpc/control_client.h"
 #include "common/cli/flags.h"
 #include "common/metrics/names.h"
+#include "common/plot/svg_plot.h"
 #include "nlohmann/json.hpp"
 
 namespace tae::client {

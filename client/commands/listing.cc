@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/commands/common.h"
-#include "common/api/json.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
+#include "common/api/json.h"
 #include "common/metrics/names.h"
 #include "proto/tae/v1/states.h"
 

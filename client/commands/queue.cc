@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "client/commands/commands.h"
 #include "client/commands/common.h"
-#include "common/api/json.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
+#include "common/api/json.h"
 
 namespace tae::client {
 namespace {

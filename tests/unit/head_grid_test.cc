@@ -1,8 +1,8 @@
-#include "client/commands/head_text.h"
 #include "common/api/head_grid.h"
 
 #include <catch2/catch.hpp>
 
+#include "client/commands/head_text.h"
 #include "nlohmann/json.hpp"
 
 namespace tae::client {

@@ -1,10 +1,11 @@
 // The dashboard's series cache reads from SQLite only what changed: nothing when no run moved,
 // the new steps of a run that moved, a run's whole series when its points do not add up.
 
+#include "server/http/series_cache.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "server/http/series_cache.h"
 #include "server/query/query.h"
 #include "server/store/store.h"
 
