@@ -98,9 +98,12 @@ Curves Build(const std::vector<RunSeries>& series, const std::vector<std::string
   double lo = std::numeric_limits<double>::infinity();
   double hi = -std::numeric_limits<double>::infinity();
   bool integral = true;
+  auto in_range = [&](double x) {
+    return std::isfinite(x) && x >= options.x_min && x <= options.x_max;
+  };
   for (const RunSeries& run : series) {
     for (double x : run.x) {
-      if (std::isfinite(x)) {
+      if (in_range(x)) {
         lo = std::min(lo, x);
         hi = std::max(hi, x);
         integral = integral && x == std::floor(x);
@@ -144,7 +147,7 @@ Curves Build(const std::vector<RunSeries>& series, const std::vector<std::string
       }
     };
     for (size_t i = 0; i < run.x.size() && i < y.size(); ++i) {
-      if (!std::isfinite(run.x[i]) || !std::isfinite(y[i])) {
+      if (!in_range(run.x[i]) || !std::isfinite(y[i])) {
         continue;
       }
       const int b = bucketer.Of(run.x[i]);

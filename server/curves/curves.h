@@ -6,7 +6,8 @@
 // wide. Pure: the numbers are unit-tested, and taed's HTTP adapter only reads and serialises.
 //
 // The order of work is the one that keeps what a chart must show:
-// 1. smoothing (debiased EMA) runs over each run's full series, before anything is dropped;
+// 1. smoothing (debiased EMA) runs over each run's full series, before anything is dropped
+//    (points outside the x range asked for included);
 // 2. each run is reduced to buckets of equal x width: per bucket its mean, min and max, so a
 //    spike of one step survives as the bucket's max however many points the bucket holds;
 // 3. per variant and bucket: the mean of the runs' means, the 95% CI half-width
@@ -15,6 +16,7 @@
 // become 99 empty columns.
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +34,10 @@ struct RunSeries {
 struct Options {
   int buckets = 1000;  // at most this many x positions (>= 1)
   double smooth = 0;   // EMA weight in [0, 1): 0 = none; 0.9 = heavy
+  // Only points with x in [x_min, x_max] are drawn (a zoom at full resolution); the smoothing
+  // still runs over each whole series, so a zoomed curve is the same curve.
+  double x_min = -std::numeric_limits<double>::infinity();
+  double x_max = std::numeric_limits<double>::infinity();
 };
 
 // A value per x position; nullopt where the variant has no point there.

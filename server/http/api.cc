@@ -516,35 +516,16 @@ Response Api::Curves(const Request& request, int64_t id, const std::string& what
     if (it != (*points)->end()) {
       absl::StatusOr<std::vector<double>> x = XValues(req.x, view.run, it->second);
       if (!x.ok()) return FromStatus(x.status());
-      if (req.smooth > 0) {
-        // Smoothing sees the whole series, whatever range is drawn.
-        const std::vector<double> all_y = [&] {
-          std::vector<double> y;
-          y.reserve(it->second.size());
-          for (const store::MetricPoint& point : it->second) {
-            y.push_back(point.value);
-          }
-          return curves::SmoothEma(y, req.smooth);
-        }();
-        for (size_t i = 0; i < x->size(); ++i) {
-          if ((*x)[i] >= req.x_min && (*x)[i] <= req.x_max) {
-            s.x.push_back((*x)[i]);
-            s.y.push_back(all_y[i]);
-          }
-        }
-      } else {
-        for (size_t i = 0; i < x->size(); ++i) {
-          if ((*x)[i] >= req.x_min && (*x)[i] <= req.x_max) {
-            s.x.push_back((*x)[i]);
-            s.y.push_back(it->second[i].value);
-          }
-        }
+      s.x = *std::move(x);
+      s.y.reserve(it->second.size());
+      for (const store::MetricPoint& point : it->second) {
+        s.y.push_back(point.value);
       }
     }
     series.push_back(std::move(s));
   }
-  // Smoothed above, on the full series.
-  curves::Curves built = curves::Build(series, order, {req.width * 2, 0});
+  curves::Curves built =
+      curves::Build(series, order, {req.width * 2, req.smooth, req.x_min, req.x_max});
   if (req.delta) {
     curves::ToDelta(&built,
                     [&](const std::string& v) { return spec::BaselineFor(v, req.baseline); });

@@ -135,3 +135,23 @@ TEST_CASE("no points: the bands name their runs and the grid is empty") {
 
 }  // namespace
 }  // namespace tae::curves
+
+namespace tae::curves {
+namespace {
+
+TEST_CASE("a zoomed curve draws only its x range, smoothed over the whole series") {
+  std::vector<double> x, y;
+  for (int i = 1; i <= 100; ++i) {
+    x.push_back(i);
+    y.push_back(i % 2);
+  }
+  Curves whole = Build({{1, "a", x, y}}, {"a"}, {1000, 0.9});
+  Options zoom{1000, 0.9, 40, 60};
+  Curves part = Build({{1, "a", x, y}}, {"a"}, zoom);
+  REQUIRE(part.x.size() == 21);
+  CHECK(part.x.front() == 40);
+  CHECK(*part.bands[0].mean[0] == *whole.bands[0].mean[39]);  // step 40, same EMA
+}
+
+}  // namespace
+}  // namespace tae::curves
