@@ -44,9 +44,11 @@ constexpr Verb kVerbs[] = {
     {"run", tae::client::Run, "mount a directory and run a command in it on an agent"},
     {"sync", tae::client::Sync, "run a command again on every change of a directory (--watch)"},
     {"snapshots", tae::client::Snapshots, "list code snapshots"},
-    {"scrap", tae::client::Scrap, "remove code snapshots (or --checkpoints) from taed"},
+    {"scrap", tae::client::Scrap, "remove code snapshots (or --checkpoints, --artifacts) from taed"},
     {"checkpoints", tae::client::Checkpoints, "list the checkpoints a run uploaded"},
-    {"pull", tae::client::Pull, "fetch a run's checkpoint into a directory"},
+    {"pull", tae::client::Pull, "fetch a run's checkpoint (or --artifact) into a directory"},
+    {"profile", tae::client::Profile, "capture a profile of a running run and summarise it"},
+    {"artifacts", tae::client::Artifacts, "list the artifacts (profiles) runs stored"},
 };
 
 void Usage(std::FILE* out) {

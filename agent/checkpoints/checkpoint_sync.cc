@@ -124,13 +124,15 @@ void CheckpointSync::Upload(Capture capture, std::function<void(UploadResult)> d
   {
     absl::MutexLock lock(&mu_);
     seq = ++next_seq_;
-    newest_[capture.run_id] = seq;
+    if (capture.artifact.empty()) {
+      newest_[capture.run_id] = seq;
+    }
   }
   boost::asio::post(io_, [this, seq, capture = std::move(capture), done = std::move(done)] {
     bool superseded = false;
     {
       absl::MutexLock lock(&mu_);
-      superseded = newest_[capture.run_id] != seq;
+      superseded = capture.artifact.empty() && newest_[capture.run_id] != seq;
     }
     UploadResult result;
     if (superseded) {
@@ -187,6 +189,7 @@ UploadResult CheckpointSync::UploadNow(const Capture& capture) {
     commit.set_attempt(capture.attempt);
     commit.set_step(capture.step);
     commit.set_manifest(manifest);
+    commit.set_artifact(capture.artifact);
     tae::v1::CommitCheckpointResponse committed;
     grpc::Status status =
         stub_->CommitCheckpoint(NewContext(kCallTimeoutS).get(), commit, &committed);
@@ -213,6 +216,7 @@ absl::Status CheckpointSync::OfferAndSend(const Capture& capture, const std::str
   offer.set_attempt(capture.attempt);
   offer.set_step(capture.step);
   offer.set_manifest(manifest);
+  offer.set_artifact(capture.artifact);
   tae::v1::OfferCheckpointResponse offered;
   grpc::Status status = stub_->OfferCheckpoint(NewContext(kCallTimeoutS).get(), offer, &offered);
   if (!status.ok()) {

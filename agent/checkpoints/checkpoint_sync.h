@@ -9,7 +9,8 @@
 // cross the link), and committed; just before the commit every captured file is checked unchanged
 // since the capture (a job that rewrites a file in place instead of replacing it would otherwise
 // mix two checkpoints). A capture superseded by a later one of the same run before its upload
-// started is dropped. Uploads run one at a time, on this component's thread.
+// started is dropped. Uploads run one at a time, on this component's thread. Run artifacts
+// (profiles; docs/profiles.md) take the same path with a name, and are never superseded.
 //
 // Down: before a new attempt starts, Restore makes the run's checkpoint directory exactly the
 // manifest taed sent (snapshot::TreeFill: files already there with the right content are kept,
@@ -44,6 +45,8 @@ struct Capture {
   int attempt = 0;
   int64_t step = 0;
   std::string dir;  // the capture directory (removed once uploaded or refused)
+  // Set: a run artifact of this name (a profile; docs/profiles.md), never superseded.
+  std::string artifact;
   int files = 0;
   int symlinks_skipped = 0;
   // Per captured file (relative path): size and mtime at capture, to detect in-place rewrites.

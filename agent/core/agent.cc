@@ -5,6 +5,7 @@
 #include <array>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -66,6 +67,10 @@ absl::Status Agent::Start() {
   runner_.set_checkpoint_handler(
       [this](const tae::v1::StartRun& start, metrics::CheckpointMark mark) {
         OnCheckpointMarked(start, mark);
+      });
+  runner_.set_profile_handler(
+      [this](const tae::v1::StartRun& start, metrics::ProfileMark mark) {
+        OnProfileMarked(start, std::move(mark));
       });
   AdoptOrphans();
   absl::StatusOr<std::unique_ptr<Stager>> stager =
@@ -167,6 +172,9 @@ void Agent::OnMessage(const tae::v1::TaedMessage& message) {
                      message.scrap().all(), std::move(active));
       return;
     }
+    case tae::v1::TaedMessage::kProfileRun:
+      RequestProfile(message.profile_run());
+      return;
     case tae::v1::TaedMessage::kAck:
       journal_->Ack(message.ack().seq());
       while (!exits_.empty() && exits_.begin()->first <= message.ack().seq()) {
@@ -343,6 +351,83 @@ void Agent::OnCheckpointMarked(const tae::v1::StartRun& start, metrics::Checkpoi
                                        result.dropped > 0
                                            ? absl::StrCat("; ", result.dropped, " older dropped")
                                            : std::string()));
+    });
+  });
+}
+
+void Agent::RequestProfile(const tae::v1::ProfileRun& request) {
+  absl::Status asked = runner_.RequestProfile(request.run_id(), request.attempt(), request.id(),
+                                              request.steps(), request.seconds());
+  if (!asked.ok()) {
+    ProfileFailed(request.run_id(), request.attempt(), request.id(),
+                  std::string(asked.message()));
+  }
+}
+
+void Agent::ProfileFailed(int64_t run_id, int attempt, const std::string& id,
+                          const std::string& error) {
+  tae::v1::AgentMessage message;
+  tae::v1::ProfileFailed* failed = message.mutable_profile_failed();
+  failed->set_run_id(run_id);
+  failed->set_attempt(attempt);
+  failed->set_id(id);
+  failed->set_error(error);
+  link_->Send(std::move(message));  // lost with the stream: taectl then reports a timeout
+}
+
+void Agent::OnProfileMarked(const tae::v1::StartRun& start, metrics::ProfileMark mark) {
+  const std::string request = runner_.ProfileRequestPath(start.run_id(), start.attempt());
+  std::error_code ec;
+  // The job answered: its request is done (a self-initiated capture leaves another one pending).
+  if (std::ifstream in(request); in) {
+    nlohmann::json pending = nlohmann::json::parse(in, nullptr, false);
+    if (pending.is_object() && pending.value("id", std::string()) == mark.id) {
+      std::filesystem::remove(request, ec);
+    }
+  }
+  const std::string dir = runner_.ProfileDir(start.run_id(), start.attempt());
+  if (!mark.error.empty()) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      std::filesystem::remove_all(entry.path(), ec);  // the next capture starts empty
+    }
+    LogAgentLine(start, absl::StrCat("profile ", mark.id, " failed: ", mark.error));
+    ProfileFailed(start.run_id(), start.attempt(), mark.id, mark.error);
+    return;
+  }
+  absl::StatusOr<Capture> capture = CaptureCheckpoint(
+      dir,
+      absl::StrCat(options_.work_dir, "/runs/r", start.run_id(), "/.captures/profile-", mark.id),
+      mark.time + 1.0);  // the job's clock; a profile is not rewritten after its mark
+  // The directory is emptied for the next profile whether or not the capture worked.
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::filesystem::remove_all(entry.path(), ec);
+  }
+  if (capture.ok() && capture->files == 0) {
+    capture = absl::FailedPreconditionError("the job wrote nothing into TAE_PROFILE_DIR");
+  }
+  if (!capture.ok()) {
+    const std::string why = absl::StrCat("not captured: ", capture.status().message());
+    LogAgentLine(start, absl::StrCat("profile ", mark.id, " ", why));
+    ProfileFailed(start.run_id(), start.attempt(), mark.id, why);
+    return;
+  }
+  capture->run_id = start.run_id();
+  capture->attempt = start.attempt();
+  capture->step = mark.step.value_or(0);
+  capture->artifact = absl::StrCat("profile-", mark.id);
+  checkpoints_->Upload(*std::move(capture), [this, start, mark](UploadResult result) {
+    boost::asio::post(*io_, [this, start, mark, result = std::move(result)] {
+      if (!result.status.ok()) {
+        const std::string why = absl::StrCat("not uploaded: ", result.status.message());
+        LogAgentLine(start, absl::StrCat("profile ", mark.id, " ", why));
+        ProfileFailed(start.run_id(), start.attempt(), mark.id, why);
+        return;
+      }
+      LogAgentLine(start, absl::StrCat("profile ", mark.id, " (", mark.tool, ", ", mark.steps,
+                                       " steps", mark.step ? absl::StrCat(" from step ", *mark.step)
+                                                           : std::string(),
+                                       ") uploaded as profile-", mark.id, ": ", result.files,
+                                       " files, ", result.bytes, " bytes"));
     });
   });
 }

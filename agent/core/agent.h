@@ -69,6 +69,10 @@ class Agent {
   bool EndStaging(const tae::v1::StartRun& start);
   // The job marked its checkpoint directory complete: capture it now, upload it in turn.
   void OnCheckpointMarked(const tae::v1::StartRun& start, metrics::CheckpointMark mark);
+  // Profiles on demand (docs/profiles.md): taed's request to the job, and the job's answer.
+  void RequestProfile(const tae::v1::ProfileRun& request);
+  void OnProfileMarked(const tae::v1::StartRun& start, metrics::ProfileMark mark);
+  void ProfileFailed(int64_t run_id, int attempt, const std::string& id, const std::string& error);
   void RunFailedToStart(const tae::v1::StartRun& start, const std::string& why, bool interrupted);
   void LogAgentLine(const tae::v1::StartRun& start, std::string text);
 

@@ -184,6 +184,34 @@ std::string Runner::JobDir(int64_t run_id, int attempt) const {
   return RunDir(run_id, attempt) + ".job";
 }
 
+std::string Runner::ProfileDir(int64_t run_id, int attempt) const {
+  return JobDir(run_id, attempt) + "/profile";
+}
+
+std::string Runner::ProfileRequestPath(int64_t run_id, int attempt) const {
+  return JobDir(run_id, attempt) + "/profile-request.json";
+}
+
+absl::Status Runner::RequestProfile(int64_t run_id, int attempt, const std::string& id,
+                                    int steps, double seconds) {
+  auto it = jobs_.find({run_id, attempt});
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("r", run_id, " attempt ", attempt, " is not running on this agent"));
+  }
+  const Job& job = *it->second;
+  if (job.cancel_requested || job.finishing) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("r", run_id, " attempt ", attempt, " is being stopped"));
+  }
+  if (job.spec.world_size() > 1 && job.spec.rank() != 0) {
+    return absl::FailedPreconditionError("only rank 0 takes profile requests");
+  }
+  nlohmann::json request = {{"id", id}, {"steps", steps}, {"seconds", seconds}};
+  return fs::WriteFileAtomically(ProfileRequestPath(run_id, attempt), request.dump() + "\n",
+                                 {0644, fs::Durability::kNone});
+}
+
 absl::Status Runner::OpenOutputs(Job& job, std::array<uint64_t, 3> offsets) {
   for (int i = 0; i < 3; ++i) {
     const std::string path = absl::StrCat(job.job_dir, "/", kStreamFiles[i]);
@@ -219,6 +247,7 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   std::filesystem::create_directories(job->run_dir, ec);
   std::filesystem::remove_all(job->job_dir, ec);
   std::filesystem::create_directories(job->job_dir, ec);
+  std::filesystem::create_directories(ProfileDir(start.run_id(), start.attempt()), ec);
   if (ec) {
     return absl::InternalError(absl::StrCat("cannot create ", job->job_dir, ": ", ec.message()));
   }
@@ -262,6 +291,9 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
       // Shared by the run's attempts on this agent; before a new attempt starts, the agent makes
       // it the run's last checkpoint taed stores (docs/checkpoints.md).
       {"TAE_CHECKPOINT_DIR", CheckpointDir(start.run_id())},
+      // Profiles on demand (docs/profiles.md).
+      {"TAE_PROFILE_DIR", ProfileDir(start.run_id(), start.attempt())},
+      {"TAE_PROFILE_REQUEST", ProfileRequestPath(start.run_id(), start.attempt())},
       {"TAE_THREADS", absl::StrCat(options_.threads_per_run)},
       {"OMP_NUM_THREADS", absl::StrCat(options_.threads_per_run)},
       {"OPENBLAS_NUM_THREADS", absl::StrCat(options_.threads_per_run)},
@@ -521,6 +553,10 @@ void Runner::OnLine(Job& job, int index, std::string line, uint64_t end) {
   }
   if (record->checkpoint.has_value()) {
     job.checkpoint_mark = record->checkpoint;  // delivered once this read is done
+  }
+  if (record->profile.has_value() && profile_handler_ &&
+      (job.spec.world_size() <= 1 || job.spec.rank() == 0)) {
+    profile_handler_(job.spec, *std::move(record->profile));
   }
   const bool has_values = !record->values.empty();
   if (!record->meta.empty()) {

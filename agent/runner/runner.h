@@ -102,6 +102,20 @@ class Runner {
     checkpoint_handler_ = std::move(handler);
   }
 
+  // Profiles on demand (docs/profiles.md). TAE_PROFILE_DIR (job_dir/profile) is where the job
+  // writes a profile; TAE_PROFILE_REQUEST (job_dir/profile-request.json) appears when one is
+  // asked for. Both belong to one attempt.
+  std::string ProfileDir(int64_t run_id, int attempt) const;
+  std::string ProfileRequestPath(int64_t run_id, int attempt) const;
+  // Writes the request file for the attempt's job (atomically); NotFound when this agent does not
+  // run that attempt, FailedPrecondition when it is being stopped or is not rank 0.
+  absl::Status RequestProfile(int64_t run_id, int attempt, const std::string& id, int steps,
+                              double seconds);
+  // Called (on the io_context) for each profile mark of rank 0's job, in output order.
+  using ProfileHandler =
+      std::function<void(const tae::v1::StartRun& start, metrics::ProfileMark mark)>;
+  void set_profile_handler(ProfileHandler handler) { profile_handler_ = std::move(handler); }
+
  private:
   struct Job;
   void Terminate(std::shared_ptr<Job> job, const std::string& reason);
@@ -125,6 +139,7 @@ class Runner {
   RunnerOptions options_;
   EventSink sink_;
   CheckpointHandler checkpoint_handler_;
+  ProfileHandler profile_handler_;
   boost::asio::signal_set sigchld_;
   boost::asio::steady_timer poll_timer_;
   bool polling_ = false;

@@ -131,6 +131,29 @@ class SpecReader {
         key, absl::StrCat("must be one of ", absl::StrJoin(allowed, "|"), ", got \"", text, "\""));
   }
 
+  // A list of distinct numbers in [min, max] (integers when `integers`), ascending.
+  absl::Status NumberList(const std::string& key, double min, double max, bool integers,
+                          std::vector<double>* out) const {
+    absl::StatusOr<const json*> value = Get(key);
+    if (!value.ok()) {
+      return value.status();
+    }
+    if (!(*value)->is_array()) {
+      return KeyError(key, absl::StrCat("must be a list, got ", Shown(**value)));
+    }
+    std::set<double> seen;
+    for (const json& item : **value) {
+      const bool typed = integers ? item.is_number_integer() : item.is_number();
+      if (!typed || !(item.get<double>() >= min && item.get<double>() <= max)) {
+        return KeyError(key, absl::StrCat("entries must be ", integers ? "integers" : "numbers",
+                                          " in [", min, ", ", max, "], got ", Shown(item)));
+      }
+      seen.insert(item.get<double>());
+    }
+    out->assign(seen.begin(), seen.end());
+    return absl::OkStatus();
+  }
+
   // A list of distinct layer indices in [0, layers).
   absl::Status LayerList(const std::string& key, int64_t layers, std::vector<int64_t>* out) const {
     absl::StatusOr<const json*> value = Get(key);
@@ -308,9 +331,37 @@ absl::Status ParseTraining(const SpecReader& r, TrainingConfig* t) {
   int64_t seed = 0;
   TAE_RETURN_IF_ERROR(r.Int("train.seed", 0, std::numeric_limits<int64_t>::max(), &seed));
   t->seed = static_cast<uint64_t>(seed);
+  // Profiles (docs/profiles.md): optional, they do not change the trajectory.
+  if (r.Has("train.profile_at")) {
+    std::vector<double> steps;
+    TAE_RETURN_IF_ERROR(r.NumberList("train.profile_at", 1, 1e15, true, &steps));
+    t->profile_at.assign(steps.begin(), steps.end());
+  }
+  if (r.Has("train.profile_steps")) {
+    TAE_RETURN_IF_ERROR(r.Int("train.profile_steps", 1, 100000, &t->profile_steps));
+  }
   if (r.Has("train.engine")) {
     TAE_RETURN_IF_ERROR(r.Enum<Engine>(
         "train.engine", {{"libtorch", Engine::kLibtorch}, {"torch", Engine::kTorch}}, &t->engine));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseEval(const SpecReader& r, EvalConfig* e) {
+  if (r.Has("eval.prune_heads_by_importance")) {
+    TAE_RETURN_IF_ERROR(
+        r.NumberList("eval.prune_heads_by_importance", 0.0, 1.0, false, &e->prune_fractions));
+    for (double f : e->prune_fractions) {
+      if (f <= 0.0 || f >= 1.0) {
+        return KeyError("eval.prune_heads_by_importance",
+                        absl::StrCat("fractions must be in (0, 1), got ", f));
+      }
+    }
+  }
+  if (r.Has("eval.quantize")) {
+    TAE_RETURN_IF_ERROR(r.Enum<Quantize>(
+        "eval.quantize", {{"none", Quantize::kNone}, {"int8-dynamic", Quantize::kInt8Dynamic}},
+        &e->quantize));
   }
   return absl::OkStatus();
 }
@@ -353,7 +404,11 @@ const std::set<std::string>& KnownKeys() {
                                                              "train.head_importance",
                                                              "train.threads",
                                                              "train.seed",
-                                                             "train.engine"};
+                                                             "train.engine",
+                                                             "train.profile_at",
+                                                             "train.profile_steps",
+                                                             "eval.prune_heads_by_importance",
+                                                             "eval.quantize"};
   return *kKeys;
 }
 
@@ -363,7 +418,8 @@ const std::set<std::string>& KnownKeys() {
 absl::Status CheckUnknownKeys(const json& spec) {
   for (const auto& [key, value] : spec.items()) {
     if (KnownKeys().count(key) > 0 || key == "train.seeds" ||
-        (key.rfind("model.", 0) != 0 && key.rfind("train.", 0) != 0)) {
+        (key.rfind("model.", 0) != 0 && key.rfind("train.", 0) != 0 &&
+         key.rfind("eval.", 0) != 0)) {
       continue;
     }
     return KeyError(key, "unknown key (is tae-train older than taectl?)");
@@ -381,6 +437,7 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const json& spec) {
   TrainConfig config;
   TAE_RETURN_IF_ERROR(ParseModel(reader, &config.model));
   TAE_RETURN_IF_ERROR(ParseTraining(reader, &config.train));
+  TAE_RETURN_IF_ERROR(ParseEval(reader, &config.eval));
   TAE_RETURN_IF_ERROR(CheckUnknownKeys(spec));
   return config;
 }
@@ -398,7 +455,8 @@ std::string ConfigFingerprint(const json& spec) {
   for (const auto& [key, value] : spec.items()) {
     const bool run_key = key.rfind("model.", 0) == 0 || key.rfind("train.", 0) == 0;
     if (run_key && key != "train.threads" && key != "train.checkpoint_every" &&
-        key != "train.head_importance" && key != "train.eval_every" && key != "train.seeds") {
+        key != "train.head_importance" && key != "train.eval_every" && key != "train.seeds" &&
+        key != "train.profile_at" && key != "train.profile_steps") {
       kept[key] = value;
     }
   }

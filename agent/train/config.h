@@ -74,11 +74,27 @@ struct TrainingConfig {
   // libtorch: this program; torch: the PyTorch engine (agent/python/tae_torch), which tae-train
   // starts in its place.
   Engine engine = Engine::kLibtorch;
+  // Profiles captured without a request (docs/profiles.md): before each of these steps, for
+  // profile_steps steps. Optional keys.
+  std::vector<int64_t> profile_at;
+  int64_t profile_steps = 5;
+};
+
+enum class Quantize { kNone, kInt8Dynamic };
+
+// What is evaluated after training besides the model itself (docs/engine.md "Compression").
+// Optional keys.
+struct EvalConfig {
+  // eval.prune_heads_by_importance: fractions in (0, 1) of the heads masked, least important
+  // (gradient importance) first, ascending.
+  std::vector<double> prune_fractions;
+  Quantize quantize = Quantize::kNone;  // eval.quantize
 };
 
 struct TrainConfig {
   ModelConfig model;
   TrainingConfig train;
+  EvalConfig eval;
 };
 
 // Parses and validates a run spec. Every model.* and train.* key this version knows is required,
@@ -95,7 +111,7 @@ absl::StatusOr<nlohmann::json> LoadSpecJson(const std::string& path);
 
 // What identifies a run for checkpoints: the model.* and train.* keys of `spec` except those that
 // do not change the training trajectory (train.threads, train.checkpoint_every,
-// train.head_importance, train.eval_every), as compact JSON.
+// train.head_importance, train.eval_every, train.profile_*), as compact JSON.
 std::string ConfigFingerprint(const nlohmann::json& spec);
 
 // Names used in specs and progress output.

@@ -7,6 +7,27 @@
 #include <vector>
 
 namespace tae::train {
+
+namespace {
+thread_local const LinearOverride* g_linear_override = nullptr;
+}  // namespace
+
+torch::Tensor Linear(const torch::Tensor& x, const torch::nn::Linear& layer) {
+  if (g_linear_override != nullptr) {
+    torch::Tensor y = g_linear_override->Apply(x, layer->weight);
+    if (y.defined()) {
+      return layer->bias.defined() ? y + layer->bias : y;
+    }
+  }
+  return torch::linear(x, layer->weight, layer->bias);
+}
+
+ScopedLinearOverride::ScopedLinearOverride(const LinearOverride* override)
+    : previous_(g_linear_override) {
+  g_linear_override = override;
+}
+
+ScopedLinearOverride::~ScopedLinearOverride() { g_linear_override = previous_; }
 namespace {
 
 constexpr double kLayerNormEps = 1e-5;
@@ -136,7 +157,7 @@ AttentionImpl::Projected AttentionImpl::Project(const torch::Tensor& x) const {
   const auto n_kv = static_cast<int64_t>(kept_kv_.size());
   // [batch, time, (n_q + 2*n_kv) * hd] -> [batch, n_q + 2*n_kv, time, hd], split in one op (its
   // backward is one cat, where three slices would each zero-fill a full-size gradient).
-  std::vector<torch::Tensor> qkv = torch::linear(x, qkv_->weight, qkv_->bias)
+  std::vector<torch::Tensor> qkv = Linear(x, qkv_)
                                        .view({batch, time, n_q + 2 * n_kv, options_.head_dim})
                                        .permute({0, 2, 1, 3})
                                        .split_with_sizes({n_q, n_kv, n_kv}, 1);
@@ -211,7 +232,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   if (gate_.defined()) {
     mixed = mixed * gate_.index_select(0, kept_index_).view({1, n_q, 1, 1});
   }
-  torch::Tensor y = out_(mixed.transpose(1, 2).reshape({batch, time, n_q * hd}));
+  torch::Tensor y = Linear(mixed.transpose(1, 2).reshape({batch, time, n_q * hd}), out_);
   return options_.dropout > 0.0 ? out_dropout_(y) : y;
 }
 
@@ -230,7 +251,7 @@ FeedForwardImpl::FeedForwardImpl(const ModelConfig& config) : activation_(config
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  torch::Tensor h = up_(x);
+  torch::Tensor h = Linear(x, up_);
   switch (activation_) {
     case Activation::kRelu:
       h = torch::relu(h);
@@ -239,13 +260,13 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
       h = torch::gelu(h);
       break;
     case Activation::kSwiGlu:
-      h = torch::silu(gate_(x)) * h;
+      h = torch::silu(Linear(x, gate_)) * h;
       break;
     case Activation::kGeGlu:
-      h = torch::gelu(gate_(x)) * h;
+      h = torch::gelu(Linear(x, gate_)) * h;
       break;
   }
-  h = down_(h);
+  h = Linear(h, down_);
   return dropout_->options.p() > 0.0 ? dropout_(h) : h;
 }
 

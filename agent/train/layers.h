@@ -13,6 +13,27 @@
 
 namespace tae::train {
 
+// Every linear layer's product goes through Linear: torch::linear, unless a LinearOverride is
+// installed on this thread (int8 evaluation, compression.h) and takes that weight.
+class LinearOverride {
+ public:
+  virtual ~LinearOverride() = default;
+  // x @ weight^T + bias by other means, or an undefined tensor to leave it to torch::linear.
+  virtual torch::Tensor Apply(const torch::Tensor& x, const torch::Tensor& weight) const = 0;
+};
+torch::Tensor Linear(const torch::Tensor& x, const torch::nn::Linear& layer);
+// Installs `override` on this thread until the guard goes (guards nest).
+class ScopedLinearOverride {
+ public:
+  explicit ScopedLinearOverride(const LinearOverride* override);
+  ~ScopedLinearOverride();
+  ScopedLinearOverride(const ScopedLinearOverride&) = delete;
+  ScopedLinearOverride& operator=(const ScopedLinearOverride&) = delete;
+
+ private:
+  const LinearOverride* previous_;
+};
+
 // LayerNorm, RMSNorm, ScaleNorm (x * g / ||x||, one learned scalar g initialised to sqrt(dim);
 // Nguyen & Salazar 2019) or the identity (which owns no parameters).
 class NormImpl : public torch::nn::Module {

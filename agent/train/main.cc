@@ -260,6 +260,20 @@ int main(int argc, char** argv) {
     trace = std::make_unique<tae::train::TraceWriter>(args.trace_dir);
     options.trace = trace.get();
   }
+  // Profiles (docs/profiles.md): where they go and how they are asked for, from the agent.
+  std::unique_ptr<tae::train::StepProfiler> profiler;
+  const char* profile_dir = std::getenv("TAE_PROFILE_DIR");
+  const char* profile_request = std::getenv("TAE_PROFILE_REQUEST");
+  if (profile_dir != nullptr && *profile_dir != '\0') {
+    profiler = std::make_unique<tae::train::StepProfiler>(
+        profile_dir, profile_request != nullptr ? profile_request : "",
+        config->train.profile_at, config->train.profile_steps);
+    options.profiler = profiler.get();
+  } else if (!config->train.profile_at.empty() && primary) {
+    std::cout << "tae-train: train.profile_at ignored: TAE_PROFILE_DIR is not set (the agent "
+                 "sets it)"
+              << std::endl;
+  }
   std::signal(SIGTERM, OnStopSignal);
   std::signal(SIGINT, OnStopSignal);
   tae::train::Trainer trainer(*config, task->get(), sink->get(), primary ? &std::cout : nullptr,

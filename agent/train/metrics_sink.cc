@@ -81,6 +81,22 @@ absl::Status MetricsSink::EmitCheckpoint(int64_t step) {
       absl::StrFormat("{\"checkpoint\":{\"step\":%d,\"time\":%.6f}}\n", step, clock::WallNow()));
 }
 
+absl::Status MetricsSink::EmitProfile(const std::string& id, int64_t first_step, int64_t steps,
+                                      const std::string& error) {
+  if (!agent_) {
+    return absl::OkStatus();
+  }
+  nlohmann::json mark = {{"id", id},
+                         {"time", clock::WallNow()},
+                         {"step", first_step},
+                         {"steps", steps},
+                         {"tool", "libtorch"}};
+  if (!error.empty()) {
+    mark["error"] = error;
+  }
+  return WriteLine(nlohmann::json{{"profile", mark}}.dump() + "\n");
+}
+
 absl::Status MetricsSink::WriteLine(const std::string& line) {
   size_t written = 0;
   while (written < line.size()) {

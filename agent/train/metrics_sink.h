@@ -42,6 +42,11 @@ class MetricsSink {
   // directory holds step N's checkpoint, complete since now; the agent uploads it
   // (docs/checkpoints.md). Without an agent nothing is written.
   absl::Status EmitCheckpoint(int64_t step);
+  // Under an agent: {"profile":{"id":..,"time":T,"step":first,"steps":n,"tool":"libtorch"}}, the
+  // profile `id` is complete in TAE_PROFILE_DIR, or with "error" why it is not
+  // (docs/profiles.md). Without an agent nothing is written.
+  absl::Status EmitProfile(const std::string& id, int64_t first_step, int64_t steps,
+                           const std::string& error);
 
   int fd() const { return fd_; }
 

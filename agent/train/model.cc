@@ -146,7 +146,7 @@ torch::Tensor TransformerLMImpl::forward(const torch::Tensor& tokens) {
   if (config_.tie_embeddings) {
     return torch::linear(x, token_embedding_->weight);
   }
-  return head_(x);
+  return Linear(x, head_);
 }
 
 int64_t TransformerLMImpl::ParameterCount() const {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/train/compression.h"
 #include "agent/train/fused_adamw.h"
 #include "agent/train/head_importance.h"
 #include "agent/train/schedule.h"
@@ -148,10 +150,26 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
     }
   }
   model->train();
+  StepProfiler* profiler = Primary() ? options_.profiler : nullptr;
   for (int64_t step = *first_step; step <= t.steps; ++step) {
+    if (profiler != nullptr) {
+      profiler->BeforeStep(step);
+    }
     const Clock::time_point start = Clock::now();
-    Batch batch = task_->NextTrainBatch();
-    const double loss = TrainStep(model, *optimizer, step, batch, &window.grad_norm);
+    double loss = 0;
+    Batch batch;
+    {
+      // A step's operators under one range while a profile is captured (docs/profiles.md).
+      std::optional<at::RecordFunction> range;
+      if (profiler != nullptr && profiler->capturing()) {
+        range.emplace(at::RecordScope::USER_SCOPE);
+        if (range->isActive()) {
+          range->before(absl::StrCat("ProfilerStep#", step));
+        }
+      }
+      batch = task_->NextTrainBatch();
+      loss = TrainStep(model, *optimizer, step, batch, &window.grad_norm);
+    }
     window.loss_sum += loss;
     window.seconds += std::chrono::duration<double>(Clock::now() - start).count();
     if (options_.trace != nullptr) {
@@ -159,6 +177,18 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
                                                 LearningRate(t, step - 1), *model);
           !s.ok()) {
         return s;
+      }
+    }
+    if (profiler != nullptr) {
+      if (std::optional<FinishedProfile> done = profiler->AfterStep(step); done.has_value()) {
+        RETURN_IF_ERROR(
+            sink_->EmitProfile(done->id, done->first_step, done->steps, done->error));
+        if (progress_ != nullptr) {
+          *progress_ << "tae-train: profile " << done->id << " of " << done->steps
+                     << " step(s) from step " << done->first_step
+                     << (done->error.empty() ? " written" : " failed: " + done->error)
+                     << std::endl;
+        }
       }
     }
     window.lr = LearningRate(t, step - 1);
@@ -201,10 +231,18 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
       return s;
     }
   }
-  if (t.head_importance && Primary()) {
-    if (absl::Status s = ReportHeads(model, t.steps); !s.ok()) {
-      return s;
+  const EvalConfig& e = config_.eval;
+  if ((t.head_importance || !e.prune_fractions.empty()) && Primary()) {
+    const HeadScores scores = ScoreHeads(model, *task_, config_.model.heads);
+    if (t.head_importance) {
+      RETURN_IF_ERROR(ReportHeads(scores, t.steps));
     }
+    if (!e.prune_fractions.empty()) {
+      RETURN_IF_ERROR(ReportPruning(model, scores, summary.final_eval));
+    }
+  }
+  if (e.quantize == Quantize::kInt8Dynamic && Primary()) {
+    RETURN_IF_ERROR(ReportQuantized(model));
   }
   return summary;
 }
@@ -283,8 +321,7 @@ absl::Status Trainer::Checkpoint(TransformerLM& model, torch::optim::Optimizer& 
   return sink_->EmitCheckpoint(step);
 }
 
-absl::Status Trainer::ReportHeads(TransformerLM& model, int64_t step) {
-  HeadScores scores = ScoreHeads(model, *task_, config_.model.heads);
+absl::Status Trainer::ReportHeads(const HeadScores& scores, int64_t step) {
   MetricValues values;
   for (const auto& [head, delta] : scores.masked) {
     values.emplace_back(MaskedHeadKey(head.first, head.second), delta);
@@ -335,7 +372,10 @@ double Trainer::TrainStep(TransformerLM& model, torch::optim::Optimizer& optimiz
                                                         : std::numeric_limits<double>::infinity();
   *grad_norm = fused != nullptr ? fused->ClipGradNorm(max_norm)
                                 : torch::nn::utils::clip_grad_norm_(model->parameters(), max_norm);
-  optimizer.step();
+  {
+    RECORD_USER_SCOPE("Optimizer.step");  // named for profiles (docs/profiles.md)
+    optimizer.step();
+  }
   return loss.item<double>();
 }
 
@@ -465,6 +505,67 @@ bool Trainer::SyncWindow(int64_t step, TrainWindow* window) {
   options_.collective->AllReduceSum(values);
   window->loss_sum = values[0].item<double>();
   return values[1].item<double>() > 0.0;
+}
+
+absl::Status Trainer::ReportPruning(TransformerLM& model, const HeadScores& scores,
+                                    const EvalResult& unpruned) {
+  const int64_t step = config_.train.steps;
+  std::vector<PrunePoint> points =
+      PruneByImportance(model, *task_, config_.model.heads, scores, config_.eval.prune_fractions);
+  if (points.empty()) {
+    return absl::OkStatus();
+  }
+  // The curve (x = heads kept), the unpruned model first; then the report's columns.
+  RETURN_IF_ERROR(sink_->Emit(points.front().heads_total, {{"prune/eval/loss", unpruned.loss},
+                                                           {"prune/eval/acc", unpruned.accuracy}}));
+  MetricValues columns;
+  for (const PrunePoint& p : points) {
+    RETURN_IF_ERROR(sink_->Emit(
+        p.heads_kept, {{"prune/eval/loss", p.eval.loss}, {"prune/eval/acc", p.eval.accuracy}}));
+    const std::string prefix = absl::StrCat("prune", p.fraction * 100);
+    columns.emplace_back(prefix + "/eval/loss", p.eval.loss);
+    columns.emplace_back(prefix + "/eval/acc", p.eval.accuracy);
+    columns.emplace_back(prefix + "/heads_kept", static_cast<double>(p.heads_kept));
+    if (progress_ != nullptr) {
+      *progress_ << absl::StrFormat(
+                        "tae-train: %.0f%% of heads masked by importance (%d of %d kept): eval "
+                        "loss %.4f (unpruned %.4f), acc %.4f (unpruned %.4f)",
+                        p.fraction * 100, p.heads_kept, p.heads_total, p.eval.loss, unpruned.loss,
+                        p.eval.accuracy, unpruned.accuracy)
+                 << std::endl;
+    }
+  }
+  return sink_->Emit(step, columns);
+}
+
+absl::Status Trainer::ReportQuantized(TransformerLM& model) {
+  absl::StatusOr<QuantResult> q = EvaluateInt8Dynamic(model, *task_);
+  if (!q.ok()) {
+    return q.status();
+  }
+  RETURN_IF_ERROR(sink_->EmitMeta({{"quant_engine", q->engine}}));
+  RETURN_IF_ERROR(sink_->Emit(
+      config_.train.steps,
+      {{"quant/eval/loss", q->int8.loss},
+       {"quant/eval/acc", q->int8.accuracy},
+       {"quant/eval/loss_delta", q->int8.loss - q->fp32.loss},
+       {"quant/eval/acc_delta", q->int8.accuracy - q->fp32.accuracy},
+       {"quant/linear_bytes", static_cast<double>(q->int8_linear_bytes)},
+       {"model/linear_bytes", static_cast<double>(q->fp32_linear_bytes)},
+       {"quant/eval/tokens_per_s", q->int8_tokens_per_s},
+       {"eval/tokens_per_s", q->fp32_tokens_per_s}}));
+  if (progress_ != nullptr) {
+    *progress_ << absl::StrFormat(
+                      "tae-train: int8 dynamic (%s): eval loss %.4f (fp32 %.4f), acc %.4f (fp32 "
+                      "%.4f), linear weights %d -> %d bytes (%.2fx), eval %.0f -> %.0f tokens/s",
+                      q->engine, q->int8.loss, q->fp32.loss, q->int8.accuracy, q->fp32.accuracy,
+                      q->fp32_linear_bytes, q->int8_linear_bytes,
+                      static_cast<double>(q->fp32_linear_bytes) /
+                          static_cast<double>(std::max<int64_t>(1, q->int8_linear_bytes)),
+                      q->fp32_tokens_per_s, q->int8_tokens_per_s)
+               << std::endl;
+  }
+  return absl::OkStatus();
 }
 
 EvalResult Trainer::Evaluate(TransformerLM& model, const Task& task) {

@@ -20,6 +20,8 @@
 #include "agent/train/metrics_sink.h"
 #include "agent/train/model.h"
 #include "agent/train/tasks.h"
+#include "agent/train/head_importance.h"
+#include "agent/train/profiler.h"
 #include "agent/train/trace.h"
 
 namespace tae::train {
@@ -64,6 +66,8 @@ struct TrainerOptions {
   // Records the initial weights and every step's batch, loss, grad norm and weights (tae-train
   // --trace); nullptr: no trace. Single-process runs only.
   TraceWriter* trace = nullptr;
+  // Profiles on demand and at train.profile_at (docs/profiles.md); nullptr: none. Rank 0 only.
+  StepProfiler* profiler = nullptr;
 };
 
 class Trainer {
@@ -94,7 +98,11 @@ class Trainer {
   absl::Status ReportTrain(int64_t step, TrainWindow* window, TrainSummary* summary);
   absl::Status ReportEval(TransformerLM& model, int64_t step, const TrainSummary& summary,
                           EvalResult* result);
-  absl::Status ReportHeads(TransformerLM& model, int64_t step);
+  absl::Status ReportHeads(const HeadScores& scores, int64_t step);
+  // eval.prune_heads_by_importance and eval.quantize (compression.h), after training.
+  absl::Status ReportPruning(TransformerLM& model, const HeadScores& scores,
+                             const EvalResult& unpruned);
+  absl::Status ReportQuantized(TransformerLM& model);
   // Rank 0 of a data-parallel run or a single process: the one that reports and checkpoints.
   bool Primary() const;
   // Data-parallel start: rank 0's first step, optimiser state, data position and parameters on

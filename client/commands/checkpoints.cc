@@ -1,4 +1,5 @@
-// taectl checkpoints / pull: the checkpoints runs uploaded to taed (docs/checkpoints.md).
+// taectl checkpoints / pull: the checkpoints runs uploaded to taed (docs/checkpoints.md), and
+// pull --artifact for the artifacts that share their store (docs/profiles.md).
 
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "client/commands/commands.h"
 #include "client/commands/common.h"
 #include "client/commands/mount.h"
+#include "client/commands/pull.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 #include "common/blobs/transfer.h"
@@ -27,17 +29,22 @@ namespace {
 constexpr int kHashesPerFetch = 4096;
 constexpr int kFetchTimeoutMs = 3600 * 1000;
 
+}  // namespace
+
 nlohmann::ordered_json CheckpointJson(const tae::v1::Checkpoint& c) {
-  return {{"run", c.run_id()},
-          {"attempt", c.attempt()},
-          {"step", c.step()},
-          {"id", c.id()},
-          {"files", c.files()},
-          {"bytes", c.bytes()},
-          {"created_at", c.created_at()}};
+  nlohmann::ordered_json out = {{"run", c.run_id()},
+                                {"attempt", c.attempt()},
+                                {"step", c.step()},
+                                {"id", c.id()},
+                                {"files", c.files()},
+                                {"bytes", c.bytes()},
+                                {"created_at", c.created_at()}};
+  if (!c.artifact().empty()) {
+    out["artifact"] = c.artifact();
+  }
+  return out;
 }
 
-// Fetches `checkpoint` into the empty (or new) directory `dir`.
 absl::StatusOr<snapshot::FillStats> PullInto(ControlClient& client,
                                              const tae::v1::Checkpoint& checkpoint,
                                              const std::string& dir) {
@@ -59,7 +66,16 @@ absl::StatusOr<snapshot::FillStats> PullInto(ControlClient& client,
   return fill->stats();
 }
 
-}  // namespace
+absl::Status CheckEmptyDir(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) &&
+      (!std::filesystem::is_directory(dir, ec) ||
+       std::filesystem::directory_iterator(dir, ec) != std::filesystem::directory_iterator())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("-o ", dir, ": exists and is not an empty directory"));
+  }
+  return absl::OkStatus();
+}
 
 int Checkpoints(const CommandEnv& env, const Args& args) {
   bool json = false;
@@ -117,13 +133,16 @@ int Pull(const CommandEnv& env, const Args& args) {
   bool json = false;
   std::string out_dir;
   std::string step_text;
+  std::string artifact;
   cli::FlagSet flags(
-      "usage: taectl pull RUN -o|--output DIR [--step N] [--json]\n\n"
+      "usage: taectl pull RUN -o|--output DIR [--step N | --artifact NAME] [--json]\n\n"
       "Fetches a checkpoint RUN (r12) uploaded to taed into DIR (created; it must be empty):\n"
-      "the newest, or the one of step N (taectl checkpoints RUN lists them). Every file is\n"
-      "verified against its SHA-256 before it appears.");
+      "the newest, or the one of step N (taectl checkpoints RUN lists them). With --artifact,\n"
+      "the run's artifact of that name instead (a profile; taectl artifacts RUN lists them).\n"
+      "Every file is verified against its SHA-256 before it appears.");
   flags.String("output", &out_dir, "directory to write the checkpoint's files into (-o)");
   flags.String("step", &step_text, "the checkpoint of this step (default: the newest)");
+  flags.String("artifact", &artifact, "the artifact of this name (e.g. profile-p3f9a2c)");
   flags.Bool("json", &json, "print JSON");
   Args positional;
   int code = ParseOrExit(flags, WithLongOutput(args), 1, 1, &positional);
@@ -137,15 +156,15 @@ int Pull(const CommandEnv& env, const Args& args) {
   if (out_dir.empty()) {
     return Fail(absl::InvalidArgumentError("-o DIR: where to put the checkpoint is required"));
   }
-  std::error_code ec;
-  if (std::filesystem::exists(out_dir, ec) &&
-      (!std::filesystem::is_directory(out_dir, ec) ||
-       std::filesystem::directory_iterator(out_dir, ec) != std::filesystem::directory_iterator())) {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("-o ", out_dir, ": exists and is not an empty directory")));
+  if (absl::Status empty = CheckEmptyDir(out_dir); !empty.ok()) {
+    return Fail(empty);
+  }
+  if (!artifact.empty() && !step_text.empty()) {
+    return Fail(absl::InvalidArgumentError("--step, --artifact: give one of them"));
   }
   tae::v1::GetCheckpointRequest request;
   request.set_run_id(*run);
+  request.set_artifact(artifact);
   if (!step_text.empty()) {
     int64_t step = 0;
     if (!absl::SimpleAtoi(step_text, &step) || step < 0) {
@@ -164,9 +183,11 @@ int Pull(const CommandEnv& env, const Args& args) {
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<snapshot::FillStats> stats = PullInto(client, checkpoint, out_dir);
   if (!stats.ok()) {
-    return Fail(absl::Status(stats.status().code(),
-                             absl::StrCat("r", *run, " step ", checkpoint.step(), " into ", out_dir,
-                                          ": ", stats.status().message())));
+    return Fail(absl::Status(
+        stats.status().code(),
+        absl::StrCat("r", *run, " ",
+                     artifact.empty() ? absl::StrCat("step ", checkpoint.step()) : artifact,
+                     " into ", out_dir, ": ", stats.status().message())));
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -177,8 +198,10 @@ int Pull(const CommandEnv& env, const Args& args) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("r%lld step %lld: %d files, %s into %s in %.1f s\n", static_cast<long long>(*run),
-              static_cast<long long>(checkpoint.step()), stats->files,
+  std::printf("r%lld %s: %d files, %s into %s in %.1f s\n", static_cast<long long>(*run),
+              artifact.empty() ? absl::StrCat("step ", checkpoint.step()).c_str()
+                               : artifact.c_str(),
+              stats->files,
               FormatBytes(stats->bytes).c_str(), out_dir.c_str(), seconds);
   return 0;
 }

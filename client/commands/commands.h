@@ -43,6 +43,8 @@ int Snapshots(const CommandEnv& env, const Args& args);
 int Scrap(const CommandEnv& env, const Args& args);
 int Checkpoints(const CommandEnv& env, const Args& args);
 int Pull(const CommandEnv& env, const Args& args);
+int Profile(const CommandEnv& env, const Args& args);
+int Artifacts(const CommandEnv& env, const Args& args);
 int Run(const CommandEnv& env, const Args& args);
 int Sync(const CommandEnv& env, const Args& args);
 // taectl ui: the dashboard's sign-in URL (--open opens it).

@@ -361,10 +361,11 @@ int Scrap(const CommandEnv& env, const Args& args) {
   bool dry_run = false;
   bool json = false;
   bool checkpoints = false;
+  bool artifacts = false;
   std::string older_than;
   cli::FlagSet flags(
       "usage: taectl scrap SNAPSHOT... | --all | --older-than AGE  [--dry-run] [--json]\n"
-      "       taectl scrap --checkpoints RUN|EXPERIMENT... | --all | --older-than AGE\n\n"
+      "       taectl scrap --checkpoints|--artifacts RUN|EXPERIMENT... | --all | --older-than AGE\n\n"
       "Removes code snapshots from taed and from every connected agent's cache, deletes the\n"
       "files they put in finished run directories, and frees the contents no remaining\n"
       "snapshot uses. Snapshots of queued or running runs are kept. SNAPSHOT is an id or a\n"
@@ -372,8 +373,11 @@ int Scrap(const CommandEnv& env, const Args& args) {
       "With --checkpoints, removes the checkpoints runs uploaded (taectl checkpoints RUN lists\n"
       "them) and frees the contents no remaining checkpoint uses: of the runs (r12) or\n"
       "experiments named, all, or those stored longer ago than AGE. Those of queued or running\n"
-      "runs are kept unless the run itself is named.");
+      "runs are kept unless the run itself is named.\n\n"
+      "With --artifacts, the same for the artifacts runs stored (profiles; taectl artifacts RUN\n"
+      "lists them).");
   flags.Bool("checkpoints", &checkpoints, "remove runs' checkpoints instead of snapshots");
+  flags.Bool("artifacts", &artifacts, "remove runs' artifacts (profiles) instead of snapshots");
   flags.Bool("all", &all, "every snapshot");
   flags.String("older-than", &older_than, "snapshots created longer ago than AGE");
   flags.Bool("dry-run", &dry_run, "say what would be removed; remove nothing");
@@ -383,13 +387,17 @@ int Scrap(const CommandEnv& env, const Args& args) {
   if (code >= 0) {
     return code;
   }
+  if (checkpoints && artifacts) {
+    return Fail(absl::InvalidArgumentError("--checkpoints, --artifacts: give one of them"));
+  }
   tae::v1::ScrapRequest request;
   const int modes = (ids.empty() ? 0 : 1) + (all ? 1 : 0) + (older_than.empty() ? 0 : 1);
   if (modes != 1) {
     return Fail(absl::InvalidArgumentError(
-        checkpoints ? "scrap --checkpoints needs exactly one of: runs or experiments, --all, "
-                      "--older-than AGE"
-                    : "scrap needs exactly one of: snapshot ids, --all, --older-than AGE"));
+        checkpoints || artifacts
+            ? absl::StrCat("scrap --", checkpoints ? "checkpoints" : "artifacts",
+                           " needs exactly one of: runs or experiments, --all, --older-than AGE")
+            : std::string("scrap needs exactly one of: snapshot ids, --all, --older-than AGE")));
   }
   if (!older_than.empty()) {
     absl::StatusOr<double> age = ParseAge(older_than);
@@ -403,7 +411,8 @@ int Scrap(const CommandEnv& env, const Args& args) {
   }
   request.set_all(all);
   request.set_dry_run(dry_run);
-  request.set_checkpoints(checkpoints);
+  request.set_checkpoints(checkpoints || artifacts);
+  request.set_artifacts(artifacts);
   ControlClient client(env.home);
   tae::v1::ScrapResponse response;
   absl::Status s =
@@ -418,9 +427,10 @@ int Scrap(const CommandEnv& env, const Args& args) {
                                   {"bytes_freed", response.bytes_freed()},
                                   {"agents_notified", response.agents_notified()},
                                   {"dry_run", dry_run}};
-    if (checkpoints) {
+    if (checkpoints || artifacts) {
       out.erase("agents_notified");
-      out["checkpoints_removed"] = response.checkpoints_removed();
+      out[artifacts ? "artifacts_removed" : "checkpoints_removed"] =
+          response.checkpoints_removed();
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -431,12 +441,12 @@ int Scrap(const CommandEnv& env, const Args& args) {
   for (const std::string& kept : response.kept()) {
     std::printf("kept %s\n", kept.c_str());
   }
-  const char* what = checkpoints ? "checkpoints" : "snapshots";
+  const char* what = artifacts ? "artifacts" : checkpoints ? "checkpoints" : "snapshots";
   if (dry_run) {
     std::printf("%d %s would be removed (dry run)\n", response.removed_size(), what);
-  } else if (checkpoints) {
-    std::printf("%d checkpoints removed; %d blobs (%s) freed on taed\n",
-                response.checkpoints_removed(), response.blobs_removed(),
+  } else if (checkpoints || artifacts) {
+    std::printf("%d %s removed; %d blobs (%s) freed on taed\n", response.checkpoints_removed(),
+                what, response.blobs_removed(),
                 FormatBytes(static_cast<uint64_t>(response.bytes_freed())).c_str());
   } else {
     std::printf("%d snapshots removed; %d blobs (%s) freed on taed; %d agents told\n",

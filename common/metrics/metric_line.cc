@@ -17,6 +17,7 @@ bool IsStepKey(std::string_view key) { return key == "step" || key == "Step"; }
 
 constexpr char kMetaKey[] = "meta";
 constexpr char kCheckpointKey[] = "checkpoint";
+constexpr char kProfileKey[] = "profile";
 
 // {"step": N, "time": T}: the job's checkpoint directory holds step N's checkpoint, complete
 // since wall time T.
@@ -30,6 +31,43 @@ absl::Status ParseCheckpoint(const nlohmann::ordered_json& mark, MetricRecord* r
         "the epoch}");
   }
   record->checkpoint = CheckpointMark{step->get<int64_t>(), time->get<double>()};
+  return absl::OkStatus();
+}
+
+// {"id": "p3", "time": T, "step": N|null, "steps": n, "tool": "...", "error": "..."}: the job
+// answered profile request `id` (docs/profiles.md).
+absl::Status ParseProfile(const nlohmann::ordered_json& mark, MetricRecord* record) {
+  const auto field = [&](const char* name) {
+    return mark.is_object() ? mark.find(name) : mark.end();
+  };
+  const auto id = field("id");
+  const auto time = field("time");
+  const auto step = field("step");
+  const auto steps = field("steps");
+  const auto tool = field("tool");
+  const auto error = field("error");
+  const bool id_ok = id != mark.end() && id->is_string() && !id->get<std::string>().empty() &&
+                     id->get<std::string>().size() <= 48;
+  if (!id_ok || time == mark.end() || !time->is_number() ||
+      (step != mark.end() && !step->is_null() &&
+       (!step->is_number_integer() || step->get<int64_t>() < 0)) ||
+      (steps != mark.end() && !steps->is_number_integer()) ||
+      (tool != mark.end() && !tool->is_string()) || (error != mark.end() && !error->is_string())) {
+    return absl::InvalidArgumentError(
+        "metric line: \"profile\" must be {\"id\": a string of 1-48 characters, \"time\": "
+        "seconds since the epoch, optional \"step\" (an int >= 0), \"steps\", \"tool\", "
+        "\"error\"}");
+  }
+  ProfileMark profile;
+  profile.id = id->get<std::string>();
+  profile.time = time->get<double>();
+  if (step != mark.end() && !step->is_null()) {
+    profile.step = step->get<int64_t>();
+  }
+  profile.steps = steps != mark.end() ? steps->get<int64_t>() : 0;
+  profile.tool = tool != mark.end() ? tool->get<std::string>().substr(0, 64) : "";
+  profile.error = error != mark.end() ? error->get<std::string>().substr(0, 2048) : "";
+  record->profile = std::move(profile);
   return absl::OkStatus();
 }
 
@@ -116,7 +154,8 @@ absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line) {
     return absl::InvalidArgumentError("metric line: expected a JSON object");
   }
   const size_t reserved = (doc.contains("step") ? 1 : 0) + (doc.contains("Step") ? 1 : 0) +
-                          (doc.contains("meta") ? 1 : 0) + (doc.contains("checkpoint") ? 1 : 0);
+                          (doc.contains("meta") ? 1 : 0) + (doc.contains("checkpoint") ? 1 : 0) +
+                          (doc.contains("profile") ? 1 : 0);
   if (doc.size() > kMaxValuesPerLine + reserved) {  // the values, besides "step" and "meta"
     return absl::InvalidArgumentError(
         absl::StrCat("metric line: more than ", kMaxValuesPerLine, " values"));
@@ -139,6 +178,12 @@ absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line) {
     }
     if (key == kCheckpointKey) {
       if (absl::Status s = ParseCheckpoint(value, &record); !s.ok()) {
+        return s;
+      }
+      continue;
+    }
+    if (key == kProfileKey) {
+      if (absl::Status s = ParseProfile(value, &record); !s.ok()) {
         return s;
       }
       continue;

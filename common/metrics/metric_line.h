@@ -27,11 +27,23 @@ struct CheckpointMark {
   double time = 0;  // when it was marked, seconds since the epoch (the job's clock)
 };
 
+// The job answered a profile request, or captured one on its own (docs/profiles.md): the profile's
+// files are complete in TAE_PROFILE_DIR, or `error` says why there are none.
+struct ProfileMark {
+  std::string id;  // the request's id ("p3f9a2c"), or the job's own ("step120")
+  double time = 0;
+  std::optional<int64_t> step;  // the first profiled step, when the job knows it
+  int64_t steps = 0;
+  std::string tool;   // "libtorch", "torch.profiler", "jax.profiler", ...
+  std::string error;  // set: no profile
+};
+
 struct MetricRecord {
   std::optional<int64_t> step;  // absent: the caller uses the run's last step
   std::vector<std::pair<std::string, double>> values;     // in line order
   std::vector<std::pair<std::string, std::string>> meta;  // in line order
   std::optional<CheckpointMark> checkpoint;
+  std::optional<ProfileMark> profile;
 };
 
 // Parses one JSON metric line: an object with an optional integer "step" and numeric values,
@@ -40,7 +52,8 @@ struct MetricRecord {
 // follow the metric key rules, its values are strings (a number or bool becomes its JSON text, a
 // null is skipped) of at most kMaxMetaValueLength bytes. A "checkpoint" object,
 // {"checkpoint": {"step": 40, "time": 1732000000.5}}, marks the job's checkpoint directory
-// complete for that step (tae_log.checkpoint). Errors name the offending key.
+// complete for that step (tae_log.checkpoint). A "profile" object answers a profile request
+// (ProfileMark). Errors name the offending key.
 absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line);
 
 // Parses a `Key=Value Key=Value` line; numeric values become metrics, `Step`/`step` the step.

@@ -11,27 +11,9 @@
 #include <vector>
 
 namespace tae::plot {
-namespace {
-
-// Okabe & Ito (2008), colour-blind safe; yellow left out (too light on white). Beyond seven
-// series the colours repeat with the next dash pattern.
-constexpr std::array<const char*, 7> kPalette = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
-                                                 "#E69F00", "#56B4E9", "#000000"};
-constexpr std::array<const char*, 4> kDashes = {"", "8 4", "2 3", "10 3 2 3"};
-
-// Average glyph advances of the sans-serif fonts at 12 and 11 px, for layout only.
-constexpr double kCharWidth = 6.5;
-constexpr double kNoteCharWidth = 6.0;
-constexpr double kTickLength = 5;
-constexpr std::size_t kMaxLegendChars = 36;
-constexpr double kLegendRow = 20;
-constexpr double kLegendSample = 28;
-
-const char* Colour(std::size_t index) { return kPalette[index % kPalette.size()]; }
-const char* Dash(std::size_t index) { return kDashes[(index / kPalette.size()) % kDashes.size()]; }
 
 // Coordinates with one decimal: sub-pixel exact enough, small and deterministic.
-std::string Num(double value) {
+std::string SvgNumber(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%.1f", value);
   std::string text = buffer;
@@ -41,7 +23,7 @@ std::string Num(double value) {
   return text == "-0" ? "0" : text;
 }
 
-std::string Escape(const std::string& text) {
+std::string XmlEscape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
@@ -68,6 +50,26 @@ std::string Escape(const std::string& text) {
   }
   return out;
 }
+
+namespace {
+
+// Okabe & Ito (2008), colour-blind safe; yellow left out (too light on white). Beyond seven
+// series the colours repeat with the next dash pattern.
+constexpr std::array<const char*, 7> kPalette = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                                 "#E69F00", "#56B4E9", "#000000"};
+constexpr std::array<const char*, 4> kDashes = {"", "8 4", "2 3", "10 3 2 3"};
+
+// Average glyph advances of the sans-serif fonts at 12 and 11 px, for layout only.
+constexpr double kCharWidth = 6.5;
+constexpr double kNoteCharWidth = 6.0;
+constexpr double kTickLength = 5;
+constexpr std::size_t kMaxLegendChars = 36;
+constexpr double kLegendRow = 20;
+constexpr double kLegendSample = 28;
+
+const char* Colour(std::size_t index) { return kPalette[index % kPalette.size()]; }
+const char* Dash(std::size_t index) { return kDashes[(index / kPalette.size()) % kDashes.size()]; }
+
 
 std::size_t Utf8Length(const std::string& text) {
   return std::count_if(text.begin(), text.end(),
@@ -294,12 +296,12 @@ void Figure::Grid(std::string& out) const {
   out +=
       "<g class=\"grid\" stroke=\"#e3e3e3\" stroke-width=\"1\" shape-rendering=\"crispEdges\">\n";
   for (double tick : x_.ticks) {
-    out += "<line x1=\"" + Num(X(tick)) + "\" y1=\"" + Num(layout_.top) + "\" x2=\"" +
-           Num(X(tick)) + "\" y2=\"" + Num(layout_.Bottom()) + "\"/>\n";
+    out += "<line x1=\"" + SvgNumber(X(tick)) + "\" y1=\"" + SvgNumber(layout_.top) + "\" x2=\"" +
+           SvgNumber(X(tick)) + "\" y2=\"" + SvgNumber(layout_.Bottom()) + "\"/>\n";
   }
   for (double tick : y_.ticks) {
-    out += "<line x1=\"" + Num(layout_.left) + "\" y1=\"" + Num(Y(tick)) + "\" x2=\"" +
-           Num(layout_.Right()) + "\" y2=\"" + Num(Y(tick)) + "\"/>\n";
+    out += "<line x1=\"" + SvgNumber(layout_.left) + "\" y1=\"" + SvgNumber(Y(tick)) + "\" x2=\"" +
+           SvgNumber(layout_.Right()) + "\" y2=\"" + SvgNumber(Y(tick)) + "\"/>\n";
   }
   out += "</g>\n";
 }
@@ -309,38 +311,38 @@ void Figure::Axes(std::string& out, const PlotOptions& options) const {
   const double bottom = layout_.Bottom();
   out +=
       "<g class=\"axes\" stroke=\"#444444\" stroke-width=\"1\" shape-rendering=\"crispEdges\">\n";
-  out += "<path d=\"M" + Num(left) + "," + Num(layout_.top) + "V" + Num(bottom) + "H" +
-         Num(layout_.Right()) + "\" fill=\"none\"/>\n";
+  out += "<path d=\"M" + SvgNumber(left) + "," + SvgNumber(layout_.top) + "V" + SvgNumber(bottom) + "H" +
+         SvgNumber(layout_.Right()) + "\" fill=\"none\"/>\n";
   for (double tick : x_.ticks) {
-    out += "<line x1=\"" + Num(X(tick)) + "\" y1=\"" + Num(bottom) + "\" x2=\"" + Num(X(tick)) +
-           "\" y2=\"" + Num(bottom + kTickLength) + "\"/>\n";
+    out += "<line x1=\"" + SvgNumber(X(tick)) + "\" y1=\"" + SvgNumber(bottom) + "\" x2=\"" + SvgNumber(X(tick)) +
+           "\" y2=\"" + SvgNumber(bottom + kTickLength) + "\"/>\n";
   }
   for (double tick : y_.ticks) {
-    out += "<line x1=\"" + Num(left - kTickLength) + "\" y1=\"" + Num(Y(tick)) + "\" x2=\"" +
-           Num(left) + "\" y2=\"" + Num(Y(tick)) + "\"/>\n";
+    out += "<line x1=\"" + SvgNumber(left - kTickLength) + "\" y1=\"" + SvgNumber(Y(tick)) + "\" x2=\"" +
+           SvgNumber(left) + "\" y2=\"" + SvgNumber(Y(tick)) + "\"/>\n";
   }
   out += "</g>\n<g class=\"tick-labels\" font-size=\"12\" fill=\"#333333\">\n";
   for (std::size_t i = 0; i < x_.ticks.size(); ++i) {
-    out += "<text x=\"" + Num(X(x_.ticks[i])) + "\" y=\"" + Num(bottom + kTickLength + 14) +
+    out += "<text x=\"" + SvgNumber(X(x_.ticks[i])) + "\" y=\"" + SvgNumber(bottom + kTickLength + 14) +
            "\" text-anchor=\"middle\">" + x_.labels[i] + "</text>\n";
   }
   for (std::size_t i = 0; i < y_.ticks.size(); ++i) {
-    out += "<text x=\"" + Num(left - kTickLength - 4) + "\" y=\"" + Num(Y(y_.ticks[i]) + 4) +
+    out += "<text x=\"" + SvgNumber(left - kTickLength - 4) + "\" y=\"" + SvgNumber(Y(y_.ticks[i]) + 4) +
            "\" text-anchor=\"end\">" + y_.labels[i] + "</text>\n";
   }
   out += "</g>\n";
   if (!options.x_label.empty()) {
-    out += "<text class=\"x-label\" x=\"" + Num(layout_.left + layout_.plot_width / 2) + "\" y=\"" +
-           Num(bottom + kTickLength + 38) +
+    out += "<text class=\"x-label\" x=\"" + SvgNumber(layout_.left + layout_.plot_width / 2) + "\" y=\"" +
+           SvgNumber(bottom + kTickLength + 38) +
            "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\">" +
-           Escape(options.x_label) + "</text>\n";
+           XmlEscape(options.x_label) + "</text>\n";
   }
   if (!options.y_label.empty()) {
     const std::string cx = "28";
-    const std::string cy = Num(layout_.top + layout_.plot_height / 2);
+    const std::string cy = SvgNumber(layout_.top + layout_.plot_height / 2);
     out += "<text class=\"y-label\" x=\"" + cx + "\" y=\"" + cy + "\" transform=\"rotate(-90 " +
            cx + " " + cy + ")\" text-anchor=\"middle\" " + "font-size=\"13\" fill=\"#222222\">" +
-           Escape(options.y_label) + "</text>\n";
+           XmlEscape(options.y_label) + "</text>\n";
   }
 }
 
@@ -366,7 +368,7 @@ std::string Figure::LinePath(const Series& s) const {
       end_run();
       continue;
     }
-    const std::string point = Num(X(s.x[i])) + "," + Num(Y(s.mean[i]));
+    const std::string point = SvgNumber(X(s.x[i])) + "," + SvgNumber(Y(s.mean[i]));
     if (run > 0 && point == last) {
       continue;  // same pixel as the previous point
     }
@@ -393,10 +395,10 @@ std::string Figure::BandPath(const Series& s) const {
       ++end;
     }
     for (std::size_t j = i; j < end; ++j) {
-      d += (j == i ? "M" : "L") + Num(X(s.x[j])) + "," + Num(Y(s.hi[j]));
+      d += (j == i ? "M" : "L") + SvgNumber(X(s.x[j])) + "," + SvgNumber(Y(s.hi[j]));
     }
     for (std::size_t j = end; j-- > i;) {
-      d += "L" + Num(X(s.x[j])) + "," + Num(Y(s.lo[j]));
+      d += "L" + SvgNumber(X(s.x[j])) + "," + SvgNumber(Y(s.lo[j]));
     }
     d += "Z";
     i = end;
@@ -442,20 +444,20 @@ void Figure::Legend(std::string& out, const std::vector<Series>& series) const {
     out += "<g class=\"legend-entry\">";
     if (HasBand(series[k])) {
       any_band = true;
-      out += "<rect x=\"" + Num(x) + "\" y=\"" + Num(y - 6) + "\" width=\"" + Num(kLegendSample) +
+      out += "<rect x=\"" + SvgNumber(x) + "\" y=\"" + SvgNumber(y - 6) + "\" width=\"" + SvgNumber(kLegendSample) +
              "\" height=\"12\" fill=\"" + Colour(k) + "\" fill-opacity=\"0.2\"/>";
     }
-    out += "<line x1=\"" + Num(x) + "\" y1=\"" + Num(y) + "\" x2=\"" + Num(x + kLegendSample) +
-           "\" y2=\"" + Num(y) + "\" stroke-width=\"2\" " + StrokeAttributes(k) + "/>";
-    out += "<text x=\"" + Num(x + kLegendSample + 8) + "\" y=\"" + Num(y + 4) + "\"><title>" +
-           Escape(series[k].name) + "</title>" + Escape(Truncate(series[k].name, kMaxLegendChars)) +
+    out += "<line x1=\"" + SvgNumber(x) + "\" y1=\"" + SvgNumber(y) + "\" x2=\"" + SvgNumber(x + kLegendSample) +
+           "\" y2=\"" + SvgNumber(y) + "\" stroke-width=\"2\" " + StrokeAttributes(k) + "/>";
+    out += "<text x=\"" + SvgNumber(x + kLegendSample + 8) + "\" y=\"" + SvgNumber(y + 4) + "\"><title>" +
+           XmlEscape(series[k].name) + "</title>" + XmlEscape(Truncate(series[k].name, kMaxLegendChars)) +
            "</text></g>\n";
   }
   if (any_band) {
     y += 6;
-    out += "<text class=\"legend-note\" x=\"" + Num(x) + "\" y=\"" + Num(y + 4) +
+    out += "<text class=\"legend-note\" x=\"" + SvgNumber(x) + "\" y=\"" + SvgNumber(y + 4) +
            "\" font-size=\"11\" fill=\"#666666\">line: mean over seeds</text>\n";
-    out += "<text class=\"legend-note\" x=\"" + Num(x) + "\" y=\"" + Num(y + 18) +
+    out += "<text class=\"legend-note\" x=\"" + SvgNumber(x) + "\" y=\"" + SvgNumber(y + 18) +
            "\" font-size=\"11\" fill=\"#666666\">shading: min\xE2\x80\x93max over seeds</text>\n";
   }
   out += "</g>\n";
@@ -463,8 +465,8 @@ void Figure::Legend(std::string& out, const std::vector<Series>& series) const {
 
 void OpenDocument(std::string& out, double width, double height) {
   out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Num(width) + "\" height=\"" +
-         Num(height) + "\" viewBox=\"0 0 " + Num(width) + " " + Num(height) +
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + SvgNumber(width) + "\" height=\"" +
+         SvgNumber(height) + "\" viewBox=\"0 0 " + SvgNumber(width) + " " + SvgNumber(height) +
          "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
   out += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
 }
@@ -473,15 +475,15 @@ void Titles(std::string& out, const PlotOptions& options, double center_x,
             const std::string& subtitle) {
   double y = 28;
   if (!options.title.empty()) {
-    out += "<text class=\"title\" x=\"" + Num(center_x) + "\" y=\"" + Num(y) +
+    out += "<text class=\"title\" x=\"" + SvgNumber(center_x) + "\" y=\"" + SvgNumber(y) +
            "\" text-anchor=\"middle\" font-size=\"16\" font-weight=\"bold\" fill=\"#111111\">" +
-           Escape(options.title) + "</text>\n";
+           XmlEscape(options.title) + "</text>\n";
     y += 18;
   }
   if (!subtitle.empty()) {
-    out += "<text class=\"subtitle\" x=\"" + Num(center_x) + "\" y=\"" + Num(y) +
+    out += "<text class=\"subtitle\" x=\"" + SvgNumber(center_x) + "\" y=\"" + SvgNumber(y) +
            "\" text-anchor=\"middle\" font-size=\"12\" font-style=\"italic\" fill=\"#555555\">" +
-           Escape(subtitle) + "</text>\n";
+           XmlEscape(subtitle) + "</text>\n";
   }
 }
 
@@ -491,7 +493,7 @@ std::string NoData(const PlotOptions& options) {
   std::string out;
   OpenDocument(out, width, height);
   Titles(out, options, width / 2, "");
-  out += "<text class=\"no-data\" x=\"" + Num(width / 2) + "\" y=\"" + Num(height / 2) +
+  out += "<text class=\"no-data\" x=\"" + SvgNumber(width / 2) + "\" y=\"" + SvgNumber(height / 2) +
          "\" text-anchor=\"middle\" font-size=\"16\" fill=\"#777777\">no data</text>\n</svg>\n";
   return out;
 }
@@ -517,8 +519,8 @@ std::string RenderSvg(const std::vector<Series>& series, const PlotOptions& opti
   std::string out;
   OpenDocument(out, layout.width, layout.height);
   Titles(out, options, layout.left + layout.plot_width / 2, subtitle);
-  out += "<rect class=\"plot-area\" x=\"" + Num(layout.left) + "\" y=\"" + Num(layout.top) +
-         "\" width=\"" + Num(layout.plot_width) + "\" height=\"" + Num(layout.plot_height) +
+  out += "<rect class=\"plot-area\" x=\"" + SvgNumber(layout.left) + "\" y=\"" + SvgNumber(layout.top) +
+         "\" width=\"" + SvgNumber(layout.plot_width) + "\" height=\"" + SvgNumber(layout.plot_height) +
          "\" fill=\"none\"/>\n";
   figure.Grid(out);
   figure.Bands(out, series);

@@ -37,6 +37,11 @@ struct PlotOptions {
 // valid document that says "no data".
 std::string RenderSvg(const std::vector<Series>& series, const PlotOptions& options);
 
+// A coordinate with one decimal ("12.5", "3"): sub-pixel exact, small and deterministic.
+std::string SvgNumber(double value);
+// `text` with & < > " ' escaped and control characters made spaces, for XML text and attributes.
+std::string XmlEscape(const std::string& text);
+
 // Tick values on a linear axis covering [lo, hi]: multiples of a 1-2-5 step, inside [lo, hi],
 // with the count closest to `target` (ties go to the larger step). Empty when lo > hi or
 // either bound is not finite.

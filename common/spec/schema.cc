@@ -57,6 +57,26 @@ KeyInfo IntArray(std::string_view name, std::string_view def, bool non_empty,
   return key;
 }
 
+KeyInfo ProfileAt() {
+  KeyInfo key = IntArray("train.profile_at", "[]", false,
+                         "steps before which tae-train captures a profile of train.profile_steps "
+                         "steps, stored as the run's artifact profile-stepN (docs/profiles.md)");
+  key.min = 1;
+  return key;
+}
+
+KeyInfo PruneFractions() {
+  KeyInfo key = Of(ValueType::kFloatArray, "eval.prune_heads_by_importance", "[]",
+                   "after training, mask this fraction of the least important heads (gradient "
+                   "importance) and evaluate: prune/* metrics per fraction (tae-train)");
+  key.min = 0;
+  key.min_open = true;
+  key.max = 1;
+  key.max_open = true;
+  key.unique = true;
+  return key;
+}
+
 KeyInfo Experiment(KeyInfo key) {
   key.scope = KeyScope::kExperiment;
   return key;
@@ -126,6 +146,13 @@ std::vector<KeyInfo> BuildSchema() {
            "tae-train's own (C++) or the PyTorch engine (XLA/TPU, CUDA or CPU; needs "
            "python3-torch on the agent)"),
       Experiment(IntArray("train.seeds", "[0, 1, 2]", true, "every variant runs once per seed")),
+      ProfileAt(),
+      Int("train.profile_steps", "5", 1, 100000, "steps each train.profile_at profile covers"),
+      // [eval]
+      PruneFractions(),
+      Enum("eval.quantize", R"("none")", "none|int8-dynamic",
+           "also evaluate the trained model with its linear layers quantised to int8 (dynamic "
+           "activations): quant/* metrics beside the fp32 ones (tae-train)"),
       // [resources]
       Int("resources.slots", "1", 1, kInf, "worker slots a run occupies"),
       Int("resources.hosts", "1", 1, 256,
@@ -166,7 +193,7 @@ std::string_view Leaf(std::string_view name) {
 }
 
 std::string FormatBound(const KeyInfo& key, double bound) {
-  if (key.type == ValueType::kFloat) {
+  if (key.type == ValueType::kFloat || key.type == ValueType::kFloatArray) {
     return Cat(bound);
   }
   return Cat(static_cast<int64_t>(bound));
@@ -190,7 +217,7 @@ const KeyInfo* FindKey(std::string_view name) {
 
 const std::vector<std::string_view>& Sections() {
   static const auto* const sections =
-      new std::vector<std::string_view>{"model", "train", "resources", "job", "report"};
+      new std::vector<std::string_view>{"model", "train", "eval", "resources", "job", "report"};
   return *sections;
 }
 
@@ -207,7 +234,8 @@ nlohmann::json DefaultConfig() {
 std::string DescribeRange(const KeyInfo& key) {
   bool has_min = std::isfinite(key.min);
   bool has_max = std::isfinite(key.max);
-  if (has_min && has_max && !key.min_open && !key.max_open && key.type != ValueType::kFloat) {
+  if (has_min && has_max && !key.min_open && !key.max_open && key.type != ValueType::kFloat &&
+      key.type != ValueType::kFloatArray) {
     return Cat(FormatBound(key, key.min), "..", FormatBound(key, key.max));
   }
   std::vector<std::string> parts;

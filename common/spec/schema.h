@@ -19,6 +19,7 @@ enum class ValueType {
   kEnum,         // a string from KeyInfo::allowed
   kName,         // a non-empty string of [A-Za-z0-9._-]+ (experiment and ablation names)
   kIntArray,     // elements checked against min/max, `unique`, `non_empty`
+  kFloatArray,   // the same with numbers (integers become floats)
   kStringMap,    // a table of string -> string (labels)
   kHeadMap,      // a table of layer index (as a string) -> unique non-negative ints (prune_heads)
   kScalarArray,  // an array of integers, floats, booleans or strings ([params] lists)

@@ -173,7 +173,11 @@ std::string SpecHash(const Spec& spec) {
   // specs stored before keep their hash (and a resubmit still finds its experiment).
   nlohmann::json base = spec.base;
   for (const auto& [key, default_value] :
-       {std::pair<const char*, int>{"resources.keep_checkpoints", 2}}) {
+       {std::pair<const char*, nlohmann::json>{"resources.keep_checkpoints", 2},
+        {"train.profile_at", nlohmann::json::array()},
+        {"train.profile_steps", 5},
+        {"eval.prune_heads_by_importance", nlohmann::json::array()},
+        {"eval.quantize", "none"}}) {
     auto it = base.find(key);
     if (it != base.end() && *it == default_value) {
       base.erase(it);

@@ -28,6 +28,8 @@ std::string_view Expected(ValueType type) {
       return "a string";
     case ValueType::kIntArray:
       return "an array of integers";
+    case ValueType::kFloatArray:
+      return "an array of numbers";
     case ValueType::kStringMap:
       return "a table of strings";
     case ValueType::kHeadMap:
@@ -145,22 +147,30 @@ Result ConvertIntArray(const KeyInfo& key, std::string_view display, const toml:
     return Problem{node.source().begin, Cat(display, ": must not be empty")};
   }
   nlohmann::json values = nlohmann::json::array();
-  std::set<int64_t> seen;
+  std::set<double> seen;
   for (size_t i = 0; i < array->size(); ++i) {
     const toml::node& element = *array->get(i);
     std::string element_display = Cat(display, "[", i, "]");
     const toml::value<int64_t>* value = element.as_integer();
-    if (value == nullptr) {
-      return WrongType(element_display, "an integer", element);
+    const toml::value<double>* number = element.as_floating_point();
+    const bool floats = key.type == ValueType::kFloatArray;
+    if (value == nullptr && (!floats || number == nullptr)) {
+      return WrongType(element_display, floats ? "a number" : "an integer", element);
     }
-    int64_t v = value->get();
-    if (!InRange(key, static_cast<double>(v))) {
-      return OutOfRange(key, element_display, Cat(v), element);
+    const double v = value != nullptr ? static_cast<double>(value->get()) : number->get();
+    const std::string shown = value != nullptr ? Cat(value->get()) : Cat(v);
+    if (!InRange(key, v)) {
+      return OutOfRange(key, element_display, shown, element);
     }
     if (key.unique && !seen.insert(v).second) {
-      return Problem{element.source().begin, Cat(element_display, ": ", v, " is listed twice")};
+      return Problem{element.source().begin,
+                     Cat(element_display, ": ", shown, " is listed twice")};
     }
-    values.push_back(v);
+    if (value != nullptr && !floats) {
+      values.push_back(value->get());
+    } else {
+      values.push_back(v);
+    }
   }
   *out = std::move(values);
   return std::nullopt;
@@ -345,6 +355,7 @@ std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display
     case ValueType::kName:
       return ConvertString(key, display, node, out);
     case ValueType::kIntArray:
+    case ValueType::kFloatArray:
       return ConvertIntArray(key, display, node, out);
     case ValueType::kStringMap:
       return ConvertStringMap(key, display, node, out);

@@ -9,6 +9,7 @@
 // docs/threading.md); nothing here blocks on the network.
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -59,6 +60,7 @@ struct CheckpointOffer {
   int64_t files = 0;
   int64_t bytes = 0;
   std::vector<std::string> hashes;  // distinct
+  std::string artifact;             // set: a run artifact of this name (docs/profiles.md)
 };
 
 // Which checkpoints a scrap removes (ScrapInput's ids name runs "r12" or experiments).
@@ -69,6 +71,24 @@ struct CheckpointScrap {
   // Every blob a remaining checkpoint names: garbage collection removes all others (also those
   // of an upload that never committed).
   std::set<std::string> referenced;
+};
+
+// A run artifact's name: 1-64 of [A-Za-z0-9._-], not starting with '.' (it becomes a directory
+// name when pulled).
+bool IsArtifactName(const std::string& name);
+
+// Profiles on demand (controller_profiles.cc; docs/profiles.md).
+enum class ProfileState { kPending, kDone, kFailed };
+
+struct ProfileTicket {
+  std::string id;        // "p3f9a2c"
+  std::string artifact;  // "profile-p3f9a2c"
+};
+
+struct ProfileStatus {
+  ProfileState state = ProfileState::kPending;
+  std::string error;                // kFailed
+  store::CheckpointRecord artifact;  // kDone (with its manifest)
 };
 
 struct SubmitInput {
@@ -89,6 +109,7 @@ struct ScrapInput {
   bool all = false;
   double older_than_s = 0;  // > 0: those created longer ago than this
   bool dry_run = false;
+  bool artifacts = false;  // ScrapCheckpoints: the runs' artifacts instead of checkpoints
 };
 
 struct ScrapPlan {
@@ -131,7 +152,8 @@ class Controller {
 
   // Checkpoints (controller_checkpoints.cc; docs/checkpoints.md). The caller moves blobs.
   // OK when taed takes `offer`: the run exists, `attempt` is its current one (an older one is
-  // FailedPrecondition: superseded), it keeps checkpoints, and the size is within the cap.
+  // FailedPrecondition: superseded), it keeps checkpoints, and the size is within the cap. An
+  // artifact needs only an attempt the run has had and the cap.
   absl::Status CheckCheckpoint(const CheckpointOffer& offer);
   // CheckCheckpoint, then records it incomplete; returns its id (the caller verifies its blobs).
   absl::StatusOr<int64_t> BeginCheckpoint(const CheckpointOffer& offer);
@@ -143,6 +165,18 @@ class Controller {
   // Removes checkpoints: of the named runs or experiments, all, or older than older_than_s;
   // without named runs, those of queued or running runs stay.
   absl::StatusOr<CheckpointScrap> ScrapCheckpoints(const ScrapInput& input);
+
+  // Profiles (controller_profiles.cc; docs/profiles.md).
+  // Asks the job of running run `run_id` (its rank 0) for a profile over `steps` steps or
+  // `seconds` seconds (neither: 5 steps). FailedPrecondition when the run is not running,
+  // Unavailable when its agent is not connected.
+  absl::StatusOr<ProfileTicket> RequestProfile(int64_t run_id, int steps, double seconds);
+  // Where request `id` is: done once its artifact is stored; failed when the job or agent said
+  // so or the attempt ended first; NotFound when taed does not know it.
+  absl::StatusOr<ProfileStatus> GetProfile(int64_t run_id, const std::string& id);
+  // The agent could not get the profile (no such run on it, the job refused).
+  void OnProfileFailed(int64_t run_id, int attempt, const std::string& id,
+                       const std::string& error);
 
   const registry::AgentRegistry& registry() const { return registry_; }
   provider::ProviderLog* provider_log() { return &provider_log_; }
@@ -198,6 +232,14 @@ class Controller {
   Options options_;
   registry::AgentRegistry registry_;
   provider::ProviderLog provider_log_;
+  struct PendingProfile {
+    int64_t run_id = 0;
+    int attempt = 0;
+    double requested_at = 0;
+    ProfileState state = ProfileState::kPending;
+    std::string error;
+  };
+  std::map<std::string, PendingProfile> profiles_;  // by request id
   double wake_at_ = 0;  // when the pending wake-up timer fires; 0: none
   int64_t store_failures_ = 0;
   boost::asio::steady_timer liveness_timer_;

@@ -5,21 +5,44 @@
 #include <algorithm>
 #include <map>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/status/macros.h"
 #include "server/controller/controller.h"
 
 namespace tae::controller {
 
+bool IsArtifactName(const std::string& name) {
+  if (name.empty() || name.size() > 64 || name[0] == '.') {
+    return false;
+  }
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
 absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer) {
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(offer.run_id));
-  if (offer.attempt != run.attempt) {
+  if (!offer.artifact.empty()) {
+    if (!IsArtifactName(offer.artifact)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("artifact: '", offer.artifact.substr(0, 80),
+                       "' is not an artifact name (1-64 of [A-Za-z0-9._-], not starting with .)"));
+    }
+    if (offer.attempt > run.attempt) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("attempt: r", run.id, " has had ", run.attempt, " attempts"));
+    }
+  } else if (offer.attempt != run.attempt) {
     return absl::FailedPreconditionError(absl::StrCat("attempt: r", run.id, " is at attempt ",
                                                       run.attempt, "; attempt ", offer.attempt,
                                                       "'s checkpoint is superseded"));
   }
-  if (run.keep_checkpoints <= 0) {
+  if (offer.artifact.empty() && run.keep_checkpoints <= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "run_id: r", run.id, " keeps no checkpoints (resources.keep_checkpoints = 0)"));
   }
@@ -43,6 +66,7 @@ absl::StatusOr<int64_t> Controller::BeginCheckpoint(const CheckpointOffer& offer
   record.files = offer.files;
   record.bytes = offer.bytes;
   record.created_at = Now();
+  record.artifact = offer.artifact;
   return store_->BeginCheckpoint(record, offer.hashes);
 }
 
@@ -74,7 +98,8 @@ absl::StatusOr<CheckpointScrap> Controller::ScrapCheckpoints(const ScrapInput& i
       named[run.id] = named[run.id] || as_run;
     }
   }
-  ASSIGN_OR_RETURN(std::vector<store::CheckpointRecord> checkpoints, store_->ListCheckpoints(0));
+  ASSIGN_OR_RETURN(std::vector<store::CheckpointRecord> checkpoints,
+                   store_->ListCheckpoints(0, input.artifacts));
   const double now = Now();
   CheckpointScrap plan;
   std::vector<int64_t> doomed;
@@ -99,7 +124,8 @@ absl::StatusOr<CheckpointScrap> Controller::ScrapCheckpoints(const ScrapInput& i
       }
       continue;
     }
-    plan.removed.push_back(absl::StrCat("r", c.run_id, " step ", c.step));
+    plan.removed.push_back(c.artifact.empty() ? absl::StrCat("r", c.run_id, " step ", c.step)
+                                              : absl::StrCat("r", c.run_id, " ", c.artifact));
     doomed.push_back(c.id);
   }
   plan.checkpoints = static_cast<int>(doomed.size());

@@ -535,6 +535,31 @@ absl::StatusOr<store::CheckpointRecord> Query::Checkpoint(int64_t run_id,
   return *std::move(latest);
 }
 
+absl::StatusOr<std::vector<store::CheckpointRecord>> Query::Artifacts(int64_t run_id) {
+  TAE_CHECK_OWNER(core_);
+  if (run_id != 0) {
+    RETURN_IF_ERROR(store_->GetRun(run_id).status());
+  }
+  return store_->ListCheckpoints(run_id, /*artifacts=*/true);
+}
+
+absl::StatusOr<store::CheckpointRecord> Query::Artifact(int64_t run_id, const std::string& name) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(std::optional<store::CheckpointRecord> found,
+                   store_->FindArtifact(run_id, name));
+  if (found.has_value()) {
+    return *std::move(found);
+  }
+  ASSIGN_OR_RETURN(std::vector<store::CheckpointRecord> list, Artifacts(run_id));
+  std::vector<std::string> names;
+  for (const store::CheckpointRecord& a : list) {
+    names.push_back(a.artifact);
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "artifact: r", run_id, " has no artifact '", name, "'",
+      names.empty() ? std::string("; it has none") : absl::StrCat("; it has ", absl::StrJoin(names, ", "))));
+}
+
 absl::StatusOr<std::map<int64_t, std::vector<store::MetricPoint>>> Query::ExperimentSeries(
     int64_t experiment_id, const std::string& key) {
   TAE_CHECK_OWNER(core_);

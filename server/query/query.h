@@ -106,6 +106,11 @@ class Query {
   // One complete checkpoint with its manifest: at `step`, or the newest. NotFound naming the steps
   // there are.
   absl::StatusOr<store::CheckpointRecord> Checkpoint(int64_t run_id, std::optional<int64_t> step);
+  // The run's artifacts (run_id 0: every run's), newest first, without manifests
+  // (docs/profiles.md).
+  absl::StatusOr<std::vector<store::CheckpointRecord>> Artifacts(int64_t run_id);
+  // The run's artifact of that name, with its manifest; NotFound lists the names it has.
+  absl::StatusOr<store::CheckpointRecord> Artifact(int64_t run_id, const std::string& name);
 
   // The tables the views are made of.
   absl::StatusOr<std::vector<store::TransitionRecord>> ListTransitions(int64_t run_id);

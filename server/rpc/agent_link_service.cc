@@ -214,6 +214,16 @@ class AgentStream final : public Reactor {
               *core_, [controller = controller_, id = agent_id_] { controller->OnHeartbeat(id); });
         }
         return;
+      case tae::v1::AgentMessage::kProfileFailed:
+        if (!agent_id_.empty()) {
+          const tae::v1::ProfileFailed& failed = message.profile_failed();
+          boost::asio::post(*core_, [controller = controller_, run_id = failed.run_id(),
+                                     attempt = failed.attempt(), id = failed.id(),
+                                     error = failed.error().substr(0, 4096)] {
+            controller->OnProfileFailed(run_id, attempt, id, error);
+          });
+        }
+        return;
       case tae::v1::AgentMessage::KIND_NOT_SET:
         return;
     }

@@ -26,7 +26,8 @@ constexpr size_t kMaxManifestBytes = 16 << 20;  // ~150k files
 
 // The fields of an offer or commit, checked, and its manifest parsed (on the blob worker).
 absl::StatusOr<controller::CheckpointOffer> ParseOffer(int64_t run_id, int attempt, int64_t step,
-                                                       const std::string& manifest) {
+                                                       const std::string& manifest,
+                                                       const std::string& artifact) {
   if (run_id <= 0) {
     return absl::InvalidArgumentError("run_id: must be > 0");
   }
@@ -36,8 +37,14 @@ absl::StatusOr<controller::CheckpointOffer> ParseOffer(int64_t run_id, int attem
   if (step < 0) {
     return absl::InvalidArgumentError("step: must be >= 0");
   }
+  if (!artifact.empty() && !controller::IsArtifactName(artifact)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact: '", artifact.substr(0, 80), "' is not an artifact name"));
+  }
   if (manifest.empty()) {
-    return absl::InvalidArgumentError("manifest: empty (the checkpoint directory has no files)");
+    return absl::InvalidArgumentError(
+        artifact.empty() ? "manifest: empty (the checkpoint directory has no files)"
+                         : "manifest: empty (the job wrote no files for the artifact)");
   }
   if (manifest.size() > kMaxManifestBytes) {
     return absl::InvalidArgumentError(
@@ -52,6 +59,7 @@ absl::StatusOr<controller::CheckpointOffer> ParseOffer(int64_t run_id, int attem
   offer.attempt = attempt;
   offer.step = step;
   offer.manifest = manifest;
+  offer.artifact = artifact;
   offer.manifest_id = snapshot::SnapshotId(*entries);
   offer.files = static_cast<int64_t>(entries->size());
   std::unordered_set<std::string> seen;
@@ -78,7 +86,8 @@ grpc::ServerUnaryReactor* AgentLinkService::OfferCheckpoint(
   }
   checkpoint_blobs_->Post([this, reactor, request, response](blobs::BlobStore&) {
     absl::StatusOr<controller::CheckpointOffer> parsed =
-        ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest());
+        ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest(),
+                   request->artifact());
     if (!parsed.ok()) {
       reactor->Finish(ToGrpc(parsed.status()));
       return;
@@ -134,7 +143,8 @@ grpc::ServerUnaryReactor* AgentLinkService::CommitCheckpoint(
   }
   checkpoint_blobs_->Post([this, reactor, request, response](blobs::BlobStore&) {
     absl::StatusOr<controller::CheckpointOffer> parsed =
-        ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest());
+        ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest(),
+                   request->artifact());
     if (!parsed.ok()) {
       reactor->Finish(ToGrpc(parsed.status()));
       return;
@@ -169,8 +179,9 @@ grpc::ServerUnaryReactor* AgentLinkService::CommitCheckpoint(
             return;
           }
           response->set_dropped(dropped->checkpoints);
-          spdlog::info("r{} attempt {}: checkpoint at step {} stored ({} files, {} bytes)",
-                       offer->run_id, offer->attempt, offer->step, offer->files, offer->bytes);
+          spdlog::info("r{} attempt {}: {} at step {} stored ({} files, {} bytes)", offer->run_id,
+                       offer->attempt, offer->artifact.empty() ? "checkpoint" : offer->artifact,
+                       offer->step, offer->files, offer->bytes);
           auto unreferenced =
               std::make_shared<std::vector<std::string>>(std::move(dropped->unreferenced));
           // 4. The blobs only the dropped checkpoints named.
@@ -211,13 +222,77 @@ grpc::ServerUnaryReactor* ControlService::GetCheckpoint(
     grpc::CallbackServerContext* ctx, const tae::v1::GetCheckpointRequest* request,
     tae::v1::Checkpoint* response) {
   return OnCore(ctx, [this, request, response]() -> absl::Status {
-    absl::StatusOr<store::CheckpointRecord> checkpoint = query_->Checkpoint(
-        request->run_id(),
-        request->has_step() ? std::optional<int64_t>(request->step()) : std::nullopt);
+    absl::StatusOr<store::CheckpointRecord> checkpoint =
+        !request->artifact().empty()
+            ? query_->Artifact(request->run_id(), request->artifact())
+            : query_->Checkpoint(request->run_id(), request->has_step()
+                                                        ? std::optional<int64_t>(request->step())
+                                                        : std::nullopt);
     if (!checkpoint.ok()) {
       return checkpoint.status();
     }
     ToProto(*checkpoint, response);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::Profile(grpc::CallbackServerContext* ctx,
+                                                  const tae::v1::ProfileRequest* request,
+                                                  tae::v1::ProfileResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    if (!(request->seconds() >= 0 && request->seconds() <= 3600) || request->steps() > 100000) {
+      return absl::InvalidArgumentError(
+          "steps, seconds: at most 100000 steps or 3600 seconds (and not negative)");
+    }
+    absl::StatusOr<controller::ProfileTicket> ticket =
+        controller_->RequestProfile(request->run_id(), request->steps(), request->seconds());
+    if (!ticket.ok()) {
+      return ticket.status();
+    }
+    response->set_id(ticket->id);
+    response->set_artifact(ticket->artifact);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::GetProfile(grpc::CallbackServerContext* ctx,
+                                                     const tae::v1::GetProfileRequest* request,
+                                                     tae::v1::GetProfileResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    absl::StatusOr<controller::ProfileStatus> status =
+        controller_->GetProfile(request->run_id(), request->id());
+    if (!status.ok()) {
+      return status.status();
+    }
+    switch (status->state) {
+      case controller::ProfileState::kPending:
+        response->set_state(tae::v1::GetProfileResponse::PENDING);
+        break;
+      case controller::ProfileState::kDone:
+        response->set_state(tae::v1::GetProfileResponse::DONE);
+        ToProto(status->artifact, response->mutable_artifact());
+        break;
+      case controller::ProfileState::kFailed:
+        response->set_state(tae::v1::GetProfileResponse::FAILED);
+        response->set_error(status->error);
+        break;
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* ControlService::ListArtifacts(
+    grpc::CallbackServerContext* ctx, const tae::v1::ListArtifactsRequest* request,
+    tae::v1::ListArtifactsResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    absl::StatusOr<std::vector<store::CheckpointRecord>> listed =
+        query_->Artifacts(request->run_id());
+    if (!listed.ok()) {
+      return listed.status();
+    }
+    for (const store::CheckpointRecord& a : *listed) {
+      ToProto(a, response->add_artifacts());
+    }
     return absl::OkStatus();
   });
 }
@@ -234,7 +309,8 @@ void ControlService::ScrapCheckpoints(grpc::ServerUnaryReactor* reactor,
     controller::ScrapInput input{{request->ids().begin(), request->ids().end()},
                                  request->all(),
                                  request->older_than_s(),
-                                 request->dry_run()};
+                                 request->dry_run(),
+                                 request->artifacts()};
     absl::StatusOr<controller::CheckpointScrap> plan = controller_->ScrapCheckpoints(input);
     if (!plan.ok()) {
       reactor->Finish(ToGrpc(plan.status()));

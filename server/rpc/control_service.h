@@ -88,6 +88,15 @@ class ControlService final : public tae::v1::Control::CallbackService {
   grpc::ServerUnaryReactor* ListCheckpoints(grpc::CallbackServerContext* ctx,
                                             const tae::v1::ListCheckpointsRequest* request,
                                             tae::v1::ListCheckpointsResponse* response) override;
+  grpc::ServerUnaryReactor* Profile(grpc::CallbackServerContext* ctx,
+                                    const tae::v1::ProfileRequest* request,
+                                    tae::v1::ProfileResponse* response) override;
+  grpc::ServerUnaryReactor* GetProfile(grpc::CallbackServerContext* ctx,
+                                       const tae::v1::GetProfileRequest* request,
+                                       tae::v1::GetProfileResponse* response) override;
+  grpc::ServerUnaryReactor* ListArtifacts(grpc::CallbackServerContext* ctx,
+                                          const tae::v1::ListArtifactsRequest* request,
+                                          tae::v1::ListArtifactsResponse* response) override;
   grpc::ServerUnaryReactor* GetCheckpoint(grpc::CallbackServerContext* ctx,
                                           const tae::v1::GetCheckpointRequest* request,
                                           tae::v1::Checkpoint* response) override;

@@ -190,6 +190,7 @@ void ToProto(const store::CheckpointRecord& in, tae::v1::Checkpoint* out) {
   out->set_bytes(in.bytes);
   out->set_created_at(in.created_at);
   out->set_manifest(in.manifest);
+  out->set_artifact(in.artifact);
 }
 
 void ToProto(const query::SnapshotView& in, tae::v1::Snapshot* out) {

@@ -186,7 +186,7 @@ grpc::ServerUnaryReactor* ControlService::Scrap(grpc::CallbackServerContext* ctx
         request->ids_size() > 10000 ? "ids: more than 10000" : "older_than_s: must be >= 0")));
     return reactor;
   }
-  if (request->checkpoints()) {
+  if (request->checkpoints() || request->artifacts()) {
     ScrapCheckpoints(reactor, request, response);
     return reactor;
   }

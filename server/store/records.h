@@ -167,6 +167,8 @@ struct CheckpointRecord {
   int64_t bytes = 0;
   bool complete = false;
   double created_at = 0;
+  // Non-empty: a run artifact of this name (a profile; migration 0009), not a checkpoint.
+  std::string artifact;
 };
 
 // What completing a checkpoint or deleting checkpoints freed.

@@ -98,7 +98,8 @@ class Store {
   absl::StatusOr<int64_t> BeginCheckpoint(const CheckpointRecord& checkpoint,
                                           const std::vector<std::string>& hashes);
   // Marks it complete, then deletes the run's other checkpoints of the same step and all but the
-  // newest `keep` complete ones. Returns what that freed.
+  // newest `keep` complete ones (an artifact: only an older one of the same name). Returns what
+  // that freed.
   absl::StatusOr<CheckpointsDropped> CompleteCheckpoint(int64_t id, int keep);
   // Deletes checkpoints by id (an incomplete one whose blobs failed verification; scrap).
   absl::StatusOr<CheckpointsDropped> DeleteCheckpoints(const std::vector<int64_t>& ids);
@@ -108,8 +109,13 @@ class Store {
   absl::StatusOr<std::optional<CheckpointRecord>> GetCheckpoint(int64_t id);
   // The run's newest complete checkpoint, with its manifest; nullopt when it has none.
   absl::StatusOr<std::optional<CheckpointRecord>> LatestCheckpoint(int64_t run_id);
-  // Complete checkpoints, newest first, without manifests: of one run, or (run_id 0) of all runs.
-  absl::StatusOr<std::vector<CheckpointRecord>> ListCheckpoints(int64_t run_id);
+  // Complete checkpoints (or, with `artifacts`, artifacts), newest first, without manifests: of
+  // one run, or (run_id 0) of all runs.
+  absl::StatusOr<std::vector<CheckpointRecord>> ListCheckpoints(int64_t run_id,
+                                                                bool artifacts = false);
+  // The run's complete artifact of that name, with its manifest; nullopt when it has none.
+  absl::StatusOr<std::optional<CheckpointRecord>> FindArtifact(int64_t run_id,
+                                                               const std::string& name);
   // Every blob hash any checkpoint row names.
   absl::StatusOr<std::set<std::string>> CheckpointBlobs();
 

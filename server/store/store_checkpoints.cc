@@ -1,4 +1,5 @@
-// Store: the checkpoints runs upload (docs/checkpoints.md; migration 0008).
+// Store: the checkpoints runs upload (docs/checkpoints.md; migration 0008) and the artifacts that
+// share their rows and blobs (docs/profiles.md; migration 0009).
 
 #include <optional>
 #include <set>
@@ -13,7 +14,7 @@ namespace tae::store {
 namespace {
 
 constexpr char kCheckpointColumns[] =
-    "id, run_id, attempt, step, manifest_id, files, bytes, complete, created_at";
+    "id, run_id, attempt, step, manifest_id, files, bytes, complete, created_at, artifact";
 
 CheckpointRecord ReadCheckpoint(const Statement& stmt) {
   CheckpointRecord c;
@@ -26,6 +27,7 @@ CheckpointRecord ReadCheckpoint(const Statement& stmt) {
   c.bytes = stmt.Int(6);
   c.complete = stmt.Int(7) != 0;
   c.created_at = stmt.Double(8);
+  c.artifact = stmt.Text(9);
   return c;
 }
 
@@ -78,8 +80,8 @@ absl::StatusOr<int64_t> Store::BeginCheckpoint(const CheckpointRecord& checkpoin
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(Statement insert,
                    db_.Prepare("INSERT INTO checkpoints (run_id, attempt, step, manifest_id, "
-                               "manifest, files, bytes, complete, created_at) "
-                               "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)"));
+                               "manifest, files, bytes, complete, created_at, artifact) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)"));
   insert.Bind(1, checkpoint.run_id)
       .Bind(2, static_cast<int64_t>(checkpoint.attempt))
       .Bind(3, checkpoint.step)
@@ -87,7 +89,8 @@ absl::StatusOr<int64_t> Store::BeginCheckpoint(const CheckpointRecord& checkpoin
       .Bind(5, checkpoint.manifest)
       .Bind(6, checkpoint.files)
       .Bind(7, checkpoint.bytes)
-      .Bind(8, checkpoint.created_at);
+      .Bind(8, checkpoint.created_at)
+      .Bind(9, checkpoint.artifact);
   RETURN_IF_ERROR(insert.Run());
   const int64_t id = db_.LastInsertId();
   ASSIGN_OR_RETURN(Statement blob, db_.Prepare("INSERT OR IGNORE INTO checkpoint_blobs "
@@ -106,7 +109,7 @@ absl::StatusOr<CheckpointsDropped> Store::CompleteCheckpoint(int64_t id, int kee
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(Statement mark,
                    db_.Prepare("UPDATE checkpoints SET complete = 1 WHERE id = ? AND complete = 0 "
-                               "RETURNING run_id, step"));
+                               "RETURNING run_id, step, artifact"));
   mark.Bind(1, id);
   ASSIGN_OR_RETURN(bool found, mark.Step());
   if (!found) {
@@ -114,12 +117,32 @@ absl::StatusOr<CheckpointsDropped> Store::CompleteCheckpoint(int64_t id, int kee
   }
   const int64_t run_id = mark.Int(0);
   const int64_t step = mark.Int(1);
+  const std::string artifact = mark.Text(2);
   mark.Reset();
+  if (!artifact.empty()) {
+    // An artifact replaces only an older one of the same name (the same profile sent again).
+    ASSIGN_OR_RETURN(Statement same,
+                     db_.Prepare("SELECT id FROM checkpoints WHERE run_id = ? AND artifact = ? "
+                                 "AND complete = 1 AND id != ?"));
+    same.Bind(1, run_id).Bind(2, artifact).Bind(3, id);
+    std::vector<int64_t> replaced;
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, same.Step());
+      if (!more) {
+        break;
+      }
+      replaced.push_back(same.Int(0));
+    }
+    same.Reset();
+    ASSIGN_OR_RETURN(CheckpointsDropped dropped, DeleteRows(&db_, replaced));
+    RETURN_IF_ERROR(tx.Commit());
+    return dropped;
+  }
   // Older checkpoints of the same step (a later attempt saved that step again), then all but the
   // newest `keep`.
   ASSIGN_OR_RETURN(Statement older,
                    db_.Prepare("SELECT id, step FROM checkpoints WHERE run_id = ? AND complete = 1 "
-                               "AND id != ? ORDER BY id DESC"));
+                               "AND artifact = '' AND id != ? ORDER BY id DESC"));
   older.Bind(1, run_id).Bind(2, id);
   std::vector<int64_t> doomed;
   int kept = 1;
@@ -173,14 +196,14 @@ absl::StatusOr<std::optional<CheckpointRecord>> Store::GetCheckpoint(int64_t id)
     return std::nullopt;
   }
   CheckpointRecord c = ReadCheckpoint(stmt);
-  c.manifest = stmt.Text(9);
+  c.manifest = stmt.Text(10);
   return c;
 }
 
 absl::StatusOr<std::optional<CheckpointRecord>> Store::LatestCheckpoint(int64_t run_id) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("SELECT id FROM checkpoints WHERE run_id = ? AND complete = 1 "
-                               "ORDER BY id DESC LIMIT 1"));
+                               "AND artifact = '' ORDER BY id DESC LIMIT 1"));
   stmt.Bind(1, run_id);
   ASSIGN_OR_RETURN(bool found, stmt.Step());
   if (!found) {
@@ -189,13 +212,14 @@ absl::StatusOr<std::optional<CheckpointRecord>> Store::LatestCheckpoint(int64_t 
   return GetCheckpoint(stmt.Int(0));
 }
 
-absl::StatusOr<std::vector<CheckpointRecord>> Store::ListCheckpoints(int64_t run_id) {
+absl::StatusOr<std::vector<CheckpointRecord>> Store::ListCheckpoints(int64_t run_id,
+                                                                     bool artifacts) {
   ASSIGN_OR_RETURN(
       Statement stmt,
       db_.Prepare(absl::StrCat("SELECT ", kCheckpointColumns,
                                " FROM checkpoints WHERE complete = 1 AND (? = 0 OR run_id = ?) "
-                               "ORDER BY id DESC")));
-  stmt.Bind(1, run_id).Bind(2, run_id);
+                               "AND (artifact != '') = ? ORDER BY id DESC")));
+  stmt.Bind(1, run_id).Bind(2, run_id).Bind(3, static_cast<int64_t>(artifacts ? 1 : 0));
   std::vector<CheckpointRecord> out;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt.Step());
@@ -205,6 +229,19 @@ absl::StatusOr<std::vector<CheckpointRecord>> Store::ListCheckpoints(int64_t run
     out.push_back(ReadCheckpoint(stmt));
   }
   return out;
+}
+
+absl::StatusOr<std::optional<CheckpointRecord>> Store::FindArtifact(int64_t run_id,
+                                                                    const std::string& name) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT id FROM checkpoints WHERE run_id = ? AND artifact = ? AND "
+                               "complete = 1 ORDER BY id DESC LIMIT 1"));
+  stmt.Bind(1, run_id).Bind(2, name);
+  ASSIGN_OR_RETURN(bool found, stmt.Step());
+  if (!found) {
+    return std::nullopt;
+  }
+  return GetCheckpoint(stmt.Int(0));
 }
 
 absl::StatusOr<std::set<std::string>> Store::CheckpointBlobs() {

@@ -30,7 +30,7 @@ OPTIONAL = {"model.init": "gpt2", "train.engine": "libtorch"}
 
 # Keys that do not change the training trajectory, left out of the checkpoint fingerprint.
 NOT_FINGERPRINTED = ("train.threads", "train.checkpoint_every", "train.head_importance",
-                     "train.eval_every")
+                     "train.eval_every", "train.profile_at", "train.profile_steps")
 
 
 @dataclass
@@ -162,7 +162,7 @@ KNOWN_KEYS = (
     "train.batch_size", "train.steps", "train.optimizer", "train.lr", "train.schedule",
     "train.warmup", "train.weight_decay", "train.grad_clip", "train.eval_every",
     "train.eval_batches", "train.checkpoint_every", "train.head_importance", "train.threads",
-    "train.seed", "train.engine")
+    "train.seed", "train.engine", "train.profile_at", "train.profile_steps")
 
 
 def parse(spec):
@@ -173,6 +173,10 @@ def parse(spec):
         if key.startswith(("model.", "train.")) and key not in KNOWN_KEYS and key != "train.seeds":
             raise SpecError(f'run spec: key "{key}": unknown key (is the torch engine older '
                             'than taectl?)')
+    for key, default in (("eval.prune_heads_by_importance", []), ("eval.quantize", "none")):
+        if spec.get(key, default) != default:
+            raise SpecError(f'run spec: key "{key}": not supported by the torch engine '
+                            '(train.engine = "libtorch" evaluates compression)')
     r = _Reader(spec)
     m = ModelConfig()
     m.layers = r.int("model.layers", 0, 64)

@@ -1,0 +1,83 @@
+#pragma once
+
+// StepProfiler: tae-train's profiles, on demand and at chosen steps (docs/profiles.md).
+//
+// A capture covers whole training steps. It starts before a step when
+//  - the agent asked for one: the request file (TAE_PROFILE_REQUEST) holds
+//    {"id": "p3f9a2c", "steps": N, "seconds": S} with an id not yet answered, or
+//  - the step is one of train.profile_at (id "step<N>", train.profile_steps steps),
+// and ends after the step that completes N steps (or S seconds). It uses libtorch's profiler
+// (the legacy one: Debian's libtorch has no Kineto), which records every operator call on the
+// training thread with its input shapes, and every CPU allocation.
+//
+// The capture is written to TAE_PROFILE_DIR as Chrome trace JSON (trace.json, the
+// chrome://tracing / Perfetto format): one complete event ("ph": "X") per operator with
+// "Input Dims", one "ProfilerStep#N" event around each step, and "[memory]" instant events whose
+// args hold "Bytes" and "Total Allocated" (as torch.profiler writes them). The caller then
+// emits the profile mark the agent waits for.
+//
+// When no capture is running, BeforeStep costs one failed open(2) of the request file (a few
+// microseconds) and nothing else is recorded.
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace tae::train {
+
+struct ProfileRequest {
+  std::string id;
+  int64_t steps = 0;     // > 0: this many steps
+  double seconds = 0.0;  // > 0: steps until this much time has passed (at least one)
+};
+
+// {"id": ..., "steps": ..., "seconds": ...}; nullopt when it is not one.
+std::optional<ProfileRequest> ParseProfileRequest(const std::string& text);
+
+// A finished capture, for the profile mark.
+struct FinishedProfile {
+  std::string id;
+  int64_t first_step = 0;
+  int64_t steps = 0;
+  std::string error;  // set: nothing usable was written
+};
+
+class StepProfiler {
+ public:
+  // `dir` and `request_path`: TAE_PROFILE_DIR and TAE_PROFILE_REQUEST ("" when unset: only
+  // profile_at captures, and only when dir is set). `profile_at`: steps that start a capture of
+  // `profile_steps` steps.
+  StepProfiler(std::string dir, std::string request_path, std::vector<int64_t> profile_at,
+               int64_t profile_steps);
+  ~StepProfiler();
+
+  bool enabled() const { return !dir_.empty(); }
+  // Starts a capture before `step` when one is due (see the header comment).
+  void BeforeStep(int64_t step);
+  // Ends the capture when `step` completes it; its outcome is returned once.
+  std::optional<FinishedProfile> AfterStep(int64_t step);
+  // Inside a capture, wraps a step in a "ProfilerStep#N" range (a no-op otherwise).
+  bool capturing() const { return active_.has_value(); }
+
+ private:
+  struct Active {
+    ProfileRequest request;
+    int64_t first_step = 0;
+    int64_t steps = 0;
+    double started = 0;  // steady seconds
+  };
+  FinishedProfile Stop(const Active& active);
+
+  std::string dir_;
+  std::string request_path_;
+  std::set<int64_t> profile_at_;
+  int64_t profile_steps_;
+  std::set<std::string> answered_;
+  std::optional<Active> active_;
+};
+
+}  // namespace tae::train

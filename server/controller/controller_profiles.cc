@@ -1,0 +1,120 @@
+// Controller: profiles on demand (docs/profiles.md). A request goes to the agent of the run's
+// rank 0; the job writes the profile and the agent uploads it as the artifact "profile-<id>"
+// through the checkpoint path. Requests are remembered here, on the core, until answered: a
+// stored artifact of that name answers DONE, a ProfileFailed from the agent or the end of the
+// attempt answers FAILED. A taed restart forgets pending requests (the artifact still arrives).
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status/macros.h"
+#include "server/controller/controller.h"
+
+namespace tae::controller {
+namespace {
+
+constexpr size_t kMaxPendingProfiles = 1024;
+
+std::string NewProfileId() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  return absl::StrFormat("p%06x", rng() & 0xffffff);
+}
+
+}  // namespace
+
+absl::StatusOr<ProfileTicket> Controller::RequestProfile(int64_t run_id, int steps,
+                                                         double seconds) {
+  TAE_CHECK_OWNER(core_);
+  if (steps < 0 || seconds < 0 || (steps > 0 && seconds > 0)) {
+    return absl::InvalidArgumentError("steps, seconds: give one of them (> 0), or neither");
+  }
+  if (steps == 0 && seconds == 0) {
+    steps = 5;
+  }
+  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+  if (run.state != store::RunState::kRunning) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run_id: r", run.id, " is ", store::ToString(run.state),
+                     "; only a running run can be profiled",
+                     store::IsFinal(run.state) ? " (its artifacts: taectl artifacts r" : "",
+                     store::IsFinal(run.state) ? absl::StrCat(run.id, ")") : ""));
+  }
+  const std::vector<std::string> agents = AgentsOfRun(run);
+  registry::Agent* agent = agents.empty() ? nullptr : registry_.Find(agents.front());
+  if (agent == nullptr || !agent->connected) {
+    return absl::UnavailableError(absl::StrCat(
+        "run_id: r", run.id, "'s agent ", agents.empty() ? run.agent_id : agents.front(),
+        " is not connected; try again when it is"));
+  }
+  if (profiles_.size() >= kMaxPendingProfiles) {
+    // The oldest answered requests go first; pending ones are never forgotten this way.
+    for (auto it = profiles_.begin(); it != profiles_.end();) {
+      it = it->second.state != ProfileState::kPending ? profiles_.erase(it) : std::next(it);
+    }
+    if (profiles_.size() >= kMaxPendingProfiles) {
+      return absl::ResourceExhaustedError("taed already waits for too many profiles");
+    }
+  }
+  ProfileTicket ticket;
+  do {
+    ticket.id = NewProfileId();
+  } while (profiles_.count(ticket.id) > 0);
+  ticket.artifact = absl::StrCat("profile-", ticket.id);
+  PendingProfile& pending = profiles_[ticket.id];
+  pending.run_id = run.id;
+  pending.attempt = run.attempt;
+  pending.requested_at = Now();
+  tae::v1::TaedMessage message;
+  tae::v1::ProfileRun* ask = message.mutable_profile_run();
+  ask->set_run_id(run.id);
+  ask->set_attempt(run.attempt);
+  ask->set_id(ticket.id);
+  ask->set_steps(steps);
+  ask->set_seconds(seconds);
+  agent->channel->Send(message);
+  return ticket;
+}
+
+absl::StatusOr<ProfileStatus> Controller::GetProfile(int64_t run_id, const std::string& id) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+  ProfileStatus status;
+  ASSIGN_OR_RETURN(std::optional<store::CheckpointRecord> stored,
+                   store_->FindArtifact(run.id, absl::StrCat("profile-", id)));
+  if (stored.has_value()) {
+    status.state = ProfileState::kDone;
+    status.artifact = *std::move(stored);
+    return status;
+  }
+  auto it = profiles_.find(id);
+  if (it == profiles_.end() || it->second.run_id != run.id) {
+    return absl::NotFoundError(absl::StrCat(
+        "id: taed has no profile request '", id, "' of r", run.id,
+        " (taed restarted since? its artifact appears in taectl artifacts r", run.id,
+        " if the job still delivers it)"));
+  }
+  PendingProfile& pending = it->second;
+  if (pending.state == ProfileState::kPending &&
+      (run.attempt != pending.attempt || run.state != store::RunState::kRunning)) {
+    pending.state = ProfileState::kFailed;
+    pending.error = absl::StrCat("r", run.id, " attempt ", pending.attempt,
+                                 " ended before its job delivered the profile");
+  }
+  status.state = pending.state;
+  status.error = pending.error;
+  return status;
+}
+
+void Controller::OnProfileFailed(int64_t run_id, int attempt, const std::string& id,
+                                 const std::string& error) {
+  TAE_CHECK_OWNER(core_);
+  auto it = profiles_.find(id);
+  if (it == profiles_.end() || it->second.run_id != run_id || it->second.attempt != attempt) {
+    return;  // a request taed no longer remembers, or a self-initiated capture
+  }
+  it->second.state = ProfileState::kFailed;
+  it->second.error = error;
+}
+
+}  // namespace tae::controller
