@@ -135,11 +135,16 @@ int Plot(const CommandEnv& env, const Args& args) {
   std::string title;
   int max_points = 300;
   bool log_y = false;
+  bool pruning = false;
   cli::FlagSet flags(
-      "usage: taectl plot EXP [--metric NAME] [-o FILE.svg] [--log-y] [--max-points N]\n\n"
+      "usage: taectl plot EXP [--metric NAME] [-o FILE.svg] [--log-y] [--max-points N]\n"
+      "       taectl plot EXP --pruning [--metric prune/eval/acc]\n\n"
       "Writes the curves of one metric as an SVG figure: one line per variant (the mean over its\n"
       "seeds at each step) with a shaded band from the lowest to the highest seed. Long series\n"
-      "are downsampled by taed to about N points per run (mean of each bucket).");
+      "are downsampled by taed to about N points per run (mean of each bucket).\n\n"
+      "--pruning plots eval loss against the number of heads kept when the least important\n"
+      "are masked (eval.prune_heads_by_importance; Michel et al. 2019's figure).");
+  flags.Bool("pruning", &pruning, "eval/loss against heads kept (prune/eval/loss)");
   flags.String("metric", &metric,
                "metric to plot; default: eval/loss, or the runs' own first metric without it");
   flags.String("output", &output, "SVG file to write (-o); default: <experiment>-<metric>.svg");
@@ -169,6 +174,13 @@ int Plot(const CommandEnv& env, const Args& args) {
       client.Check(client.stub()->GetExperiment(ControlClient::Context().get(), get, &exp));
   if (!s.ok()) {
     return Fail(s);
+  }
+  if (pruning && metric.empty()) {
+    metric = "prune/eval/loss";
+  }
+  if (pruning && metric.rfind("prune/", 0) != 0) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--metric ", metric, ": with --pruning, prune/eval/loss or prune/eval/acc")));
   }
   const bool chosen = !metric.empty() || exp.report_metrics_size() > 0;
   if (metric.empty()) {
@@ -210,6 +222,9 @@ int Plot(const CommandEnv& env, const Args& args) {
   std::vector<plot::Series> series = ByVariant(*response);
   plot::PlotOptions options;
   options.title = title.empty() ? absl::StrCat(exp.name(), " (e", exp.id(), "): ", metric) : title;
+  if (pruning) {
+    options.x_label = "heads kept (the least important masked first)";
+  }
   options.y_label = metric;
   options.log_y = log_y;
   if (output.empty()) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "client/commands/commands.h"
 #include "client/commands/common.h"
+#include "client/commands/mount.h"
 #include "client/commands/pull.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"

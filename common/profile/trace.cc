@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <unordered_map>
 
 #include "absl/strings/ascii.h"
@@ -26,14 +27,13 @@ std::string IdText(const json& value) {
 }
 
 // "aten::addmm" -> "addmm", "MmBackward0" -> "mm", "aten::add_" -> "add".
-std::string BaseName(std::string_view name) {
-  if (const size_t colons = name.rfind("::"); colons != std::string_view::npos) {
-    name = name.substr(colons + 2);
-  }
-  std::string base = absl::AsciiStrToLower(name);
-  for (std::string_view suffix : {"backward0", "backward1", "backward"}) {
+std::string BaseName(const std::string& name) {
+  const size_t colons = name.rfind("::");
+  std::string base =
+      absl::AsciiStrToLower(colons == std::string::npos ? name : name.substr(colons + 2));
+  for (const char* suffix : {"backward0", "backward1", "backward"}) {
     if (absl::EndsWith(base, suffix)) {
-      base.resize(base.size() - suffix.size());
+      base.resize(base.size() - std::strlen(suffix));
       break;
     }
   }
@@ -46,13 +46,13 @@ std::string BaseName(std::string_view name) {
   return base;
 }
 
-bool IsOneOf(const std::string& base, std::initializer_list<std::string_view> names) {
-  return std::find(names.begin(), names.end(), base) != names.end();
+bool IsOneOf(const std::string& base, std::initializer_list<const char*> names) {
+  return std::any_of(names.begin(), names.end(), [&](const char* n) { return base == n; });
 }
 
 }  // namespace
 
-std::string Category(std::string_view name, bool inside_optimizer) {
+std::string Category(const std::string& name, bool inside_optimizer) {
   if (inside_optimizer || absl::StartsWith(name, "Optimizer") ||
       absl::StrContains(name, "adamw") || absl::StrContains(name, "_foreach_")) {
     return "optimizer";
@@ -91,7 +91,7 @@ std::string Category(std::string_view name, bool inside_optimizer) {
   return "other";
 }
 
-absl::StatusOr<Trace> ParseTrace(std::string_view text) {
+absl::StatusOr<Trace> ParseTrace(const std::string& text) {
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     return absl::InvalidArgumentError("trace: not valid JSON");

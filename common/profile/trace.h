@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -34,14 +33,14 @@ struct Trace {
 
 // The trace in `text`: a JSON array of events or an object with "traceEvents". InvalidArgument
 // (naming what is wrong) when it is neither.
-absl::StatusOr<Trace> ParseTrace(std::string_view text);
+absl::StatusOr<Trace> ParseTrace(const std::string& text);
 
 // What an operator is, for the summary's shares: "matmul" (mm, addmm, bmm, matmul, linear,
 // baddbmm, einsum, their backward), "attention" (softmax, scaled dot-product attention, masking),
 // "elementwise" (add, mul, activations, copies, norms, ...), "optimizer" (anything inside a range
 // named "Optimizer..." or an optimizer's own op), "step" (ProfilerStep#N and other bare user
 // ranges) or "other".
-std::string Category(std::string_view name, bool inside_optimizer);
+std::string Category(const std::string& name, bool inside_optimizer);
 
 struct OpTotal {
   std::string name;

@@ -324,9 +324,11 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
     ASSIGN_OR_RETURN(std::vector<std::string> present, MetricNames(id));
     metrics = tae::metrics::DefaultMetrics(std::move(present));
     result.metrics_source = "runs";
-    if (metrics.empty() || metrics.front() == tae::metrics::kEvalLoss) {
+    if (metrics.empty()) {
       metrics = {tae::metrics::kEvalLoss, tae::metrics::kEvalAcc};
       result.metrics_source = "default";
+    } else if (metrics.front() == tae::metrics::kEvalLoss) {
+      result.metrics_source = "default";  // with the compression columns the runs have
     }
   }
   ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
