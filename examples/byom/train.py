@@ -12,6 +12,7 @@ data-parallel over torch.distributed (gloo on CPU, xla on TPU).
 """
 
 import argparse
+import contextlib
 import math
 import os
 import sys
@@ -163,20 +164,23 @@ def main():
         tae_log.meta(device=str(dev), torch=torch.__version__, world_size=world)
 
     started, tokens = time.time(), 0
+    # `taectl profile rN` captures steps here (torch.profiler, or torch_xla's on a TPU VM).
+    profiled = tae_log.profile if tae_log else (lambda step: contextlib.nullcontext())
     for step in range(first, a.steps + 1):
         model.train()
-        x, y = batch(data, a, g, dev)
-        loss = F.cross_entropy(model(x).reshape(-1, vocab), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        if world > 1:
-            for p in model.parameters():
-                torch.distributed.all_reduce(p.grad)
-                p.grad /= world
-        if xm:
-            xm.optimizer_step(opt)
-        else:
-            opt.step()
+        with profiled(step):
+            x, y = batch(data, a, g, dev)
+            loss = F.cross_entropy(model(x).reshape(-1, vocab), y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            if world > 1:
+                for p in model.parameters():
+                    torch.distributed.all_reduce(p.grad)
+                    p.grad /= world
+            if xm:
+                xm.optimizer_step(opt)
+            else:
+                opt.step()
         tokens += x.numel()
         if step % 10 == 0 and rank == 0:
             log(step, **{"train/loss": loss.item(),

@@ -211,6 +211,21 @@ TEST_CASE("values out of range or not allowed list what is allowed", "[spec][err
         "study.toml:3:29: model.drop_attention_layers[1]: 1 is listed twice");
 }
 
+TEST_CASE("[eval] compression keys and train.profile_at are checked where they are written",
+          "[spec][errors]") {
+  CHECK(ErrorOf("name = \"x\"\n[eval]\nprune_heads_by_importance = [0.5, 1.0]\n") ==
+        "study.toml:3:35: eval.prune_heads_by_importance[1]: 1 is out of range (must be > 0 and "
+        "< 1)");
+  CHECK(ErrorOf("name = \"x\"\n[eval]\nprune_heads_by_importance = [0.5, \"half\"]\n") ==
+        "study.toml:3:35: eval.prune_heads_by_importance[1]: expected a number, got a string");
+  CHECK(ErrorOf("name = \"x\"\n[eval]\nprune_heads_by_importance = [0.25, 0.25]\n") ==
+        "study.toml:3:36: eval.prune_heads_by_importance[1]: 0.25 is listed twice");
+  CHECK(ErrorOf("name = \"x\"\n[eval]\nquantize = \"int4\"\n") ==
+        "study.toml:3:12: eval.quantize: 'int4' is not one of none, int8-dynamic");
+  CHECK(ErrorOf("name = \"x\"\n[train]\nprofile_at = [0]\n") ==
+        "study.toml:3:15: train.profile_at[0]: 0 is out of range (must be >= 1)");
+}
+
 TEST_CASE("train.seeds must be a non-empty list of unique seeds", "[spec][errors]") {
   CHECK(ErrorOf("name = \"x\"\n[train]\nseeds = []\n") ==
         "study.toml:3:9: train.seeds: must not be empty");
