@@ -338,7 +338,7 @@ absl::Status ParseTraining(const SpecReader& r, TrainingConfig* t) {
     t->profile_at.assign(steps.begin(), steps.end());
   }
   if (r.Has("train.profile_steps")) {
-    TAE_RETURN_IF_ERROR(r.Int("train.profile_steps", 1, 100000, &t->profile_steps));
+    TAE_RETURN_IF_ERROR(r.Int("train.profile_steps", 1, 1000, &t->profile_steps));
   }
   if (r.Has("train.engine")) {
     TAE_RETURN_IF_ERROR(r.Enum<Engine>(

@@ -3,7 +3,9 @@
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -33,21 +35,25 @@ std::string ChromeTrace(const prof::thread_event_lists& lists) {
       }
     }
   }
-  nlohmann::json events = nlohmann::json::array();
+  // Events in the order they began (a range before the ranges inside it, also when their times
+  // are equal at microsecond resolution).
+  std::vector<std::pair<size_t, nlohmann::json>> ordered;
+  size_t sequence = 0;
   for (const auto& list : lists) {
-    std::map<uint64_t, const prof::LegacyEvent*> open;  // handle -> its push
+    std::map<uint64_t, std::pair<const prof::LegacyEvent*, size_t>> open;  // handle -> its push
     int64_t allocated = 0;
     for (const prof::LegacyEvent& e : list) {
+      ++sequence;
       switch (e.kind()) {
         case prof::EventKind::PushRange:
-          open[e.handle()] = &e;
+          open[e.handle()] = {&e, sequence};
           break;
         case prof::EventKind::PopRange: {
           auto it = open.find(e.handle());
           if (it == open.end()) {
             break;
           }
-          const prof::LegacyEvent& push = *it->second;
+          const prof::LegacyEvent& push = *it->second.first;
           nlohmann::json event = {{"name", push.name()},
                                   {"ph", "X"},
                                   {"cat", "cpu_op"},
@@ -59,13 +65,13 @@ std::string ChromeTrace(const prof::thread_event_lists& lists) {
           if (!shapes.empty()) {
             event["args"] = {{"Input Dims", shapes}};
           }
-          events.push_back(std::move(event));
+          ordered.emplace_back(it->second.second, std::move(event));
           open.erase(it);
           break;
         }
         case prof::EventKind::MemoryAlloc:
           allocated += e.cpuMemoryUsage();
-          events.push_back({{"name", "[memory]"},
+          ordered.emplace_back(sequence, nlohmann::json{{"name", "[memory]"},
                             {"ph", "i"},
                             {"s", "t"},
                             {"cat", "cpu_instant_event"},
@@ -81,6 +87,12 @@ std::string ChromeTrace(const prof::thread_event_lists& lists) {
           break;
       }
     }
+  }
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  nlohmann::json events = nlohmann::json::array();
+  for (auto& [position, event] : ordered) {
+    events.push_back(std::move(event));
   }
   nlohmann::json doc = {{"traceEvents", std::move(events)},
                         {"displayTimeUnit", "ms"},
@@ -129,6 +141,9 @@ void StepProfiler::BeforeStep(int64_t step) {
   if (dir_.empty() || active_.has_value()) {
     return;
   }
+  if (profile_at_.count(step) > 0) {
+    due_.push_back(ProfileRequest{absl::StrCat("step", step), profile_steps_, 0.0});
+  }
   std::optional<ProfileRequest> request;
   if (!request_path_.empty()) {
     std::ifstream in(request_path_);
@@ -141,17 +156,33 @@ void StepProfiler::BeforeStep(int64_t step) {
       }
     }
   }
-  if (!request.has_value() && profile_at_.count(step) > 0) {
-    request = ProfileRequest{absl::StrCat("step", step), profile_steps_, 0.0};
+  if (!request.has_value() && due_.empty()) {
+    return;
+  }
+  // The agent empties the directory once it has taken the previous profile: until then a new
+  // capture waits (it would write into the files being taken).
+  std::error_code ec;
+  if (std::filesystem::directory_iterator(dir_, ec) != std::filesystem::directory_iterator()) {
+    return;
   }
   if (!request.has_value()) {
-    return;
+    request = due_.front();
+    due_.erase(due_.begin());
   }
   answered_.insert(request->id);
   prof::enableProfilerLegacy(torch::profiler::impl::ProfilerConfig(
       torch::profiler::impl::ProfilerState::CPU, /*report_input_shapes=*/true,
       /*profile_memory=*/true));
   active_ = Active{*std::move(request), step, 0, SteadySeconds()};
+}
+
+std::optional<FinishedProfile> StepProfiler::Finish() {
+  if (!active_.has_value()) {
+    return std::nullopt;
+  }
+  Active finished = *std::move(active_);
+  active_.reset();
+  return Stop(finished);
 }
 
 std::optional<FinishedProfile> StepProfiler::AfterStep(int64_t step) {

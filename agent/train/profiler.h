@@ -6,7 +6,9 @@
 //  - the agent asked for one: the request file (TAE_PROFILE_REQUEST) holds
 //    {"id": "p3f9a2c", "steps": N, "seconds": S} with an id not yet answered, or
 //  - the step is one of train.profile_at (id "step<N>", train.profile_steps steps),
-// and ends after the step that completes N steps (or S seconds). It uses libtorch's profiler
+// and ends after the step that completes N steps (or S seconds), or with the run's last step.
+// A capture starts only when TAE_PROFILE_DIR is empty: the agent empties it once it has taken
+// the previous profile; until then a due capture waits. It uses libtorch's profiler
 // (the legacy one: Debian's libtorch has no Kineto), which records every operator call on the
 // training thread with its input shapes, and every CPU allocation.
 //
@@ -60,6 +62,8 @@ class StepProfiler {
   void BeforeStep(int64_t step);
   // Ends the capture when `step` completes it; its outcome is returned once.
   std::optional<FinishedProfile> AfterStep(int64_t step);
+  // Ends a capture the run's last step left open (fewer steps than asked); nullopt when none.
+  std::optional<FinishedProfile> Finish();
   // Inside a capture, wraps a step in a "ProfilerStep#N" range (a no-op otherwise).
   bool capturing() const { return active_.has_value(); }
 
@@ -77,6 +81,7 @@ class StepProfiler {
   std::set<int64_t> profile_at_;
   int64_t profile_steps_;
   std::set<std::string> answered_;
+  std::vector<ProfileRequest> due_;  // train.profile_at captures waiting for an empty dir
   std::optional<Active> active_;
 };
 

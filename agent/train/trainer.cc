@@ -226,6 +226,12 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
       return summary;
     }
   }
+  if (profiler != nullptr) {
+    // A capture the last step left open (it asked for more steps than were left).
+    if (std::optional<FinishedProfile> done = profiler->Finish(); done.has_value()) {
+      RETURN_IF_ERROR(sink_->EmitProfile(done->id, done->first_step, done->steps, done->error));
+    }
+  }
   if (*first_step > t.steps && Primary()) {  // resumed from the final checkpoint: report again
     if (absl::Status s = ReportEval(model, t.steps, summary, &summary.final_eval); !s.ok()) {
       return s;

@@ -1,5 +1,6 @@
 #include "common/metrics/metric_line.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -46,15 +47,16 @@ absl::Status ParseProfile(const nlohmann::ordered_json& mark, MetricRecord* reco
   const auto steps = field("steps");
   const auto tool = field("tool");
   const auto error = field("error");
-  const bool id_ok = id != mark.end() && id->is_string() && !id->get<std::string>().empty() &&
-                     id->get<std::string>().size() <= 48;
+  const bool id_ok = id != mark.end() && id->is_string() &&
+                     id->get<std::string>().size() <= 48 &&
+                     IsArtifactName("profile-" + id->get<std::string>());
   if (!id_ok || time == mark.end() || !time->is_number() ||
       (step != mark.end() && !step->is_null() &&
        (!step->is_number_integer() || step->get<int64_t>() < 0)) ||
       (steps != mark.end() && !steps->is_number_integer()) ||
       (tool != mark.end() && !tool->is_string()) || (error != mark.end() && !error->is_string())) {
     return absl::InvalidArgumentError(
-        "metric line: \"profile\" must be {\"id\": a string of 1-48 characters, \"time\": "
+        "metric line: \"profile\" must be {\"id\": 1-48 of [A-Za-z0-9._-], \"time\": "
         "seconds since the epoch, optional \"step\" (an int >= 0), \"steps\", \"tool\", "
         "\"error\"}");
   }
@@ -138,6 +140,18 @@ bool IsValidMetricKey(std::string_view key) {
   }
   for (char c : key) {
     if (c <= ' ' || c > '~') {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IsArtifactName(const std::string& name) {
+  if (name.empty() || name.size() > 64 || name[0] == '.') {
+    return false;
+  }
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
       return false;
     }
   }

@@ -38,6 +38,10 @@ struct ProfileMark {
   std::string error;  // set: no profile
 };
 
+// A run artifact's name: 1-64 of [A-Za-z0-9._-], not starting with '.' (it becomes a directory
+// name when pulled, and part of one on the agent). A profile's is "profile-" + its id.
+bool IsArtifactName(const std::string& name);
+
 struct MetricRecord {
   std::optional<int64_t> step;  // absent: the caller uses the run's last step
   std::vector<std::pair<std::string, double>> values;     // in line order

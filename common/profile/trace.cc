@@ -16,6 +16,12 @@ namespace {
 
 using json = nlohmann::json;
 
+// e[key] when it is a string, else "" (a trace from an unknown writer must not throw).
+std::string Str(const json& e, const char* key) {
+  auto it = e.find(key);
+  return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::string IdText(const json& value) {
   if (value.is_string()) {
     return value.get<std::string>();
@@ -111,9 +117,9 @@ absl::StatusOr<Trace> ParseTrace(const std::string& text) {
     if (!e.is_object()) {
       continue;
     }
-    const std::string ph = e.value("ph", "");
+    const std::string ph = Str(e, "ph");
     if (ph == "i" || ph == "I") {
-      if (e.value("name", "") == "[memory]" && e.contains("args") && e["args"].is_object()) {
+      if (Str(e, "name") == "[memory]" && e.contains("args") && e["args"].is_object()) {
         const json& args = e["args"];
         if (args.contains("Total Allocated") && args["Total Allocated"].is_number()) {
           trace.memory_events += 1;
@@ -127,8 +133,8 @@ absl::StatusOr<Trace> ParseTrace(const std::string& text) {
         !e["dur"].is_number()) {
       continue;
     }
-    const std::string lane = absl::StrCat(IdText(e.value("pid", json())), "/",
-                                          IdText(e.value("tid", json())));
+    const std::string lane = absl::StrCat(IdText(e.contains("pid") ? e["pid"] : json()), "/",
+                                          IdText(e.contains("tid") ? e["tid"] : json()));
     auto [it, inserted] = lane_of.emplace(lane, static_cast<int64_t>(trace.lanes.size()));
     if (inserted) {
       trace.lanes.push_back(lane);

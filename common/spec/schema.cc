@@ -147,7 +147,7 @@ std::vector<KeyInfo> BuildSchema() {
            "python3-torch on the agent)"),
       Experiment(IntArray("train.seeds", "[0, 1, 2]", true, "every variant runs once per seed")),
       ProfileAt(),
-      Int("train.profile_steps", "5", 1, 100000, "steps each train.profile_at profile covers"),
+      Int("train.profile_steps", "5", 1, 1000, "steps each train.profile_at profile covers"),
       // [eval]
       PruneFractions(),
       Enum("eval.quantize", R"("none")", "none|int8-dynamic",

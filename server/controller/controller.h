@@ -73,10 +73,6 @@ struct CheckpointScrap {
   std::set<std::string> referenced;
 };
 
-// A run artifact's name: 1-64 of [A-Za-z0-9._-], not starting with '.' (it becomes a directory
-// name when pulled).
-bool IsArtifactName(const std::string& name);
-
 // Profiles on demand (controller_profiles.cc; docs/profiles.md).
 enum class ProfileState { kPending, kDone, kFailed };
 
@@ -168,11 +164,12 @@ class Controller {
 
   // Profiles (controller_profiles.cc; docs/profiles.md).
   // Asks the job of running run `run_id` (its rank 0) for a profile over `steps` steps or
-  // `seconds` seconds (neither: 5 steps). FailedPrecondition when the run is not running,
-  // Unavailable when its agent is not connected.
+  // `seconds` seconds (neither: 5 steps). FailedPrecondition when the run is not running or
+  // already has a request unanswered, Unavailable when its agent is not connected.
   absl::StatusOr<ProfileTicket> RequestProfile(int64_t run_id, int steps, double seconds);
   // Where request `id` is: done once its artifact is stored; failed when the job or agent said
-  // so or the attempt ended first; NotFound when taed does not know it.
+  // so or the attempt ended (30 s before, without the artifact); NotFound when taed does not
+  // know it.
   absl::StatusOr<ProfileStatus> GetProfile(int64_t run_id, const std::string& id);
   // The agent could not get the profile (no such run on it, the job refused).
   void OnProfileFailed(int64_t run_id, int attempt, const std::string& id,
@@ -236,6 +233,7 @@ class Controller {
     int64_t run_id = 0;
     int attempt = 0;
     double requested_at = 0;
+    double ended_seen_at = 0;  // when GetProfile first saw the attempt over
     ProfileState state = ProfileState::kPending;
     std::string error;
   };

@@ -5,30 +5,19 @@
 #include <algorithm>
 #include <map>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/status/macros.h"
+#include "common/metrics/metric_line.h"
 #include "server/controller/controller.h"
 
 namespace tae::controller {
 
-bool IsArtifactName(const std::string& name) {
-  if (name.empty() || name.size() > 64 || name[0] == '.') {
-    return false;
-  }
-  for (char c : name) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
-      return false;
-    }
-  }
-  return true;
-}
 
 absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer) {
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(offer.run_id));
   if (!offer.artifact.empty()) {
-    if (!IsArtifactName(offer.artifact)) {
+    if (!metrics::IsArtifactName(offer.artifact)) {
       return absl::InvalidArgumentError(
           absl::StrCat("artifact: '", offer.artifact.substr(0, 80),
                        "' is not an artifact name (1-64 of [A-Za-z0-9._-], not starting with .)"));

@@ -1,8 +1,11 @@
 // Controller: profiles on demand (docs/profiles.md). A request goes to the agent of the run's
 // rank 0; the job writes the profile and the agent uploads it as the artifact "profile-<id>"
-// through the checkpoint path. Requests are remembered here, on the core, until answered: a
-// stored artifact of that name answers DONE, a ProfileFailed from the agent or the end of the
-// attempt answers FAILED. A taed restart forgets pending requests (the artifact still arrives).
+// through the checkpoint path. Requests are remembered here, on the core: a stored artifact of
+// that name answers DONE, a ProfileFailed from the agent answers FAILED, and so does the end of
+// the attempt once kEndGraceS have passed without the artifact (the job may answer on its last
+// step, and the upload then finishes after the run). One request per run at a time. Answered
+// requests, and any older than kForgetS, are forgotten when a new one comes. A taed restart
+// forgets pending requests (the artifact still arrives).
 
 #include <random>
 
@@ -15,6 +18,8 @@ namespace tae::controller {
 namespace {
 
 constexpr size_t kMaxPendingProfiles = 1024;
+constexpr double kEndGraceS = 30;
+constexpr double kForgetS = 3600;
 
 std::string NewProfileId() {
   static std::mt19937_64 rng{std::random_device{}()};
@@ -47,24 +52,37 @@ absl::StatusOr<ProfileTicket> Controller::RequestProfile(int64_t run_id, int ste
         "run_id: r", run.id, "'s agent ", agents.empty() ? run.agent_id : agents.front(),
         " is not connected; try again when it is"));
   }
-  if (profiles_.size() >= kMaxPendingProfiles) {
-    // The oldest answered requests go first; pending ones are never forgotten this way.
-    for (auto it = profiles_.begin(); it != profiles_.end();) {
-      it = it->second.state != ProfileState::kPending ? profiles_.erase(it) : std::next(it);
-    }
-    if (profiles_.size() >= kMaxPendingProfiles) {
-      return absl::ResourceExhaustedError("taed already waits for too many profiles");
+  const double now = Now();
+  for (auto it = profiles_.begin(); it != profiles_.end();) {
+    const bool forget =
+        it->second.state != ProfileState::kPending || now - it->second.requested_at > kForgetS;
+    it = forget ? profiles_.erase(it) : std::next(it);
+  }
+  for (const auto& [id, pending] : profiles_) {
+    if (pending.run_id == run.id && pending.attempt == run.attempt) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "run_id: r", run.id, " already has profile ", id,
+          " asked for and not yet answered; wait for it (or ", kForgetS, " s)"));
     }
   }
+  if (profiles_.size() >= kMaxPendingProfiles) {
+    return absl::ResourceExhaustedError("taed already waits for too many profiles");
+  }
   ProfileTicket ticket;
-  do {
+  while (true) {
     ticket.id = NewProfileId();
-  } while (profiles_.count(ticket.id) > 0);
+    // Unique among the requests here and the run's stored profiles (ids outlive a restart).
+    ASSIGN_OR_RETURN(std::optional<store::CheckpointRecord> taken,
+                     store_->FindArtifact(run.id, absl::StrCat("profile-", ticket.id)));
+    if (profiles_.count(ticket.id) == 0 && !taken.has_value()) {
+      break;
+    }
+  }
   ticket.artifact = absl::StrCat("profile-", ticket.id);
   PendingProfile& pending = profiles_[ticket.id];
   pending.run_id = run.id;
   pending.attempt = run.attempt;
-  pending.requested_at = Now();
+  pending.requested_at = now;
   tae::v1::TaedMessage message;
   tae::v1::ProfileRun* ask = message.mutable_profile_run();
   ask->set_run_id(run.id);
@@ -82,12 +100,15 @@ absl::StatusOr<ProfileStatus> Controller::GetProfile(int64_t run_id, const std::
   ProfileStatus status;
   ASSIGN_OR_RETURN(std::optional<store::CheckpointRecord> stored,
                    store_->FindArtifact(run.id, absl::StrCat("profile-", id)));
+  auto it = profiles_.find(id);
   if (stored.has_value()) {
+    if (it != profiles_.end()) {
+      it->second.state = ProfileState::kDone;
+    }
     status.state = ProfileState::kDone;
     status.artifact = *std::move(stored);
     return status;
   }
-  auto it = profiles_.find(id);
   if (it == profiles_.end() || it->second.run_id != run.id) {
     return absl::NotFoundError(absl::StrCat(
         "id: taed has no profile request '", id, "' of r", run.id,
@@ -97,9 +118,13 @@ absl::StatusOr<ProfileStatus> Controller::GetProfile(int64_t run_id, const std::
   PendingProfile& pending = it->second;
   if (pending.state == ProfileState::kPending &&
       (run.attempt != pending.attempt || run.state != store::RunState::kRunning)) {
-    pending.state = ProfileState::kFailed;
-    pending.error = absl::StrCat("r", run.id, " attempt ", pending.attempt,
-                                 " ended before its job delivered the profile");
+    if (pending.ended_seen_at == 0) {
+      pending.ended_seen_at = Now();
+    } else if (Now() - pending.ended_seen_at > kEndGraceS) {
+      pending.state = ProfileState::kFailed;
+      pending.error = absl::StrCat("r", run.id, " attempt ", pending.attempt,
+                                   " ended before its job delivered the profile");
+    }
   }
   status.state = pending.state;
   status.error = pending.error;

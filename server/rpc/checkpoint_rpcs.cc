@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "common/metrics/metric_line.h"
 #include "common/snapshot/snapshot.h"
 #include "server/rpc/agent_link_service.h"
 #include "server/rpc/blob_rpcs.h"
@@ -37,7 +38,7 @@ absl::StatusOr<controller::CheckpointOffer> ParseOffer(int64_t run_id, int attem
   if (step < 0) {
     return absl::InvalidArgumentError("step: must be >= 0");
   }
-  if (!artifact.empty() && !controller::IsArtifactName(artifact)) {
+  if (!artifact.empty() && !metrics::IsArtifactName(artifact)) {
     return absl::InvalidArgumentError(
         absl::StrCat("artifact: '", artifact.substr(0, 80), "' is not an artifact name"));
   }
@@ -240,9 +241,10 @@ grpc::ServerUnaryReactor* ControlService::Profile(grpc::CallbackServerContext* c
                                                   const tae::v1::ProfileRequest* request,
                                                   tae::v1::ProfileResponse* response) {
   return OnCore(ctx, [this, request, response]() -> absl::Status {
-    if (!(request->seconds() >= 0 && request->seconds() <= 3600) || request->steps() > 100000) {
+    // The legacy profiler keeps every event in memory until the capture ends.
+    if (!(request->seconds() >= 0 && request->seconds() <= 600) || request->steps() > 1000) {
       return absl::InvalidArgumentError(
-          "steps, seconds: at most 100000 steps or 3600 seconds (and not negative)");
+          "steps, seconds: at most 1000 steps or 600 seconds (and not negative)");
     }
     absl::StatusOr<controller::ProfileTicket> ticket =
         controller_->RequestProfile(request->run_id(), request->steps(), request->seconds());
