@@ -68,7 +68,7 @@ TEST_CASE("the summary ranks operators by self time and splits the time by categ
   CHECK(text.find("aten::addmm") != std::string::npos);
 }
 
-TEST_CASE("a bare array of events (torch.profiler's export) parses; other JSON is refused") {
+TEST_CASE("a bare array of events (torch.profiler's export) parses, other JSON is refused") {
   absl::StatusOr<Trace> bare = ParseTrace(
       R"([{"name": "aten::mm", "ph": "X", "ts": 1, "dur": 2, "pid": "CPU functions", "tid": 9}])");
   REQUIRE(bare.ok());

@@ -7,6 +7,7 @@ atomically; a run that finds one resumes after its step), same data-parallel ari
 rank draws the global batch and trains on its rows; gradients are summed).
 """
 
+import contextlib
 import json
 import math
 import os
@@ -227,6 +228,16 @@ def score_heads(model, task, heads, device):
 
 
 # ---- metric lines ----
+
+def _profiler(t, primary):
+    """tae_log.profile for each step (docs/profiles.md), or a no-op without tae_log."""
+    try:
+        import tae_log
+    except ImportError:
+        return lambda step: contextlib.nullcontext()
+    at = t.profile_at if primary else ()
+    return lambda step: tae_log.profile(step, at=at, steps=t.profile_steps)
+
 
 class MetricsSink:
     """JSON metric lines on TAE_METRICS_FD (stdout without it), as tae-train writes them."""
@@ -449,11 +460,13 @@ class Trainer:
             first_step = self.sync_start(model, optimizer, first_step)
         self.report_model(model, summary)
         model.train()
+        profiled = _profiler(t, self.collective is None or self.collective.rank == 0)
         for step in range(first_step, t.steps + 1):
             start = time.perf_counter()
-            batch = self.task.next_train_batch()
-            loss, grad_norm = train_step(model, optimizer, batch, self.config, step, self.device,
-                                         self.collective)
+            with profiled(step):  # a profile when TAE asks, or at train.profile_at
+                batch = self.task.next_train_batch()
+                loss, grad_norm = train_step(model, optimizer, batch, self.config, step,
+                                             self.device, self.collective)
             window["seconds"] += time.perf_counter() - start
             window["loss_sum"] += loss
             window["grad_norm"] = grad_norm

@@ -87,6 +87,8 @@ class TrainingConfig:
     threads: int = 0
     seed: int = 0
     engine: str = "libtorch"
+    profile_at: tuple = ()  # steps that start a profile of profile_steps steps (docs/profiles.md)
+    profile_steps: int = 5
 
 
 @dataclass
@@ -230,6 +232,15 @@ def parse(spec):
     t.head_importance = r.bool("train.head_importance")
     t.threads = r.int("train.threads", 0, 4096)
     t.seed = r.int("train.seed", 0, (1 << 63) - 1)
+    if "train.profile_at" in spec:
+        at = spec["train.profile_at"]
+        if not isinstance(at, list) or any(isinstance(v, bool) or not isinstance(v, int) or v < 1
+                                           for v in at):
+            raise SpecError('run spec: key "train.profile_at": must be a list of steps >= 1, '
+                            f'got {json.dumps(at)}')
+        t.profile_at = tuple(sorted(set(at)))
+    if "train.profile_steps" in spec:
+        t.profile_steps = r.int("train.profile_steps", 1, 1000)
     t.engine = r.enum("train.engine", ENGINES)
     return RunConfig(m, t)
 
