@@ -152,6 +152,7 @@ class SimAgent {
         return;
       case tae::v1::TaedMessage::kRegistered:
       case tae::v1::TaedMessage::kScrap:
+      case tae::v1::TaedMessage::kProfileRun:  // the simulated jobs are not profiled
       case tae::v1::TaedMessage::KIND_NOT_SET:
         return;
     }
