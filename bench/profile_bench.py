@@ -25,7 +25,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_speed  # noqa: E402  (the same model and spec)
 
-TAE_TRAIN = os.environ.get("TAE_TRAIN", "build/bin/tae-train")
+TAE_TRAIN = os.path.abspath(os.environ.get("TAE_TRAIN", "build/bin/tae-train"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 STEPS = 60

@@ -98,7 +98,8 @@ std::string RenderFlameSvg(const Trace& trace, const FlameOptions& options) {
                   hidden > 0 ? absl::StrCat(", ", hidden, " too narrow or deep to draw") : "",
                   "; colours: ");
   std::string legend;
-  for (const char* category : {"matmul", "attention", "elementwise", "optimizer", "other"}) {
+  for (const char* category :
+       {"matmul", "attention", "elementwise", "optimizer", "other", "step"}) {
     absl::StrAppend(&legend, "<tspan fill=\"", Fill(category), "\">■ ", category, "</tspan> ");
   }
   absl::StrAppend(&out, legend, "</text>\n");

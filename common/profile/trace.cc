@@ -159,12 +159,15 @@ absl::StatusOr<Trace> ParseTrace(const std::string& text) {
   // Nesting per lane: a range is inside the innermost open range that contains it.
   std::vector<size_t> open;
   int64_t lane = -1;
-  std::vector<bool> optimizer;  // per open range: it or an ancestor is an optimizer range
+  // Per open range: the category its contents inherit ("" for none): what runs inside an
+  // optimizer step, a matmul or an attention op is part of it (libtorch's CPU bmm runs a select
+  // and an addmm_ per matrix; those are the matmul's cost, not elementwise work).
+  std::vector<std::string> inherited;
   for (size_t i = 0; i < trace.ranges.size(); ++i) {
     Range& r = trace.ranges[i];
     if (r.lane != lane) {
       open.clear();
-      optimizer.clear();
+      inherited.clear();
       lane = r.lane;
     }
     const double end = r.start_us + r.dur_us;
@@ -174,7 +177,7 @@ absl::StatusOr<Trace> ParseTrace(const std::string& text) {
         break;
       }
       open.pop_back();
-      optimizer.pop_back();
+      inherited.pop_back();
     }
     r.self_us = r.dur_us;
     if (!open.empty()) {
@@ -182,10 +185,12 @@ absl::StatusOr<Trace> ParseTrace(const std::string& text) {
       parent.self_us -= r.dur_us;
     }
     r.depth = static_cast<int>(open.size());
-    const bool in_optimizer = !optimizer.empty() && optimizer.back();
-    r.category = Category(r.name, in_optimizer);
+    const std::string outer = inherited.empty() ? std::string() : inherited.back();
+    r.category = outer.empty() ? Category(r.name, false) : outer;
     open.push_back(i);
-    optimizer.push_back(in_optimizer || r.category == "optimizer");
+    const bool passes_on = r.category == "optimizer" || r.category == "matmul" ||
+                           r.category == "attention";
+    inherited.push_back(passes_on ? r.category : std::string());
   }
   for (Range& r : trace.ranges) {
     r.self_us = std::max(0.0, r.self_us);

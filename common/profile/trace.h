@@ -21,7 +21,7 @@ struct Range {
   double dur_us = 0;
   double self_us = 0;  // dur minus the ranges directly inside it
   int depth = 0;       // 0: outermost on its lane
-  std::string category;  // Category(name, inside_optimizer)
+  std::string category;  // Category(name), or the category it inherits (see Category)
 };
 
 struct Trace {
@@ -37,9 +37,10 @@ absl::StatusOr<Trace> ParseTrace(const std::string& text);
 
 // What an operator is, for the summary's shares: "matmul" (mm, addmm, bmm, matmul, linear,
 // baddbmm, einsum, their backward), "attention" (softmax, scaled dot-product attention, masking),
-// "elementwise" (add, mul, activations, copies, norms, ...), "optimizer" (anything inside a range
-// named "Optimizer..." or an optimizer's own op), "step" (ProfilerStep#N and other bare user
-// ranges) or "other".
+// "elementwise" (add, mul, activations, copies, norms, ...), "optimizer" (a range named
+// "Optimizer..." or an optimizer's own op), "step" (ProfilerStep#N, autograd's wrappers) or
+// "other". ParseTrace gives a range inside an optimizer, matmul or attention range its parent's
+// category instead (`inside_optimizer` forces "optimizer").
 std::string Category(const std::string& name, bool inside_optimizer);
 
 struct OpTotal {
