@@ -7,21 +7,29 @@
 //    {"id": "p3f9a2c", "steps": N, "seconds": S} with an id not yet answered, or
 //  - the step is one of train.profile_at (id "step<N>", train.profile_steps steps),
 // and ends after the step that completes N steps (or S seconds), or with the run's last step.
+// It records, through RecordFunction callbacks on the training thread, every operator call with
+// its times (and, in the capture's first step, its input shapes), except the calls inside a
+// matmul kernel (libtorch's CPU bmm makes
+// three per matrix of its batch: thousands per step, which would multiply the capture's cost),
+// and every CPU allocation (the allocator reports to the profiler's debug-info slot). Debian's
+// libtorch has no Kineto; its legacy profiler records every call and costs ~1.9x a step here.
+// Input shapes are recorded in the first step only: they make libtorch box every operator's
+// arguments, which alone costs ~1.8x a step of the d256 L4 GPT.
 // A capture starts only when TAE_PROFILE_DIR is empty: the agent empties it once it has taken
-// the previous profile; until then a due capture waits. It uses libtorch's profiler
-// (the legacy one: Debian's libtorch has no Kineto), which records every operator call on the
-// training thread with its input shapes, and every CPU allocation.
+// the previous profile; until then a due capture waits.
 //
 // The capture is written to TAE_PROFILE_DIR as Chrome trace JSON (trace.json, the
-// chrome://tracing / Perfetto format): one complete event ("ph": "X") per operator with
-// "Input Dims", one "ProfilerStep#N" event around each step, and "[memory]" instant events whose
-// args hold "Bytes" and "Total Allocated" (as torch.profiler writes them). The caller then
+// chrome://tracing / Perfetto format): one complete event ("ph": "X") per operator (with
+// "Input Dims" in the first step), one "ProfilerStep#N" event around each step and one "Optimizer.step" around the
+// update, and "[memory]" instant events whose args hold "Bytes" and "Total Allocated" (the net
+// bytes allocated since the capture began), as torch.profiler writes them. The caller then
 // emits the profile mark the agent waits for.
 //
 // When no capture is running, BeforeStep costs one failed open(2) of the request file (a few
 // microseconds) and nothing else is recorded.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,7 +37,13 @@
 
 #include "absl/status/status.h"
 
+namespace c10 {
+class DebugInfoGuard;
+}  // namespace c10
+
 namespace tae::train {
+
+class ProfileRecorder;  // profiler.cc
 
 struct ProfileRequest {
   std::string id;
@@ -73,8 +87,10 @@ class StepProfiler {
     int64_t first_step = 0;
     int64_t steps = 0;
     double started = 0;  // steady seconds
+    std::shared_ptr<ProfileRecorder> recorder;
+    std::shared_ptr<c10::DebugInfoGuard> guard;  // makes the recorder the allocator's reporter
   };
-  FinishedProfile Stop(const Active& active);
+  FinishedProfile Stop(Active active);
 
   std::string dir_;
   std::string request_path_;
