@@ -94,15 +94,19 @@ TEST_CASE(
   REQUIRE(trace.at("traceEvents").is_array());
   int matmuls = 0;
   int steps = 0;
+  int shaped = 0;
   for (const nlohmann::json& e : trace.at("traceEvents")) {
     const std::string name = e.value("name", "");
     if (e.value("ph", "") == "X" && (name == "aten::addmm" || name == "aten::mm")) {
       ++matmuls;
       CHECK(e.at("dur").get<double>() >= 0.0);
+      shaped += e.contains("args") && e["args"].contains("Input Dims") ? 1 : 0;
     }
     steps += name.rfind("ProfilerStep#", 0) == 0 ? 1 : 0;
   }
   CHECK(matmuls > 0);
+  CHECK(shaped > 0);        // input shapes, recorded in the capture's first step
+  CHECK(shaped < matmuls);  // and only there
   CHECK(steps == 3);
   const std::string flame = ReadAll(svg);
   CHECK(flame.rfind("<svg", 0) == 0);
