@@ -68,10 +68,9 @@ absl::Status Agent::Start() {
       [this](const tae::v1::StartRun& start, metrics::CheckpointMark mark) {
         OnCheckpointMarked(start, mark);
       });
-  runner_.set_profile_handler(
-      [this](const tae::v1::StartRun& start, metrics::ProfileMark mark) {
-        OnProfileMarked(start, std::move(mark));
-      });
+  runner_.set_profile_handler([this](const tae::v1::StartRun& start, metrics::ProfileMark mark) {
+    OnProfileMarked(start, std::move(mark));
+  });
   AdoptOrphans();
   absl::StatusOr<std::unique_ptr<Stager>> stager =
       Stager::Start(options_.taed, options_.token, options_.work_dir + "/cache",
@@ -359,8 +358,7 @@ void Agent::RequestProfile(const tae::v1::ProfileRun& request) {
   absl::Status asked = runner_.RequestProfile(request.run_id(), request.attempt(), request.id(),
                                               request.steps(), request.seconds());
   if (!asked.ok()) {
-    ProfileFailed(request.run_id(), request.attempt(), request.id(),
-                  std::string(asked.message()));
+    ProfileFailed(request.run_id(), request.attempt(), request.id(), std::string(asked.message()));
   }
 }
 
@@ -423,11 +421,11 @@ void Agent::OnProfileMarked(const tae::v1::StartRun& start, metrics::ProfileMark
         ProfileFailed(start.run_id(), start.attempt(), mark.id, why);
         return;
       }
-      LogAgentLine(start, absl::StrCat("profile ", mark.id, " (", mark.tool, ", ", mark.steps,
-                                       " steps", mark.step ? absl::StrCat(" from step ", *mark.step)
-                                                           : std::string(),
-                                       ") uploaded as profile-", mark.id, ": ", result.files,
-                                       " files, ", result.bytes, " bytes"));
+      LogAgentLine(start,
+                   absl::StrCat("profile ", mark.id, " (", mark.tool, ", ", mark.steps, " steps",
+                                mark.step ? absl::StrCat(" from step ", *mark.step) : std::string(),
+                                ") uploaded as profile-", mark.id, ": ", result.files, " files, ",
+                                result.bytes, " bytes"));
     });
   });
 }

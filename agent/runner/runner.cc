@@ -192,8 +192,8 @@ std::string Runner::ProfileRequestPath(int64_t run_id, int attempt) const {
   return JobDir(run_id, attempt) + "/profile-request.json";
 }
 
-absl::Status Runner::RequestProfile(int64_t run_id, int attempt, const std::string& id,
-                                    int steps, double seconds) {
+absl::Status Runner::RequestProfile(int64_t run_id, int attempt, const std::string& id, int steps,
+                                    double seconds) {
   auto it = jobs_.find({run_id, attempt});
   if (it == jobs_.end()) {
     return absl::NotFoundError(

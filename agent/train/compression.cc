@@ -1,5 +1,8 @@
 #include "agent/train/compression.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/quantized/PackedParams.h>
+
 #include <algorithm>
 #include <cfloat>
 #include <chrono>
@@ -7,9 +10,6 @@
 #include <map>
 #include <memory>
 #include <tuple>
-
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/native/quantized/PackedParams.h>
 
 #include "absl/strings/str_cat.h"
 #include "agent/train/layers.h"
@@ -34,10 +34,9 @@ using Packed = c10::intrusive_ptr<LinearPackedParamsBase>;
 class Int8Linears : public LinearOverride {
  public:
   Int8Linears(TransformerLM& model, bool reduce_range) : reduce_range_(reduce_range) {
-    static auto prepack =
-        c10::Dispatcher::singleton()
-            .findSchemaOrThrow("quantized::linear_prepack", "")
-            .typed<Packed(at::Tensor, c10::optional<at::Tensor>)>();
+    static auto prepack = c10::Dispatcher::singleton()
+                              .findSchemaOrThrow("quantized::linear_prepack", "")
+                              .typed<Packed(at::Tensor, c10::optional<at::Tensor>)>();
     for (const auto& item : model->named_modules()) {
       auto* linear = item.value()->as<torch::nn::LinearImpl>();
       if (linear == nullptr) {
@@ -142,8 +141,8 @@ std::vector<PrunePoint> PruneByImportance(TransformerLM& model, const Task& task
 std::string QuantizedEngine() {
   // onednn first: on x86 it is 1.5-1.8x faster than fp32 here, qnnpack (built for ARM) 3-5x
   // slower.
-  for (const auto& [engine, name] : {std::pair{at::QEngine::ONEDNN, "onednn"},
-                                     std::pair{at::QEngine::QNNPACK, "qnnpack"}}) {
+  for (const auto& [engine, name] :
+       {std::pair{at::QEngine::ONEDNN, "onednn"}, std::pair{at::QEngine::QNNPACK, "qnnpack"}}) {
     for (at::QEngine supported : at::globalContext().supportedQEngines()) {
       if (supported == engine) {
         return name;

@@ -266,8 +266,8 @@ int main(int argc, char** argv) {
   const char* profile_request = std::getenv("TAE_PROFILE_REQUEST");
   if (profile_dir != nullptr && *profile_dir != '\0') {
     profiler = std::make_unique<tae::train::StepProfiler>(
-        profile_dir, profile_request != nullptr ? profile_request : "",
-        config->train.profile_at, config->train.profile_steps);
+        profile_dir, profile_request != nullptr ? profile_request : "", config->train.profile_at,
+        config->train.profile_steps);
     options.profiler = profiler.get();
   } else if (!config->train.profile_at.empty() && primary) {
     std::cout << "tae-train: train.profile_at ignored: TAE_PROFILE_DIR is not set (the agent "

@@ -4,16 +4,15 @@
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/torch.h>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <utility>
 
@@ -24,8 +23,7 @@ namespace tae::train {
 namespace {
 
 double SteadySeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 int64_t NowNs() {
@@ -48,8 +46,8 @@ struct Event {
 // and an addmm_ per matrix of the batch (thousands per step); recording those would multiply
 // the profile's cost and size without saying more than the bmm's own range does.
 bool IsKernel(const char* name) {
-  static const char* const kKernels[] = {"aten::bmm", "aten::baddbmm", "aten::mm", "aten::addmm",
-                                         "aten::addmm_", "aten::addbmm"};
+  static const char* const kKernels[] = {"aten::bmm",   "aten::baddbmm", "aten::mm",
+                                         "aten::addmm", "aten::addmm_",  "aten::addbmm"};
   for (const char* kernel : kKernels) {
     if (std::strcmp(name, kernel) == 0) {
       return true;
@@ -174,14 +172,15 @@ std::string ChromeTrace(const std::vector<Event>& events, uint64_t tid) {
   for (const Event& e : events) {
     const double ts = static_cast<double>(e.start_ns - origin) / 1e3;
     if (e.name.empty()) {
-      out.push_back({{"name", "[memory]"},
-                     {"ph", "i"},
-                     {"s", "t"},
-                     {"cat", "cpu_instant_event"},
-                     {"ts", ts},
-                     {"pid", 0},
-                     {"tid", tid},
-                     {"args", {{"Device Type", 0}, {"Bytes", e.bytes}, {"Total Allocated", e.allocated}}}});
+      out.push_back(
+          {{"name", "[memory]"},
+           {"ph", "i"},
+           {"s", "t"},
+           {"cat", "cpu_instant_event"},
+           {"ts", ts},
+           {"pid", 0},
+           {"tid", tid},
+           {"args", {{"Device Type", 0}, {"Bytes", e.bytes}, {"Total Allocated", e.allocated}}}});
       continue;
     }
     if (e.end_ns < 0) {
@@ -275,9 +274,13 @@ void StepProfiler::BeforeStep(int64_t step) {
   }
   answered_.insert(request->id);
   auto recorder = std::make_shared<ProfileRecorder>();
-  active_ = Active{*std::move(request), step, 0, SteadySeconds(), recorder,
-                   std::make_shared<c10::DebugInfoGuard>(c10::DebugInfoKind::PROFILER_STATE,
-                                                         recorder)};
+  active_ =
+      Active{*std::move(request),
+             step,
+             0,
+             SteadySeconds(),
+             recorder,
+             std::make_shared<c10::DebugInfoGuard>(c10::DebugInfoKind::PROFILER_STATE, recorder)};
 }
 
 std::optional<FinishedProfile> StepProfiler::Finish() {
@@ -298,9 +301,8 @@ std::optional<FinishedProfile> StepProfiler::AfterStep(int64_t step) {
     active_->recorder->RecordShapes(false);  // shapes: the first step's (see RecordShapes)
   }
   const ProfileRequest& request = active_->request;
-  const bool done = request.seconds > 0
-                        ? SteadySeconds() - active_->started >= request.seconds
-                        : active_->steps >= request.steps;
+  const bool done = request.seconds > 0 ? SteadySeconds() - active_->started >= request.seconds
+                                        : active_->steps >= request.steps;
   (void)step;
   if (!done) {
     return std::nullopt;

@@ -20,10 +20,10 @@
 //
 // The capture is written to TAE_PROFILE_DIR as Chrome trace JSON (trace.json, the
 // chrome://tracing / Perfetto format): one complete event ("ph": "X") per operator (with
-// "Input Dims" in the first step), one "ProfilerStep#N" event around each step and one "Optimizer.step" around the
-// update, and "[memory]" instant events whose args hold "Bytes" and "Total Allocated" (the net
-// bytes allocated since the capture began), as torch.profiler writes them. The caller then
-// emits the profile mark the agent waits for.
+// "Input Dims" in the first step), one "ProfilerStep#N" event around each step and one
+// "Optimizer.step" around the update, and "[memory]" instant events whose args hold "Bytes" and
+// "Total Allocated" (the net bytes allocated since the capture began), as torch.profiler writes
+// them. The caller then emits the profile mark the agent waits for.
 //
 // When no capture is running, BeforeStep costs one failed open(2) of the request file (a few
 // microseconds) and nothing else is recorded.

@@ -1,7 +1,5 @@
 #include "agent/train/trainer.h"
 
-#include "common/status/macros.h"
-
 #include <sys/resource.h>
 
 #include <chrono>
@@ -23,6 +21,7 @@
 #include "agent/train/head_importance.h"
 #include "agent/train/schedule.h"
 #include "common/metrics/names.h"
+#include "common/status/macros.h"
 
 namespace tae::train {
 namespace {
@@ -181,13 +180,11 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
     }
     if (profiler != nullptr) {
       if (std::optional<FinishedProfile> done = profiler->AfterStep(step); done.has_value()) {
-        RETURN_IF_ERROR(
-            sink_->EmitProfile(done->id, done->first_step, done->steps, done->error));
+        RETURN_IF_ERROR(sink_->EmitProfile(done->id, done->first_step, done->steps, done->error));
         if (progress_ != nullptr) {
           *progress_ << "tae-train: profile " << done->id << " of " << done->steps
                      << " step(s) from step " << done->first_step
-                     << (done->error.empty() ? " written" : " failed: " + done->error)
-                     << std::endl;
+                     << (done->error.empty() ? " written" : " failed: " + done->error) << std::endl;
         }
       }
     }
@@ -550,16 +547,15 @@ absl::Status Trainer::ReportQuantized(TransformerLM& model) {
     return q.status();
   }
   RETURN_IF_ERROR(sink_->EmitMeta({{"quant_engine", q->engine}}));
-  RETURN_IF_ERROR(sink_->Emit(
-      config_.train.steps,
-      {{"quant/eval/loss", q->int8.loss},
-       {"quant/eval/acc", q->int8.accuracy},
-       {"quant/eval/loss_delta", q->int8.loss - q->fp32.loss},
-       {"quant/eval/acc_delta", q->int8.accuracy - q->fp32.accuracy},
-       {"quant/linear_bytes", static_cast<double>(q->int8_linear_bytes)},
-       {"model/linear_bytes", static_cast<double>(q->fp32_linear_bytes)},
-       {"quant/eval/tokens_per_s", q->int8_tokens_per_s},
-       {"eval/tokens_per_s", q->fp32_tokens_per_s}}));
+  RETURN_IF_ERROR(sink_->Emit(config_.train.steps,
+                              {{"quant/eval/loss", q->int8.loss},
+                               {"quant/eval/acc", q->int8.accuracy},
+                               {"quant/eval/loss_delta", q->int8.loss - q->fp32.loss},
+                               {"quant/eval/acc_delta", q->int8.accuracy - q->fp32.accuracy},
+                               {"quant/linear_bytes", static_cast<double>(q->int8_linear_bytes)},
+                               {"model/linear_bytes", static_cast<double>(q->fp32_linear_bytes)},
+                               {"quant/eval/tokens_per_s", q->int8_tokens_per_s},
+                               {"eval/tokens_per_s", q->fp32_tokens_per_s}}));
   if (progress_ != nullptr) {
     *progress_ << absl::StrFormat(
                       "tae-train: int8 dynamic (%s): eval loss %.4f (fp32 %.4f), acc %.4f (fp32 "

@@ -17,11 +17,11 @@
 #include "agent/train/checkpoint.h"
 #include "agent/train/config.h"
 #include "agent/train/distributed.h"
+#include "agent/train/head_importance.h"
 #include "agent/train/metrics_sink.h"
 #include "agent/train/model.h"
-#include "agent/train/tasks.h"
-#include "agent/train/head_importance.h"
 #include "agent/train/profiler.h"
+#include "agent/train/tasks.h"
 #include "agent/train/trace.h"
 
 namespace tae::train {

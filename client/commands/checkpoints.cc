@@ -198,11 +198,10 @@ int Pull(const CommandEnv& env, const Args& args) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("r%lld %s: %d files, %s into %s in %.1f s\n", static_cast<long long>(*run),
-              artifact.empty() ? absl::StrCat("step ", checkpoint.step()).c_str()
-                               : artifact.c_str(),
-              stats->files,
-              FormatBytes(stats->bytes).c_str(), out_dir.c_str(), seconds);
+  std::printf(
+      "r%lld %s: %d files, %s into %s in %.1f s\n", static_cast<long long>(*run),
+      artifact.empty() ? absl::StrCat("step ", checkpoint.step()).c_str() : artifact.c_str(),
+      stats->files, FormatBytes(stats->bytes).c_str(), out_dir.c_str(), seconds);
   return 0;
 }
 

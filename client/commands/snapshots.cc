@@ -365,7 +365,8 @@ int Scrap(const CommandEnv& env, const Args& args) {
   std::string older_than;
   cli::FlagSet flags(
       "usage: taectl scrap SNAPSHOT... | --all | --older-than AGE  [--dry-run] [--json]\n"
-      "       taectl scrap --checkpoints|--artifacts RUN|EXPERIMENT... | --all | --older-than AGE\n\n"
+      "       taectl scrap --checkpoints|--artifacts RUN|EXPERIMENT... | --all | --older-than "
+      "AGE\n\n"
       "Removes code snapshots from taed and from every connected agent's cache, deletes the\n"
       "files they put in finished run directories, and frees the contents no remaining\n"
       "snapshot uses. Snapshots of queued or running runs are kept. SNAPSHOT is an id or a\n"
@@ -429,8 +430,7 @@ int Scrap(const CommandEnv& env, const Args& args) {
                                   {"dry_run", dry_run}};
     if (checkpoints || artifacts) {
       out.erase("agents_notified");
-      out[artifacts ? "artifacts_removed" : "checkpoints_removed"] =
-          response.checkpoints_removed();
+      out[artifacts ? "artifacts_removed" : "checkpoints_removed"] = response.checkpoints_removed();
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;

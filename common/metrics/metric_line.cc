@@ -47,8 +47,7 @@ absl::Status ParseProfile(const nlohmann::ordered_json& mark, MetricRecord* reco
   const auto steps = field("steps");
   const auto tool = field("tool");
   const auto error = field("error");
-  const bool id_ok = id != mark.end() && id->is_string() &&
-                     id->get<std::string>().size() <= 48 &&
+  const bool id_ok = id != mark.end() && id->is_string() && id->get<std::string>().size() <= 48 &&
                      IsArtifactName("profile-" + id->get<std::string>());
   if (!id_ok || time == mark.end() || !time->is_number() ||
       (step != mark.end() && !step->is_null() &&

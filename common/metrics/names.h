@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tae::metrics {
@@ -46,9 +46,9 @@ inline std::vector<std::string> CompressionMetrics(const std::vector<std::string
 }
 
 // What a report or plot shows when nobody named a metric: eval/loss and eval/acc when the runs
-// have either (tae-train's; with the compression columns they have), else the runs' own metrics (a script's "Loss", "val/acc") in name
-// order, at most `limit`, leaving out what TAE measures about every run (perf/, model/, sys/,
-// heads/). Empty when the runs have none of their own.
+// have either (tae-train's; with the compression columns they have), else the runs' own metrics (a
+// script's "Loss", "val/acc") in name order, at most `limit`, leaving out what TAE measures about
+// every run (perf/, model/, sys/, heads/). Empty when the runs have none of their own.
 inline std::vector<std::string> DefaultMetrics(std::vector<std::string> present, size_t limit = 4) {
   std::sort(present.begin(), present.end());
   present.erase(std::unique(present.begin(), present.end()), present.end());

@@ -70,7 +70,6 @@ constexpr double kLegendSample = 28;
 const char* Colour(std::size_t index) { return kPalette[index % kPalette.size()]; }
 const char* Dash(std::size_t index) { return kDashes[(index / kPalette.size()) % kDashes.size()]; }
 
-
 std::size_t Utf8Length(const std::string& text) {
   return std::count_if(text.begin(), text.end(),
                        [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
@@ -311,29 +310,30 @@ void Figure::Axes(std::string& out, const PlotOptions& options) const {
   const double bottom = layout_.Bottom();
   out +=
       "<g class=\"axes\" stroke=\"#444444\" stroke-width=\"1\" shape-rendering=\"crispEdges\">\n";
-  out += "<path d=\"M" + SvgNumber(left) + "," + SvgNumber(layout_.top) + "V" + SvgNumber(bottom) + "H" +
-         SvgNumber(layout_.Right()) + "\" fill=\"none\"/>\n";
+  out += "<path d=\"M" + SvgNumber(left) + "," + SvgNumber(layout_.top) + "V" + SvgNumber(bottom) +
+         "H" + SvgNumber(layout_.Right()) + "\" fill=\"none\"/>\n";
   for (double tick : x_.ticks) {
-    out += "<line x1=\"" + SvgNumber(X(tick)) + "\" y1=\"" + SvgNumber(bottom) + "\" x2=\"" + SvgNumber(X(tick)) +
-           "\" y2=\"" + SvgNumber(bottom + kTickLength) + "\"/>\n";
+    out += "<line x1=\"" + SvgNumber(X(tick)) + "\" y1=\"" + SvgNumber(bottom) + "\" x2=\"" +
+           SvgNumber(X(tick)) + "\" y2=\"" + SvgNumber(bottom + kTickLength) + "\"/>\n";
   }
   for (double tick : y_.ticks) {
-    out += "<line x1=\"" + SvgNumber(left - kTickLength) + "\" y1=\"" + SvgNumber(Y(tick)) + "\" x2=\"" +
-           SvgNumber(left) + "\" y2=\"" + SvgNumber(Y(tick)) + "\"/>\n";
+    out += "<line x1=\"" + SvgNumber(left - kTickLength) + "\" y1=\"" + SvgNumber(Y(tick)) +
+           "\" x2=\"" + SvgNumber(left) + "\" y2=\"" + SvgNumber(Y(tick)) + "\"/>\n";
   }
   out += "</g>\n<g class=\"tick-labels\" font-size=\"12\" fill=\"#333333\">\n";
   for (std::size_t i = 0; i < x_.ticks.size(); ++i) {
-    out += "<text x=\"" + SvgNumber(X(x_.ticks[i])) + "\" y=\"" + SvgNumber(bottom + kTickLength + 14) +
-           "\" text-anchor=\"middle\">" + x_.labels[i] + "</text>\n";
+    out += "<text x=\"" + SvgNumber(X(x_.ticks[i])) + "\" y=\"" +
+           SvgNumber(bottom + kTickLength + 14) + "\" text-anchor=\"middle\">" + x_.labels[i] +
+           "</text>\n";
   }
   for (std::size_t i = 0; i < y_.ticks.size(); ++i) {
-    out += "<text x=\"" + SvgNumber(left - kTickLength - 4) + "\" y=\"" + SvgNumber(Y(y_.ticks[i]) + 4) +
-           "\" text-anchor=\"end\">" + y_.labels[i] + "</text>\n";
+    out += "<text x=\"" + SvgNumber(left - kTickLength - 4) + "\" y=\"" +
+           SvgNumber(Y(y_.ticks[i]) + 4) + "\" text-anchor=\"end\">" + y_.labels[i] + "</text>\n";
   }
   out += "</g>\n";
   if (!options.x_label.empty()) {
-    out += "<text class=\"x-label\" x=\"" + SvgNumber(layout_.left + layout_.plot_width / 2) + "\" y=\"" +
-           SvgNumber(bottom + kTickLength + 38) +
+    out += "<text class=\"x-label\" x=\"" + SvgNumber(layout_.left + layout_.plot_width / 2) +
+           "\" y=\"" + SvgNumber(bottom + kTickLength + 38) +
            "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#222222\">" +
            XmlEscape(options.x_label) + "</text>\n";
   }
@@ -444,14 +444,16 @@ void Figure::Legend(std::string& out, const std::vector<Series>& series) const {
     out += "<g class=\"legend-entry\">";
     if (HasBand(series[k])) {
       any_band = true;
-      out += "<rect x=\"" + SvgNumber(x) + "\" y=\"" + SvgNumber(y - 6) + "\" width=\"" + SvgNumber(kLegendSample) +
-             "\" height=\"12\" fill=\"" + Colour(k) + "\" fill-opacity=\"0.2\"/>";
+      out += "<rect x=\"" + SvgNumber(x) + "\" y=\"" + SvgNumber(y - 6) + "\" width=\"" +
+             SvgNumber(kLegendSample) + "\" height=\"12\" fill=\"" + Colour(k) +
+             "\" fill-opacity=\"0.2\"/>";
     }
-    out += "<line x1=\"" + SvgNumber(x) + "\" y1=\"" + SvgNumber(y) + "\" x2=\"" + SvgNumber(x + kLegendSample) +
-           "\" y2=\"" + SvgNumber(y) + "\" stroke-width=\"2\" " + StrokeAttributes(k) + "/>";
-    out += "<text x=\"" + SvgNumber(x + kLegendSample + 8) + "\" y=\"" + SvgNumber(y + 4) + "\"><title>" +
-           XmlEscape(series[k].name) + "</title>" + XmlEscape(Truncate(series[k].name, kMaxLegendChars)) +
-           "</text></g>\n";
+    out += "<line x1=\"" + SvgNumber(x) + "\" y1=\"" + SvgNumber(y) + "\" x2=\"" +
+           SvgNumber(x + kLegendSample) + "\" y2=\"" + SvgNumber(y) + "\" stroke-width=\"2\" " +
+           StrokeAttributes(k) + "/>";
+    out += "<text x=\"" + SvgNumber(x + kLegendSample + 8) + "\" y=\"" + SvgNumber(y + 4) +
+           "\"><title>" + XmlEscape(series[k].name) + "</title>" +
+           XmlEscape(Truncate(series[k].name, kMaxLegendChars)) + "</text></g>\n";
   }
   if (any_band) {
     y += 6;
@@ -519,9 +521,9 @@ std::string RenderSvg(const std::vector<Series>& series, const PlotOptions& opti
   std::string out;
   OpenDocument(out, layout.width, layout.height);
   Titles(out, options, layout.left + layout.plot_width / 2, subtitle);
-  out += "<rect class=\"plot-area\" x=\"" + SvgNumber(layout.left) + "\" y=\"" + SvgNumber(layout.top) +
-         "\" width=\"" + SvgNumber(layout.plot_width) + "\" height=\"" + SvgNumber(layout.plot_height) +
-         "\" fill=\"none\"/>\n";
+  out += "<rect class=\"plot-area\" x=\"" + SvgNumber(layout.left) + "\" y=\"" +
+         SvgNumber(layout.top) + "\" width=\"" + SvgNumber(layout.plot_width) + "\" height=\"" +
+         SvgNumber(layout.plot_height) + "\" fill=\"none\"/>\n";
   figure.Grid(out);
   figure.Bands(out, series);
   figure.Lines(out, series);

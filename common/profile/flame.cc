@@ -22,8 +22,8 @@ constexpr int kMaxDepth = 24;
 
 const char* Fill(const std::string& category) {
   static const std::map<std::string, const char*> kFills = {
-      {"matmul", "#e45756"},      {"attention", "#f58518"}, {"elementwise", "#54a24b"},
-      {"optimizer", "#4c78a8"},   {"step", "#bab0ac"},      {"other", "#b279a2"}};
+      {"matmul", "#e45756"},    {"attention", "#f58518"}, {"elementwise", "#54a24b"},
+      {"optimizer", "#4c78a8"}, {"step", "#bab0ac"},      {"other", "#b279a2"}};
   auto it = kFills.find(category);
   return it == kFills.end() ? "#b279a2" : it->second;
 }
@@ -77,13 +77,13 @@ std::string RenderFlameSvg(const Trace& trace, const FlameOptions& options) {
     absl::StrAppend(&body, "<g><title>", XmlEscape(r.name),
                     absl::StrFormat(" %.3f ms (self %.3f ms)", r.dur_us / 1e3, r.self_us / 1e3),
                     "</title><rect x=\"", SvgNumber(x), "\" y=\"", SvgNumber(top), "\" width=\"",
-                    SvgNumber(std::max(w, 0.4)), "\" height=\"", SvgNumber(kRow - 1),
-                    "\" fill=\"", Fill(r.category), "\"/>");
+                    SvgNumber(std::max(w, 0.4)), "\" height=\"", SvgNumber(kRow - 1), "\" fill=\"",
+                    Fill(r.category), "\"/>");
     const size_t fits = static_cast<size_t>((w - 4) / kCharWidth);
     if (fits >= 3) {
       std::string label = r.name.size() > fits ? r.name.substr(0, fits - 1) + "…" : r.name;
-      absl::StrAppend(&body, "<text x=\"", SvgNumber(x + 2), "\" y=\"",
-                      SvgNumber(top + kRow - 4), "\">", XmlEscape(label), "</text>");
+      absl::StrAppend(&body, "<text x=\"", SvgNumber(x + 2), "\" y=\"", SvgNumber(top + kRow - 4),
+                      "\">", XmlEscape(label), "</text>");
     }
     body += "</g>\n";
   }

@@ -59,16 +59,16 @@ bool IsOneOf(const std::string& base, std::initializer_list<const char*> names) 
 }  // namespace
 
 std::string Category(const std::string& name, bool inside_optimizer) {
-  if (inside_optimizer || absl::StartsWith(name, "Optimizer") ||
-      absl::StrContains(name, "adamw") || absl::StrContains(name, "_foreach_")) {
+  if (inside_optimizer || absl::StartsWith(name, "Optimizer") || absl::StrContains(name, "adamw") ||
+      absl::StrContains(name, "_foreach_")) {
     return "optimizer";
   }
   if (absl::StartsWith(name, "ProfilerStep") || absl::StartsWith(name, "autograd::engine")) {
     return "step";
   }
   const std::string base = BaseName(name);
-  if (IsOneOf(base, {"mm", "addmm", "bmm", "matmul", "linear", "baddbmm", "einsum", "addmv",
-                     "mv", "dot", "addbmm", "mkldnn_linear", "linear_dynamic"}) ||
+  if (IsOneOf(base, {"mm", "addmm", "bmm", "matmul", "linear", "baddbmm", "einsum", "addmv", "mv",
+                     "dot", "addbmm", "mkldnn_linear", "linear_dynamic"}) ||
       absl::StrContains(base, "gemm") || absl::StrContains(base, "dot_general") ||
       absl::StrContains(base, "convolution")) {
     return "matmul";
@@ -77,19 +77,90 @@ std::string Category(const std::string& name, bool inside_optimizer) {
       IsOneOf(base, {"masked_fill", "tril", "triu", "baddbmm_attention"})) {
     return "attention";
   }
-  if (IsOneOf(base, {"add", "sub", "mul", "div", "neg", "pow", "sqrt", "rsqrt", "exp", "log",
-                     "tanh", "sigmoid", "relu", "gelu", "silu", "threshold", "where", "copy",
-                     "clone", "contiguous", "fill", "zero", "zeros", "ones", "empty_like",
-                     "to", "cat", "stack", "mean", "sum", "layer_norm", "native_layer_norm",
-                     "norm", "dropout", "native_dropout", "embedding", "embedding_dense",
-                     "index_select", "gather", "scatter", "clamp", "abs", "sin", "cos",
-                     "addcmul", "addcdiv", "lerp", "maximum", "minimum", "reciprocal",
-                     "nll_loss", "nll_loss_forward", "nll_loss_nd", "log_softmax_backward_data",
-                     "cross_entropy_loss", "mse_loss", "square", "rsub", "erf", "gelu_backward",
-                     "silu_backward", "threshold_backward", "expand", "view", "reshape",
-                     "transpose", "t", "permute", "as_strided", "slice", "select", "unsqueeze",
-                     "squeeze", "split", "chunk", "narrow", "unbind", "empty", "empty_strided",
-                     "resize", "detach", "alias", "_unsafe_view", "unsafe_view"}) ||
+  if (IsOneOf(base, {"add",
+                     "sub",
+                     "mul",
+                     "div",
+                     "neg",
+                     "pow",
+                     "sqrt",
+                     "rsqrt",
+                     "exp",
+                     "log",
+                     "tanh",
+                     "sigmoid",
+                     "relu",
+                     "gelu",
+                     "silu",
+                     "threshold",
+                     "where",
+                     "copy",
+                     "clone",
+                     "contiguous",
+                     "fill",
+                     "zero",
+                     "zeros",
+                     "ones",
+                     "empty_like",
+                     "to",
+                     "cat",
+                     "stack",
+                     "mean",
+                     "sum",
+                     "layer_norm",
+                     "native_layer_norm",
+                     "norm",
+                     "dropout",
+                     "native_dropout",
+                     "embedding",
+                     "embedding_dense",
+                     "index_select",
+                     "gather",
+                     "scatter",
+                     "clamp",
+                     "abs",
+                     "sin",
+                     "cos",
+                     "addcmul",
+                     "addcdiv",
+                     "lerp",
+                     "maximum",
+                     "minimum",
+                     "reciprocal",
+                     "nll_loss",
+                     "nll_loss_forward",
+                     "nll_loss_nd",
+                     "log_softmax_backward_data",
+                     "cross_entropy_loss",
+                     "mse_loss",
+                     "square",
+                     "rsub",
+                     "erf",
+                     "gelu_backward",
+                     "silu_backward",
+                     "threshold_backward",
+                     "expand",
+                     "view",
+                     "reshape",
+                     "transpose",
+                     "t",
+                     "permute",
+                     "as_strided",
+                     "slice",
+                     "select",
+                     "unsqueeze",
+                     "squeeze",
+                     "split",
+                     "chunk",
+                     "narrow",
+                     "unbind",
+                     "empty",
+                     "empty_strided",
+                     "resize",
+                     "detach",
+                     "alias",
+                     "_unsafe_view",
+                     "unsafe_view"}) ||
       absl::StrContains(base, "norm") || absl::StrContains(base, "elementwise") ||
       absl::StrContains(base, "fusion")) {
     return "elementwise";
@@ -188,8 +259,8 @@ absl::StatusOr<Trace> ParseTrace(const std::string& text) {
     const std::string outer = inherited.empty() ? std::string() : inherited.back();
     r.category = outer.empty() ? Category(r.name, false) : outer;
     open.push_back(i);
-    const bool passes_on = r.category == "optimizer" || r.category == "matmul" ||
-                           r.category == "attention";
+    const bool passes_on =
+        r.category == "optimizer" || r.category == "matmul" || r.category == "attention";
     inherited.push_back(passes_on ? r.category : std::string());
   }
   for (Range& r : trace.ranges) {

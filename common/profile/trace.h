@@ -19,14 +19,14 @@ struct Range {
   int64_t lane = 0;  // index into Trace::lanes
   double start_us = 0;
   double dur_us = 0;
-  double self_us = 0;  // dur minus the ranges directly inside it
-  int depth = 0;       // 0: outermost on its lane
+  double self_us = 0;    // dur minus the ranges directly inside it
+  int depth = 0;         // 0: outermost on its lane
   std::string category;  // Category(name), or the category it inherits (see Category)
 };
 
 struct Trace {
-  std::vector<std::string> lanes;  // "pid/tid" of each thread with ranges, in first-seen order
-  std::vector<Range> ranges;       // sorted by lane, then start (outer before inner)
+  std::vector<std::string> lanes;    // "pid/tid" of each thread with ranges, in first-seen order
+  std::vector<Range> ranges;         // sorted by lane, then start (outer before inner)
   double peak_allocated_bytes = -1;  // max "Total Allocated" of "[memory]" events; -1: none
   int64_t memory_events = 0;
 };
@@ -52,10 +52,10 @@ struct OpTotal {
 
 struct Summary {
   int64_t ranges = 0;
-  double self_us = 0;                       // all self time (the time ranges cover)
-  std::vector<OpTotal> top;                 // by self time, largest first
+  double self_us = 0;                         // all self time (the time ranges cover)
+  std::vector<OpTotal> top;                   // by self time, largest first
   std::map<std::string, double> category_us;  // self time per Category
-  int64_t steps = 0;                        // ProfilerStep#N ranges
+  int64_t steps = 0;                          // ProfilerStep#N ranges
   double peak_allocated_bytes = -1;
 };
 

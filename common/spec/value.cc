@@ -163,8 +163,7 @@ Result ConvertIntArray(const KeyInfo& key, std::string_view display, const toml:
       return OutOfRange(key, element_display, shown, element);
     }
     if (key.unique && !seen.insert(v).second) {
-      return Problem{element.source().begin,
-                     Cat(element_display, ": ", shown, " is listed twice")};
+      return Problem{element.source().begin, Cat(element_display, ": ", shown, " is listed twice")};
     }
     if (value != nullptr && !floats) {
       values.push_back(value->get());

@@ -83,7 +83,7 @@ struct ProfileTicket {
 
 struct ProfileStatus {
   ProfileState state = ProfileState::kPending;
-  std::string error;                // kFailed
+  std::string error;                 // kFailed
   store::CheckpointRecord artifact;  // kDone (with its manifest)
 };
 
@@ -238,7 +238,7 @@ class Controller {
     std::string error;
   };
   std::map<std::string, PendingProfile> profiles_;  // by request id
-  double wake_at_ = 0;  // when the pending wake-up timer fires; 0: none
+  double wake_at_ = 0;                              // when the pending wake-up timer fires; 0: none
   int64_t store_failures_ = 0;
   boost::asio::steady_timer liveness_timer_;
 };

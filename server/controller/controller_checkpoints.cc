@@ -6,12 +6,11 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "common/status/macros.h"
 #include "common/metrics/metric_line.h"
+#include "common/status/macros.h"
 #include "server/controller/controller.h"
 
 namespace tae::controller {
-
 
 absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer) {
   TAE_CHECK_OWNER(core_);

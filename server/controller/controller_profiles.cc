@@ -48,9 +48,9 @@ absl::StatusOr<ProfileTicket> Controller::RequestProfile(int64_t run_id, int ste
   const std::vector<std::string> agents = AgentsOfRun(run);
   registry::Agent* agent = agents.empty() ? nullptr : registry_.Find(agents.front());
   if (agent == nullptr || !agent->connected) {
-    return absl::UnavailableError(absl::StrCat(
-        "run_id: r", run.id, "'s agent ", agents.empty() ? run.agent_id : agents.front(),
-        " is not connected; try again when it is"));
+    return absl::UnavailableError(absl::StrCat("run_id: r", run.id, "'s agent ",
+                                               agents.empty() ? run.agent_id : agents.front(),
+                                               " is not connected; try again when it is"));
   }
   const double now = Now();
   for (auto it = profiles_.begin(); it != profiles_.end();) {
@@ -60,9 +60,9 @@ absl::StatusOr<ProfileTicket> Controller::RequestProfile(int64_t run_id, int ste
   }
   for (const auto& [id, pending] : profiles_) {
     if (pending.run_id == run.id && pending.attempt == run.attempt) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "run_id: r", run.id, " already has profile ", id,
-          " asked for and not yet answered; wait for it (or ", kForgetS, " s)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("run_id: r", run.id, " already has profile ", id,
+                       " asked for and not yet answered; wait for it (or ", kForgetS, " s)"));
     }
   }
   if (profiles_.size() >= kMaxPendingProfiles) {
@@ -110,10 +110,10 @@ absl::StatusOr<ProfileStatus> Controller::GetProfile(int64_t run_id, const std::
     return status;
   }
   if (it == profiles_.end() || it->second.run_id != run.id) {
-    return absl::NotFoundError(absl::StrCat(
-        "id: taed has no profile request '", id, "' of r", run.id,
-        " (taed restarted since? its artifact appears in taectl artifacts r", run.id,
-        " if the job still delivers it)"));
+    return absl::NotFoundError(
+        absl::StrCat("id: taed has no profile request '", id, "' of r", run.id,
+                     " (taed restarted since? its artifact appears in taectl artifacts r", run.id,
+                     " if the job still delivers it)"));
   }
   PendingProfile& pending = it->second;
   if (pending.state == ProfileState::kPending &&

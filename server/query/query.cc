@@ -557,9 +557,10 @@ absl::StatusOr<store::CheckpointRecord> Query::Artifact(int64_t run_id, const st
   for (const store::CheckpointRecord& a : list) {
     names.push_back(a.artifact);
   }
-  return absl::NotFoundError(absl::StrCat(
-      "artifact: r", run_id, " has no artifact '", name, "'",
-      names.empty() ? std::string("; it has none") : absl::StrCat("; it has ", absl::StrJoin(names, ", "))));
+  return absl::NotFoundError(
+      absl::StrCat("artifact: r", run_id, " has no artifact '", name, "'",
+                   names.empty() ? std::string("; it has none")
+                                 : absl::StrCat("; it has ", absl::StrJoin(names, ", "))));
 }
 
 absl::StatusOr<std::map<int64_t, std::vector<store::MetricPoint>>> Query::ExperimentSeries(

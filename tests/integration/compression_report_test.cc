@@ -12,9 +12,10 @@
 
 namespace tae::testing {
 
-TEST_CASE("report shows the pruning and int8 columns beside the uncompressed baseline, and plot "
-          "--pruning draws loss against heads kept",
-          "[compression]") {
+TEST_CASE(
+    "report shows the pruning and int8 columns beside the uncompressed baseline, and plot "
+    "--pruning draws loss against heads kept",
+    "[compression]") {
   Cluster cluster(1, 2);
   REQUIRE(cluster.started());
   const std::string spec =
@@ -36,10 +37,9 @@ TEST_CASE("report shows the pruning and int8 columns beside the uncompressed bas
   INFO(report.dump());
   CHECK(metrics == std::vector<std::string>{"eval/loss", "eval/acc", "prune25/eval/loss",
                                             "prune25/eval/acc", "prune50/eval/loss",
-                                            "prune50/eval/acc", "quant/eval/loss",
-                                            "quant/eval/acc", "model/linear_bytes",
-                                            "quant/linear_bytes", "eval/tokens_per_s",
-                                            "quant/eval/tokens_per_s"});
+                                            "prune50/eval/acc", "quant/eval/loss", "quant/eval/acc",
+                                            "model/linear_bytes", "quant/linear_bytes",
+                                            "eval/tokens_per_s", "quant/eval/tokens_per_s"});
   CHECK(report.at("metrics_source") == "default");
   for (const nlohmann::json& row : report.at("rows")) {
     INFO(row.at("variant"));

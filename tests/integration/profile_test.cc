@@ -133,9 +133,10 @@ TEST_CASE(
   CHECK(ArtifactNames(cluster, r).empty());
 }
 
-TEST_CASE("train.profile_at stores one profile artifact per step without a request, and a queued run "
-          "cannot be profiled",
-          "[profile]") {
+TEST_CASE(
+    "train.profile_at stores one profile artifact per step without a request, and a queued run "
+    "cannot be profiled",
+    "[profile]") {
   Cluster cluster(1, 1);
   REQUIRE(cluster.started());
   std::string spec = LongSpec("profat", "profile_at = [5, 12]\nprofile_steps = 2\n");
@@ -147,7 +148,8 @@ TEST_CASE("train.profile_at stores one profile artifact per step without a reque
   // One slot: while one run goes, the other waits in the queue.
   for (const nlohmann::json& run : runs) {
     if (run.at("state") == "queued") {
-      CommandResult queued = cluster.Taectl({"profile", "r" + std::to_string(run.at("id").get<int>())});
+      CommandResult queued =
+          cluster.Taectl({"profile", "r" + std::to_string(run.at("id").get<int>())});
       CHECK(queued.exit_code != 0);
       CHECK(queued.err.find("is queued; only a running run can be profiled") != std::string::npos);
     }

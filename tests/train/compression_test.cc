@@ -4,6 +4,8 @@
 // it keeps it even with one head left), and int8 dynamic quantisation of the linear layers stays
 // close to fp32 while its weights shrink almost 4x.
 
+#include "agent/train/compression.h"
+
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -13,7 +15,6 @@
 #include <sstream>
 #include <string>
 
-#include "agent/train/compression.h"
 #include "agent/train/config.h"
 #include "agent/train/metrics_sink.h"
 #include "agent/train/tasks.h"
@@ -67,11 +68,11 @@ Points TrainCopy(const nlohmann::json& eval, std::string* progress_text) {
   return points;
 }
 
-TEST_CASE("copy with 4 heads per layer keeps its accuracy with half its heads masked by "
-          "importance") {
+TEST_CASE(
+    "copy with 4 heads per layer keeps its accuracy with half its heads masked by "
+    "importance") {
   std::string progress;
-  const Points p =
-      TrainCopy({{"eval.prune_heads_by_importance", {0.5, 0.875}}}, &progress);
+  const Points p = TrainCopy({{"eval.prune_heads_by_importance", {0.5, 0.875}}}, &progress);
   INFO(progress);
   const double full = p.at({"eval/acc", 600});
   const double half = p.at({"prune50/eval/acc", 600});
@@ -91,8 +92,9 @@ TEST_CASE("copy with 4 heads per layer keeps its accuracy with half its heads ma
   CHECK(p.at({"prune/eval/acc", 1}) == one);
 }
 
-TEST_CASE("int8 dynamic quantisation stays within 0.05 of fp32's loss and accuracy and shrinks "
-          "the linear weights at least 3.5x") {
+TEST_CASE(
+    "int8 dynamic quantisation stays within 0.05 of fp32's loss and accuracy and shrinks "
+    "the linear weights at least 3.5x") {
   REQUIRE(!QuantizedEngine().empty());
   std::string progress;
   const Points p = TrainCopy({{"eval.quantize", "int8-dynamic"}}, &progress);

@@ -88,7 +88,8 @@ TEST_CASE("the flame chart draws every range wide enough and is deterministic") 
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK(svg.find("r1 &lt;profile&gt;") != std::string::npos);
   size_t rects = 0;
-  for (size_t at = svg.find("<rect x="); at != std::string::npos; at = svg.find("<rect x=", at + 1)) {
+  for (size_t at = svg.find("<rect x="); at != std::string::npos;
+       at = svg.find("<rect x=", at + 1)) {
     ++rects;
   }
   CHECK(rects == 7);

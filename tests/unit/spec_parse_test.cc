@@ -115,10 +115,10 @@ TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
   CHECK(keys.size() == 55);  // 48 + [report] metrics and goal + train.profile_* and [eval]
   CHECK(keys.front() == "name");
   CHECK(keys[1] == "description");
-  for (const char* key : {"model.layers", "model.tie_embeddings", "model.init", "train.engine",
-                          "train.seeds", "train.threads", "resources.labels", "resources.priority",
-                          "report.metrics", "report.goal", "train.profile_at",
-                          "eval.prune_heads_by_importance", "eval.quantize"}) {
+  for (const char* key :
+       {"model.layers", "model.tie_embeddings", "model.init", "train.engine", "train.seeds",
+        "train.threads", "resources.labels", "resources.priority", "report.metrics", "report.goal",
+        "train.profile_at", "eval.prune_heads_by_importance", "eval.quantize"}) {
     CHECK(std::find(keys.begin(), keys.end(), key) != keys.end());
   }
   for (const KeyInfo& key : Schema()) {
