@@ -78,7 +78,7 @@ class StepProfiler {
   std::optional<FinishedProfile> AfterStep(int64_t step);
   // Ends a capture the run's last step left open (fewer steps than asked); nullopt when none.
   std::optional<FinishedProfile> Finish();
-  // Inside a capture, wraps a step in a "ProfilerStep#N" range (a no-op otherwise).
+  // A capture is in progress (the trainer then wraps each step in a "ProfilerStep#N" range).
   bool capturing() const { return active_.has_value(); }
 
  private:

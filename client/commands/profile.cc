@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -19,6 +18,7 @@
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 #include "common/cli/flags.h"
+#include "common/fs/fs.h"
 #include "common/profile/trace.h"
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
@@ -50,15 +50,6 @@ std::string FindTrace(const std::string& dir) {
   return best;
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat(path, ": cannot read"));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 }  // namespace
 
@@ -194,7 +185,7 @@ int Profile(const CommandEnv& env, const Args& args) {
   out["dir"] = out_dir;
   std::string summary_text;
   if (!trace_path.empty()) {
-    absl::StatusOr<std::string> text = ReadFile(trace_path);
+    absl::StatusOr<std::string> text = fs::ReadFile(trace_path);
     absl::StatusOr<profile::Trace> trace =
         text.ok() ? profile::ParseTrace(*text) : absl::StatusOr<profile::Trace>(text.status());
     if (!trace.ok()) {
