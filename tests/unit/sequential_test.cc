@@ -1,0 +1,317 @@
+#include "common/stats/sequential.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "common/stats/simulate.h"
+
+// Two-look references come from mpmath 1.2.1 at 30 digits, written independently of the grid
+// integration: c1 = Phi^-1(1 - alpha(t1) / 2) and c2 solving
+// 1 - int_{-c1}^{c1} phi(x) (Phi((c2 - r x) / s) - Phi((-c2 - r x) / s)) dx = alpha,
+// r = sqrt(t1), s = sqrt(1 - r^2), with alpha(t) = 2 - 2 Phi(Phi^-1(1 - 0.05 / 2) / sqrt(t)).
+
+namespace tae::stats {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Monte-Carlo bound: the rate plus three standard errors of a binomial share over `n` trials.
+double UpperBound(double rate, int n) { return rate + 3 * std::sqrt(rate * (1 - rate) / n); }
+
+SequentialDesign Design(int min_seeds, int max_seeds, double margin = 0) {
+  SequentialDesign design;
+  design.min_seeds = min_seeds;
+  design.max_seeds = max_seeds;
+  design.margin = margin;
+  return design;
+}
+
+}  // namespace
+
+TEST_CASE("SpendingBoundaries of two looks match the bivariate normal integral", "[sequential]") {
+  const std::vector<double> half = SpendingBoundaries({0.5, 1}, 0.05);
+  REQUIRE(half.size() == 2);
+  CHECK(half[0] == Approx(2.77180764869936).epsilon(1e-9));
+  CHECK(half[1] == Approx(1.97931134267852).epsilon(1e-7));
+  const std::vector<double> quarter = SpendingBoundaries({0.25, 1}, 0.05);
+  CHECK(quarter[0] == Approx(3.91992796908011).epsilon(1e-9));
+  CHECK(quarter[1] == Approx(1.96030365265571).epsilon(1e-7));
+  // One look is the fixed-sample test.
+  CHECK(SpendingBoundaries({1}, 0.05)[0] == Approx(1.959963984540054).epsilon(1e-9));
+}
+
+TEST_CASE("The design's looks spend alpha as planned on a random walk", "[sequential]") {
+  // A Brownian motion with one unit of information per seed, simulated here, crosses the
+  // boundaries of looks min .. k with probability spent[k].
+  const SequentialDesign design = Design(3, 12);
+  const Boundaries boundaries = ComputeBoundaries(design);
+  REQUIRE(boundaries.z.size() == 10);
+  CHECK(boundaries.spent.back() == Approx(0.05));
+  for (size_t k = 1; k < boundaries.z.size(); ++k) {
+    CHECK(boundaries.z[k] < boundaries.z[k - 1]);  // O'Brien–Fleming: strict early, lenient late
+  }
+  CHECK(boundaries.nominal_p.front() < 1e-3);
+  CHECK(boundaries.nominal_p.back() > 0.03);
+  CHECK(boundaries.nominal_p.back() < 0.05);
+  std::mt19937_64 engine(7);
+  std::normal_distribution<double> normal;
+  constexpr int kPaths = 100000;
+  std::vector<int> crossed_by(boundaries.z.size(), 0);
+  for (int path = 0; path < kPaths; ++path) {
+    double sum = 0;
+    for (int n = 1; n <= design.max_seeds; ++n) {
+      sum += normal(engine);
+      if (n < design.min_seeds) {
+        continue;
+      }
+      const size_t look = n - design.min_seeds;
+      if (std::fabs(sum) / std::sqrt(n) >= boundaries.z[look]) {
+        ++crossed_by[look];
+        break;
+      }
+    }
+  }
+  int cumulative = 0;
+  for (size_t k = 0; k < boundaries.z.size(); ++k) {
+    cumulative += crossed_by[k];
+    const double spent = boundaries.spent[k];
+    const double share = static_cast<double>(cumulative) / kPaths;
+    INFO("look " << k + design.min_seeds << ": crossed " << share << ", spent " << spent);
+    CHECK(std::fabs(share - spent) <= 4 * std::sqrt(spent * (1 - spent) / kPaths) + 1e-4);
+  }
+}
+
+TEST_CASE("DesignError refuses designs the test cannot run", "[sequential]") {
+  CHECK_FALSE(DesignError(Design(3, 12)));
+  CHECK(DesignError(Design(1, 12)).value() ==
+        "min must be at least 2 (Welch's t needs two seeds), got 1");
+  CHECK(DesignError(Design(5, 4)).value() == "max (4) must be at least min (5)");
+  CHECK(DesignError(Design(3, 101)).value() == "max must be at most 100, got 101");
+  SequentialDesign design = Design(3, 12);
+  design.alpha = 0.5;
+  CHECK(DesignError(design).value() == "alpha must be in (0, 0.5), got 0.5");
+  design.alpha = 0.05;
+  design.margin = -1;
+  CHECK(DesignError(design).value() == "margin must be a finite number >= 0, got -1");
+  design.margin = 0;
+  design.futility = 1;
+  CHECK(DesignError(design).value() == "futility must be in [0, 1), got 1");
+  CHECK(ComputeBoundaries(design).z.empty());
+}
+
+TEST_CASE("Decide: before min, clear differences, nulls at max, NaN and constant arms",
+          "[sequential]") {
+  const SequentialDesign design = Design(3, 12, 0.05);
+  const Boundaries boundaries = ComputeBoundaries(design);
+  const std::vector<double> baseline = {0.50, 0.51, 0.49};
+
+  Verdict verdict = Decide(design, boundaries, {0.9, 0.91}, {0.5, 0.51});
+  CHECK(verdict.decision == Decision::kUndecided);
+  CHECK_FALSE(verdict.final);
+  CHECK(verdict.n == 2);
+  CHECK(verdict.level == 0);
+
+  verdict = Decide(design, boundaries, {0.90, 0.91, 0.89}, baseline);
+  CHECK(verdict.decision == Decision::kDifferent);
+  CHECK(verdict.final);
+  CHECK(verdict.n == 3);
+  CHECK(verdict.delta == Approx(0.40));
+  CHECK(verdict.level == Approx(boundaries.nominal_p[0]));
+
+  // p = 0.01 at n = 3 is a finding for a fixed test, not at the first of ten looks.
+  verdict = Decide(design, boundaries, {0.55, 0.56, 0.54}, {0.50, 0.52, 0.49});
+  CHECK(verdict.p < 0.05);
+  CHECK(verdict.decision == Decision::kUndecided);
+  CHECK_FALSE(verdict.final);
+
+  // The same spread at max: undecided, and final.
+  std::vector<double> a;
+  std::vector<double> b;
+  for (int i = 0; i < 12; ++i) {
+    a.push_back(0.5 + 0.01 * ((i * 7) % 5));
+    b.push_back(0.5 + 0.01 * ((i * 3) % 5));
+  }
+  verdict = Decide(Design(3, 12), boundaries, a, b);
+  CHECK(verdict.n == 12);
+  CHECK(verdict.decision == Decision::kUndecided);
+  CHECK(verdict.final);
+
+  verdict = Decide(design, boundaries, {0.9, kNaN, 0.9}, baseline);
+  CHECK(verdict.decision == Decision::kUndecided);
+  CHECK(verdict.final);
+
+  verdict = Decide(design, boundaries, {1, 1, 1}, {1, 1, 1});
+  CHECK(verdict.decision == Decision::kEquivalent);
+  CHECK(verdict.final);
+  verdict = Decide(Design(3, 12), boundaries, {1, 1, 1}, {1, 1, 1});
+  CHECK(verdict.decision == Decision::kUndecided);
+  CHECK_FALSE(verdict.final);
+  verdict = Decide(design, boundaries, {1, 1, 1}, {0.5, 0.5, 0.5});
+  CHECK(verdict.decision == Decision::kDifferent);
+  CHECK(DecisionName(verdict.decision) == "different");
+}
+
+TEST_CASE("Decide: equivalence needs the repeated interval inside the margin", "[sequential]") {
+  const Boundaries boundaries = ComputeBoundaries(Design(3, 12, 0.05));
+  const std::vector<double> a = {0.700, 0.702, 0.698, 0.701, 0.699, 0.700};
+  const std::vector<double> b = {0.701, 0.699, 0.700, 0.702, 0.698, 0.700};
+  Verdict verdict = Decide(Design(3, 12, 0.05), boundaries, a, b);
+  CHECK(verdict.decision == Decision::kEquivalent);
+  CHECK(verdict.final);
+  CHECK(DecisionName(verdict.decision) == "equivalent");
+  // The same values with a margin the interval does not fit in.
+  verdict = Decide(Design(3, 12, 0.001), ComputeBoundaries(Design(3, 12, 0.001)), a, b);
+  CHECK(verdict.decision == Decision::kUndecided);
+  CHECK_FALSE(verdict.final);
+}
+
+TEST_CASE("Decide: futility ends a hopeless comparison before max", "[sequential]") {
+  SequentialDesign design = Design(3, 12);
+  design.futility = 0.1;
+  const Boundaries boundaries = ComputeBoundaries(design);
+  const std::vector<double> a = {0.50, 0.60, 0.40, 0.55, 0.45};
+  const std::vector<double> b = {0.51, 0.41, 0.61, 0.46, 0.54};
+  Verdict verdict = Decide(design, boundaries, a, b);
+  CHECK(verdict.decision == Decision::kUndecided);
+  CHECK(verdict.futile);
+  CHECK(verdict.final);
+  // Without the rule it keeps asking for seeds.
+  verdict = Decide(Design(3, 12), boundaries, a, b);
+  CHECK_FALSE(verdict.futile);
+  CHECK_FALSE(verdict.final);
+}
+
+TEST_CASE("SeedsNeeded starts min seeds and grows only undecided comparisons", "[sequential]") {
+  const SequentialDesign design = Design(3, 5);
+  const Boundaries boundaries = ComputeBoundaries(design);
+
+  SECTION("a new study gets min runs per arm") {
+    const std::vector<SeedTarget> targets = SeedsNeeded(
+        design, boundaries, {Point{"", Arm{"baseline", {}, 0, 0}, {Arm{"no-ffn", {}, 0, 0}}}});
+    REQUIRE(targets.size() == 2);
+    CHECK(targets[0].variant == "baseline");
+    CHECK(targets[0].runs == 3);
+    CHECK(targets[1].variant == "no-ffn");
+    CHECK(targets[1].runs == 3);
+  }
+
+  const Arm baseline{"baseline", {0.50, 0.52, 0.48}, 3, 0};
+  const Arm decided{"no-attn", {0.10, 0.11, 0.09}, 3, 0};
+  const Arm undecided{"no-ffn", {0.51, 0.53, 0.47}, 3, 0};
+
+  SECTION("a decided comparison asks for nothing, an undecided one for one more of each") {
+    CHECK(SeedsNeeded(design, boundaries, {Point{"", baseline, {decided}}}).empty());
+    const std::vector<SeedTarget> targets =
+        SeedsNeeded(design, boundaries, {Point{"layers=2", baseline, {decided, undecided}}});
+    REQUIRE(targets.size() == 2);
+    CHECK(targets[0].point == "layers=2");
+    CHECK(targets[0].variant == "baseline");
+    CHECK(targets[0].runs == 4);
+    CHECK(targets[1].variant == "no-ffn");
+    CHECK(targets[1].runs == 4);
+  }
+
+  SECTION("two undecided comparisons grow the shared baseline once") {
+    Arm other = undecided;
+    other.variant = "rope";
+    const std::vector<SeedTarget> targets =
+        SeedsNeeded(design, boundaries, {Point{"", baseline, {undecided, other}}});
+    REQUIRE(targets.size() == 3);
+    CHECK(targets[0].runs == 4);
+    CHECK(targets[1].runs == 4);
+    CHECK(targets[2].runs == 4);
+  }
+
+  SECTION("pending runs make the comparison wait") {
+    Arm running = undecided;
+    running.runs = 4;
+    running.pending = 1;
+    CHECK(SeedsNeeded(design, boundaries, {Point{"", baseline, {running}}}).empty());
+    Arm baseline_running = baseline;
+    baseline_running.runs = 4;
+    baseline_running.pending = 1;
+    CHECK(SeedsNeeded(design, boundaries, {Point{"", baseline_running, {undecided}}}).empty());
+  }
+
+  SECTION("a failed run is replaced by the next seed, never past max") {
+    Arm failed = undecided;
+    failed.values = {0.51, 0.47};  // seed 1 failed
+    std::vector<SeedTarget> targets =
+        SeedsNeeded(design, boundaries, {Point{"", baseline, {failed}}});
+    REQUIRE(targets.size() == 1);
+    CHECK(targets[0].variant == "no-ffn");
+    CHECK(targets[0].runs == 4);  // n = 2 < min: one value short of the first look
+    failed.runs = 5;
+    failed.values = {0.51, 0.47, 0.5};
+    CHECK(SeedsNeeded(design, boundaries, {Point{"", baseline, {failed}}}).size() == 1);
+    CHECK(SeedsNeeded(design, boundaries, {Point{"", baseline, {failed}}})[0].variant ==
+          "baseline");
+  }
+
+  SECTION("undecided at max is final") {
+    const Arm full_baseline{"baseline", {0.50, 0.52, 0.48, 0.51, 0.49}, 5, 0};
+    const Arm full{"no-ffn", {0.51, 0.53, 0.47, 0.50, 0.50}, 5, 0};
+    CHECK(SeedsNeeded(design, boundaries, {Point{"", full_baseline, {full}}}).empty());
+  }
+
+  SECTION("asking again after the targets were started asks for nothing new") {
+    const Arm started_baseline{"baseline", baseline.values, 4, 1};
+    const Arm started{"no-ffn", undecided.values, 4, 1};
+    CHECK(SeedsNeeded(design, boundaries, {Point{"", started_baseline, {started}}}).empty());
+  }
+}
+
+// The simulation the design is judged by (bench/seeds_bench.sh prints the same figures).
+TEST_CASE("Simulated null studies keep the false-positive rate at alpha", "[sequential]") {
+  constexpr int kStudies = 10000;
+  const Simulation null = Simulate(Design(3, 12), 0, kStudies, 1);
+  INFO("adaptive " << null.different << ", fixed " << null.fixed_different << ", naive "
+                   << null.naive_different);
+  CHECK(null.different <= UpperBound(0.05, kStudies));
+  CHECK(null.fixed_different <= UpperBound(0.05, kStudies));
+  // Testing p < 0.05 at every look, which the design replaces, fails the same check: the
+  // simulation can tell.
+  CHECK(null.naive_different > UpperBound(0.05, kStudies));
+  CHECK(null.equivalent == 0);
+
+  SequentialDesign futile = Design(3, 12);
+  futile.futility = 0.1;
+  const Simulation with_futility = Simulate(futile, 0, kStudies, 2);
+  CHECK(with_futility.different <= UpperBound(0.05, kStudies));
+  CHECK(with_futility.mean_runs < 0.65 * with_futility.fixed_runs);
+}
+
+TEST_CASE("Simulated equivalence at the margin is a false equivalence at most alpha of the time",
+          "[sequential]") {
+  constexpr int kStudies = 4000;
+  const Simulation at_margin = Simulate(Design(3, 12, 1.0), 1.0, kStudies, 3);
+  CHECK(at_margin.equivalent <= UpperBound(0.05, kStudies));
+  const Simulation null = Simulate(Design(3, 12, 1.0), 0, kStudies, 4);
+  CHECK(null.equivalent > 0.3);
+  CHECK(null.mean_runs < 0.95 * null.fixed_runs);
+}
+
+TEST_CASE("Simulated real effects reach the fixed design's decisions with fewer runs",
+          "[sequential]") {
+  constexpr int kStudies = 4000;
+  // 1 sigma: max = 12 seeds detect it about 65% of the time; the adaptive design keeps nearly all
+  // of that power. The saving is small here: most rejections can only come late.
+  const Simulation one = Simulate(Design(3, 12), 1.0, kStudies, 5);
+  INFO("1 sigma: adaptive " << one.different << ", fixed " << one.fixed_different << ", runs "
+                            << one.mean_runs << " of " << one.fixed_runs);
+  CHECK(one.different >= one.fixed_different - 0.05);
+  CHECK(one.agreement >= 0.9);
+  CHECK(one.mean_runs <= 0.9 * one.fixed_runs);
+  // 2 sigma: both designs find it; the adaptive one with under 60% of the runs.
+  const Simulation two = Simulate(Design(3, 12), 2.0, kStudies, 6);
+  INFO("2 sigma: adaptive " << two.different << ", fixed " << two.fixed_different << ", runs "
+                            << two.mean_runs << " of " << two.fixed_runs);
+  CHECK(two.different >= two.fixed_different - 0.01);
+  CHECK(two.agreement >= 0.99);
+  CHECK(two.mean_runs <= 0.6 * two.fixed_runs);
+}
+
+}  // namespace tae::stats
