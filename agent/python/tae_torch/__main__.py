@@ -70,7 +70,7 @@ def main(argv=None):
                     "which cannot import torch: install it (Debian: apt-get install "
                     "python3-torch; TPU VMs: pip install torch torch_xla), or use "
                     'train.engine = "libtorch"')
-    from . import engine, tasks
+    from . import engine, parallel, tasks
 
     try:
         rank, world, addr, port = engine.distributed_env(os.environ)
@@ -87,12 +87,12 @@ def main(argv=None):
         checkpoint_dir = ""
     start = time.monotonic()
     try:
-        device = engine.Device()
+        device = engine.Device(int(os.environ.get("LOCAL_RANK", rank)))
         task = tasks.make_task(config)
         collective = None
         if world > 1:
             print(f"tae-torch: rank {rank} of {world}, connecting to {addr}:{port}", flush=True)
-            collective = engine.Collective(rank, world, addr, port)
+            collective = parallel.Collective(rank, world, addr, port, device)
         meta = engine.runtime_metadata(device, rank, world)
         print("tae-torch: runtime " + " ".join(f"{k}={v}" for k, v in meta.items()), flush=True)
         if rank == 0:

@@ -1,10 +1,15 @@
 """The training loop of the torch engine: the contract of docs/engine.md, in PyTorch.
 
-Same metric lines, steps and names as tae-train (model/* at step 0, train/* and perf/* every 10
-steps and at the last, eval/* every train.eval_every steps and at the last, heads/* at the end),
-same checkpoint behaviour (every train.checkpoint_every steps, at the end and on SIGTERM, written
-atomically; a run that finds one resumes after its step), same data-parallel arithmetic (every
-rank draws the global batch and trains on its rows; gradients are summed).
+Same metric lines, steps and names as tae-train (model/* at step 0, train/* and perf/* every
+train.log_every steps and at the last, eval/* every train.eval_every steps and at the last,
+heads/* at the end), same checkpoint behaviour (every train.checkpoint_every steps, at the end
+and on SIGTERM, written atomically; a run that finds one resumes after its step), same
+data-parallel arithmetic (every rank draws the global batch and trains on its rows; gradients
+are summed).
+
+The step loop never waits for the device: the loss, gradient norm and stop flag stay device
+tensors and are read once per metrics line and once per evaluation (device.Device.read), and
+the next batches are drawn and moved on a background thread (prefetch.Prefetcher).
 """
 
 import contextlib
@@ -21,10 +26,12 @@ import torch
 import torch.nn.functional as F
 
 from . import model as model_lib
+from . import parallel
+from . import prefetch
 from . import spec as spec_lib
-from . import tasks as tasks_lib
+from .device import Device  # noqa: F401 (the engine's public name for it)
+from .parallel import interface_towards  # noqa: F401 (kept importable from here)
 
-TRAIN_LOG_EVERY = 10
 SGD_MOMENTUM = 0.9
 CHECKPOINT_FILE = "checkpoint-torch.pt"
 MAX_EXACT_INTEGER = 2.0 ** 53
@@ -57,10 +64,17 @@ def masked_cross_entropy(logits, targets, mask):
     return scored_cross_entropy_sum(logits, targets, mask) / mask.sum().clamp_min(1.0)
 
 
-def make_optimizer(t, model):
-    """AdamW (decoupled decay) or SGD with momentum 0.9; weight decay on matrices only."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
+def make_optimizer(t, model, matrices=None):
+    """AdamW (decoupled decay) or SGD with momentum 0.9; weight decay on matrices only.
+    `matrices`: the names of the matrix parameters when the model's own shapes no longer say
+    (FSDP shards them flat)."""
+    def is_matrix(name, p):
+        if matrices is None:
+            return p.dim() >= 2
+        return name.replace("_fsdp_wrapped_module.", "") in matrices
+    named = list(model.named_parameters())
+    decay = [p for n, p in named if is_matrix(n, p)]
+    no_decay = [p for n, p in named if not is_matrix(n, p)]
     groups = []
     if decay:
         groups.append({"params": decay, "weight_decay": t.weight_decay})
@@ -73,9 +87,15 @@ def make_optimizer(t, model):
 
 def clip_gradients(model, grad_clip):
     """Scales the gradients to a global L2 norm of at most grad_clip (0: off); returns the norm
-    before scaling."""
-    max_norm = grad_clip if grad_clip > 0 else float("inf")
-    return float(torch.nn.utils.clip_grad_norm_(list(model.parameters()), max_norm))
+    before scaling as a device tensor (computed and applied on the device, never read here)."""
+    if hasattr(model, "clip_grad_norm_"):  # FSDP: the norm over every rank's shards
+        return model.clip_grad_norm_(grad_clip if grad_clip > 0 else float("inf"))
+    if grad_clip > 0:
+        return torch.nn.utils.clip_grad_norm_(list(model.parameters()), grad_clip)
+    grads = [p.grad.detach() for p in model.parameters() if p.grad is not None]
+    if not grads:
+        return torch.zeros(())
+    return torch.norm(torch.stack([torch.norm(g, 2.0) for g in grads]), 2.0)
 
 
 def build(config, vocab_size):
@@ -84,97 +104,67 @@ def build(config, vocab_size):
     return model_lib.TransformerLM(config.model, vocab_size, config.train.seq_len)
 
 
-class Device:
-    """Where the engine computes: the XLA device when torch_xla is importable (TPU VMs), CUDA
-    when available, else the CPU. TAE_TORCH_DEVICE=cpu|cuda|xla forces one."""
-
-    def __init__(self):
-        wanted = os.environ.get("TAE_TORCH_DEVICE", "")
-        self.xm = None
-        if wanted in ("", "xla"):
-            try:
-                import torch_xla.core.xla_model as xm  # noqa: PLC0415 (optional dependency)
-                self.xm = xm
-            except ImportError:
-                if wanted == "xla":
-                    raise RuntimeError("TAE_TORCH_DEVICE=xla but torch_xla is not importable")
-        if self.xm is not None:
-            self.kind = "xla"
-            self.device = self.xm.xla_device()
-        elif wanted in ("", "cuda") and torch.cuda.is_available():
-            self.kind = "cuda"
-            self.device = torch.device("cuda")
-        elif wanted == "cuda":
-            raise RuntimeError("TAE_TORCH_DEVICE=cuda but torch.cuda.is_available() is false")
-        else:
-            self.kind = "cpu"
-            self.device = torch.device("cpu")
-
-    def step_done(self):
-        """Ends a step's lazy graph (XLA); nothing elsewhere."""
-        if self.xm is not None:
-            self.xm.mark_step()
-
-
 def train_step(model, optimizer, batch, config, step, device, collective=None):
-    """One optimiser step (1-based `step`): returns (loss, grad_norm before clipping)."""
+    """One optimiser step (1-based `step`) on a prefetch.DeviceBatch (or a task Batch, placed
+    here): returns (loss, grad_norm before clipping) as device tensors. Nothing is read back.
+    The loss is this rank's rows' summed cross entropy over the global batch's scored positions,
+    so the ranks' gradients sum to the one-process gradient."""
     lr = learning_rate(config.train, step - 1)
     for group in optimizer.param_groups:
         group["lr"] = lr
+    if not isinstance(batch, prefetch.DeviceBatch):
+        rank, world = (0, 1) if collective is None else (collective.rank, collective.world_size)
+        batch = prefetch.place(batch, device, rank, world)
     optimizer.zero_grad(set_to_none=False)
-    inputs = batch.inputs.to(device.device)
-    targets = batch.targets.to(device.device)
-    mask = batch.mask.to(device.device)
-    if collective is None:
-        loss = masked_cross_entropy(model(inputs), targets, mask)
-        loss.backward()
+    with device.autocast(config.train.precision):
+        logits = model(batch.inputs)
+    loss = scored_cross_entropy_sum(logits.float(), batch.targets, batch.mask) / batch.total_scored
+    if config.train.sharding == "fsdp" and collective is not None:
+        # FSDP averages the ranks' gradients; the engine's arithmetic sums them.
+        (loss * collective.world_size).backward()
     else:
-        rows = inputs.size(0) // collective.world_size
-        first = rows * collective.rank
-        part = slice(first, first + rows)
-        loss = (scored_cross_entropy_sum(model(inputs[part]), targets[part], mask[part])
-                / mask.sum().clamp_min(1.0))
         loss.backward()
-        collective.all_reduce_gradients(model)
+        if collective is not None:
+            collective.all_reduce_gradients(model)
     grad_norm = clip_gradients(model, config.train.grad_clip)
     optimizer.step()
-    device.step_done()
-    return loss.item(), grad_norm
+    return loss.detach(), grad_norm.detach()
 
 
-def evaluate(model, task, device):
-    """eval loss, token accuracy and row accuracy over the task's eval batches."""
+def evaluate(model, task, device, precision="fp32"):
+    """eval loss, token accuracy and row accuracy over the task's eval batches, summed on the
+    device and read back once."""
     model.eval()
-    loss_sum = correct = scored = rows_right = rows = 0.0
+    sums = torch.zeros(4, device=device.device)  # loss, correct, scored, rows right
+    rows = 0
     with torch.no_grad():
         for batch in task.eval_batches:
-            inputs = batch.inputs.to(device.device)
-            targets = batch.targets.to(device.device)
-            mask = batch.mask.to(device.device)
-            logits = model(inputs)
-            batch_scored = mask.sum().item()
-            loss_sum += masked_cross_entropy(logits, targets, mask).item() * batch_scored
-            hits = (logits.argmax(-1) == targets).float() * mask
-            correct += hits.sum().item()
-            scored += batch_scored
-            rows_right += (hits.sum(1) == mask.sum(1)).sum().item()
-            rows += inputs.size(0)
+            b = prefetch.place(batch, device)
+            with device.autocast(precision):
+                logits = model(b.inputs)
+            logits = logits.float()
+            hits = (logits.argmax(-1) == b.targets).float() * b.mask
+            sums += torch.stack([scored_cross_entropy_sum(logits, b.targets, b.mask),
+                                 hits.sum(), b.mask.sum(),
+                                 (hits.sum(1) == b.mask.sum(1)).float().sum()])
+            rows += batch.inputs.size(0)
     model.train()
+    device.step_done()
+    loss_sum, correct, scored, rows_right = device.read(list(sums))
     loss = loss_sum / scored if scored > 0 else float("nan")
     return {"loss": loss, "acc": correct / scored if scored > 0 else 0.0,
             "seq_acc": rows_right / rows if rows > 0 else 0.0}
 
 
 def _eval_loss(model, task, device):
-    loss_sum = scored = 0.0
+    sums = torch.zeros(2, device=device.device)
     with torch.no_grad():
         for batch in task.eval_batches:
-            mask = batch.mask.to(device.device)
-            s = mask.sum().item()
-            logits = model(batch.inputs.to(device.device))
-            loss_sum += masked_cross_entropy(logits, batch.targets.to(device.device),
-                                             mask).item() * s
-            scored += s
+            b = prefetch.place(batch, device)
+            sums += torch.stack([scored_cross_entropy_sum(model(b.inputs), b.targets, b.mask),
+                                 b.mask.sum()])
+    device.step_done()
+    loss_sum, scored = device.read(list(sums))
     return loss_sum / scored if scored > 0 else 0.0
 
 
@@ -287,84 +277,6 @@ def peak_rss_mb():
 
 # ---- data-parallel ----
 
-class Collective:
-    """torch.distributed over gloo with TAE's rank variables: TAE_RANK, TAE_WORLD_SIZE,
-    MASTER_ADDR, MASTER_PORT. Gradients are summed on the CPU (on XLA too: correct, not fast)."""
-
-    def __init__(self, rank, world_size, addr, port):
-        import torch.distributed as dist  # noqa: PLC0415
-        if "GLOO_SOCKET_IFNAME" not in os.environ:
-            ifname = interface_towards(addr)
-            if ifname:
-                os.environ["GLOO_SOCKET_IFNAME"] = ifname
-        self.dist = dist
-        self.rank = rank
-        self.world_size = world_size
-        from datetime import timedelta  # noqa: PLC0415
-        dist.init_process_group("gloo", init_method=f"tcp://{addr}:{port}", rank=rank,
-                                world_size=world_size, timeout=timedelta(seconds=120))
-
-    def _flat(self, tensors):
-        return torch.cat([t.detach().reshape(-1).cpu() for t in tensors])
-
-    def _unflat(self, flat, tensors):
-        offset = 0
-        for t in tensors:
-            t.copy_(flat[offset:offset + t.numel()].view_as(t).to(t.device))
-            offset += t.numel()
-
-    def all_reduce_gradients(self, model):
-        grads = [p.grad for p in model.parameters() if p.grad is not None]
-        flat = self._flat(grads)
-        self.dist.all_reduce(flat)
-        with torch.no_grad():
-            self._unflat(flat, grads)
-
-    def broadcast_parameters(self, model):
-        params = list(model.parameters())
-        flat = self._flat(params)
-        self.dist.broadcast(flat, 0)
-        with torch.no_grad():
-            self._unflat(flat, params)
-
-    def broadcast_object(self, value):
-        holder = [value]
-        self.dist.broadcast_object_list(holder, 0)
-        return holder[0]
-
-    def sum(self, values):
-        t = torch.tensor(values, dtype=torch.float64)
-        self.dist.all_reduce(t)
-        return t.tolist()
-
-    def close(self):
-        self.dist.destroy_process_group()
-
-
-def interface_towards(addr):
-    """The name of the interface whose address this host uses to reach `addr` (gloo binds
-    there, as tae-train's Collective does), or None."""
-    import fcntl  # noqa: PLC0415
-    import socket  # noqa: PLC0415
-    import struct  # noqa: PLC0415
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.connect((addr, 9))
-            local = probe.getsockname()[0]
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            for _, name in socket.if_nameindex():
-                try:
-                    packed = fcntl.ioctl(s.fileno(), 0x8915,  # SIOCGIFADDR
-                                         struct.pack("256s", name.encode()[:15]))
-                except OSError:
-                    continue
-                if socket.inet_ntoa(packed[20:24]) == local:
-                    return name
-    except OSError:
-        return None
-    return None
-
-
 def distributed_env(environ):
     """(rank, world_size, addr, port) from the agent's variables; world size 1 without them."""
     def number(name, default):
@@ -390,7 +302,36 @@ def distributed_env(environ):
 
 # ---- checkpoints ----
 
+# torch.load(weights_only=True) (torch 1.13's) rebuilds tensors, dicts, lists, tuples, strings,
+# ints, bools and None, but not floats: they are stored as (FLOAT_MARK, repr) pairs, which
+# round-trip exactly (nan and inf included).
+FLOAT_MARK = "\0float"
+
+
+def _weights_only_safe(value):
+    if isinstance(value, float):
+        return (FLOAT_MARK, repr(value))
+    if isinstance(value, dict):
+        return {k: _weights_only_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_weights_only_safe(v) for v in value)
+    return value
+
+
+def _from_weights_only_safe(value):
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == FLOAT_MARK:
+        return float(value[1])
+    if isinstance(value, dict):
+        return {k: _from_weights_only_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_from_weights_only_safe(v) for v in value)
+    return value
+
+
 def save_checkpoint(directory, state):
+    """Writes `state` (tensors, containers, strings, numbers) atomically; loadable with
+    torch.load(weights_only=True), so restoring one never runs pickled code."""
+    state = _weights_only_safe(state)
     os.makedirs(directory, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=directory, prefix=CHECKPOINT_FILE + ".tmp.")
     try:
@@ -415,7 +356,7 @@ def load_checkpoint(directory, fingerprint):
     if not os.path.exists(path):
         return None
     try:
-        state = torch.load(path, map_location="cpu")
+        state = _from_weights_only_safe(torch.load(path, map_location="cpu", weights_only=True))
     except Exception as e:  # noqa: BLE001 (any unreadable file is the same failure)
         raise RuntimeError(f"checkpoint {path} is unreadable: {e}") from None
     if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
@@ -438,84 +379,148 @@ class Trainer:
         self.should_stop = should_stop
         self.device = device
         self.collective = collective
+        # One rank has nothing to shard: it trains the same arithmetic unwrapped.
+        self.fsdp = config.train.sharding == "fsdp" and collective is not None
         self.fingerprint = spec_lib.fingerprint(spec)
         self.last_tokens_per_s = 0.0
 
     def primary(self):
         return self.collective is None or self.collective.rank == 0
 
+    def evaluates(self):
+        """Whether this rank runs evaluations: rank 0, or every rank when FSDP's forward needs
+        all of them (rank 0 alone reports)."""
+        return self.primary() or self.fsdp
+
     def say(self, text):
         if self.progress is not None and self.primary():
             print(text, file=self.progress, flush=True)
 
-    def run(self):
+    def prepare(self):
+        """(model, optimizer, first step, window, summary), resumed and in step across ranks."""
         t = self.config.train
         model = build(self.config, self.task.vocab_size).to(self.device.device)
-        optimizer = make_optimizer(t, model)
+        counts = (model.parameter_count(), model.non_embedding_parameter_count())
+        matrices = None
+        if self.fsdp:
+            why = parallel.fsdp_unavailable(self.device)
+            if why is not None:
+                raise RuntimeError(f'train.sharding = "fsdp": {why}')
+            matrices = {n for n, p in model.named_parameters() if p.dim() >= 2}
+            model = parallel.wrap_fsdp(model, self.device, model_lib.Block)
+        optimizer = make_optimizer(t, model, matrices)
         window = new_window()
         summary = {"first_train_loss": float("nan"), "last_train_loss": float("nan"),
                    "resumed_from": 0, "interrupted": False, "final_eval": None}
-        first_step = self.resume(model, optimizer, window, summary)
-        if self.collective is not None:
-            first_step = self.sync_start(model, optimizer, first_step)
-        self.report_model(model, summary)
-        model.train()
-        profiled = _profiler(t, self.collective is None or self.collective.rank == 0)
-        for step in range(first_step, t.steps + 1):
-            start = time.perf_counter()
-            with profiled(step):  # a profile when TAE asks, or at train.profile_at
-                batch = self.task.next_train_batch()
-                loss, grad_norm = train_step(model, optimizer, batch, self.config, step,
-                                             self.device, self.collective)
-            window["seconds"] += time.perf_counter() - start
-            window["loss_sum"] += loss
-            window["grad_norm"] = grad_norm
-            window["lr"] = learning_rate(t, step - 1)
-            window["steps"] += 1
-            window["tokens"] += t.batch_size * t.seq_len
-            any_rank_stops = False
-            if step % TRAIN_LOG_EVERY == 0 or step == t.steps:
-                if self.collective is not None:
-                    stop_here = step < t.steps and self.should_stop()
-                    window["loss_sum"], stops = self.collective.sum(
-                        [window["loss_sum"], 1.0 if stop_here else 0.0])
-                    any_rank_stops = stops > 0
-                self.report_train(step, window, summary)
-                window = new_window()
-            if ((t.eval_every > 0 and step % t.eval_every == 0) or step == t.steps) \
-                    and self.primary():
-                summary["final_eval"] = self.report_eval(model, step, summary)
+        if self.fsdp:
+            first_step = self.resume_sharded(model, optimizer, window, summary)
+        else:
+            first_step = self.resume(model, optimizer, window, summary)
             if self.collective is not None:
-                stop = any_rank_stops
-            else:
-                stop = step < t.steps and self.should_stop()
-            scheduled = t.checkpoint_every > 0 and step % t.checkpoint_every == 0
-            if stop or scheduled or step == t.steps:
-                self.checkpoint(model, optimizer, step, window, summary)
-            if stop:
-                summary["interrupted"] = True
-                self.say(f"tae-torch: stopped after step {step}, checkpoint written")
-                return summary
-        if first_step > t.steps and self.primary():
+                first_step = self.sync_start(model, optimizer, first_step)
+                self.collective.attach_flat_gradients(model)
+        self.report_model(counts, summary)
+        return model, optimizer, first_step, window, summary
+
+    def run(self):
+        t = self.config.train
+        model, optimizer, first_step, window, summary = self.prepare()
+        model.train()
+        profiled = _profiler(t, self.primary())
+        rank, world = ((0, 1) if self.collective is None
+                       else (self.collective.rank, self.collective.world_size))
+        batches = prefetch.Prefetcher(self.task, self.device, rank, world) \
+            if first_step <= t.steps else None
+        loss_sum = torch.tensor(window["loss_sum"], device=self.device.device)
+        grad_norm = torch.tensor(window["grad_norm"], device=self.device.device)
+        stream_state = None
+        window_start = None
+        try:
+            for step in range(first_step, t.steps + 1):
+                if window_start is None:
+                    window_start = time.perf_counter()
+                with profiled(step):  # a profile when TAE asks, or at train.profile_at
+                    batch = batches.next()
+                    loss, grad_norm = train_step(model, optimizer, batch, self.config, step,
+                                                 self.device, self.collective)
+                stream_state = batch.stream_state
+                loss_sum = loss_sum + loss
+                window["lr"] = learning_rate(t, step - 1)
+                window["steps"] += 1
+                window["tokens"] += t.batch_size * t.seq_len
+                logged = {}
+                if step % t.log_every == 0 or step == t.steps:
+                    self.read_window(step, loss_sum, grad_norm, logged)
+                self.device.step_done()  # XLA: runs the step's graph and the read above
+                if logged:
+                    window["seconds"] += time.perf_counter() - window_start
+                    window["loss_sum"], window["grad_norm"] = logged["loss_sum"], logged["norm"]
+                    self.report_train(step, window, summary)
+                    window, window_start = new_window(), None
+                    loss_sum = torch.zeros((), device=self.device.device)
+                paused = time.perf_counter()
+                if ((t.eval_every > 0 and step % t.eval_every == 0) or step == t.steps) \
+                        and self.evaluates():
+                    summary["final_eval"] = self.report_eval(model, step, summary)
+                if self.collective is not None:
+                    stop = logged.get("stop", False)
+                else:
+                    stop = step < t.steps and self.should_stop()
+                scheduled = t.checkpoint_every > 0 and step % t.checkpoint_every == 0
+                if stop or scheduled or step == t.steps:
+                    saved = dict(window)
+                    if window_start is not None:  # a partial window: its values so far
+                        saved["seconds"] += paused - window_start
+                        saved["loss_sum"], saved["grad_norm"] = self.device.read(
+                            [loss_sum, grad_norm])
+                    self.checkpoint(model, optimizer, step, saved, summary, stream_state)
+                if window_start is not None:  # evaluation and checkpoints are not steps
+                    window_start += time.perf_counter() - paused
+                if stop:
+                    summary["interrupted"] = True
+                    self.say(f"tae-torch: stopped after step {step}, checkpoint written")
+                    return summary
+        finally:
+            if batches is not None:
+                batches.close()
+        if first_step > t.steps and self.evaluates():
             summary["final_eval"] = self.report_eval(model, t.steps, summary)
         if t.head_importance and self.primary():
             self.report_heads(model, t.steps)
         return summary
 
-    def report_model(self, model, summary):
+    def read_window(self, step, loss_sum, grad_norm, into):
+        """Reads the window's loss (summed over the ranks), the latest grad norm and, across
+        ranks, whether any rank was asked to stop: one device read, into `into` (at once, or
+        on XLA when the step's graph has run)."""
+        values = [loss_sum, grad_norm]
+        if self.collective is not None:
+            stop_here = step < self.config.train.steps and self.should_stop()
+            shared = torch.stack([loss_sum, torch.full((), 1.0 if stop_here else 0.0,
+                                                       device=self.device.device)])
+            self.collective.sum_(shared)
+            values = [shared[0], grad_norm, shared[1]]
+
+        def consume(read):
+            into["loss_sum"], into["norm"] = read[0], read[1]
+            into["stop"] = len(read) > 2 and read[2] > 0
+        self.device.read_later(values, consume)
+
+    def report_model(self, counts, summary):
         t, m = self.config.train, self.config.model
         flops = model_lib.forward_flops_per_token(m, self.task.vocab_size, t.seq_len)
-        params = model.parameter_count()
+        params, non_embedding = counts
         if not self.primary():
             return
         self.sink.emit(0, [("model/params", params),
-                           ("model/params_non_embedding", model.non_embedding_parameter_count()),
+                           ("model/params_non_embedding", non_embedding),
                            ("model/flops_per_token", flops)])
         resumed = (f", resumed after step {summary['resumed_from']}"
                    if summary["resumed_from"] > 0 else "")
         self.say(f"tae-torch: task {t.task} (vocab {self.task.vocab_size}, chance acc "
                  f"{self.task.chance:.3f}), {m.layers} layers, d_model {m.d_model}, {params} "
-                 f"params, {flops:.3g} FLOPs/token, device {self.device.kind}, "
+                 f"params, {flops:.3g} FLOPs/token, device {self.device.kind}, precision "
+                 f"{t.precision}, sharding {t.sharding if self.fsdp else 'none'}, "
                  f"{torch.get_num_threads()} thread(s){resumed}")
 
     def report_train(self, step, window, summary):
@@ -533,7 +538,9 @@ class Trainer:
                                   ("perf/peak_rss_mb", peak_rss_mb())])
 
     def report_eval(self, model, step, summary):
-        result = evaluate(model, self.task, self.device)
+        result = evaluate(model, self.task, self.device, self.config.train.precision)
+        if not self.primary():
+            return result
         self.sink.emit(step, [("eval/loss", result["loss"]), ("eval/acc", result["acc"]),
                               ("eval/seq_acc", result["seq_acc"]),
                               ("eval/ppl", math.exp(result["loss"]))])
@@ -553,21 +560,39 @@ class Trainer:
         if values:
             self.sink.emit(step, values)
 
-    def checkpoint(self, model, optimizer, step, window, summary):
-        if not self.checkpoint_dir or not self.primary():
+    def checkpoint(self, model, optimizer, step, window, summary, stream_state):
+        """Writes step's checkpoint (rank 0). Under FSDP every rank takes part in gathering the
+        whole model and optimizer state, so the file is the same for any world size."""
+        if not self.checkpoint_dir:
+            return
+        if self.fsdp:
+            model_state, optim_state = parallel.full_state(model, optimizer)
+        elif self.primary():
+            model_state, optim_state = model.state_dict(), optimizer.state_dict()
+        if not self.primary():
             return
         save_checkpoint(self.checkpoint_dir, {
             "fingerprint": self.fingerprint,
             "step": step,
-            "model": {k: v.cpu() for k, v in model.state_dict().items()},
-            "optimizer": _to_cpu(optimizer.state_dict()),
+            "model": _to_cpu(dict(model_state)),
+            "optimizer": _to_cpu(optim_state),
             "rng": torch.get_rng_state(),
-            "task_stream": self.task.save_stream_state(),
-            "window": dict(window),
+            "task_stream": (stream_state if stream_state is not None
+                            else self.task.save_stream_state()),
+            "window": {k: float(v) for k, v in window.items()},
             "first_train_loss": summary["first_train_loss"],
             "last_train_loss": summary["last_train_loss"],
         })
         self.sink.emit_checkpoint(step)
+
+    def _restore_host_state(self, state, window, summary):
+        torch.set_rng_state(state["rng"])
+        self.task.restore_stream_state(state["task_stream"])
+        window.update({k: (int(v) if k in ("steps", "tokens") else v)
+                       for k, v in state["window"].items()})
+        summary["first_train_loss"] = state["first_train_loss"]
+        summary["last_train_loss"] = state["last_train_loss"]
+        summary["resumed_from"] = state["step"]
 
     def resume(self, model, optimizer, window, summary):
         if not self.checkpoint_dir or not self.primary():
@@ -577,12 +602,19 @@ class Trainer:
             return 1
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng"])
-        self.task.restore_stream_state(state["task_stream"])
-        window.update(state["window"])
-        summary["first_train_loss"] = state["first_train_loss"]
-        summary["last_train_loss"] = state["last_train_loss"]
-        summary["resumed_from"] = state["step"]
+        self._restore_host_state(state, window, summary)
+        return state["step"] + 1
+
+    def resume_sharded(self, model, optimizer, window, summary):
+        """FSDP: rank 0 reads the whole checkpoint, every rank loads its shards of it."""
+        state = None
+        if self.checkpoint_dir and self.primary():
+            state = load_checkpoint(self.checkpoint_dir, self.fingerprint)
+        state = self.collective.broadcast_object(state)
+        if state is None:
+            return 1
+        parallel.load_full_state(model, optimizer, state["model"], state["optimizer"])
+        self._restore_host_state(state, window, summary)
         return state["step"] + 1
 
     def sync_start(self, model, optimizer, first_step):
@@ -590,8 +622,8 @@ class Trainer:
         first_step = c.broadcast_object(first_step)
         if first_step > 1:
             shared = c.broadcast_object(
-                {"optimizer": optimizer.state_dict(), "task": self.task.save_stream_state()}
-                if c.rank == 0 else None)
+                {"optimizer": _to_cpu(optimizer.state_dict()),
+                 "task": self.task.save_stream_state()} if c.rank == 0 else None)
             if c.rank != 0:
                 optimizer.load_state_dict(shared["optimizer"])
                 self.task.restore_stream_state(shared["task"])
@@ -611,6 +643,8 @@ def _to_cpu(value):
 
 
 def new_window():
+    """A metrics window's host-side counters (its loss sum and grad norm live on the device
+    until the window is read)."""
     return {"loss_sum": 0.0, "steps": 0, "grad_norm": 0.0, "lr": 0.0, "seconds": 0.0,
             "tokens": 0}
 

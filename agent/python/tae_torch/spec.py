@@ -24,13 +24,17 @@ OPTIMIZERS = ("adamw", "sgd")
 SCHEDULES = ("constant", "linear", "cosine")
 TASKS = ("copy", "reverse", "sort", "assoc_recall", "induction", "mod_add", "lm")
 ENGINES = ("libtorch", "torch")
+PRECISIONS = ("fp32", "bf16")
+SHARDINGS = ("none", "fsdp")
 
 # Keys a spec may leave out (with these values): those added after the first run.json format.
-OPTIONAL = {"model.init": "gpt2", "train.engine": "libtorch"}
+OPTIONAL = {"model.init": "gpt2", "train.engine": "libtorch", "train.log_every": 10,
+            "train.precision": "fp32", "train.sharding": "none"}
 
 # Keys that do not change the training trajectory, left out of the checkpoint fingerprint.
 NOT_FINGERPRINTED = ("train.threads", "train.checkpoint_every", "train.head_importance",
-                     "train.eval_every", "train.profile_at", "train.profile_steps")
+                     "train.eval_every", "train.profile_at", "train.profile_steps",
+                     "train.log_every")
 
 
 @dataclass
@@ -89,6 +93,9 @@ class TrainingConfig:
     engine: str = "libtorch"
     profile_at: tuple = ()  # steps that start a profile of profile_steps steps (docs/profiles.md)
     profile_steps: int = 5
+    log_every: int = 10  # steps per train/* and perf/* line
+    precision: str = "fp32"  # bf16: autocast forward passes, fp32 master weights
+    sharding: str = "none"  # fsdp: parameters, gradients and optimizer state sharded
 
 
 @dataclass
@@ -164,7 +171,8 @@ KNOWN_KEYS = (
     "train.batch_size", "train.steps", "train.optimizer", "train.lr", "train.schedule",
     "train.warmup", "train.weight_decay", "train.grad_clip", "train.eval_every",
     "train.eval_batches", "train.checkpoint_every", "train.head_importance", "train.threads",
-    "train.seed", "train.engine", "train.profile_at", "train.profile_steps")
+    "train.seed", "train.engine", "train.profile_at", "train.profile_steps", "train.log_every",
+    "train.precision", "train.sharding")
 
 
 def parse(spec):
@@ -242,6 +250,13 @@ def parse(spec):
     if "train.profile_steps" in spec:
         t.profile_steps = r.int("train.profile_steps", 1, 1000)
     t.engine = r.enum("train.engine", ENGINES)
+    t.log_every = r.int("train.log_every", 1, 1 << 40)
+    t.precision = r.enum("train.precision", PRECISIONS)
+    t.sharding = r.enum("train.sharding", SHARDINGS)
+    if t.sharding == "fsdp" and t.head_importance:
+        raise SpecError('run spec: key "train.head_importance": not supported with '
+                        'train.sharding = "fsdp" (head scores take gradients of gates, not of '
+                        'the sharded weights)')
     return RunConfig(m, t)
 
 
