@@ -175,7 +175,8 @@ def run_case(name, overrides, tae_train, work):
                 and torch.equal(drawn.mask, mask)):
             failures.append(f"step {s}: the reference's train batch differs from tae-train's")
         batch = tasks.Batch(inputs, targets, mask)
-        loss, grad_norm = engine.train_step(model, optimizer, batch, config, s, device)
+        loss, grad_norm = (float(v) for v in
+                           engine.train_step(model, optimizer, batch, config, s, device))
         loss_rel = abs(loss - record["loss"]) / max(abs(record["loss"]), 1e-12)
         norm_rel = abs(grad_norm - record["grad_norm"]) / max(abs(record["grad_norm"]), 1e-12)
         expected = read_params(os.path.join(trace, f"params_{s}.bin"), index)
