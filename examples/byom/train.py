@@ -154,9 +154,13 @@ def main():
     ckpt = os.path.join(ckpt_dir, "model.pt") if ckpt_dir else ""
     first = 1
     if ckpt and os.path.exists(ckpt):
-        state = torch.load(ckpt, map_location="cpu")
+        # weights_only: a checkpoint is data, never code; it holds tensors, dicts and ints only
+        # (the optimizer's hyper-parameters come from the flags, not from the file).
+        state = torch.load(ckpt, map_location="cpu", weights_only=True)
         model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
+        opt_state = opt.state_dict()
+        opt_state["state"] = state["opt_state"]
+        opt.load_state_dict(opt_state)
         g.set_state(state["rng"])
         first = state["step"] + 1
         print(f"resumed from step {state['step']}", file=sys.stderr, flush=True)
@@ -196,7 +200,7 @@ def main():
                 log(step, **{"val/loss": val, "val/acc": acc})
         if ckpt and rank == 0 and (step % a.checkpoint_every == 0 or step == a.steps):
             os.makedirs(ckpt_dir, exist_ok=True)
-            torch.save({"model": model.state_dict(), "opt": opt.state_dict(),
+            torch.save({"model": model.state_dict(), "opt_state": opt.state_dict()["state"],
                         "rng": g.get_state(), "step": step}, ckpt + ".tmp")
             os.replace(ckpt + ".tmp", ckpt)  # whole or absent, never half-written
             if tae_log:
