@@ -344,6 +344,24 @@ absl::Status ParseTraining(const SpecReader& r, TrainingConfig* t) {
     TAE_RETURN_IF_ERROR(r.Enum<Engine>(
         "train.engine", {{"libtorch", Engine::kLibtorch}, {"torch", Engine::kTorch}}, &t->engine));
   }
+  if (r.Has("train.log_every")) {
+    TAE_RETURN_IF_ERROR(r.Int("train.log_every", 1, int64_t{1} << 40, &t->log_every));
+  }
+  if (r.Has("train.precision")) {
+    TAE_RETURN_IF_ERROR(r.Enum<Precision>(
+        "train.precision", {{"fp32", Precision::kFp32}, {"bf16", Precision::kBf16}},
+        &t->precision));
+  }
+  if (r.Has("train.sharding")) {
+    TAE_RETURN_IF_ERROR(r.Enum<Sharding>(
+        "train.sharding", {{"none", Sharding::kNone}, {"fsdp", Sharding::kFsdp}}, &t->sharding));
+  }
+  if (t->engine == Engine::kLibtorch && t->precision != Precision::kFp32) {
+    return KeyError("train.precision", "bf16 is the torch engine's (train.engine = \"torch\")");
+  }
+  if (t->engine == Engine::kLibtorch && t->sharding != Sharding::kNone) {
+    return KeyError("train.sharding", "fsdp is the torch engine's (train.engine = \"torch\")");
+  }
   return absl::OkStatus();
 }
 
@@ -407,6 +425,9 @@ const std::set<std::string>& KnownKeys() {
                                                              "train.engine",
                                                              "train.profile_at",
                                                              "train.profile_steps",
+                                                             "train.log_every",
+                                                             "train.precision",
+                                                             "train.sharding",
                                                              "eval.prune_heads_by_importance",
                                                              "eval.quantize"};
   return *kKeys;
@@ -456,7 +477,8 @@ std::string ConfigFingerprint(const json& spec) {
     const bool run_key = key.rfind("model.", 0) == 0 || key.rfind("train.", 0) == 0;
     if (run_key && key != "train.threads" && key != "train.checkpoint_every" &&
         key != "train.head_importance" && key != "train.eval_every" && key != "train.seeds" &&
-        key != "train.profile_at" && key != "train.profile_steps") {
+        key != "train.profile_at" && key != "train.profile_steps" &&
+        key != "train.log_every") {
       kept[key] = value;
     }
   }

@@ -21,6 +21,8 @@ enum class OptimizerKind { kAdamW, kSgd };
 enum class Schedule { kConstant, kLinear, kCosine };
 enum class InitScheme { kGpt2, kTorch };
 enum class Engine { kLibtorch, kTorch };
+enum class Precision { kFp32, kBf16 };  // bf16: the torch engine's autocast
+enum class Sharding { kNone, kFsdp };   // fsdp: the torch engine's FSDP
 enum class TaskKind { kCopy, kReverse, kSort, kAssocRecall, kInduction, kModAdd, kLm };
 
 struct ModelConfig {
@@ -78,6 +80,11 @@ struct TrainingConfig {
   // profile_steps steps. Optional keys.
   std::vector<int64_t> profile_at;
   int64_t profile_steps = 5;
+  // Steps per train/* and perf/* line (optional key). precision and sharding other than fp32
+  // and none are the torch engine's; tae-train refuses them.
+  int64_t log_every = 10;
+  Precision precision = Precision::kFp32;
+  Sharding sharding = Sharding::kNone;
 };
 
 enum class Quantize { kNone, kInt8Dynamic };

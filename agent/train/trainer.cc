@@ -192,7 +192,7 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
     window.steps += 1;
     window.tokens += t.batch_size * t.seq_len;
     bool any_rank_stops = false;
-    if (step % kTrainLogEvery == 0 || step == t.steps) {
+    if (step % t.log_every == 0 || step == t.steps) {
       if (options_.collective != nullptr) {
         any_rank_stops = SyncWindow(step, &window);
       }

@@ -55,7 +55,7 @@ struct TrainerOptions {
   std::string fingerprint;
   // Asked after every step but the last; when it answers true (e.g. after SIGTERM), the run
   // checkpoints after that step and returns with TrainSummary::interrupted.
-  // In a data-parallel run (world size > 1) only every kTrainLogEvery steps and at the last
+  // In a data-parallel run (world size > 1) only every train.log_every steps and at the last
   // step, where the ranks agree: the run stops when any rank's answer is true.
   std::function<bool(int64_t step)> should_stop;
   // The process group of a data-parallel run (must outlive the trainer); nullptr: a single

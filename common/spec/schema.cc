@@ -148,6 +148,13 @@ std::vector<KeyInfo> BuildSchema() {
       Experiment(IntArray("train.seeds", "[0, 1, 2]", true, "every variant runs once per seed")),
       ProfileAt(),
       Int("train.profile_steps", "5", 1, 1000, "steps each train.profile_at profile covers"),
+      Int("train.log_every", "10", 1, kInf, "steps per train/* and perf/* metrics line"),
+      Enum("train.precision", R"("fp32")", "fp32|bf16",
+           "bf16: forward passes under bf16 autocast, fp32 master weights (train.engine = "
+           "\"torch\")"),
+      Enum("train.sharding", R"("none")", "none|fsdp",
+           "fsdp: weights, gradients and optimiser state fully sharded over the run's hosts "
+           "(train.engine = \"torch\")"),
       // [eval]
       PruneFractions(),
       Enum("eval.quantize", R"("none")", "none|int8-dynamic",

@@ -176,6 +176,9 @@ std::string SpecHash(const Spec& spec) {
        {std::pair<const char*, nlohmann::json>{"resources.keep_checkpoints", 2},
         {"train.profile_at", nlohmann::json::array()},
         {"train.profile_steps", 5},
+        {"train.log_every", 10},
+        {"train.precision", "fp32"},
+        {"train.sharding", "none"},
         {"eval.prune_heads_by_importance", nlohmann::json::array()},
         {"eval.quantize", "none"}}) {
     auto it = base.find(key);
