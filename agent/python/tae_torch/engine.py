@@ -568,7 +568,8 @@ class Trainer:
         if self.fsdp:
             model_state, optim_state = parallel.full_state(model, optimizer)
         elif self.primary():
-            model_state, optim_state = model.state_dict(), optimizer.state_dict()
+            model_state = model.state_dict()
+            optim_state = optimizer_state_by_name(model, optimizer, optimizer.state_dict())
         if not self.primary():
             return
         save_checkpoint(self.checkpoint_dir, {
@@ -601,7 +602,7 @@ class Trainer:
         if state is None:
             return 1
         model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
+        optimizer.load_state_dict(optimizer_state_by_index(model, optimizer, state["optimizer"]))
         self._restore_host_state(state, window, summary)
         return state["step"] + 1
 
@@ -629,6 +630,32 @@ class Trainer:
                 self.task.restore_stream_state(shared["task"])
         c.broadcast_parameters(model)
         return first_step
+
+
+def _parameter_names(model, optimizer):
+    """The names of the optimizer's parameters in its state_dict's index order."""
+    names = {id(p): n.replace("_fsdp_wrapped_module.", "") for n, p in model.named_parameters()}
+    return [names[id(p)] for group in optimizer.param_groups for p in group["params"]]
+
+
+def optimizer_state_by_name(model, optimizer, state):
+    """An optimizer state_dict keyed by parameter name, as FSDP's full optim_state_dict is: the
+    checkpoint's one format, whatever the sharding and world size that wrote it."""
+    names = _parameter_names(model, optimizer)
+    return {"state": {names[i]: v for i, v in state["state"].items()},
+            "param_groups": [dict(g, params=[names[i] for i in g["params"]])
+                             for g in state["param_groups"]]}
+
+
+def optimizer_state_by_index(model, optimizer, state):
+    """The inverse of optimizer_state_by_name, for optimizer.load_state_dict."""
+    index = {n: i for i, n in enumerate(_parameter_names(model, optimizer))}
+    try:
+        return {"state": {index[n]: v for n, v in state["state"].items()},
+                "param_groups": [dict(g, params=[index[n] for n in g["params"]])
+                                 for g in state["param_groups"]]}
+    except KeyError as e:
+        raise RuntimeError(f"checkpoint: optimizer state for an unknown parameter {e}") from None
 
 
 def _to_cpu(value):
