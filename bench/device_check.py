@@ -20,7 +20,6 @@ import argparse
 import atexit
 import collections
 import json
-import math
 import os
 import random
 import runpy
@@ -222,7 +221,8 @@ def launch(argv, procs, workdir, timeout):
             failure = f"timed out after {timeout} s"
         if proc.returncode not in (0, None) and failure is None:
             out.seek(0)
-            failure = f"exit {proc.returncode}: " + out.read()[-600:]
+            last = [line for line in out.read().splitlines() if line.strip()][-2:]
+            failure = f"exit {proc.returncode}: " + " | ".join(last)
     for proc, out in children:
         if proc.poll() is None:
             proc.kill()

@@ -90,11 +90,8 @@ def _unflatten_into(flat, tensors):
 def fsdp_unavailable(device):
     """Why train.sharding = "fsdp" cannot run with this torch on `device`, or None."""
     if device.kind == "xla":
-        try:
-            import torch_xla.distributed.fsdp  # noqa: F401,PLC0415
-        except ImportError as e:
-            return f"torch_xla.distributed.fsdp is not importable: {e}"
-        return None
+        return ("not on XLA yet: the engine gathers and restores whole checkpoints through "
+                "torch's FSDP state-dict API, which torch_xla's FSDP does not implement")
     try:
         from torch.distributed.fsdp import FullyShardedDataParallel  # noqa: F401,PLC0415
     except Exception as e:  # noqa: BLE001 (torch 1.13 under Python 3.11 raises ValueError)
@@ -108,15 +105,8 @@ def fsdp_unavailable(device):
 
 
 def wrap_fsdp(model, device, block_type):
-    """The model fully sharded over the process group, one FSDP unit per Transformer block and
-    one for the rest; the parameters keep their names and shapes (use_orig_params)."""
-    if device.kind == "xla":
-        from torch_xla.distributed.fsdp import XlaFullyShardedDataParallel as XlaFsdp  # noqa
-        for name, child in list(model.named_children()):
-            if isinstance(child, block_type):
-                setattr(model, name, XlaFsdp(child))
-        model.blocks = [getattr(model, f"block{i}") for i in range(len(model.blocks))]
-        return XlaFsdp(model)
+    """The model fully sharded over the process group (CPU/gloo, CUDA/NCCL), one FSDP unit per
+    Transformer block and one for the rest; parameters keep their names (use_orig_params)."""
     from torch.distributed.fsdp import FullyShardedDataParallel as Fsdp  # noqa: PLC0415
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy  # noqa: PLC0415
     kwargs = {"auto_wrap_policy": ModuleWrapPolicy({block_type}), "use_orig_params": True}
