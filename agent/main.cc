@@ -62,8 +62,10 @@ int main(int argc, char** argv) {
   tae::cli::FlagSet flags(
       "usage: tae-agent [flags]\n\n"
       "Runs TAE jobs on this worker: dials taed's agent link, registers its slots and labels,\n"
-      "runs each run as a child process and streams its metrics and logs back. The token comes\n"
-      "from TAE_AGENT_TOKEN (never a flag, so it does not show in ps).\n\n"
+      "runs each run as a child process and streams its metrics and logs back. TAE_AGENT_TOKEN\n"
+      "(never a flag, so it does not show in ps) is either taed's enrolment token\n"
+      "($TAE_HOME/agent.token): the agent enrols once and keeps its own credential in\n"
+      "WORK_DIR/agent.credential; or a credential taed's provider made for it (ID.SECRET).\n\n"
       "Beyond loopback the link needs TLS: --tls-ca names the CA that signed taed's certificate\n"
       "(deploy/make-certs.sh, docs/security.md); without it a non-loopback --taed is refused, so\n"
       "the token never crosses the network in the clear.");
@@ -209,6 +211,9 @@ int main(int argc, char** argv) {
     lifeline.assign(dup(STDIN_FILENO));
     read_lifeline();
   }
+  // A fault of the agent's own (its journal or work dir failed): it has told taed and stopped its
+  // runs; exit non-zero so whoever supervises it sees the failure.
+  agent.set_on_fatal([&io] { io.stop(); });
   if (absl::Status started = agent.Start(); !started.ok()) {
     std::fprintf(stderr, "tae-agent: %s\n", std::string(started.message()).c_str());
     return 1;
@@ -219,5 +224,5 @@ int main(int argc, char** argv) {
                : options.tls.cert_pem.empty() ? "TLS"
                                               : "TLS with a client certificate");
   io.run();
-  return 0;
+  return agent.fatal() ? 3 : 0;
 }

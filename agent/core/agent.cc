@@ -1,5 +1,6 @@
 #include "agent/core/agent.h"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <array>
@@ -10,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/link/enrol.h"
 #include "boost/asio/post.hpp"
 #include "common/clock/clock.h"
 #include "nlohmann/json.hpp"
@@ -50,6 +52,13 @@ absl::Status Agent::Start() {
     return absl::InternalError(
         absl::StrCat("cannot create ", options_.work_dir, "/runs: ", ec.message()));
   }
+  // Every call from here on presents this agent's own credential (agent/link/enrol.h).
+  absl::StatusOr<std::string> credential =
+      ObtainCredential(options_.taed, options_.tls, options_.token, options_.id, options_.work_dir);
+  if (!credential.ok()) {
+    return credential.status();
+  }
+  options_.token = *std::move(credential);
   if (options_.durable_journal) {
     absl::StatusOr<std::unique_ptr<Journal>> journal =
         Journal::Open(options_.work_dir + "/journal");
@@ -198,7 +207,7 @@ void Agent::OnMessage(const tae::v1::TaedMessage& message) {
 
 void Agent::StartRun(const tae::v1::StartRun& start) {
   const std::pair<int64_t, int> key{start.run_id(), start.attempt()};
-  if (shutdown_done_) {
+  if (shutdown_done_ || fatal_) {
     // Placed while this agent was going away: not the run's fault, so taed requeues it.
     RunFailedToStart(start, "agent shutting down", true);
     return;
@@ -431,7 +440,7 @@ void Agent::OnProfileMarked(const tae::v1::StartRun& start, metrics::ProfileMark
 }
 
 void Agent::RunFailedToStart(const tae::v1::StartRun& start, const std::string& why,
-                             bool interrupted) {
+                             bool interrupted, bool infra) {
   spdlog::error("run r{}: {}", start.run_id(), why);
   tae::v1::Event exited;
   exited.set_run_id(start.run_id());
@@ -439,7 +448,57 @@ void Agent::RunFailedToStart(const tae::v1::StartRun& start, const std::string& 
   exited.mutable_exited()->set_exit_code(-1);
   exited.mutable_exited()->set_reason(absl::StrCat("agent could not start it: ", why));
   exited.mutable_exited()->set_interrupted(interrupted);
+  exited.mutable_exited()->set_infra(infra && !interrupted);
   OnEvent(std::move(exited));
+}
+
+void Agent::BlameDisk(tae::v1::Event* event) const {
+  tae::v1::RunExited* exited = event->mutable_exited();
+  if (exited->exit_code() == 0 || exited->cancelled() || exited->interrupted() ||
+      exited->infra()) {
+    return;
+  }
+  struct statvfs fs {};
+  if (statvfs(options_.work_dir.c_str(), &fs) != 0) {
+    return;
+  }
+  const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  const uint64_t total = static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize;
+  // Full: under 1% or 16 MiB left. A job failing then most likely failed for it.
+  if (free_bytes < std::max<uint64_t>(total / 100, 16 << 20) && total > 0) {
+    exited->set_infra(true);
+    exited->set_reason(absl::StrCat(
+        exited->reason().empty() ? absl::StrCat("exit code ", exited->exit_code())
+                                 : exited->reason(),
+        "; the worker's disk is full (", free_bytes >> 20, " MiB free in ", options_.work_dir,
+        "): the worker's fault, not the job's"));
+  }
+}
+
+void Agent::Fatal(const std::string& why) {
+  if (fatal_) {
+    return;
+  }
+  fatal_ = true;
+  spdlog::critical("agent cannot go on: {}; stopping its runs and exiting", why);
+  if (connected_) {
+    tae::v1::AgentMessage fault;
+    fault.mutable_fault()->set_reason(why);
+    link_->Send(std::move(fault));
+  }
+  runner_.InterruptAll(absl::StrCat("agent failed: ", why));
+  for (auto& [key, staging] : staging_) {
+    staging.interrupted = true;
+    staging.reason = "agent failed";
+  }
+  // The fault message goes out on the link's writer thread; give it a moment, and the runs
+  // their SIGTERM, then end the process.
+  retry_timer_.expires_after(std::chrono::seconds(2));
+  retry_timer_.async_wait([this](const boost::system::error_code&) {
+    if (on_fatal_) {
+      on_fatal_();
+    }
+  });
 }
 
 void Agent::LogAgentLine(const tae::v1::StartRun& start, std::string text) {
@@ -453,6 +512,9 @@ void Agent::LogAgentLine(const tae::v1::StartRun& start, std::string text) {
 }
 
 void Agent::OnEvent(tae::v1::Event event, std::optional<OutputMark> mark) {
+  if (event.has_exited()) {
+    BlameDisk(&event);
+  }
   if (mark.has_value()) {
     pending_marks_.push_back(
         SourceMark{event.run_id(), event.attempt(), mark->stream, mark->offset});
@@ -478,8 +540,20 @@ bool Agent::JournalPending() {
     }
   }
   absl::Status synced = journal_->Sync();
+  if (synced.ok()) {
+    journal_failing_since_.reset();
+  }
   if (!synced.ok()) {
-    // Disk full or failing: nothing is sent before it is durable; try again shortly.
+    // Disk full or failing: nothing is sent before it is durable; try again shortly, and give
+    // up (the agent stops, taed requeues its runs elsewhere) if it does not heal.
+    const auto now = std::chrono::steady_clock::now();
+    if (!journal_failing_since_.has_value()) {
+      journal_failing_since_ = now;
+    } else if (now - *journal_failing_since_ >
+               std::chrono::milliseconds(static_cast<int64_t>(kJournalFailingS * 1000))) {
+      Fatal(absl::StrCat("its journal cannot be written: ", synced.message()));
+      return false;
+    }
     spdlog::error("journal: {}; retrying", synced.ToString());
     retry_timer_.expires_after(std::chrono::seconds(1));
     retry_timer_.async_wait([this](const boost::system::error_code& error) {
@@ -542,6 +616,12 @@ void Agent::Flush() {
 }
 
 void Agent::Heartbeat() {
+  if (journal_ != nullptr && !fatal_) {
+    if (absl::Status healthy = journal_->Healthy(); !healthy.ok()) {
+      Fatal(absl::StrCat("its journal cannot keep events: ", healthy.message()));
+      return;
+    }
+  }
   if (connected_) {
     tae::v1::AgentMessage message;
     message.mutable_heartbeat();

@@ -47,6 +47,12 @@ class Agent {
   void Shutdown(std::function<void()> done, int grace_ms = 8000);
   // Exits without stopping runs: journals what is pending so a later agent adopts the jobs.
   void Abandon();
+  // Set once the agent stopped for a fault of its own (Fatal): main exits with it.
+  void set_on_fatal(std::function<void()> on_fatal) { on_fatal_ = std::move(on_fatal); }
+  bool fatal() const { return fatal_; }
+
+  // How long journal writes may keep failing (disk full, EIO) before the agent gives up.
+  static constexpr double kJournalFailingS = 5;
 
  private:
   void OnConnected();
@@ -73,7 +79,15 @@ class Agent {
   void RequestProfile(const tae::v1::ProfileRun& request);
   void OnProfileMarked(const tae::v1::StartRun& start, metrics::ProfileMark mark);
   void ProfileFailed(int64_t run_id, int attempt, const std::string& id, const std::string& error);
-  void RunFailedToStart(const tae::v1::StartRun& start, const std::string& why, bool interrupted);
+  // interrupted: the agent is going away; infra: the worker failed it (docs/reliability.md).
+  // Either way taed requeues the run without counting the attempt.
+  void RunFailedToStart(const tae::v1::StartRun& start, const std::string& why, bool interrupted,
+                        bool infra = true);
+  // The agent cannot go on (its journal or work dir failed): tells taed (which quarantines it
+  // and requeues its runs), stops its runs, and ends the process through on_fatal.
+  void Fatal(const std::string& why);
+  // A job's failure while the work dir's disk is (nearly) full is the worker's: marks it infra.
+  void BlameDisk(tae::v1::Event* event) const;
   void LogAgentLine(const tae::v1::StartRun& start, std::string text);
 
   // Runs whose code is being staged (fetched and materialised) before they start.
@@ -98,6 +112,9 @@ class Agent {
   std::map<std::pair<int64_t, int>, Staging> staging_;
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer retry_timer_;
+  bool fatal_ = false;
+  std::function<void()> on_fatal_;
+  std::optional<std::chrono::steady_clock::time_point> journal_failing_since_;
   tae::v1::AgentFacts facts_;  // gathered once in Start, sent with every Register
   bool connected_ = false;
   bool flush_scheduled_ = false;

@@ -3,6 +3,7 @@
 #include "agent/journal/journal.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -197,9 +198,30 @@ void Journal::Ack(uint64_t seq) {
 void Journal::WriteAcked() {
   absl::Status status = journal_internal::ReplaceFile(dir_ + "/acked", absl::StrCat(acked_, "\n"));
   if (!status.ok()) {
-    // Harmless: a restart resends what it does not know to be acked.
+    // A stale mark alone only causes resends after a restart, but a write that fails here says
+    // the journal's directory is failing: Healthy() reports it.
     spdlog::warn("{}", std::string(status.message()));
   }
+  acked_write_ = status;
+}
+
+absl::Status Journal::Healthy() const {
+  if (!durable()) {
+    return absl::OkStatus();
+  }
+  if (::access(dir_.c_str(), W_OK | X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("journal directory ", dir_, ": ", std::strerror(errno)));
+  }
+  struct stat st {};
+  if (active_fd_ >= 0 && ::fstat(active_fd_, &st) == 0 && st.st_nlink == 0) {
+    return absl::DataLossError(absl::StrCat("journal segment ", segments_.back().path,
+                                            " was removed under the agent"));
+  }
+  if (!acked_write_.ok()) {
+    return acked_write_;
+  }
+  return absl::OkStatus();
 }
 
 void Journal::DropAckedSegments() {

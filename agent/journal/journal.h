@@ -98,6 +98,11 @@ class Journal {
   bool has_unsent() const { return synced_seq_ > sent_up_to_; }
   uint64_t acked() const { return acked_; }
   bool durable() const { return !dir_.empty(); }
+  // Durable mode: whether the journal can still keep what it is given. Not OK when its directory
+  // is gone or unwritable, its active segment was removed (writes to an unlinked file "succeed"
+  // and are lost with the process), or the last write of its acked mark failed. An agent whose
+  // journal is not healthy must stop: it cannot promise exactly-once delivery any more.
+  absl::Status Healthy() const;
   JournalStats stats() const;
 
  private:
@@ -136,6 +141,7 @@ class Journal {
 
   // Durable mode only.
   std::string dir_;
+  absl::Status acked_write_ = absl::OkStatus();  // the last WriteAcked's outcome
   JournalOptions options_;
   int lock_fd_ = -1;
   int active_fd_ = -1;            // segments_.back(), written at its `bytes`

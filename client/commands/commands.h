@@ -36,6 +36,8 @@ int Retry(const CommandEnv& env, const Args& args);
 int Queue(const CommandEnv& env, const Args& args);
 // taectl agents drain|undrain ID
 int DrainAgent(const CommandEnv& env, const std::string& agent_id, bool drain);
+int RevokeAgent(const CommandEnv& env, const std::string& agent_id, const std::string& reason,
+                bool json);
 int Plot(const CommandEnv& env, const Args& args);
 int Export(const CommandEnv& env, const Args& args);
 int Mount(const CommandEnv& env, const Args& args);

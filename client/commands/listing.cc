@@ -266,22 +266,28 @@ int Agents(const CommandEnv& env, const Args& args) {
   bool provider = false;
   cli::FlagSet flags(
       "usage: taectl agents [--provider] [--json]\n"
-      "       taectl agents drain ID | undrain ID\n\n"
+      "       taectl agents drain ID | undrain ID | revoke ID [REASON]\n\n"
       "Lists the agents taed knows. `drain ID` stops placing new runs on an agent (its running\n"
-      "runs finish; e.g. before maintenance); `undrain ID` lets it take runs again.\n"
+      "runs finish; e.g. before maintenance); `undrain ID` lets it take runs again, and lifts a\n"
+      "quarantine (an agent with repeated infrastructure faults takes no runs until then).\n"
+      "`revoke ID` locks one agent out for good (docs/security.md): its credential stops\n"
+      "working, its runs go back to the queue, and its id cannot enrol again.\n"
       "--provider also shows what taed's providers did, oldest first: each agent started (with\n"
       "the command line, e.g. the ssh one), each exit and restart.");
   flags.Bool("json", &json,
              "print a JSON array of agents ({agents, provider_events} with --provider)");
   flags.Bool("provider", &provider, "also list the providers' recent actions");
   Args rest;
-  if (int code = ParseOrExit(flags, args, 0, 2, &rest); code >= 0) {
+  if (int code = ParseOrExit(flags, args, 0, 3, &rest); code >= 0) {
     return code;
   }
   if (!rest.empty()) {
+    if (rest[0] == "revoke" && (rest.size() == 2 || rest.size() == 3)) {
+      return RevokeAgent(env, rest[1], rest.size() == 3 ? rest[2] : "", json);
+    }
     if ((rest[0] != "drain" && rest[0] != "undrain") || rest.size() != 2) {
-      return Fail(absl::InvalidArgumentError(
-          absl::StrCat("agents: '", rest[0], "' is not drain ID or undrain ID")));
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          "agents: '", rest[0], "' is not drain ID, undrain ID or revoke ID [REASON]")));
     }
     return DrainAgent(env, rest[1], rest[0] == "drain");
   }
@@ -308,6 +314,7 @@ int Agents(const CommandEnv& env, const Args& args) {
     return 0;
   }
   Table table({"ID", "STATE", "SLOTS", "HOST", "LABELS", "RUNS", "LAST SEEN"});
+  std::vector<std::string> quarantined;
   for (const tae::v1::AgentInfo& agent : response.agents()) {
     std::vector<std::string> labels;
     for (const auto& [key, value] : agent.labels()) {
@@ -318,12 +325,20 @@ int Agents(const CommandEnv& env, const Args& args) {
     for (int64_t id : agent.run_ids()) {
       runs.push_back(absl::StrCat("r", id));
     }
-    table.Add({agent.id(), tae::v1::StateName(agent.state()),
+    std::string state = tae::v1::StateName(agent.state());
+    if (!agent.quarantine().empty()) {
+      state = "quarantined";
+      quarantined.push_back(absl::StrCat(agent.id(), ": ", agent.quarantine()));
+    }
+    table.Add({agent.id(), state,
                absl::StrCat(agent.busy_slots(), "/", agent.slots()), agent.host(),
                absl::StrJoin(labels, ","), runs.empty() ? "-" : absl::StrJoin(runs, ","),
                FormatTime(agent.last_seen())});
   }
   std::fputs(table.Render().c_str(), stdout);
+  for (const std::string& q : quarantined) {
+    std::printf("quarantined %s (taectl agents undrain ID lets it take runs again)\n", q.c_str());
+  }
   if (provider) {
     std::printf("\nprovider events (oldest first):\n");
     if (response.provider_events().empty()) {

@@ -143,4 +143,31 @@ int DrainAgent(const CommandEnv& env, const std::string& agent_id, bool drain) {
   return 0;
 }
 
+int RevokeAgent(const CommandEnv& env, const std::string& agent_id, const std::string& reason,
+                bool json) {
+  ControlClient client(env.home);
+  tae::v1::RevokeAgentRequest request;
+  request.set_agent_id(agent_id);
+  request.set_reason(reason);
+  tae::v1::RevokeAgentResponse response;
+  absl::Status s =
+      client.Check(client.stub()->RevokeAgent(ControlClient::Context().get(), request, &response));
+  if (!s.ok()) {
+    return Fail(s);
+  }
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"agent", agent_id},
+                                       {"revoked", true},
+                                       {"runs_requeued", response.runs_requeued()}}
+                            .dump(2)
+                            .c_str());
+    return 0;
+  }
+  std::printf(
+      "agent %s revoked: its credential no longer works and its id cannot enrol again; %d of "
+      "its runs went back to the queue\n",
+      agent_id.c_str(), response.runs_requeued());
+  return 0;
+}
+
 }  // namespace tae::client

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "client/commands/commands.h"
 #include "client/commands/common.h"
@@ -82,8 +83,20 @@ int Ui(const CommandEnv& env, const Args& args) {
       return Fail(absl::NotFoundError(
           "--open: no xdg-open on PATH and $BROWSER is not set: open the URL above yourself"));
     }
+    // The token never goes on the browser's command line (any local user can read that in
+    // /proc): the browser opens a page only this user can read, which sends it on.
+    const std::string page = env.home + "/ui-open.html";
+    absl::Status written = fs::WriteFileAtomically(
+        page,
+        absl::StrCat("<!doctype html><meta charset=utf-8><meta name=referrer content=no-referrer>"
+                     "<meta http-equiv=refresh content=\"0;url=",
+                     absl::StrReplaceAll(url, {{"&", "&amp;"}, {"\"", "%22"}, {"<", "%3C"}}),
+                     "\"><title>TAE</title>Opening the dashboard...\n"));
+    if (!written.ok()) {
+      return Fail(written);
+    }
     process::SpawnRequest request;
-    request.argv = {browser, url};
+    request.argv = {browser, "file://" + page};
     request.log_path = "/dev/null";
     absl::StatusOr<process::SpawnedProcess> child = process::Spawn(request);
     if (!child.ok()) {

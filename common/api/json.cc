@@ -90,6 +90,8 @@ nlohmann::ordered_json AgentJson(const tae::v1::AgentInfo& agent) {
       {"connected_at", agent.connected_at()},
       {"last_seen", agent.last_seen()},
       {"runs", std::vector<int64_t>(agent.run_ids().begin(), agent.run_ids().end())},
+      {"drained", agent.drained()},
+      {"quarantine", agent.quarantine()},
   };
 }
 
@@ -134,6 +136,19 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
       value["rel_delta"] = cell.has_delta() ? number(cell.rel_delta()) : nullptr;
       value["p_value"] = cell.has_test() ? number(cell.p_value()) : nullptr;
       value["mark"] = cell.mark();
+      // The decision of the comparison with the baseline and the seeds per arm it rests on
+      // (null for a baseline); the level the mean sits at (null when none).
+      value["decision"] = cell.decision().empty() ? nlohmann::ordered_json()
+                                                  : nlohmann::ordered_json(cell.decision());
+      value["decision_n"] = cell.decision().empty() ? nlohmann::ordered_json()
+                                                    : nlohmann::ordered_json(cell.decision_n());
+      value["decision_final"] = cell.decision_final();
+      value["margin"] = cell.margin() > 0 ? nlohmann::ordered_json(cell.margin()) : nullptr;
+      value["level"] = cell.level_kind().empty()
+                           ? nlohmann::ordered_json()
+                           : nlohmann::ordered_json({{"kind", cell.level_kind()},
+                                                     {"value", cell.level()},
+                                                     {"what", cell.level_what()}});
       metrics[cell.metric()] = value;
     }
     auto number = [](double x) {
@@ -154,6 +169,8 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
           {"baseline", report.baseline()},
           {"metrics", std::vector<std::string>(report.metrics().begin(), report.metrics().end())},
           {"metrics_source", report.metrics_source()},
+          {"adaptive", report.adaptive()},
+          {"banners", std::vector<std::string>(report.banners().begin(), report.banners().end())},
           {"rows", rows}};
 }
 

@@ -64,6 +64,17 @@ std::string BlobStore::PathOf(std::string_view hash) const {
   return absl::StrCat(root_, "/", std::string(hash.substr(0, 2)), "/", std::string(hash.substr(2)));
 }
 
+void BlobStore::DropPartial(std::string_view hash) {
+  auto it = partial_.find(hash);
+  if (it == partial_.end()) {
+    return;
+  }
+  partial_.erase(it);
+  // A part file already gone is what we want; any other failure leaves a file the next start
+  // removes with the other stale parts.
+  unlink(PartPath(hash).c_str());
+}
+
 std::string BlobStore::PartPath(std::string_view hash) const {
   return absl::StrCat(root_, "/tmp/", std::string(hash), ".part");
 }

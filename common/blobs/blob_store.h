@@ -54,6 +54,10 @@ class BlobStore {
 
   // Removes a stored blob; OK if it was not there.
   absl::Status Remove(std::string_view hash);
+  // Forgets a partial upload of `hash` and removes its part file (nothing if there is none).
+  void DropPartial(std::string_view hash);
+  // How many partial uploads are open (for tests).
+  size_t partial_uploads() const { return partial_.size(); }
   // Every stored blob's hash (for garbage collection against the snapshots' manifests).
   absl::StatusOr<std::vector<std::string>> List() const;
 

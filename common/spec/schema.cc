@@ -165,7 +165,13 @@ std::vector<KeyInfo> BuildSchema() {
       Int("resources.hosts", "1", 1, 256,
           "agents of one slice (same `slice` label) a run spans, gang-scheduled; ranks 0..N-1"),
       Of(T::kStringMap, "resources.labels", "{}", "agent labels a run needs, e.g. accelerator"),
-      Int("resources.max_attempts", "3", 1, kInf, "attempts before a lost run fails"),
+      Int("resources.max_attempts", "3", 1, kInf,
+          "attempts a run gets for its job's own failures when resources.retry_on = \"any\"; "
+          "the worker's faults (agent lost, code not staged, disk or work dir broken) never "
+          "count"),
+      Enum("resources.retry_on", R"("infra")", "infra|any",
+           "which failures requeue a run: infra = only the worker's faults (the job's own "
+           "failure ends it failed), any = the job's failures too, within max_attempts"),
       Int("resources.priority", "0", -kInf, kInf, "higher runs first"),
       Int("resources.keep_checkpoints", "2", 0, 1000,
           "checkpoints of each run taed keeps, uploaded when the job marks one complete; 0: "

@@ -53,7 +53,23 @@ store::RunResources ResourcesOf(const nlohmann::json& config) {
   r.command = StringOf(config, "job.command");
   r.snapshot_id = StringOf(config, "job.snapshot");
   r.keep_checkpoints = std::max(0, IntOf(config, "resources.keep_checkpoints", 2));
+  r.retry_on = StringOf(config, "resources.retry_on") == "any" ? "any" : "infra";
   return r;
+}
+
+// What the report reads from the file: [report] and how train.seeds decides comparisons.
+store::ExperimentReport ReportOf(const spec::Spec& spec) {
+  store::ExperimentReport report;
+  report.metrics = spec.report_metrics;
+  report.goal = spec.report_goal;
+  report.floor = spec.report_floor;
+  if (spec.seeds_design.adaptive) {
+    report.min_seeds = spec.seeds_design.min;
+    report.max_seeds = spec.seeds_design.max;
+    report.alpha = spec.seeds_design.alpha;
+    report.margin = spec.seeds_design.margin;
+  }
+  return report;
 }
 
 store::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec& spec) {
@@ -64,7 +80,7 @@ store::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec&
   exp.spec_path = input.spec_path;
   exp.spec_text = input.spec_text;
   exp.overrides_json = nlohmann::json(input.overrides).dump();
-  exp.report = {spec.report_metrics, spec.report_goal};
+  exp.report = ReportOf(spec);
   for (const spec::RunPlan& plan : spec::ExpandRuns(spec)) {
     store::NewRun run;
     run.variant = plan.variant;
@@ -103,8 +119,7 @@ absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
     ASSIGN_OR_RETURN(std::optional<int64_t> existing, store_->FindExperimentByHash(hash));
     if (existing.has_value()) {
       // The same runs; the file's [report] may have changed, and the latest is what it shows.
-      RETURN_IF_ERROR(store_->SetExperimentReport(
-          *existing, store::ExperimentReport{spec.report_metrics, spec.report_goal}));
+      RETURN_IF_ERROR(store_->SetExperimentReport(*existing, ReportOf(spec)));
       return SubmitResult{*existing, true};
     }
   }
@@ -473,6 +488,12 @@ absl::Status Controller::Drain(const std::string& agent_id, bool drain) {
   }
   agent->draining = drain;
   RETURN_IF_ERROR(store_->SetAgentState(agent_id, drain ? "draining" : "ready", Now()));
+  if (!drain && !agent->quarantine.empty()) {
+    spdlog::info("agent {}: quarantine lifted ({})", agent_id, agent->quarantine);
+    agent->quarantine.clear();
+    agent->infra_faults = 0;
+    RETURN_IF_ERROR(store_->SetAgentQuarantine(agent_id, ""));
+  }
   spdlog::info("agent {} {}", agent_id, drain ? "draining (taectl agents drain)" : "undrained");
   Schedule();
   return absl::OkStatus();

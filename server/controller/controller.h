@@ -24,6 +24,7 @@
 #include "server/controller/demand.h"
 #include "server/provider/demand.h"
 #include "server/provider/provider_log.h"
+#include "server/registry/credentials.h"
 #include "server/registry/registry.h"
 #include "server/store/store.h"
 
@@ -48,6 +49,13 @@ struct Options {
   provider::DemandBoard* demand = nullptr;
   // A checkpoint larger than this is refused; 0: no cap.
   int64_t max_checkpoint_bytes = 0;
+  // The agent link's credential table (server/registry/credentials.h), which Enrol, the
+  // providers' keys and Revoke keep current; loaded from the store at construction. Null: agent
+  // identity is not tracked (unit tests of other parts).
+  registry::CredentialTable* credentials = nullptr;
+  // How long after a run's attempt ended its agent's last lines and artifacts are still taken
+  // (lifecycle::MayReport).
+  double report_tail_s = 60;
 };
 
 // A checkpoint an agent offers or commits (its manifest parsed by the caller).
@@ -136,7 +144,8 @@ class Controller {
   // Requeues the experiment's failed, cancelled and lost runs (never succeeded or unfinished ones),
   // keeping their history. Returns how many.
   absl::StatusOr<int> Retry(const std::string& experiment);
-  // A drained agent takes no new runs; its running runs finish. drain = false undoes it.
+  // A drained agent takes no new runs; its running runs finish. drain = false undoes it and
+  // lifts a quarantine.
   absl::Status Drain(const std::string& agent_id, bool drain);
   // Records the snapshot `id`: `fresh` (its blobs checked by the caller) unless a snapshot with
   // that id exists. Returns whether it existed; NotFound when it does not and `fresh` is empty.
@@ -149,10 +158,12 @@ class Controller {
   // Checkpoints (controller_checkpoints.cc; docs/checkpoints.md). The caller moves blobs.
   // OK when taed takes `offer`: the run exists, `attempt` is its current one (an older one is
   // FailedPrecondition: superseded), it keeps checkpoints, and the size is within the cap. An
-  // artifact needs only an attempt the run has had and the cap.
-  absl::Status CheckCheckpoint(const CheckpointOffer& offer);
+  // artifact is also taken for report_tail_s after the attempt ended.
+  // `agent`: the caller, which must be a host of the run's current, live attempt
+  // (lifecycle::MayCheckpoint; an artifact: lifecycle::MayReport); PermissionDenied otherwise.
+  absl::Status CheckCheckpoint(const CheckpointOffer& offer, const std::string& agent);
   // CheckCheckpoint, then records it incomplete; returns its id (the caller verifies its blobs).
-  absl::StatusOr<int64_t> BeginCheckpoint(const CheckpointOffer& offer);
+  absl::StatusOr<int64_t> BeginCheckpoint(const CheckpointOffer& offer, const std::string& agent);
   // Its blobs are all stored: it is offered from now on; older ones beyond the run's
   // keep_checkpoints go. Returns what went.
   absl::StatusOr<store::CheckpointsDropped> CompleteCheckpoint(int64_t run_id, int64_t id);
@@ -179,14 +190,34 @@ class Controller {
   provider::ProviderLog* provider_log() { return &provider_log_; }
   // Store writes that failed where there is no caller to return the error to (logged each time).
   int64_t unreported_store_failures() const { return store_failures_; }
+  // Events refused because their agent may not report on that run (see OnEvents).
+  int64_t refused_events() const { return refused_events_; }
+
+  // Agent identity (controller_identity.cc; docs/security.md).
+  // A new agent presenting the shared enrolment token: its credential "ID.SECRET". An id that
+  // holds a credential already (AlreadyExists) or was revoked (PermissionDenied) is refused,
+  // as is an id that is not 1-128 of [A-Za-z0-9._:-].
+  absl::StatusOr<std::string> Enrol(const std::string& agent_id);
+  // A provider starting agent `agent_id`: a fresh credential, replacing any earlier one (a
+  // recreated VM comes back under its id). PermissionDenied for a revoked id.
+  absl::StatusOr<std::string> MintCredential(const std::string& agent_id);
+  // Locks the agent out: its credential stops working, its link closes, its runs are requeued
+  // (without spending their attempts' user budget), and its id cannot enrol again. Returns how
+  // many runs went back to the queue.
+  absl::StatusOr<int> Revoke(const std::string& agent_id, const std::string& reason);
 
   // Agent link.
   void OnRegister(std::shared_ptr<registry::AgentChannel> channel, AgentHello hello);
   // Events that arrived on `channel`; acks go back on it. Batches from a stream the agent has
-  // since replaced are still stored (idempotently) but not acked there.
+  // since replaced are still stored (idempotently) but not acked there. Only the events the
+  // agent may report (lifecycle::MayReport) are stored; the others are dropped, logged and
+  // counted (refused_events()), and still acked so the agent does not resend them.
   absl::Status OnEvents(const std::string& agent_id, registry::AgentChannel* channel,
                         const std::vector<store::IngestEvent>& events, uint64_t last_seq);
   void OnHeartbeat(const std::string& agent_id);
+  // The agent cannot go on (its work dir or journal cannot be written) and stops: it is
+  // quarantined and its runs are requeued at once, their attempts not counted.
+  void OnAgentFault(const std::string& agent_id, const std::string& reason);
   // The agent is shutting down: nothing more is placed on it until it registers again.
   void OnDraining(const std::string& agent_id);
   void OnDisconnected(const std::string& agent_id, const registry::AgentChannel* channel);
@@ -211,6 +242,15 @@ class Controller {
   void WakeAt(double at);
   double RetryDelay(int attempt) const;
   void LoseUnclaimedRuns(const std::string& agent_id, const std::string& reason);
+  // Keeps the agent from taking runs until `taectl agents undrain` (stored: survives restarts).
+  void Quarantine(const std::string& agent_id, const std::string& why);
+  // Counts the infrastructure faults among an agent's run exits; quarantines it after
+  // kQuarantineAfter in a row (a clean exit starts the count again).
+  void CountInfraFaults(const std::string& agent_id,
+                        const std::vector<store::IngestEvent>& events);
+  // The events of `events` that `agent_id` may report (lifecycle::MayReport); logs the others.
+  std::vector<store::IngestEvent> OwnEvents(const std::string& agent_id,
+                                            const std::vector<store::IngestEvent>& events);
   // "r57" (that run) or an experiment reference (its runs).
   absl::StatusOr<std::vector<store::RunRecord>> RunsOfTarget(const std::string& target);
   absl::Status CancelRun(const store::RunRecord& run, const std::string& reason);
@@ -240,8 +280,12 @@ class Controller {
   std::map<std::string, PendingProfile> profiles_;  // by request id
   double wake_at_ = 0;                              // when the pending wake-up timer fires; 0: none
   int64_t store_failures_ = 0;
+  int64_t refused_events_ = 0;
   boost::asio::steady_timer liveness_timer_;
 };
+
+// An agent whose runs' attempts end by its own fault this many times in a row is quarantined.
+inline constexpr int kQuarantineAfter = 2;
 
 // Seconds since the Unix epoch (common/clock).
 using clock::WallNow;

@@ -20,6 +20,13 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
   agent.last_seen = now;
   agent.channel = channel;
   std::string id = agent.id;
+  if (absl::StatusOr<std::map<std::string, std::string>> q = store_->AgentQuarantines(); q.ok()) {
+    if (auto it = q->find(id); it != q->end()) {
+      agent.quarantine = it->second;  // kept until `taectl agents undrain`
+    }
+  } else {
+    spdlog::error("agent {}: {}", id, q.status().ToString());
+  }
   store::AgentRecord record{agent.id,      agent.host, agent.slots, agent.labels,
                             agent.version, "ready",    now,         now};
   if (absl::Status s = store_->UpsertAgent(record); !s.ok()) {
@@ -71,7 +78,8 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
                                   const std::vector<store::IngestEvent>& events,
                                   uint64_t last_seq) {
   TAE_CHECK_OWNER(core_);
-  absl::StatusOr<std::vector<store::RunEnded>> ended = store_->Ingest(agent_id, events);
+  const std::vector<store::IngestEvent> own = OwnEvents(agent_id, events);
+  absl::StatusOr<std::vector<store::RunEnded>> ended = store_->Ingest(agent_id, own);
   if (!ended.ok()) {
     // Not acked: the agent keeps the events. Closing the stream makes it reconnect and send
     // them again, so a passing fault (disk full, a locked database) heals by itself.
@@ -98,10 +106,50 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
     }
     spdlog::info("run r{} {}", run.run_id, store::ToString(run.state));
   }
+  CountInfraFaults(agent_id, own);
   if (!ended->empty()) {
     Schedule();
   }
   return absl::OkStatus();
+}
+
+void Controller::CountInfraFaults(const std::string& agent_id,
+                                  const std::vector<store::IngestEvent>& events) {
+  registry::Agent* agent = registry_.Find(agent_id);
+  if (agent == nullptr) {
+    return;
+  }
+  for (const store::IngestEvent& event : events) {
+    if (event.kind != store::IngestEvent::Kind::kExited) {
+      continue;
+    }
+    if (event.infra) {
+      agent->infra_faults += 1;
+      if (agent->infra_faults >= kQuarantineAfter && agent->quarantine.empty()) {
+        Quarantine(agent_id, absl::StrCat(agent->infra_faults,
+                                          " runs in a row failed by this worker; the last: ",
+                                          event.text.substr(0, 300)));
+      }
+    } else if (event.exit_code == 0 && !event.cancelled && !event.interrupted) {
+      agent->infra_faults = 0;
+    }
+  }
+}
+
+void Controller::Quarantine(const std::string& agent_id, const std::string& why) {
+  if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
+    agent->quarantine = why;
+  }
+  Noted(store_->SetAgentQuarantine(agent_id, why), "store an agent's quarantine");
+  spdlog::error("agent {} quarantined (no runs until `taectl agents undrain {}`): {}", agent_id,
+                agent_id, why);
+}
+
+void Controller::OnAgentFault(const std::string& agent_id, const std::string& reason) {
+  TAE_CHECK_OWNER(core_);
+  Quarantine(agent_id, absl::StrCat("the agent stopped: ", reason));
+  // Its runs cannot go on there; they go back to the queue now, not after the grace period.
+  LoseUnclaimedRuns(agent_id, absl::StrCat("agent ", agent_id, " failed: ", reason));
 }
 
 void Controller::OnHeartbeat(const std::string& agent_id) {

@@ -9,26 +9,36 @@
 #include "common/metrics/metric_line.h"
 #include "common/status/macros.h"
 #include "server/controller/controller.h"
+#include "server/lifecycle/lifecycle.h"
 
 namespace tae::controller {
 
-absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer) {
+absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer, const std::string& agent) {
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(offer.run_id));
-  if (!offer.artifact.empty()) {
-    if (!metrics::IsArtifactName(offer.artifact)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("artifact: '", offer.artifact.substr(0, 80),
-                       "' is not an artifact name (1-64 of [A-Za-z0-9._-], not starting with .)"));
-    }
-    if (offer.attempt > run.attempt) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("attempt: r", run.id, " has had ", run.attempt, " attempts"));
-    }
-  } else if (offer.attempt != run.attempt) {
+  const std::vector<std::string> hosts = AgentsOfRun(run);
+  const bool allowed =
+      offer.artifact.empty()
+          ? lifecycle::MayCheckpoint(run, hosts, agent, offer.attempt)
+          : lifecycle::MayReport(run, hosts, agent, offer.attempt, Now(), options_.report_tail_s);
+  if (!offer.artifact.empty() && !metrics::IsArtifactName(offer.artifact)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact: '", offer.artifact.substr(0, 80),
+                     "' is not an artifact name (1-64 of [A-Za-z0-9._-], not starting with .)"));
+  }
+  if (offer.attempt != run.attempt) {
     return absl::FailedPreconditionError(absl::StrCat("attempt: r", run.id, " is at attempt ",
                                                       run.attempt, "; attempt ", offer.attempt,
-                                                      "'s checkpoint is superseded"));
+                                                      " is superseded"));
+  }
+  if (std::find(hosts.begin(), hosts.end(), agent) == hosts.end()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "run_id: r", run.id, " attempt ", offer.attempt, " is not agent ", agent, "'s"));
+  }
+  if (!allowed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run_id: r", run.id, " is ", store::ToString(run.state),
+                     ": its attempt is over, nothing more is stored for it"));
   }
   if (offer.artifact.empty() && run.keep_checkpoints <= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -42,9 +52,10 @@ absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> Controller::BeginCheckpoint(const CheckpointOffer& offer) {
+absl::StatusOr<int64_t> Controller::BeginCheckpoint(const CheckpointOffer& offer,
+                                                    const std::string& agent) {
   TAE_CHECK_OWNER(core_);
-  RETURN_IF_ERROR(CheckCheckpoint(offer));
+  RETURN_IF_ERROR(CheckCheckpoint(offer, agent));
   store::CheckpointRecord record;
   record.run_id = offer.run_id;
   record.attempt = offer.attempt;

@@ -136,6 +136,9 @@ absl::Status Daemon::Init() {
   options.retry_backoff_s = config_.retry_backoff_s;
   options.agent_timeout_s = config_.agent_timeout_s;
   options.max_checkpoint_bytes = config_.max_checkpoint_bytes;
+  ASSIGN_OR_RETURN(std::vector<store::CredentialRecord> credentials, store_->ListCredentials());
+  credentials_.Load(credentials);
+  options.credentials = &credentials_;
   if (!tpu_pools_.empty()) {
     for (const provider::TpuPool& pool : tpu_pools_) {
       options.demand_pools.push_back({pool.name, pool.labels});
@@ -179,7 +182,10 @@ absl::Status Daemon::Init() {
                                  ssh_hosts_,
                                  loopback,
                                  controller_->provider_log(),
-                                 config_.local_slice};
+                                 config_.local_slice,
+                                 [this](const std::string& id) {
+                                   return controller_->MintCredential(id);
+                                 }};
     provider_ = std::make_unique<provider::LocalProvider>(&core_, local);
     std::promise<absl::Status> started;
     boost::asio::post(core_, [this, &started] { started.set_value(provider_->Start()); });
@@ -307,7 +313,8 @@ absl::Status Daemon::StartServers(const std::string& token,
   }
 
   agent_service_ = std::make_unique<rpc::AgentLinkService>(
-      &core_, controller_.get(), query_.get(), blobs_.get(), checkpoint_blobs_.get(), token);
+      &core_, controller_.get(), query_.get(), blobs_.get(), checkpoint_blobs_.get(), token,
+      &credentials_);
   grpc::ServerBuilder agent_builder;
   agent_builder.AddListeningPort(config_.agent_listen, std::move(agent_credentials), &agent_port_);
   const bool loopback_agents =

@@ -31,10 +31,17 @@ using nlohmann::ordered_json;
 
 constexpr auto kPublishEvery = std::chrono::milliseconds(100);
 constexpr size_t kCurveCacheEntries = 64;
-// Points the curves keep in memory between requests (48 bytes each: about 120 MB at most).
-constexpr int64_t kMaxCachedPoints = 2'500'000;
+// The curve answers kept between requests, in bytes of body; an answer larger than a quarter of
+// it is not kept.
+constexpr int64_t kCurveCacheBytes = 32 << 20;
+// The series the curves keep in memory between requests (server/http/series_cache.h).
+constexpr int64_t kSeriesCacheBytes = 128 << 20;
 constexpr int kMaxSearchMatches = 10000;
-constexpr int64_t kMaxDownloadLines = 2'000'000;
+// Log download and search run on the core a slice at a time, other work in between: a 2-million
+// line log never holds the core for more than one slice (a few ms).
+constexpr int kLogSliceLines = 5000;
+constexpr int kSearchSliceLines = 20000;
+constexpr size_t kMaxDownloadBytes = 64 << 20;
 
 int HttpStatus(const absl::Status& status) {
   switch (status.code()) {
@@ -89,10 +96,29 @@ absl::StatusOr<int64_t> IntParam(const Request& request, const std::string& name
   return value;
 }
 
+}  // namespace
+
+std::string SafeFilename(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  for (char c : name) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '-' || c == '_';
+    out.push_back(safe ? c : '_');
+  }
+  if (out.empty() || out[0] == '.') {
+    out.insert(out.begin(), '_');
+  }
+  return out.substr(0, 120);
+}
+
+namespace {
+
+// `filename` passes through SafeFilename: a metric name may hold quotes, CR or LF.
 Response Download(Response response, const std::string& filename, bool attachment) {
   if (attachment) {
-    response.headers.push_back(
-        {"Content-Disposition", absl::StrCat("attachment; filename=\"", filename, "\"")});
+    response.headers.push_back({"Content-Disposition", absl::StrCat("attachment; filename=\"",
+                                                                     SafeFilename(filename), "\"")});
   }
   return response;
 }
@@ -105,7 +131,7 @@ Api::Api(boost::asio::io_context* core, controller::Controller* controller, quer
       controller_(controller),
       query_(query),
       secrets_(DeriveSecrets(token)),
-      series_cache_(query, kMaxCachedPoints) {}
+      series_cache_(query, kSeriesCacheBytes) {}
 
 Api::~Api() = default;
 
@@ -183,6 +209,30 @@ void Api::Handle(Request request, std::function<void(Response)> done) {
     }
     if (error.status != 200) {
       done(std::move(error));
+      return;
+    }
+    const std::vector<std::string> p = Parts(request.path);
+    if (p.size() == 4 && p[1] == "runs" && p[3] == "logs.txt") {
+      absl::StatusOr<int64_t> run = RunId(p[2]);
+      if (!run.ok()) {
+        done(FromStatus(run.status()));
+        return;
+      }
+      RunLogText(*run, std::move(done));
+      return;
+    }
+    if (p.size() == 5 && p[1] == "runs" && p[3] == "logs" && p[4] == "search") {
+      absl::StatusOr<int64_t> run = RunId(p[2]);
+      if (!run.ok()) {
+        done(FromStatus(run.status()));
+        return;
+      }
+      const std::string q = request.Param("q");
+      if (q.empty()) {
+        done(Response::Error(400, "q: the text to search for"));
+        return;
+      }
+      SearchLogs(*run, q, std::move(done));
       return;
     }
     OnCore([this, request = std::move(request)] { return Get(request); }, std::move(done));
@@ -371,23 +421,6 @@ Response Api::Run(const Request& request, const std::vector<std::string>& p) {
   if (what == "logs") {
     return RunLogs(request, *run_id);
   }
-  if (what == "logs/search") {
-    const std::string q = request.Param("q");
-    if (q.empty()) {
-      return Response::Error(400, "q: the text to search for");
-    }
-    absl::StatusOr<std::vector<int64_t>> matches =
-        query_->SearchLogs(*run_id, q, kMaxSearchMatches + 1);
-    if (!matches.ok()) return FromStatus(matches.status());
-    const bool truncated = static_cast<int>(matches->size()) > kMaxSearchMatches;
-    if (truncated) {
-      matches->pop_back();
-    }
-    return Ok({{"matches", *matches}, {"truncated", truncated}});
-  }
-  if (what == "logs.txt") {
-    return RunLogText(*run_id);
-  }
   return Response::Error(404, absl::StrCat(request.path, ": no such endpoint"));
 }
 
@@ -441,26 +474,98 @@ Response Api::RunLogs(const Request& request, int64_t run_id) {
   return Ok(LogPageJson(*page));
 }
 
-Response Api::RunLogText(int64_t run_id) {
-  std::string text;
-  int64_t after = 0;
-  int64_t lines = 0;
-  while (lines < kMaxDownloadLines) {
-    absl::StatusOr<query::LogPage> page = query_->Logs(run_id, after, query::Query::kMaxLogLines);
-    if (!page.ok()) return FromStatus(page.status());
+void Api::RunLogText(int64_t run_id, std::function<void(Response)> done) {
+  struct Job {
+    int64_t run_id = 0;
+    int64_t after = 0;
+    std::string text;
+    bool truncated = false;
+    std::function<void(Response)> done;
+  };
+  auto job = std::make_shared<Job>();
+  job->run_id = run_id;
+  job->done = std::move(done);
+  // One slice per core turn; the last one answers.
+  auto slice = std::make_shared<std::function<void()>>();
+  *slice = [this, job, slice] {
+    if (stopped_.load()) {
+      job->done(Response::Error(503, "taed is stopping"));
+      *slice = nullptr;  // break the cycle
+      return;
+    }
+    absl::StatusOr<query::LogPage> page = query_->Logs(job->run_id, job->after, kLogSliceLines);
+    if (!page.ok()) {
+      job->done(FromStatus(page.status()));
+      *slice = nullptr;
+      return;
+    }
     for (const store::LogRecord& line : page->lines) {
-      absl::StrAppend(&text, line.stream == "stderr" ? "[stderr] " : "", line.text, "\n");
+      if (job->text.size() + line.text.size() + 10 > kMaxDownloadBytes) {
+        job->truncated = true;
+        break;
+      }
+      absl::StrAppend(&job->text, line.stream == "stderr" ? "[stderr] " : "", line.text, "\n");
     }
-    lines += static_cast<int64_t>(page->lines.size());
-    if (page->lines.empty() || page->next == after) {
-      break;
+    const bool end = job->truncated || page->lines.empty() || page->next == job->after;
+    job->after = page->next;
+    if (!end) {
+      boost::asio::post(*core_, [slice] { (*slice)(); });
+      return;
     }
-    after = page->next;
-  }
-  Response r;
-  r.content_type = "text/plain; charset=utf-8";
-  r.body = std::move(text);
-  return Download(std::move(r), absl::StrCat("r", run_id, ".log"), true);
+    if (job->truncated) {
+      absl::StrAppend(&job->text, "[taed: the download stops at ", kMaxDownloadBytes >> 20,
+                      " MiB; `taectl logs r", job->run_id, "` prints the whole log]\n");
+    }
+    Response r;
+    r.content_type = "text/plain; charset=utf-8";
+    r.body = std::move(job->text);
+    job->done(Download(std::move(r), absl::StrCat("r", job->run_id, ".log"), true));
+    *slice = nullptr;
+  };
+  boost::asio::post(*core_, [slice] { (*slice)(); });
+}
+
+void Api::SearchLogs(int64_t run_id, const std::string& text,
+                     std::function<void(Response)> done) {
+  struct Job {
+    int64_t run_id = 0;
+    std::string text;
+    int64_t after = 0;
+    std::vector<int64_t> matches;
+    std::function<void(Response)> done;
+  };
+  auto job = std::make_shared<Job>();
+  job->run_id = run_id;
+  job->text = text;
+  job->done = std::move(done);
+  auto slice = std::make_shared<std::function<void()>>();
+  *slice = [this, job, slice] {
+    if (stopped_.load()) {
+      job->done(Response::Error(503, "taed is stopping"));
+      *slice = nullptr;
+      return;
+    }
+    absl::StatusOr<query::Query::SearchSlice> found =
+        query_->SearchLogsSlice(job->run_id, job->text, job->after, kSearchSliceLines);
+    if (!found.ok()) {
+      job->done(FromStatus(found.status()));
+      *slice = nullptr;
+      return;
+    }
+    job->matches.insert(job->matches.end(), found->matches.begin(), found->matches.end());
+    job->after = found->last;
+    const bool truncated = static_cast<int>(job->matches.size()) > kMaxSearchMatches;
+    if (!found->end && !truncated) {
+      boost::asio::post(*core_, [slice] { (*slice)(); });
+      return;
+    }
+    if (truncated) {
+      job->matches.resize(kMaxSearchMatches);
+    }
+    job->done(Ok({{"matches", job->matches}, {"truncated", truncated}}));
+    *slice = nullptr;
+  };
+  boost::asio::post(*core_, [slice] { (*slice)(); });
 }
 
 Response Api::Curves(const Request& request, int64_t id, const std::string& what) {
@@ -561,10 +666,18 @@ Response Api::Curves(const Request& request, int64_t id, const std::string& what
     response = Response::Json(200, CurvesJson(id, req, goal, built));
     response = Download(std::move(response), stem + ".json", download);
   }
-  if (curve_cache_.size() >= kCurveCacheEntries) {
-    curve_cache_.clear();
+  const int64_t size = static_cast<int64_t>(response.body.size() + key.size());
+  if (size <= kCurveCacheBytes / 4) {
+    if (curve_cache_.size() >= kCurveCacheEntries || curve_cache_bytes_ + size > kCurveCacheBytes) {
+      curve_cache_.clear();
+      curve_cache_bytes_ = 0;
+    }
+    if (auto old = curve_cache_.find(key); old != curve_cache_.end()) {
+      curve_cache_bytes_ -= static_cast<int64_t>(old->second.second.body.size() + key.size());
+    }
+    curve_cache_[key] = {version, response};
+    curve_cache_bytes_ += size;
   }
-  curve_cache_[key] = {version, response};
   return response;
 }
 

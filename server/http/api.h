@@ -66,7 +66,9 @@ class Api final : public Handler {
   Response Run(const Request& request, const std::vector<std::string>& path);
   Response RunDetail(int64_t run_id);
   Response RunLogs(const Request& request, int64_t run_id);
-  Response RunLogText(int64_t run_id);
+  // The whole log as text, and a search of it: a slice per turn of the core (see api.cc).
+  void RunLogText(int64_t run_id, std::function<void(Response)> done);
+  void SearchLogs(int64_t run_id, const std::string& text, std::function<void(Response)> done);
   Response Post(const Request& request);
   // GET /api/experiments/ID/curves[.csv|.svg] (what: the last path part).
   Response Curves(const Request& request, int64_t id, const std::string& what);
@@ -82,6 +84,11 @@ class Api final : public Handler {
   SeriesCache series_cache_;                          // core only
   // Curves answers by request, with the data version they were computed at (core only).
   std::map<std::string, std::pair<int64_t, Response>> curve_cache_;
+  int64_t curve_cache_bytes_ = 0;  // bodies and keys of curve_cache_
 };
+
+// `name` with every character but [A-Za-z0-9._-] replaced by '_' (not starting with '.', at most
+// 120 characters): safe inside a Content-Disposition header and as a file name.
+std::string SafeFilename(std::string_view name);
 
 }  // namespace tae::http

@@ -59,6 +59,10 @@ Verdict Check(const RequestFacts& request, const Secrets& secrets, int port) {
   if (!IsOurHost(request.host, port)) {
     return Verdict::kBadHost;
   }
+  if (!request.fetch_site.empty() && request.fetch_site != "same-origin" &&
+      request.fetch_site != "none") {
+    return Verdict::kCrossSite;
+  }
   const bool post = request.method != "GET" && request.method != "HEAD";
   if (post && !request.origin.empty()) {
     std::string_view origin = request.origin;
@@ -90,6 +94,9 @@ std::string Explain(Verdict verdict) {
       return "not signed in: open the URL that `taectl ui` prints (it carries the token)";
     case Verdict::kBadCsrf:
       return "X-CSRF-Token: missing or wrong (GET /api/session gives it to the page)";
+    case Verdict::kCrossSite:
+      return "a request sent by another site or another local port (Sec-Fetch-Site) is refused: "
+             "open the dashboard's address directly";
   }
   return "refused";
 }
@@ -102,6 +109,7 @@ int StatusOf(Verdict verdict) {
       return 421;
     case Verdict::kBadOrigin:
     case Verdict::kBadCsrf:
+    case Verdict::kCrossSite:
       return 403;
     case Verdict::kNoSession:
       return 401;

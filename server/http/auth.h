@@ -13,6 +13,11 @@
 //   send a request but cannot read that value.
 // - The Host header must name the loopback address the server listens on (a DNS-rebinding page
 //   would send its own host name), and a POST's Origin, when present, must be that same origin.
+// - A request the browser marks as sent by another site (Sec-Fetch-Site other than same-origin or
+//   none) is refused before the cookie is looked at. Cookies are not scoped by port, so a page
+//   served from another 127.0.0.1 port (a notebook, TensorBoard) is "same-site" and would
+//   otherwise get the browser to send ours. The sign-in URL is the one exception: it carries the
+//   token itself.
 
 #include <optional>
 #include <string>
@@ -46,6 +51,7 @@ enum class Verdict {
   kBadOrigin,  // 403: a POST from another origin
   kNoSession,  // 401: no valid session cookie
   kBadCsrf,    // 403: a POST without the right X-CSRF-Token
+  kCrossSite,  // 403: the browser says another site (or another port) sent it
 };
 
 struct RequestFacts {
@@ -54,6 +60,7 @@ struct RequestFacts {
   std::string_view origin;  // the Origin header ("" when absent)
   std::string_view cookie;  // the Cookie header
   std::string_view csrf;    // the X-CSRF-Token header
+  std::string_view fetch_site;  // the Sec-Fetch-Site header ("" when absent: not a browser)
 };
 
 // port: the port the server listens on. Hosts allowed: 127.0.0.1, localhost and [::1] at it.

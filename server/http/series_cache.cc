@@ -4,8 +4,8 @@
 
 namespace tae::http {
 
-SeriesCache::SeriesCache(query::Query* query, int64_t max_points)
-    : query_(query), max_points_(max_points) {}
+SeriesCache::SeriesCache(query::Query* query, int64_t max_bytes)
+    : query_(query), max_bytes_(max_bytes) {}
 
 absl::StatusOr<const std::map<int64_t, std::vector<store::MetricPoint>>*> SeriesCache::Get(
     int64_t experiment, const std::vector<query::RunView>& runs, const std::string& key) {
@@ -81,9 +81,14 @@ absl::StatusOr<const std::map<int64_t, std::vector<store::MetricPoint>>*> Series
       entry.series.erase(view.run.id);
     }
   }
+  entry.bytes = entry.points * kBytesPerPoint +
+                static_cast<int64_t>(entry.attempt_count.size()) * kBytesPerRun + kBytesPerEntry +
+                static_cast<int64_t>(key.size());
   points_ = 0;
+  bytes_ = 0;
   for (const auto& [key_, e] : entries_) {
     points_ += e.points;
+    bytes_ += e.bytes;
   }
   Evict();
   return &entries_.at(k).series;
@@ -91,10 +96,11 @@ absl::StatusOr<const std::map<int64_t, std::vector<store::MetricPoint>>*> Series
 
 void SeriesCache::Evict() {
   // Never the one just asked for (at the front).
-  while (points_ > max_points_ && recent_.size() > 1) {
+  while (bytes_ > max_bytes_ && recent_.size() > 1) {
     const Key victim = recent_.back();
     recent_.pop_back();
     points_ -= entries_[victim].points;
+    bytes_ -= entries_[victim].bytes;
     entries_.erase(victim);
   }
 }

@@ -21,9 +21,16 @@ namespace tae::http {
 
 class SeriesCache {
  public:
-  // At most `max_points` points are kept (48 bytes each); the least recently asked
+  // What an entry is counted as costing: its points, a bookkeeping row per run, and a fixed
+  // part plus its key, so that series without any points (a metric name nobody reports, asked
+  // for again and again) are bounded too.
+  static constexpr int64_t kBytesPerPoint = sizeof(store::MetricPoint);
+  static constexpr int64_t kBytesPerRun = 64;
+  static constexpr int64_t kBytesPerEntry = 256;
+
+  // At most `max_bytes` (as counted above) are kept; the least recently asked
   // (experiment, metric) goes first.
-  SeriesCache(query::Query* query, int64_t max_points);
+  SeriesCache(query::Query* query, int64_t max_bytes);
 
   // The points of `key` of every run in `runs` (the experiment's, with their summaries), by run
   // id; a run without the metric has no entry.
@@ -31,6 +38,8 @@ class SeriesCache {
       int64_t experiment, const std::vector<query::RunView>& runs, const std::string& key);
 
   int64_t points() const { return points_; }
+  int64_t bytes() const { return bytes_; }
+  size_t entries() const { return entries_.size(); }
   // Statements run to refresh series, for tests: 0 when nothing changed.
   int64_t reads() const { return reads_; }
 
@@ -39,14 +48,16 @@ class SeriesCache {
     std::map<int64_t, std::vector<store::MetricPoint>> series;
     std::map<int64_t, std::pair<int, int64_t>> attempt_count;  // run -> (attempt, count)
     int64_t points = 0;
+    int64_t bytes = 0;
   };
   using Key = std::pair<int64_t, std::string>;
 
   void Evict();
 
   query::Query* query_;
-  int64_t max_points_;
+  int64_t max_bytes_;
   int64_t points_ = 0;
+  int64_t bytes_ = 0;
   int64_t reads_ = 0;
   std::map<Key, Entry> entries_;
   std::list<Key> recent_;  // most recent first

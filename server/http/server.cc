@@ -33,7 +33,13 @@ class Acceptor {
 namespace {
 
 constexpr size_t kMaxBodyBytes = 64 << 10;
-constexpr auto kIdleTimeout = std::chrono::seconds(120);
+constexpr uint32_t kMaxHeaderBytes = 16 << 10;
+// An answer must be taken by the client within this long (a log download is a few MB).
+constexpr auto kWriteTimeout = std::chrono::seconds(60);
+// After a failed accept (EMFILE, ENFILE, ENOBUFS: descriptors are shared with the agent listener
+// and SQLite), the next try waits this long, doubling up to the cap; a success resets it.
+constexpr auto kAcceptBackoffFirst = std::chrono::milliseconds(50);
+constexpr auto kAcceptBackoffMax = std::chrono::milliseconds(2000);
 
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -107,19 +113,26 @@ Response Response::Json(int status, std::string body) {
 }
 
 Response Response::Error(int status, const std::string& message) {
-  return Json(status, nlohmann::json{{"error", message}}.dump());
+  // The message may quote what a client sent (a decoded path): never throw on invalid UTF-8.
+  return Json(status, nlohmann::json{{"error", message}}.dump(
+                          -1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 // One SSE stream on a connection whose response header is written: polls its source every
 // poll_s, writes what it says, and a comment line after heartbeat_s of silence.
 class Server::Stream : public std::enable_shared_from_this<Server::Stream> {
  public:
-  Stream(beast::tcp_stream stream, std::shared_ptr<EventSource> source, const ServerOptions& opt)
-      : stream_(std::move(stream)),
+  Stream(beast::tcp_stream stream, std::shared_ptr<EventSource> source, const ServerOptions& opt,
+         int* connections)
+      : connections_(connections),
+        stream_(std::move(stream)),
         timer_(stream_.get_executor()),
         source_(std::move(source)),
         poll_(std::chrono::milliseconds(static_cast<int64_t>(opt.poll_s * 1000))),
-        heartbeat_(std::chrono::milliseconds(static_cast<int64_t>(opt.heartbeat_s * 1000))) {}
+        heartbeat_(std::chrono::milliseconds(static_cast<int64_t>(opt.heartbeat_s * 1000))) {
+    ++*connections_;
+  }
+  ~Stream() { --*connections_; }
 
   void Start(std::string header) {
     stream_.expires_never();
@@ -180,6 +193,7 @@ class Server::Stream : public std::enable_shared_from_this<Server::Stream> {
     stream_.close();
   }
 
+  int* connections_;  // the server's count of open connections (its thread only)
   beast::tcp_stream stream_;
   asio::steady_timer timer_;
   std::shared_ptr<EventSource> source_;
@@ -192,12 +206,17 @@ class Server::Stream : public std::enable_shared_from_this<Server::Stream> {
 // One HTTP/1.1 connection: read a request, answer, repeat while keep-alive.
 class Server::Session : public std::enable_shared_from_this<Server::Session> {
  public:
-  Session(tcp::socket socket, Server* server) : stream_(std::move(socket)), server_(server) {}
+  Session(tcp::socket socket, Server* server) : stream_(std::move(socket)), server_(server) {
+    ++server_->connections_;
+  }
+  ~Session() { --server_->connections_; }
 
   void Read() {
     parser_.emplace();
     parser_->body_limit(kMaxBodyBytes);
-    stream_.expires_after(kIdleTimeout);
+    parser_->header_limit(kMaxHeaderBytes);
+    stream_.expires_after(std::chrono::milliseconds(
+        static_cast<int64_t>(server_->options_.request_timeout_s * 1000)));
     auto self = shared_from_this();
     bhttp::async_read(stream_, buffer_, *parser_, [self](beast::error_code ec, size_t) {
       if (ec == bhttp::error::end_of_stream || ec) {
@@ -205,14 +224,32 @@ class Server::Session : public std::enable_shared_from_this<Server::Session> {
           self->Send(Response::Error(413, "request body larger than 64 KiB"), false);
           return;
         }
+        if (ec == bhttp::error::header_limit) {
+          self->Send(Response::Error(431, "request header larger than 16 KiB"), false);
+          return;
+        }
         self->Close();
         return;
       }
-      self->OnRequest();
+      self->Guarded();
     });
   }
 
  private:
+  // OnRequest, and whatever a handler throws, answered as a 500: nothing a client sends ends
+  // the server's thread.
+  void Guarded() {
+    try {
+      OnRequest();
+    } catch (const std::exception& e) {
+      spdlog::warn("dashboard request failed: {}", e.what());
+      Send(Response::Error(500, "the request failed inside taed (see taed.log)"), false);
+    } catch (...) {
+      spdlog::warn("dashboard request failed with an unknown exception");
+      Send(Response::Error(500, "the request failed inside taed (see taed.log)"), false);
+    }
+  }
+
   void OnRequest() {
     const auto& req = parser_->get();
     keep_alive_ = req.keep_alive();
@@ -240,14 +277,15 @@ class Server::Session : public std::enable_shared_from_this<Server::Session> {
       return it == req.end() ? std::string_view()
                              : std::string_view(it->value().data(), it->value().size());
     };
-    RequestFacts facts{request.method, header(bhttp::field::host), header(bhttp::field::origin),
-                       header(bhttp::field::cookie), custom("X-CSRF-Token")};
+    RequestFacts facts{request.method,         header(bhttp::field::host),
+                       header(bhttp::field::origin), header(bhttp::field::cookie),
+                       custom("X-CSRF-Token"),     custom("Sec-Fetch-Site")};
     const bool api = request.path.rfind("/api/", 0) == 0;
 
     // The sign-in: /?token=T sets the cookie and drops the token from the address bar.
     if (request.method == "GET" && request.path == "/" && request.query.count("token") > 0) {
       Verdict host =
-          Check({facts.method, facts.host, "", "", ""}, server_->secrets_, server_->port_);
+          Check({facts.method, facts.host, "", "", "", ""}, server_->secrets_, server_->port_);
       if (host == Verdict::kBadHost) {
         Send(Response::Error(421, Explain(host)), false);
         return;
@@ -260,33 +298,54 @@ class Server::Session : public std::enable_shared_from_this<Server::Session> {
         Send(std::move(r), keep_alive_);
         return;
       }
+      // Not a redirect: a redirect keeps the first hop's Sec-Fetch-Site (cross-site when the
+      // link was opened from a file or another page), which the next request would be refused
+      // for. This page moves on by itself, as a same-origin navigation, keeping the #route.
       Response r;
-      r.status = 303;
-      r.content_type = "text/plain";
-      r.headers = {{"Location", "/"}, {"Set-Cookie", SessionSetCookie(server_->secrets_)}};
+      r.status = 200;
+      r.content_type = "text/html; charset=utf-8";
+      r.headers = {{"Set-Cookie", SessionSetCookie(server_->secrets_)}};
+      r.body =
+          "<!doctype html><meta charset=utf-8><title>TAE</title><noscript><meta "
+          "http-equiv=refresh content=\"0;url=/\"></noscript><script>location.replace('/' + "
+          "location.hash)</script>Signed in: opening the dashboard...";
       Send(std::move(r), keep_alive_);
       return;
     }
     const Verdict verdict = Check(facts, server_->secrets_, server_->port_);
     if (verdict != Verdict::kAllowed) {
       Response r;
-      if (api || verdict != Verdict::kNoSession) {
+      if (api || (verdict != Verdict::kNoSession && verdict != Verdict::kCrossSite)) {
         r = Response::Error(StatusOf(verdict), Explain(verdict));
       } else {
-        r.status = 401;
+        r.status = StatusOf(verdict);
         r.content_type = "text/html; charset=utf-8";
-        r.body = SignInPage("Not signed in.");
+        r.body = SignInPage(verdict == Verdict::kNoSession
+                                ? "Not signed in."
+                                : "This page was opened from another site or another local port, "
+                                  "which the dashboard refuses.");
       }
       Send(std::move(r), keep_alive_);
       return;
     }
     auto self = shared_from_this();
     auto executor = stream_.get_executor();
-    server_->options_.handler->Handle(std::move(request), [self, executor](Response response) {
+    // A handler that throws after answering must not answer twice.
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    auto done = [self, executor, answered](Response response) {
+      if (answered->exchange(true)) {
+        return;
+      }
       asio::post(executor, [self, response = std::move(response)]() mutable {
         self->Send(std::move(response), self->keep_alive_);
       });
-    });
+    };
+    try {
+      server_->options_.handler->Handle(std::move(request), done);
+    } catch (const std::exception& e) {
+      spdlog::warn("dashboard request failed: {}", e.what());
+      done(Response::Error(500, "the request failed inside taed (see taed.log)"));
+    }
   }
 
   void Send(Response response, bool keep_alive) {
@@ -296,7 +355,7 @@ class Server::Session : public std::enable_shared_from_this<Server::Session> {
           "Connection: close\r\nX-Content-Type-Options: nosniff\r\n\r\n",
           "retry: 1000\n\n");
       auto stream = std::make_shared<Stream>(std::move(stream_), std::move(response.stream),
-                                             server_->options_);
+                                             server_->options_, &server_->connections_);
       stream->Start(std::move(header));
       return;
     }
@@ -319,6 +378,7 @@ class Server::Session : public std::enable_shared_from_this<Server::Session> {
     res->body() = std::move(response.body);
     res->keep_alive(keep_alive);
     res->prepare_payload();
+    stream_.expires_after(kWriteTimeout);
     auto self = shared_from_this();
     bhttp::async_write(stream_, *res, [self, res, keep_alive](beast::error_code ec, size_t) {
       if (ec || !keep_alive) {
@@ -386,22 +446,52 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
         absl::StrCat("cannot listen on ", server->options_.listen, ": ", ec.message()));
   }
   server->port_ = acceptor.local_endpoint().port();
+  server->accept_timer_ = std::make_unique<asio::steady_timer>(server->io_);
   server->Accept();
   server->thread_ = std::thread([s = server.get()] { s->io_.run(); });
   return server;
 }
 
 void Server::Accept() {
-  acceptor_->socket.async_accept(asio::make_strand(io_),
-                                 [this](beast::error_code ec, tcp::socket socket) {
-                                   if (ec == asio::error::operation_aborted) {
-                                     return;
-                                   }
-                                   if (!ec) {
-                                     std::make_shared<Session>(std::move(socket), this)->Read();
-                                   }
-                                   Accept();
-                                 });
+  acceptor_->socket.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted) {
+      return;
+    }
+    if (ec) {
+      // Out of descriptors or buffers: retrying at once would spin. Wait, then try again.
+      accept_backoff_ = accept_backoff_.count() == 0
+                            ? kAcceptBackoffFirst
+                            : std::min(kAcceptBackoffMax, accept_backoff_ * 2);
+      ++accept_errors_;
+      spdlog::warn("dashboard: accept failed ({}); next try in {} ms", ec.message(),
+                   accept_backoff_.count());
+      accept_timer_->expires_after(accept_backoff_);
+      accept_timer_->async_wait([this](beast::error_code wait) {
+        if (!wait) {
+          Accept();
+        }
+      });
+      return;
+    }
+    accept_backoff_ = std::chrono::milliseconds(0);
+    if (connections_ >= options_.max_connections) {
+      // Over the cap: a short answer and close, so a client that opens connections without
+      // end cannot take every descriptor.
+      ++refused_connections_;
+      auto refused = std::make_shared<tcp::socket>(std::move(socket));
+      auto text = std::make_shared<std::string>(
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: "
+          "close\r\nContent-Length: 33\r\n\r\ntoo many connections; try again\r\n");
+      asio::async_write(*refused, asio::buffer(*text), [refused, text](beast::error_code, size_t) {
+        beast::error_code ignored;  // the client may have gone already
+        refused->shutdown(tcp::socket::shutdown_both, ignored);
+        refused->close(ignored);
+      });
+    } else {
+      std::make_shared<Session>(std::move(socket), this)->Read();
+    }
+    Accept();
+  });
 }
 
 void Server::Stop() {
@@ -412,6 +502,7 @@ void Server::Stop() {
   asio::post(io_, [this] {
     beast::error_code ignored;  // closing the listener at shutdown
     acceptor_->socket.close(ignored);
+    accept_timer_->cancel();
   });
   io_.stop();
   if (thread_.joinable()) {

@@ -6,6 +6,8 @@
 // streams. Handlers do their work wherever they like (taed's API posts to the core) and answer
 // through a callback that may run on any thread.
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "boost/asio/io_context.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "server/http/auth.h"
 
 namespace tae::http {
@@ -66,6 +69,11 @@ struct ServerOptions {
   Handler* handler = nullptr;          // outlives the server
   double poll_s = 0.1;                 // between an SSE stream's polls
   double heartbeat_s = 15;             // an SSE comment line after this long without events
+  // Open connections (SSE streams included) beyond this are answered 503 and closed at once.
+  int max_connections = 128;
+  // A request must arrive whole within this long of the server starting to wait for it (also an
+  // idle keep-alive connection's lifetime): a client that trickles a header holds nothing long.
+  double request_timeout_s = 15;
 };
 
 class Server {
@@ -75,6 +83,10 @@ class Server {
   ~Server();
 
   int port() const { return port_; }
+  // Connections turned away over max_connections, and failed accepts, so far (any thread; for
+  // tests and taed's log).
+  int64_t refused_connections() const { return refused_connections_.load(); }
+  int64_t accept_errors() const { return accept_errors_.load(); }
   // Closes the listener and every connection, SSE streams included, and joins the thread.
   void Stop();
 
@@ -88,6 +100,11 @@ class Server {
   Secrets secrets_;
   boost::asio::io_context io_;
   std::unique_ptr<class Acceptor> acceptor_;
+  std::unique_ptr<boost::asio::steady_timer> accept_timer_;  // the backoff after a failed accept
+  std::chrono::milliseconds accept_backoff_{0};              // the server's thread only
+  int connections_ = 0;                                      // the server's thread only
+  std::atomic<int64_t> refused_connections_{0};
+  std::atomic<int64_t> accept_errors_{0};
   std::thread thread_;
   int port_ = 0;
   bool stopped_ = false;

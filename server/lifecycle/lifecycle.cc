@@ -1,5 +1,7 @@
 #include "server/lifecycle/lifecycle.h"
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -45,6 +47,26 @@ bool Current(const RunRecord& run, int attempt) {
   return !IsFinal(run.state) && run.state != RunState::kQueued && run.attempt == attempt;
 }
 
+// A job's own failure, retried when the run asks for it (resources.retry_on = "any") and has
+// attempts left; nothing otherwise.
+std::optional<RunTransition> RetryJobFailure(const RunRecord& run, const std::string& reason,
+                                             int exit_code, double at) {
+  if (run.retry_on != "any" || run.attempt >= run.max_attempts) {
+    return std::nullopt;
+  }
+  const std::string next = absl::StrCat("retrying the job's failure (resources.retry_on = any; "
+                                        "attempt ",
+                                        run.attempt, " of ", run.max_attempts, " spent)");
+  RunTransition t = Begin(run, run.attempt, at);
+  t.rows.push_back({run.state, RunState::kFailed, reason});
+  t.rows.push_back({RunState::kFailed, RunState::kQueued, next});
+  t.state = RunState::kQueued;
+  t.reason = RunField<std::string>::Set(next);
+  t.exit_code = RunField<int64_t>::Set(exit_code);
+  t.not_before = RunField<double>::Set(0.0);
+  return t;
+}
+
 }  // namespace
 
 absl::StatusOr<RunTransition> OnAssign(const RunRecord& run, const std::vector<std::string>& agents,
@@ -88,17 +110,24 @@ std::optional<RunTransition> OnExit(const RunRecord& run, const Exit& exit) {
   if (!Current(run, exit.attempt)) {
     return std::nullopt;
   }
-  if (exit.interrupted && !exit.cancelled) {
+  if ((exit.interrupted || exit.infra) && !exit.cancelled) {
     return OnLost(run, exit.text.empty() ? "interrupted" : exit.text, exit.at);
   }
   const RunState to = exit.cancelled        ? RunState::kCancelled
                       : exit.exit_code == 0 ? RunState::kSucceeded
                                             : RunState::kFailed;
+  if (to == RunState::kFailed) {
+    if (std::optional<RunTransition> retry =
+            RetryJobFailure(run, ExitText(exit), exit.exit_code, exit.at)) {
+      return retry;
+    }
+  }
   return End(run, to, ExitText(exit), exit.exit_code, exit.at);
 }
 
 bool CleanExit(const Exit& exit) {
-  return !exit.interrupted && !exit.cancelled && exit.exit_code == 0 && exit.signal == 0;
+  return !exit.interrupted && !exit.infra && !exit.cancelled && exit.exit_code == 0 &&
+         exit.signal == 0;
 }
 
 int RankExitCode(const Exit& exit) {
@@ -111,8 +140,9 @@ std::optional<RunTransition> OnGangExit(const RunRecord& run, int rank, const st
     return std::nullopt;
   }
   const std::string host = absl::StrCat("rank ", rank, " on ", agent);
-  if (exit.interrupted && !exit.cancelled) {
-    // One host went away with its agent: the whole gang goes back to the queue together.
+  if ((exit.interrupted || exit.infra) && !exit.cancelled) {
+    // One host went away with its agent, or its worker failed it: the whole gang goes back to
+    // the queue together.
     return OnLost(run, absl::StrCat(host, ": ", exit.text.empty() ? "interrupted" : exit.text),
                   exit.at);
   }
@@ -122,9 +152,13 @@ std::optional<RunTransition> OnGangExit(const RunRecord& run, int rank, const st
                exit.exit_code, exit.at);
   }
   if (!CleanExit(exit)) {
-    return End(run, RunState::kFailed,
-               absl::StrCat(host, ": ", ExitText(exit), "; the other hosts are stopped"),
-               exit.exit_code, exit.at);
+    const std::string reason =
+        absl::StrCat(host, ": ", ExitText(exit), "; the other hosts are stopped");
+    if (std::optional<RunTransition> retry =
+            RetryJobFailure(run, reason, exit.exit_code, exit.at)) {
+      return retry;
+    }
+    return End(run, RunState::kFailed, reason, exit.exit_code, exit.at);
   }
   if (clean_ranks < gang_size) {
     return std::nullopt;  // the others are still running
@@ -138,13 +172,17 @@ std::optional<RunTransition> OnLost(const RunRecord& run, const std::string& rea
   if (run.state != RunState::kAssigned && run.state != RunState::kRunning) {
     return std::nullopt;
   }
-  const bool retry = run.attempt < run.max_attempts;
+  // The worker's fault, not the job's: the attempt does not count against max_attempts. Only a
+  // run that keeps meeting broken workers ends, after kMaxInfraFaults of them.
+  const bool retry = run.infra_faults < kMaxInfraFaults;
   const RunState next = retry ? RunState::kQueued : RunState::kFailed;
   const std::string next_reason =
       retry ? absl::StrCat(
-                  "requeued (attempt ", run.attempt, " of ", run.max_attempts, " lost)",
+                  "requeued: attempt ", run.attempt,
+                  " ended by the worker, not the job (not counted against max_attempts)",
                   retry_delay_s > 0 ? absl::StrFormat("; retry in %.0fs", retry_delay_s) : "")
-            : absl::StrCat("lost on its last attempt (", run.max_attempts, "): ", reason);
+            : absl::StrCat("failed after ", kMaxInfraFaults,
+                           " attempts ended by workers' faults; the last: ", reason);
   RunTransition t = Begin(run, run.attempt, at);
   t.rows.push_back({run.state, RunState::kLost, reason});
   t.rows.push_back({RunState::kLost, next, next_reason});
@@ -152,6 +190,10 @@ std::optional<RunTransition> OnLost(const RunRecord& run, const std::string& rea
   t.reason = RunField<std::string>::Set(next_reason);
   t.finished_at = retry ? RunField<double>::Null() : RunField<double>::Set(at);
   t.not_before = RunField<double>::Set(retry ? at + retry_delay_s : 0.0);
+  t.infra_faults = RunField<int64_t>::Set(run.infra_faults + 1);
+  if (retry) {
+    t.max_attempts = RunField<int64_t>::Set(run.max_attempts + 1);
+  }
   return t;
 }
 
@@ -187,6 +229,33 @@ std::optional<RunTransition> OnRetry(const RunRecord& run, const std::string& re
   t.not_before = RunField<double>::Set(0);
   t.max_attempts = RunField<int64_t>::Set(run.attempt + budget);
   return t;
+}
+
+namespace {
+
+bool HostOf(const std::vector<std::string>& hosts, const std::string& agent) {
+  return !agent.empty() && std::find(hosts.begin(), hosts.end(), agent) != hosts.end();
+}
+
+bool Live(RunState state) { return state == RunState::kAssigned || state == RunState::kRunning; }
+
+}  // namespace
+
+bool MayReport(const RunRecord& run, const std::vector<std::string>& hosts,
+               const std::string& agent, int attempt, double now, double tail_s) {
+  if (attempt != run.attempt || attempt <= 0 || !HostOf(hosts, agent)) {
+    return false;
+  }
+  if (Live(run.state)) {
+    return true;
+  }
+  return store::IsFinal(run.state) && run.finished_at.has_value() &&
+         now - *run.finished_at <= tail_s;
+}
+
+bool MayCheckpoint(const RunRecord& run, const std::vector<std::string>& hosts,
+                   const std::string& agent, int attempt) {
+  return attempt == run.attempt && attempt > 0 && Live(run.state) && HostOf(hosts, agent);
 }
 
 }  // namespace tae::lifecycle

@@ -6,7 +6,14 @@
 // duplicate report, a run already final). No I/O, no clock: `at` is passed in.
 //
 //   queued --Assign--> assigned --Started--> running --Exit--> succeeded | failed | cancelled
-//   assigned/running --Lost--> lost --> queued (attempts left, after a backoff) | failed
+//   running --Exit (failed, resources.retry_on = "any", attempts left)--> failed --> queued
+//   assigned/running --Lost--> lost --> queued (after a backoff) | failed
+//
+// Faults are blamed on the right side (docs/reliability.md): a loss (the agent lost, shut down,
+// revoked) and an exit the agent marks `infra` (the code could not be staged, the run directory
+// or disk failed) are the worker's, never the job's: the run is requeued and the attempt does
+// not count against resources.max_attempts. Only after kMaxInfraFaults such attempts does the
+// run fail. The job's own failure ends the run failed unless resources.retry_on = "any".
 //   any non-final --Finish--> cancelled | failed
 //   failed | cancelled | lost --Retry--> queued
 //
@@ -35,6 +42,7 @@ struct Exit {
   bool interrupted = false;  // the agent stopped it as it shut down: the attempt is lost
   std::string text;          // the agent's reason, if it gave one
   double at = 0;
+  bool infra = false;  // the worker failed it (staging, run dir, disk): the attempt is lost
 };
 
 // queued -> assigned on agents[0] (a gang: rank i on agents[i]); the attempt counts one up.
@@ -59,8 +67,11 @@ std::optional<RunTransition> OnGangExit(const RunRecord& run, int rank, const st
 bool CleanExit(const Exit& exit);
 int RankExitCode(const Exit& exit);
 
-// assigned/running -> lost -> queued (attempts left; not before at + retry_delay_s) or failed.
-// Nothing for a run in any other state.
+// A run fails after this many attempts ended by workers' faults.
+inline constexpr int kMaxInfraFaults = 20;
+
+// assigned/running -> lost -> queued (not before at + retry_delay_s; the attempt not counted
+// against max_attempts) or, after kMaxInfraFaults, failed. Nothing for a run in any other state.
 std::optional<RunTransition> OnLost(const RunRecord& run, const std::string& reason, double at,
                                     double retry_delay_s = 0);
 
@@ -72,5 +83,19 @@ std::optional<RunTransition> OnFinish(const RunRecord& run, RunState to, const s
 // Nothing for a succeeded or unfinished run.
 std::optional<RunTransition> OnRetry(const RunRecord& run, const std::string& reason, double at,
                                      int budget);
+
+// Who may write into a run (docs/security.md): an agent's events, logs, checkpoints and
+// artifacts for attempt `attempt` of `run` are taken only when it is a host of the run's current
+// attempt (`hosts`: AgentsOf(run)) and that attempt is live (assigned or running), or ended
+// (final) at most `tail_s` before `now`: the last lines and a profile that follow an exit or a
+// cancel. Everything else (another agent's run, an attempt the run has moved past, a run that
+// was requeued) is refused.
+bool MayReport(const RunRecord& run, const std::vector<std::string>& hosts,
+               const std::string& agent, int attempt, double now, double tail_s);
+
+// Checkpoints are stricter: only while the attempt is live, so a stale commit can never replace
+// (or, through keep_checkpoints, delete) what a later attempt restores from.
+bool MayCheckpoint(const RunRecord& run, const std::vector<std::string>& hosts,
+                   const std::string& agent, int attempt);
 
 }  // namespace tae::lifecycle

@@ -100,9 +100,24 @@ void LocalProvider::RemoveSession(const std::string& id, int grace_ms) {
   }
 }
 
+absl::StatusOr<std::string> LocalProvider::KeyFor(const Child& child) {
+  if (!options_.credential) {
+    return options_.token;
+  }
+  absl::StatusOr<std::string> credential = options_.credential(child.id);
+  if (!credential.ok()) {
+    Record(child, "refused", std::string(credential.status().message()));
+  }
+  return credential;
+}
+
 absl::Status LocalProvider::Spawn(Child* child) {
+  absl::StatusOr<std::string> key = KeyFor(*child);
+  if (!key.ok()) {
+    return key.status();
+  }
   if (child->session) {
-    return SpawnSession(child);
+    return SpawnSession(child, *key);
   }
   process::SpawnRequest request;
   request.argv = {options_.agent_binary,
@@ -119,7 +134,7 @@ absl::Status LocalProvider::Spawn(Child* child) {
                       ? std::string("accelerator=cpu,provider=local")
                       : absl::StrCat("accelerator=cpu,provider=local,slice=", options_.slice,
                                      ",worker=", child->worker)};
-  request.env = {{"TAE_AGENT_TOKEN", options_.token}};  // never on the command line
+  request.env = {{"TAE_AGENT_TOKEN", *key}};  // never on the command line
   // Local agents dial loopback without TLS (docs/security.md): taed's own TLS settings in the
   // environment (TAE_TLS_CERT and TAE_TLS_KEY are its server certificate) are not theirs.
   request.env_remove = {"TAE_TLS_CA", "TAE_TLS_CERT", "TAE_TLS_KEY", "TAE_TLS_SERVER_NAME"};
@@ -138,7 +153,7 @@ absl::Status LocalProvider::Spawn(Child* child) {
   return absl::OkStatus();
 }
 
-absl::Status LocalProvider::SpawnSession(Child* child) {
+absl::Status LocalProvider::SpawnSession(Child* child, const std::string& key) {
   process::SpawnRequest request;
   request.argv = child->command.argv;
   request.env = child->command.env;
@@ -157,7 +172,7 @@ absl::Status LocalProvider::SpawnSession(Child* child) {
   child->pid = spawned->pid;
   child->stdin_fd = spawned->stdin_fd;
   // The token goes down the session, never on a command line. A pipe this small never blocks.
-  const std::string line = options_.token + "\n";
+  const std::string line = key + "\n";
   if (write(child->stdin_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
     spdlog::warn("agent {}: could not hand the token to its session: {}", child->id,
                  strerror(errno));

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct LocalOptions {
   // Set: the local agents are one slice of this name (labels slice=NAME, worker=0..agents-1), so
   // a resources.hosts = N study can be tried on one machine.
   std::string slice;
+  // Set: each agent started gets its own credential from this (taed's controller, on the core)
+  // instead of the shared token, minted afresh at every start (docs/security.md). An error
+  // (a revoked id) leaves the agent unstarted until its next restart attempt.
+  std::function<absl::StatusOr<std::string>(const std::string& agent_id)> credential;
 };
 
 class LocalProvider {
@@ -70,7 +75,9 @@ class LocalProvider {
   using Serial = uint64_t;  // children by serial: restart timers outlive removed children
   void Add(Child child);
   absl::Status Spawn(Child* child);
-  absl::Status SpawnSession(Child* child);
+  absl::Status SpawnSession(Child* child, const std::string& key);
+  // What the agent authenticates with: its minted credential, or the shared token.
+  absl::StatusOr<std::string> KeyFor(const Child& child);
   void CloseStdin(Child* child);
   void Record(const Child& child, const std::string& event, const std::string& detail);
   void WatchChildren();

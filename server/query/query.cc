@@ -85,6 +85,9 @@ constexpr char kExperimentVersion[] =
 constexpr char kMetricPointsAfter[] =
     "SELECT m.step, m.value, m.wall_time FROM metrics m WHERE m.run_id = ? AND m.key_id = (SELECT "
     "id FROM metric_keys WHERE name = ?) AND m.step > ? ORDER BY m.step";
+constexpr char kSearchLogsSlice[] =
+    "SELECT id, instr(lower(line), lower(?2)) > 0 FROM logs WHERE run_id = ?1 AND id > ?3 ORDER "
+    "BY id LIMIT ?4";
 constexpr char kSearchLogs[] =
     "SELECT id FROM logs WHERE run_id = ? AND instr(lower(line), lower(?)) > 0 ORDER BY id LIMIT ?";
 
@@ -348,8 +351,11 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
     }
   }
   ASSIGN_OR_RETURN(std::vector<store::FinalValue> values, FinalValues(id, wanted));
+  const report::ReportOptions options = report::OptionsOf(result.experiment.report);
   result.rows = report::BuildReport(result.experiment.variants, runs, values, metrics, baseline,
-                                    result.experiment.report.goal);
+                                    result.experiment.report.goal, options);
+  result.banners = report::Banners(result.rows);
+  result.adaptive = options.adaptive;
   if (sort == "effect") {
     report::SortByEffect(&result.rows);
   } else if (sort != "spec") {
@@ -637,6 +643,29 @@ absl::StatusOr<std::vector<int64_t>> Query::SearchLogs(int64_t run_id, const std
     }
     out.push_back(stmt->Int(0));
   }
+  return out;
+}
+
+absl::StatusOr<Query::SearchSlice> Query::SearchLogsSlice(int64_t run_id, const std::string& text,
+                                                         int64_t after, int scan) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kSearchLogsSlice));
+  stmt->Bind(1, run_id).Bind(2, text).Bind(3, after).Bind(4, int64_t{scan});
+  SearchSlice out;
+  out.last = after;
+  int rows = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    ++rows;
+    out.last = stmt->Int(0);
+    if (stmt->Int(1) != 0) {
+      out.matches.push_back(out.last);
+    }
+  }
+  out.end = rows < scan;
   return out;
 }
 

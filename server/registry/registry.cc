@@ -28,7 +28,7 @@ AgentState Agent::state() const {
   if (!connected) {
     return AgentState::kLost;
   }
-  if (draining) {
+  if (draining || !quarantine.empty()) {
     return AgentState::kDraining;
   }
   return busy_slots() > 0 ? AgentState::kBusy : AgentState::kReady;

@@ -30,14 +30,20 @@ struct Agent {
   double connected_at = 0;
   double last_seen = 0;
   bool connected = false;
-  bool draining = false;        // shutting down: takes no new runs
+  bool draining = false;        // shutting down or drained: takes no new runs
+  // Non-empty: quarantined after repeated infrastructure faults, and why. Takes no new runs
+  // until `taectl agents undrain ID` (kept across reconnects and taed restarts).
+  std::string quarantine;
+  int infra_faults = 0;  // infrastructure faults in a row (reset by a run that ends cleanly)
   uint64_t connections = 0;     // how many times it has registered in this taed's life
   std::map<int64_t, int> runs;  // run id -> slots it uses
   std::shared_ptr<AgentChannel> channel;
   tae::v1::AgentFacts facts;  // what the agent reported about its machine at Register
 
   int busy_slots() const;
-  int free_slots() const { return connected && !draining ? slots - busy_slots() : 0; }
+  int free_slots() const {
+    return connected && !draining && quarantine.empty() ? slots - busy_slots() : 0;
+  }
   AgentState state() const;
 };
 

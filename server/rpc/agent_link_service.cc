@@ -128,11 +128,12 @@ std::string PeerHost(const std::string& peer) {
 class AgentStream final : public Reactor {
  public:
   AgentStream(boost::asio::io_context* core, controller::Controller* controller,
-              std::string peer_host)
+              std::string peer_host, std::string caller)
       : core_(core),
         controller_(controller),
         channel_(std::make_shared<StreamChannel>(this)),
-        peer_host_(std::move(peer_host)) {
+        peer_host_(std::move(peer_host)),
+        caller_(std::move(caller)) {
     StartRead(&in_);
   }
 
@@ -166,7 +167,10 @@ class AgentStream final : public Reactor {
         if (!agent_id_.empty()) {
           return;  // one Register per stream
         }
-        if (message.register_().agent_id().empty()) {
+        if (message.register_().agent_id() != caller_) {
+          // A credential speaks for one agent only.
+          spdlog::warn("agent {}: registering as '{}' refused; closing its stream", caller_,
+                       message.register_().agent_id().substr(0, 128));
           boost::asio::post(*core_, [channel = channel_] { channel->Close(); });
           return;
         }
@@ -224,6 +228,14 @@ class AgentStream final : public Reactor {
           });
         }
         return;
+      case tae::v1::AgentMessage::kFault:
+        if (!agent_id_.empty()) {
+          boost::asio::post(*core_, [controller = controller_, id = agent_id_,
+                                     reason = message.fault().reason().substr(0, 1024)] {
+            controller->OnAgentFault(id, reason);
+          });
+        }
+        return;
       case tae::v1::AgentMessage::KIND_NOT_SET:
         return;
     }
@@ -235,6 +247,7 @@ class AgentStream final : public Reactor {
   tae::v1::AgentMessage in_;
   std::string agent_id_;  // set by Register; only touched by the read chain
   const std::string peer_host_;
+  const std::string caller_;  // whose credential opened the stream
 };
 
 }  // namespace
@@ -255,41 +268,78 @@ bool TokenMatches(std::string_view header, std::string_view token) {
 AgentLinkService::AgentLinkService(boost::asio::io_context* core,
                                    controller::Controller* controller, query::Query* query,
                                    blobs::BlobWorker* blobs, blobs::BlobWorker* checkpoint_blobs,
-                                   std::string token)
+                                   std::string token,
+                                   const registry::CredentialTable* credentials)
     : core_(core),
       controller_(controller),
       query_(query),
       blobs_(blobs),
       checkpoint_blobs_(checkpoint_blobs),
-      token_(std::move(token)) {}
+      token_(std::move(token)),
+      credentials_(credentials) {}
 
-bool AgentLinkService::Authorized(grpc::CallbackServerContext* ctx) const {
+namespace {
+
+std::string_view Authorization(grpc::CallbackServerContext* ctx) {
   const auto& metadata = ctx->client_metadata();
   auto it = metadata.find("authorization");
-  std::string_view header = it == metadata.end()
-                                ? std::string_view()
-                                : std::string_view(it->second.data(), it->second.size());
-  if (!TokenMatches(header, token_)) {
-    spdlog::warn("agent call from {} refused: bad or missing token", ctx->peer());
-    return false;
+  return it == metadata.end() ? std::string_view()
+                              : std::string_view(it->second.data(), it->second.size());
+}
+
+}  // namespace
+
+std::optional<std::string> AgentLinkService::Caller(grpc::CallbackServerContext* ctx) const {
+  constexpr std::string_view kPrefix = "Bearer ";
+  std::string_view header = Authorization(ctx);
+  std::optional<std::string> id;
+  if (header.substr(0, kPrefix.size()) == kPrefix && credentials_ != nullptr) {
+    id = credentials_->Authenticate(header.substr(kPrefix.size()));
   }
-  return true;
+  if (!id.has_value()) {
+    spdlog::warn("agent call from {} refused: {}", ctx->peer(),
+                 TokenMatches(header, token_)
+                     ? "the enrolment token only enrols (the agent must present its own "
+                       "credential)"
+                     : "bad, revoked or missing credential");
+  }
+  return id;
+}
+
+grpc::ServerUnaryReactor* AgentLinkService::Enrol(grpc::CallbackServerContext* ctx,
+                                                  const tae::v1::EnrolRequest* request,
+                                                  tae::v1::EnrolResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (!TokenMatches(Authorization(ctx), token_)) {
+    spdlog::warn("enrolment from {} refused: bad or missing enrolment token", ctx->peer());
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad enrolment token"));
+    return reactor;
+  }
+  boost::asio::post(*core_, [this, reactor, request, response] {
+    absl::StatusOr<std::string> credential = controller_->Enrol(request->agent_id());
+    if (credential.ok()) {
+      response->set_credential(*credential);
+    }
+    reactor->Finish(ToGrpc(credential.status()));
+  });
+  return reactor;
 }
 
 grpc::ServerBidiReactor<tae::v1::AgentMessage, tae::v1::TaedMessage>* AgentLinkService::Connect(
     grpc::CallbackServerContext* ctx) {
-  if (!Authorized(ctx)) {
-    return new Rejected(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+  std::optional<std::string> caller = Caller(ctx);
+  if (!caller.has_value()) {
+    return new Rejected(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
   }
-  return new AgentStream(core_, controller_, PeerHost(ctx->peer()));
+  return new AgentStream(core_, controller_, PeerHost(ctx->peer()), *std::move(caller));
 }
 
 grpc::ServerUnaryReactor* AgentLinkService::GetManifest(grpc::CallbackServerContext* ctx,
                                                         const tae::v1::GetManifestRequest* request,
                                                         tae::v1::GetManifestResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  if (!Authorized(ctx)) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+  if (!Caller(ctx).has_value()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
     return reactor;
   }
   boost::asio::post(*core_, [this, reactor, request, response] {
@@ -304,8 +354,9 @@ grpc::ServerUnaryReactor* AgentLinkService::GetManifest(grpc::CallbackServerCont
 
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* AgentLinkService::FetchBlobs(
     grpc::CallbackServerContext* ctx, const tae::v1::FetchBlobsRequest* request) {
-  if (!Authorized(ctx)) {
-    return RejectedBlobFetch(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+  if (!Caller(ctx).has_value()) {
+    return RejectedBlobFetch(
+        grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
   }
   return NewBlobFetch(request->checkpoints() ? checkpoint_blobs_ : blobs_, request);
 }

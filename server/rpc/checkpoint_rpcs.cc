@@ -7,11 +7,13 @@
 // garbage collection keeps its blobs from then on), the blobs are then checked on the blob worker
 // (after any removal posted before), and only then is the row marked complete.
 
+#include <map>
 #include <memory>
 #include <set>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock/clock.h"
 #include "common/metrics/metric_line.h"
 #include "common/snapshot/snapshot.h"
 #include "server/rpc/agent_link_service.h"
@@ -73,7 +75,117 @@ absl::StatusOr<controller::CheckpointOffer> ParseOffer(int64_t run_id, int attem
   return offer;
 }
 
+// hash -> size of each blob the manifest names (parsed again: cheap next to hashing the blobs).
+std::map<std::string, uint64_t> BlobSizes(const std::string& manifest) {
+  std::map<std::string, uint64_t> out;
+  absl::StatusOr<std::vector<snapshot::Entry>> entries = snapshot::ParseManifest(manifest);
+  if (entries.ok()) {
+    for (const snapshot::Entry& entry : *entries) {
+      out[entry.sha256] = entry.size;
+    }
+  }
+  return out;
+}
+
 using Offer = std::shared_ptr<controller::CheckpointOffer>;
+
+}  // namespace
+
+absl::Status UploadGrants::Grant(const std::string& agent,
+                                 const std::map<std::string, uint64_t>& sizes, double now) {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, Granted>& mine = grants_[agent];
+  uint64_t total = 0;
+  for (const auto& [hash, g] : mine) {
+    total += g.until >= now && sizes.count(hash) == 0 ? g.size : 0;
+  }
+  for (const auto& [hash, size] : sizes) {
+    total += size;
+  }
+  if (total > kMaxGrantedBytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("manifest: uploads of ", total, " bytes would be open for agent ", agent,
+                     "; at most ", kMaxGrantedBytes, " at a time"));
+  }
+  for (const auto& [hash, size] : sizes) {
+    mine[hash] = {size, now + kGrantSeconds};
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UploadGrants::Check(
+    const std::string& agent, const google::protobuf::RepeatedPtrField<tae::v1::BlobChunk>& chunks,
+    double now) {
+  absl::MutexLock lock(&mu_);
+  auto mine = grants_.find(agent);
+  for (int i = 0; i < chunks.size(); ++i) {
+    const tae::v1::BlobChunk& chunk = chunks[i];
+    const Granted* g = nullptr;
+    if (mine != grants_.end()) {
+      if (auto it = mine->second.find(chunk.hash()); it != mine->second.end()) {
+        g = &it->second;
+      }
+    }
+    if (g == nullptr || g->until < now) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("chunks[", i, "].hash: ", chunk.hash().substr(0, 64),
+                       " is not a blob an open checkpoint offer of agent ", agent, " named"));
+    }
+    if (chunk.total_size() != g->size) {
+      return absl::InvalidArgumentError(absl::StrCat("chunks[", i, "].total_size: ",
+                                                     chunk.total_size(), "; the offer said ",
+                                                     g->size));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void UploadGrants::Done(const std::string& agent, const std::vector<std::string>& hashes) {
+  absl::MutexLock lock(&mu_);
+  auto mine = grants_.find(agent);
+  if (mine == grants_.end()) {
+    return;
+  }
+  for (const std::string& hash : hashes) {
+    mine->second.erase(hash);
+  }
+  if (mine->second.empty()) {
+    grants_.erase(mine);
+  }
+}
+
+std::vector<std::string> UploadGrants::Expire(double now) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (auto agent = grants_.begin(); agent != grants_.end();) {
+    for (auto it = agent->second.begin(); it != agent->second.end();) {
+      if (it->second.until < now) {
+        out.push_back(it->first);
+        it = agent->second.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    agent = agent->second.empty() ? grants_.erase(agent) : std::next(agent);
+  }
+  return out;
+}
+
+namespace {
+
+// Drops the partial uploads of grants that expired (on the blob worker; a blob another grant
+// still names keeps uploading from scratch, which is correct if slower).
+void DropExpired(UploadGrants* grants, blobs::BlobWorker* worker) {
+  std::vector<std::string> expired = grants->Expire(clock::WallNow());
+  if (expired.empty()) {
+    return;
+  }
+  worker->Post([expired = std::move(expired)](blobs::BlobStore& store) {
+    for (const std::string& hash : expired) {
+      store.DropPartial(hash);
+    }
+  });
+}
 
 }  // namespace
 
@@ -81,11 +193,14 @@ grpc::ServerUnaryReactor* AgentLinkService::OfferCheckpoint(
     grpc::CallbackServerContext* ctx, const tae::v1::OfferCheckpointRequest* request,
     tae::v1::OfferCheckpointResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  if (!Authorized(ctx)) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+  std::optional<std::string> caller = Caller(ctx);
+  if (!caller.has_value()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
     return reactor;
   }
-  checkpoint_blobs_->Post([this, reactor, request, response](blobs::BlobStore&) {
+  DropExpired(&grants_, checkpoint_blobs_);
+  checkpoint_blobs_->Post([this, reactor, request, response,
+                           caller = *caller](blobs::BlobStore&) {
     absl::StatusOr<controller::CheckpointOffer> parsed =
         ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest(),
                    request->artifact());
@@ -94,17 +209,21 @@ grpc::ServerUnaryReactor* AgentLinkService::OfferCheckpoint(
       return;
     }
     Offer offer = std::make_shared<controller::CheckpointOffer>(*std::move(parsed));
-    boost::asio::post(*core_, [this, reactor, response, offer] {
-      absl::Status taken = controller_->CheckCheckpoint(*offer);
+    boost::asio::post(*core_, [this, reactor, response, offer, caller] {
+      absl::Status taken = controller_->CheckCheckpoint(*offer, caller);
       if (!taken.ok()) {
         reactor->Finish(ToGrpc(taken));
         return;
       }
-      checkpoint_blobs_->Post([reactor, response, offer](blobs::BlobStore& store) {
+      checkpoint_blobs_->Post([this, reactor, response, offer, caller](blobs::BlobStore& store) {
+        const std::map<std::string, uint64_t> sizes = BlobSizes(offer->manifest);
+        std::map<std::string, uint64_t> missing;
         for (std::string& hash : store.Missing(offer->hashes)) {
+          auto size = sizes.find(hash);
+          missing[hash] = size == sizes.end() ? 0 : size->second;
           response->add_missing(std::move(hash));
         }
-        reactor->Finish(grpc::Status::OK);
+        reactor->Finish(ToGrpc(grants_.Grant(caller, missing, clock::WallNow())));
       });
     });
   });
@@ -115,12 +234,19 @@ grpc::ServerUnaryReactor* AgentLinkService::PutCheckpointBlobs(
     grpc::CallbackServerContext* ctx, const tae::v1::PutCheckpointBlobsRequest* request,
     tae::v1::PutCheckpointBlobsResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  if (!Authorized(ctx)) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+  std::optional<std::string> caller = Caller(ctx);
+  if (!caller.has_value()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
     return reactor;
   }
   if (absl::Status valid = CheckChunks(request->chunks()); !valid.ok()) {
     reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  if (absl::Status granted = grants_.Check(*caller, request->chunks(), clock::WallNow());
+      !granted.ok()) {
+    spdlog::warn("agent {}: checkpoint upload refused: {}", *caller, std::string(granted.message()));
+    reactor->Finish(ToGrpc(granted));
     return reactor;
   }
   checkpoint_blobs_->Post([reactor, request, response](blobs::BlobStore& store) {
@@ -138,11 +264,13 @@ grpc::ServerUnaryReactor* AgentLinkService::CommitCheckpoint(
     grpc::CallbackServerContext* ctx, const tae::v1::CommitCheckpointRequest* request,
     tae::v1::CommitCheckpointResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  if (!Authorized(ctx)) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent token"));
+  std::optional<std::string> caller = Caller(ctx);
+  if (!caller.has_value()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
     return reactor;
   }
-  checkpoint_blobs_->Post([this, reactor, request, response](blobs::BlobStore&) {
+  checkpoint_blobs_->Post([this, reactor, request, response,
+                           caller = *caller](blobs::BlobStore&) {
     absl::StatusOr<controller::CheckpointOffer> parsed =
         ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest(),
                    request->artifact());
@@ -152,17 +280,18 @@ grpc::ServerUnaryReactor* AgentLinkService::CommitCheckpoint(
     }
     Offer offer = std::make_shared<controller::CheckpointOffer>(*std::move(parsed));
     // 1. The row, incomplete: garbage collection keeps its blobs from now on.
-    boost::asio::post(*core_, [this, reactor, response, offer] {
-      absl::StatusOr<int64_t> id = controller_->BeginCheckpoint(*offer);
+    boost::asio::post(*core_, [this, reactor, response, offer, caller] {
+      absl::StatusOr<int64_t> id = controller_->BeginCheckpoint(*offer, caller);
       if (!id.ok()) {
         reactor->Finish(ToGrpc(id.status()));
         return;
       }
       // 2. Every blob stored (after any removal posted before the row existed)?
-      checkpoint_blobs_->Post([this, reactor, response, offer, id = *id](blobs::BlobStore& store) {
+      checkpoint_blobs_->Post([this, reactor, response, offer, caller,
+                               id = *id](blobs::BlobStore& store) {
         const size_t missing = store.Missing(offer->hashes).size();
         // 3. Offered from now on, or forgotten.
-        boost::asio::post(*core_, [this, reactor, response, offer, id, missing] {
+        boost::asio::post(*core_, [this, reactor, response, offer, caller, id, missing] {
           if (missing > 0) {
             absl::Status abandoned = controller_->AbandonCheckpoint(id);
             if (!abandoned.ok()) {
@@ -180,6 +309,7 @@ grpc::ServerUnaryReactor* AgentLinkService::CommitCheckpoint(
             return;
           }
           response->set_dropped(dropped->checkpoints);
+          grants_.Done(caller, offer->hashes);
           spdlog::info("r{} attempt {}: {} at step {} stored ({} files, {} bytes)", offer->run_id,
                        offer->attempt, offer->artifact.empty() ? "checkpoint" : offer->artifact,
                        offer->step, offer->files, offer->bytes);

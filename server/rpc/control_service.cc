@@ -164,6 +164,19 @@ grpc::ServerUnaryReactor* ControlService::DrainAgent(grpc::CallbackServerContext
   });
 }
 
+grpc::ServerUnaryReactor* ControlService::RevokeAgent(grpc::CallbackServerContext* ctx,
+                                                      const tae::v1::RevokeAgentRequest* request,
+                                                      tae::v1::RevokeAgentResponse* response) {
+  return OnCore(ctx, [this, request, response]() -> absl::Status {
+    if (request->agent_id().empty()) {
+      return absl::InvalidArgumentError("agent_id: required");
+    }
+    ASSIGN_OR_RETURN(int requeued, controller_->Revoke(request->agent_id(), request->reason()));
+    response->set_runs_requeued(requeued);
+    return absl::OkStatus();
+  });
+}
+
 grpc::ServerUnaryReactor* ControlService::ListQueue(grpc::CallbackServerContext* ctx,
                                                     const tae::v1::ListQueueRequest* request,
                                                     tae::v1::ListRunsResponse* response) {

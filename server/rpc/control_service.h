@@ -52,6 +52,9 @@ class ControlService final : public tae::v1::Control::CallbackService {
   grpc::ServerUnaryReactor* DrainAgent(grpc::CallbackServerContext* ctx,
                                        const tae::v1::DrainAgentRequest* request,
                                        tae::v1::DrainAgentResponse* response) override;
+  grpc::ServerUnaryReactor* RevokeAgent(grpc::CallbackServerContext* ctx,
+                                        const tae::v1::RevokeAgentRequest* request,
+                                        tae::v1::RevokeAgentResponse* response) override;
   grpc::ServerUnaryReactor* ListQueue(grpc::CallbackServerContext* ctx,
                                       const tae::v1::ListQueueRequest* request,
                                       tae::v1::ListRunsResponse* response) override;

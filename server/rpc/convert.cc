@@ -117,6 +117,8 @@ void ToProto(const registry::Agent& in, tae::v1::AgentInfo* out) {
     out->add_run_ids(run_id);
   }
   *out->mutable_facts() = in.facts;
+  out->set_quarantine(in.quarantine);
+  out->set_drained(in.draining || !in.quarantine.empty());
 }
 
 void ToProto(const provider::CloudVm& in, tae::v1::CloudVm* out) {
@@ -233,8 +235,19 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
       c->set_has_test(cell.has_test);
       c->set_p_value(cell.p_value);
       c->set_mark(cell.mark);
+      c->set_decision(cell.decision);
+      c->set_decision_n(cell.decision_n);
+      c->set_decision_final(cell.decision_final);
+      c->set_margin(cell.margin);
+      c->set_level_kind(cell.level_kind);
+      c->set_level(cell.level);
+      c->set_level_what(cell.level_what);
     }
   }
+  for (const std::string& banner : in.banners) {
+    out->add_banners(banner);
+  }
+  out->set_adaptive(in.adaptive);
 }
 
 controller::AgentHello FromProto(const tae::v1::Register& in) {
@@ -346,6 +359,7 @@ uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent
         event.signal = e.exited().signal();
         event.cancelled = e.exited().cancelled();
         event.interrupted = e.exited().interrupted();
+        event.infra = e.exited().infra();
         event.text = e.exited().reason();
         break;
       case tae::v1::Event::kMeta:

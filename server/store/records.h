@@ -34,10 +34,16 @@ struct RunCounts {
 };
 
 // An experiment file's [report]: the metrics shown when none is named (empty: the defaults), and
-// which way each is better (metric -> "min" | "max").
+// which way each is better (metric -> "min" | "max"); its floors; and how its comparisons are
+// decided (train.seeds as a table: adaptive seeds).
 struct ExperimentReport {
   std::vector<std::string> metrics;
   std::map<std::string, std::string> goal;
+  std::map<std::string, double> floor = {};  // [report] floor: metric -> level
+  int min_seeds = 0;  // train.seeds = { min, max, ... }; 0: a list of seeds
+  int max_seeds = 0;
+  double alpha = 0.05;
+  std::map<std::string, double> margin = {};  // train.seeds.margin: metric -> equivalence margin
 };
 
 struct ExperimentRecord {
@@ -68,6 +74,7 @@ struct RunResources {
   std::string command{};   // job.command; empty: tae-train
   std::string snapshot_id{};  // job.snapshot: the code snapshot mounted for it; empty: none
   int keep_checkpoints = 2;   // resources.keep_checkpoints: kept by taed; 0: none uploaded
+  std::string retry_on = "infra";  // resources.retry_on: "infra" or "any"
 };
 
 struct NewRun {
@@ -115,6 +122,8 @@ struct RunRecord {
   std::string snapshot_id;   // job.snapshot; empty: none
   int attempts_granted = 1;  // resources.max_attempts, what each retry grants again
   int keep_checkpoints = 2;  // resources.keep_checkpoints
+  int infra_faults = 0;      // attempts requeued for the worker's faults (never spend attempts)
+  std::string retry_on = "infra";  // resources.retry_on: "any" retries the job's failures too
 };
 
 struct TransitionRecord {
@@ -213,6 +222,16 @@ struct AgentRecord {
   double last_seen = 0;
 };
 
+// An agent's credential as stored (migration 0010): only the secret's SHA-256.
+struct CredentialRecord {
+  std::string agent_id;
+  std::string secret_sha256;
+  std::string how;  // "token" or "provider"
+  double enrolled_at = 0;
+  std::optional<double> revoked_at;
+  std::string revoked_reason;
+};
+
 // What the agent link delivers, already decoded from the wire (see server/rpc).
 struct MetricValue {
   std::string key;
@@ -235,6 +254,7 @@ struct IngestEvent {
   int signal = 0;                   // kExited
   bool cancelled = false;           // kExited
   bool interrupted = false;         // kExited: the agent stopped it as it shut down; requeue
+  bool infra = false;               // kExited: the worker failed it, not the job; requeue
   RunMeta meta;                     // kMeta: keys to merge into the run's metadata
 };
 
@@ -271,6 +291,7 @@ struct RunTransition {
   RunField<double> started_at;
   RunField<double> finished_at;
   RunField<double> not_before;
+  RunField<int64_t> infra_faults;
 };
 
 // A run that reached a final state while ingesting, so the scheduler can free its slot.

@@ -18,7 +18,17 @@ Labels LabelsFromJson(const std::string& text) {
 }
 
 std::string ReportToJson(const ExperimentReport& report) {
-  return nlohmann::json{{"metrics", report.metrics}, {"goal", report.goal}}.dump();
+  nlohmann::json doc = {{"metrics", report.metrics}, {"goal", report.goal}};
+  if (!report.floor.empty()) {
+    doc["floor"] = report.floor;
+  }
+  if (report.min_seeds > 0) {
+    doc["seeds"] = {{"min", report.min_seeds},
+                    {"max", report.max_seeds},
+                    {"alpha", report.alpha},
+                    {"margin", report.margin}};
+  }
+  return doc.dump();
 }
 
 ExperimentReport ReportFromJson(const std::string& text) {
@@ -38,6 +48,25 @@ ExperimentReport ReportFromJson(const std::string& text) {
     for (const auto& [name, goal] : it->items()) {
       if (goal == "min" || goal == "max") {
         report.goal[name] = goal.get<std::string>();
+      }
+    }
+  }
+  if (auto it = doc.find("floor"); it != doc.end() && it->is_object()) {
+    for (const auto& [name, level] : it->items()) {
+      if (level.is_number()) {
+        report.floor[name] = level.get<double>();
+      }
+    }
+  }
+  if (auto it = doc.find("seeds"); it != doc.end() && it->is_object()) {
+    report.min_seeds = it->value("min", 0);
+    report.max_seeds = it->value("max", 0);
+    report.alpha = it->value("alpha", 0.05);
+    if (auto margin = it->find("margin"); margin != it->end() && margin->is_object()) {
+      for (const auto& [name, value] : margin->items()) {
+        if (value.is_number()) {
+          report.margin[name] = value.get<double>();
+        }
       }
     }
   }
@@ -61,7 +90,7 @@ const char* const kRunColumns =
     "id, experiment_id, variant, seed, config, state, attempt, max_attempts, priority, slots, "
     "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at, "
     "meta, not_before, max_concurrent, hosts, COALESCE(snapshot_id, ''), command, "
-    "attempts_granted, keep_checkpoints";
+    "attempts_granted, keep_checkpoints, infra_faults, retry_on";
 
 RunRecord ReadRun(const Statement& stmt) {
   RunRecord run;
@@ -93,6 +122,8 @@ RunRecord ReadRun(const Statement& stmt) {
   run.command = stmt.Text(23);
   run.attempts_granted = static_cast<int>(stmt.Int(24));
   run.keep_checkpoints = static_cast<int>(stmt.Int(25));
+  run.infra_faults = static_cast<int>(stmt.Int(26));
+  run.retry_on = stmt.Text(27);
   return run;
 }
 

@@ -79,6 +79,7 @@ absl::Status Store::Apply(const RunTransition& t) {
   AddColumn(t.started_at, "started_at", &sql);
   AddColumn(t.finished_at, "finished_at", &sql);
   AddColumn(t.not_before, "not_before", &sql);
+  AddColumn(t.infra_faults, "infra_faults", &sql);
   sql += " WHERE id = ?";
   ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(sql));
   int index = 1;
@@ -92,6 +93,7 @@ absl::Status Store::Apply(const RunTransition& t) {
   BindField(t.started_at, &stmt, &index);
   BindField(t.finished_at, &stmt, &index);
   BindField(t.not_before, &stmt, &index);
+  BindField(t.infra_faults, &stmt, &index);
   stmt.Bind(index, t.run_id);
   RETURN_IF_ERROR(stmt.Run());
   for (const RunTransition::Row& row : t.rows) {
@@ -120,8 +122,8 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
                                               "config, state, max_attempts, priority, slots, "
                                               "labels, created_at, max_concurrent, hosts, "
                                               "snapshot_id, command, attempts_granted, "
-                                              "keep_checkpoints) "
-                                              "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?)"));
+                                              "keep_checkpoints, retry_on) "
+                                              "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(
       Statement transition,
       db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
@@ -141,7 +143,8 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
         .Bind(11, static_cast<int64_t>(r.hosts))
         .Bind(13, r.command)
         .Bind(14, static_cast<int64_t>(r.max_attempts))
-        .Bind(15, static_cast<int64_t>(r.keep_checkpoints));
+        .Bind(15, static_cast<int64_t>(r.keep_checkpoints))
+        .Bind(16, r.retry_on);
     if (r.snapshot_id.empty()) {
       run.BindNull(12);
     } else {
@@ -339,6 +342,75 @@ absl::Status Store::SetAgentState(const std::string& id, const std::string& stat
                    db_.Prepare("UPDATE agents SET state = ?, last_seen = ? WHERE id = ?"));
   stmt.Bind(1, state).Bind(2, now).Bind(3, id);
   return stmt.Run();
+}
+
+absl::Status Store::SetAgentQuarantine(const std::string& id, const std::string& why) {
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE agents SET quarantine = ? WHERE id = ?"));
+  stmt.Bind(1, why).Bind(2, id);
+  return stmt.Run();
+}
+
+absl::StatusOr<std::map<std::string, std::string>> Store::AgentQuarantines() {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT id, quarantine FROM agents WHERE quarantine != ''"));
+  std::map<std::string, std::string> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) {
+      break;
+    }
+    out[stmt.Text(0)] = stmt.Text(1);
+  }
+  return out;
+}
+
+absl::Status Store::PutCredential(const CredentialRecord& credential) {
+  ASSIGN_OR_RETURN(
+      Statement stmt,
+      db_.Prepare("INSERT INTO agent_credentials (agent_id, secret_sha256, how, enrolled_at) "
+                  "VALUES (?,?,?,?) ON CONFLICT(agent_id) DO UPDATE SET secret_sha256 = "
+                  "excluded.secret_sha256, how = excluded.how, enrolled_at = excluded.enrolled_at"));
+  stmt.Bind(1, credential.agent_id)
+      .Bind(2, credential.secret_sha256)
+      .Bind(3, credential.how)
+      .Bind(4, credential.enrolled_at);
+  return stmt.Run();
+}
+
+absl::Status Store::RevokeCredential(const std::string& agent_id, const std::string& reason,
+                                     double now) {
+  // A revoked id stays revoked even if it never enrolled (its row holds no secret).
+  ASSIGN_OR_RETURN(
+      Statement stmt,
+      db_.Prepare("INSERT INTO agent_credentials (agent_id, secret_sha256, how, enrolled_at, "
+                  "revoked_at, revoked_reason) VALUES (?1, '', 'revoked', ?2, ?2, ?3) ON "
+                  "CONFLICT(agent_id) DO UPDATE SET revoked_at = ?2, revoked_reason = ?3"));
+  stmt.Bind(1, agent_id).Bind(2, now).Bind(3, reason);
+  return stmt.Run();
+}
+
+absl::StatusOr<std::vector<CredentialRecord>> Store::ListCredentials() {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT agent_id, secret_sha256, how, enrolled_at, revoked_at, "
+                               "revoked_reason FROM agent_credentials ORDER BY agent_id"));
+  std::vector<CredentialRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) {
+      break;
+    }
+    CredentialRecord c;
+    c.agent_id = stmt.Text(0);
+    c.secret_sha256 = stmt.Text(1);
+    c.how = stmt.Text(2);
+    c.enrolled_at = stmt.Double(3);
+    if (!stmt.IsNull(4)) {
+      c.revoked_at = stmt.Double(4);
+    }
+    c.revoked_reason = stmt.Text(5);
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 absl::Status Store::SetExperimentReport(int64_t experiment_id, const ExperimentReport& report) {

@@ -122,6 +122,16 @@ class Store {
   // Agents.
   absl::Status UpsertAgent(const AgentRecord& agent);
   absl::Status SetAgentState(const std::string& id, const std::string& state, double now);
+  // Quarantine: non-empty `why` keeps the agent from taking runs (across restarts); "" lifts it.
+  absl::Status SetAgentQuarantine(const std::string& id, const std::string& why);
+  // Every agent's quarantine reason, by id (those with one).
+  absl::StatusOr<std::map<std::string, std::string>> AgentQuarantines();
+
+  // Agent credentials (migration 0010).
+  absl::Status PutCredential(const CredentialRecord& credential);
+  absl::Status RevokeCredential(const std::string& agent_id, const std::string& reason,
+                                double now);
+  absl::StatusOr<std::vector<CredentialRecord>> ListCredentials();
 
   // The connection, for the read side (server/query) on the same thread, and for tests.
   Db* db() { return &db_; }

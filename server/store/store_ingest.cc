@@ -160,7 +160,7 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
     case IngestEvent::Kind::kExited: {
       const lifecycle::Exit exit{event.attempt,   event.exit_code,   event.signal,
                                  event.cancelled, event.interrupted, event.text,
-                                 event.wall_time};
+                                 event.wall_time, event.infra};
       if (run->hosts > 1) {
         return IngestGangExit(agent_id, *run, exit, ended);
       }

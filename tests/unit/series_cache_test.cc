@@ -51,7 +51,7 @@ TEST_CASE("the series cache reads only the runs that moved, and only their new s
   Points(store, 2, 1, 100);
   Points(store, 3, 1, 50);
 
-  SeriesCache cache(&query, 1'000'000);
+  SeriesCache cache(&query, int64_t{1} << 30);
   auto get = [&] {
     auto runs = query.ListRuns("cache");
     REQUIRE(runs.ok());
@@ -98,7 +98,7 @@ TEST_CASE("the series cache keeps at most its points, dropping the least recentl
   REQUIRE(b.ok());
   Points(store, 1, 1, 80);
   Points(store, 2, 1, 80);
-  SeriesCache cache(&query, 100);
+  SeriesCache cache(&query, 100 * SeriesCache::kBytesPerPoint);
   auto runs_a = query.ListRuns("cache");
   auto runs_b = query.ListRuns("other");
   REQUIRE(cache.Get(*a, *runs_a, "loss").ok());
@@ -106,6 +106,28 @@ TEST_CASE("the series cache keeps at most its points, dropping the least recentl
   CHECK(cache.points() == 80);  // a went: 160 > 100
   REQUIRE(cache.Get(*b, *runs_b, "loss").ok());
   CHECK(cache.reads() == 2);  // b is still there
+}
+
+TEST_CASE("series nobody reports are bounded too: asking for new names evicts old ones") {
+  auto opened = store::Store::Open(":memory:");
+  REQUIRE(opened.ok());
+  store::Store* store = opened->get();
+  query::Query query(store);
+  auto exp = store->CreateExperiment(Study(2), 1.0);
+  REQUIRE(exp.ok());
+  Points(store, 1, 1, 10);
+  constexpr int64_t kCap = 64 << 10;
+  SeriesCache cache(&query, kCap);
+  auto runs = query.ListRuns("cache");
+  REQUIRE(runs.ok());
+  for (int i = 0; i < 5000; ++i) {
+    REQUIRE(cache.Get(*exp, *runs, "no/such/metric/" + std::to_string(i)).ok());
+  }
+  CHECK(cache.points() == 0);
+  CHECK(cache.bytes() <= kCap);
+  // Each entry costs at least kBytesPerEntry: far fewer than the 5000 names asked for stay.
+  CHECK(cache.entries() <= static_cast<size_t>(kCap / SeriesCache::kBytesPerEntry));
+  CHECK(cache.entries() >= 2);
 }
 
 }  // namespace

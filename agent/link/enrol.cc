@@ -1,0 +1,83 @@
+#include "agent/link/enrol.h"
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "agent/link/link.h"
+#include "common/auth/credential.h"
+#include "common/fs/fs.h"
+#include "grpcpp/client_context.h"
+#include "spdlog/spdlog.h"
+#include "tae/v1/agent_link.grpc.pb.h"
+
+namespace tae::agent {
+
+absl::StatusOr<std::string> ObtainCredential(const std::string& taed, const tls::ClientConfig& tls,
+                                             const std::string& key, const std::string& agent_id,
+                                             const std::string& work_dir, double wait_s) {
+  const std::string path = absl::StrCat(work_dir, "/", kCredentialFile);
+  if (std::optional<auth::Credential> given = auth::ParseCredential(key); given.has_value()) {
+    if (given->agent_id != agent_id) {
+      return absl::InvalidArgumentError(absl::StrCat("the credential given is agent ",
+                                                     given->agent_id, "'s, not ", agent_id, "'s"));
+    }
+    // Kept beside the work like an enrolled one (the provider sends a new one at every start).
+    absl::Status written =
+        fs::WriteFileAtomically(path, key + "\n", {0600, fs::Durability::kFile});
+    if (!written.ok()) {
+      return absl::Status(written.code(), absl::StrCat("cannot save the credential (", path,
+                                                       "): ", written.message()));
+    }
+    return key;
+  }
+  if (absl::StatusOr<std::string> saved = fs::ReadFile(path); saved.ok()) {
+    const std::string text(absl::StripAsciiWhitespace(*saved));
+    std::optional<auth::Credential> c = auth::ParseCredential(text);
+    if (c.has_value() && c->agent_id == agent_id) {
+      return text;
+    }
+    spdlog::warn("{} holds no credential of agent {}: enrolling again", path, agent_id);
+  }
+  grpc::ChannelArguments args;
+  std::unique_ptr<tae::v1::AgentLink::Stub> stub =
+      tae::v1::AgentLink::NewStub(DialTaed(taed, tls, args));
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000));
+  auto backoff = std::chrono::milliseconds(250);
+  while (true) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + key);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    tae::v1::EnrolRequest request;
+    request.set_agent_id(agent_id);
+    tae::v1::EnrolResponse response;
+    grpc::Status status = stub->Enrol(&ctx, request, &response);
+    if (status.ok()) {
+      if (!auth::ParseCredential(response.credential()).has_value()) {
+        return absl::InternalError("taed's Enrol answered something that is not a credential");
+      }
+      absl::Status written = fs::WriteFileAtomically(path, response.credential() + "\n",
+                                                     {0600, fs::Durability::kFileAndDir});
+      if (!written.ok()) {
+        return absl::Status(written.code(),
+                            absl::StrCat("enrolled, but cannot save the credential (", path,
+                                         "): ", written.message()));
+      }
+      spdlog::info("enrolled with taed as {}; credential saved in {}", agent_id, path);
+      return response.credential();
+    }
+    const bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (!retry || std::chrono::steady_clock::now() + backoff > until) {
+      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          absl::StrCat("enrolling as ", agent_id, " at ", taed, ": ",
+                                       status.error_message()));
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+  }
+}
+
+}  // namespace tae::agent

@@ -1,0 +1,24 @@
+#pragma once
+
+// An agent's credential as it travels and as the agent keeps it (docs/security.md, "Agents"):
+// "ID.SECRET", SECRET being 64 lowercase hex digits. taed hands it out (Enrol, or the provider
+// that starts the agent) and keeps only a hash of SECRET; the agent presents it on every call as
+// "authorization: Bearer ID.SECRET".
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tae::auth {
+
+struct Credential {
+  std::string agent_id;
+  std::string secret;
+  std::string Text() const { return agent_id + "." + secret; }
+};
+
+// "ID.SECRET" -> its parts; nullopt for anything else (no dot, an empty id, a secret that is not
+// 64 lowercase hex digits). The id is everything before the last dot, so ids may hold dots.
+std::optional<Credential> ParseCredential(std::string_view text);
+
+}  // namespace tae::auth

@@ -1,0 +1,149 @@
+// Controller: agent identity (docs/security.md, "Agents"): enrolment with the shared token,
+// credentials minted by the providers, revocation, and which events an agent may report.
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status/macros.h"
+#include "server/controller/controller.h"
+#include "server/lifecycle/lifecycle.h"
+#include "spdlog/spdlog.h"
+
+namespace tae::controller {
+namespace {
+
+bool IsAgentId(const std::string& id) {
+  if (id.empty() || id.size() > 128) {
+    return false;
+  }
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-' || c == ':';
+    if (!ok) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> Controller::Enrol(const std::string& agent_id) {
+  TAE_CHECK_OWNER(core_);
+  if (!IsAgentId(agent_id)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "agent_id: '", agent_id.substr(0, 80), "' is not 1-128 of [A-Za-z0-9._:-]"));
+  }
+  ASSIGN_OR_RETURN(std::vector<store::CredentialRecord> all, store_->ListCredentials());
+  for (const store::CredentialRecord& c : all) {
+    if (c.agent_id != agent_id) {
+      continue;
+    }
+    if (c.revoked_at.has_value()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("agent ", agent_id, " was revoked (", c.revoked_reason,
+                       "); it cannot enrol again: give this worker another --id"));
+    }
+    return absl::AlreadyExistsError(absl::StrCat(
+        "agent ", agent_id,
+        " is enrolled already and holds its credential in its work dir (agent.credential); a "
+        "second worker needs another --id, and a worker that lost its work dir: `taectl agents "
+        "revoke ",
+        agent_id, "`, then another --id"));
+  }
+  ASSIGN_OR_RETURN(std::string secret, registry::NewSecret());
+  store::CredentialRecord record{agent_id, registry::SecretHash(secret), "token", Now(), {}, ""};
+  RETURN_IF_ERROR(store_->PutCredential(record));
+  if (options_.credentials != nullptr) {
+    options_.credentials->Put(agent_id, record.secret_sha256);
+  }
+  spdlog::info("agent {} enrolled with the enrolment token", agent_id);
+  return registry::Credential{agent_id, secret}.Text();
+}
+
+absl::StatusOr<std::string> Controller::MintCredential(const std::string& agent_id) {
+  TAE_CHECK_OWNER(core_);
+  if (!IsAgentId(agent_id)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "agent_id: '", agent_id.substr(0, 80), "' is not 1-128 of [A-Za-z0-9._:-]"));
+  }
+  ASSIGN_OR_RETURN(std::vector<store::CredentialRecord> all, store_->ListCredentials());
+  for (const store::CredentialRecord& c : all) {
+    if (c.agent_id == agent_id && c.revoked_at.has_value()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("agent ", agent_id, " was revoked (", c.revoked_reason, ")"));
+    }
+  }
+  ASSIGN_OR_RETURN(std::string secret, registry::NewSecret());
+  store::CredentialRecord record{agent_id, registry::SecretHash(secret), "provider", Now(), {},
+                                 ""};
+  RETURN_IF_ERROR(store_->PutCredential(record));
+  if (options_.credentials != nullptr) {
+    options_.credentials->Put(agent_id, record.secret_sha256);
+  }
+  return registry::Credential{agent_id, secret}.Text();
+}
+
+absl::StatusOr<int> Controller::Revoke(const std::string& agent_id, const std::string& reason) {
+  TAE_CHECK_OWNER(core_);
+  if (!IsAgentId(agent_id)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "agent_id: '", agent_id.substr(0, 80), "' is not 1-128 of [A-Za-z0-9._:-]"));
+  }
+  const std::string why = reason.empty() ? "revoked with taectl agents revoke" : reason;
+  RETURN_IF_ERROR(store_->RevokeCredential(agent_id, why, Now()));
+  if (options_.credentials != nullptr) {
+    options_.credentials->Revoke(agent_id);
+  }
+  int requeued = 0;
+  if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
+    for (const auto& [run_id, slots] : agent->runs) {
+      (void)slots;
+      ++requeued;
+    }
+    if (agent->channel != nullptr) {
+      agent->channel->Close();
+    }
+    registry_.Disconnect(agent_id, agent->channel.get(), Now());
+  }
+  Noted(store_->SetAgentState(agent_id, "revoked", Now()), "store an agent's state");
+  // Its runs go elsewhere now, as after a loss the agent caused, not the job.
+  LoseUnclaimedRuns(agent_id, absl::StrCat("agent ", agent_id, " revoked: ", why));
+  spdlog::warn("agent {} revoked: {}", agent_id, why);
+  return requeued;
+}
+
+std::vector<store::IngestEvent> Controller::OwnEvents(
+    const std::string& agent_id, const std::vector<store::IngestEvent>& events) {
+  // Which (run, attempt) pairs this batch may write, decided once per run.
+  std::map<std::pair<int64_t, int>, bool> allowed;
+  std::vector<store::IngestEvent> own;
+  own.reserve(events.size());
+  const double now = Now();
+  int64_t refused = 0;
+  int64_t example_run = 0;
+  for (const store::IngestEvent& event : events) {
+    auto [it, fresh] = allowed.try_emplace({event.run_id, event.attempt}, false);
+    if (fresh) {
+      absl::StatusOr<store::RunRecord> run = store_->GetRun(event.run_id);
+      it->second = run.ok() && lifecycle::MayReport(*run, AgentsOfRun(*run), agent_id,
+                                                    event.attempt, now, options_.report_tail_s);
+    }
+    if (it->second) {
+      own.push_back(event);
+    } else {
+      ++refused;
+      example_run = event.run_id;
+    }
+  }
+  if (refused > 0) {
+    refused_events_ += refused;
+    spdlog::warn(
+        "agent {}: {} events for runs it does not hold (e.g. r{}) refused, not stored", agent_id,
+        refused, example_run);
+  }
+  return own;
+}
+
+}  // namespace tae::controller

@@ -1,0 +1,80 @@
+#include "server/registry/credentials.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/snapshot/snapshot.h"
+
+namespace tae::registry {
+namespace {
+
+bool SameBytes(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> NewSecret() {
+  unsigned char bytes[32];
+  const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  const bool ok = fd >= 0 && read(fd, bytes, sizeof(bytes)) == static_cast<ssize_t>(sizeof(bytes));
+  if (fd >= 0) {
+    close(fd);
+  }
+  if (!ok) {
+    return absl::InternalError("cannot read /dev/urandom for an agent credential");
+  }
+  std::string out;
+  for (unsigned char b : bytes) {
+    absl::StrAppend(&out, absl::Hex(b, absl::kZeroPad2));
+  }
+  return out;
+}
+
+std::string SecretHash(std::string_view secret) {
+  return snapshot::Sha256Hex(absl::StrCat("tae-agent-credential\n", std::string(secret)));
+}
+
+void CredentialTable::Load(const std::vector<store::CredentialRecord>& records) {
+  absl::MutexLock lock(&mu_);
+  hashes_.clear();
+  for (const store::CredentialRecord& r : records) {
+    if (!r.revoked_at.has_value() && !r.secret_sha256.empty()) {
+      hashes_[r.agent_id] = r.secret_sha256;
+    }
+  }
+}
+
+void CredentialTable::Put(const std::string& agent_id, const std::string& secret_sha256) {
+  absl::MutexLock lock(&mu_);
+  hashes_[agent_id] = secret_sha256;
+}
+
+void CredentialTable::Revoke(const std::string& agent_id) {
+  absl::MutexLock lock(&mu_);
+  hashes_.erase(agent_id);
+}
+
+std::optional<std::string> CredentialTable::Authenticate(std::string_view presented) const {
+  std::optional<Credential> c = ParseCredential(presented);
+  if (!c.has_value()) {
+    return std::nullopt;
+  }
+  const std::string hash = SecretHash(c->secret);
+  absl::MutexLock lock(&mu_);
+  auto it = hashes_.find(c->agent_id);
+  if (it == hashes_.end() || !SameBytes(it->second, hash)) {
+    return std::nullopt;
+  }
+  return c->agent_id;
+}
+
+}  // namespace tae::registry
