@@ -96,8 +96,19 @@ class Counters:
 
 # ---- the children ----
 
+def engine_threads(spec_path):
+    """The engine's thread settings for this spec, set before torch loads (as its main does):
+    importing torch first would start OpenBLAS and OpenMP with spinning workers."""
+    from tae_torch import __main__ as engine_main, spec as spec_lib  # noqa: PLC0415
+    config, _ = spec_lib.load(spec_path)
+    threads = engine_main.thread_count(config.train.threads)
+    engine_main.configure_threads(threads)
+    return threads
+
+
 def child_engine(spec_path):
     """python3 -m tae_torch --spec SPEC --no-checkpoint, counted."""
+    engine_threads(spec_path)
     Counters().start()
     sys.argv = ["tae_torch", "--spec", spec_path, "--no-checkpoint"]
     runpy.run_module("tae_torch", run_name="__main__", alter_sys=True)
@@ -109,6 +120,7 @@ def child_plain(config_path):
     loop logs it; DistributedDataParallel when TAE_WORLD_SIZE > 1."""
     with open(config_path) as f:
         c = json.load(f)
+    threads = engine_threads(c["spec_path"])  # the same thread settings as the engine's rows
     counters = Counters()
     import torch  # noqa: PLC0415
     import torch.nn.functional as F  # noqa: PLC0415
@@ -119,8 +131,7 @@ def child_plain(config_path):
         torch.cuda.set_device(device)
     else:
         device = torch.device("cpu")
-    if c["threads"] > 0:
-        torch.set_num_threads(c["threads"])
+    torch.set_num_threads(threads)
     config = spec_lib.parse(c["spec"])
     torch.manual_seed(0)
     model = model_lib.TransformerLM(config.model, 256, config.train.seq_len).to(device)
@@ -258,10 +269,13 @@ def engine_row(spec, procs, workdir, timeout, warmup):
             "counts": counts[0]}
 
 
-def plain_row(spec, procs, workdir, timeout, warmup, threads):
+def plain_row(spec, procs, workdir, timeout, warmup):
+    spec_path = os.path.join(workdir, "run.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
     path = os.path.join(workdir, "plain.json")
     with open(path, "w") as f:
-        json.dump({"spec": spec, "warmup": warmup, "threads": threads}, f)
+        json.dump({"spec": spec, "spec_path": spec_path, "warmup": warmup}, f)
     output, counts = launch([sys.executable, os.path.abspath(__file__), "child-plain", path],
                             procs, workdir, timeout)
     result = json.loads(output.strip().splitlines()[-1])
@@ -299,7 +313,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small sizes (CPU)")
     parser.add_argument("--row-timeout", type=int, default=ROW_TIMEOUT_S)
     parser.add_argument("--threads", type=int, default=0,
-                        help="CPU threads per process (0: the engine's default)")
+                        help="CPU threads per process, both programs (0: the engine's default: "
+                             "TAE_THREADS, else every CPU)")
     args = parser.parse_args()
     try:
         import torch  # noqa: PLC0415
@@ -343,7 +358,7 @@ def main():
                 if kind == "engine":
                     r = engine_row(spec, procs, row_dir, args.row_timeout, warmup)
                 else:
-                    r = plain_row(spec, procs, row_dir, args.row_timeout, warmup, args.threads)
+                    r = plain_row(spec, procs, row_dir, args.row_timeout, warmup)
                 per100 = 100.0 / steps
                 syncs = f"{r['counts']['syncs'] * per100:.1f}" if gpus else "-"
                 table.append(f"{label:<44}{r['tokens_per_s']:>10,.0f}{r['step_ms']:>9.2f}"

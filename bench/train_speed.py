@@ -277,6 +277,9 @@ def print_summary(runs, labels, peak, fpt, rounds):
             print(f"tae-train / {labels[key]}: {med['tae'] / med[key]:.2f}x")
     print(f"torch engine / pytorch best: {med['tae-torch'] / med[best_key]:.2f}x (the same "
           "PyTorch, plus the engine's data stream and metrics)")
+    same = med["tae-torch"] / med["pt-passive"]  # the engine's own settings: OpenBLAS = torch
+    print(f"torch engine / {labels['pt-passive']}: {same:.2f}x (the same thread settings; "
+          f"target >= 0.95x: {'met' if same >= 0.95 else 'NOT met'})")
     print(f"tae-train share of sgemm peak: {100 * tae_share:.1f}% (target >= 50%: "
           f"{'met' if tae_share >= 0.5 else 'NOT met'})")
     # The ratio's inputs only: a run whose BLAS is single-threaded leaves a core idle half the

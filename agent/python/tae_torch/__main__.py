@@ -38,6 +38,17 @@ def keep_freed_blocks():
         pass
 
 
+def configure_threads(threads):
+    """Call before torch is imported: OpenBLAS and OpenMP read these when torch loads them: one
+    pool of `threads`, and workers that sleep instead of spinning on shared cores (tae-train's
+    settings, agent/train/threads.h). Variables already set are kept."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(threads))
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    if threads > 1:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    keep_freed_blocks()
+
+
 def thread_count(config_threads):
     if config_threads > 0:
         return config_threads
@@ -75,13 +86,7 @@ def main(argv=None):
         threads = thread_count(config.train.threads)
     except (spec_lib.SpecError, ValueError) as e:
         return fail(EXIT_USAGE, str(e))
-    # OpenBLAS and OpenMP read these when torch loads them: one pool of `threads`, and workers
-    # that sleep instead of spinning on shared cores (tae-train's settings, agent/train/threads.h).
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(threads))
-    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
-    if threads > 1:
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    keep_freed_blocks()
+    configure_threads(threads)
     try:
         import torch
     except ImportError:

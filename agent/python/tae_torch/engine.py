@@ -30,7 +30,6 @@ from . import parallel
 from . import prefetch
 from . import spec as spec_lib
 from .device import Device  # noqa: F401 (the engine's public name for it)
-from .parallel import interface_towards  # noqa: F401 (kept importable from here)
 
 SGD_MOMENTUM = 0.9
 CHECKPOINT_FILE = "checkpoint-torch.pt"

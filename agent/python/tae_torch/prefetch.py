@@ -10,7 +10,6 @@ the *consumed* stream stands, not how far the thread has run ahead.
 import queue
 import threading
 
-import torch
 
 DEPTH = 2  # batches ready ahead of the step
 
