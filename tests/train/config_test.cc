@@ -193,5 +193,35 @@ TEST_CASE("LoadTrainConfig reports unreadable files and bad JSON", "[config]") {
   std::remove(path);
 }
 
+TEST_CASE("log_every, precision and sharding: optional, bf16 and fsdp only for the torch engine",
+          "[config]") {
+  nlohmann::json spec = DefaultSpec();
+  absl::StatusOr<TrainConfig> config = ParseTrainConfig(spec);
+  REQUIRE(config.ok());
+  CHECK(config->train.log_every == 10);
+  CHECK(config->train.precision == Precision::kFp32);
+  CHECK(config->train.sharding == Sharding::kNone);
+
+  spec["train.log_every"] = 25;
+  config = ParseTrainConfig(spec);
+  REQUIRE(config.ok());
+  CHECK(config->train.log_every == 25);
+  // It changes what is reported, not what is trained.
+  CHECK(ConfigFingerprint(spec) == ConfigFingerprint(DefaultSpec()));
+
+  spec["train.precision"] = "bf16";
+  CHECK(ErrorOf(spec).find("train.precision") != std::string::npos);
+  spec["train.precision"] = "fp32";
+  spec["train.sharding"] = "fsdp";
+  CHECK(ErrorOf(spec).find("train.sharding") != std::string::npos);
+
+  spec["train.engine"] = "torch";
+  spec["train.precision"] = "bf16";
+  config = ParseTrainConfig(spec);
+  REQUIRE(config.ok());
+  CHECK(config->train.precision == Precision::kBf16);
+  CHECK(config->train.sharding == Sharding::kFsdp);
+}
+
 }  // namespace
 }  // namespace tae::train
