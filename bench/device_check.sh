@@ -19,4 +19,4 @@ if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
 fi
 export PYTHONPATH="agent/python${PYTHONPATH:+:$PYTHONPATH}"
 # The whole check stays under 8 minutes even if every row ran to its own limit.
-exec timeout 470 "$PYTHON" bench/device_check.py "$@"
+exec timeout 475 "$PYTHON" bench/device_check.py "$@"
