@@ -43,15 +43,25 @@ std::string MeanCi(const tae::v1::ReportCell& cell, const std::string& pm) {
   if (cell.n() == 0) {
     return "-";
   }
+  // A mean at chance, at a shortcut or below a floor says so: "0.311 ± 0.02 [shortcut]".
+  const std::string level =
+      cell.level_kind().empty() ? "" : absl::StrCat(" [", cell.level_kind(), "]");
   if (std::isnan(cell.ci95())) {
-    return Num(cell.mean());
+    return absl::StrCat(Num(cell.mean()), level);
   }
-  return absl::StrCat(Num(cell.mean()), pm, Num(cell.ci95()));
+  return absl::StrCat(Num(cell.mean()), pm, Num(cell.ci95()), level);
 }
 
 std::string Delta(const tae::v1::ReportRow& row, const tae::v1::ReportCell& cell) {
   if (row.variant() == row.baseline() || !cell.has_delta()) {
     return "";
+  }
+  // Only a decided difference is shown as a number: an undecided delta is not "no effect".
+  if (cell.decision() == "undecided") {
+    return absl::StrCat("undecided (n=", cell.decision_n(), ")");
+  }
+  if (cell.decision() == "equivalent") {
+    return absl::StrFormat("equivalent within ±%g (n=%d)", cell.margin(), cell.decision_n());
   }
   std::string text = absl::StrCat(cell.delta() >= 0 ? "+" : "", Num(cell.delta()));
   if (!std::isnan(cell.rel_delta())) {
@@ -88,12 +98,44 @@ std::vector<std::string> HumanRow(const tae::v1::ReportRow& row, const std::stri
 }
 
 std::string Legend(const tae::v1::ReportResponse& report) {
-  return absl::StrCat(
+  std::string legend = absl::StrCat(
       "Final values, mean over seeds ± 95% CI (t distribution); best: mean of each run's best "
       "value; Δ vs ",
       report.baseline(),
       " at the same grid point, Welch's t-test: * p<0.05, ** p<0.01, *** "
       "p<0.001.");
+  bool decided = false;
+  bool marked = false;
+  for (const tae::v1::ReportRow& row : report.rows()) {
+    for (const tae::v1::ReportCell& cell : row.cells()) {
+      decided = decided || !cell.decision().empty();
+      marked = marked || !cell.level_kind().empty();
+    }
+  }
+  if (decided) {
+    absl::StrAppend(
+        &legend, report.adaptive()
+                     ? " Δ shown when the group-sequential test of adaptive seeds (train.seeds = "
+                       "{ min, max }) decides it is different; undecided (n=seeds per arm) "
+                       "otherwise."
+                     : " Δ shown when it is different at p<0.05; undecided (n=seeds per arm) "
+                       "when its CI spans zero.");
+  }
+  if (marked) {
+    absl::StrAppend(&legend,
+                    " [chance], [shortcut], [floor]: the mean is at that level within its CI "
+                    "(docs/tasks.md).");
+  }
+  return legend;
+}
+
+// "! eval/acc: baseline is at ...", one line each, above the table.
+std::string BannerLines(const tae::v1::ReportResponse& report) {
+  std::string out;
+  for (const std::string& banner : report.banners()) {
+    absl::StrAppend(&out, "! ", banner, "\n");
+  }
+  return out.empty() ? out : absl::StrCat(out, "\n");
 }
 
 std::string CsvNum(double value) {
@@ -217,11 +259,11 @@ absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
     for (auto& row : rows) {
       table.Add(row);
     }
-    return absl::StrCat("e", exp.id(), " ", exp.name(), " (", exp.state(), ")\n\n", table.Render(),
-                        "\n", Legend(report), "\n");
+    return absl::StrCat("e", exp.id(), " ", exp.name(), " (", exp.state(), ")\n\n",
+                        BannerLines(report), table.Render(), "\n", Legend(report), "\n");
   }
   if (format == "md") {
-    return absl::StrCat(Markdown(header, rows), "\n", Legend(report), "\n");
+    return absl::StrCat(BannerLines(report), Markdown(header, rows), "\n", Legend(report), "\n");
   }
   if (format == "latex") {
     return absl::StrCat("% ", Legend(report), "\n", Latex(header, rows));

@@ -46,6 +46,15 @@ struct RunPlan {
   nlohmann::json config;
 };
 
+// train.seeds = { min = 3, max = 12, alpha = 0.05, margin = { "eval/acc" = 0.01 } }.
+struct SeedsDesign {
+  bool adaptive = false;  // false: train.seeds is a list
+  int min = 0;
+  int max = 0;
+  double alpha = 0.05;
+  std::map<std::string, double> margin;  // metric -> equivalence margin
+};
+
 struct Spec {
   std::string name;
   std::string description;
@@ -62,6 +71,10 @@ struct Spec {
   // (metric -> "min" | "max"). Not part of the hash: changing them changes no run.
   std::vector<std::string> report_metrics;
   std::map<std::string, std::string> report_goal;
+  std::map<std::string, double> report_floor;  // [report] floor: metric -> level
+  // train.seeds as a table { min, max, alpha, margin }: adaptive seeds. Then `seeds` is
+  // 0 .. min-1, the seeds every variant starts with; more are added while undecided, up to max.
+  SeedsDesign seeds_design;
 };
 
 // At most this many runs per experiment (variants x grid points x seeds); more is refused.

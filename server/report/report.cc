@@ -6,9 +6,13 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/str_format.h"
 #include "common/metrics/names.h"
 #include "common/spec/spec.h"
+#include "common/stats/sequential.h"
 #include "common/stats/stats.h"
+#include "nlohmann/json.hpp"
+#include "server/report/task_levels.h"
 
 namespace tae::report {
 namespace {
@@ -24,6 +28,91 @@ struct Samples {
 
 double Mean(const std::vector<double>& xs) { return xs.empty() ? kNaN : stats::Summarize(xs).mean; }
 
+// The level `cell`'s mean sits at: a floor or chance it is at or beyond (on the wrong side), else
+// the shortcut it is nearest within tolerance.
+void MarkLevel(const std::vector<Level>& levels, bool higher_is_better, Cell* cell) {
+  if (cell->n == 0 || std::isnan(cell->mean)) {
+    return;
+  }
+  const double tolerance =
+      std::isnan(cell->ci95) ? kLevelTolerance : std::max(cell->ci95, kLevelTolerance);
+  const Level* found = nullptr;
+  for (const Level& level : levels) {
+    const double distance = std::fabs(cell->mean - level.value);
+    const bool beyond = higher_is_better ? cell->mean <= level.value : cell->mean >= level.value;
+    if (level.kind != "shortcut" && (distance <= tolerance || beyond)) {
+      found = &level;
+      break;
+    }
+    if (level.kind == "shortcut" && distance <= tolerance &&
+        (found == nullptr || distance < std::fabs(cell->mean - found->value))) {
+      found = &level;
+    }
+  }
+  if (found != nullptr) {
+    cell->level_kind = found->kind;
+    cell->level = found->value;
+    cell->level_what = found->what;
+    cell->level_hides = found->hides;
+  }
+}
+
+// The floors and levels of `metric` for a run of `config_json`: the user's floor first.
+std::vector<Level> LevelsFor(const std::string& config_json, const std::string& metric,
+                             const ReportOptions& options) {
+  std::vector<Level> levels;
+  if (auto it = options.floor.find(metric); it != options.floor.end()) {
+    levels.push_back({"floor", it->second, "the floor of [report] floor", "an effect on it"});
+  }
+  const nlohmann::json config = nlohmann::json::parse(config_json, nullptr, false);
+  if (config.is_object()) {
+    std::vector<Level> task = TaskLevels(config, metric);
+    levels.insert(levels.end(), task.begin(), task.end());
+  }
+  return levels;
+}
+
+// Decides cells with the sequential design, or with one test at alpha over the seeds there are.
+class Decider {
+ public:
+  explicit Decider(const ReportOptions& options) : options_(options) {}
+
+  void Decide(const std::vector<double>& mine, const std::vector<double>& base, Cell* cell) {
+    stats::SequentialDesign design = options_.design;
+    if (auto it = options_.margin.find(cell->metric); it != options_.margin.end()) {
+      design.margin = it->second;
+    }
+    cell->margin = design.margin;
+    const int n = static_cast<int>(std::min(mine.size(), base.size()));
+    if (!options_.adaptive) {
+      design.alpha = options_.alpha;
+      design.min_seeds = design.max_seeds = std::max(n, 2);
+      design.futility = 0;
+    }
+    stats::Verdict verdict;
+    if (!stats::DesignError(design)) {
+      verdict = stats::Decide(design, BoundariesOf(design), mine, base);
+    }
+    cell->decision = std::string(stats::DecisionName(verdict.decision));
+    cell->decision_n = n;
+    cell->decision_final = options_.adaptive ? verdict.final : true;
+  }
+
+ private:
+  const stats::Boundaries& BoundariesOf(const stats::SequentialDesign& design) {
+    const auto key = std::make_pair(design.min_seeds, design.max_seeds);
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+      it = cache_.emplace(key, stats::ComputeBoundaries(design)).first;
+    }
+    return it->second;
+  }
+
+  const ReportOptions& options_;
+  // Boundaries do not depend on the margin; alpha is the same for the whole report.
+  std::map<std::pair<int, int>, stats::Boundaries> cache_;
+};
+
 }  // namespace
 
 bool HigherIsBetter(const std::string& metric, const std::map<std::string, std::string>& goal) {
@@ -33,15 +122,32 @@ bool HigherIsBetter(const std::string& metric, const std::map<std::string, std::
   return metric.find("acc") != std::string::npos || metric == kTokensPerS;
 }
 
+ReportOptions OptionsOf(const store::ExperimentReport& report) {
+  ReportOptions options;
+  options.floor = report.floor;
+  options.margin = report.margin;
+  options.alpha = report.alpha;
+  if (report.min_seeds > 0) {
+    options.adaptive = true;
+    options.design.min_seeds = report.min_seeds;
+    options.design.max_seeds = report.max_seeds;
+    options.design.alpha = report.alpha;
+  }
+  return options;
+}
+
 std::vector<std::string> ExtraMetrics() { return {kParams, kFlops, kTokensPerS}; }
 
 std::vector<Row> BuildReport(const std::vector<std::string>& variants,
                              const std::vector<store::RunRecord>& runs,
                              const std::vector<store::FinalValue>& values,
                              const std::vector<std::string>& metrics, const std::string& baseline,
-                             const std::map<std::string, std::string>& goal) {
+                             const std::map<std::string, std::string>& goal,
+                             const ReportOptions& options) {
   std::map<std::string, Row> counts;
+  std::map<std::string, const std::string*> config_of;  // variant -> its first run's config
   for (const store::RunRecord& run : runs) {
+    config_of.emplace(run.variant, &run.config_json);
     Row& row = counts[run.variant];
     row.runs_total += 1;
     if (run.state == store::RunState::kSucceeded) {
@@ -73,6 +179,10 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
         cell.std = summary.stddev;
         cell.ci95 = summary.ci95;
         cell.best = Mean(s.best);
+        if (auto config = config_of.find(variant); config != config_of.end()) {
+          MarkLevel(LevelsFor(*config->second, metric, options), HigherIsBetter(metric, goal),
+                    &cell);
+        }
       }
       row.cells.push_back(std::move(cell));
     }
@@ -81,6 +191,7 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
     row.tokens_per_s = Mean(samples[{variant, kTokensPerS}].last);
     out.push_back(std::move(row));
   }
+  Decider decider(options);
   for (Row& row : out) {
     if (row.variant == row.baseline) {
       continue;  // its own baseline: nothing to compare
@@ -100,6 +211,7 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
         cell.p_value = test->p_two_sided;
         cell.mark = stats::SignificanceMark(test->p_two_sided);
       }
+      decider.Decide(mine, base, &cell);
     }
   }
   // A baseline compared with itself shows a zero delta.
@@ -115,6 +227,24 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
     }
   }
   return out;
+}
+
+std::vector<std::string> Banners(const std::vector<Row>& rows) {
+  std::vector<std::string> banners;
+  for (const Row& row : rows) {
+    if (row.variant != row.baseline) {
+      continue;
+    }
+    for (const Cell& cell : row.cells) {
+      if (cell.level_kind.empty()) {
+        continue;
+      }
+      banners.push_back(absl::StrFormat("%s: %s is at %s (%.3g): this table cannot show %s",
+                                        cell.metric, row.variant, cell.level_what, cell.level,
+                                        cell.level_hides));
+    }
+  }
+  return banners;
 }
 
 void SortByEffect(std::vector<Row>* rows) {

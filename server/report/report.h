@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/stats/sequential.h"
 #include "server/store/records.h"
 
 namespace tae::report {
@@ -30,6 +31,35 @@ struct Cell {
   bool has_test = false;    // both sides have >= 2 runs and not both are constant
   double p_value = kNaN;    // Welch's two-sided t-test of the final values against the baseline's
   std::string mark;         // "***" p < 0.001, "**" < 0.01, "*" < 0.05
+  // What the comparison with the baseline decides (compared cells only, else ""): "different",
+  // "equivalent" (within +-margin) or "undecided", by the sequential design of adaptive seeds, or
+  // with fixed seeds by one test at alpha (Welch; TOST with a margin). The table shows a delta
+  // only when it is different.
+  std::string decision;
+  int decision_n = 0;           // seeds per arm it was decided on (the smaller arm)
+  bool decision_final = false;  // another seed would not change it (decided, or at max)
+  double margin = 0;            // the metric's equivalence margin; 0: none
+  // The chance, shortcut or floor level the mean sits at (within its 95% CI, or within
+  // kLevelTolerance of it), else kind "".
+  std::string level_kind;
+  double level = kNaN;
+  std::string level_what;
+  std::string level_hides;
+};
+
+// How close to a level a mean must be to sit at it when its CI is narrower: the levels are
+// expectations and a finite eval set scatters around them (1,024 assoc_recall answers: SE 0.015).
+inline constexpr double kLevelTolerance = 0.02;
+
+// What the experiment's file says about judging its table.
+struct ReportOptions {
+  // train.seeds = { min, max, alpha, margin }: decisions by the sequential design; absent: one
+  // test at alpha over whatever seeds there are.
+  bool adaptive = false;
+  stats::SequentialDesign design;
+  double alpha = 0.05;
+  std::map<std::string, double> margin;  // per metric; absent: no equivalence decision
+  std::map<std::string, double> floor;   // [report] floor: below it (above for losses) is noise
 };
 
 struct Row {
@@ -43,6 +73,9 @@ struct Row {
   double tokens_per_s = kNaN;     // mean of each run's last perf/tokens_per_s
 };
 
+// The floors and decision rule of an experiment's stored [report] and train.seeds.
+ReportOptions OptionsOf(const store::ExperimentReport& report);
+
 // The metrics whose larger values are better: as `goal` says ("max"; an experiment's [report]
 // goal), else accuracies and throughput; the others are losses.
 bool HigherIsBetter(const std::string& metric, const std::map<std::string, std::string>& goal = {});
@@ -53,11 +86,18 @@ std::vector<std::string> ExtraMetrics();
 // variants: in display order (baseline first); runs: every run of the experiment; values: the
 // final values of `metrics` and ExtraMetrics(); only succeeded runs count. Each variant is compared
 // with spec::BaselineFor(variant, baseline).
+// Cells are decided and marked by `options` and by the task levels of each variant's first run's
+// config (report/task_levels.h).
 std::vector<Row> BuildReport(const std::vector<std::string>& variants,
                              const std::vector<store::RunRecord>& runs,
                              const std::vector<store::FinalValue>& values,
                              const std::vector<std::string>& metrics, const std::string& baseline,
-                             const std::map<std::string, std::string>& goal = {});
+                             const std::map<std::string, std::string>& goal = {},
+                             const ReportOptions& options = {});
+
+// One line per baseline row and metric whose mean sits at a level: "eval/acc: baseline is at the
+// most-frequent-value shortcut (0.32): this table cannot show the lookup mechanism".
+std::vector<std::string> Banners(const std::vector<Row>& rows);
 
 // Baseline rows first (in their order), then the others by decreasing |relative delta| of the
 // first metric; rows without one keep their order at the end. Stable.

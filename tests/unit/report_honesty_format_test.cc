@@ -1,0 +1,134 @@
+// taectl report and --json on decided comparisons and sanity floors: an undecided delta reads
+// "undecided (n=3)", an equivalent one "equivalent within ±m", a baseline at a shortcut gets a
+// banner over the table, and the JSON carries decision, n, level and banners.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+
+#include "client/commands/report_format.h"
+#include "common/api/json.h"
+
+namespace tae::client {
+namespace {
+
+constexpr char kBanner[] =
+    "eval/acc: baseline is at the most-frequent-value shortcut (0.325): this table cannot show "
+    "the lookup mechanism";
+
+tae::v1::ReportCell* AddCell(tae::v1::ReportRow* row, double mean, double ci95) {
+  tae::v1::ReportCell* cell = row->add_cells();
+  cell->set_metric("eval/acc");
+  cell->set_n(3);
+  cell->set_mean(mean);
+  cell->set_std(ci95 / 2.5);
+  cell->set_ci95(ci95);
+  cell->set_best(mean);
+  cell->set_has_delta(true);
+  return cell;
+}
+
+tae::v1::ReportRow* AddRow(tae::v1::ReportResponse* report, const std::string& variant) {
+  tae::v1::ReportRow* row = report->add_rows();
+  row->set_variant(variant);
+  row->set_baseline("baseline");
+  row->set_runs(3);
+  row->set_runs_total(3);
+  row->set_params(NAN);
+  row->set_flops_per_token(NAN);
+  row->set_tokens_per_s(NAN);
+  return row;
+}
+
+// assoc_recall at the defaults: the baseline at the shortcut, one layer undecided, no attention
+// different and at chance, a tied-embedding variant equivalent within 0.02.
+tae::v1::ReportResponse ShortcutStudy() {
+  tae::v1::ReportResponse report;
+  report.mutable_experiment()->set_id(3);
+  report.mutable_experiment()->set_name("mqar");
+  report.mutable_experiment()->set_state("succeeded");
+  report.set_baseline("baseline");
+  report.add_metrics("eval/acc");
+  report.add_banners(kBanner);
+  tae::v1::ReportCell* cell = AddCell(AddRow(&report, "baseline"), 0.3210, 0.0236);
+  cell->set_delta(0);
+  cell->set_rel_delta(0);
+  cell->set_level_kind("shortcut");
+  cell->set_level(0.3247);
+  cell->set_level_what("the most-frequent-value shortcut");
+
+  cell = AddCell(AddRow(&report, "one-layer"), 0.3193, 0.0125);
+  cell->set_delta(-0.0017);
+  cell->set_rel_delta(-0.0053);
+  cell->set_has_test(true);
+  cell->set_p_value(0.82);
+  cell->set_decision("undecided");
+  cell->set_decision_n(3);
+  cell->set_decision_final(true);
+  cell->set_level_kind("shortcut");
+  cell->set_level(0.3247);
+
+  cell = AddCell(AddRow(&report, "no-attn"), 0.1317, 0.0099);
+  cell->set_delta(-0.1893);
+  cell->set_rel_delta(-0.5897);
+  cell->set_has_test(true);
+  cell->set_p_value(0.0002);
+  cell->set_mark("***");
+  cell->set_decision("different");
+  cell->set_decision_n(3);
+  cell->set_decision_final(true);
+  cell->set_level_kind("chance");
+  cell->set_level(0.125);
+
+  cell = AddCell(AddRow(&report, "tied"), 0.3201, 0.0050);
+  cell->set_delta(-0.0009);
+  cell->set_rel_delta(-0.0028);
+  cell->set_has_test(true);
+  cell->set_p_value(0.9);
+  cell->set_decision("equivalent");
+  cell->set_decision_n(5);
+  cell->set_margin(0.02);
+  return report;
+}
+
+}  // namespace
+
+TEST_CASE("the table puts the banner first and reads undecided deltas as undecided", "[report]") {
+  absl::StatusOr<std::string> table = RenderReport(ShortcutStudy(), "table");
+  REQUIRE(table.ok());
+  INFO(*table);
+  const size_t banner = table->find(std::string("! ") + kBanner);
+  REQUIRE(banner != std::string::npos);
+  CHECK(banner < table->find("variant"));  // above the table
+  CHECK(table->find("0.3210 ± 0.0236 [shortcut]") != std::string::npos);
+  CHECK(table->find("0.1317 ± 0.0099 [chance]") != std::string::npos);
+  CHECK(table->find("undecided (n=3)") != std::string::npos);
+  CHECK(table->find("-0.0017") == std::string::npos);  // no number that looks like a finding
+  CHECK(table->find("-0.1893 (-59.0%) ***") != std::string::npos);
+  CHECK(table->find("equivalent within ±0.02 (n=5)") != std::string::npos);
+  CHECK(table->find("CI spans zero") != std::string::npos);  // the legend says why
+  CHECK(table->find("[shortcut]: the mean is at that level") == std::string::npos);
+  CHECK(table->find("[chance], [shortcut], [floor]") != std::string::npos);
+
+  absl::StatusOr<std::string> md = RenderReport(ShortcutStudy(), "md");
+  REQUIRE(md.ok());
+  CHECK(md->rfind(std::string("! ") + kBanner, 0) == 0);
+}
+
+TEST_CASE("--json carries each comparison's decision and n, levels and banners", "[report]") {
+  const nlohmann::ordered_json json = api::ReportJson(ShortcutStudy());
+  REQUIRE(json["banners"].size() == 1);
+  CHECK(json["banners"][0] == kBanner);
+  CHECK(json["adaptive"] == false);
+  const nlohmann::ordered_json& rows = json["rows"];
+  CHECK(rows[0]["metrics"]["eval/acc"]["decision"].is_null());
+  CHECK(rows[0]["metrics"]["eval/acc"]["level"]["kind"] == "shortcut");
+  CHECK(rows[0]["metrics"]["eval/acc"]["level"]["value"] == 0.3247);
+  CHECK(rows[1]["metrics"]["eval/acc"]["decision"] == "undecided");
+  CHECK(rows[1]["metrics"]["eval/acc"]["decision_n"] == 3);
+  CHECK(rows[2]["metrics"]["eval/acc"]["decision"] == "different");
+  CHECK(rows[3]["metrics"]["eval/acc"]["decision"] == "equivalent");
+  CHECK(rows[3]["metrics"]["eval/acc"]["margin"] == 0.02);
+  CHECK(rows[3]["metrics"]["eval/acc"]["level"].is_null());
+}
+
+}  // namespace tae::client
