@@ -466,7 +466,7 @@ class Trainer:
                 else:
                     stop = step < t.steps and self.should_stop()
                 scheduled = t.checkpoint_every > 0 and step % t.checkpoint_every == 0
-                if stop or scheduled or step == t.steps:
+                if (stop or scheduled or step == t.steps) and self.checkpoint_dir:
                     saved = dict(window)
                     if window_start is not None:  # a partial window: its values so far
                         saved["seconds"] += paused - window_start
