@@ -509,7 +509,10 @@ absl::Status CheckRunCount(std::string_view path, const Draft& draft) {
     points *= static_cast<double>(axis.values.size());
   }
   const auto variants = static_cast<double>(1 + draft.ablations.size());
-  const auto seeds = static_cast<double>(draft.values.at(std::string(kSeedsKey)).size());
+  const nlohmann::json& seeds_value = draft.values.at(std::string(kSeedsKey));
+  // Adaptive seeds: as many runs as max seeds could make.
+  const auto seeds = static_cast<double>(
+      seeds_value.is_object() ? seeds_value.at("max").get<int64_t>() : seeds_value.size());
   const double runs = points * variants * seeds;
   if (runs > static_cast<double>(kMaxRuns)) {
     return Error(path, Origin{Layer::kFile, draft.grid_where, ""},
@@ -599,7 +602,20 @@ Spec BuildSpec(Draft draft) {
   nlohmann::json& values = draft.values;
   spec.name = values.at("name").get<std::string>();
   spec.description = values.at("description").get<std::string>();
-  spec.seeds = values.at(std::string(kSeedsKey)).get<std::vector<int64_t>>();
+  const nlohmann::json& seeds = values.at(std::string(kSeedsKey));
+  if (seeds.is_object()) {
+    spec.seeds_design.adaptive = true;
+    spec.seeds_design.min = seeds.at("min").get<int>();
+    spec.seeds_design.max = seeds.at("max").get<int>();
+    spec.seeds_design.alpha = seeds.at("alpha").get<double>();
+    spec.seeds_design.margin = seeds.at("margin").get<std::map<std::string, double>>();
+    for (int seed = 0; seed < spec.seeds_design.min; ++seed) {
+      spec.seeds.push_back(seed);
+    }
+  } else {
+    spec.seeds = seeds.get<std::vector<int64_t>>();
+  }
+  spec.report_floor = values.at("report.floor").get<std::map<std::string, double>>();
   spec.job_code = values.at("job.code").get<std::string>();
   spec.job_command = values.at("job.command").get<std::string>();
   spec.report_metrics = values.at("report.metrics").get<std::vector<std::string>>();

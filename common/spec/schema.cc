@@ -57,6 +57,16 @@ KeyInfo IntArray(std::string_view name, std::string_view def, bool non_empty,
   return key;
 }
 
+// A list of seeds, or { min, max, alpha, margin } for adaptive seeds (common/stats/sequential.h).
+KeyInfo Seeds() {
+  KeyInfo key = IntArray("train.seeds", "[0, 1, 2]", true,
+                         "every variant runs once per seed; or { min = 3, max = 12 } (alpha = "
+                         "0.05, margin = { metric = m }): min seeds, then one more for each "
+                         "comparison with the baseline that is still undecided, up to max");
+  key.type = ValueType::kSeeds;
+  return key;
+}
+
 KeyInfo ProfileAt() {
   KeyInfo key = IntArray("train.profile_at", "[]", false,
                          "steps before which tae-train captures a profile of train.profile_steps "
@@ -145,7 +155,7 @@ std::vector<KeyInfo> BuildSchema() {
       Enum("train.engine", R"("libtorch")", "libtorch|torch",
            "tae-train's own (C++) or the PyTorch engine (XLA/TPU, CUDA or CPU; needs "
            "python3-torch on the agent)"),
-      Experiment(IntArray("train.seeds", "[0, 1, 2]", true, "every variant runs once per seed")),
+      Experiment(Seeds()),
       ProfileAt(),
       Int("train.profile_steps", "5", 1, 1000, "steps each train.profile_at profile covers"),
       Int("train.log_every", "10", 1, kInf, "steps per train/* and perf/* metrics line"),
@@ -189,6 +199,9 @@ std::vector<KeyInfo> BuildSchema() {
       Experiment(Of(T::kMetricList, "report.metrics", "[]",
                     "the metrics taectl report and plot show when none is named; empty: "
                     "eval/loss and eval/acc, or the runs' own")),
+      Experiment(Of(T::kFloorMap, "report.floor", "{}",
+                    "per metric, the level at or beyond which a run has not learned (e.g. "
+                    "\"val/acc\" = 0.5): rows there are marked, a baseline there gets a banner")),
       Experiment(Of(T::kGoalMap, "report.goal", "{}",
                     "per metric, \"min\" or \"max\": which way is better (best, Δ colours); "
                     "unnamed metrics: max for accuracies and throughput, min for the rest")),

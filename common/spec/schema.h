@@ -25,6 +25,10 @@ enum class ValueType {
   kScalarArray,  // an array of integers, floats, booleans or strings ([params] lists)
   kMetricList,   // a non-empty-string array of metric names, each once ([report] metrics)
   kGoalMap,      // a table of metric name -> "min" | "max" ([report] goal)
+  kFloorMap,     // a table of metric name -> finite number ([report] floor)
+  // train.seeds: a kIntArray, or a table { min, max, alpha, margin } (adaptive seeds; stored as
+  // a JSON object with all four, margin a metric -> number table)
+  kSeeds,
 };
 
 // Where a key lives.

@@ -191,6 +191,12 @@ std::string SpecHash(const Spec& spec) {
                               {"base", base},
                               {"seeds", spec.seeds},
                               {"ablations", ablations}};
+  if (spec.seeds_design.adaptive) {  // a list of seeds keeps the hashes stored before
+    canonical["seeds"] = {{"min", spec.seeds_design.min},
+                          {"max", spec.seeds_design.max},
+                          {"alpha", spec.seeds_design.alpha},
+                          {"margin", spec.seeds_design.margin}};
+  }
   if (!spec.grid.empty()) {  // absent without a grid: the hashes of grid-less specs stay the same
     nlohmann::json grid = nlohmann::json::array();
     for (const GridAxis& axis : spec.grid) {

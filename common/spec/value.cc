@@ -40,6 +40,10 @@ std::string_view Expected(ValueType type) {
       return "an array of metric names";
     case ValueType::kGoalMap:
       return "a table of metric = \"min\" or \"max\"";
+    case ValueType::kFloorMap:
+      return "a table of metric = number";
+    case ValueType::kSeeds:
+      return "an array of integers or a table { min, max, alpha, margin }";
   }
   return "a value";
 }
@@ -336,6 +340,80 @@ static Result ConvertGoalMap(const KeyInfo& key, std::string_view display, const
   return std::nullopt;
 }
 
+// metric -> finite number, for [report] floor and train.seeds.margin (`positive`: > 0).
+static Result ConvertNumberMap(const KeyInfo& key, std::string_view display, const toml::node& node,
+                               bool positive, nlohmann::json* out) {
+  const toml::table* table = node.as_table();
+  if (table == nullptr) {
+    return WrongType(display, "a table of metric = number", node);
+  }
+  nlohmann::json numbers = nlohmann::json::object();
+  for (auto&& [name, value] : *table) {
+    const std::string element_display = Cat(display, ".", name.str());
+    double v = 0;
+    if (const toml::value<int64_t>* i = value.as_integer()) {
+      v = static_cast<double>(i->get());
+    } else if (const toml::value<double>* f = value.as_floating_point()) {
+      v = f->get();
+    } else {
+      return WrongType(element_display, "a number", value);
+    }
+    if (!std::isfinite(v) || (positive && v <= 0)) {
+      return Problem{value.source().begin,
+                     Cat(element_display, ": ", v, positive ? " must be > 0" : " is not finite")};
+    }
+    numbers[std::string(name.str())] = v;
+  }
+  *out = std::move(numbers);
+  return std::nullopt;
+}
+
+// train.seeds = { min = 3, max = 12, alpha = 0.05, margin = { "eval/acc" = 0.01 } }.
+static Result ConvertSeedsTable(const KeyInfo& key, std::string_view display,
+                                const toml::table& table, nlohmann::json* out) {
+  nlohmann::json seeds = {
+      {"min", 3}, {"max", 12}, {"alpha", 0.05}, {"margin", nlohmann::json::object()}};
+  KeyInfo count = key;
+  count.type = ValueType::kInt;
+  count.min = 2;
+  count.max = 100;
+  KeyInfo alpha = key;
+  alpha.type = ValueType::kFloat;
+  alpha.min = 0;
+  alpha.max = 0.5;
+  alpha.min_open = alpha.max_open = true;
+  for (auto&& [name, value] : table) {
+    const std::string field(name.str());
+    const std::string field_display = Cat(display, ".", field);
+    nlohmann::json converted;
+    Result problem;
+    if (field == "min" || field == "max") {
+      problem = ConvertInt(count, field_display, value, &converted);
+    } else if (field == "alpha") {
+      problem = ConvertFloat(alpha, field_display, value, &converted);
+    } else if (field == "margin") {
+      problem = ConvertNumberMap(key, field_display, value, true, &converted);
+    } else {
+      return Problem{name.source().begin,
+                     Cat(field_display,
+                         ": unknown key (train.seeds takes min, max, alpha and "
+                         "margin)")};
+    }
+    if (problem) {
+      return problem;
+    }
+    seeds[field] = std::move(converted);
+  }
+  if (seeds["max"].get<int64_t>() < seeds["min"].get<int64_t>()) {
+    const toml::node* max = table.get("max");
+    return Problem{max != nullptr ? max->source().begin : table.source().begin,
+                   Cat(display, ".max: ", seeds["max"].get<int64_t>(), " is below min (",
+                       seeds["min"].get<int64_t>(), ")")};
+  }
+  *out = std::move(seeds);
+  return std::nullopt;
+}
+
 std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display,
                                     const toml::node& node, nlohmann::json* out) {
   switch (key.type) {
@@ -366,6 +444,13 @@ std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display
       return ConvertMetricList(key, display, node, out);
     case ValueType::kGoalMap:
       return ConvertGoalMap(key, display, node, out);
+    case ValueType::kFloorMap:
+      return ConvertNumberMap(key, display, node, false, out);
+    case ValueType::kSeeds:
+      if (const toml::table* table = node.as_table()) {
+        return ConvertSeedsTable(key, display, *table, out);
+      }
+      return ConvertIntArray(key, display, node, out);
   }
   return WrongType(display, "a value", node);
 }
