@@ -192,10 +192,15 @@ export function mount(root, route, app) {
             // the raw numbers, for tests and for anyone scripting the page
             dataset: { variant: r.variant, metric: m, mean: s.mean ?? "", ci95: s.ci95 ?? "", n: s.n ?? "", delta: s.delta ?? "" },
           }, isNum(s.mean)
-            ? [fmtMetric(s.mean), h("span.pm", " ± "), fmtMetric(s.ci95), h("span.n", { title: "runs with this metric" }, `n=${s.n ?? 0}`)]
+            ? [fmtMetric(s.mean), h("span.pm", " ± "), fmtMetric(s.ci95), h("span.n", { title: "runs with this metric" }, `n=${s.n ?? 0}`),
+              // at chance, at a task's shortcut or at a [report] floor (docs/tasks.md)
+              s.level ? h("span.level", { title: `${s.level.what} (${fmtMetric(s.level.value)})` }, s.level.kind) : null]
             : h("span.faint", DASH)),
           h("td.num", fmtMetric(s.best)),
           h("td.num.delta", isBase || !isNum(s.delta) ? "" :
+            // only a decided difference is a number; an undecided delta is not "no effect"
+            s.decision === "undecided" ? h("span.undecided", { title: `the comparison is not decided at ${s.decision_n} seeds per arm${s.decision_final ? "" : "; more seeds are coming"}` }, `undecided (n=${s.decision_n})`) :
+            s.decision === "equivalent" ? h("span.undecided", { title: "two one-sided tests put the delta within the margin" }, `equivalent within ±${s.margin} (n=${s.decision_n})`) :
             h("span" + (cls ? "." + cls : ""), { style: sig ? null : { opacity: 0.75 } }, fmtSigned(s.delta), h("span.pct", isNum(s.rel_delta) ? `(${fmtPct(s.rel_delta)})` : ""))),
           h("td.sig", { title: isNum(s.p_value) ? `p = ${s.p_value.toPrecision(3)}` : "" }, sig),
         ];
@@ -304,6 +309,8 @@ export function mount(root, route, app) {
       if (rows.length === 0) return h("div.state-msg", "No runs yet.");
       const parts = [];
       if (noData) parts.push(h("div.banner.warn", { style: { margin: "8px" } }, "No run has succeeded yet: the means fill in as runs finish."));
+      // a baseline at chance, at a shortcut or at a floor: its deltas cannot show the mechanism
+      for (const b of report.banners || []) parts.push(h("div.banner.warn.level-banner", { style: { margin: "8px" } }, b));
       if (q.pivot && varyingKeys(report).includes(q.pivot)) parts.push(pivotTable());
       else {
         if (q.pivot) parts.push(h("div.banner.warn", { style: { margin: "8px" } }, `${q.pivot} does not vary between the variants: no pivot.`));
