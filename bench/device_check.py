@@ -57,6 +57,7 @@ class Counters:
         self.torch = torch
         self.reads = 0
         self.syncs = 0
+        self.setup_syncs = 0
         self.where = collections.Counter()
         self.optim_dir = os.path.join(os.path.dirname(torch.__file__), "optim") + os.sep
 
@@ -71,7 +72,13 @@ class Counters:
 
             def on_warning(message, category, *args, **kwargs):
                 if "synchronizing" in str(message).lower():
-                    self.syncs += 1
+                    # Setting up (the model's parameters copied to the device, one sync each) is
+                    # not the step loop: counted apart.
+                    if any(f.name == "prepare" and f.filename.endswith("engine.py")
+                           for f in traceback.extract_stack()):
+                        self.setup_syncs += 1
+                    else:
+                        self.syncs += 1
                     return None
                 return shown(message, category, *args, **kwargs)
             warnings.showwarning = on_warning
@@ -92,6 +99,7 @@ class Counters:
         if path:
             with open(path, "w") as f:
                 json.dump({"reads": self.reads, "syncs": self.syncs,
+                           "setup_syncs": self.setup_syncs,
                            "where": dict(self.where.most_common(8))}, f)
 
 
@@ -378,7 +386,8 @@ def main():
     print(f"\ndevice_check: done in {time.monotonic() - started:.0f} s; reads/100 = host reads "
           f"of tensor values per 100 steps over the whole run (the engine: one per metrics "
           f"line, every {log_every} steps, and its final evaluation); syncs/100 = CUDA "
-          "synchronising calls (torch.cuda.set_sync_debug_mode)\n")
+          "synchronising calls (torch.cuda.set_sync_debug_mode) outside setting up (the engine "
+          "copying its parameters to the device, one each, is not counted)\n")
     print(header)
     for line in table:
         print(line)

@@ -452,27 +452,41 @@ void Agent::RunFailedToStart(const tae::v1::StartRun& start, const std::string& 
   OnEvent(std::move(exited));
 }
 
-void Agent::BlameDisk(tae::v1::Event* event) const {
+void Agent::BlameWorker(tae::v1::Event* event) {
   tae::v1::RunExited* exited = event->mutable_exited();
-  if (exited->exit_code() == 0 || exited->cancelled() || exited->interrupted() ||
-      exited->infra()) {
+  if (exited->exit_code() == 0 || exited->cancelled() || exited->interrupted() || exited->infra()) {
     return;
+  }
+  std::string why;
+  if (journal_ != nullptr) {
+    if (absl::Status healthy = journal_->Healthy(); !healthy.ok()) {
+      why = absl::StrCat("the agent's journal failed (", healthy.message(), ")");
+      // The agent cannot go on either; it stops once this exit is on its way.
+      boost::asio::post(*io_, [this, message = why] { Fatal(message); });
+    }
+  }
+  std::error_code ec;
+  if (why.empty() &&
+      !std::filesystem::exists(runner_.RunDir(event->run_id(), event->attempt()), ec)) {
+    why = "its run directory was removed from the worker";
   }
   struct statvfs fs {};
-  if (statvfs(options_.work_dir.c_str(), &fs) != 0) {
+  if (why.empty() && statvfs(options_.work_dir.c_str(), &fs) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    const uint64_t total = static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize;
+    // Full: under 1% (at least 1 MiB) left. A job failing then most likely failed for it.
+    if (total > 0 && free_bytes < std::max<uint64_t>(total / 100, 1 << 20)) {
+      why = absl::StrCat("the worker's disk is full (", free_bytes >> 10, " KiB free in ",
+                         options_.work_dir, ")");
+    }
+  }
+  if (why.empty()) {
     return;
   }
-  const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-  const uint64_t total = static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize;
-  // Full: under 1% or 16 MiB left. A job failing then most likely failed for it.
-  if (free_bytes < std::max<uint64_t>(total / 100, 16 << 20) && total > 0) {
-    exited->set_infra(true);
-    exited->set_reason(absl::StrCat(
-        exited->reason().empty() ? absl::StrCat("exit code ", exited->exit_code())
-                                 : exited->reason(),
-        "; the worker's disk is full (", free_bytes >> 20, " MiB free in ", options_.work_dir,
-        "): the worker's fault, not the job's"));
-  }
+  exited->set_infra(true);
+  exited->set_reason(absl::StrCat(
+      exited->reason().empty() ? absl::StrCat("exit code ", exited->exit_code()) : exited->reason(),
+      "; ", why, ": the worker's fault, not the job's"));
 }
 
 void Agent::Fatal(const std::string& why) {
@@ -513,7 +527,7 @@ void Agent::LogAgentLine(const tae::v1::StartRun& start, std::string text) {
 
 void Agent::OnEvent(tae::v1::Event event, std::optional<OutputMark> mark) {
   if (event.has_exited()) {
-    BlameDisk(&event);
+    BlameWorker(&event);
   }
   if (mark.has_value()) {
     pending_marks_.push_back(

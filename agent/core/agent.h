@@ -86,8 +86,9 @@ class Agent {
   // The agent cannot go on (its journal or work dir failed): tells taed (which quarantines it
   // and requeues its runs), stops its runs, and ends the process through on_fatal.
   void Fatal(const std::string& why);
-  // A job's failure while the work dir's disk is (nearly) full is the worker's: marks it infra.
-  void BlameDisk(tae::v1::Event* event) const;
+  // A job's failure is the worker's (marked infra, with why) when, as it failed, the agent's
+  // journal was failing, the run's directory had been removed, or the work dir's disk was full.
+  void BlameWorker(tae::v1::Event* event);
   void LogAgentLine(const tae::v1::StartRun& start, std::string text);
 
   // Runs whose code is being staged (fetched and materialised) before they start.

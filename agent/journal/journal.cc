@@ -215,8 +215,8 @@ absl::Status Journal::Healthy() const {
   }
   struct stat st {};
   if (active_fd_ >= 0 && ::fstat(active_fd_, &st) == 0 && st.st_nlink == 0) {
-    return absl::DataLossError(absl::StrCat("journal segment ", segments_.back().path,
-                                            " was removed under the agent"));
+    return absl::DataLossError(
+        absl::StrCat("journal segment ", segments_.back().path, " was removed under the agent"));
   }
   if (!acked_write_.ok()) {
     return acked_write_;

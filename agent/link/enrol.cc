@@ -24,8 +24,7 @@ absl::StatusOr<std::string> ObtainCredential(const std::string& taed, const tls:
                                                      given->agent_id, "'s, not ", agent_id, "'s"));
     }
     // Kept beside the work like an enrolled one (the provider sends a new one at every start).
-    absl::Status written =
-        fs::WriteFileAtomically(path, key + "\n", {0600, fs::Durability::kFile});
+    absl::Status written = fs::WriteFileAtomically(path, key + "\n", {0600, fs::Durability::kFile});
     if (!written.ok()) {
       return absl::Status(written.code(), absl::StrCat("cannot save the credential (", path,
                                                        "): ", written.message()));
@@ -71,9 +70,9 @@ absl::StatusOr<std::string> ObtainCredential(const std::string& taed, const tls:
     const bool retry = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                        status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
     if (!retry || std::chrono::steady_clock::now() + backoff > until) {
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                          absl::StrCat("enrolling as ", agent_id, " at ", taed, ": ",
-                                       status.error_message()));
+      return absl::Status(
+          static_cast<absl::StatusCode>(status.error_code()),
+          absl::StrCat("enrolling as ", agent_id, " at ", taed, ": ", status.error_message()));
     }
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));

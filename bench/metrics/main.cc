@@ -5,12 +5,15 @@
 //   agent    one simulated agent (started by `ingest`, not by hand)
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agent/link/enrol.h"
 #include "bench/metrics/dataset.h"
 #include "bench/metrics/ingest_bench.h"
 #include "bench/metrics/query_bench.h"
@@ -162,6 +165,20 @@ int Agent(const std::vector<std::string>& args) {
     std::fprintf(stderr, "tae-metrics-bench agent: --taed, --id and TAE_AGENT_TOKEN are needed\n");
     return 2;
   }
+  // Enrol like a real agent (its own credential from then on), keeping it in a scratch dir.
+  char scratch[] = "/tmp/tae-sim-agent.XXXXXX";
+  if (mkdtemp(scratch) == nullptr) {
+    std::perror("tae-metrics-bench agent: mkdtemp");
+    return 1;
+  }
+  absl::StatusOr<std::string> credential =
+      tae::agent::ObtainCredential(options.taed, {}, options.token, options.id, scratch);
+  std::filesystem::remove_all(scratch);
+  if (!credential.ok()) {
+    std::fprintf(stderr, "tae-metrics-bench agent: %s\n", credential.status().ToString().c_str());
+    return 1;
+  }
+  options.token = *credential;
   return tae::bench::RunSimAgent(options);
 }
 

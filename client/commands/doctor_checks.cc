@@ -362,6 +362,14 @@ Group AgentGroup(const tae::v1::AgentInfo& agent, const std::string& taectl_vers
              absl::StrCat(OnHost(host),
                           "start tae-agent again (or `taectl down && taectl up` "
                           "for local agents)")));
+  } else if (!agent.quarantine().empty()) {
+    group.checks.push_back(
+        Fail(absl::StrCat("agent ", agent.id(), " on ", host,
+                          " is quarantined (takes no runs): ", agent.quarantine()),
+             absl::StrCat(OnHost(host),
+                          "fix the worker (its disk, its work dir), then `taectl "
+                          "agents undrain ",
+                          agent.id(), "`")));
   } else {
     group.checks.push_back(Ok(absl::StrCat(tae::v1::StateName(agent.state()), " on ", host, ", ",
                                            agent.slots(), " slot(s)")));

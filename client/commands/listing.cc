@@ -330,10 +330,9 @@ int Agents(const CommandEnv& env, const Args& args) {
       state = "quarantined";
       quarantined.push_back(absl::StrCat(agent.id(), ": ", agent.quarantine()));
     }
-    table.Add({agent.id(), state,
-               absl::StrCat(agent.busy_slots(), "/", agent.slots()), agent.host(),
-               absl::StrJoin(labels, ","), runs.empty() ? "-" : absl::StrJoin(runs, ","),
-               FormatTime(agent.last_seen())});
+    table.Add({agent.id(), state, absl::StrCat(agent.busy_slots(), "/", agent.slots()),
+               agent.host(), absl::StrJoin(labels, ","),
+               runs.empty() ? "-" : absl::StrJoin(runs, ","), FormatTime(agent.last_seen())});
   }
   std::fputs(table.Render().c_str(), stdout);
   for (const std::string& q : quarantined) {

@@ -1,5 +1,10 @@
 #include "common/auth/credential.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+
 namespace tae::auth {
 
 std::optional<Credential> ParseCredential(std::string_view text) {
@@ -17,6 +22,23 @@ std::optional<Credential> ParseCredential(std::string_view text) {
     }
   }
   return Credential{std::string(text.substr(0, dot)), std::string(secret)};
+}
+
+absl::StatusOr<std::string> NewSecret() {
+  unsigned char bytes[32];
+  const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  const bool ok = fd >= 0 && read(fd, bytes, sizeof(bytes)) == static_cast<ssize_t>(sizeof(bytes));
+  if (fd >= 0) {
+    close(fd);
+  }
+  if (!ok) {
+    return absl::InternalError("cannot read /dev/urandom for a secret");
+  }
+  std::string out;
+  for (unsigned char b : bytes) {
+    absl::StrAppend(&out, absl::Hex(b, absl::kZeroPad2));
+  }
+  return out;
 }
 
 }  // namespace tae::auth

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/statusor.h"
+
 namespace tae::auth {
 
 struct Credential {
@@ -20,5 +22,9 @@ struct Credential {
 // "ID.SECRET" -> its parts; nullopt for anything else (no dot, an empty id, a secret that is not
 // 64 lowercase hex digits). The id is everything before the last dot, so ids may hold dots.
 std::optional<Credential> ParseCredential(std::string_view text);
+
+// 32 bytes from the kernel's random source, as 64 lowercase hex digits: a credential's secret, a
+// dashboard session. Internal error when /dev/urandom cannot be read.
+absl::StatusOr<std::string> NewSecret();
 
 }  // namespace tae::auth

@@ -174,6 +174,7 @@ std::string SpecHash(const Spec& spec) {
   nlohmann::json base = spec.base;
   for (const auto& [key, default_value] :
        {std::pair<const char*, nlohmann::json>{"resources.keep_checkpoints", 2},
+        {"resources.retry_on", "infra"},
         {"train.profile_at", nlohmann::json::array()},
         {"train.profile_steps", 5},
         {"train.log_every", 10},

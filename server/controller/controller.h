@@ -246,8 +246,7 @@ class Controller {
   void Quarantine(const std::string& agent_id, const std::string& why);
   // Counts the infrastructure faults among an agent's run exits; quarantines it after
   // kQuarantineAfter in a row (a clean exit starts the count again).
-  void CountInfraFaults(const std::string& agent_id,
-                        const std::vector<store::IngestEvent>& events);
+  void CountInfraFaults(const std::string& agent_id, const std::vector<store::IngestEvent>& events);
   // The events of `events` that `agent_id` may report (lifecycle::MayReport); logs the others.
   std::vector<store::IngestEvent> OwnEvents(const std::string& agent_id,
                                             const std::vector<store::IngestEvent>& events);

@@ -32,8 +32,8 @@ absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer, const std
                                                       " is superseded"));
   }
   if (std::find(hosts.begin(), hosts.end(), agent) == hosts.end()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "run_id: r", run.id, " attempt ", offer.attempt, " is not agent ", agent, "'s"));
+    return absl::PermissionDeniedError(absl::StrCat("run_id: r", run.id, " attempt ", offer.attempt,
+                                                    " is not agent ", agent, "'s"));
   }
   if (!allowed) {
     return absl::FailedPreconditionError(

@@ -32,8 +32,8 @@ bool IsAgentId(const std::string& id) {
 absl::StatusOr<std::string> Controller::Enrol(const std::string& agent_id) {
   TAE_CHECK_OWNER(core_);
   if (!IsAgentId(agent_id)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "agent_id: '", agent_id.substr(0, 80), "' is not 1-128 of [A-Za-z0-9._:-]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("agent_id: '", agent_id.substr(0, 80), "' is not 1-128 of [A-Za-z0-9._:-]"));
   }
   ASSIGN_OR_RETURN(std::vector<store::CredentialRecord> all, store_->ListCredentials());
   for (const store::CredentialRecord& c : all) {
@@ -65,8 +65,8 @@ absl::StatusOr<std::string> Controller::Enrol(const std::string& agent_id) {
 absl::StatusOr<std::string> Controller::MintCredential(const std::string& agent_id) {
   TAE_CHECK_OWNER(core_);
   if (!IsAgentId(agent_id)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "agent_id: '", agent_id.substr(0, 80), "' is not 1-128 of [A-Za-z0-9._:-]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("agent_id: '", agent_id.substr(0, 80), "' is not 1-128 of [A-Za-z0-9._:-]"));
   }
   ASSIGN_OR_RETURN(std::vector<store::CredentialRecord> all, store_->ListCredentials());
   for (const store::CredentialRecord& c : all) {
@@ -76,8 +76,7 @@ absl::StatusOr<std::string> Controller::MintCredential(const std::string& agent_
     }
   }
   ASSIGN_OR_RETURN(std::string secret, registry::NewSecret());
-  store::CredentialRecord record{agent_id, registry::SecretHash(secret), "provider", Now(), {},
-                                 ""};
+  store::CredentialRecord record{agent_id, registry::SecretHash(secret), "provider", Now(), {}, ""};
   RETURN_IF_ERROR(store_->PutCredential(record));
   if (options_.credentials != nullptr) {
     options_.credentials->Put(agent_id, record.secret_sha256);
@@ -88,8 +87,8 @@ absl::StatusOr<std::string> Controller::MintCredential(const std::string& agent_
 absl::StatusOr<int> Controller::Revoke(const std::string& agent_id, const std::string& reason) {
   TAE_CHECK_OWNER(core_);
   if (!IsAgentId(agent_id)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "agent_id: '", agent_id.substr(0, 80), "' is not 1-128 of [A-Za-z0-9._:-]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("agent_id: '", agent_id.substr(0, 80), "' is not 1-128 of [A-Za-z0-9._:-]"));
   }
   const std::string why = reason.empty() ? "revoked with taectl agents revoke" : reason;
   RETURN_IF_ERROR(store_->RevokeCredential(agent_id, why, Now()));
@@ -139,9 +138,8 @@ std::vector<store::IngestEvent> Controller::OwnEvents(
   }
   if (refused > 0) {
     refused_events_ += refused;
-    spdlog::warn(
-        "agent {}: {} events for runs it does not hold (e.g. r{}) refused, not stored", agent_id,
-        refused, example_run);
+    spdlog::warn("agent {}: {} events for runs it does not hold (e.g. r{}) refused, not stored",
+                 agent_id, refused, example_run);
   }
   return own;
 }

@@ -172,20 +172,19 @@ absl::Status Daemon::Init() {
                                    ? absl::StrCat("127.0.0.1:", local_agent_port_)
                                    : DialAddress(config_.agent_listen, agent_port_);
   if (config_.local_agents > 0 || !ssh_hosts_.empty() || !tpu_pools_.empty()) {
-    provider::LocalOptions local{config_.local_agents,
-                                 config_.slots,
-                                 config_.agent_binary,
-                                 loopback,
-                                 token,
-                                 config_.home + "/agents",
-                                 config_.home + "/logs",
-                                 ssh_hosts_,
-                                 loopback,
-                                 controller_->provider_log(),
-                                 config_.local_slice,
-                                 [this](const std::string& id) {
-                                   return controller_->MintCredential(id);
-                                 }};
+    provider::LocalOptions local{
+        config_.local_agents,
+        config_.slots,
+        config_.agent_binary,
+        loopback,
+        token,
+        config_.home + "/agents",
+        config_.home + "/logs",
+        ssh_hosts_,
+        loopback,
+        controller_->provider_log(),
+        config_.local_slice,
+        [this](const std::string& id) { return controller_->MintCredential(id); }};
     provider_ = std::make_unique<provider::LocalProvider>(&core_, local);
     std::promise<absl::Status> started;
     boost::asio::post(core_, [this, &started] { started.set_value(provider_->Start()); });
@@ -269,7 +268,7 @@ absl::Status Daemon::StartHttp() {
     candidates.push_back("127.0.0.1:0");
   }
   ASSIGN_OR_RETURN(std::string token, LoadOrCreateToken(config_.home, "http.token"));
-  http_api_ = std::make_unique<http::Api>(&core_, controller_.get(), query_.get(), token);
+  http_api_ = std::make_unique<http::Api>(&core_, controller_.get(), query_.get());
   http_api_->Start();
   absl::Status last_error;
   for (const std::string& listen : candidates) {
@@ -312,9 +311,9 @@ absl::Status Daemon::StartServers(const std::string& token,
     return absl::PermissionDeniedError(absl::StrCat("chmod 0600 ", socket_path));
   }
 
-  agent_service_ = std::make_unique<rpc::AgentLinkService>(
-      &core_, controller_.get(), query_.get(), blobs_.get(), checkpoint_blobs_.get(), token,
-      &credentials_);
+  agent_service_ =
+      std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), query_.get(), blobs_.get(),
+                                              checkpoint_blobs_.get(), token, &credentials_);
   grpc::ServerBuilder agent_builder;
   agent_builder.AddListeningPort(config_.agent_listen, std::move(agent_credentials), &agent_port_);
   const bool loopback_agents =

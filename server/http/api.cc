@@ -118,19 +118,17 @@ namespace {
 Response Download(Response response, const std::string& filename, bool attachment) {
   if (attachment) {
     response.headers.push_back({"Content-Disposition", absl::StrCat("attachment; filename=\"",
-                                                                     SafeFilename(filename), "\"")});
+                                                                    SafeFilename(filename), "\"")});
   }
   return response;
 }
 
 }  // namespace
 
-Api::Api(boost::asio::io_context* core, controller::Controller* controller, query::Query* query,
-         const std::string& token)
+Api::Api(boost::asio::io_context* core, controller::Controller* controller, query::Query* query)
     : core_(core),
       controller_(controller),
       query_(query),
-      secrets_(DeriveSecrets(token)),
       series_cache_(query, kSeriesCacheBytes) {}
 
 Api::~Api() = default;
@@ -268,7 +266,7 @@ std::shared_ptr<EventSource> Api::OpenStream(const Request& request, Response* e
 Response Api::Get(const Request& request) {
   const std::vector<std::string> p = Parts(request.path);
   if (p.size() == 2 && p[1] == "session") {
-    return Ok({{"csrf", secrets_.csrf}, {"version", host::Version()}});
+    return Ok({{"csrf", request.csrf}, {"version", host::Version()}});
   }
   if (p.size() == 2 && p[1] == "experiments") {
     return Experiments();
@@ -525,8 +523,7 @@ void Api::RunLogText(int64_t run_id, std::function<void(Response)> done) {
   boost::asio::post(*core_, [slice] { (*slice)(); });
 }
 
-void Api::SearchLogs(int64_t run_id, const std::string& text,
-                     std::function<void(Response)> done) {
+void Api::SearchLogs(int64_t run_id, const std::string& text, std::function<void(Response)> done) {
   struct Job {
     int64_t run_id = 0;
     std::string text;

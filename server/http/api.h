@@ -32,8 +32,7 @@ namespace tae::http {
 class Api final : public Handler {
  public:
   // core: taed's core io_context, where controller and query live; both outlive the Api.
-  Api(boost::asio::io_context* core, controller::Controller* controller, query::Query* query,
-      const std::string& token);
+  Api(boost::asio::io_context* core, controller::Controller* controller, query::Query* query);
   ~Api() override;
 
   // Starts publishing the data version (on the core). Stop() before the core stops.
@@ -77,7 +76,6 @@ class Api final : public Handler {
   boost::asio::io_context* core_;
   controller::Controller* controller_;
   query::Query* query_;
-  Secrets secrets_;
   std::atomic<int64_t> version_{0};
   std::atomic<bool> stopped_{false};
   std::unique_ptr<boost::asio::steady_timer> timer_;  // on the core

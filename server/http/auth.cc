@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/auth/credential.h"
 #include "common/snapshot/snapshot.h"
 
 namespace tae::http {
@@ -26,6 +27,40 @@ bool IsOurHost(std::string_view host, int port) {
 Secrets DeriveSecrets(std::string_view token) {
   return {snapshot::Sha256Hex(absl::StrCat("tae-dashboard-session\n", Absl(token))),
           snapshot::Sha256Hex(absl::StrCat("tae-dashboard-csrf\n", Absl(token)))};
+}
+
+Secrets SessionSecrets(std::string session) {
+  std::string csrf = snapshot::Sha256Hex(absl::StrCat("tae-dashboard-csrf\n", session));
+  return {std::move(session), std::move(csrf)};
+}
+
+absl::StatusOr<Secrets> SessionTable::Mint(double now) {
+  absl::StatusOr<std::string> value = auth::NewSecret();
+  if (!value.ok()) {
+    return value.status();
+  }
+  for (auto it = expiry_.begin(); it != expiry_.end();) {
+    it = it->second <= now ? expiry_.erase(it) : std::next(it);
+  }
+  while (expiry_.size() >= kMaxSessions) {
+    auto oldest = expiry_.begin();
+    for (auto it = expiry_.begin(); it != expiry_.end(); ++it) {
+      if (it->second < oldest->second) {
+        oldest = it;
+      }
+    }
+    expiry_.erase(oldest);
+  }
+  expiry_[*value] = now + kSessionSeconds;
+  return SessionSecrets(*std::move(value));
+}
+
+std::optional<Secrets> SessionTable::Find(std::string_view value, double now) const {
+  auto it = expiry_.find(value);
+  if (it == expiry_.end() || it->second <= now) {
+    return std::nullopt;
+  }
+  return SessionSecrets(it->first);
 }
 
 bool SecretEquals(std::string_view a, std::string_view b) {
@@ -51,8 +86,9 @@ std::optional<std::string> CookieValue(std::string_view header, std::string_view
 }
 
 std::string SessionSetCookie(const Secrets& secrets) {
-  return absl::StrCat(kSessionCookie, "=", secrets.session,
-                      "; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000");
+  return absl::StrCat(
+      kSessionCookie, "=", secrets.session,
+      "; Path=/; HttpOnly; SameSite=Strict; Max-Age=", static_cast<int64_t>(kSessionSeconds));
 }
 
 Verdict Check(const RequestFacts& request, const Secrets& secrets, int port) {

@@ -5,12 +5,13 @@
 //
 // - A random token lives in $TAE_HOME/http.token (0600), readable only by the user who runs taed.
 //   `taectl ui` prints the URL with it: /?token=T. That request is answered with an HttpOnly,
-//   SameSite=Strict session cookie (derived from T, so it survives a restart of taed) and a
-//   redirect that drops the token from the address bar.
+//   SameSite=Strict session cookie, a fresh random value per sign-in that taed keeps in memory
+//   for kSessionSeconds (so a cookie a browser sends to another local port is worth little: it
+//   expires, and every restart of taed forgets it), and a page that moves on to / by itself.
 // - Every other request needs the cookie; without it /api answers 401 and pages ask for the URL.
-// - Actions (POST) also need the X-CSRF-Token header, a second value derived from T that pages get
-//   from GET /api/session (which needs the cookie). A page of another origin can make the browser
-//   send a request but cannot read that value.
+// - Actions (POST) also need the X-CSRF-Token header, a second value derived from the session that
+//   pages get from GET /api/session (which needs the cookie). A page of another origin can make the
+//   browser send a request but cannot read that value.
 // - The Host header must name the loopback address the server listens on (a DNS-rebinding page
 //   would send its own host name), and a POST's Origin, when present, must be that same origin.
 // - A request the browser marks as sent by another site (Sec-Fetch-Site other than same-origin or
@@ -19,9 +20,12 @@
 //   otherwise get the browser to send ours. The sign-in URL is the one exception: it carries the
 //   token itself.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "absl/status/statusor.h"
 
 namespace tae::http {
 
@@ -32,8 +36,30 @@ struct Secrets {
   std::string csrf;     // the X-CSRF-Token value
 };
 
-// Both derived from the token with SHA-256 under distinct labels.
+// Both derived from the token with SHA-256 under distinct labels: `session` is what a sign-in
+// URL's token is checked against (the token itself is never kept in memory as-is).
 Secrets DeriveSecrets(std::string_view token);
+
+// A session's secrets: its value and the CSRF token derived from it.
+Secrets SessionSecrets(std::string session);
+
+inline constexpr double kSessionSeconds = 7 * 24 * 3600;
+
+// The signed-in sessions, each a random value minted at sign-in, forgotten after
+// kSessionSeconds or when more than kMaxSessions are open (the oldest first). Not thread-safe:
+// the HTTP server's thread only.
+class SessionTable {
+ public:
+  static constexpr size_t kMaxSessions = 256;
+  // A new session, from now on valid until now + kSessionSeconds.
+  absl::StatusOr<Secrets> Mint(double now);
+  // The secrets of the session whose cookie value is `value`, if it is open at `now`.
+  std::optional<Secrets> Find(std::string_view value, double now) const;
+  size_t size() const { return expiry_.size(); }
+
+ private:
+  std::map<std::string, double, std::less<>> expiry_;  // session -> when it ends
+};
 
 // Equal strings, compared in time that depends only on their lengths.
 bool SecretEquals(std::string_view a, std::string_view b);
@@ -41,7 +67,7 @@ bool SecretEquals(std::string_view a, std::string_view b);
 // The value of cookie `name` in a Cookie header ("a=1; tae_session=x"), if present.
 std::optional<std::string> CookieValue(std::string_view header, std::string_view name);
 
-// The Set-Cookie header value that signs a browser in.
+// The Set-Cookie header value that signs a browser in (Max-Age kSessionSeconds).
 std::string SessionSetCookie(const Secrets& secrets);
 
 // What a request may do.
@@ -55,11 +81,11 @@ enum class Verdict {
 };
 
 struct RequestFacts {
-  std::string_view method;  // "GET", "POST", ...
-  std::string_view host;    // the Host header
-  std::string_view origin;  // the Origin header ("" when absent)
-  std::string_view cookie;  // the Cookie header
-  std::string_view csrf;    // the X-CSRF-Token header
+  std::string_view method;      // "GET", "POST", ...
+  std::string_view host;        // the Host header
+  std::string_view origin;      // the Origin header ("" when absent)
+  std::string_view cookie;      // the Cookie header
+  std::string_view csrf;        // the X-CSRF-Token header
   std::string_view fetch_site;  // the Sec-Fetch-Site header ("" when absent: not a browser)
 };
 

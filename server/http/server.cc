@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <deque>
+#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "boost/asio/write.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
+#include "common/clock/clock.h"
 #include "common/tls/tls.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -117,6 +119,149 @@ Response Response::Error(int status, const std::string& message) {
   return Json(status, nlohmann::json{{"error", message}}.dump(
                           -1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
+
+namespace {
+
+// What a connection does with one parsed request: the sign-in rules, then the handler. `answer`
+// gets the response and whether the connection may stay open (any thread, once per call unless
+// the handler misbehaves; the Session guards against a second answer).
+// `token`: the secrets the sign-in URL's token must derive; `sessions`: who is signed in.
+void Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
+            SessionTable* sessions, int port, Handler* handler,
+            const std::function<void(Response, bool)>& answer) {
+  const double now = clock::WallNow();
+  const bool keep_alive = req.keep_alive();
+  Request request;
+  request.method = std::string(req.method_string());
+  std::string_view target(req.target().data(), req.target().size());
+  const size_t q = target.find('?');
+  std::optional<std::string> path = PercentDecode(target.substr(0, q), false);
+  if (!path.has_value() || path->empty() || (*path)[0] != '/') {
+    answer(Response::Error(400, "malformed request path"), false);
+    return;
+  }
+  request.path = *path;
+  if (q != std::string_view::npos) {
+    request.query = ParseQuery(target.substr(q + 1));
+  }
+  request.body = req.body();
+  auto header = [&](bhttp::field field) {
+    auto it = req.find(field);
+    return it == req.end() ? std::string_view()
+                           : std::string_view(it->value().data(), it->value().size());
+  };
+  auto custom = [&](const char* name) {
+    auto it = req.find(name);
+    return it == req.end() ? std::string_view()
+                           : std::string_view(it->value().data(), it->value().size());
+  };
+  RequestFacts facts{request.method,
+                     header(bhttp::field::host),
+                     header(bhttp::field::origin),
+                     header(bhttp::field::cookie),
+                     custom("X-CSRF-Token"),
+                     custom("Sec-Fetch-Site")};
+  const bool api = request.path.rfind("/api/", 0) == 0;
+
+  // The sign-in: /?token=T sets the cookie and drops the token from the address bar.
+  if (request.method == "GET" && request.path == "/" && request.query.count("token") > 0) {
+    Verdict host = Check({facts.method, facts.host, "", "", "", ""}, token, port);
+    if (host == Verdict::kBadHost) {
+      answer(Response::Error(421, Explain(host)), false);
+      return;
+    }
+    if (!SecretEquals(DeriveSecrets(request.query["token"]).session, token.session)) {
+      Response r;
+      r.status = 401;
+      r.content_type = "text/html; charset=utf-8";
+      r.body = SignInPage("That token is not this taed's.");
+      answer(std::move(r), keep_alive);
+      return;
+    }
+    // Not a redirect: a redirect keeps the first hop's Sec-Fetch-Site (cross-site when the
+    // link was opened from a file or another page), which the next request would be refused
+    // for. This page moves on by itself, as a same-origin navigation, keeping the #route.
+    absl::StatusOr<Secrets> session = sessions->Mint(now);
+    if (!session.ok()) {
+      answer(Response::Error(500, std::string(session.status().message())), false);
+      return;
+    }
+    Response r;
+    r.status = 200;
+    r.content_type = "text/html; charset=utf-8";
+    r.headers = {{"Set-Cookie", SessionSetCookie(*session)}};
+    r.body =
+        "<!doctype html><meta charset=utf-8><title>TAE</title><noscript><meta "
+        "http-equiv=refresh content=\"0;url=/\"></noscript><script>location.replace('/' + "
+        "location.hash)</script>Signed in: opening the dashboard...";
+    answer(std::move(r), keep_alive);
+    return;
+  }
+  // The presented session's secrets, or ones no cookie can match (a fresh random value is not
+  // needed: an empty session never equals a cookie's value, which Check requires non-empty).
+  std::optional<Secrets> session;
+  if (std::optional<std::string> cookie = CookieValue(facts.cookie, kSessionCookie)) {
+    session = sessions->Find(*cookie, now);
+  }
+  const Verdict verdict = Check(facts, session.value_or(Secrets{}), port);
+  if (verdict != Verdict::kAllowed) {
+    Response r;
+    if (api || (verdict != Verdict::kNoSession && verdict != Verdict::kCrossSite)) {
+      r = Response::Error(StatusOf(verdict), Explain(verdict));
+    } else {
+      r.status = StatusOf(verdict);
+      r.content_type = "text/html; charset=utf-8";
+      r.body = SignInPage(verdict == Verdict::kNoSession
+                              ? "Not signed in."
+                              : "This page was opened from another site or another local port, "
+                                "which the dashboard refuses.");
+    }
+    answer(std::move(r), keep_alive);
+    return;
+  }
+  request.csrf = session->csrf;
+  try {
+    handler->Handle(std::move(request), [answer, keep_alive](Response response) {
+      answer(std::move(response), keep_alive);
+    });
+  } catch (const std::exception& e) {
+    spdlog::warn("dashboard request failed: {}", e.what());
+    answer(Response::Error(500, "the request failed inside taed (see taed.log)"), false);
+  }
+}
+
+std::shared_ptr<bhttp::response<bhttp::string_body>> BuildResponse(Response response,
+                                                                   bool keep_alive) {
+  auto res = std::make_shared<bhttp::response<bhttp::string_body>>();
+  res->version(11);
+  res->result(static_cast<unsigned>(response.status));
+  res->set(bhttp::field::content_type, response.content_type);
+  res->set(bhttp::field::server, "taed");
+  res->set("X-Content-Type-Options", "nosniff");
+  res->set("X-Frame-Options", "DENY");
+  res->set("Referrer-Policy", "no-referrer");
+  bool has_cache = false;
+  for (const auto& [name, value] : response.headers) {
+    // A header value never carries a line break (a handler may quote what a client sent).
+    std::string safe = value;
+    for (char& c : safe) {
+      if (c == '\r' || c == '\n' || c == '\0') {
+        c = ' ';
+      }
+    }
+    res->insert(name, safe);
+    has_cache = has_cache || name == "Cache-Control";
+  }
+  if (!has_cache) {
+    res->set(bhttp::field::cache_control, "no-store");
+  }
+  res->body() = std::move(response.body);
+  res->keep_alive(keep_alive);
+  res->prepare_payload();
+  return res;
+}
+
+}  // namespace
 
 // One SSE stream on a connection whose response header is written: polls its source every
 // poll_s, writes what it says, and a comment line after heartbeat_s of silence.
@@ -253,99 +398,19 @@ class Server::Session : public std::enable_shared_from_this<Server::Session> {
   void OnRequest() {
     const auto& req = parser_->get();
     keep_alive_ = req.keep_alive();
-    Request request;
-    request.method = std::string(req.method_string());
-    std::string_view target(req.target().data(), req.target().size());
-    const size_t q = target.find('?');
-    std::optional<std::string> path = PercentDecode(target.substr(0, q), false);
-    if (!path.has_value() || path->empty() || (*path)[0] != '/') {
-      Send(Response::Error(400, "malformed request path"), false);
-      return;
-    }
-    request.path = *path;
-    if (q != std::string_view::npos) {
-      request.query = ParseQuery(target.substr(q + 1));
-    }
-    request.body = req.body();
-    auto header = [&](bhttp::field field) {
-      auto it = req.find(field);
-      return it == req.end() ? std::string_view()
-                             : std::string_view(it->value().data(), it->value().size());
-    };
-    auto custom = [&](const char* name) {
-      auto it = req.find(name);
-      return it == req.end() ? std::string_view()
-                             : std::string_view(it->value().data(), it->value().size());
-    };
-    RequestFacts facts{request.method,         header(bhttp::field::host),
-                       header(bhttp::field::origin), header(bhttp::field::cookie),
-                       custom("X-CSRF-Token"),     custom("Sec-Fetch-Site")};
-    const bool api = request.path.rfind("/api/", 0) == 0;
-
-    // The sign-in: /?token=T sets the cookie and drops the token from the address bar.
-    if (request.method == "GET" && request.path == "/" && request.query.count("token") > 0) {
-      Verdict host =
-          Check({facts.method, facts.host, "", "", "", ""}, server_->secrets_, server_->port_);
-      if (host == Verdict::kBadHost) {
-        Send(Response::Error(421, Explain(host)), false);
-        return;
-      }
-      if (!SecretEquals(DeriveSecrets(request.query["token"]).session, server_->secrets_.session)) {
-        Response r;
-        r.status = 401;
-        r.content_type = "text/html; charset=utf-8";
-        r.body = SignInPage("That token is not this taed's.");
-        Send(std::move(r), keep_alive_);
-        return;
-      }
-      // Not a redirect: a redirect keeps the first hop's Sec-Fetch-Site (cross-site when the
-      // link was opened from a file or another page), which the next request would be refused
-      // for. This page moves on by itself, as a same-origin navigation, keeping the #route.
-      Response r;
-      r.status = 200;
-      r.content_type = "text/html; charset=utf-8";
-      r.headers = {{"Set-Cookie", SessionSetCookie(server_->secrets_)}};
-      r.body =
-          "<!doctype html><meta charset=utf-8><title>TAE</title><noscript><meta "
-          "http-equiv=refresh content=\"0;url=/\"></noscript><script>location.replace('/' + "
-          "location.hash)</script>Signed in: opening the dashboard...";
-      Send(std::move(r), keep_alive_);
-      return;
-    }
-    const Verdict verdict = Check(facts, server_->secrets_, server_->port_);
-    if (verdict != Verdict::kAllowed) {
-      Response r;
-      if (api || (verdict != Verdict::kNoSession && verdict != Verdict::kCrossSite)) {
-        r = Response::Error(StatusOf(verdict), Explain(verdict));
-      } else {
-        r.status = StatusOf(verdict);
-        r.content_type = "text/html; charset=utf-8";
-        r.body = SignInPage(verdict == Verdict::kNoSession
-                                ? "Not signed in."
-                                : "This page was opened from another site or another local port, "
-                                  "which the dashboard refuses.");
-      }
-      Send(std::move(r), keep_alive_);
-      return;
-    }
     auto self = shared_from_this();
     auto executor = stream_.get_executor();
     // A handler that throws after answering must not answer twice.
     auto answered = std::make_shared<std::atomic<bool>>(false);
-    auto done = [self, executor, answered](Response response) {
-      if (answered->exchange(true)) {
-        return;
-      }
-      asio::post(executor, [self, response = std::move(response)]() mutable {
-        self->Send(std::move(response), self->keep_alive_);
-      });
-    };
-    try {
-      server_->options_.handler->Handle(std::move(request), done);
-    } catch (const std::exception& e) {
-      spdlog::warn("dashboard request failed: {}", e.what());
-      done(Response::Error(500, "the request failed inside taed (see taed.log)"));
-    }
+    Decide(req, server_->secrets_, &server_->sessions_, server_->port_, server_->options_.handler,
+           [self, executor, answered](Response response, bool keep_alive) {
+             if (answered->exchange(true)) {
+               return;
+             }
+             asio::post(executor, [self, response = std::move(response), keep_alive]() mutable {
+               self->Send(std::move(response), keep_alive && self->keep_alive_);
+             });
+           });
   }
 
   void Send(Response response, bool keep_alive) {
@@ -359,25 +424,7 @@ class Server::Session : public std::enable_shared_from_this<Server::Session> {
       stream->Start(std::move(header));
       return;
     }
-    auto res = std::make_shared<bhttp::response<bhttp::string_body>>();
-    res->version(11);
-    res->result(static_cast<unsigned>(response.status));
-    res->set(bhttp::field::content_type, response.content_type);
-    res->set(bhttp::field::server, "taed");
-    res->set("X-Content-Type-Options", "nosniff");
-    res->set("X-Frame-Options", "DENY");
-    res->set("Referrer-Policy", "no-referrer");
-    bool has_cache = false;
-    for (const auto& [name, value] : response.headers) {
-      res->insert(name, value);
-      has_cache = has_cache || name == "Cache-Control";
-    }
-    if (!has_cache) {
-      res->set(bhttp::field::cache_control, "no-store");
-    }
-    res->body() = std::move(response.body);
-    res->keep_alive(keep_alive);
-    res->prepare_payload();
+    auto res = BuildResponse(std::move(response), keep_alive);
     stream_.expires_after(kWriteTimeout);
     auto self = shared_from_this();
     bhttp::async_write(stream_, *res, [self, res, keep_alive](beast::error_code ec, size_t) {
@@ -453,7 +500,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
 }
 
 void Server::Accept() {
-  acceptor_->socket.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+  acceptor_->socket.async_accept(asio::make_strand(io_), [this](beast::error_code ec,
+                                                                tcp::socket socket) {
     if (ec == asio::error::operation_aborted) {
       return;
     }
@@ -511,5 +559,51 @@ void Server::Stop() {
 }
 
 Server::~Server() { Stop(); }
+
+int ServeBytesForTest(std::string_view bytes, const ServerOptions& options, int port,
+                      SessionTable* sessions, const std::function<void(std::string)>& answered) {
+  const Secrets secrets = DeriveSecrets(options.token);
+  int parsed = 0;
+  auto serialize = [answered](Response response, bool keep_alive) {
+    if (response.stream != nullptr) {
+      answered("HTTP/1.1 200 OK (event stream)\r\n\r\n");
+      return;
+    }
+    std::ostringstream out;
+    out << *BuildResponse(std::move(response), keep_alive);
+    answered(out.str());
+  };
+  while (!bytes.empty() && parsed < 8) {
+    bhttp::request_parser<bhttp::string_body> parser;
+    parser.body_limit(kMaxBodyBytes);
+    parser.header_limit(kMaxHeaderBytes);
+    parser.eager(true);
+    beast::error_code ec;
+    const size_t used = parser.put(asio::buffer(bytes.data(), bytes.size()), ec);
+    if (ec == bhttp::error::body_limit) {
+      serialize(Response::Error(413, "request body larger than 64 KiB"), false);
+      return parsed;
+    }
+    if (ec == bhttp::error::header_limit) {
+      serialize(Response::Error(431, "request header larger than 16 KiB"), false);
+      return parsed;
+    }
+    if (ec || !parser.is_done()) {
+      return parsed;  // malformed or incomplete: a connection would close or keep waiting
+    }
+    bytes.remove_prefix(used);
+    ++parsed;
+    const bool keep_alive = parser.get().keep_alive();
+    try {
+      Decide(parser.get(), secrets, sessions, port, options.handler, serialize);
+    } catch (const std::exception& e) {
+      serialize(Response::Error(500, "the request failed inside taed (see taed.log)"), false);
+    }
+    if (!keep_alive) {
+      break;
+    }
+  }
+  return parsed;
+}
 
 }  // namespace tae::http

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@ struct Request {
   std::string path;                          // percent-decoded, without the query
   std::map<std::string, std::string> query;  // percent-decoded; a repeated name keeps the last
   std::string body;
+  std::string csrf;  // the signed-in session's X-CSRF-Token (GET /api/session hands it out)
 
   // The query parameter `name`, or `fallback`.
   std::string Param(const std::string& name, const std::string& fallback = "") const;
@@ -97,7 +99,8 @@ class Server {
   void Accept();
 
   ServerOptions options_;
-  Secrets secrets_;
+  Secrets secrets_;        // derived from the token: what a sign-in is checked against
+  SessionTable sessions_;  // the server's thread only
   boost::asio::io_context io_;
   std::unique_ptr<class Acceptor> acceptor_;
   std::unique_ptr<boost::asio::steady_timer> accept_timer_;  // the backoff after a failed accept
@@ -109,6 +112,16 @@ class Server {
   int port_ = 0;
   bool stopped_ = false;
 };
+
+// For the HTTP fuzzer (fuzz/fuzz_http.cc) and tests: `bytes` through the same parser (the same
+// limits) and the same request handling as a connection, without a socket: each request parsed
+// whole (at most 8, pipelined) is decided (sign-in rules, then options.handler) and its answer,
+// serialized as it would be sent, goes to `answered`, which may run later on whatever thread the
+// handler answers from. `port`: the one the Host header must name; `sessions`: who is signed in
+// (a sign-in adds to it). Returns how many requests
+// were parsed whole.
+int ServeBytesForTest(std::string_view bytes, const ServerOptions& options, int port,
+                      SessionTable* sessions, const std::function<void(std::string)>& answered);
 
 // Percent-decoding of a URL component ('+' is a space in a query); nullopt when malformed.
 std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space);

@@ -54,9 +54,10 @@ std::optional<RunTransition> RetryJobFailure(const RunRecord& run, const std::st
   if (run.retry_on != "any" || run.attempt >= run.max_attempts) {
     return std::nullopt;
   }
-  const std::string next = absl::StrCat("retrying the job's failure (resources.retry_on = any; "
-                                        "attempt ",
-                                        run.attempt, " of ", run.max_attempts, " spent)");
+  const std::string next = absl::StrCat(
+      "retrying the job's failure (resources.retry_on = any; "
+      "attempt ",
+      run.attempt, " of ", run.max_attempts, " spent)");
   RunTransition t = Begin(run, run.attempt, at);
   t.rows.push_back({run.state, RunState::kFailed, reason});
   t.rows.push_back({RunState::kFailed, RunState::kQueued, next});

@@ -8,9 +8,9 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
-#include <functional>
 #include <string>
 #include <vector>
 

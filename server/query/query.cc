@@ -647,7 +647,7 @@ absl::StatusOr<std::vector<int64_t>> Query::SearchLogs(int64_t run_id, const std
 }
 
 absl::StatusOr<Query::SearchSlice> Query::SearchLogsSlice(int64_t run_id, const std::string& text,
-                                                         int64_t after, int scan) {
+                                                          int64_t after, int scan) {
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kSearchLogsSlice));
   stmt->Bind(1, run_id).Bind(2, text).Bind(3, after).Bind(4, int64_t{scan});

@@ -148,14 +148,14 @@ class Query {
   // The cursors of the run's log lines containing `text` (ASCII case-insensitive), ascending, at
   // most `limit`.
   absl::StatusOr<std::vector<int64_t>> SearchLogs(int64_t run_id, const std::string& text,
-                                                 int limit);
+                                                  int limit);
   // One slice of a search: the lines of the run after `after` (a line id), at most `scan` of
   // them, and which of those contain `text`. A caller that has the core for others searches a
   // long log slice by slice, `after` = the slice's `last`.
   struct SearchSlice {
     std::vector<int64_t> matches;
-    int64_t last = 0;   // the last line id looked at (the next slice's `after`)
-    bool end = false;   // no lines after `last`
+    int64_t last = 0;  // the last line id looked at (the next slice's `after`)
+    bool end = false;  // no lines after `last`
   };
   absl::StatusOr<SearchSlice> SearchLogsSlice(int64_t run_id, const std::string& text,
                                               int64_t after, int scan);

@@ -1,8 +1,5 @@
 #include "server/registry/credentials.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include "absl/strings/str_cat.h"
 #include "common/snapshot/snapshot.h"
 
@@ -21,23 +18,6 @@ bool SameBytes(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
-
-absl::StatusOr<std::string> NewSecret() {
-  unsigned char bytes[32];
-  const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  const bool ok = fd >= 0 && read(fd, bytes, sizeof(bytes)) == static_cast<ssize_t>(sizeof(bytes));
-  if (fd >= 0) {
-    close(fd);
-  }
-  if (!ok) {
-    return absl::InternalError("cannot read /dev/urandom for an agent credential");
-  }
-  std::string out;
-  for (unsigned char b : bytes) {
-    absl::StrAppend(&out, absl::Hex(b, absl::kZeroPad2));
-  }
-  return out;
-}
 
 std::string SecretHash(std::string_view secret) {
   return snapshot::Sha256Hex(absl::StrCat("tae-agent-credential\n", std::string(secret)));

@@ -27,8 +27,7 @@ namespace tae::registry {
 using auth::Credential;
 using auth::ParseCredential;
 
-// A fresh random secret (32 bytes from the kernel, as hex).
-absl::StatusOr<std::string> NewSecret();
+using auth::NewSecret;
 
 // SHA-256 of a secret, hex: what the store keeps.
 std::string SecretHash(std::string_view secret);

@@ -30,11 +30,11 @@ struct Agent {
   double connected_at = 0;
   double last_seen = 0;
   bool connected = false;
-  bool draining = false;        // shutting down or drained: takes no new runs
+  bool draining = false;  // shutting down or drained: takes no new runs
   // Non-empty: quarantined after repeated infrastructure faults, and why. Takes no new runs
   // until `taectl agents undrain ID` (kept across reconnects and taed restarts).
   std::string quarantine;
-  int infra_faults = 0;  // infrastructure faults in a row (reset by a run that ends cleanly)
+  int infra_faults = 0;         // infrastructure faults in a row (reset by a run that ends cleanly)
   uint64_t connections = 0;     // how many times it has registered in this taed's life
   std::map<int64_t, int> runs;  // run id -> slots it uses
   std::shared_ptr<AgentChannel> channel;

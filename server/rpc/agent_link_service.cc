@@ -268,8 +268,7 @@ bool TokenMatches(std::string_view header, std::string_view token) {
 AgentLinkService::AgentLinkService(boost::asio::io_context* core,
                                    controller::Controller* controller, query::Query* query,
                                    blobs::BlobWorker* blobs, blobs::BlobWorker* checkpoint_blobs,
-                                   std::string token,
-                                   const registry::CredentialTable* credentials)
+                                   std::string token, const registry::CredentialTable* credentials)
     : core_(core),
       controller_(controller),
       query_(query),

@@ -16,7 +16,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-
 #include "boost/asio/io_context.hpp"
 #include "server/blobs/blob_worker.h"
 #include "server/controller/controller.h"

@@ -103,9 +103,9 @@ absl::Status UploadGrants::Grant(const std::string& agent,
     total += size;
   }
   if (total > kMaxGrantedBytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("manifest: uploads of ", total, " bytes would be open for agent ", agent,
-                     "; at most ", kMaxGrantedBytes, " at a time"));
+    return absl::ResourceExhaustedError(absl::StrCat("manifest: uploads of ", total,
+                                                     " bytes would be open for agent ", agent,
+                                                     "; at most ", kMaxGrantedBytes, " at a time"));
   }
   for (const auto& [hash, size] : sizes) {
     mine[hash] = {size, now + kGrantSeconds};
@@ -132,9 +132,8 @@ absl::Status UploadGrants::Check(
                        " is not a blob an open checkpoint offer of agent ", agent, " named"));
     }
     if (chunk.total_size() != g->size) {
-      return absl::InvalidArgumentError(absl::StrCat("chunks[", i, "].total_size: ",
-                                                     chunk.total_size(), "; the offer said ",
-                                                     g->size));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "chunks[", i, "].total_size: ", chunk.total_size(), "; the offer said ", g->size));
     }
   }
   return absl::OkStatus();
@@ -199,8 +198,7 @@ grpc::ServerUnaryReactor* AgentLinkService::OfferCheckpoint(
     return reactor;
   }
   DropExpired(&grants_, checkpoint_blobs_);
-  checkpoint_blobs_->Post([this, reactor, request, response,
-                           caller = *caller](blobs::BlobStore&) {
+  checkpoint_blobs_->Post([this, reactor, request, response, caller = *caller](blobs::BlobStore&) {
     absl::StatusOr<controller::CheckpointOffer> parsed =
         ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest(),
                    request->artifact());
@@ -245,7 +243,8 @@ grpc::ServerUnaryReactor* AgentLinkService::PutCheckpointBlobs(
   }
   if (absl::Status granted = grants_.Check(*caller, request->chunks(), clock::WallNow());
       !granted.ok()) {
-    spdlog::warn("agent {}: checkpoint upload refused: {}", *caller, std::string(granted.message()));
+    spdlog::warn("agent {}: checkpoint upload refused: {}", *caller,
+                 std::string(granted.message()));
     reactor->Finish(ToGrpc(granted));
     return reactor;
   }
@@ -269,8 +268,7 @@ grpc::ServerUnaryReactor* AgentLinkService::CommitCheckpoint(
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
     return reactor;
   }
-  checkpoint_blobs_->Post([this, reactor, request, response,
-                           caller = *caller](blobs::BlobStore&) {
+  checkpoint_blobs_->Post([this, reactor, request, response, caller = *caller](blobs::BlobStore&) {
     absl::StatusOr<controller::CheckpointOffer> parsed =
         ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest(),
                    request->artifact());

@@ -40,7 +40,7 @@ struct ExperimentReport {
   std::vector<std::string> metrics;
   std::map<std::string, std::string> goal;
   std::map<std::string, double> floor = {};  // [report] floor: metric -> level
-  int min_seeds = 0;  // train.seeds = { min, max, ... }; 0: a list of seeds
+  int min_seeds = 0;                         // train.seeds = { min, max, ... }; 0: a list of seeds
   int max_seeds = 0;
   double alpha = 0.05;
   std::map<std::string, double> margin = {};  // train.seeds.margin: metric -> equivalence margin
@@ -72,8 +72,8 @@ struct RunResources {
   int max_concurrent = 0;  // resources.max_concurrent: cap on the experiment's active runs
   int hosts = 1;           // resources.hosts: agents of one slice the run spans (a gang)
   std::string command{};   // job.command; empty: tae-train
-  std::string snapshot_id{};  // job.snapshot: the code snapshot mounted for it; empty: none
-  int keep_checkpoints = 2;   // resources.keep_checkpoints: kept by taed; 0: none uploaded
+  std::string snapshot_id{};       // job.snapshot: the code snapshot mounted for it; empty: none
+  int keep_checkpoints = 2;        // resources.keep_checkpoints: kept by taed; 0: none uploaded
   std::string retry_on = "infra";  // resources.retry_on: "infra" or "any"
 };
 

@@ -367,9 +367,10 @@ absl::StatusOr<std::map<std::string, std::string>> Store::AgentQuarantines() {
 absl::Status Store::PutCredential(const CredentialRecord& credential) {
   ASSIGN_OR_RETURN(
       Statement stmt,
-      db_.Prepare("INSERT INTO agent_credentials (agent_id, secret_sha256, how, enrolled_at) "
-                  "VALUES (?,?,?,?) ON CONFLICT(agent_id) DO UPDATE SET secret_sha256 = "
-                  "excluded.secret_sha256, how = excluded.how, enrolled_at = excluded.enrolled_at"));
+      db_.Prepare(
+          "INSERT INTO agent_credentials (agent_id, secret_sha256, how, enrolled_at) "
+          "VALUES (?,?,?,?) ON CONFLICT(agent_id) DO UPDATE SET secret_sha256 = "
+          "excluded.secret_sha256, how = excluded.how, enrolled_at = excluded.enrolled_at"));
   stmt.Bind(1, credential.agent_id)
       .Bind(2, credential.secret_sha256)
       .Bind(3, credential.how)

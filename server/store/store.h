@@ -129,8 +129,7 @@ class Store {
 
   // Agent credentials (migration 0010).
   absl::Status PutCredential(const CredentialRecord& credential);
-  absl::Status RevokeCredential(const std::string& agent_id, const std::string& reason,
-                                double now);
+  absl::Status RevokeCredential(const std::string& agent_id, const std::string& reason, double now);
   absl::StatusOr<std::vector<CredentialRecord>> ListCredentials();
 
   // The connection, for the read side (server/query) on the same thread, and for tests.

@@ -167,8 +167,10 @@ TEST_CASE(
   auto stub =
       tae::v1::AgentLink::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   int tried = 0;
-  for (const std::string& header : {std::string(), std::string("Bearer wrong"),
-                                    "Bearer " + token + "x", "bearer " + token, token}) {
+  // The enrolment token itself only enrols: a stream with it is refused like no token at all.
+  for (const std::string& header :
+       {std::string(), std::string("Bearer wrong"), "Bearer " + token + "x", "bearer " + token,
+        token, "Bearer " + token, "Bearer intruder." + std::string(64, '0')}) {
     grpc::ClientContext ctx;
     if (!header.empty()) {
       ctx.AddMetadata("authorization", header);
@@ -209,8 +211,18 @@ TEST_CASE(
     CHECK(agent.at("id") != "intruder");
   }
 
-  // An agent with the token that sends events beyond the limits: they are acked (so it cannot
-  // wedge itself) but not stored, and taed stays up.
+  // An enrolled agent that sends events beyond the limits (for a run it does not even hold):
+  // they are acked (so it cannot wedge itself) but not stored, and taed stays up.
+  std::string credential;
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + token);
+    tae::v1::EnrolRequest request;
+    request.set_agent_id("rogue");
+    tae::v1::EnrolResponse response;
+    REQUIRE(stub->Enrol(&ctx, request, &response).ok());
+    credential = response.credential();
+  }
   const std::string spec = cluster.dir().Write("one.toml",
                                                "name = \"one\"\n[train]\nseeds = [0]\n"
                                                "[resources]\nlabels = { pool = \"nobody\" }\n");
@@ -219,7 +231,7 @@ TEST_CASE(
   const int64_t run = cluster.TaectlJson({"runs", std::to_string(exp)})[0].at("id");
   {
     grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", "Bearer " + token);
+    ctx.AddMetadata("authorization", "Bearer " + credential);
     auto stream = stub->Connect(&ctx);
     tae::v1::AgentMessage hello;
     hello.mutable_register_()->set_agent_id("rogue");

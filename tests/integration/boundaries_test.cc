@@ -133,8 +133,7 @@ class AgentCalls {
 };
 
 std::string Manifest(const std::string& data) {
-  return "100644 " + std::to_string(data.size()) + " " + snapshot::Sha256Hex(data) +
-         " model.pt\n";
+  return "100644 " + std::to_string(data.size()) + " " + snapshot::Sha256Hex(data) + " model.pt\n";
 }
 
 int StoredBlobs(const Cluster& cluster) {
@@ -156,10 +155,11 @@ TEST_CASE(
   const std::string gate = gates.path() + "/open";
   std::filesystem::create_directories(cluster.dir().path() + "/job");
   cluster.dir().Write("job/run.sh", kGatedJob);
-  const std::string spec = cluster.dir().Write(
-      "victim.toml", "name = \"victim\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\n"
-                     "command = \"sh run.sh " +
-                         gate + "\"\n");
+  const std::string spec =
+      cluster.dir().Write("victim.toml",
+                          "name = \"victim\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\n"
+                          "command = \"sh run.sh " +
+                              gate + "\"\n");
   const std::string exp =
       std::to_string(cluster.TaectlJson({"submit", spec}).at("experiment").get<int64_t>());
   int64_t run = 0;

@@ -253,7 +253,9 @@ grpc::Status Call(
                                      grpc::InsecureChannelCredentials());
   auto stub = tae::v1::AgentLink::NewStub(channel);
   grpc::ClientContext ctx;
-  ctx.AddMetadata("authorization", "Bearer " + FirstLine(cluster.home() + "/agent.token"));
+  // The run's own agent's credential: the calls are refused to anyone else (boundaries_test.cc).
+  ctx.AddMetadata("authorization",
+                  "Bearer " + FirstLine(cluster.home() + "/agents/local-0/agent.credential"));
   return fn(*stub, ctx);
 }
 
@@ -277,10 +279,81 @@ TEST_CASE(
           return !steps.empty() && steps.front() == step;
         },
         120));
-    gates.Write(std::to_string(step), "");
+    if (step < 3) {
+      gates.Write(std::to_string(step), "");
+    }
   }
+
+  // While the run is live (its job waits at gate 3), uploads that must never be offered: a blob
+  // that is not there, bytes that do not match their hash, half a blob. Nothing stored changes.
+  const std::string half = "half of a blob that never completes";
+  const std::string manifest =
+      snapshot::ManifestText({{"model.pt", 0644, half.size(), snapshot::Sha256Hex(half)}});
+  auto commit = [&](int attempt) {
+    return Call(cluster, [&](tae::v1::AgentLink::Stub& stub, grpc::ClientContext& ctx) {
+      tae::v1::CommitCheckpointRequest request;
+      request.set_run_id(run);
+      request.set_attempt(attempt);
+      request.set_step(9);
+      request.set_manifest(manifest);
+      tae::v1::CommitCheckpointResponse response;
+      return stub.CommitCheckpoint(&ctx, request, &response);
+    });
+  };
+  auto put = [&](const std::string& data, uint64_t offset) {
+    return Call(cluster, [&](tae::v1::AgentLink::Stub& stub, grpc::ClientContext& ctx) {
+      tae::v1::PutCheckpointBlobsRequest request;
+      tae::v1::BlobChunk* chunk = request.add_chunks();
+      chunk->set_hash(snapshot::Sha256Hex(half));
+      chunk->set_offset(offset);
+      chunk->set_total_size(half.size());
+      chunk->set_data(data);
+      tae::v1::PutCheckpointBlobsResponse response;
+      return stub.PutCheckpointBlobs(&ctx, request, &response);
+    });
+  };
+  grpc::Status missing = commit(1);
+  CHECK(missing.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(missing.error_message().find("1 of its 1 blobs are not stored") != std::string::npos);
+  // No offer named it yet: refused before a byte is written.
+  CHECK(put(half, 0).error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  grpc::Status offered =
+      Call(cluster, [&](tae::v1::AgentLink::Stub& stub, grpc::ClientContext& ctx) {
+        tae::v1::OfferCheckpointRequest request;
+        request.set_run_id(run);
+        request.set_attempt(1);
+        request.set_step(9);
+        request.set_manifest(manifest);
+        tae::v1::OfferCheckpointResponse response;
+        return stub.OfferCheckpoint(&ctx, request, &response);
+      });
+  REQUIRE(offered.ok());
+  grpc::Status corrupt = put(std::string(half.size(), 'x'), 0);
+  CHECK(corrupt.error_code() == grpc::StatusCode::DATA_LOSS);
+  REQUIRE(put(half.substr(0, 10), 0).ok());  // the first 10 bytes only
+  CHECK(commit(1).error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  grpc::Status wrong_attempt = commit(7);
+  CHECK(wrong_attempt.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(wrong_attempt.error_message().find("attempt") != std::string::npos);
+  grpc::Status garbage =
+      Call(cluster, [&](tae::v1::AgentLink::Stub& stub, grpc::ClientContext& ctx) {
+        tae::v1::OfferCheckpointRequest request;
+        request.set_run_id(run);
+        request.set_attempt(1);
+        request.set_step(9);
+        request.set_manifest("not a manifest\n");
+        tae::v1::OfferCheckpointResponse response;
+        return stub.OfferCheckpoint(&ctx, request, &response);
+      });
+  CHECK(garbage.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(garbage.error_message().find("manifest: ") == 0);
+  CHECK(CheckpointSteps(cluster, run) == std::vector<int64_t>{3, 2});
+
+  gates.Write("3", "");
   CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "120"}, 150);
   REQUIRE(waited.exit_code == 0);
+  // Once the attempt is over nothing more is taken for it.
+  CHECK(commit(1).error_code() == grpc::StatusCode::FAILED_PRECONDITION);
 
   // Only what changed crossed the link: both files once, then only the state file.
   CommandResult logs = cluster.Taectl({"logs", r});
@@ -314,58 +387,6 @@ TEST_CASE(
   CommandResult occupied = cluster.Taectl({"pull", r, "-o", newest});
   CHECK(occupied.exit_code != 0);
   CHECK(occupied.err.find("is not an empty directory") != std::string::npos);
-
-  // Uploads that must never be offered: a blob that is not there, bytes that do not match their
-  // hash, half a blob. Nothing stored changes.
-  const std::string half = "half of a blob that never completes";
-  const std::string manifest =
-      snapshot::ManifestText({{"model.pt", 0644, half.size(), snapshot::Sha256Hex(half)}});
-  auto commit = [&](int attempt) {
-    return Call(cluster, [&](tae::v1::AgentLink::Stub& stub, grpc::ClientContext& ctx) {
-      tae::v1::CommitCheckpointRequest request;
-      request.set_run_id(run);
-      request.set_attempt(attempt);
-      request.set_step(9);
-      request.set_manifest(manifest);
-      tae::v1::CommitCheckpointResponse response;
-      return stub.CommitCheckpoint(&ctx, request, &response);
-    });
-  };
-  grpc::Status missing = commit(1);
-  CHECK(missing.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
-  CHECK(missing.error_message().find("1 of its 1 blobs are not stored") != std::string::npos);
-  auto put = [&](const std::string& data, uint64_t offset) {
-    return Call(cluster, [&](tae::v1::AgentLink::Stub& stub, grpc::ClientContext& ctx) {
-      tae::v1::PutCheckpointBlobsRequest request;
-      tae::v1::BlobChunk* chunk = request.add_chunks();
-      chunk->set_hash(snapshot::Sha256Hex(half));
-      chunk->set_offset(offset);
-      chunk->set_total_size(half.size());
-      chunk->set_data(data);
-      tae::v1::PutCheckpointBlobsResponse response;
-      return stub.PutCheckpointBlobs(&ctx, request, &response);
-    });
-  };
-  grpc::Status corrupt = put(std::string(half.size(), 'x'), 0);
-  CHECK(corrupt.error_code() == grpc::StatusCode::DATA_LOSS);
-  REQUIRE(put(half.substr(0, 10), 0).ok());  // the first 10 bytes only
-  CHECK(commit(1).error_code() == grpc::StatusCode::FAILED_PRECONDITION);
-  grpc::Status wrong_attempt = commit(7);
-  CHECK(wrong_attempt.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
-  CHECK(wrong_attempt.error_message().find("attempt") != std::string::npos);
-  grpc::Status garbage =
-      Call(cluster, [&](tae::v1::AgentLink::Stub& stub, grpc::ClientContext& ctx) {
-        tae::v1::OfferCheckpointRequest request;
-        request.set_run_id(run);
-        request.set_attempt(1);
-        request.set_step(9);
-        request.set_manifest("not a manifest\n");
-        tae::v1::OfferCheckpointResponse response;
-        return stub.OfferCheckpoint(&ctx, request, &response);
-      });
-  CHECK(garbage.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
-  CHECK(garbage.error_message().find("manifest: ") == 0);
-  CHECK(CheckpointSteps(cluster, run) == std::vector<int64_t>{3, 2});
 
   // scrap --checkpoints: the run's checkpoints and every blob (also the half-uploaded one's
   // leftovers) go.

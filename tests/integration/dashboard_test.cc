@@ -98,6 +98,30 @@ TEST_CASE("the dashboard gives nothing without its token, and its page only once
   CHECK(Http(port, {"GET", "/api/events"}).status == 401);
 
   Dashboard d = SignIn(cluster);
+  // Each sign-in is a new random session (not derived from the token), and both work.
+  Dashboard again = SignIn(cluster);
+  CHECK(again.cookie != d.cookie);
+  CHECK(again.csrf != d.csrf);
+  CHECK(Http(port, {"GET", "/api/experiments", "", {{"Cookie", d.cookie}}}).status == 200);
+  // What one signed-in browser sends is answered, whatever its path holds: GET /%FF (a path
+  // that decodes to invalid UTF-8) used to stop taed.
+  for (const char* target : {"/%FF", "/api/runs/%FF/logs/stream", "/api/%FF%FE", "/%C3%28?x=%FF"}) {
+    INFO(target);
+    HttpReply bad = Http(port, {"GET", target, "", {{"Cookie", d.cookie}}});
+    CHECK(bad.status >= 400);
+    CHECK(bad.status < 500);
+  }
+  CHECK(Http(port, {"GET", "/api/experiments", "", {{"Cookie", d.cookie}}}).status == 200);
+  // A page on another local port (same-site to the browser) gets nothing, cookie or not.
+  CHECK(
+      Http(port,
+           {"GET", "/api/experiments", "", {{"Cookie", d.cookie}, {"Sec-Fetch-Site", "same-site"}}})
+          .status == 403);
+  CHECK(Http(port, {"GET",
+                    "/api/experiments",
+                    "",
+                    {{"Cookie", d.cookie}, {"Sec-Fetch-Site", "same-origin"}}})
+            .status == 200);
   // A DNS-rebinding page sends its own host name: refused even with the cookie.
   CHECK(Http(port, {"GET",
                     "/api/experiments",

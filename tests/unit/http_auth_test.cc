@@ -8,8 +8,45 @@ namespace {
 const Secrets kSecrets = DeriveSecrets("t0ken");
 
 RequestFacts Facts(std::string_view method, std::string_view host, std::string_view cookie,
-                   std::string_view csrf = "", std::string_view origin = "") {
-  return {method, host, origin, cookie, csrf};
+                   std::string_view csrf = "", std::string_view origin = "",
+                   std::string_view fetch_site = "") {
+  return {method, host, origin, cookie, csrf, fetch_site};
+}
+
+TEST_CASE("each sign-in is its own random session, forgotten when it expires or crowds out") {
+  SessionTable sessions;
+  auto a = sessions.Mint(100);
+  auto b = sessions.Mint(100);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->session != b->session);  // never the same value twice, nothing derived from a token
+  CHECK(a->session.size() == 64);
+  CHECK(a->csrf == SessionSecrets(a->session).csrf);
+  CHECK(a->csrf != a->session);
+  REQUIRE(sessions.Find(a->session, 101).has_value());
+  CHECK(sessions.Find(a->session, 101)->csrf == a->csrf);
+  CHECK_FALSE(sessions.Find("guess", 101).has_value());
+  CHECK_FALSE(sessions.Find(a->session, 100 + kSessionSeconds).has_value());  // expired
+  for (size_t i = 0; i < SessionTable::kMaxSessions; ++i) {
+    REQUIRE(sessions.Mint(200 + static_cast<double>(i)).ok());
+  }
+  CHECK(sessions.size() == SessionTable::kMaxSessions);
+  CHECK_FALSE(sessions.Find(a->session, 300).has_value());  // the oldest went first
+  CHECK(SessionSetCookie(*b).find("Max-Age=604800") != std::string::npos);
+}
+
+TEST_CASE("a request the browser marks as sent by another site or port is refused") {
+  const std::string cookie = std::string(kSessionCookie) + "=" + kSecrets.session;
+  for (const char* site : {"same-site", "cross-site", "something-new"}) {
+    INFO(site);
+    CHECK(Check(Facts("GET", "127.0.0.1:8750", cookie, "", "", site), kSecrets, 8750) ==
+          Verdict::kCrossSite);
+  }
+  CHECK(Check(Facts("GET", "127.0.0.1:8750", cookie, "", "", "same-origin"), kSecrets, 8750) ==
+        Verdict::kAllowed);
+  CHECK(Check(Facts("GET", "127.0.0.1:8750", cookie, "", "", "none"), kSecrets, 8750) ==
+        Verdict::kAllowed);
+  CHECK(StatusOf(Verdict::kCrossSite) == 403);
 }
 
 TEST_CASE("the secrets derive from the token, differ from it and from each other") {

@@ -60,14 +60,21 @@ TEST_CASE("lifecycle: a one-host exit ends the attempt by its exit") {
   cancelled.text = "cancelled by taectl";
   Exit interrupted = Exited(143);
   interrupted.interrupted = true;
+  Exit infra = Exited(-1);
+  infra.infra = true;
+  infra.text = "cannot stage snapshot";
   const std::vector<Case> cases = {
       {"exit 0", RunState::kRunning, Exited(0), RunState::kSucceeded, "exit code 0"},
       {"exit 3", RunState::kRunning, Exited(3), RunState::kFailed, "exit code 3"},
       {"a signal", RunState::kRunning, signal, RunState::kFailed, "killed by signal 9"},
       {"cancelled", RunState::kRunning, cancelled, RunState::kCancelled, "cancelled by taectl"},
       {"exit before started", RunState::kAssigned, Exited(0), RunState::kSucceeded, "exit code 0"},
-      {"interrupted, no attempts left", RunState::kRunning, interrupted, RunState::kFailed,
-       "lost on its last attempt (1): interrupted"},
+      {"interrupted on its only attempt", RunState::kRunning, interrupted, RunState::kQueued,
+       "requeued: attempt 1 ended by the worker, not the job (not counted against "
+       "max_attempts)"},
+      {"the worker failed it on its only attempt", RunState::kAssigned, infra, RunState::kQueued,
+       "requeued: attempt 1 ended by the worker, not the job (not counted against "
+       "max_attempts)"},
       {"another attempt's exit", RunState::kRunning, Exited(0, 2), std::nullopt, ""},
       {"already final", RunState::kSucceeded, Exited(1), std::nullopt, ""},
       {"requeued meanwhile", RunState::kQueued, Exited(1), std::nullopt, ""},
@@ -82,26 +89,84 @@ TEST_CASE("lifecycle: a one-host exit ends the attempt by its exit") {
     CHECK(t->state == *c.to);
     CHECK(t->reason.value == c.reason);
     CHECK(t->rows.back().to == *c.to);
-    CHECK(t->finished_at.op == RunField<double>::Op::kSet);
+    CHECK(t->finished_at.op ==
+          (*c.to == RunState::kQueued ? RunField<double>::Op::kNull : RunField<double>::Op::kSet));
     CHECK(t->at == 100);
   }
 }
 
-TEST_CASE("lifecycle: a lost attempt is requeued while attempts remain, with its backoff") {
+TEST_CASE(
+    "lifecycle: the job's own failure is retried only with retry_on = any, within "
+    "max_attempts") {
+  RunRecord run = Run(RunState::kRunning, 1, 2);
+  std::optional<RunTransition> t = lifecycle::OnExit(run, Exited(3));
+  REQUIRE(t);
+  CHECK(t->state == RunState::kFailed);  // retry_on = infra (the default)
+  run.retry_on = "any";
+  t = lifecycle::OnExit(run, Exited(3));
+  REQUIRE(t);
+  CHECK(Rows(*t) ==
+        "running>failed exit code 3;failed>queued retrying the job's failure "
+        "(resources.retry_on = any; attempt 1 of 2 spent);");
+  CHECK(t->state == RunState::kQueued);
+  CHECK(t->max_attempts.op == RunField<int64_t>::Op::kKeep);
+  RunRecord last = Run(RunState::kRunning, 2, 2);
+  last.retry_on = "any";
+  t = lifecycle::OnExit(last, Exited(3, 2));
+  REQUIRE(t);
+  CHECK(t->state == RunState::kFailed);
+  // A gang's failed rank: the same rule.
+  RunRecord gang = Run(RunState::kRunning, 1, 2, 2);
+  gang.retry_on = "any";
+  t = lifecycle::OnGangExit(gang, 1, "b", Exited(4), 0, 2);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kQueued);
+}
+
+TEST_CASE("lifecycle: only a run's hosts of its live attempt may write into it") {
+  RunRecord run = Run(RunState::kRunning, 2, 3);
+  const std::vector<std::string> hosts = {"a"};
+  CHECK(lifecycle::MayReport(run, hosts, "a", 2, 100, 60));
+  CHECK_FALSE(lifecycle::MayReport(run, hosts, "b", 2, 100, 60));  // another agent
+  CHECK_FALSE(lifecycle::MayReport(run, hosts, "a", 1, 100, 60));  // an attempt gone by
+  CHECK_FALSE(lifecycle::MayReport(run, hosts, "", 2, 100, 60));
+  CHECK(lifecycle::MayCheckpoint(run, hosts, "a", 2));
+  CHECK_FALSE(lifecycle::MayCheckpoint(run, hosts, "b", 2));
+  RunRecord ended = Run(RunState::kSucceeded, 2, 3);
+  ended.finished_at = 100;
+  CHECK(lifecycle::MayReport(ended, hosts, "a", 2, 150, 60));        // its last lines
+  CHECK_FALSE(lifecycle::MayReport(ended, hosts, "a", 2, 161, 60));  // too late
+  CHECK_FALSE(lifecycle::MayCheckpoint(ended, hosts, "a", 2));       // never after the attempt
+  CHECK_FALSE(lifecycle::MayReport(Run(RunState::kQueued, 2, 3), hosts, "a", 2, 100, 60));
+}
+
+TEST_CASE("lifecycle: a lost attempt is requeued without spending an attempt, with its backoff") {
   std::optional<RunTransition> t =
       lifecycle::OnLost(Run(RunState::kRunning, 1, 3), "agent gone", 50, 30);
   REQUIRE(t);
   CHECK(Rows(*t) ==
-        "running>lost agent gone;lost>queued requeued (attempt 1 of 3 lost); retry in "
-        "30s;");
+        "running>lost agent gone;lost>queued requeued: attempt 1 ended by the worker, not the "
+        "job (not counted against max_attempts); retry in 30s;");
   CHECK(t->state == RunState::kQueued);
   CHECK(t->not_before.value == 80);
   CHECK(t->finished_at.op == RunField<double>::Op::kNull);
+  CHECK(t->max_attempts.value == 4);  // the lost attempt is given back
+  CHECK(t->infra_faults.value == 1);
 
+  // Its last attempt lost: still requeued; the job did nothing wrong.
   t = lifecycle::OnLost(Run(RunState::kAssigned, 3, 3), "agent gone", 50);
   REQUIRE(t);
+  CHECK(t->state == RunState::kQueued);
+  CHECK(t->max_attempts.value == 4);
+
+  // Only a run that keeps meeting broken workers fails, and says why.
+  RunRecord unlucky = Run(RunState::kRunning, 25, 25);
+  unlucky.infra_faults = lifecycle::kMaxInfraFaults;
+  t = lifecycle::OnLost(unlucky, "agent gone", 50);
+  REQUIRE(t);
   CHECK(t->state == RunState::kFailed);
-  CHECK(t->reason.value == "lost on its last attempt (3): agent gone");
+  CHECK(t->reason.value ==
+        "failed after 20 attempts ended by workers' faults; the last: agent gone");
   CHECK(t->finished_at.value == 50);
   CHECK(t->not_before.value == 0);
 
@@ -136,8 +201,8 @@ TEST_CASE("lifecycle: a gang ends when every rank exited 0, or at the first that
   t = lifecycle::OnGangExit(gang, 0, "a", interrupted, 0, 2);
   REQUIRE(t);
   CHECK(Rows(*t) ==
-        "running>lost rank 0 on a: interrupted;lost>queued requeued (attempt 1 of 2 "
-        "lost);");
+        "running>lost rank 0 on a: interrupted;lost>queued requeued: attempt 1 ended by the "
+        "worker, not the job (not counted against max_attempts);");
 
   Exit cancelled = Exited(143);
   cancelled.cancelled = true;

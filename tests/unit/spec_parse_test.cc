@@ -112,13 +112,16 @@ TEST_CASE("resources.hosts asks for a gang of hosts", "[spec]") {
 
 TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
   std::vector<std::string> keys = KnownKeys();
-  CHECK(keys.size() == 55);  // 48 + [report] metrics and goal + train.profile_* and [eval]
+  // 48 + [report] metrics and goal + train.profile_* and [eval] + train.log_every, precision,
+  // sharding + resources.retry_on + report.floor
+  CHECK(keys.size() == 60);
   CHECK(keys.front() == "name");
   CHECK(keys[1] == "description");
   for (const char* key :
        {"model.layers", "model.tie_embeddings", "model.init", "train.engine", "train.seeds",
         "train.threads", "resources.labels", "resources.priority", "report.metrics", "report.goal",
-        "train.profile_at", "eval.prune_heads_by_importance", "eval.quantize"}) {
+        "train.profile_at", "eval.prune_heads_by_importance", "eval.quantize",
+        "resources.retry_on"}) {
     CHECK(std::find(keys.begin(), keys.end(), key) != keys.end());
   }
   for (const KeyInfo& key : Schema()) {

@@ -299,7 +299,7 @@ TEST_CASE("a run keeps a bounded number of metadata keys") {
   CHECK(stored.count("new") == 0);
 }
 
-TEST_CASE("a lost run is requeued until its attempts run out, then fails") {
+TEST_CASE("a lost run is requeued without spending its attempts") {
   auto opened = Store::Open(":memory:");
   REQUIRE(opened.ok());
   Store& store = **opened;
@@ -312,8 +312,11 @@ TEST_CASE("a lost run is requeued until its attempts run out, then fails") {
   REQUIRE(store.AssignRun(run_id, "a", 4.0).ok());
   auto second = store.LoseRun(run_id, "agent a lost", 5.0);
   REQUIRE(second.ok());
-  CHECK(*second == RunState::kFailed);  // max_attempts = 2
+  // max_attempts = 2, both lost with their agent: the worker's fault, never the job's.
+  CHECK(*second == RunState::kQueued);
   CHECK(store.GetRun(run_id)->attempt == 2);
+  CHECK(store.GetRun(run_id)->max_attempts == 4);
+  CHECK(store.GetRun(run_id)->infra_faults == 2);
 }
 
 TEST_CASE("experiments resolve by id, e-prefixed id and newest name") {

@@ -136,7 +136,7 @@ export function mount(root, route, app) {
 
   function plotCommand() {
     const s = st();
-    const parts = ["taectl", "plot", label(), "--metric", shq(s.metric)];
+    const parts = ["taectl", "plot", shq(label()), "--metric", shq(s.metric)];
     if (s.logy) parts.push("--log-y");
     parts.push("-o", "curves.svg");
     return parts.join(" ");

@@ -55,17 +55,20 @@ export function mount(root, route, app) {
         h("th.num", "last heartbeat"), h("th", "version"), h("th", "runs"), h("th", ""))),
       h("tbody", agents.map((a) => {
         const stale = a.last_seen && now - a.last_seen > 30;
-        const draining = a.state === "draining";
+        const quarantined = !!a.quarantine;
+        const draining = a.state === "draining" || quarantined;
         const gone = a.state === "gone" || a.state === "lost";
         return h("tr",
-          h("td.mono", a.id), h("td.mono", a.host || ""), h("td", badge(a.state)), h("td", slots(a)),
+          h("td.mono", a.id), h("td.mono", a.host || ""),
+          h("td", quarantined ? h("span", { title: a.quarantine }, badge("quarantined"), " ", h("span.muted.small", a.quarantine)) : badge(a.state)),
+          h("td", slots(a)),
           h("td", Object.entries(a.labels || {}).map(([k, v]) => h("span.chip", h("b", k + "="), v))),
           h("td.num" + (stale && !gone ? ".bad" : ""), { title: fmtTime(a.last_seen), dataset: { ago: a.last_seen ?? "", hb: a.id } }, fmtAgo(a.last_seen, now)),
           h("td.mono.muted", a.version || ""),
           h("td", (a.runs || []).map((r) => [h("a.mono", { href: `#/r/${r}` }, `r${r}`), " "])),
           h("td", { style: { textAlign: "right" } }, gone ? null : h("button.btn.small", {
             onclick: () => drain(a, !draining),
-            title: draining ? "Let it take new runs again" : "Take no new runs; the running ones finish",
+            title: quarantined ? "Lift the quarantine: let it take runs again" : draining ? "Let it take new runs again" : "Take no new runs; the running ones finish",
           }, draining ? "Undrain" : "Drain")));
       })))));
   }

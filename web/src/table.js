@@ -101,7 +101,7 @@ export function mount(root, route, app) {
   }
 
   function command() {
-    const parts = ["taectl", "report", label()];
+    const parts = ["taectl", "report", shq(label())];
     if (q.baseline) parts.push("--baseline", shq(q.baseline));
     for (const m of metricsShown()) parts.push("--metric", shq(m));
     if (q.sort === "spec") parts.push("--sort", "spec");

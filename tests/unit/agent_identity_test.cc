@@ -1,0 +1,109 @@
+// Agent identity (docs/security.md): credentials as the agent link checks them, enrolment and
+// revocation through the controller, and which checkpoint uploads an agent may make.
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "boost/asio/io_context.hpp"
+#include "common/auth/credential.h"
+#include "server/controller/controller.h"
+#include "server/registry/credentials.h"
+#include "server/rpc/agent_link_service.h"
+#include "server/store/store.h"
+
+namespace tae {
+namespace {
+
+TEST_CASE(
+    "a credential is ID.SECRET with a 64-hex secret; the table authenticates only live ones") {
+  const std::string secret(64, 'a');
+  auto parsed = auth::ParseCredential("tpu-w0.vm-1." + secret);
+  REQUIRE(parsed.has_value());
+  CHECK(parsed->agent_id == "tpu-w0.vm-1");  // ids may hold dots
+  CHECK(parsed->secret == secret);
+  CHECK_FALSE(auth::ParseCredential(secret).has_value());               // the shared token
+  CHECK_FALSE(auth::ParseCredential("." + secret).has_value());         // no id
+  CHECK_FALSE(auth::ParseCredential("a." + secret + "0").has_value());  // 65 digits
+  CHECK_FALSE(auth::ParseCredential("a." + std::string(64, 'G')).has_value());
+
+  registry::CredentialTable table;
+  table.Put("a", registry::SecretHash(secret));
+  CHECK(table.Authenticate("a." + secret) == std::optional<std::string>("a"));
+  CHECK_FALSE(table.Authenticate("b." + secret).has_value());  // someone else's id
+  CHECK_FALSE(table.Authenticate("a." + std::string(64, 'b')).has_value());
+  table.Revoke("a");
+  CHECK_FALSE(table.Authenticate("a." + secret).has_value());
+}
+
+TEST_CASE("enrolment gives each id one credential, providers re-key, revoked ids stay out") {
+  boost::asio::io_context io;
+  auto store = store::Store::Open(":memory:");
+  REQUIRE(store.ok());
+  registry::CredentialTable table;
+  controller::Options options;
+  options.credentials = &table;
+  controller::Controller controller(&io, store->get(), options);
+
+  auto first = controller.Enrol("w1");
+  REQUIRE(first.ok());
+  CHECK(table.Authenticate(*first) == std::optional<std::string>("w1"));
+  CHECK(controller.Enrol("w1").status().code() == absl::StatusCode::kAlreadyExists);
+  CHECK(controller.Enrol("bad id").status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(controller.Enrol(std::string(129, 'x')).status().code() ==
+        absl::StatusCode::kInvalidArgument);
+
+  // A provider starting w2 twice: the second key replaces the first.
+  auto key1 = controller.MintCredential("w2");
+  auto key2 = controller.MintCredential("w2");
+  REQUIRE(key1.ok());
+  REQUIRE(key2.ok());
+  CHECK_FALSE(table.Authenticate(*key1).has_value());
+  CHECK(table.Authenticate(*key2) == std::optional<std::string>("w2"));
+
+  REQUIRE(controller.Revoke("w1", "compromised").ok());
+  CHECK_FALSE(table.Authenticate(*first).has_value());
+  CHECK(table.Authenticate(*key2).has_value());  // nobody else
+  CHECK(controller.Enrol("w1").status().code() == absl::StatusCode::kPermissionDenied);
+  CHECK(controller.MintCredential("w1").status().code() == absl::StatusCode::kPermissionDenied);
+
+  // What the store keeps survives a restart of taed: reloaded, the table agrees.
+  auto stored = (*store)->ListCredentials();
+  REQUIRE(stored.ok());
+  registry::CredentialTable reloaded;
+  reloaded.Load(*stored);
+  CHECK(reloaded.Authenticate(*key2) == std::optional<std::string>("w2"));
+  CHECK_FALSE(reloaded.Authenticate(*first).has_value());
+  for (const store::CredentialRecord& c : *stored) {
+    CHECK(c.secret_sha256.find(key2->substr(3)) == std::string::npos);  // no secret stored
+  }
+}
+
+TEST_CASE("an agent may upload only the blobs its own offers named, at their size, in time") {
+  rpc::UploadGrants grants;
+  const std::string hash(64, 'c');
+  google::protobuf::RepeatedPtrField<tae::v1::BlobChunk> chunks;
+  tae::v1::BlobChunk* chunk = chunks.Add();
+  chunk->set_hash(hash);
+  chunk->set_total_size(10);
+  CHECK(grants.Check("a", chunks, 0).code() == absl::StatusCode::kPermissionDenied);
+  REQUIRE(grants.Grant("a", {{hash, 10}}, 0).ok());
+  CHECK(grants.Check("a", chunks, 1).ok());
+  CHECK(grants.Check("b", chunks, 1).code() == absl::StatusCode::kPermissionDenied);
+  chunk->set_total_size(11);
+  CHECK(grants.Check("a", chunks, 1).code() == absl::StatusCode::kInvalidArgument);
+  chunk->set_total_size(10);
+  // Expired: refused, and named for its partial upload to be dropped.
+  const double later = rpc::UploadGrants::kGrantSeconds + 1;
+  CHECK(grants.Expire(later) == std::vector<std::string>{hash});
+  CHECK(grants.Check("a", chunks, later).code() == absl::StatusCode::kPermissionDenied);
+  // Done: no longer granted.
+  REQUIRE(grants.Grant("a", {{hash, 10}}, 0).ok());
+  grants.Done("a", {hash});
+  CHECK(grants.Check("a", chunks, 1).code() == absl::StatusCode::kPermissionDenied);
+  // A running quota per agent.
+  CHECK(grants.Grant("a", {{hash, rpc::UploadGrants::kMaxGrantedBytes + 1}}, 0).code() ==
+        absl::StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace tae
