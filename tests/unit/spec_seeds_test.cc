@@ -58,7 +58,7 @@ TEST_CASE("bad train.seeds tables are refused where they are wrong", "[spec][err
         "study.toml:3:13: train.seeds[1]: 1 is listed twice");
 }
 
-TEST_CASE("[report] floor is a table of metric = number", "[spec]") {
+TEST_CASE("report.floor is a table of metric = number", "[spec]") {
   const Spec spec =
       MustParse("name = \"x\"\n[report]\nfloor = { \"val/acc\" = 0.5, \"val/loss\" = 3 }\n");
   CHECK(spec.report_floor == std::map<std::string, double>{{"val/acc", 0.5}, {"val/loss", 3.0}});
