@@ -133,7 +133,7 @@ class AgentCalls {
 };
 
 std::string Manifest(const std::string& data) {
-  return "100644 " + std::to_string(data.size()) + " " + snapshot::Sha256Hex(data) + " model.pt\n";
+  return snapshot::ManifestText({{"model.pt", 0644, data.size(), snapshot::Sha256Hex(data)}});
 }
 
 int StoredBlobs(const Cluster& cluster) {
@@ -231,6 +231,11 @@ TEST_CASE(
 
   // Checkpoints and artifacts: refused at every step, nothing stored.
   const std::string data = "weights that would be unpickled";
+  {
+    grpc::Status offered = rogue.Offer(run, Manifest(data));
+    INFO(offered.error_message());
+    CHECK(offered.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  }
   CHECK(rogue.Offer(run, Manifest(data)).error_code() == grpc::StatusCode::PERMISSION_DENIED);
   CHECK(rogue.Offer(run, Manifest(data), "profile-p1").error_code() ==
         grpc::StatusCode::PERMISSION_DENIED);
@@ -242,7 +247,9 @@ TEST_CASE(
   CHECK(StoredBlobs(cluster) == 0);
   // The run's own agent is let through (the refusals above are about who asks).
   AgentCalls owner(cluster, FirstLine(cluster.home() + "/agents/local-0/agent.credential"));
-  CHECK(owner.Offer(run, Manifest(data)).ok());
+  grpc::Status owned = owner.Offer(run, Manifest(data));
+  INFO(owned.error_message());
+  CHECK(owned.ok());
   // An upload nobody offered is refused even for it.
   CHECK(owner.Put("a blob no offer named").error_code() == grpc::StatusCode::PERMISSION_DENIED);
 
