@@ -114,7 +114,8 @@ TEST_CASE("the table puts the banner first and reads undecided deltas as undecid
   CHECK(md->rfind(std::string("! ") + kBanner, 0) == 0);
 }
 
-TEST_CASE("--json carries each comparison's decision and n, levels and banners", "[report]") {
+TEST_CASE("the JSON report carries each comparison's decision and n, levels and banners",
+          "[report]") {
   const nlohmann::ordered_json json = api::ReportJson(ShortcutStudy());
   REQUIRE(json["banners"].size() == 1);
   CHECK(json["banners"][0] == kBanner);
