@@ -56,6 +56,9 @@ struct Options {
   // How long after a run's attempt ended its agent's last lines and artifacts are still taken
   // (lifecycle::MayReport).
   double report_tail_s = 60;
+  // The same for a checkpoint's offer and commit (a large final checkpoint uploads after its
+  // job exited).
+  double checkpoint_tail_s = 3600;
 };
 
 // A checkpoint an agent offers or commits (its manifest parsed by the caller).

@@ -19,7 +19,8 @@ absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer, const std
   const std::vector<std::string> hosts = AgentsOfRun(run);
   const bool allowed =
       offer.artifact.empty()
-          ? lifecycle::MayCheckpoint(run, hosts, agent, offer.attempt)
+          ? lifecycle::MayCheckpoint(run, hosts, agent, offer.attempt, Now(),
+                                     options_.checkpoint_tail_s)
           : lifecycle::MayReport(run, hosts, agent, offer.attempt, Now(), options_.report_tail_s);
   if (!offer.artifact.empty() && !metrics::IsArtifactName(offer.artifact)) {
     return absl::InvalidArgumentError(

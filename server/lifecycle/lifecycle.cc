@@ -255,8 +255,8 @@ bool MayReport(const RunRecord& run, const std::vector<std::string>& hosts,
 }
 
 bool MayCheckpoint(const RunRecord& run, const std::vector<std::string>& hosts,
-                   const std::string& agent, int attempt) {
-  return attempt == run.attempt && attempt > 0 && Live(run.state) && HostOf(hosts, agent);
+                   const std::string& agent, int attempt, double now, double tail_s) {
+  return MayReport(run, hosts, agent, attempt, now, tail_s);
 }
 
 }  // namespace tae::lifecycle

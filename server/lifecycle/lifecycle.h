@@ -93,9 +93,11 @@ std::optional<RunTransition> OnRetry(const RunRecord& run, const std::string& re
 bool MayReport(const RunRecord& run, const std::vector<std::string>& hosts,
                const std::string& agent, int attempt, double now, double tail_s);
 
-// Checkpoints are stricter: only while the attempt is live, so a stale commit can never replace
-// (or, through keep_checkpoints, delete) what a later attempt restores from.
+// Checkpoints: the same rule with its own tail (an upload of a large final checkpoint may take a
+// while after the job exited). What it never allows is a checkpoint of an attempt the run has
+// left for the queue, so a stale commit can never replace (or, through keep_checkpoints, delete)
+// what a later attempt restores from.
 bool MayCheckpoint(const RunRecord& run, const std::vector<std::string>& hosts,
-                   const std::string& agent, int attempt);
+                   const std::string& agent, int attempt, double now, double tail_s);
 
 }  // namespace tae::lifecycle

@@ -58,6 +58,32 @@ TEST_CASE("a blob uploaded in chunks, out of order, appears whole and verified",
   CHECK(store->Remove(hash).ok());
 }
 
+TEST_CASE("a dropped partial upload leaves neither its bytes nor its bookkeeping", "[blobs]") {
+  TempDir dir;
+  auto store = BlobStore::Open(dir.path() + "/blobs");
+  REQUIRE(store.ok());
+  const std::string content(100000, 'p');
+  const std::string hash = snapshot::Sha256Hex(content);
+  REQUIRE(store->WriteChunk(hash, 0, content.size(), content.substr(0, 1000)).ok());
+  CHECK(store->partial_uploads() == 1);
+  auto files = [&] {
+    int n = 0;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path())) {
+      n += entry.is_regular_file() ? 1 : 0;
+    }
+    return n;
+  };
+  CHECK(files() == 1);  // the part file
+  store->DropPartial(hash);
+  CHECK(store->partial_uploads() == 0);
+  CHECK(files() == 0);
+  CHECK_FALSE(store->Has(hash));
+  store->DropPartial(hash);  // nothing left to drop: no effect
+  // Starting again from scratch works.
+  REQUIRE(store->WriteChunk(hash, 0, content.size(), content).ok());
+  CHECK(store->Has(hash));
+}
+
 TEST_CASE("an empty blob is stored from one empty chunk", "[blobs]") {
   TempDir dir;
   auto store = BlobStore::Open(dir.path());

@@ -130,14 +130,16 @@ TEST_CASE("lifecycle: only a run's hosts of its live attempt may write into it")
   CHECK_FALSE(lifecycle::MayReport(run, hosts, "b", 2, 100, 60));  // another agent
   CHECK_FALSE(lifecycle::MayReport(run, hosts, "a", 1, 100, 60));  // an attempt gone by
   CHECK_FALSE(lifecycle::MayReport(run, hosts, "", 2, 100, 60));
-  CHECK(lifecycle::MayCheckpoint(run, hosts, "a", 2));
-  CHECK_FALSE(lifecycle::MayCheckpoint(run, hosts, "b", 2));
+  CHECK(lifecycle::MayCheckpoint(run, hosts, "a", 2, 100, 3600));
+  CHECK_FALSE(lifecycle::MayCheckpoint(run, hosts, "b", 2, 100, 3600));
   RunRecord ended = Run(RunState::kSucceeded, 2, 3);
   ended.finished_at = 100;
   CHECK(lifecycle::MayReport(ended, hosts, "a", 2, 150, 60));        // its last lines
   CHECK_FALSE(lifecycle::MayReport(ended, hosts, "a", 2, 161, 60));  // too late
-  CHECK_FALSE(lifecycle::MayCheckpoint(ended, hosts, "a", 2));       // never after the attempt
+  CHECK(lifecycle::MayCheckpoint(ended, hosts, "a", 2, 161, 3600));  // a final upload
+  // Requeued: the attempt is over for good, nothing of it is taken.
   CHECK_FALSE(lifecycle::MayReport(Run(RunState::kQueued, 2, 3), hosts, "a", 2, 100, 60));
+  CHECK_FALSE(lifecycle::MayCheckpoint(Run(RunState::kQueued, 2, 3), hosts, "a", 2, 100, 3600));
 }
 
 TEST_CASE("lifecycle: a lost attempt is requeued without spending an attempt, with its backoff") {

@@ -1,0 +1,129 @@
+// The dashboard's HTTP server against clients that misbehave, over real loopback sockets: a
+// client that opens connections without end gets a 503 beyond the cap (and the server goes on),
+// one that sends nothing is closed after the request timeout, and a handler that throws is a
+// 500, never the end of the server's thread.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "server/http/auth.h"
+#include "server/http/server.h"
+
+namespace tae::http {
+namespace {
+
+class Echo final : public Handler {
+ public:
+  void Handle(Request request, std::function<void(Response)> done) override {
+    if (request.path == "/throw") {
+      throw std::runtime_error("a handler bug");
+    }
+    done(Response::Json(200, "{\"ok\": true}"));
+  }
+};
+
+int Connect(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  return fd;
+}
+
+// Everything the server sends until it closes the connection or `timeout_s` passes.
+std::string ReadUntilClosed(int fd, double timeout_s) {
+  std::string out;
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  while (std::chrono::steady_clock::now() < until) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) {
+      continue;
+    }
+    char buffer[4096];
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n <= 0) {
+      return out + "<closed>";
+    }
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+std::string Get(int port, const std::string& path, const std::string& cookie) {
+  const int fd = Connect(port);
+  const std::string request = "GET " + path +
+                              " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                              "\r\nCookie: " + cookie + "\r\nConnection: close\r\n\r\n";
+  REQUIRE(write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+  std::string reply = ReadUntilClosed(fd, 10);
+  close(fd);
+  return reply;
+}
+
+TEST_CASE("the dashboard server caps connections, times out silent ones, survives its handlers") {
+  Echo echo;
+  ServerOptions options;
+  options.token = "tok";
+  options.handler = &echo;
+  options.max_connections = 4;
+  options.request_timeout_s = 0.5;
+  auto server = Server::Start(options);
+  REQUIRE(server.ok());
+  const int port = (*server)->port();
+
+  // Four silent connections take the cap; the fifth is turned away with a 503.
+  std::vector<int> silent;
+  for (int i = 0; i < 4; ++i) {
+    silent.push_back(Connect(port));
+  }
+  // The server counts a connection once it accepted it: the fifth may race the fourth's accept,
+  // so open more until one is refused.
+  std::string refused;
+  std::vector<int> extra;
+  for (int i = 0; i < 4 && refused.find("503") == std::string::npos; ++i) {
+    extra.push_back(Connect(port));
+    refused = ReadUntilClosed(extra.back(), 0.3);
+  }
+  CHECK(refused.find("HTTP/1.1 503") != std::string::npos);
+  CHECK((*server)->refused_connections() >= 1);
+  // The silent ones are closed after the request timeout, without an answer.
+  for (int fd : silent) {
+    CHECK(ReadUntilClosed(fd, 5) == "<closed>");
+    close(fd);
+  }
+  for (int fd : extra) {
+    close(fd);
+  }
+  // Then the server answers again; a handler that throws is a 500 and changes nothing.
+  std::string cookie;
+  {
+    const int fd = Connect(port);
+    const std::string signin =
+        "GET /?token=tok HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+        "\r\nConnection: close\r\n\r\n";
+    REQUIRE(write(fd, signin.data(), signin.size()) == static_cast<ssize_t>(signin.size()));
+    const std::string reply = ReadUntilClosed(fd, 10);
+    close(fd);
+    const size_t at = reply.find("tae_session=");
+    REQUIRE(at != std::string::npos);
+    cookie = reply.substr(at, reply.find(';', at) - at);
+  }
+  CHECK(Get(port, "/throw", cookie).find("HTTP/1.1 500") == 0);
+  CHECK(Get(port, "/fine", cookie).find("HTTP/1.1 200") == 0);
+  (*server)->Stop();
+}
+
+}  // namespace
+}  // namespace tae::http
