@@ -74,6 +74,9 @@ absl::StatusOr<std::string> ObtainCredential(const std::string& taed, const tls:
           static_cast<absl::StatusCode>(status.error_code()),
           absl::StrCat("enrolling as ", agent_id, " at ", taed, ": ", status.error_message()));
     }
+    // The link's words for the same trouble: an operator (and a test) looks for them.
+    spdlog::warn("cannot reach taed at {} to enrol as {}: {}; retrying in {} ms", taed, agent_id,
+                 status.error_message(), backoff.count());
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
   }

@@ -109,7 +109,9 @@ Verdict Check(const RequestFacts& request, const Secrets& secrets, int port) {
     }
   }
   std::optional<std::string> cookie = CookieValue(request.cookie, kSessionCookie);
-  if (!cookie.has_value() || !SecretEquals(*cookie, secrets.session)) {
+  // No session to compare with (none signed in, or the cookie names none) is never a match, an
+  // empty cookie value included.
+  if (!cookie.has_value() || secrets.session.empty() || !SecretEquals(*cookie, secrets.session)) {
     return Verdict::kNoSession;
   }
   if (post && !SecretEquals(request.csrf, secrets.csrf)) {

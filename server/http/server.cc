@@ -197,8 +197,7 @@ void Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
     answer(std::move(r), keep_alive);
     return;
   }
-  // The presented session's secrets, or ones no cookie can match (a fresh random value is not
-  // needed: an empty session never equals a cookie's value, which Check requires non-empty).
+  // The presented session's secrets, or none: Check never matches an empty session.
   std::optional<Secrets> session;
   if (std::optional<std::string> cookie = CookieValue(facts.cookie, kSessionCookie)) {
     session = sessions->Find(*cookie, now);
@@ -217,6 +216,10 @@ void Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
                                 "which the dashboard refuses.");
     }
     answer(std::move(r), keep_alive);
+    return;
+  }
+  if (!session.has_value()) {  // Check allows nothing without one; never go on without it
+    answer(Response::Error(401, Explain(Verdict::kNoSession)), keep_alive);
     return;
   }
   request.csrf = session->csrf;

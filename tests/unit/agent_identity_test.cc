@@ -15,7 +15,7 @@ namespace tae {
 namespace {
 
 TEST_CASE(
-    "a credential is ID.SECRET with a 64-hex secret; the table authenticates only live ones") {
+    "a credential is ID.SECRET with a 64-hex secret, and the table authenticates only live ones") {
   const std::string secret(64, 'a');
   auto parsed = auth::ParseCredential("tpu-w0.vm-1." + secret);
   REQUIRE(parsed.has_value());

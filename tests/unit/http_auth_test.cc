@@ -35,6 +35,14 @@ TEST_CASE("each sign-in is its own random session, forgotten when it expires or 
   CHECK(SessionSetCookie(*b).find("Max-Age=604800") != std::string::npos);
 }
 
+TEST_CASE("no session is never a match, not even for an empty cookie value") {
+  // Found by fuzz/fuzz_http.cc: "Cookie: tae_session=;..." against no session.
+  for (const char* cookie : {"tae_session=", "tae_session=;x", "tae_session", ""}) {
+    INFO(cookie);
+    CHECK(Check(Facts("GET", "127.0.0.1:8750", cookie), Secrets{}, 8750) == Verdict::kNoSession);
+  }
+}
+
 TEST_CASE("a request the browser marks as sent by another site or port is refused") {
   const std::string cookie = std::string(kSessionCookie) + "=" + kSecrets.session;
   for (const char* site : {"same-site", "cross-site", "something-new"}) {
