@@ -26,7 +26,7 @@ if [[ -z "${KEEP_CORPUS:-}" ]]; then
   trap 'rm -rf "${work}"' EXIT
 fi
 
-declare -A dicts=([fuzz_spec]=spec.dict [fuzz_metric_line]=metric_line.dict)
+declare -A dicts=([fuzz_spec]=spec.dict [fuzz_metric_line]=metric_line.dict [fuzz_http]=http.dict)
 summary=()
 failed=0
 for target in "${targets[@]}"; do
