@@ -4,6 +4,7 @@
 // tests/web/dashboard_browser_test.py.
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -148,6 +149,32 @@ TEST_CASE("the dashboard gives nothing without its token, and its page only once
   CHECK(ui.out == "http://127.0.0.1:" + std::to_string(port) + "/?token=" + d.token + "\n");
   CommandResult ui_run = cluster.Taectl({"ui", "r7"});
   CHECK(absl::EndsWith(ui_run.out, "#/r/7\n"));
+
+  // --open: the browser's command line (readable by anyone in /proc) never holds the token; it
+  // opens a page only this user can read, which sends it on.
+  TempDir bin;
+  const std::string seen = bin.path() + "/argv";
+  bin.Write("fake-browser",
+            "#!/bin/sh\necho \"$@\" > " + seen + ".tmp && mv " + seen + ".tmp " + seen + "\n");
+  std::filesystem::permissions(bin.path() + "/fake-browser", std::filesystem::perms::owner_all);
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", (bin.path() + ":" + old_path).c_str(), 1);
+  setenv("BROWSER", "fake-browser", 1);
+  CommandResult opened = cluster.Taectl({"ui", "--open"});
+  setenv("PATH", old_path.c_str(), 1);
+  unsetenv("BROWSER");
+  CHECK(opened.exit_code == 0);
+  REQUIRE(WaitUntil([&] { return std::filesystem::exists(seen); }, 30));
+  absl::StatusOr<std::string> argv = fs::ReadFile(seen);
+  REQUIRE(argv.ok());
+  CHECK(absl::StartsWith(*argv, "file://" + cluster.home() + "/ui-open.html"));
+  CHECK_FALSE(absl::StrContains(*argv, d.token));
+  absl::StatusOr<std::string> hop = fs::ReadFile(cluster.home() + "/ui-open.html");
+  REQUIRE(hop.ok());
+  CHECK(absl::StrContains(*hop, "/?token=" + d.token));
+  CHECK((std::filesystem::status(cluster.home() + "/ui-open.html").permissions() &
+         (std::filesystem::perms::group_all | std::filesystem::perms::others_all)) ==
+        std::filesystem::perms::none);
 }
 
 TEST_CASE(
@@ -215,6 +242,15 @@ TEST_CASE(
       {"GET", "/api/experiments/dash/curves.csv?metric=eval%2Floss", "", {{"Cookie", d.cookie}}});
   CHECK(csv.status == 200);
   CHECK(absl::StartsWith(csv.body, "step,variant,n,mean,lo,hi,min,max\n10,baseline,2,"));
+  // A metric name with CR/LF cannot add a header through the download's file name.
+  HttpReply injected =
+      Http(d.port, {"GET",
+                    "/api/experiments/dash/curves.csv?metric=a%0D%0AX-Injected:%201",
+                    "",
+                    {{"Cookie", d.cookie}}});
+  CHECK(injected.headers.count("x-injected") == 0);
+  CHECK(injected.headers["content-disposition"] ==
+        "attachment; filename=\"e1-a__X-Injected__1.csv\"");
   HttpReply svg = Http(
       d.port,
       {"GET", "/api/experiments/dash/curves.svg?metric=eval%2Floss", "", {{"Cookie", d.cookie}}});
