@@ -6,11 +6,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -122,6 +125,71 @@ TEST_CASE("the dashboard server caps connections, times out silent ones, survive
   }
   CHECK(Get(port, "/throw", cookie).find("HTTP/1.1 500") == 0);
   CHECK(Get(port, "/fine", cookie).find("HTTP/1.1 200") == 0);
+  (*server)->Stop();
+}
+
+TEST_CASE("out of descriptors, the server backs off between accepts instead of spinning") {
+  Echo echo;
+  ServerOptions options;
+  options.token = "tok";
+  options.handler = &echo;
+  auto server = Server::Start(options);
+  REQUIRE(server.ok());
+  const int port = (*server)->port();
+  // Another process connects (its descriptors are its own) and holds the connections until told.
+  int gate[2];
+  REQUIRE(pipe(gate) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    close(gate[1]);
+    for (int i = 0; i < 3; ++i) {
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(port));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    }
+    char c;
+    while (read(gate[0], &c, 1) > 0) {
+    }
+    _exit(0);
+  }
+  close(gate[0]);
+  // This process may open no more descriptors: every accept fails with EMFILE.
+  rlimit saved{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  int open_now = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)entry;
+    ++open_now;
+  }
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(open_now);
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  const auto start = std::chrono::steady_clock::now();
+  const bool four = [&] {
+    while (std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+      if ((*server)->accept_errors() >= 4) {
+        return true;
+      }
+      poll(nullptr, 0, 10);
+    }
+    return false;
+  }();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+  close(gate[1]);
+  waitpid(child, nullptr, 0);
+  REQUIRE(four);
+  // Four failures need at least the first three waits (50 + 100 + 200 ms); a loop that retried
+  // at once would have failed thousands of times in that while. A slower machine only waits
+  // longer.
+  CHECK(took >= 0.35);
+  // With descriptors back, the connections waiting are taken and answered.
+  CHECK(Get(port, "/fine", "").find("HTTP/1.1 401") == 0);
   (*server)->Stop();
 }
 
