@@ -97,10 +97,7 @@ absl::StatusOr<int> Controller::Revoke(const std::string& agent_id, const std::s
   }
   int requeued = 0;
   if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
-    for (const auto& [run_id, slots] : agent->runs) {
-      (void)slots;
-      ++requeued;
-    }
+    requeued = static_cast<int>(agent->runs.size());
     if (agent->channel != nullptr) {
       agent->channel->Close();
     }
