@@ -348,9 +348,9 @@ absl::Status ParseTraining(const SpecReader& r, TrainingConfig* t) {
     TAE_RETURN_IF_ERROR(r.Int("train.log_every", 1, int64_t{1} << 40, &t->log_every));
   }
   if (r.Has("train.precision")) {
-    TAE_RETURN_IF_ERROR(r.Enum<Precision>(
-        "train.precision", {{"fp32", Precision::kFp32}, {"bf16", Precision::kBf16}},
-        &t->precision));
+    TAE_RETURN_IF_ERROR(r.Enum<Precision>("train.precision",
+                                          {{"fp32", Precision::kFp32}, {"bf16", Precision::kBf16}},
+                                          &t->precision));
   }
   if (r.Has("train.sharding")) {
     TAE_RETURN_IF_ERROR(r.Enum<Sharding>(
@@ -477,8 +477,7 @@ std::string ConfigFingerprint(const json& spec) {
     const bool run_key = key.rfind("model.", 0) == 0 || key.rfind("train.", 0) == 0;
     if (run_key && key != "train.threads" && key != "train.checkpoint_every" &&
         key != "train.head_importance" && key != "train.eval_every" && key != "train.seeds" &&
-        key != "train.profile_at" && key != "train.profile_steps" &&
-        key != "train.log_every") {
+        key != "train.profile_at" && key != "train.profile_steps" && key != "train.log_every") {
       kept[key] = value;
     }
   }

@@ -85,7 +85,7 @@ class Daemon {
   std::unique_ptr<query::Query> query_;                  // reads over store_
   std::unique_ptr<blobs::BlobWorker> blobs_;             // code snapshots
   std::unique_ptr<blobs::BlobWorker> checkpoint_blobs_;  // checkpoints runs uploaded
-  provider::DemandBoard demand_;  // the controller publishes, the TPU provider reads
+  provider::DemandBoard demand_;           // the controller publishes, the TPU provider reads
   registry::CredentialTable credentials_;  // the agents' credentials (agent link, controller)
   std::unique_ptr<controller::Controller> controller_;
   std::unique_ptr<rpc::ControlService> control_service_;

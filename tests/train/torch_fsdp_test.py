@@ -118,8 +118,8 @@ class FsdpTest(unittest.TestCase):
             for p in ranks:
                 output = p.communicate(timeout=300)[0]
                 self.assertEqual(p.returncode, 0, output[-3000:])
-            saved = torch.load(os.path.join(checkpoint, engine.CHECKPOINT_FILE),
-                               weights_only=True)
+            path = os.path.join(checkpoint, engine.CHECKPOINT_FILE)
+            saved = torch.load(path, map_location="cpu", weights_only=True)
             shapes = {k: tuple(v.shape) for k, v in saved["model"].items()}
             self.assertEqual(shapes["block0.attention.qkv.weight"], (96, 32))
             # The same config on one process (fsdp over 1 rank trains unsharded) takes it up.
