@@ -24,6 +24,17 @@ std::optional<Credential> ParseCredential(std::string_view text) {
   return Credential{std::string(text.substr(0, dot)), std::string(secret)};
 }
 
+bool SecretEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
 absl::StatusOr<std::string> NewSecret() {
   unsigned char bytes[32];
   const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);

@@ -23,6 +23,9 @@ struct Credential {
 // 64 lowercase hex digits). The id is everything before the last dot, so ids may hold dots.
 std::optional<Credential> ParseCredential(std::string_view text);
 
+// Equal strings, compared in time that depends only on their lengths (no early exit).
+bool SecretEquals(std::string_view a, std::string_view b);
+
 // 32 bytes from the kernel's random source, as 64 lowercase hex digits: a credential's secret, a
 // dashboard session. Internal error when /dev/urandom cannot be read.
 absl::StatusOr<std::string> NewSecret();

@@ -250,6 +250,9 @@ class Controller {
   // Counts the infrastructure faults among an agent's run exits; quarantines it after
   // kQuarantineAfter in a row (a clean exit starts the count again).
   void CountInfraFaults(const std::string& agent_id, const std::vector<store::IngestEvent>& events);
+  // A new secret for the agent, stored (its hash) and put in the credential table; returns the
+  // credential "ID.SECRET". `how`: "token" or "provider".
+  absl::StatusOr<std::string> IssueCredential(const std::string& agent_id, const std::string& how);
   // The events of `events` that `agent_id` may report (lifecycle::MayReport); logs the others.
   std::vector<store::IngestEvent> OwnEvents(const std::string& agent_id,
                                             const std::vector<store::IngestEvent>& events);

@@ -13,28 +13,23 @@
 namespace tae::controller {
 namespace {
 
-bool IsAgentId(const std::string& id) {
-  if (id.empty() || id.size() > 128) {
-    return false;
-  }
+// InvalidArgument unless `id` is 1-128 of [A-Za-z0-9._:-].
+absl::Status CheckAgentId(const std::string& id) {
+  bool ok = !id.empty() && id.size() <= 128;
   for (char c : id) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-' || c == ':';
-    if (!ok) {
-      return false;
-    }
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == '_' || c == '-' || c == ':');
   }
-  return true;
+  return ok ? absl::OkStatus()
+            : absl::InvalidArgumentError(absl::StrCat("agent_id: '", id.substr(0, 80),
+                                                      "' is not 1-128 of [A-Za-z0-9._:-]"));
 }
 
 }  // namespace
 
 absl::StatusOr<std::string> Controller::Enrol(const std::string& agent_id) {
   TAE_CHECK_OWNER(core_);
-  if (!IsAgentId(agent_id)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("agent_id: '", agent_id.substr(0, 80), "' is not 1-128 of [A-Za-z0-9._:-]"));
-  }
+  RETURN_IF_ERROR(CheckAgentId(agent_id));
   ASSIGN_OR_RETURN(std::vector<store::CredentialRecord> all, store_->ListCredentials());
   for (const store::CredentialRecord& c : all) {
     if (c.agent_id != agent_id) {
@@ -52,22 +47,14 @@ absl::StatusOr<std::string> Controller::Enrol(const std::string& agent_id) {
         "revoke ",
         agent_id, "`, then another --id"));
   }
-  ASSIGN_OR_RETURN(std::string secret, registry::NewSecret());
-  store::CredentialRecord record{agent_id, registry::SecretHash(secret), "token", Now(), {}, ""};
-  RETURN_IF_ERROR(store_->PutCredential(record));
-  if (options_.credentials != nullptr) {
-    options_.credentials->Put(agent_id, record.secret_sha256);
-  }
+  ASSIGN_OR_RETURN(std::string credential, IssueCredential(agent_id, "token"));
   spdlog::info("agent {} enrolled with the enrolment token", agent_id);
-  return registry::Credential{agent_id, secret}.Text();
+  return credential;
 }
 
 absl::StatusOr<std::string> Controller::MintCredential(const std::string& agent_id) {
   TAE_CHECK_OWNER(core_);
-  if (!IsAgentId(agent_id)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("agent_id: '", agent_id.substr(0, 80), "' is not 1-128 of [A-Za-z0-9._:-]"));
-  }
+  RETURN_IF_ERROR(CheckAgentId(agent_id));
   ASSIGN_OR_RETURN(std::vector<store::CredentialRecord> all, store_->ListCredentials());
   for (const store::CredentialRecord& c : all) {
     if (c.agent_id == agent_id && c.revoked_at.has_value()) {
@@ -75,8 +62,13 @@ absl::StatusOr<std::string> Controller::MintCredential(const std::string& agent_
           absl::StrCat("agent ", agent_id, " was revoked (", c.revoked_reason, ")"));
     }
   }
+  return IssueCredential(agent_id, "provider");
+}
+
+absl::StatusOr<std::string> Controller::IssueCredential(const std::string& agent_id,
+                                                        const std::string& how) {
   ASSIGN_OR_RETURN(std::string secret, registry::NewSecret());
-  store::CredentialRecord record{agent_id, registry::SecretHash(secret), "provider", Now(), {}, ""};
+  store::CredentialRecord record{agent_id, registry::SecretHash(secret), how, Now(), {}, ""};
   RETURN_IF_ERROR(store_->PutCredential(record));
   if (options_.credentials != nullptr) {
     options_.credentials->Put(agent_id, record.secret_sha256);
@@ -86,10 +78,7 @@ absl::StatusOr<std::string> Controller::MintCredential(const std::string& agent_
 
 absl::StatusOr<int> Controller::Revoke(const std::string& agent_id, const std::string& reason) {
   TAE_CHECK_OWNER(core_);
-  if (!IsAgentId(agent_id)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("agent_id: '", agent_id.substr(0, 80), "' is not 1-128 of [A-Za-z0-9._:-]"));
-  }
+  RETURN_IF_ERROR(CheckAgentId(agent_id));
   const std::string why = reason.empty() ? "revoked with taectl agents revoke" : reason;
   RETURN_IF_ERROR(store_->RevokeCredential(agent_id, why, Now()));
   if (options_.credentials != nullptr) {

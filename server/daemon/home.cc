@@ -11,6 +11,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/auth/credential.h"
 #include "common/fs/fs.h"
 
 namespace tae::daemon {
@@ -67,19 +68,11 @@ absl::StatusOr<std::string> LoadOrCreateToken(const std::string& home, const std
       return token;
     }
   }
-  unsigned char bytes[32];
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || read(fd, bytes, sizeof(bytes)) != sizeof(bytes)) {
-    if (fd >= 0) {
-      close(fd);
-    }
-    return absl::InternalError(absl::StrCat("cannot read /dev/urandom for ", name));
+  absl::StatusOr<std::string> fresh = auth::NewSecret();
+  if (!fresh.ok()) {
+    return absl::InternalError(absl::StrCat(fresh.status().message(), " (", name, ")"));
   }
-  close(fd);
-  std::string token;
-  for (unsigned char b : bytes) {
-    absl::StrAppend(&token, absl::Hex(b, absl::kZeroPad2));
-  }
+  const std::string token = *std::move(fresh);
   if (absl::Status s = fs::WriteFileAtomically(path, token + "\n", {0600, fs::Durability::kFile});
       !s.ok()) {
     return s;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <optional>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -472,97 +473,88 @@ Response Api::RunLogs(const Request& request, int64_t run_id) {
   return Ok(LogPageJson(*page));
 }
 
+namespace {
+
+// Work done on the core one slice per turn, other work in between: `step` runs until it returns
+// the answer, which goes to `done` (a stopping taed answers 503 instead).
+struct Slices {
+  boost::asio::io_context* core;
+  const std::atomic<bool>* stopped;
+  std::function<std::optional<Response>()> step;
+  std::function<void(Response)> done;
+};
+
+void NextSlice(std::shared_ptr<Slices> slices) {
+  boost::asio::io_context* core = slices->core;
+  boost::asio::post(*core, [slices = std::move(slices)]() mutable {
+    if (slices->stopped->load()) {
+      slices->done(Response::Error(503, "taed is stopping"));
+      return;
+    }
+    if (std::optional<Response> answer = slices->step()) {
+      slices->done(*std::move(answer));
+      return;
+    }
+    NextSlice(std::move(slices));
+  });
+}
+
+}  // namespace
+
 void Api::RunLogText(int64_t run_id, std::function<void(Response)> done) {
-  struct Job {
-    int64_t run_id = 0;
-    int64_t after = 0;
-    std::string text;
-    bool truncated = false;
-    std::function<void(Response)> done;
-  };
-  auto job = std::make_shared<Job>();
-  job->run_id = run_id;
-  job->done = std::move(done);
-  // One slice per core turn; the last one answers.
-  auto slice = std::make_shared<std::function<void()>>();
-  *slice = [this, job, slice] {
-    if (stopped_.load()) {
-      job->done(Response::Error(503, "taed is stopping"));
-      *slice = nullptr;  // break the cycle
-      return;
-    }
-    absl::StatusOr<query::LogPage> page = query_->Logs(job->run_id, job->after, kLogSliceLines);
+  auto after = std::make_shared<int64_t>(0);
+  auto text = std::make_shared<std::string>();
+  auto step = [this, run_id, after, text]() -> std::optional<Response> {
+    absl::StatusOr<query::LogPage> page = query_->Logs(run_id, *after, kLogSliceLines);
     if (!page.ok()) {
-      job->done(FromStatus(page.status()));
-      *slice = nullptr;
-      return;
+      return FromStatus(page.status());
     }
+    bool truncated = false;
     for (const store::LogRecord& line : page->lines) {
-      if (job->text.size() + line.text.size() + 10 > kMaxDownloadBytes) {
-        job->truncated = true;
+      if (text->size() + line.text.size() + 10 > kMaxDownloadBytes) {
+        truncated = true;
         break;
       }
-      absl::StrAppend(&job->text, line.stream == "stderr" ? "[stderr] " : "", line.text, "\n");
+      absl::StrAppend(text.get(), line.stream == "stderr" ? "[stderr] " : "", line.text, "\n");
     }
-    const bool end = job->truncated || page->lines.empty() || page->next == job->after;
-    job->after = page->next;
+    const bool end = truncated || page->lines.empty() || page->next == *after;
+    *after = page->next;
     if (!end) {
-      boost::asio::post(*core_, [slice] { (*slice)(); });
-      return;
+      return std::nullopt;
     }
-    if (job->truncated) {
-      absl::StrAppend(&job->text, "[taed: the download stops at ", kMaxDownloadBytes >> 20,
-                      " MiB; `taectl logs r", job->run_id, "` prints the whole log]\n");
+    if (truncated) {
+      absl::StrAppend(text.get(), "[taed: the download stops at ", kMaxDownloadBytes >> 20,
+                      " MiB; `taectl logs r", run_id, "` prints the whole log]\n");
     }
     Response r;
     r.content_type = "text/plain; charset=utf-8";
-    r.body = std::move(job->text);
-    job->done(Download(std::move(r), absl::StrCat("r", job->run_id, ".log"), true));
-    *slice = nullptr;
+    r.body = std::move(*text);
+    return Download(std::move(r), absl::StrCat("r", run_id, ".log"), true);
   };
-  boost::asio::post(*core_, [slice] { (*slice)(); });
+  NextSlice(std::make_shared<Slices>(Slices{core_, &stopped_, std::move(step), std::move(done)}));
 }
 
 void Api::SearchLogs(int64_t run_id, const std::string& text, std::function<void(Response)> done) {
-  struct Job {
-    int64_t run_id = 0;
-    std::string text;
-    int64_t after = 0;
-    std::vector<int64_t> matches;
-    std::function<void(Response)> done;
-  };
-  auto job = std::make_shared<Job>();
-  job->run_id = run_id;
-  job->text = text;
-  job->done = std::move(done);
-  auto slice = std::make_shared<std::function<void()>>();
-  *slice = [this, job, slice] {
-    if (stopped_.load()) {
-      job->done(Response::Error(503, "taed is stopping"));
-      *slice = nullptr;
-      return;
-    }
+  auto after = std::make_shared<int64_t>(0);
+  auto matches = std::make_shared<std::vector<int64_t>>();
+  auto step = [this, run_id, text, after, matches]() -> std::optional<Response> {
     absl::StatusOr<query::Query::SearchSlice> found =
-        query_->SearchLogsSlice(job->run_id, job->text, job->after, kSearchSliceLines);
+        query_->SearchLogsSlice(run_id, text, *after, kSearchSliceLines);
     if (!found.ok()) {
-      job->done(FromStatus(found.status()));
-      *slice = nullptr;
-      return;
+      return FromStatus(found.status());
     }
-    job->matches.insert(job->matches.end(), found->matches.begin(), found->matches.end());
-    job->after = found->last;
-    const bool truncated = static_cast<int>(job->matches.size()) > kMaxSearchMatches;
+    matches->insert(matches->end(), found->matches.begin(), found->matches.end());
+    *after = found->last;
+    const bool truncated = static_cast<int>(matches->size()) > kMaxSearchMatches;
     if (!found->end && !truncated) {
-      boost::asio::post(*core_, [slice] { (*slice)(); });
-      return;
+      return std::nullopt;
     }
     if (truncated) {
-      job->matches.resize(kMaxSearchMatches);
+      matches->resize(kMaxSearchMatches);
     }
-    job->done(Ok({{"matches", job->matches}, {"truncated", truncated}}));
-    *slice = nullptr;
+    return Ok({{"matches", *matches}, {"truncated", truncated}});
   };
-  boost::asio::post(*core_, [slice] { (*slice)(); });
+  NextSlice(std::make_shared<Slices>(Slices{core_, &stopped_, std::move(step), std::move(done)}));
 }
 
 Response Api::Curves(const Request& request, int64_t id, const std::string& what) {

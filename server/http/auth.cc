@@ -63,16 +63,7 @@ std::optional<Secrets> SessionTable::Find(std::string_view value, double now) co
   return SessionSecrets(it->first);
 }
 
-bool SecretEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  }
-  return diff == 0;
-}
+bool SecretEquals(std::string_view a, std::string_view b) { return auth::SecretEquals(a, b); }
 
 std::optional<std::string> CookieValue(std::string_view header, std::string_view name) {
   for (absl::string_view part : absl::StrSplit(Absl(header), ';')) {

@@ -4,20 +4,7 @@
 #include "common/snapshot/snapshot.h"
 
 namespace tae::registry {
-namespace {
-
-bool SameBytes(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  }
-  return diff == 0;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string SecretHash(std::string_view secret) {
   return snapshot::Sha256Hex(absl::StrCat("tae-agent-credential\n", std::string(secret)));
@@ -51,7 +38,7 @@ std::optional<std::string> CredentialTable::Authenticate(std::string_view presen
   const std::string hash = SecretHash(c->secret);
   absl::MutexLock lock(&mu_);
   auto it = hashes_.find(c->agent_id);
-  if (it == hashes_.end() || !SameBytes(it->second, hash)) {
+  if (it == hashes_.end() || !auth::SecretEquals(it->second, hash)) {
     return std::nullopt;
   }
   return c->agent_id;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/post.hpp"
+#include "common/auth/credential.h"
 #include "server/registry/agent_channel.h"
 #include "server/rpc/blob_rpcs.h"
 #include "server/rpc/convert.h"
@@ -254,15 +255,8 @@ class AgentStream final : public Reactor {
 
 bool TokenMatches(std::string_view header, std::string_view token) {
   constexpr std::string_view kPrefix = "Bearer ";
-  if (token.empty() || header.size() != kPrefix.size() + token.size() ||
-      header.substr(0, kPrefix.size()) != kPrefix) {
-    return false;
-  }
-  unsigned char diff = 0;
-  for (size_t i = 0; i < token.size(); ++i) {
-    diff |= static_cast<unsigned char>(header[kPrefix.size() + i] ^ token[i]);
-  }
-  return diff == 0;
+  return !token.empty() && header.substr(0, kPrefix.size()) == kPrefix &&
+         auth::SecretEquals(header.substr(kPrefix.size()), token);
 }
 
 AgentLinkService::AgentLinkService(boost::asio::io_context* core,

@@ -28,9 +28,10 @@ namespace {
 constexpr size_t kMaxManifestBytes = 16 << 20;  // ~150k files
 
 // The fields of an offer or commit, checked, and its manifest parsed (on the blob worker).
-absl::StatusOr<controller::CheckpointOffer> ParseOffer(int64_t run_id, int attempt, int64_t step,
-                                                       const std::string& manifest,
-                                                       const std::string& artifact) {
+// `sizes`, when given, gets each blob's size by hash (what an offer grants uploads at).
+absl::StatusOr<controller::CheckpointOffer> ParseOffer(
+    int64_t run_id, int attempt, int64_t step, const std::string& manifest,
+    const std::string& artifact, std::map<std::string, uint64_t>* sizes = nullptr) {
   if (run_id <= 0) {
     return absl::InvalidArgumentError("run_id: must be > 0");
   }
@@ -71,20 +72,11 @@ absl::StatusOr<controller::CheckpointOffer> ParseOffer(int64_t run_id, int attem
     if (seen.insert(entry.sha256).second) {
       offer.hashes.push_back(entry.sha256);
     }
-  }
-  return offer;
-}
-
-// hash -> size of each blob the manifest names (parsed again: cheap next to hashing the blobs).
-std::map<std::string, uint64_t> BlobSizes(const std::string& manifest) {
-  std::map<std::string, uint64_t> out;
-  absl::StatusOr<std::vector<snapshot::Entry>> entries = snapshot::ParseManifest(manifest);
-  if (entries.ok()) {
-    for (const snapshot::Entry& entry : *entries) {
-      out[entry.sha256] = entry.size;
+    if (sizes != nullptr) {
+      (*sizes)[entry.sha256] = entry.size;
     }
   }
-  return out;
+  return offer;
 }
 
 using Offer = std::shared_ptr<controller::CheckpointOffer>;
@@ -116,30 +108,30 @@ grpc::ServerUnaryReactor* AgentLinkService::OfferCheckpoint(
   }
   DropExpired(&grants_, checkpoint_blobs_);
   checkpoint_blobs_->Post([this, reactor, request, response, caller = *caller](blobs::BlobStore&) {
+    auto sizes = std::make_shared<std::map<std::string, uint64_t>>();
     absl::StatusOr<controller::CheckpointOffer> parsed =
         ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest(),
-                   request->artifact());
+                   request->artifact(), sizes.get());
     if (!parsed.ok()) {
       reactor->Finish(ToGrpc(parsed.status()));
       return;
     }
     Offer offer = std::make_shared<controller::CheckpointOffer>(*std::move(parsed));
-    boost::asio::post(*core_, [this, reactor, response, offer, caller] {
+    boost::asio::post(*core_, [this, reactor, response, offer, sizes, caller] {
       absl::Status taken = controller_->CheckCheckpoint(*offer, caller);
       if (!taken.ok()) {
         reactor->Finish(ToGrpc(taken));
         return;
       }
-      checkpoint_blobs_->Post([this, reactor, response, offer, caller](blobs::BlobStore& store) {
-        const std::map<std::string, uint64_t> sizes = BlobSizes(offer->manifest);
-        std::map<std::string, uint64_t> missing;
-        for (std::string& hash : store.Missing(offer->hashes)) {
-          auto size = sizes.find(hash);
-          missing[hash] = size == sizes.end() ? 0 : size->second;
-          response->add_missing(std::move(hash));
-        }
-        reactor->Finish(ToGrpc(grants_.Grant(caller, missing, clock::WallNow())));
-      });
+      checkpoint_blobs_->Post(
+          [this, reactor, response, offer, sizes, caller](blobs::BlobStore& store) {
+            std::map<std::string, uint64_t> missing;
+            for (std::string& hash : store.Missing(offer->hashes)) {
+              missing[hash] = sizes->at(hash);
+              response->add_missing(std::move(hash));
+            }
+            reactor->Finish(ToGrpc(grants_.Grant(caller, missing, clock::WallNow())));
+          });
     });
   });
   return reactor;
