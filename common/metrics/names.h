@@ -17,6 +17,23 @@ inline constexpr char kEvalAcc[] = "eval/acc";
 inline constexpr char kStepMs[] = "perf/step_ms";
 inline constexpr char kTokensPerS[] = "perf/tokens_per_s";
 
+// The metrics tae-train (and the torch engine) report while training: every train.log_every
+// steps (train/*, perf/*) and every train.eval_every steps and at the last (eval/*). Only these
+// can judge a run before it ends (an asha [search]); the compression columns below come after
+// the last step.
+inline const std::vector<std::string>& TrainingMetrics() {
+  static const auto* const names = new std::vector<std::string>{
+      kEvalLoss,  kEvalAcc,          "eval/seq_acc", "eval/ppl", kTrainLoss,
+      "train/lr", "train/grad_norm", kTokensPerS,    kStepMs,    "perf/peak_rss_mb"};
+  return *names;
+}
+
+// Which way a metric nobody gave a goal for is better: larger for accuracies and throughput,
+// smaller for the rest (losses, times). [report] goal and [search] goal override it.
+inline bool LargerIsBetterByDefault(const std::string& metric) {
+  return metric.find("acc") != std::string::npos || metric == kTokensPerS;
+}
+
 // Compression columns tae-train adds after training (docs/engine.md "Compression"), in the order
 // a report shows them after eval/loss and eval/acc: prune<pct>/eval/{loss,acc} by fraction, then
 // the int8 model's loss, accuracy, weight bytes and eval speed beside fp32's.

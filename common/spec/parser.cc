@@ -4,6 +4,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,6 +15,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/metrics/names.h"
 #include "common/spec/checks.h"
 #include "common/spec/overrides.h"
 #include "common/spec/params.h"
@@ -597,6 +600,110 @@ absl::Status CheckJob(std::string_view path, const Draft& draft) {
   return absl::OkStatus();
 }
 
+// The [search] of the draft, its metric and goal resolved (SearchPlan).
+SearchPlan SearchOf(const Draft& draft) {
+  const nlohmann::json& values = draft.values;
+  SearchPlan plan;
+  for (const KeyInfo& key : Schema()) {
+    if (key.name.substr(0, 7) == "search." && FindOrigin(&draft.origins, key.name) != nullptr) {
+      plan.declared = true;
+    }
+  }
+  plan.method = values.at("search.method") == "asha" ? SearchMethod::kAsha : SearchMethod::kGrid;
+  plan.within =
+      values.at("search.within") == "study" ? SearchWithin::kStudy : SearchWithin::kVariant;
+  plan.min_steps = values.at("search.min_steps").get<int64_t>();
+  plan.reduction = values.at("search.reduction").get<int64_t>();
+  const auto metric = values.at("search.metric").get<std::string>();
+  const auto report_metrics = values.at("report.metrics").get<std::vector<std::string>>();
+  if (!metric.empty()) {
+    plan.metric = metric;
+  } else if (!report_metrics.empty()) {
+    plan.metric = report_metrics.front();
+  }
+  const auto goal = values.at("search.goal").get<std::string>();
+  const auto report_goal = values.at("report.goal").get<std::map<std::string, std::string>>();
+  if (!goal.empty()) {
+    plan.goal = goal;
+  } else if (auto it = report_goal.find(plan.metric); it != report_goal.end()) {
+    plan.goal = it->second;
+  } else {
+    plan.goal = metrics::LargerIsBetterByDefault(plan.metric) ? "max" : "min";
+  }
+  return plan;
+}
+
+// The smallest train.steps over every run, and the ablation that sets it ("" : the baseline, a
+// grid point or the defaults).
+std::pair<int64_t, std::string> FewestSteps(const Draft& draft) {
+  std::pair<int64_t, std::string> fewest = {std::numeric_limits<int64_t>::max(), ""};
+  for (const auto& [base, origins] : GridConfigs(draft)) {
+    fewest = std::min(fewest, {base.at("train.steps").get<int64_t>(), ""});
+    for (const ParsedAblation& ablation : draft.ablations) {
+      if (auto it = ablation.overrides.find("train.steps"); it != ablation.overrides.end()) {
+        fewest = std::min(fewest, {it->get<int64_t>(), ablation.name});
+      }
+    }
+  }
+  return fewest;
+}
+
+// An asha [search]: it needs a [grid] (its points are what it prunes), a list of seeds (a point's
+// seeds are fixed), a first rung before any run ends, and, for tae-train, a metric tae-train
+// reports while training. A command job may report any metric; its step budget is only known
+// when its command passes {train.steps}, and only then is min_steps checked against it.
+absl::Status CheckSearch(std::string_view path, const Draft& draft) {
+  const SearchPlan plan = SearchOf(draft);
+  if (!plan.asha()) {
+    return absl::OkStatus();
+  }
+  auto where = [&](std::string_view key) {
+    const Origin* origin = FindOrigin(&draft.origins, key);
+    return origin != nullptr ? *origin : Origin{};
+  };
+  if (draft.grid.empty()) {
+    return Error(path, where("search.method"),
+                 "search.method = \"asha\" needs a [grid]: it stops grid points that fall "
+                 "behind, and without a [grid] there is one point per variant");
+  }
+  if (draft.values.at(std::string(kSeedsKey)).is_object()) {
+    return Error(path, where("search.method"),
+                 Cat("search.method = \"asha\" with adaptive ", kSeedsKey,
+                     " is not supported: a point is judged on all its seeds, so give ", kSeedsKey,
+                     " as a list"));
+  }
+  if (plan.min_steps < 1) {
+    return Error(path, where("search.method"),
+                 "search.method = \"asha\" needs search.min_steps, the step of the first rung");
+  }
+  const std::string command = draft.values.at("job.command").get<std::string>();
+  absl::StatusOr<std::vector<std::string>> placeholders = CommandPlaceholders(command);
+  const bool knows_steps =
+      command.empty() || (placeholders.ok() && std::find(placeholders->begin(), placeholders->end(),
+                                                         "train.steps") != placeholders->end());
+  if (knows_steps) {
+    const auto [steps, ablation] = FewestSteps(draft);
+    if (plan.min_steps >= steps) {
+      return Error(path, where("search.min_steps"),
+                   Cat("search.min_steps: ", plan.min_steps, " is not below train.steps (", steps,
+                       ablation.empty() ? "" : Cat(" in ablation '", ablation, "'"),
+                       "): the first rung must come before the runs end"));
+    }
+  }
+  const std::vector<std::string>& known = metrics::TrainingMetrics();
+  if (command.empty() && std::find(known.begin(), known.end(), plan.metric) == known.end()) {
+    const bool own = !draft.values.at("search.metric").get<std::string>().empty();
+    std::vector<std::string_view> candidates(known.begin(), known.end());
+    return Error(path, where(own ? "search.metric" : "report.metrics"),
+                 Cat(own ? "search.metric" : "search.metric (from report.metrics)",
+                     ": tae-train "
+                     "does not report '",
+                     plan.metric, "' while training", DidYouMean(plan.metric, candidates),
+                     "; it reports ", absl::StrJoin(known, ", ")));
+  }
+  return absl::OkStatus();
+}
+
 Spec BuildSpec(Draft draft) {
   Spec spec;
   nlohmann::json& values = draft.values;
@@ -620,6 +727,7 @@ Spec BuildSpec(Draft draft) {
   spec.job_command = values.at("job.command").get<std::string>();
   spec.report_metrics = values.at("report.metrics").get<std::vector<std::string>>();
   spec.report_goal = values.at("report.goal").get<std::map<std::string, std::string>>();
+  spec.search = SearchOf(draft);
   for (const KeyInfo& key : Schema()) {
     if (key.scope == KeyScope::kExperiment) {
       values.erase(std::string(key.name));
@@ -669,6 +777,9 @@ absl::StatusOr<Spec> ParseSpec(std::string_view text, std::string_view path,
     return status;
   }
   if (absl::Status status = CheckJob(path, draft); !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = CheckSearch(path, draft); !status.ok()) {
     return status;
   }
   return BuildSpec(std::move(draft));

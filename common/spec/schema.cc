@@ -205,6 +205,25 @@ std::vector<KeyInfo> BuildSchema() {
       Experiment(Of(T::kGoalMap, "report.goal", "{}",
                     "per metric, \"min\" or \"max\": which way is better (best, Δ colours); "
                     "unnamed metrics: max for accuracies and throughput, min for the rest")),
+      // [search]
+      Experiment(
+          Enum("search.method", R"("grid")", "grid|asha",
+               "grid: every [grid] point runs to the end; asha: asynchronous successive "
+               "halving stops a point (all its seeds) that is not in the best 1/reduction "
+               "of the points that reached a rung (steps min_steps * reduction^k) before it")),
+      Experiment(Of(T::kString, "search.metric", R"("")",
+                    "the metric grid points are judged and each variant's best point is chosen "
+                    "on; \"\": [report]'s first metric, else eval/loss")),
+      Experiment(Enum("search.goal", R"("")", "min|max",
+                      "which way search.metric is better; unset: [report]'s goal for it, else max "
+                      "for accuracies and throughput, min for the rest")),
+      Experiment(Int("search.min_steps", "0", 1, 1e9,
+                     "asha: the step of the first rung (required, below train.steps)")),
+      Experiment(Int("search.reduction", "3", 2, 1000,
+                     "asha: eta, each rung keeps the best 1/eta of the points that reached it")),
+      Experiment(Enum("search.within", R"("variant")", "variant|study",
+                      "asha: which points compete: each variant's grid points among themselves, "
+                      "or all points of the study")),
   };
 }
 
@@ -242,8 +261,8 @@ const KeyInfo* FindKey(std::string_view name) {
 }
 
 const std::vector<std::string_view>& Sections() {
-  static const auto* const sections =
-      new std::vector<std::string_view>{"model", "train", "eval", "resources", "job", "report"};
+  static const auto* const sections = new std::vector<std::string_view>{
+      "model", "train", "eval", "resources", "job", "report", "search"};
   return *sections;
 }
 

@@ -209,6 +209,15 @@ std::string SpecHash(const Spec& spec) {
     canonical["job"] = {
         {"code", spec.job_code}, {"command", spec.job_command}, {"snapshot", spec.snapshot_id}};
   }
+  if (spec.search.asha()) {  // absent for grid: the hashes of the specs stored before stay
+    canonical["search"] = {
+        {"method", "asha"},
+        {"metric", spec.search.metric},
+        {"goal", spec.search.goal},
+        {"min_steps", spec.search.min_steps},
+        {"reduction", spec.search.reduction},
+        {"within", spec.search.within == SearchWithin::kStudy ? "study" : "variant"}};
+  }
   std::string text = std::string(kHashVersion) +
                      canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return absl::StrCat(absl::Hex(Fnv1a64(text), absl::kZeroPad16));

@@ -55,6 +55,32 @@ struct SeedsDesign {
   std::map<std::string, double> margin;  // metric -> equivalence margin
 };
 
+// [search]: how the points of a [grid] are searched, and the metric each variant's best point is
+// chosen on (taectl report --tuned). server/search/asha.h decides with it.
+enum class SearchMethod {
+  kGrid,  // every point runs to the end (also without a [search] table)
+  kAsha,  // asynchronous successive halving stops the points that fall behind at a rung
+};
+enum class SearchWithin {
+  kVariant,  // the baseline's and each ablation's grid points compete among themselves
+  kStudy,    // all grid points of all variants compete
+};
+struct SearchPlan {
+  bool declared = false;  // the file or a --set names a search.* key
+  SearchMethod method = SearchMethod::kGrid;
+  // Resolved: search.metric, else [report]'s first metric, else eval/loss.
+  std::string metric = "eval/loss";
+  // Resolved: search.goal, else [report]'s goal for the metric, else "max" for accuracies and
+  // throughput (metrics::LargerIsBetterByDefault), else "min".
+  std::string goal = "min";
+  int64_t min_steps = 0;  // asha: the first rung's step, >= 1 and below every run's train.steps
+  int64_t reduction = 3;  // eta >= 2
+  SearchWithin within = SearchWithin::kVariant;
+
+  bool asha() const { return method == SearchMethod::kAsha; }
+  bool maximize() const { return goal == "max"; }
+};
+
 struct Spec {
   std::string name;
   std::string description;
@@ -75,6 +101,9 @@ struct Spec {
   // train.seeds as a table { min, max, alpha, margin }: adaptive seeds. Then `seeds` is
   // 0 .. min-1, the seeds every variant starts with; more are added while undecided, up to max.
   SeedsDesign seeds_design;
+  // [search]. With method asha it is part of the hash (below); with grid it only names the metric
+  // the tuned table chooses on, and is not.
+  SearchPlan search;
 };
 
 // At most this many runs per experiment (variants x grid points x seeds); more is refused.
@@ -115,7 +144,11 @@ std::string GridVariantName(std::string_view ablation, const nlohmann::json& poi
 std::string BaselineFor(std::string_view variant, std::string_view baseline = kBaselineName);
 
 // A stable 16-hex-digit hash (FNV-1a 64) of the canonical content: name, description, base,
-// seeds and ablations. Whitespace, comments and key order in the file do not change it.
+// seeds and ablations (and the grid, the job, and [search] when its method is asha). Whitespace,
+// comments and key order in the file do not change it. [report] does not enter it (it changes no
+// run), nor does a grid [search] (it only changes which point the tuned table shows); an asha
+// [search] does, whole: it decides which runs are stopped early, so the same file run with
+// `--set search.method=grid` is another experiment, with runs and results of its own.
 std::string SpecHash(const Spec& spec);
 
 // The placeholder keys of a [job] command template, in order ("{train.lr}" -> "train.lr"; "{{"
