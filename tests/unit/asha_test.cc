@@ -1,0 +1,271 @@
+// server/search: the asha rule (rung steps, ranks, ties, direction, NaN), the grid search over
+// seeds (means, waiting for a point's own seeds only, within variant or study, missing data), the
+// reasons, and Restore after a restart. tests/search/asha_oracle_test.py checks the rule against
+// Optuna over randomised studies.
+#include "server/search/asha.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace tae::search {
+namespace {
+
+AshaRule Rule(int64_t min_steps, int64_t reduction, bool maximize = false) {
+  return AshaRule{"eval/loss", maximize, min_steps, reduction};
+}
+
+std::vector<std::string> Points(const std::vector<Decision>& decisions, Verdict verdict) {
+  std::vector<std::string> out;
+  for (const Decision& d : decisions) {
+    if (d.verdict == verdict) {
+      out.push_back(d.point);
+    }
+  }
+  return out;
+}
+
+TEST_CASE("rungs are at min_steps times eta to the k", "[search]") {
+  const AshaRule rule = Rule(10, 3);
+  CHECK(RungStep(rule, 0) == 10);
+  CHECK(RungStep(rule, 1) == 30);
+  CHECK(RungStep(rule, 3) == 270);
+  CHECK(RungSteps(rule, 300) == std::vector<int64_t>{10, 30, 90, 270});
+  CHECK(RungSteps(rule, 270) == std::vector<int64_t>{10, 30, 90});  // the last step is no rung
+  CHECK(RungSteps(rule, 10).empty());
+  CHECK(RungStep(Rule(1'000'000'000, 1000), 5) == std::numeric_limits<int64_t>::max());
+  CHECK(RungSteps(Rule(1'000'000'000, 1000), std::numeric_limits<int64_t>::max()).size() == 4);
+}
+
+TEST_CASE("a variant's grid points compete within it, or every point in the study", "[search]") {
+  CHECK(GroupOf(spec::SearchWithin::kVariant, "no-pos[lr=0.001,layers=2]") == "no-pos");
+  CHECK(GroupOf(spec::SearchWithin::kVariant, "baseline") == "baseline");
+  CHECK(GroupOf(spec::SearchWithin::kStudy, "no-pos[lr=0.001]").empty());
+  spec::SearchPlan plan;
+  plan.method = spec::SearchMethod::kAsha;
+  plan.metric = "eval/acc";
+  plan.goal = "max";
+  plan.min_steps = 30;
+  plan.reduction = 4;
+  const AshaRule rule = RuleOf(plan);
+  CHECK(rule.metric == "eval/acc");
+  CHECK(rule.maximize);
+  CHECK(rule.min_steps == 30);
+  CHECK(rule.reduction == 4);
+}
+
+TEST_CASE("a point is kept when it is in the best n/eta of the rung so far", "[search]") {
+  AshaJudge judge(Rule(10, 3));
+  auto at0 = [&](const std::string& point, double value) {
+    return judge.Judge(RungValue{point, "g", 0, value, 1});
+  };
+  // The first eta - 1 points: keeps 1, so only a new best is kept (Optuna's -1 -> 0).
+  CHECK(at0("a", 2.0).verdict == Verdict::kKeep);
+  CHECK(at0("b", 3.0).verdict == Verdict::kPrune);
+  CHECK(at0("c", 1.0).verdict == Verdict::kKeep);
+  // 4 values: keeps 4 / 3 = 1.
+  CHECK(at0("d", 1.5).verdict == Verdict::kPrune);
+  // 6 values: keeps 2; 0.5 and 1.0 are the best two.
+  CHECK(at0("e", 2.5).verdict == Verdict::kPrune);
+  const Decision f = at0("f", 0.5);
+  CHECK(f.verdict == Verdict::kKeep);
+  CHECK(f.rank == 1);
+  CHECK(f.competitors == 6);
+  CHECK(f.keeps == 2);
+  CHECK(judge.Recorded("g", 0) == std::vector<double>{2.0, 3.0, 1.0, 1.5, 2.5, 0.5});
+  // A pruned point is not judged again; a point's rungs come in order.
+  CHECK(judge.Judge(RungValue{"b", "g", 1, 0.0, 1}).verdict == Verdict::kIgnored);
+  CHECK(judge.Judge(RungValue{"a", "g", 2, 0.0, 1}).verdict == Verdict::kIgnored);
+  CHECK(judge.Judge(RungValue{"a", "g", 0, 0.0, 1}).verdict == Verdict::kIgnored);
+  CHECK(judge.Judge(RungValue{"a", "g", 1, 0.0, 1}).verdict == Verdict::kKeep);
+  CHECK(judge.NextRung("a") == 2);
+  CHECK(judge.Pruned("b"));
+  CHECK_FALSE(judge.Pruned("a"));
+}
+
+TEST_CASE("ties at the threshold are all kept, and max goals rank the other way", "[search]") {
+  AshaJudge judge(Rule(10, 3));
+  for (const char* point : {"a", "b", "c", "d", "e", "f"}) {
+    INFO(point);
+    CHECK(judge.Judge(RungValue{point, "", 0, 1.0, 1}).verdict == Verdict::kKeep);
+  }
+  AshaJudge max(Rule(10, 2, /*maximize=*/true));
+  CHECK(max.Judge(RungValue{"a", "", 0, 0.5, 1}).verdict == Verdict::kKeep);
+  CHECK(max.Judge(RungValue{"b", "", 0, 0.9, 1}).verdict == Verdict::kKeep);  // 2 / 2 = 1: best
+  CHECK(max.Judge(RungValue{"c", "", 0, 0.1, 1}).verdict == Verdict::kPrune);
+  const Decision d = max.Judge(RungValue{"d", "", 0, 0.5, 1});  // 0.9 > 0.5 = 0.5 > 0.1: 2nd
+  CHECK(d.rank == 2);
+  CHECK(d.keeps == 2);
+  CHECK(d.verdict == Verdict::kKeep);
+}
+
+TEST_CASE("the reason names the rung, the metric, its value and its rank", "[search]") {
+  AshaJudge judge(Rule(30, 3));
+  // Nine points through rungs 0 and 1 at one tied value, then ranked at rung 2 (step 270).
+  std::vector<Decision> at2;
+  for (int i = 0; i < 9; ++i) {
+    const std::string point = "p" + std::to_string(i);
+    REQUIRE(judge.Judge(RungValue{point, "", 0, 5.0, 2}).verdict == Verdict::kKeep);
+    REQUIRE(judge.Judge(RungValue{point, "", 1, 4.0, 2}).verdict == Verdict::kKeep);
+  }
+  for (int i = 0; i < 9; ++i) {
+    const double value = i == 8 ? 1.93 : 1.0 + 0.1 * i;  // p8 is the worst
+    at2.push_back(judge.Judge(RungValue{"p" + std::to_string(i), "", 2, value, 2}));
+  }
+  CHECK(at2[8].reason == "rung 2 (step 270): eval/loss 1.93, 9th of 9, keeps best 3");
+  CHECK(at2[8].verdict == Verdict::kPrune);
+  CHECK(at2[0].reason == "rung 2 (step 270): eval/loss 1, 1st of 1, keeps best 1");
+  CHECK(at2[2].reason == "rung 2 (step 270): eval/loss 1.2, 3rd of 3, keeps best 1");
+  AshaJudge ranks(Rule(30, 3));
+  for (double value : {1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 2.0, 2.1}) {
+    ranks.Judge(RungValue{std::to_string(value), "", 0, value, 1});
+  }
+  const Decision seventh = ranks.Judge(RungValue{"x", "", 0, 1.93, 1});
+  CHECK(seventh.reason == "rung 0 (step 30): eval/loss 1.93, 7th of 9, keeps best 3");
+  const Decision nan = ranks.Judge(RungValue{"n", "", 0, std::nan(""), 1});
+  CHECK(nan.verdict == Verdict::kPrune);
+  CHECK(nan.reason == "rung 0 (step 30): eval/loss nan, not a number");
+  CHECK(ranks.Recorded("", 0).size() == 9);  // NaN is not recorded
+}
+
+// Two variants x 3 learning rates x 2 seeds; run ids 1..12 in that order.
+std::vector<SearchRun> TwoVariants() {
+  std::vector<SearchRun> runs;
+  int64_t id = 1;
+  for (const char* variant : {"baseline", "no-pos"}) {
+    for (const char* lr : {"0.1", "0.01", "0.001"}) {
+      for (int seed = 0; seed < 2; ++seed) {
+        runs.push_back({id++, std::string(variant) + "[lr=" + lr + "]"});
+      }
+    }
+  }
+  return runs;
+}
+
+TEST_CASE("a point is judged on the mean of its seeds once each has reported the rung",
+          "[search]") {
+  GridSearch search(Rule(10, 3), spec::SearchWithin::kVariant, TwoVariants());
+  CHECK(search.Runs("baseline[lr=0.01]") == std::vector<int64_t>{3, 4});
+  CHECK(search.Observe(1, "eval/loss", 5, 9.0).empty());   // before the rung
+  CHECK(search.Observe(1, "eval/acc", 10, 0.5).empty());   // another metric
+  CHECK(search.Observe(1, "eval/loss", 10, 2.0).empty());  // seed 1 has not reported
+  CHECK(search.Observe(1, "eval/loss", 20, 0.0).empty());  // a later report changes nothing
+  std::vector<Decision> d = search.Observe(2, "eval/loss", 12, 3.0);  // first report >= 10
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].point == "baseline[lr=0.1]");
+  CHECK(d[0].group == "baseline");
+  CHECK(d[0].value == 2.5);
+  CHECK(d[0].seeds == 2);
+  CHECK(d[0].verdict == Verdict::kKeep);
+  // The next baseline point is worse: pruned at once, without waiting for the third.
+  search.Observe(3, "eval/loss", 10, 3.0);
+  d = search.Observe(4, "eval/loss", 10, 3.0);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].verdict == Verdict::kPrune);
+  CHECK(search.Pruned("baseline[lr=0.01]"));
+  CHECK(search.Observe(3, "eval/loss", 30, 0.0).empty());  // its runs' later reports: ignored
+  // no-pos competes on its own (within = variant): its first point is kept at 9.0.
+  search.Observe(7, "eval/loss", 10, 9.0);
+  d = search.Observe(8, "eval/loss", 10, 9.0);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].verdict == Verdict::kKeep);
+  CHECK(d[0].competitors == 1);
+}
+
+TEST_CASE("within = study: every point competes with every other", "[search]") {
+  GridSearch search(Rule(10, 3), spec::SearchWithin::kStudy, TwoVariants());
+  search.Observe(1, "eval/loss", 10, 2.0);
+  search.Observe(2, "eval/loss", 10, 2.0);
+  search.Observe(7, "eval/loss", 10, 9.0);
+  std::vector<Decision> d = search.Observe(8, "eval/loss", 10, 9.0);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].group.empty());
+  CHECK(d[0].verdict == Verdict::kPrune);
+  CHECK(d[0].reason == "rung 0 (step 10): eval/loss 9, 2nd of 2, keeps best 1");
+}
+
+TEST_CASE("one report past several rungs is judged at each in turn", "[search]") {
+  GridSearch search(Rule(1, 3), spec::SearchWithin::kStudy,
+                    {{1, "baseline[x=1]"}, {2, "baseline[x=2]"}});
+  std::vector<Decision> d = search.Observe(1, "eval/loss", 10, 1.0);  // rungs 1, 3, 9
+  REQUIRE(d.size() == 3);
+  CHECK(d[2].rung == 2);
+  CHECK(d[2].step == 9);
+  d = search.Observe(2, "eval/loss", 10, 2.0);  // worse at rung 0: pruned there, not at 1 or 2
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].rung == 0);
+  CHECK(d[0].verdict == Verdict::kPrune);
+}
+
+TEST_CASE("missing data never prunes: a silent seed holds its point open", "[search]") {
+  GridSearch search(Rule(10, 3), spec::SearchWithin::kStudy,
+                    {{1, "baseline[x=1]"}, {2, "baseline[x=1]"}, {3, "baseline[x=2]"}});
+  search.Observe(3, "eval/loss", 10, 0.0);
+  CHECK(search.Observe(1, "eval/loss", 10, 5.0).empty());  // run 2 never reports the metric
+  CHECK(search.Observe(1, "eval/loss", 100, 5.0).empty());
+  // Run 2 fails at step 50: the point is judged on run 1 alone, at rungs 0 and 1 (10, 30) ...
+  std::vector<Decision> d = search.Ended(2, 50);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].seeds == 1);
+  CHECK(d[0].verdict == Verdict::kPrune);
+  // ... and a point whose runs all end without the metric is not judged; its decision says so.
+  GridSearch silent(Rule(10, 3), spec::SearchWithin::kStudy, {{1, "baseline[x=1]"}});
+  d = silent.Ended(1, 500);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].verdict == Verdict::kNoData);
+  CHECK(d[0].reason ==
+        "rung 0 (step 10): no run of the point reported eval/loss at or after step 10; not "
+        "judged");
+  CHECK(silent.Observe(1, "eval/loss", 20, 1.0).empty());
+  // A run that ends before the rung owes it nothing.
+  GridSearch early(Rule(10, 3), spec::SearchWithin::kStudy, {{1, "baseline[x=1]"}});
+  CHECK(early.Ended(1, 5).empty());
+}
+
+TEST_CASE("after a restart the stored decisions are restored and replay decides nothing new",
+          "[search]") {
+  const AshaRule rule = Rule(10, 2);
+  GridSearch first(rule, spec::SearchWithin::kVariant, TwoVariants());
+  std::vector<Decision> stored;
+  struct Report {
+    int64_t run;
+    int64_t step;
+    double value;
+  };
+  const std::vector<Report> reports = {{1, 10, 1.0}, {2, 10, 1.0}, {3, 10, 2.0},
+                                       {4, 10, 2.0}, {5, 10, 0.5}, {6, 10, 0.5},
+                                       {1, 20, 0.9}, {5, 20, 0.4}, {6, 20, 0.4}};
+  for (const Report& r : reports) {
+    for (Decision& d : first.Observe(r.run, "eval/loss", r.step, r.value)) {
+      stored.push_back(std::move(d));
+    }
+  }
+  REQUIRE(Points(stored, Verdict::kPrune) == std::vector<std::string>{"baseline[lr=0.01]"});
+  GridSearch second(rule, spec::SearchWithin::kVariant, TwoVariants());
+  REQUIRE(second.Restore(stored).ok());
+  for (const Report& r : reports) {
+    CHECK(second.Observe(r.run, "eval/loss", r.step, r.value).empty());
+  }
+  CHECK(second.Pruned("baseline[lr=0.01]"));
+  CHECK(second.judge().Recorded("baseline", 1) == first.judge().Recorded("baseline", 1));
+  // Both go on alike: lr=0.1's second seed completes its rung 1, behind lr=0.001's 0.4.
+  CHECK(second.Observe(3, "eval/loss", 40, 0.0).empty());
+  const std::vector<Decision> a = first.Observe(2, "eval/loss", 20, 0.8);
+  const std::vector<Decision> b = second.Observe(2, "eval/loss", 20, 0.8);
+  REQUIRE(a.size() == 1);
+  REQUIRE(b.size() == 1);
+  CHECK(a[0].verdict == Verdict::kPrune);
+  CHECK(b[0].reason == a[0].reason);
+  // A rule that now judges a stored decision differently is refused, not silently re-decided.
+  GridSearch changed(Rule(10, 3, /*maximize=*/true), spec::SearchWithin::kVariant, TwoVariants());
+  const absl::Status status = changed.Restore(stored);
+  CHECK(status.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(std::string(status.message()).find("baseline[lr=0.01] prune") != std::string::npos);
+  GridSearch unknown(rule, spec::SearchWithin::kVariant, {{1, "other[x=1]"}});
+  CHECK(unknown.Restore(stored).code() == absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace tae::search
