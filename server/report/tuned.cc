@@ -1,0 +1,74 @@
+#include "server/report/tuned.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace tae::report {
+namespace {
+
+struct Split {
+  std::string ablation;
+  std::string point;
+};
+
+// "no-pos[lr=0.001]" -> {"no-pos", "lr=0.001"}; a name without a point is its own ablation.
+Split SplitVariant(const std::string& variant) {
+  const size_t bracket = variant.find('[');
+  if (bracket == std::string::npos || variant.back() != ']') {
+    return {variant, ""};
+  }
+  return {variant.substr(0, bracket), variant.substr(bracket + 1, variant.size() - bracket - 2)};
+}
+
+}  // namespace
+
+std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
+                                     const std::vector<store::FinalValue>& values,
+                                     const std::string& metric, bool maximize,
+                                     const std::string& baseline) {
+  struct Sum {
+    double total = 0;
+    int n = 0;
+  };
+  std::map<std::string, Sum> sums;  // variant -> its succeeded runs' final values
+  for (const store::FinalValue& v : values) {
+    if (v.key == metric && v.state == store::RunState::kSucceeded) {
+      Sum& sum = sums[v.variant];
+      sum.total += v.value;
+      ++sum.n;
+    }
+  }
+  std::vector<TunedChoice> choices;
+  std::map<std::string, size_t> index;  // ablation -> its choice
+  for (const std::string& variant : variants) {
+    const Split split = SplitVariant(variant);
+    auto [it, inserted] = index.emplace(split.ablation, choices.size());
+    if (inserted) {
+      choices.push_back(TunedChoice{split.ablation, "", "", 0, 0, 0, 0});
+    }
+    TunedChoice& choice = choices[it->second];
+    ++choice.points;
+    auto sum = sums.find(variant);
+    if (sum == sums.end()) {
+      continue;
+    }
+    const double score = sum->second.total / sum->second.n;
+    ++choice.candidates;
+    // A diverged point (NaN) is never better than one with a number.
+    const bool better =
+        !std::isnan(score) &&
+        (std::isnan(choice.score) || (maximize ? score > choice.score : score < choice.score));
+    if (choice.variant.empty() || better) {
+      choice.variant = variant;
+      choice.point = split.point;
+      choice.score = score;
+      choice.n = sum->second.n;
+    }
+  }
+  std::stable_partition(choices.begin(), choices.end(),
+                        [&](const TunedChoice& c) { return c.ablation == baseline; });
+  return choices;
+}
+
+}  // namespace tae::report

@@ -1,0 +1,46 @@
+#pragma once
+
+// The tuned table's choice (issue 27, `taectl report --tuned`): each variant at its own best
+// [grid] point, so that an ablation is not judged at the baseline's learning rate. Pure.
+//
+// A grid point's score is the mean, over its succeeded runs (one per seed) that have the search
+// metric, of each run's final value (summed in the order the values are given). Each variant
+// ("baseline" or an ablation, the variant name without its "[...]" point) gets the point with the
+// best score in the goal's direction; equal scores go to the point listed first in `variants`
+// (the spec's order). Points without a succeeded run with the metric (every seed pruned, failed
+// or still running) are not candidates: an asha study's pruned points never win.
+//
+// How the report uses it: BuildReport(chosen variants, runs, values, metrics,
+// baseline = the baseline's chosen variant ("baseline[lr=0.003]")) gives each row its mean ± CI
+// and its Δ against the baseline at the baseline's own best point (spec::BaselineFor keeps a
+// baseline that names its point); the row shows the chosen values of the grid keys.
+
+#include <string>
+#include <vector>
+
+#include "server/store/records.h"
+
+namespace tae::report {
+
+struct TunedChoice {
+  std::string ablation;  // "baseline", "no-pos"
+  // The chosen grid point's variant name ("no-pos[lr=0.001]") and its point ("lr=0.001"); both
+  // "" when no point of the variant has a score.
+  std::string variant;
+  std::string point;
+  double score = 0;    // mean final value of the search metric at the chosen point
+  int n = 0;           // the runs it is the mean of
+  int candidates = 0;  // points of the variant with a score
+  int points = 0;      // points of the variant in `variants`
+};
+
+// `variants`: the experiment's variant names in spec order (grid point names, as ExpandRuns
+// names them); `values`: final values (store::FinalValue) of any metrics and runs, of which the
+// succeeded runs' `metric` counts. One choice per ablation, in the order of its first point in
+// `variants`; the one named `baseline` first.
+std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
+                                     const std::vector<store::FinalValue>& values,
+                                     const std::string& metric, bool maximize,
+                                     const std::string& baseline = "baseline");
+
+}  // namespace tae::report
