@@ -164,6 +164,23 @@ std::vector<RunPlan> ExpandRuns(const Spec& spec) {
   return runs;
 }
 
+nlohmann::json ConfigAtSeed(const nlohmann::json& config, int64_t seed,
+                            std::string_view job_command) {
+  nlohmann::json out = config;
+  // As ExpandRuns builds it: the command sees the config without job.command and job.snapshot.
+  out.erase("job.command");
+  auto snapshot = config.find("job.snapshot");
+  out.erase("job.snapshot");
+  out[std::string(kSeedKey)] = seed;
+  if (!job_command.empty()) {
+    out["job.command"] = ExpandCommand(job_command, out);
+  }
+  if (snapshot != config.end()) {
+    out["job.snapshot"] = *snapshot;
+  }
+  return out;
+}
+
 std::string SpecHash(const Spec& spec) {
   nlohmann::json ablations = nlohmann::json::array();
   for (const Variant& ablation : spec.ablations) {

@@ -133,6 +133,14 @@ std::vector<RunPlan> ExpandRuns(const Spec& spec);
 nlohmann::json ResolveConfig(const Spec& spec, std::string_view variant, int64_t seed,
                              const nlohmann::json& grid = nlohmann::json::object());
 
+// The config of a stored run's config at another seed: what ExpandRuns gives that run's variant
+// and grid point at `seed`, derived from the stored config (not from the spec's base), so keys
+// whose defaults changed since it was stored keep their stored values. A [job] command
+// (`job_command`, the spec's template; "" without a [job]) is expanded again, as it may name
+// {train.seed}; job.snapshot is kept.
+nlohmann::json ConfigAtSeed(const nlohmann::json& config, int64_t seed,
+                            std::string_view job_command);
+
 // The variant name of `ablation` at grid point `point`: the ablation's name alone for an empty
 // point, else name[short=value,...] in axis order, where short is the key without its section
 // ("model.layers" -> "layers") unless two axes would then look the same.

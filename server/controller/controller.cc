@@ -15,6 +15,7 @@
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
 #include "server/scheduler/scheduler.h"
+#include "server/seeds/seeds.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::controller {
@@ -221,6 +222,7 @@ void Controller::Noted(const absl::Status& status, const char* what) {
 
 void Controller::Schedule() {
   TAE_CHECK_OWNER(core_);
+  AddDueSeeds();
   PlaceQueued();
   PublishDemand();
 }
@@ -418,6 +420,80 @@ absl::StatusOr<ScrapPlan> Controller::Scrap(const ScrapInput& input) {
                  plan.agents_notified);
   }
   return plan;
+}
+
+void Controller::AddDueSeeds() {
+  std::set<int64_t> due;
+  due.swap(seeds_due_);
+  for (int64_t experiment_id : due) {
+    GrowSeeds(experiment_id);
+  }
+}
+
+void Controller::GrowSeeds(int64_t experiment_id) {
+  absl::StatusOr<store::ExperimentSource> source = store_->GetExperimentSource(experiment_id);
+  if (!source.ok() || source->report.min_seeds <= 0) {
+    Noted(source.status(), "read an experiment for adaptive seeds");
+    return;  // a list of seeds: nothing to add
+  }
+  const std::string metric = seeds::PrimaryMetric(source->report);
+  absl::StatusOr<std::vector<store::RunRecord>> runs = store_->ListRuns(experiment_id);
+  absl::StatusOr<std::vector<store::FinalValue>> values =
+      runs.ok() ? store_->FinalValues(experiment_id, {metric})
+                : absl::StatusOr<std::vector<store::FinalValue>>(runs.status());
+  if (!values.ok()) {
+    Noted(values.status(), "read an experiment's runs for adaptive seeds");
+    return;
+  }
+  const seeds::Plan plan = seeds::PlanSeeds(source->report, *runs, *values);
+  std::string held = absl::StrJoin(plan.held, "; ");
+  if (std::string& before = seeds_held_[experiment_id]; before != held) {
+    if (!held.empty()) {
+      spdlog::warn("e{}: adaptive seeds hold back {}", experiment_id, held);
+    }
+    before = std::move(held);
+  }
+  if (plan.add.empty()) {
+    return;
+  }
+  std::map<int64_t, const store::RunRecord*> by_id;
+  for (const store::RunRecord& run : *runs) {
+    by_id[run.id] = &run;
+  }
+  std::vector<store::NewRun> added;
+  for (const seeds::NewSeeds& add : plan.add) {
+    const nlohmann::json like =
+        nlohmann::json::parse(by_id.at(add.like_run)->config_json, nullptr, false);
+    if (!like.is_object()) {
+      spdlog::error("e{}: r{}'s stored config is not JSON; no seeds added to {}", experiment_id,
+                    add.like_run, add.variant);
+      continue;
+    }
+    std::string job_command;  // the [job] command template: a command may name {train.seed}
+    if (like.contains("job.command")) {
+      absl::StatusOr<spec::Spec> spec =
+          spec::ParseSpec(source->spec_text, source->spec_path, source->overrides);
+      if (!spec.ok()) {
+        spdlog::error("e{}: adaptive seeds cannot read its spec again, so add no seeds: {}",
+                      experiment_id, spec.status().ToString());
+        return;
+      }
+      job_command = spec->job_command;
+    }
+    for (int64_t seed : add.seeds) {
+      const nlohmann::json config = spec::ConfigAtSeed(like, seed, job_command);
+      store::NewRun run;
+      run.variant = add.variant;
+      run.seed = seed;
+      run.config_json = config.dump();
+      run.resources = ResourcesOf(config);
+      run.reason = absl::StrCat("added by adaptive seeds: ", add.why);
+      added.push_back(std::move(run));
+    }
+    spdlog::info("e{}: adaptive seeds add {} seed(s) to {}: {}", experiment_id, add.seeds.size(),
+                 add.variant, add.why);
+  }
+  Noted(store_->AddRuns(experiment_id, added, Now()), "add adaptive seeds");
 }
 
 double Controller::RetryDelay(int attempt) const {

@@ -235,6 +235,11 @@ class Controller {
   double Now() const;  // options_.clock, or WallNow()
   // A store write whose failure has no caller to go to: logged with `what`, and counted.
   void Noted(const absl::Status& status, const char* what);
+  // Adaptive seeds: the experiments a run of which ended since the last Schedule(); it asks
+  // server/seeds what each adds and adds it in one transaction.
+  void SeedsDue(int64_t experiment_id) { seeds_due_.insert(experiment_id); }
+  void AddDueSeeds();
+  void GrowSeeds(int64_t experiment_id);
   // Schedule's first half: the scheduler's decision, carried out.
   void PlaceQueued();
   // Computes the TPU pools' demand and publishes it (when there is a board).
@@ -287,6 +292,9 @@ class Controller {
   int64_t store_failures_ = 0;
   int64_t refused_events_ = 0;
   boost::asio::steady_timer liveness_timer_;
+  std::set<int64_t> seeds_due_;
+  // Per experiment, what adaptive seeds last held back (logged when it changes).
+  std::map<int64_t, std::string> seeds_held_;
 };
 
 // An agent whose runs' attempts end by its own fault this many times in a row is quarantined.

@@ -58,8 +58,12 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
         // Lost with this host; a gang's other ranks are stopped and it is requeued as a whole.
         const std::string reason = absl::StrCat("agent ", id, " reconnected without it");
         Release(run.id, agents);
-        Noted(store_->LoseRun(run.id, reason, now, RetryDelay(run.attempt)).status(),
-              "lose a run of a reconnected agent");
+        absl::StatusOr<store::RunState> next =
+            store_->LoseRun(run.id, reason, now, RetryDelay(run.attempt));
+        Noted(next.status(), "lose a run of a reconnected agent");
+        if (next.ok() && store::IsFinal(*next)) {
+          SeedsDue(run.experiment_id);
+        }
         StopRanks(run.id, run.attempt, agents, id, reason);
       }
     }
@@ -105,6 +109,7 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
                              store::ToString(run.state), ")"));
     }
     spdlog::info("run r{} {}", run.run_id, store::ToString(run.state));
+    SeedsDue(run.experiment_id);
   }
   CountInfraFaults(agent_id, own);
   if (!ended->empty()) {
@@ -213,6 +218,9 @@ void Controller::LoseUnclaimedRuns(const std::string& agent_id, const std::strin
         store_->LoseRun(run.id, reason, Now(), RetryDelay(run.attempt));
     if (next.ok()) {
       spdlog::warn("run r{} lost on {}: now {}", run.id, agent_id, store::ToString(*next));
+      if (store::IsFinal(*next)) {
+        SeedsDue(run.experiment_id);  // a failed run's seed is replaced
+      }
     }
     StopRanks(run.id, run.attempt, agents, agent_id, reason);  // a gang's other ranks
   }
@@ -247,6 +255,14 @@ void Controller::CheckLiveness() {
 
 void Controller::Recover() {
   TAE_CHECK_OWNER(core_);
+  // Seeds a previous taed decided on but did not add (it stopped between a run's end and its
+  // next scheduling pass): the plan is a function of the stored runs, so this adds only those.
+  if (absl::StatusOr<std::vector<int64_t>> adaptive = store_->AdaptiveExperiments();
+      adaptive.ok()) {
+    seeds_due_.insert(adaptive->begin(), adaptive->end());
+  } else {
+    Noted(adaptive.status(), "list the experiments with adaptive seeds");
+  }
   CheckLiveness();
   absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
   if (!active.ok()) {
@@ -263,6 +279,7 @@ void Controller::Recover() {
                  options_.agent_grace_s);
     StartGraceTimer(agent_id);
   }
+  AddDueSeeds();
 }
 
 }  // namespace tae::controller

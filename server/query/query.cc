@@ -49,10 +49,6 @@ constexpr char kExperimentSummaries[] =
     "SELECT s.run_id, k.name, s.last_step, s.last_value, s.min_value, s.max_value, s.count FROM "
     "runs r JOIN run_summaries s ON s.run_id = r.id JOIN metric_keys k ON k.id = s.key_id WHERE "
     "r.experiment_id = ? ORDER BY s.run_id, k.name";
-constexpr char kFinalValues[] =
-    "SELECT r.id, r.variant, r.seed, r.state, k.name, s.last_value, s.min_value, s.max_value "
-    "FROM runs r JOIN run_summaries s ON s.run_id = r.id JOIN metric_keys k ON k.id = s.key_id "
-    "WHERE r.experiment_id = ? AND k.name = ? ORDER BY r.id";
 constexpr char kMetricNames[] =
     "SELECT DISTINCT k.name FROM runs r JOIN run_summaries s ON s.run_id = r.id JOIN metric_keys k "
     "ON k.id = s.key_id WHERE r.experiment_id = ? ORDER BY k.name";
@@ -440,21 +436,7 @@ absl::StatusOr<std::map<int64_t, std::vector<store::MetricSummary>>> Query::Expe
 
 absl::StatusOr<std::vector<store::FinalValue>> Query::FinalValues(
     int64_t experiment_id, const std::vector<std::string>& keys) {
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kFinalValues));
-  std::vector<store::FinalValue> out;
-  for (const std::string& key : keys) {
-    stmt->Reset();
-    stmt->Bind(1, experiment_id).Bind(2, key);
-    while (true) {
-      ASSIGN_OR_RETURN(bool more, stmt->Step());
-      if (!more) {
-        break;
-      }
-      out.push_back({stmt->Int(0), stmt->Text(1), stmt->Int(2), StateOf(stmt->Text(3)),
-                     stmt->Text(4), stmt->Double(5), stmt->Double(6), stmt->Double(7)});
-    }
-  }
-  return out;
+  return store_->FinalValues(experiment_id, keys);
 }
 
 absl::StatusOr<std::vector<std::string>> Query::MetricNames(int64_t experiment_id) {

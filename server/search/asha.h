@@ -50,9 +50,10 @@
 // After a taed restart: build a new GridSearch with the same runs in the same order, Restore()
 // the stored decisions in their stored order (it re-judges each and checks it gets the same
 // verdict, so a changed rule or a damaged store is an error, not a silent new decision), then
-// Observe every stored metric point of the runs and call Ended for the final ones. Because every
-// completed rung was judged by the call that completed it, this replay decides nothing new; any
-// decision it returns is new and is applied as usual.
+// Observe every stored metric point of the runs (each run's points in the order they arrived,
+// resent steps included: a run's rung value is its first report at or past the rung) and call
+// Ended for the final ones. Because every completed rung was judged by the call that completed
+// it, this replay decides nothing new; any decision it returns is new and is applied as usual.
 //
 // Not thread-safe: one owner (taed's scheduling strand).
 

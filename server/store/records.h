@@ -82,6 +82,15 @@ struct NewRun {
   int64_t seed = 0;
   std::string config_json;
   RunResources resources;
+  std::string reason = "submitted";  // its first transition's
+};
+
+// What an experiment was submitted from: enough to parse its spec again.
+struct ExperimentSource {
+  std::string spec_text;
+  std::string spec_path;
+  std::vector<std::string> overrides;  // taectl submit --set, in order
+  ExperimentReport report;
 };
 
 struct NewExperiment {
@@ -303,6 +312,7 @@ struct RunEnded {
   // A gang: the agents of every rank of that attempt (the caller frees them all and stops the
   // ranks still running); empty for a one-host run.
   std::vector<std::string> gang;
+  int64_t experiment_id = 0;
 };
 
 }  // namespace tae::store

@@ -118,17 +118,22 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
       .Bind(8, rows::ReportToJson(experiment.report));
   RETURN_IF_ERROR(exp.Run());
   int64_t experiment_id = db_.LastInsertId();
+  RETURN_IF_ERROR(InsertRuns(experiment_id, experiment.runs, now));
+  RETURN_IF_ERROR(tx.Commit());
+  return experiment_id;
+}
+
+absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<NewRun>& runs, double now) {
   ASSIGN_OR_RETURN(Statement run, db_.Prepare("INSERT INTO runs (experiment_id, variant, seed, "
                                               "config, state, max_attempts, priority, slots, "
                                               "labels, created_at, max_concurrent, hosts, "
                                               "snapshot_id, command, attempts_granted, "
                                               "keep_checkpoints, retry_on) "
                                               "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?,?)"));
-  ASSIGN_OR_RETURN(
-      Statement transition,
-      db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
-                  "to_state, reason, at) VALUES (?, 0, '', 'queued', 'submitted', ?)"));
-  for (const NewRun& new_run : experiment.runs) {
+  ASSIGN_OR_RETURN(Statement transition,
+                   db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
+                               "to_state, reason, at) VALUES (?, 0, '', 'queued', ?, ?)"));
+  for (const NewRun& new_run : runs) {
     const RunResources& r = new_run.resources;
     run.Bind(1, experiment_id)
         .Bind(2, new_run.variant)
@@ -151,11 +156,93 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
       run.Bind(12, r.snapshot_id);
     }
     RETURN_IF_ERROR(run.Run());
-    transition.Bind(1, db_.LastInsertId()).Bind(2, now);
+    transition.Bind(1, db_.LastInsertId()).Bind(2, new_run.reason).Bind(3, now);
     RETURN_IF_ERROR(transition.Run());
   }
-  RETURN_IF_ERROR(tx.Commit());
-  return experiment_id;
+  return absl::OkStatus();
+}
+
+absl::Status Store::AddRuns(int64_t experiment_id, const std::vector<NewRun>& runs, double now) {
+  Transaction tx(&db_);
+  RETURN_IF_ERROR(tx.begin_status());
+  ASSIGN_OR_RETURN(Statement taken,
+                   db_.Prepare("SELECT id FROM runs WHERE experiment_id = ? AND variant = ? AND "
+                               "seed = ?"));
+  for (const NewRun& run : runs) {
+    taken.Reset();
+    taken.Bind(1, experiment_id).Bind(2, run.variant).Bind(3, run.seed);
+    ASSIGN_OR_RETURN(bool exists, taken.Step());
+    if (exists) {
+      return absl::AlreadyExistsError(absl::StrCat("e", experiment_id, " already has ", run.variant,
+                                                   " at seed ", run.seed, " (r", taken.Int(0),
+                                                   ")"));
+    }
+  }
+  RETURN_IF_ERROR(InsertRuns(experiment_id, runs, now));
+  return tx.Commit();
+}
+
+absl::StatusOr<ExperimentSource> Store::GetExperimentSource(int64_t experiment_id) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT spec_text, spec_path, overrides, report FROM experiments "
+                               "WHERE id = ?"));
+  stmt.Bind(1, experiment_id);
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) {
+    return absl::NotFoundError(absl::StrCat("no experiment e", experiment_id));
+  }
+  ExperimentSource source;
+  source.spec_text = stmt.Text(0);
+  source.spec_path = stmt.Text(1);
+  const nlohmann::json overrides = nlohmann::json::parse(stmt.Text(2), nullptr, false);
+  if (overrides.is_array()) {
+    for (const nlohmann::json& o : overrides) {
+      if (o.is_string()) {
+        source.overrides.push_back(o.get<std::string>());
+      }
+    }
+  }
+  source.report = rows::ReportFromJson(stmt.Text(3));
+  return source;
+}
+
+absl::StatusOr<std::vector<int64_t>> Store::AdaptiveExperiments() {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT id FROM experiments WHERE json_valid(report) AND "
+                               "json_extract(report, '$.seeds.min') > 0 ORDER BY id"));
+  std::vector<int64_t> ids;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      return ids;
+    }
+    ids.push_back(stmt.Int(0));
+  }
+}
+
+absl::StatusOr<std::vector<FinalValue>> Store::FinalValues(int64_t experiment_id,
+                                                           const std::vector<std::string>& keys) {
+  ASSIGN_OR_RETURN(
+      Statement * stmt,
+      db_.Cached("SELECT r.id, r.variant, r.seed, r.state, k.name, s.last_value, s.min_value, "
+                 "s.max_value FROM runs r JOIN run_summaries s ON s.run_id = r.id JOIN "
+                 "metric_keys k ON k.id = s.key_id WHERE r.experiment_id = ? AND k.name = ? "
+                 "ORDER BY r.id"));
+  std::vector<FinalValue> out;
+  for (const std::string& key : keys) {
+    stmt->Reset();
+    stmt->Bind(1, experiment_id).Bind(2, key);
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, stmt->Step());
+      if (!more) {
+        break;
+      }
+      out.push_back({stmt->Int(0), stmt->Text(1), stmt->Int(2),
+                     RunStateFromString(stmt->Text(3)).value_or(RunState::kQueued), stmt->Text(4),
+                     stmt->Double(5), stmt->Double(6), stmt->Double(7)});
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<std::optional<int64_t>> Store::FindExperimentByHash(const std::string& spec_hash) {

@@ -38,11 +38,24 @@ class Store {
   // ref: "12", "e12" or a name (the newest experiment with that name).
   absl::StatusOr<int64_t> ResolveExperiment(const std::string& ref);
 
+  // What it was submitted from (its spec text, --set overrides and [report]).
+  absl::StatusOr<ExperimentSource> GetExperimentSource(int64_t experiment_id);
+  // Experiments with adaptive seeds (train.seeds = { min, max }), oldest first.
+  absl::StatusOr<std::vector<int64_t>> AdaptiveExperiments();
+  // Adds queued runs to an experiment in one transaction, each with a first transition that says
+  // its `reason`. A (variant, seed) the experiment already has is refused (AlreadyExists) and
+  // nothing is added.
+  absl::Status AddRuns(int64_t experiment_id, const std::vector<NewRun>& runs, double now);
+
   // Runs.
   absl::StatusOr<std::vector<RunRecord>> ListRuns(int64_t experiment_id);
   absl::StatusOr<RunRecord> GetRun(int64_t run_id);
   // Queued runs, highest priority first, then oldest first.
   absl::StatusOr<std::vector<RunRecord>> QueuedRuns();
+  // The final values (last, min, max of the series) of `keys` for every run of the experiment
+  // that reported them, by key then run id.
+  absl::StatusOr<std::vector<FinalValue>> FinalValues(int64_t experiment_id,
+                                                      const std::vector<std::string>& keys);
   // Runs in assigned or running state (all agents).
   absl::StatusOr<std::vector<RunRecord>> ActiveRuns();
 
@@ -138,6 +151,7 @@ class Store {
  private:
   explicit Store(Db db) : db_(std::move(db)) {}
 
+  absl::Status InsertRuns(int64_t experiment_id, const std::vector<NewRun>& runs, double now);
   absl::Status RecordTransition(int64_t run_id, int attempt, RunState from, RunState to,
                                 const std::string& reason, double now);
   // run_summaries changes of one Ingest batch, written once per (run, key) at its end.

@@ -169,7 +169,7 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
         return absl::OkStatus();
       }
       RETURN_IF_ERROR(Apply(*end));
-      ended->push_back({event.run_id, agent_id, end->state, event.attempt, {}});
+      ended->push_back({event.run_id, agent_id, end->state, event.attempt, {}, run->experiment_id});
       return absl::OkStatus();
     }
   }
@@ -207,7 +207,7 @@ absl::Status Store::IngestGangExit(const std::string& agent_id, const RunRecord&
     return absl::OkStatus();
   }
   RETURN_IF_ERROR(Apply(*end));
-  ended->push_back({run.id, agent_id, end->state, run.attempt, gang});
+  ended->push_back({run.id, agent_id, end->state, run.attempt, gang, run.experiment_id});
   return absl::OkStatus();
 }
 

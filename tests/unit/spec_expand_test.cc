@@ -123,6 +123,40 @@ TEST_CASE("ResolveConfig gives one variant's config", "[spec][expand]") {
   CHECK(ResolveConfig(spec, "nope", 11).is_null());
 }
 
+TEST_CASE("ConfigAtSeed gives a stored run's config at another seed, as ExpandRuns would",
+          "[spec][expand]") {
+  const std::string text = R"(name = "cmd"
+[train]
+seeds = [0, 1, 2]
+lr = 0.01
+[[ablation]]
+name = "slow"
+"train.lr" = 0.001
+[job]
+code = "src"
+command = "python3 job.py --lr {train.lr} --seed {train.seed}"
+)";
+  absl::StatusOr<Spec> parsed = ParseSpec(text, "cmd.toml", {});
+  REQUIRE(parsed.ok());
+  parsed->snapshot_id = "abc123";
+  const std::vector<RunPlan> plans = ExpandRuns(*parsed);
+  REQUIRE(plans.size() == 6);
+  // slow at seed 0, taken to seed 2: exactly slow's plan at seed 2 (the command too).
+  CHECK(ConfigAtSeed(plans[3].config, 2, parsed->job_command) == plans[5].config);
+  CHECK(plans[5].config.at("job.command") == "python3 job.py --lr 0.001 --seed 2");
+  CHECK(plans[5].config.at("job.snapshot") == "abc123");
+  // A stored config keeps its values: a key whose default changed since is not re-resolved.
+  nlohmann::json stored = plans[0].config;
+  stored["model.init"] = "from-an-older-version";
+  const nlohmann::json at7 = ConfigAtSeed(stored, 7, parsed->job_command);
+  CHECK(at7.at("model.init") == "from-an-older-version");
+  CHECK(at7.at("train.seed") == 7);
+  CHECK(at7.at("job.command") == "python3 job.py --lr 0.01 --seed 7");
+  // Without a [job] nothing but the seed changes.
+  const Spec plain = MustParse(kStudy);
+  CHECK(ConfigAtSeed(ExpandRuns(plain)[0].config, 22, "") == ResolveConfig(plain, "baseline", 22));
+}
+
 TEST_CASE("SpecHash ignores formatting and key order but not values", "[spec][hash]") {
   const std::string hash = SpecHash(MustParse(kStudy));
   CHECK(hash.size() == 16);
@@ -173,12 +207,15 @@ TEST_CASE("SpecHash is float-format independent and pinned", "[spec][hash]") {
   // train.checkpoint_every and train.head_importance; from f8d1b36880f981d0 for resources.hosts;
   // from 5dd0d1be342490b7 for model.init, train.engine and the untied default of
   // model.tie_embeddings (a resubmitted older file means a different model now, so a new hash is
-  // right).
-  CHECK(SpecHash(MustParse(R"(name = "pinned")")) == "a145f1edfaab384b");
+  // right); from a145f1edfaab384b when model.init's default became torch (the same reason).
+  CHECK(SpecHash(MustParse(R"(name = "pinned")")) == "64b33e5fe5773eb6");
   // resources.keep_checkpoints joined later: at its default it leaves the hash alone.
   CHECK(SpecHash(MustParse("name = \"pinned\"\n[resources]\nkeep_checkpoints = 2\n")) ==
-        "a145f1edfaab384b");
+        "64b33e5fe5773eb6");
   CHECK(SpecHash(MustParse("name = \"pinned\"\n[resources]\nkeep_checkpoints = 5\n")) !=
+        "64b33e5fe5773eb6");
+  // A file that names the old default keeps the old hash.
+  CHECK(SpecHash(MustParse("name = \"pinned\"\n[model]\ninit = \"gpt2\"\n")) ==
         "a145f1edfaab384b");
 }
 

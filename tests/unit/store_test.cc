@@ -530,4 +530,42 @@ TEST_CASE("one failing rank fails the gang, one lost rank requeues it whole", "[
   CHECK(run->reason == "rank 2 on w0: exit code 3; the other hosts are stopped");
 }
 
+TEST_CASE("added runs join their experiment queued, each once per variant and seed",
+          "[store][seeds]") {
+  auto store = std::move(*Store::Open(":memory:"));
+  NewExperiment exp = TwoRuns();
+  exp.overrides_json = R"(["train.lr=0.1"])";
+  exp.report.min_seeds = 3;
+  exp.report.max_seeds = 6;
+  auto id = store->CreateExperiment(exp, 1.0);
+  REQUIRE(id.ok());
+  auto plain = store->CreateExperiment(TwoRuns(), 1.0);
+  REQUIRE(plain.ok());
+  CHECK(*store->AdaptiveExperiments() == std::vector<int64_t>{*id});
+  auto source = store->GetExperimentSource(*id);
+  REQUIRE(source.ok());
+  CHECK(source->spec_text == "name = \"study\"");
+  CHECK(source->overrides == std::vector<std::string>{"train.lr=0.1"});
+  CHECK(source->report.min_seeds == 3);
+
+  NewRun more{"no-attn", 1, "{}", {2, 0, 1, {}}, "added by adaptive seeds: because"};
+  REQUIRE(store->AddRuns(*id, {more}, 5.0).ok());
+  auto runs = store->ListRuns(*id);
+  REQUIRE(runs->size() == 3);
+  CHECK(runs->back().seed == 1);
+  CHECK(runs->back().state == RunState::kQueued);
+  query::Query query(store.get());
+  auto shown = query.GetRun(runs->back().id);
+  REQUIRE(shown.ok());
+  REQUIRE(shown->transitions.size() == 1);
+  CHECK(shown->transitions[0].reason == "added by adaptive seeds: because");
+
+  // The same seed again, even beside a new one, adds nothing and says which run has it.
+  NewRun fresh{"baseline", 1, "{}", {2, 0, 1, {}}, "x"};
+  absl::Status again = store->AddRuns(*id, {fresh, more}, 6.0);
+  CHECK(absl::IsAlreadyExists(again));
+  CHECK(std::string(again.message()).find("no-attn at seed 1") != std::string::npos);
+  CHECK(store->ListRuns(*id)->size() == 3);
+}
+
 }  // namespace tae::store

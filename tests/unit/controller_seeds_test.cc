@@ -1,0 +1,125 @@
+// Adaptive seeds through the controller: a run's end adds the seeds server/seeds plans, and a
+// restarted taed adds what its predecessor decided on but did not add, and nothing twice.
+
+#include <catch2/catch.hpp>
+
+#include "boost/asio/io_context.hpp"
+#include "server/controller/controller.h"
+#include "server/query/query.h"
+
+namespace tae::controller {
+namespace {
+
+class FakeChannel : public registry::AgentChannel {
+ public:
+  void Send(const tae::v1::TaedMessage& message) override {
+    if (message.has_start_run()) {
+      starts.push_back(message.start_run());
+    }
+  }
+  void Close() override {}
+  std::vector<tae::v1::StartRun> starts;
+};
+
+constexpr const char* kAdaptive = R"(
+name = "adaptive"
+[train]
+seeds = { min = 3, max = 5 }
+[[ablation]]
+name = "no-pos"
+"model.pos_encoding" = "none"
+[report]
+metrics = ["score"]
+)";
+
+// A run's last metric and its exit, as its agent sends them.
+std::vector<store::IngestEvent> Finished(uint64_t* seq, int64_t run_id, double score) {
+  std::vector<store::IngestEvent> events(2);
+  for (store::IngestEvent& e : events) {
+    e.seq = ++*seq;
+    e.run_id = run_id;
+    e.attempt = 1;
+  }
+  events[0].kind = store::IngestEvent::Kind::kMetrics;
+  events[0].step = 10;
+  events[0].values = {{"score", score}};
+  events[1].kind = store::IngestEvent::Kind::kExited;
+  return events;
+}
+
+// Scores with no clear difference between the variants: every comparison stays undecided.
+double Score(const std::string& variant, int64_t seed) {
+  return 1.0 + 0.1 * static_cast<double>(seed % 3) + (variant == "baseline" ? 0.0 : 0.02);
+}
+
+std::vector<store::RunRecord> Runs(store::Store* store, int64_t experiment) {
+  auto runs = store->ListRuns(experiment);
+  REQUIRE(runs.ok());
+  return *runs;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a run's end adds seeds to undecided comparisons, and a restart adds the missed ones once") {
+  boost::asio::io_context io;
+  auto store = std::move(*store::Store::Open(":memory:"));
+  Controller first(&io, store.get(), Options{});
+  auto channel = std::make_shared<FakeChannel>();
+  AgentHello hello;
+  hello.agent.id = "a";
+  hello.agent.slots = 20;
+  first.OnRegister(channel, hello);
+  auto submitted = first.Submit({kAdaptive, "adaptive.toml", {}, false, ""});
+  REQUIRE(submitted.ok());
+  const int64_t exp = submitted->experiment_id;
+  REQUIRE(Runs(store.get(), exp).size() == 6);
+  REQUIRE(channel->starts.size() == 6);
+
+  uint64_t seq = 0;
+  const std::vector<store::RunRecord> initial = Runs(store.get(), exp);
+  for (size_t i = 0; i < initial.size(); ++i) {
+    const store::RunRecord& run = initial[i];
+    REQUIRE(
+        first
+            .OnEvents("a", channel.get(), Finished(&seq, run.id, Score(run.variant, run.seed)), seq)
+            .ok());
+    if (i + 1 < initial.size()) {
+      CHECK(Runs(store.get(), exp).size() == 6);  // nothing while a run is pending
+    }
+  }
+  std::vector<store::RunRecord> runs = Runs(store.get(), exp);
+  REQUIRE(runs.size() == 8);  // seed 3 of each arm
+  for (size_t i = 6; i < 8; ++i) {
+    CHECK(runs[i].seed == 3);
+    CHECK(runs[i].state == store::RunState::kAssigned);  // placed in the same pass
+    CHECK(runs[i].config_json.find("\"train.seed\":3") != std::string::npos);
+  }
+  CHECK(runs[6].variant == "baseline");
+  CHECK(runs[7].variant == "no-pos");
+  CHECK(runs[7].config_json.find("\"model.pos_encoding\":\"none\"") != std::string::npos);
+  query::Query query(store.get());
+  auto shown = query.GetRun(runs[7].id);
+  REQUIRE(shown.ok());
+  CHECK(shown->transitions[0].reason.rfind(
+            "added by adaptive seeds: score: no-pos vs baseline undecided at n=3", 0) == 0);
+  CHECK(channel->starts.size() == 8);
+
+  // taed stops after storing the two new runs' ends but before adding seeds: the ends go
+  // straight into the store here, as a crash between the two would leave them.
+  for (size_t i = 6; i < 8; ++i) {
+    REQUIRE(store->Ingest("a", Finished(&seq, runs[i].id, Score(runs[i].variant, 3))).ok());
+  }
+  REQUIRE(Runs(store.get(), exp).size() == 8);
+  Controller second(&io, store.get(), Options{});
+  second.Recover();
+  runs = Runs(store.get(), exp);
+  REQUIRE(runs.size() == 10);  // seed 4 of each arm, once
+  CHECK(runs[8].seed == 4);
+  CHECK(runs[9].seed == 4);
+  Controller third(&io, store.get(), Options{});
+  third.Recover();
+  CHECK(Runs(store.get(), exp).size() == 10);
+}
+
+}  // namespace tae::controller
