@@ -220,8 +220,8 @@ absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
   if (format == "csv") {
     std::vector<std::string> header = {"variant", "baseline", "runs", "runs_total"};
     for (const std::string& m : report.metrics()) {
-      for (const char* field :
-           {"n", "mean", "ci95", "std", "best", "delta", "rel_delta", "p_value"}) {
+      for (const char* field : {"n", "mean", "ci95", "std", "best", "delta", "rel_delta", "p_value",
+                                "decision", "decision_n", "level"}) {
         header.push_back(absl::StrCat(m, ":", field));
       }
     }
@@ -239,7 +239,9 @@ absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
             cells.end(),
             {absl::StrCat(c.n()), CsvNum(c.mean()), CsvNum(c.ci95()), CsvNum(c.std()),
              CsvNum(c.best()), c.has_delta() ? CsvNum(c.delta()) : "",
-             c.has_delta() ? CsvNum(c.rel_delta()) : "", c.has_test() ? CsvNum(c.p_value()) : ""});
+             c.has_delta() ? CsvNum(c.rel_delta()) : "", c.has_test() ? CsvNum(c.p_value()) : "",
+             CsvField(c.decision()), c.decision().empty() ? "" : absl::StrCat(c.decision_n()),
+             c.level_kind().empty() ? "" : CsvField(c.level_kind())});
       }
       cells.insert(cells.end(), {CsvNum(row.params()), CsvNum(row.flops_per_token()),
                                  CsvNum(row.tokens_per_s())});

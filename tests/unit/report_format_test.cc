@@ -56,6 +56,9 @@ tae::v1::ReportResponse TwoRows() {
   c->set_has_test(true);
   c->set_p_value(0.0122);
   c->set_mark("*");
+  c->set_decision("different");
+  c->set_decision_n(3);
+  c->set_level_kind("shortcut");
   return report;
 }
 
@@ -70,18 +73,20 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-TEST_CASE("report csv has one column per number and empty cells for unknowns", "[report]") {
+TEST_CASE("report csv has one column per number, the decision and level, and empty unknowns",
+          "[report]") {
   absl::StatusOr<std::string> csv = RenderReport(TwoRows(), "csv");
   REQUIRE(csv.ok());
   std::vector<std::string> lines = Lines(*csv);
   REQUIRE(lines.size() == 3);
   CHECK(lines[0] ==
         "variant,baseline,runs,runs_total,eval/loss:n,eval/loss:mean,eval/loss:ci95,eval/loss:std,"
-        "eval/loss:best,eval/loss:delta,eval/loss:rel_delta,eval/loss:p_value,params,"
-        "flops_per_token,tokens_per_s");
-  CHECK(lines[1] == "baseline,baseline,3,3,3,2,2.4841,1,1.8,0,0,,103296,,61234.5");
+        "eval/loss:best,eval/loss:delta,eval/loss:rel_delta,eval/loss:p_value,eval/loss:decision,"
+        "eval/loss:decision_n,eval/loss:level,params,flops_per_token,tokens_per_s");
+  CHECK(lines[1] == "baseline,baseline,3,3,3,2,2.4841,1,1.8,0,0,,,,,103296,,61234.5");
   CHECK(lines[2] ==
-        "no_attn,baseline,3,4,3,6.1667,3.1258,1.2583,6,4.1667,2.08335,0.0122,70528,140672,180012");
+        "no_attn,baseline,3,4,3,6.1667,3.1258,1.2583,6,4.1667,2.08335,0.0122,different,3,shortcut,"
+        "70528,140672,180012");
 }
 
 TEST_CASE("report table, markdown and latex show mean ± CI, delta, relative delta and marks",
