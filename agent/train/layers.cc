@@ -6,11 +6,19 @@
 #include <utility>
 #include <vector>
 
+#include "agent/train/kernels.h"
+
 namespace tae::train {
 
 namespace {
 thread_local const LinearOverride* g_linear_override = nullptr;
 }  // namespace
+
+torch::Tensor LinearWeights(const torch::Tensor& x, const torch::Tensor& weight,
+                            const torch::Tensor& bias) {
+  torch::Tensor y = FastLinear(x, weight, bias);
+  return y.defined() ? y : torch::linear(x, weight, bias);
+}
 
 torch::Tensor Linear(const torch::Tensor& x, const torch::nn::Linear& layer) {
   if (g_linear_override != nullptr) {
@@ -19,7 +27,7 @@ torch::Tensor Linear(const torch::Tensor& x, const torch::nn::Linear& layer) {
       return layer->bias.defined() ? y + layer->bias : y;
     }
   }
-  return torch::linear(x, layer->weight, layer->bias);
+  return LinearWeights(x, layer->weight, layer->bias);
 }
 
 ScopedLinearOverride::ScopedLinearOverride(const LinearOverride* override)
@@ -135,16 +143,25 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options
       slopes.push_back(static_cast<float>(all[static_cast<size_t>(h)]));
     }
     alibi_slopes_ = register_buffer("alibi_slopes", torch::tensor(slopes).view({n_q, 1, 1}));
+    fused_.alibi_slopes = slopes;
   }
+  fused_.heads = n_q;
+  fused_.kv_heads = n_kv;
+  fused_.kv_of_query = kv_of_query;
+  fused_.causal = options_.causal;
+  fused_.scale = 1.0 / std::sqrt(static_cast<double>(hd));
 }
 
 void AttentionImpl::SetHeadGate(torch::Tensor gate) { gate_ = std::move(gate); }
 
-// Rotate-half RoPE on [batch, heads, time, head_dim].
-torch::Tensor AttentionImpl::Rotate(const torch::Tensor& x, int64_t time) const {
+torch::Tensor AttentionImpl::Rotate(const torch::Tensor& x, int64_t time, int64_t time_dim) const {
   const int64_t half = options_.head_dim / 2;
-  torch::Tensor cos = rope_cos_.slice(0, 0, time);
+  torch::Tensor cos = rope_cos_.slice(0, 0, time);  // [time, half]
   torch::Tensor sin = rope_sin_.slice(0, 0, time);
+  if (time_dim == 1) {  // [batch, time, heads, head_dim]: broadcast over the heads
+    cos = cos.unsqueeze(1);
+    sin = sin.unsqueeze(1);
+  }
   torch::Tensor x1 = x.slice(-1, 0, half);
   torch::Tensor x2 = x.slice(-1, half, 2 * half);
   return torch::cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
@@ -163,8 +180,8 @@ AttentionImpl::Projected AttentionImpl::Project(const torch::Tensor& x) const {
                                        .split_with_sizes({n_q, n_kv, n_kv}, 1);
   Projected p{qkv[0], qkv[1], qkv[2]};
   if (options_.pos_encoding == PosEncoding::kRope) {
-    p.q = Rotate(p.q, time);
-    p.k = Rotate(p.k, time);
+    p.q = Rotate(p.q, time, /*time_dim=*/2);
+    p.k = Rotate(p.k, time, /*time_dim=*/2);
   }
   if (kv_of_query_.defined()) {  // query head i reads K/V head kv_of_query_[i]
     p.k = p.k.index_select(1, kv_of_query_);
@@ -216,7 +233,30 @@ torch::Tensor AttentionImpl::AttentionPattern(const torch::Tensor& x) const {
   return Probabilities(p.q, p.k);
 }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+// The fast path (kernels.h) computes the same maths as MixHeads when the fast kernels are there,
+// on float32 CPU input, unless dropout on the probabilities is active (training with
+// model.dropout > 0): that, evaluation of a model with dropout, and attention patterns
+// (AttentionPattern) stay on libtorch's ops.
+bool AttentionImpl::UseFusedAttention(const torch::Tensor& x) const {
+  return FastKernelsEnabled() && x.scalar_type() == torch::kFloat && x.device().is_cpu() &&
+         !(options_.dropout > 0.0 && is_training());
+}
+
+torch::Tensor AttentionImpl::PackedQkv(const torch::Tensor& x) const {
+  const int64_t batch = x.size(0);
+  const int64_t time = x.size(1);
+  const auto n_q = static_cast<int64_t>(kept_.size());
+  const auto n_kv = static_cast<int64_t>(kept_kv_.size());
+  torch::Tensor qkv = Linear(x, qkv_).view({batch, time, n_q + 2 * n_kv, options_.head_dim});
+  if (options_.pos_encoding == PosEncoding::kRope) {
+    std::vector<torch::Tensor> parts = qkv.split_with_sizes({n_q, n_kv, n_kv}, 2);
+    qkv = torch::cat({Rotate(parts[0], time, /*time_dim=*/1), Rotate(parts[1], time, 1), parts[2]},
+                     2);
+  }
+  return qkv.contiguous();
+}
+
+torch::Tensor AttentionImpl::MixHeads(const torch::Tensor& x) {
   const int64_t batch = x.size(0);
   const int64_t time = x.size(1);
   const auto n_q = static_cast<int64_t>(kept_.size());
@@ -226,13 +266,21 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   if (options_.dropout > 0.0) {
     probs = attn_dropout_(probs);
   }
-  torch::Tensor mixed =
-      torch::bmm(probs.view({batch * n_q, time, time}), p.v.reshape({batch * n_q, time, hd}))
-          .view({batch, n_q, time, hd});
+  return torch::bmm(probs.view({batch * n_q, time, time}), p.v.reshape({batch * n_q, time, hd}))
+      .view({batch, n_q, time, hd})
+      .transpose(1, 2);
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t batch = x.size(0);
+  const int64_t time = x.size(1);
+  const auto n_q = static_cast<int64_t>(kept_.size());
+  // [batch, time, kept heads, head_dim]
+  torch::Tensor mixed = UseFusedAttention(x) ? FusedAttention(PackedQkv(x), fused_) : MixHeads(x);
   if (gate_.defined()) {
-    mixed = mixed * gate_.index_select(0, kept_index_).view({1, n_q, 1, 1});
+    mixed = mixed * gate_.index_select(0, kept_index_).view({1, 1, n_q, 1});
   }
-  torch::Tensor y = Linear(mixed.transpose(1, 2).reshape({batch, time, n_q * hd}), out_);
+  torch::Tensor y = Linear(mixed.reshape({batch, time, n_q * options_.head_dim}), out_);
   return options_.dropout > 0.0 ? out_dropout_(y) : y;
 }
 

@@ -10,10 +10,11 @@
 #include <vector>
 
 #include "agent/train/config.h"
+#include "agent/train/kernels.h"
 
 namespace tae::train {
 
-// Every linear layer's product goes through Linear: torch::linear, unless a LinearOverride is
+// Every linear layer's product goes through Linear: LinearWeights, unless a LinearOverride is
 // installed on this thread (int8 evaluation, compression.h) and takes that weight.
 class LinearOverride {
  public:
@@ -22,6 +23,10 @@ class LinearOverride {
   virtual torch::Tensor Apply(const torch::Tensor& x, const torch::Tensor& weight) const = 0;
 };
 torch::Tensor Linear(const torch::Tensor& x, const torch::nn::Linear& layer);
+// x @ weight^T + bias (bias may be undefined): kernels.h's FastLinear where it applies, else
+// torch::linear. No override (the tied output head uses it directly).
+torch::Tensor LinearWeights(const torch::Tensor& x, const torch::Tensor& weight,
+                            const torch::Tensor& bias);
 // Installs `override` on this thread until the guard goes (guards nest).
 class ScopedLinearOverride {
  public:
@@ -95,7 +100,13 @@ class AttentionImpl : public torch::nn::Module {
   };
   Projected Project(const torch::Tensor& x) const;
   torch::Tensor Probabilities(const torch::Tensor& q, const torch::Tensor& k) const;
-  torch::Tensor Rotate(const torch::Tensor& x, int64_t time) const;
+  // Rotate-half RoPE on x, whose dimension `time_dim` is time (1 or 2) and last is head_dim.
+  torch::Tensor Rotate(const torch::Tensor& x, int64_t time, int64_t time_dim) const;
+  bool UseFusedAttention(const torch::Tensor& x) const;
+  // The fused projection as [batch, time, kept + 2 * kv, head_dim] with RoPE applied (fast path).
+  torch::Tensor PackedQkv(const torch::Tensor& x) const;
+  // The heads' outputs [batch, time, kept, head_dim] by libtorch's ops (the reference path).
+  torch::Tensor MixHeads(const torch::Tensor& x);
 
   AttentionOptions options_;
   std::vector<int64_t> kept_;
@@ -106,6 +117,7 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor rope_sin_;
   torch::Tensor alibi_slopes_;  // [kept, 1, 1] (alibi only)
   torch::Tensor gate_;
+  FusedAttentionOptions fused_;  // the fast path's description of this layer
   torch::nn::Linear qkv_{nullptr};
   torch::nn::Linear out_{nullptr};
   torch::nn::Dropout attn_dropout_{nullptr};

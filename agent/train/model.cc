@@ -144,7 +144,7 @@ torch::Tensor TransformerLMImpl::forward(const torch::Tensor& tokens) {
     x = final_norm_(x);
   }
   if (config_.tie_embeddings) {
-    return torch::linear(x, token_embedding_->weight);
+    return LinearWeights(x, token_embedding_->weight, torch::Tensor());
   }
   return Linear(x, head_);
 }
