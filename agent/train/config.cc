@@ -286,6 +286,7 @@ absl::Status ParseModel(const SpecReader& r, ModelConfig* m) {
   TAE_RETURN_IF_ERROR(r.Bool("model.tie_embeddings", &m->tie_embeddings));
   TAE_RETURN_IF_ERROR(r.Bool("model.bias", &m->bias));
   TAE_RETURN_IF_ERROR(r.Double("model.dropout", 0.0, 0.99, &m->dropout));
+  m->init = kLegacyInit;
   if (r.Has("model.init")) {
     TAE_RETURN_IF_ERROR(r.Enum<InitScheme>(
         "model.init", {{"gpt2", InitScheme::kGpt2}, {"torch", InitScheme::kTorch}}, &m->init));

@@ -49,9 +49,10 @@ struct ModelConfig {
   bool tie_embeddings = false;
   bool bias = true;
   double dropout = 0.0;
-  // gpt2: N(0, 0.02) matrices, zero biases, unit gains; torch: PyTorch's module defaults
-  // (docs/engine.md "Initialisation").
-  InitScheme init = InitScheme::kGpt2;
+  // torch: PyTorch's module defaults; gpt2: N(0, 0.02) matrices, zero biases, unit gains
+  // (docs/engine.md "Initialisation"). A run spec without model.init is parsed as gpt2
+  // (kLegacyInit), not as this default.
+  InitScheme init = InitScheme::kTorch;
 };
 
 struct TrainingConfig {
@@ -104,8 +105,13 @@ struct TrainConfig {
   EvalConfig eval;
 };
 
+// What a run spec without model.init trains with: such specs were stored before the key existed,
+// when every run started from gpt2, and a retried or resumed one must keep its initialisation.
+// New specs name the key (taectl fills in the schema's default, torch).
+inline constexpr InitScheme kLegacyInit = InitScheme::kGpt2;
+
 // Parses and validates a run spec. Every model.* and train.* key this version knows is required,
-// except model.init and train.engine (added later; default gpt2 and libtorch);
+// except model.init and train.engine (added later; when absent kLegacyInit and libtorch);
 // keys outside the model./train. namespaces (resources.*, name, ...) are ignored. Errors are
 // InvalidArgument with a one-line message that names the offending key.
 absl::StatusOr<TrainConfig> ParseTrainConfig(const nlohmann::json& spec);

@@ -129,8 +129,9 @@ std::vector<KeyInfo> BuildSchema() {
          "output head = token embedding (tied, attention-only models learn induction poorly)"),
       Of(T::kBool, "model.bias", "true", "biases in linear layers"),
       Float("model.dropout", "0.0", 0, false, 0.99, false, "dropout probability"),
-      Enum("model.init", R"("gpt2")", "gpt2|torch",
-           "initialisation: N(0, 0.02) matrices and zero biases, or PyTorch's module defaults"),
+      Enum("model.init", R"("torch")", "gpt2|torch",
+           "initialisation: PyTorch's module defaults, or N(0, 0.02) matrices and zero biases "
+           "(a stored run spec without the key means gpt2)"),
       // [train]
       Enum("train.task", R"("copy")", "copy|reverse|sort|assoc_recall|induction|mod_add|lm",
            "synthetic task (docs/tasks.md) or byte-level LM"),

@@ -3,8 +3,11 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "agent/train/config.h"
+#include "agent/train/model.h"
 #include "common/spec/schema.h"
 
 namespace tae::train {
@@ -39,6 +42,54 @@ TEST_CASE("the trainer accepts the default config the spec schema produces") {
   auto config = ParseTrainConfig(RunConfig());
   INFO(config.status().ToString());
   CHECK(config.ok());
+}
+
+// The initial weights tae-train builds for `spec` (seeded by its train.seed, as a run does).
+std::vector<torch::Tensor> InitialWeights(const nlohmann::json& spec) {
+  absl::StatusOr<TrainConfig> config = ParseTrainConfig(spec);
+  REQUIRE(config.ok());
+  torch::manual_seed(0);
+  TransformerLM model(config->model, 19, 32);
+  std::vector<torch::Tensor> weights;
+  for (const torch::Tensor& p : model->parameters()) {
+    weights.push_back(p.detach().clone());
+  }
+  return weights;
+}
+
+bool SameWeights(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!torch::equal(a[i], b[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST_CASE("new runs start from the schema's init, runs stored without model.init from gpt2") {
+  nlohmann::json fresh = RunConfig();
+  REQUIRE(fresh["model.init"] == "torch");
+  auto config = ParseTrainConfig(fresh);
+  REQUIRE(config.ok());
+  CHECK(config->model.init == InitScheme::kTorch);
+  CHECK(ModelConfig{}.init == InitScheme::kTorch);
+
+  // A run spec stored before model.init existed: every such run started from gpt2, and retried
+  // from scratch (no checkpoint yet) it must start from gpt2 again, beside its other seeds.
+  nlohmann::json stored = RunConfig();
+  stored.erase("model.init");
+  config = ParseTrainConfig(stored);
+  REQUIRE(config.ok());
+  CHECK(config->model.init == InitScheme::kGpt2);
+  nlohmann::json gpt2 = RunConfig();
+  gpt2["model.init"] = "gpt2";
+  CHECK(SameWeights(InitialWeights(stored), InitialWeights(gpt2)));
+  CHECK_FALSE(SameWeights(InitialWeights(stored), InitialWeights(fresh)));
+  // Its checkpoints keep matching: the fingerprint is of the spec as stored, not of the default.
+  CHECK(ConfigFingerprint(stored).find("model.init") == std::string::npos);
 }
 
 TEST_CASE("the trainer accepts every numeric key at the edges of the schema's range") {

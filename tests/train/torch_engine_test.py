@@ -121,7 +121,10 @@ class SpecTest(unittest.TestCase):
     def test_keys_added_later_may_be_absent(self):
         old = {k: v for k, v in SPEC.items() if k not in ("model.init", "train.engine")}
         config = spec_lib.parse(old)
+        # Specs stored before model.init existed started from gpt2; new ones name the key, and
+        # the schema's default (what a spec written today says) is torch.
         self.assertEqual(config.model.init, "gpt2")
+        self.assertEqual(spec_lib.ModelConfig().init, "torch")
         self.assertEqual(config.train.engine, "libtorch")
 
 

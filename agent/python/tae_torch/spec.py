@@ -28,6 +28,8 @@ PRECISIONS = ("fp32", "bf16")
 SHARDINGS = ("none", "fsdp")
 
 # Keys a spec may leave out (with these values): those added after the first run.json format.
+# model.init: such specs were stored before the key existed, when every run started from gpt2 (a
+# retried or resumed run keeps it); new specs name the key, at the schema's default "torch".
 OPTIONAL = {"model.init": "gpt2", "train.engine": "libtorch", "train.log_every": 10,
             "train.precision": "fp32", "train.sharding": "none"}
 
@@ -57,7 +59,7 @@ class ModelConfig:
     tie_embeddings: bool = False
     bias: bool = True
     dropout: float = 0.0
-    init: str = "gpt2"
+    init: str = "torch"
 
     def kv(self):
         return self.kv_heads if self.kv_heads > 0 else self.heads
