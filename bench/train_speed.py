@@ -360,10 +360,8 @@ def run_benchmark(priority):
     if steps % LOG_EVERY != 0 or steps <= warmup:
         sys.exit(f"train_speed: BENCH_STEPS must be a multiple of {LOG_EVERY} above {warmup}")
     fpt = flops_per_token()
-    configs = pytorch_configs(threads)
     labels = {"tae": f"tae-train (train.threads {threads})",
               "tae-torch": f"torch engine (train.engine = \"torch\", train.threads {threads})"}
-    labels.update({key: label for key, label, _, _ in configs})
 
     print(f"train_speed: GPT d_model {D_MODEL}, {LAYERS} layers, {HEADS} heads, ffn_mult "
           f"{FFN_MULT}, seq {SEQ_LEN}, batch {BATCH}, vocab {VOCAB}, AdamW, {threads} threads")
@@ -371,7 +369,9 @@ def run_benchmark(priority):
           + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f", priority {priority.describe()}")
     print(f"FLOPs/token (training) = 3 x forward = 3 x [L (24 d^2 + 4 T d) + 2 d V] = "
           f"{fpt / 1e6:.2f} MFLOP  (L {LAYERS}, d {D_MODEL}, T {SEQ_LEN}, V {VOCAB})")
-    choose_openblas_coretype(threads)
+    choose_openblas_coretype(threads)  # before any environment is built: clean_env adds it
+    configs = pytorch_configs(threads)
+    labels.update({key: label for key, label, _, _ in configs})
     peaks = measure_peaks(threads)
 
     runs = run_rounds(tae_train, configs, labels, rounds, steps, warmup, threads)
