@@ -29,6 +29,9 @@ std::string Counts(const tae::v1::RunCounts& c) {
   if (c.cancelled() > 0) {
     absl::StrAppend(&out, " ", c.cancelled(), " cancelled");
   }
+  if (c.pruned() > 0) {
+    absl::StrAppend(&out, " ", c.pruned(), " pruned");
+  }
   return out;
 }
 

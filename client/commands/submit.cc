@@ -24,7 +24,7 @@ namespace {
 std::string ProgressLine(const tae::v1::Experiment& exp, const tae::v1::ListRunsResponse& runs,
                          double elapsed) {
   const tae::v1::RunCounts& c = exp.counts();
-  int done = c.succeeded() + c.failed() + c.cancelled();
+  int done = c.succeeded() + c.failed() + c.cancelled() + c.pruned();
   std::string line = absl::StrCat("[", FormatDuration(elapsed), "] e", exp.id(), " ", exp.name(),
                                   ": ", done, "/", c.total(), " done");
   if (c.failed() > 0) {
@@ -54,7 +54,7 @@ std::string ProgressLine(const tae::v1::Experiment& exp, const tae::v1::ListRuns
 
 bool Finished(const tae::v1::Experiment& exp) {
   const tae::v1::RunCounts& c = exp.counts();
-  return c.total() > 0 && c.succeeded() + c.failed() + c.cancelled() == c.total();
+  return c.total() > 0 && c.succeeded() + c.failed() + c.cancelled() + c.pruned() == c.total();
 }
 
 // Polls until every run of the experiment is final, printing progress on stderr. Returns the
@@ -86,9 +86,9 @@ int WaitFor(ControlClient& client, const std::string& experiment, double timeout
     std::string line = ProgressLine(exp, runs, elapsed);
     // One refreshed line on a terminal; on a log, a line when a run starts or ends, and a
     // heartbeat line every 15 s.
-    std::string counts =
-        absl::StrCat(exp.counts().queued(), "/", exp.counts().running(), "/",
-                     exp.counts().succeeded() + exp.counts().failed() + exp.counts().cancelled());
+    std::string counts = absl::StrCat(exp.counts().queued(), "/", exp.counts().running(), "/",
+                                      exp.counts().succeeded() + exp.counts().failed() +
+                                          exp.counts().cancelled() + exp.counts().pruned());
     if (tty) {
       std::fprintf(stderr, "\r\033[K%s", line.c_str());
     } else if (counts != last_counts || elapsed - last_print >= 15) {
@@ -109,10 +109,12 @@ int WaitFor(ControlClient& client, const std::string& experiment, double timeout
     std::fprintf(stderr, "\n");
   }
   const tae::v1::RunCounts& c = exp.counts();
-  std::fprintf(stderr, "e%ld %s %s: %d succeeded, %d failed, %d cancelled\n",
+  std::fprintf(stderr, "e%ld %s %s: %d succeeded, %d failed, %d cancelled%s\n",
                static_cast<long>(exp.id()), exp.name().c_str(), exp.state().c_str(), c.succeeded(),
-               c.failed(), c.cancelled());
-  return c.succeeded() == c.total() ? 0 : 1;
+               c.failed(), c.cancelled(),
+               c.pruned() > 0 ? absl::StrCat(", ", c.pruned(), " pruned by [search]").c_str() : "");
+  // Pruned runs ended as the search decided: not a failure.
+  return c.succeeded() + c.pruned() == c.total() ? 0 : 1;
 }
 
 // What a run changes against the baseline config: its grid point, then its ablation's overrides.

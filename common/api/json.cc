@@ -27,6 +27,7 @@ nlohmann::ordered_json ExperimentJson(const tae::v1::Experiment& exp) {
         {"succeeded", c.succeeded()},
         {"failed", c.failed()},
         {"cancelled", c.cancelled()},
+        {"pruned", c.pruned()},
         {"lost", c.lost()}}},
   };
 }

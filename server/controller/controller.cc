@@ -70,6 +70,14 @@ store::ExperimentReport ReportOf(const spec::Spec& spec) {
     report.alpha = spec.seeds_design.alpha;
     report.margin = spec.seeds_design.margin;
   }
+  const spec::SearchPlan& search = spec.search;
+  report.search.declared = search.declared;
+  report.search.method = search.asha() ? "asha" : "grid";
+  report.search.metric = search.metric;
+  report.search.goal = search.goal;
+  report.search.min_steps = search.min_steps;
+  report.search.reduction = search.reduction;
+  report.search.within = search.within == spec::SearchWithin::kStudy ? "study" : "variant";
   return report;
 }
 
@@ -126,6 +134,9 @@ absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
   }
   ASSIGN_OR_RETURN(int64_t id, store_->CreateExperiment(ToNewExperiment(input, spec), Now()));
   spdlog::info("experiment e{} '{}' submitted", id, spec.name);
+  if (spec.search.asha()) {
+    StartSearch(id, false);
+  }
   Schedule();
   return SubmitResult{id, false};
 }
@@ -167,7 +178,9 @@ absl::Status Controller::CancelRun(const store::RunRecord& run, const std::strin
     return absl::OkStatus();
   }
   Release(run.id, agents);
-  return store_->FinishRun(run.id, store::RunState::kCancelled, reason, Now());
+  RETURN_IF_ERROR(store_->FinishRun(run.id, store::RunState::kCancelled, reason, Now()));
+  RunFinal(run.id, run.experiment_id);
+  return absl::OkStatus();
 }
 
 std::vector<std::string> Controller::AgentsOfRun(const store::RunRecord& run) {

@@ -26,6 +26,7 @@
 #include "server/provider/provider_log.h"
 #include "server/registry/credentials.h"
 #include "server/registry/registry.h"
+#include "server/search/asha.h"
 #include "server/store/store.h"
 
 namespace tae::controller {
@@ -240,6 +241,16 @@ class Controller {
   void SeedsDue(int64_t experiment_id) { seeds_due_.insert(experiment_id); }
   void AddDueSeeds();
   void GrowSeeds(int64_t experiment_id);
+  // A run of `experiment_id` reached a final state: adaptive seeds and the search hear of it.
+  void RunFinal(int64_t run_id, int64_t experiment_id);
+  // [search] method = "asha" (controller_search.cc): an experiment's server/search::GridSearch,
+  // fed every stored point of its metric and every run's end; its decisions are stored with
+  // their effect (pruned runs end in `pruned`, and their agents are told to stop them).
+  // `replay`: after a restart, the stored decisions are restored and the stored points replayed.
+  void StartSearch(int64_t experiment_id, bool replay);
+  void ObserveSearch(const std::vector<store::IngestEvent>& events);
+  void EndSearchRun(int64_t run_id);
+  void ApplySearch(int64_t experiment_id, std::vector<search::Decision> decisions);
   // Schedule's first half: the scheduler's decision, carried out.
   void PlaceQueued();
   // Computes the TPU pools' demand and publishes it (when there is a board).
@@ -295,6 +306,13 @@ class Controller {
   std::set<int64_t> seeds_due_;
   // Per experiment, what adaptive seeds last held back (logged when it changes).
   std::map<int64_t, std::string> seeds_held_;
+  struct ActiveSearch {
+    std::unique_ptr<search::GridSearch> search;
+    std::string metric;
+    std::map<int64_t, int64_t> last_step;  // run -> its highest stored step of the metric
+  };
+  std::map<int64_t, ActiveSearch> searches_;  // by experiment, while it is searched
+  std::map<int64_t, int64_t> search_of_run_;  // run -> its experiment, for searched runs
 };
 
 // An agent whose runs' attempts end by its own fault this many times in a row is quarantined.

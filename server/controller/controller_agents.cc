@@ -62,7 +62,7 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
             store_->LoseRun(run.id, reason, now, RetryDelay(run.attempt));
         Noted(next.status(), "lose a run of a reconnected agent");
         if (next.ok() && store::IsFinal(*next)) {
-          SeedsDue(run.experiment_id);
+          RunFinal(run.id, run.experiment_id);
         }
         StopRanks(run.id, run.attempt, agents, id, reason);
       }
@@ -98,6 +98,7 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
   tae::v1::TaedMessage ack;
   ack.mutable_ack()->set_seq(last_seq);
   channel->Send(ack);
+  ObserveSearch(own);  // before the ends: a run's last points come first
   for (const store::RunEnded& run : *ended) {
     if (run.gang.empty()) {
       registry_.RemoveRun(run.agent_id, run.run_id);
@@ -109,7 +110,7 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
                              store::ToString(run.state), ")"));
     }
     spdlog::info("run r{} {}", run.run_id, store::ToString(run.state));
-    SeedsDue(run.experiment_id);
+    RunFinal(run.run_id, run.experiment_id);
   }
   CountInfraFaults(agent_id, own);
   if (!ended->empty()) {
@@ -219,7 +220,7 @@ void Controller::LoseUnclaimedRuns(const std::string& agent_id, const std::strin
     if (next.ok()) {
       spdlog::warn("run r{} lost on {}: now {}", run.id, agent_id, store::ToString(*next));
       if (store::IsFinal(*next)) {
-        SeedsDue(run.experiment_id);  // a failed run's seed is replaced
+        RunFinal(run.id, run.experiment_id);  // a failed run's seed is replaced
       }
     }
     StopRanks(run.id, run.attempt, agents, agent_id, reason);  // a gang's other ranks
@@ -262,6 +263,15 @@ void Controller::Recover() {
     seeds_due_.insert(adaptive->begin(), adaptive->end());
   } else {
     Noted(adaptive.status(), "list the experiments with adaptive seeds");
+  }
+  // Searches under way resume from their stored decisions and points.
+  if (absl::StatusOr<std::vector<int64_t>> searched = store_->SearchedExperiments();
+      searched.ok()) {
+    for (int64_t id : *searched) {
+      StartSearch(id, true);
+    }
+  } else {
+    Noted(searched.status(), "list the experiments with an asha [search]");
   }
   CheckLiveness();
   absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();

@@ -28,6 +28,7 @@ void ToProto(const store::ExperimentRecord& in, tae::v1::Experiment* out) {
   counts->set_failed(in.counts.failed);
   counts->set_cancelled(in.counts.cancelled);
   counts->set_lost(in.counts.lost);
+  counts->set_pruned(in.counts.pruned);
   for (const std::string& variant : in.variants) {
     out->add_variants(variant);
   }
@@ -55,6 +56,8 @@ tae::v1::RunState ToProto(store::RunState state) {
       return tae::v1::RUN_STATE_CANCELLED;
     case store::RunState::kLost:
       return tae::v1::RUN_STATE_LOST;
+    case store::RunState::kPruned:
+      return tae::v1::RUN_STATE_PRUNED;
   }
   return tae::v1::RUN_STATE_UNSPECIFIED;
 }

@@ -7,7 +7,7 @@ constexpr std::pair<RunState, const char*> kRunStateNames[] = {
     {RunState::kQueued, "queued"},   {RunState::kAssigned, "assigned"},
     {RunState::kRunning, "running"}, {RunState::kSucceeded, "succeeded"},
     {RunState::kFailed, "failed"},   {RunState::kCancelled, "cancelled"},
-    {RunState::kLost, "lost"},
+    {RunState::kLost, "lost"},       {RunState::kPruned, "pruned"},
 };
 
 }  // namespace
@@ -32,7 +32,7 @@ std::optional<RunState> RunStateFromString(std::string_view text) {
 
 bool IsFinal(RunState state) {
   return state == RunState::kSucceeded || state == RunState::kFailed ||
-         state == RunState::kCancelled;
+         state == RunState::kCancelled || state == RunState::kPruned;
 }
 
 std::string ExperimentState(const RunCounts& counts) {

@@ -13,7 +13,18 @@
 
 namespace tae::store {
 
-enum class RunState { kQueued, kAssigned, kRunning, kSucceeded, kFailed, kCancelled, kLost };
+// kPruned: stopped early by the experiment's [search] (ASHA, server/search); final, and neither a
+// failure nor a cancel.
+enum class RunState {
+  kQueued,
+  kAssigned,
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kCancelled,
+  kLost,
+  kPruned
+};
 
 const char* ToString(RunState state);
 std::optional<RunState> RunStateFromString(std::string_view text);
@@ -31,11 +42,25 @@ struct RunCounts {
   int failed = 0;
   int cancelled = 0;
   int lost = 0;
+  int pruned = 0;
 };
 
 // An experiment file's [report]: the metrics shown when none is named (empty: the defaults), and
 // which way each is better (metric -> "min" | "max"); its floors; and how its comparisons are
 // decided (train.seeds as a table: adaptive seeds).
+// An experiment file's [search] as stored (common/spec's SearchPlan, resolved; server/search
+// decides with it). Not declared: the file has no [search].
+struct SearchSettings {
+  bool declared = false;
+  std::string method = "grid";  // "grid" | "asha"
+  std::string metric = "eval/loss";
+  std::string goal = "min";  // "min" | "max"
+  int64_t min_steps = 0;
+  int64_t reduction = 3;
+  std::string within = "variant";  // "variant" | "study"
+  bool asha() const { return method == "asha"; }
+};
+
 struct ExperimentReport {
   std::vector<std::string> metrics;
   std::map<std::string, std::string> goal;
@@ -44,6 +69,30 @@ struct ExperimentReport {
   int max_seeds = 0;
   double alpha = 0.05;
   std::map<std::string, double> margin = {};  // train.seeds.margin: metric -> equivalence margin
+  SearchSettings search = {};                 // [search]
+};
+
+// One decision of an experiment's ASHA search (server/search's Decision, as stored).
+struct SearchDecisionRecord {
+  std::string point;
+  std::string group;
+  int rung = 0;
+  int64_t step = 0;
+  std::optional<double> value;  // none: no data (or NaN)
+  int seeds = 0;
+  std::string verdict;  // "keep" | "prune" | "nodata"
+  int rank = 0;
+  int competitors = 0;
+  int keeps = 0;
+  std::string reason;
+  double at = 0;
+};
+
+// A stored metric point of one run (the replay of a search after a restart).
+struct RunPoint {
+  int64_t run_id = 0;
+  int64_t step = 0;
+  double value = 0;
 };
 
 struct ExperimentRecord {

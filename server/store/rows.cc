@@ -22,6 +22,11 @@ std::string ReportToJson(const ExperimentReport& report) {
   if (!report.floor.empty()) {
     doc["floor"] = report.floor;
   }
+  if (report.search.declared) {
+    doc["search"] = {{"method", report.search.method},       {"metric", report.search.metric},
+                     {"goal", report.search.goal},           {"min_steps", report.search.min_steps},
+                     {"reduction", report.search.reduction}, {"within", report.search.within}};
+  }
   if (report.min_seeds > 0) {
     doc["seeds"] = {{"min", report.min_seeds},
                     {"max", report.max_seeds},
@@ -69,6 +74,16 @@ ExperimentReport ReportFromJson(const std::string& text) {
         }
       }
     }
+  }
+  if (auto it = doc.find("search"); it != doc.end() && it->is_object()) {
+    SearchSettings& s = report.search;
+    s.declared = true;
+    s.method = it->value("method", s.method);
+    s.metric = it->value("metric", s.metric);
+    s.goal = it->value("goal", s.goal);
+    s.min_steps = it->value("min_steps", s.min_steps);
+    s.reduction = it->value("reduction", s.reduction);
+    s.within = it->value("within", s.within);
   }
   return report;
 }
@@ -148,6 +163,9 @@ void AddToCounts(RunState state, int n, RunCounts* counts) {
       break;
     case RunState::kLost:
       counts->lost += n;
+      break;
+    case RunState::kPruned:
+      counts->pruned += n;
       break;
   }
 }

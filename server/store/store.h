@@ -42,6 +42,8 @@ class Store {
   absl::StatusOr<ExperimentSource> GetExperimentSource(int64_t experiment_id);
   // Experiments with adaptive seeds (train.seeds = { min, max }), oldest first.
   absl::StatusOr<std::vector<int64_t>> AdaptiveExperiments();
+  // Experiments with an asha [search] and runs that are not final yet, oldest first.
+  absl::StatusOr<std::vector<int64_t>> SearchedExperiments();
   // Adds queued runs to an experiment in one transaction, each with a first transition that says
   // its `reason`. A (variant, seed) the experiment already has is refused (AlreadyExists) and
   // nothing is added.
@@ -94,6 +96,17 @@ class Store {
   // server/lifecycle. Runs that ended are returned.
   absl::StatusOr<std::vector<RunEnded>> Ingest(const std::string& agent_id,
                                                const std::vector<IngestEvent>& events);
+
+  // [search] (store_search.cc). Writes a search's decisions in their order and, in the same
+  // transaction, ends each of `prune` (run id -> reason) that is not final yet in `pruned`.
+  absl::Status RecordSearch(int64_t experiment_id,
+                            const std::vector<SearchDecisionRecord>& decisions,
+                            const std::vector<std::pair<int64_t, std::string>>& prune, double now);
+  // An experiment's stored decisions, in the order they were made.
+  absl::StatusOr<std::vector<SearchDecisionRecord>> SearchDecisions(int64_t experiment_id);
+  // Every stored point of `metric` of the experiment's runs, by run id then step.
+  absl::StatusOr<std::vector<RunPoint>> MetricPoints(int64_t experiment_id,
+                                                     const std::string& metric);
 
   // Snapshots. Creating one that exists keeps the first row (same id, same content).
   absl::Status PutSnapshot(const SnapshotRecord& snapshot);

@@ -568,4 +568,44 @@ TEST_CASE("added runs join their experiment queued, each once per variant and se
   CHECK(store->ListRuns(*id)->size() == 3);
 }
 
+TEST_CASE("a search's decisions are stored in order and its pruned runs end in pruned",
+          "[store][search]") {
+  auto store = std::move(*Store::Open(":memory:"));
+  NewExperiment exp = TwoRuns();
+  exp.report.search.declared = true;
+  exp.report.search.method = "asha";
+  exp.report.search.min_steps = 10;
+  auto id = store->CreateExperiment(exp, 1.0);
+  REQUIRE(id.ok());
+  CHECK(*store->SearchedExperiments() == std::vector<int64_t>{*id});
+  CHECK(store->GetExperimentSource(*id)->report.search.asha());
+  auto runs = store->ListRuns(*id);
+  REQUIRE(store->AssignRun((*runs)[1].id, "a", 2.0).ok());
+  SearchDecisionRecord keep{"baseline", "baseline", 0, 10, 2.5, 1, "keep", 1, 1, 1, "kept", 3.0};
+  SearchDecisionRecord prune{"no-attn", "", 0, 10, 2.9, 1, "prune", 2, 2, 1, "rung 0", 3.0};
+  SearchDecisionRecord nodata{"x", "", 1, 30, std::nullopt, 0, "nodata", 0, 0, 0, "none", 3.0};
+  REQUIRE(store->RecordSearch(*id, {keep, prune, nodata}, {{(*runs)[1].id, "pruned: rung 0"}}, 3.0)
+              .ok());
+  auto decisions = store->SearchDecisions(*id);
+  REQUIRE(decisions.ok());
+  REQUIRE(decisions->size() == 3);
+  CHECK((*decisions)[0].verdict == "keep");
+  CHECK((*decisions)[1].point == "no-attn");
+  CHECK((*decisions)[1].value == 2.9);
+  CHECK_FALSE((*decisions)[2].value.has_value());
+  auto pruned = store->GetRun((*runs)[1].id);
+  CHECK(pruned->state == RunState::kPruned);
+  CHECK(pruned->reason == "pruned: rung 0");
+  CHECK(IsFinal(pruned->state));
+  CHECK(store->GetRun((*runs)[0].id)->state == RunState::kQueued);
+  // A run of another experiment is refused, and the whole batch with it.
+  auto other = store->CreateExperiment(TwoRuns(), 1.0);
+  auto foreign = store->ListRuns(*other);
+  CHECK_FALSE(store->RecordSearch(*id, {keep}, {{foreign->front().id, "x"}}, 4.0).ok());
+  CHECK(store->SearchDecisions(*id)->size() == 3);
+  // With nothing left to run, it is no longer searched.
+  REQUIRE(store->FinishRun((*runs)[0].id, RunState::kCancelled, "x", 5.0).ok());
+  CHECK(store->SearchedExperiments()->empty());
+}
+
 }  // namespace tae::store

@@ -27,6 +27,8 @@ inline const char* StateName(RunState state) {
       return "cancelled";
     case RUN_STATE_LOST:
       return "lost";
+    case RUN_STATE_PRUNED:
+      return "pruned";
     default:
       return "unknown";
   }
@@ -47,9 +49,11 @@ inline const char* StateName(AgentState state) {
   }
 }
 
-// succeeded, failed or cancelled: the run will not change again (lost is requeued or failed).
+// succeeded, failed, cancelled or pruned: the run will not change again (lost is requeued or
+// failed).
 inline bool IsFinal(RunState state) {
-  return state == RUN_STATE_SUCCEEDED || state == RUN_STATE_FAILED || state == RUN_STATE_CANCELLED;
+  return state == RUN_STATE_SUCCEEDED || state == RUN_STATE_FAILED ||
+         state == RUN_STATE_CANCELLED || state == RUN_STATE_PRUNED;
 }
 
 }  // namespace tae::v1
