@@ -144,6 +144,24 @@ void MaskScores(float* scores, int64_t time, bool causal, const float* slope) {
   }
 }
 
+// Softmax's backward on one head's [time, time] block, in place: dP becomes P * (dP - rowsum(P *
+// dP)), as libtorch's _softmax_backward_data computes it. A masked entry has P = 0 and gets 0.
+void SoftmaxBackward(const float* probs, float* grad, int64_t time) {
+  for (int64_t i = 0; i < time; ++i) {
+    const float* p = probs + i * time;
+    float* d = grad + i * time;
+    float dot = 0.0F;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j < time; ++j) {
+      dot += p[j] * d[j];
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < time; ++j) {
+      d[j] = p[j] * (d[j] - dot);
+    }
+  }
+}
+
 class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv,
@@ -192,7 +210,8 @@ class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
   // With P the probabilities and dO the output's gradient, per (batch, query head h of K/V head
   // g): dP = dO v^T, dv_g += P^T dO, dS = softmax's backward (P * (dP - rowsum(P * dP))),
   // dq_h = scale dS k_g, dk_g += scale dS^T q_h. One task per (batch, K/V head), so the heads that
-  // share a K/V head add into it in order and no two threads write the same block.
+  // share a K/V head add into it in order and no two threads write the same block; dP and dS live
+  // in the task's own [time, time] buffer, in cache.
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
@@ -205,40 +224,28 @@ class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
     const auto scale = static_cast<float>(ctx->saved_data["scale"].toDouble());
     torch::Tensor dout = grads[0].contiguous();
     torch::Tensor dqkv = torch::empty_like(qkv);
-    torch::Tensor dprobs = torch::empty_like(probs);
     const float* in = qkv.data_ptr<float>();
     const float* p = probs.data_ptr<float>();
     const float* dO = dout.data_ptr<float>();
     float* din = dqkv.data_ptr<float>();
-    float* dp = dprobs.data_ptr<float>();
-    const int64_t tasks = g.batch * g.kv_heads;
-    at::parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, g.batch * g.kv_heads, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> scratch(static_cast<size_t>(g.time * g.time));
+      float* ds = scratch.data();
       for (int64_t i = begin; i < end; ++i) {
         const int64_t b = i / g.kv_heads;
         const int64_t kv = i % g.kv_heads;
         float beta = 0.0F;
         for (int64_t h : queries[static_cast<size_t>(kv)]) {
+          const float* p_h = p + g.Scores(b, h);
           Sgemm(false, true, g.time, g.time, g.head_dim, 1.0F, dO + g.Out(b, h), g.out_row,
-                in + g.V(b, kv), g.row, 0.0F, dp + g.Scores(b, h), g.time);
-          Sgemm(true, false, g.time, g.head_dim, g.time, 1.0F, p + g.Scores(b, h), g.time,
-                dO + g.Out(b, h), g.out_row, beta, din + g.V(b, kv), g.row);
-          beta = 1.0F;
-        }
-      }
-    });
-    torch::Tensor dscores = torch::_softmax_backward_data(dprobs, probs, -1, torch::kFloat);
-    dprobs = torch::Tensor();
-    const float* ds = dscores.data_ptr<float>();
-    at::parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t b = i / g.kv_heads;
-        const int64_t kv = i % g.kv_heads;
-        float beta = 0.0F;
-        for (int64_t h : queries[static_cast<size_t>(kv)]) {
-          Sgemm(false, false, g.time, g.head_dim, g.time, scale, ds + g.Scores(b, h), g.time,
-                in + g.K(b, kv), g.row, 0.0F, din + g.Q(b, h), g.row);
-          Sgemm(true, false, g.time, g.head_dim, g.time, scale, ds + g.Scores(b, h), g.time,
-                in + g.Q(b, h), g.row, beta, din + g.K(b, kv), g.row);
+                in + g.V(b, kv), g.row, 0.0F, ds, g.time);
+          Sgemm(true, false, g.time, g.head_dim, g.time, 1.0F, p_h, g.time, dO + g.Out(b, h),
+                g.out_row, beta, din + g.V(b, kv), g.row);
+          SoftmaxBackward(p_h, ds, g.time);
+          Sgemm(false, false, g.time, g.head_dim, g.time, scale, ds, g.time, in + g.K(b, kv), g.row,
+                0.0F, din + g.Q(b, h), g.row);
+          Sgemm(true, false, g.time, g.head_dim, g.time, scale, ds, g.time, in + g.Q(b, h), g.row,
+                beta, din + g.K(b, kv), g.row);
           beta = 1.0F;
         }
       }

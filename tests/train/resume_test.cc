@@ -209,9 +209,12 @@ TEST_CASE("head importance scores every kept head both ways", "[trainer][heads]"
 }
 
 TEST_CASE("masking a head the model relies on costs loss, the score says which", "[heads]") {
-  // A 1-layer model with one head left that has learned a good part of the copy (chance is 1/8):
-  // masking that head must hurt a lot.
+  // A 1-layer model with one head left that has learned the copy (chance is 1/8): masking that
+  // head must hurt a lot. Seed 1: at lr 0.01 seed 0 does not settle in 400 steps (eval/acc 0.34,
+  // 0.58, 0.35 at 400, 600, 800 steps), so whether its head had learned enough to pass depended
+  // on float rounding; seeds 1-5 reach 0.89-1.0 with masking costs of 4-7.6 nats.
   nlohmann::json spec = ResumeSpec();
+  spec["train.seed"] = 1;
   spec["model.layers"] = 1;
   spec["model.heads"] = 2;
   spec["model.dropout"] = 0.0;
@@ -221,7 +224,7 @@ TEST_CASE("masking a head the model relies on costs loss, the score says which",
   spec["train.head_importance"] = true;
   Outcome outcome = RunOnce(spec, "", nullptr);
   REQUIRE(outcome.summary.ok());
-  REQUIRE(outcome.summary->final_eval.accuracy > 0.3);  // well above chance (0.125)
+  REQUIRE(outcome.summary->final_eval.accuracy > 0.8);  // the head does the copy
   INFO("eval/acc " << outcome.summary->final_eval.accuracy);
   const double masked = outcome.points[{400, MaskedHeadKey(0, 0)}];
   const double gradient = outcome.points[{400, GradientHeadKey(0, 0)}];
