@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/commands/common.h"
+#include "client/commands/report_format.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 #include "common/api/json.h"
@@ -261,6 +262,9 @@ int Show(const CommandEnv& env, const Args& args) {
               exp.spec_hash().c_str(), FormatTime(exp.created_at()).c_str(),
               absl::StrJoin(exp.variants(), ", ").c_str());
   PrintRuns(runs, exp);
+  if (exp.has_search_savings()) {
+    std::printf("\n%s", SavingsText(exp.search_savings()).c_str());
+  }
   return 0;
 }
 

@@ -73,8 +73,53 @@ std::string Delta(const tae::v1::ReportRow& row, const tae::v1::ReportCell& cell
   return text;
 }
 
+bool Tuned(const tae::v1::ReportResponse& report) { return report.view() == "tuned"; }
+
+// "layers=2,lr=0.001" -> {{"layers", "2"}, {"lr", "0.001"}}.
+std::vector<std::pair<std::string, std::string>> PointValues(const std::string& point) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (absl::string_view part : absl::StrSplit(point, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
+    out.push_back(std::move(kv));
+  }
+  return out;
+}
+
+// The tuned view's grid keys, in the order the rows' points name them first.
+std::vector<std::string> GridKeys(const tae::v1::ReportResponse& report) {
+  std::vector<std::string> keys;
+  for (const tae::v1::ReportRow& row : report.rows()) {
+    for (const auto& kv : PointValues(row.point())) {
+      if (std::find(keys.begin(), keys.end(), kv.first) == keys.end()) {
+        keys.push_back(kv.first);
+      }
+    }
+  }
+  return keys;
+}
+
+// The row's value of each grid key ("-" where it has no chosen point).
+std::vector<std::string> KeyCells(const tae::v1::ReportRow& row,
+                                  const std::vector<std::string>& keys) {
+  const std::vector<std::pair<std::string, std::string>> values = PointValues(row.point());
+  std::vector<std::string> cells;
+  for (const std::string& key : keys) {
+    auto it =
+        std::find_if(values.begin(), values.end(), [&](const auto& kv) { return kv.first == key; });
+    cells.push_back(it == values.end() ? "-" : it->second);
+  }
+  return cells;
+}
+
 std::vector<std::string> HumanHeader(const tae::v1::ReportResponse& report) {
-  std::vector<std::string> header = {"variant", "runs"};
+  std::vector<std::string> header = {"variant"};
+  if (Tuned(report)) {
+    for (const std::string& key : GridKeys(report)) {
+      header.push_back(key);
+    }
+    header.push_back("points");
+  }
+  header.push_back("runs");
   for (const std::string& m : report.metrics()) {
     header.push_back(m + " (±95% CI)");
     header.push_back("best");
@@ -84,8 +129,19 @@ std::vector<std::string> HumanHeader(const tae::v1::ReportResponse& report) {
   return header;
 }
 
-std::vector<std::string> HumanRow(const tae::v1::ReportRow& row, const std::string& pm) {
-  std::vector<std::string> cells = {row.variant(), absl::StrCat(row.runs(), "/", row.runs_total())};
+std::vector<std::string> HumanRow(const tae::v1::ReportResponse& report,
+                                  const tae::v1::ReportRow& row, const std::string& pm) {
+  std::vector<std::string> cells = {row.variant()};
+  if (Tuned(report)) {
+    cells = {row.ablation()};
+    for (std::string& value : KeyCells(row, GridKeys(report))) {
+      cells.push_back(std::move(value));
+    }
+    cells.push_back(absl::StrCat(row.candidates(), "/", row.points()));
+  }
+  cells.push_back(
+      absl::StrCat(row.runs(), "/", row.runs_total(),
+                   row.runs_pruned() > 0 ? absl::StrCat(" (", row.runs_pruned(), " pruned)") : ""));
   for (const tae::v1::ReportCell& cell : row.cells()) {
     cells.push_back(MeanCi(cell, pm));
     cells.push_back(cell.n() > 0 ? Num(cell.best()) : "-");
@@ -101,9 +157,16 @@ std::string Legend(const tae::v1::ReportResponse& report) {
   std::string legend = absl::StrCat(
       "Final values, mean over seeds ± 95% CI (t distribution); best: mean of each run's best "
       "value; Δ vs ",
-      report.baseline(),
-      " at the same grid point, Welch's t-test: * p<0.05, ** p<0.01, *** "
+      report.baseline(), Tuned(report) ? " at its own best grid point" : " at the same grid point",
+      ", Welch's t-test: * p<0.05, ** p<0.01, *** "
       "p<0.001.");
+  if (Tuned(report)) {
+    absl::StrAppend(&legend, " Each variant at its own best grid point on ", report.search_metric(),
+                    report.search_goal() == "max" ? " (highest" : " (lowest",
+                    " mean final value over seeds); points: those with a score of the variant's "
+                    "points (pruned, failed and unfinished ones have none); --at-grid shows every "
+                    "point.");
+  }
   bool decided = false;
   bool marked = false;
   for (const tae::v1::ReportRow& row : report.rows()) {
@@ -213,12 +276,61 @@ std::string ConfigValue(const nlohmann::json& config, const std::string& key) {
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
+// The report's last lines for an asha [search]: SavingsText and a blank line; "" otherwise.
+std::string SavingsFooter(const tae::v1::Experiment& exp) {
+  if (!exp.has_search_savings()) {
+    return "";
+  }
+  return absl::StrCat(SavingsText(exp.search_savings()), "\n");
+}
+
 }  // namespace
+
+std::string SavingsText(const tae::v1::SearchSavings& savings) {
+  std::string out;
+  if (savings.steps_full() > 0) {
+    out = absl::StrFormat(
+        "search: %.0f%% of the full grid's steps (%d of %d; each run's last step over its "
+        "train.steps)",
+        100.0 * static_cast<double>(savings.steps_run()) /
+            static_cast<double>(savings.steps_full()),
+        savings.steps_run(), savings.steps_full());
+  } else {
+    out = "search: no run with train.steps";
+  }
+  if (savings.runs_without_steps() > 0) {
+    absl::StrAppend(&out, "; ", savings.runs_without_steps(),
+                    " run(s) without train.steps not counted");
+  }
+  absl::StrAppend(&out, "\n");
+  if (savings.rungs().empty()) {
+    return absl::StrCat(out, "pruned: no rung judged yet\n");
+  }
+  std::vector<std::string> rungs;
+  for (const tae::v1::SearchRung& rung : savings.rungs()) {
+    std::string text = absl::StrFormat("rung %d (step %d) %d of %d", rung.rung(), rung.step(),
+                                       rung.pruned(), rung.judged());
+    if (rung.nodata() > 0) {
+      absl::StrAppend(&text, absl::StrFormat(" (%d without data)", rung.nodata()));
+    }
+    rungs.push_back(std::move(text));
+  }
+  return absl::StrCat(out, "pruned: ", absl::StrJoin(rungs, ", "), "; ", savings.points_pruned(),
+                      " point(s) in all\n");
+}
 
 absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
                                          const std::string& format) {
   if (format == "csv") {
-    std::vector<std::string> header = {"variant", "baseline", "runs", "runs_total"};
+    const bool tuned = Tuned(report);
+    const std::vector<std::string> keys = tuned ? GridKeys(report) : std::vector<std::string>{};
+    std::vector<std::string> header = {"variant"};
+    if (tuned) {
+      header.push_back("point");
+      header.insert(header.end(), keys.begin(), keys.end());
+      header.insert(header.end(), {"points", "candidates"});
+    }
+    header.insert(header.end(), {"baseline", "runs", "runs_total"});
     for (const std::string& m : report.metrics()) {
       for (const char* field : {"n", "mean", "ci95", "std", "best", "delta", "rel_delta", "p_value",
                                 "decision", "decision_n", "level"}) {
@@ -232,8 +344,16 @@ absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
     }
     std::string out = absl::StrCat(absl::StrJoin(fields, ","), "\n");
     for (const tae::v1::ReportRow& row : report.rows()) {
-      std::vector<std::string> cells = {CsvField(row.variant()), CsvField(row.baseline()),
-                                        absl::StrCat(row.runs()), absl::StrCat(row.runs_total())};
+      std::vector<std::string> cells = {CsvField(tuned ? row.ablation() : row.variant())};
+      if (tuned) {
+        cells.push_back(CsvField(row.point()));
+        for (const std::string& value : KeyCells(row, keys)) {
+          cells.push_back(value == "-" ? "" : CsvField(value));
+        }
+        cells.insert(cells.end(), {absl::StrCat(row.points()), absl::StrCat(row.candidates())});
+      }
+      cells.insert(cells.end(), {CsvField(row.baseline()), absl::StrCat(row.runs()),
+                                 absl::StrCat(row.runs_total())});
       for (const tae::v1::ReportCell& c : row.cells()) {
         cells.insert(
             cells.end(),
@@ -253,7 +373,7 @@ absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
   const std::string pm = " ± ";
   std::vector<std::vector<std::string>> rows;
   for (const tae::v1::ReportRow& row : report.rows()) {
-    rows.push_back(HumanRow(row, pm));
+    rows.push_back(HumanRow(report, row, pm));
   }
   const tae::v1::Experiment& exp = report.experiment();
   if (format == "table") {
@@ -262,13 +382,17 @@ absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
       table.Add(row);
     }
     return absl::StrCat("e", exp.id(), " ", exp.name(), " (", exp.state(), ")\n\n",
-                        BannerLines(report), table.Render(), "\n", Legend(report), "\n");
+                        BannerLines(report), table.Render(), "\n", Legend(report), "\n",
+                        SavingsFooter(exp));
   }
   if (format == "md") {
-    return absl::StrCat(BannerLines(report), Markdown(header, rows), "\n", Legend(report), "\n");
+    return absl::StrCat(BannerLines(report), Markdown(header, rows), "\n", Legend(report), "\n",
+                        SavingsFooter(exp));
   }
   if (format == "latex") {
-    return absl::StrCat("% ", Legend(report), "\n", Latex(header, rows));
+    const std::string savings = SavingsFooter(exp);
+    return absl::StrCat("% ", Legend(report), "\n", savings.empty() ? "" : "% ", savings,
+                        Latex(header, rows));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("--format: '", format, "' is not one of table, md, csv, latex, json"));

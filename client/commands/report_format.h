@@ -14,8 +14,15 @@ namespace tae::client {
 // format: "table", "md", "csv" or "latex". The table and md forms show per metric
 // "mean ± ci95", the mean best value and "Δ (Δ%) marks"; csv has one column per number; latex is a
 // booktabs tabular.
+// The tuned view (report.view() == "tuned") shows each variant by its ablation with the chosen
+// value of every grid key and "points" (scored/all); an asha [search]'s savings
+// (experiment.search_savings, SavingsText) follow the table.
 absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
                                          const std::string& format);
+
+// "search: 31% of the full grid's steps (12400 of 40000; ...)\npruned: rung 0 (step 100) 6 of
+// 9, rung 1 (step 300) 2 of 3; 8 point(s) in all\n".
+std::string SavingsText(const tae::v1::SearchSavings& savings);
 
 // One metric's mean ± 95% CI over the succeeded runs that share a value of `row_key` and of
 // `col_key`: "variant" (the ablation name without the grid point) or any spec key

@@ -119,15 +119,23 @@ int Report(const CommandEnv& env, const Args& args) {
   std::string sort = "effect";
   std::string pivot;
   bool json = false;
+  bool tuned = false;
+  bool at_grid = false;
   cli::FlagSet flags(
       "usage: taectl report EXP [--metric M]... [--baseline V] [--sort effect|spec]\n"
-      "                         [--format table|md|csv|latex|json] [--pivot A×B]\n\n"
+      "                         [--tuned|--at-grid] [--format table|md|csv|latex|json]\n"
+      "                         [--pivot A×B]\n\n"
       "The ablation table. Per variant: runs succeeded/total; per metric the mean over seeds of\n"
       "each run's final value ± the 95% confidence interval (t distribution), the mean of each\n"
       "run's best value, and the delta against the baseline at the same grid point, absolute,\n"
       "relative and marked by Welch's t-test (* p<0.05, ** p<0.01, *** p<0.001); then\n"
       "parameters, FLOPs per token and tokens/s. Rows are sorted by the size of the first\n"
       "metric's relative delta (--sort spec: the spec's order).\n\n"
+      "--tuned (the default when the file has a [search]) shows each variant at its own best\n"
+      "grid point on the search metric (else the first metric), with the chosen value of each\n"
+      "grid key, compared with the baseline at its own best point; --at-grid shows every grid\n"
+      "point, each compared with the baseline at the same point. An asha [search] adds the\n"
+      "steps run against the full grid's and the points pruned per rung.\n\n"
       "--pivot A×B tabulates the first metric over two keys instead: rows by A, columns by B,\n"
       "each 'variant' (the ablation, without the grid point) or a spec key such as train.task or\n"
       "model.layers, e.g. --pivot variant×train.task.");
@@ -137,12 +145,17 @@ int Report(const CommandEnv& env, const Args& args) {
   flags.String("baseline", &baseline, "variant the deltas are against [baseline]");
   flags.String("sort", &sort, "effect or spec");
   flags.String("pivot", &pivot, "two keys A×B (or A,B): one metric over both");
+  flags.Bool("tuned", &tuned, "each variant at its own best grid point");
+  flags.Bool("at-grid", &at_grid, "every grid point");
   Args rest;
   if (int code = ParseOrExit(flags, args, 1, 1, &rest); code >= 0) {
     return code;
   }
   if (json) {
     format = "json";
+  }
+  if (tuned && at_grid) {
+    return Fail(absl::InvalidArgumentError("--tuned and --at-grid: choose one"));
   }
   const std::vector<std::string> formats = {"table", "md", "csv", "latex", "json"};
   if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
@@ -182,6 +195,7 @@ int Report(const CommandEnv& env, const Args& args) {
   }
   request.set_baseline(baseline);
   request.set_sort(sort);
+  request.set_view(tuned ? "tuned" : (at_grid ? "grid" : ""));
   tae::v1::ReportResponse report;
   absl::Status s =
       client.Check(client.stub()->Report(ControlClient::Context().get(), request, &report));

@@ -4,13 +4,14 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_split.h"
 #include "proto/tae/v1/states.h"
 
 namespace tae::api {
 
 nlohmann::ordered_json ExperimentJson(const tae::v1::Experiment& exp) {
   const tae::v1::RunCounts& c = exp.counts();
-  return {
+  nlohmann::ordered_json out = {
       {"id", exp.id()},
       {"name", exp.name()},
       {"description", exp.description()},
@@ -30,6 +31,47 @@ nlohmann::ordered_json ExperimentJson(const tae::v1::Experiment& exp) {
         {"pruned", c.pruned()},
         {"lost", c.lost()}}},
   };
+  if (exp.has_search_savings()) {
+    out["search_savings"] = SavingsJson(exp.search_savings());
+  }
+  return out;
+}
+
+nlohmann::ordered_json SavingsJson(const tae::v1::SearchSavings& savings) {
+  nlohmann::ordered_json rungs = nlohmann::ordered_json::array();
+  for (const tae::v1::SearchRung& rung : savings.rungs()) {
+    rungs.push_back({{"rung", rung.rung()},
+                     {"step", rung.step()},
+                     {"judged", rung.judged()},
+                     {"pruned", rung.pruned()},
+                     {"nodata", rung.nodata()}});
+  }
+  nlohmann::ordered_json fraction;
+  if (savings.steps_full() > 0) {
+    fraction = static_cast<double>(savings.steps_run()) / static_cast<double>(savings.steps_full());
+  }
+  return {{"steps_run", savings.steps_run()},
+          {"steps_full", savings.steps_full()},
+          {"fraction", fraction},
+          {"runs", savings.runs()},
+          {"runs_without_steps", savings.runs_without_steps()},
+          {"points_pruned", savings.points_pruned()},
+          {"rungs", rungs}};
+}
+
+nlohmann::ordered_json PointJson(const std::string& point) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (absl::string_view part : absl::StrSplit(point, ',', absl::SkipEmpty())) {
+    const size_t eq = part.find('=');
+    if (eq == absl::string_view::npos) {
+      continue;
+    }
+    const std::string key(part.substr(0, eq));
+    const std::string text(part.substr(eq + 1));
+    nlohmann::ordered_json value = nlohmann::ordered_json::parse(text, nullptr, false);
+    out[key] = value.is_discarded() ? nlohmann::ordered_json(text) : value;
+  }
+  return out;
 }
 
 namespace {
@@ -159,20 +201,38 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
                     {"baseline", row.baseline()},
                     {"runs", row.runs()},
                     {"runs_total", row.runs_total()},
+                    {"runs_pruned", row.runs_pruned()},
                     {"metrics", metrics},
                     {"params", number(row.params())},
                     {"flops_per_token", number(row.flops_per_token())},
                     {"tokens_per_s", number(row.tokens_per_s())}});
+    if (report.view() == "tuned") {
+      nlohmann::ordered_json& r = rows.back();
+      r["ablation"] = row.ablation();
+      r["point_name"] = row.point();
+      r["point"] = row.point().empty() ? nlohmann::ordered_json() : PointJson(row.point());
+      r["points"] = row.points();
+      r["candidates"] = row.candidates();
+    }
   }
-  return {{"experiment", report.experiment().id()},
-          {"name", report.experiment().name()},
-          {"state", report.experiment().state()},
-          {"baseline", report.baseline()},
-          {"metrics", std::vector<std::string>(report.metrics().begin(), report.metrics().end())},
-          {"metrics_source", report.metrics_source()},
-          {"adaptive", report.adaptive()},
-          {"banners", std::vector<std::string>(report.banners().begin(), report.banners().end())},
-          {"rows", rows}};
+  nlohmann::ordered_json out = {
+      {"experiment", report.experiment().id()},
+      {"name", report.experiment().name()},
+      {"state", report.experiment().state()},
+      {"baseline", report.baseline()},
+      {"metrics", std::vector<std::string>(report.metrics().begin(), report.metrics().end())},
+      {"metrics_source", report.metrics_source()},
+      {"adaptive", report.adaptive()},
+      {"banners", std::vector<std::string>(report.banners().begin(), report.banners().end())},
+      {"view", report.view()}};
+  if (report.view() == "tuned") {
+    out["search"] = {{"metric", report.search_metric()}, {"goal", report.search_goal()}};
+  }
+  if (report.experiment().has_search_savings()) {
+    out["savings"] = SavingsJson(report.experiment().search_savings());
+  }
+  out["rows"] = rows;
+  return out;
 }
 
 nlohmann::ordered_json HeadGridJson(int64_t run_id, const HeadGrid& grid) {

@@ -15,7 +15,15 @@ nlohmann::ordered_json AgentJson(const tae::v1::AgentInfo& agent);
 // {"agents": [AgentJson], "provider_events": [{time, provider, subject, event, detail}],
 //  "vms": [{provider, pool, name, zone, state}]}
 nlohmann::ordered_json FleetJson(const tae::v1::ListAgentsResponse& response);
+// `view` ("tuned" | "grid"), each row's chosen `point` ({"lr": 0.001}; null in the grid view)
+// and, for an asha [search], `savings` (SavingsJson).
 nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report);
+// {"steps_run", "steps_full", "fraction", "runs", "runs_without_steps", "points_pruned",
+//  "rungs": [{"rung", "step", "judged", "pruned", "nodata"}]}; fraction null without steps_full.
+nlohmann::ordered_json SavingsJson(const tae::v1::SearchSavings& savings);
+// "layers=2,lr=0.001" -> {"layers": 2, "lr": 0.001}: values that read as JSON keep their type,
+// the others are strings. In the order of the name.
+nlohmann::ordered_json PointJson(const std::string& point);
 // {"run": 12, "layers": L, "heads": H, "masked": [[..]], "gradient": [[..]],
 //  "cells": [["scored"|"pruned"|"removed"|"missing", ...], ...]}; unscored values are null.
 nlohmann::ordered_json HeadGridJson(int64_t run_id, const HeadGrid& grid);

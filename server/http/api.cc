@@ -332,6 +332,11 @@ Response Api::Experiment(const Request& request, const std::vector<std::string>&
     if (!exp.ok()) return FromStatus(exp.status());
     tae::v1::Experiment proto;
     rpc::ToProto(*exp, &proto);
+    absl::StatusOr<std::optional<report::SearchSavings>> savings = query_->SearchSavings(*exp);
+    if (!savings.ok()) return FromStatus(savings.status());
+    if (*savings) {
+      rpc::ToProto(**savings, proto.mutable_search_savings());
+    }
     return Ok(api::ExperimentJson(proto));
   }
   if (what == "report") {
@@ -369,7 +374,8 @@ Response Api::ExperimentReport(const Request& request, int64_t id) {
   std::vector<std::string> metrics =
       absl::StrSplit(request.Param("metrics"), ',', absl::SkipEmpty());
   absl::StatusOr<query::ReportResult> report =
-      query_->Report(absl::StrCat(id), metrics, request.Param("baseline"), request.Param("sort"));
+      query_->Report(absl::StrCat(id), metrics, request.Param("baseline"), request.Param("sort"),
+                     request.Param("view"));
   if (!report.ok()) return FromStatus(report.status());
   tae::v1::ReportResponse proto;
   rpc::ToProto(*report, &proto);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/metrics/names.h"
@@ -303,10 +304,13 @@ absl::StatusOr<std::vector<MetricSeries>> Query::Metrics(const MetricsRequest& r
 
 absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
                                            std::vector<std::string> metrics, std::string baseline,
-                                           std::string sort) {
+                                           std::string sort, std::string view) {
   TAE_CHECK_OWNER(core_);
   if (sort.empty()) {
     sort = "effect";
+  }
+  if (!view.empty() && view != "tuned" && view != "grid") {
+    return absl::InvalidArgumentError(absl::StrCat("view: '", view, "' is not one of tuned, grid"));
   }
   if (baseline.empty()) {
     baseline = "baseline";
@@ -332,8 +336,20 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
   }
   ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
   const std::vector<std::string>& variants = result.experiment.variants;
+  const store::SearchSettings& search = result.experiment.report.search;
+  result.view = view.empty() ? (search.declared ? "tuned" : "grid") : view;
+  const bool tuned = result.view == "tuned";
+  if (tuned) {
+    result.search_metric = search.declared ? search.metric : metrics.front();
+    result.search_goal =
+        search.declared
+            ? search.goal
+            : (report::HigherIsBetter(metrics.front(), result.experiment.report.goal) ? "max"
+                                                                                      : "min");
+  }
   const bool known = std::any_of(variants.begin(), variants.end(), [&](const std::string& v) {
-    return v == baseline || spec::BaselineFor(v, baseline) == v;  // "baseline[layers=2]"
+    return v == baseline || spec::BaselineFor(v, baseline) == v ||       // "baseline[layers=2]"
+           (tuned && absl::StartsWith(v, absl::StrCat(baseline, "[")));  // its ablation
   });
   if (!known) {
     return absl::InvalidArgumentError(
@@ -341,15 +357,27 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
                      "'; its variants are: ", absl::StrJoin(result.experiment.variants, ", ")));
   }
   std::vector<std::string> wanted = metrics;
-  for (const std::string& extra : report::ExtraMetrics()) {
+  std::vector<std::string> extras = report::ExtraMetrics();
+  if (tuned) {
+    extras.push_back(result.search_metric);
+  }
+  for (const std::string& extra : extras) {
     if (std::find(wanted.begin(), wanted.end(), extra) == wanted.end()) {
       wanted.push_back(extra);
     }
   }
   ASSIGN_OR_RETURN(std::vector<store::FinalValue> values, FinalValues(id, wanted));
   const report::ReportOptions options = report::OptionsOf(result.experiment.report);
-  result.rows = report::BuildReport(result.experiment.variants, runs, values, metrics, baseline,
-                                    result.experiment.report.goal, options);
+  if (tuned) {
+    const std::string ablation = baseline.substr(0, baseline.find('['));
+    result.rows = report::BuildTunedReport(variants, runs, values, metrics, result.search_metric,
+                                           result.search_goal == "max", ablation,
+                                           result.experiment.report.goal, options);
+  } else {
+    result.rows = report::BuildReport(variants, runs, values, metrics, baseline,
+                                      result.experiment.report.goal, options);
+  }
+  ASSIGN_OR_RETURN(result.savings, SearchSavings(result.experiment));
   result.banners = report::Banners(result.rows);
   result.adaptive = options.adaptive;
   if (sort == "effect") {
@@ -361,6 +389,30 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
   result.metrics = std::move(metrics);
   result.baseline = std::move(baseline);
   return result;
+}
+
+absl::StatusOr<std::optional<report::SearchSavings>> Query::SearchSavings(
+    const store::ExperimentRecord& experiment) {
+  TAE_CHECK_OWNER(core_);
+  if (!experiment.report.search.declared || !experiment.report.search.asha()) {
+    return std::nullopt;
+  }
+  ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(experiment.id));
+  ASSIGN_OR_RETURN(auto summaries, ExperimentSummaries(experiment.id));
+  ASSIGN_OR_RETURN(std::vector<store::SearchDecisionRecord> decisions,
+                   store_->SearchDecisions(experiment.id));
+  std::vector<report::RunSteps> steps;
+  steps.reserve(runs.size());
+  for (const store::RunRecord& run : runs) {
+    report::RunSteps& s = steps.emplace_back();
+    s.config_json = run.config_json;
+    if (auto it = summaries.find(run.id); it != summaries.end()) {
+      for (const store::MetricSummary& summary : it->second) {
+        s.last_step = std::max(s.last_step, summary.last_step);
+      }
+    }
+  }
+  return report::SavingsOf(steps, decisions);
 }
 
 absl::StatusOr<std::vector<SnapshotView>> Query::Snapshots() {

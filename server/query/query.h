@@ -10,12 +10,15 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/thread/owner.h"
 #include "server/report/report.h"
+#include "server/report/savings.h"
+#include "server/report/tuned.h"
 #include "server/store/records.h"
 #include "server/store/store.h"
 
@@ -58,8 +61,12 @@ struct ReportResult {
   std::string metrics_source;  // "asked", "default" or "runs" (ReportResponse.metrics_source)
   std::string baseline;
   std::vector<report::Row> rows;
-  std::vector<std::string> banners;  // report::Banners
-  bool adaptive = false;             // decided by train.seeds = { min, max }
+  std::vector<std::string> banners;              // report::Banners
+  bool adaptive = false;                         // decided by train.seeds = { min, max }
+  std::string view;                              // "tuned" or "grid"
+  std::string search_metric;                     // tuned: chosen on this metric, in this direction
+  std::string search_goal;                       // "min" | "max"
+  std::optional<report::SearchSavings> savings;  // an asha [search] only
 };
 
 struct SnapshotView {
@@ -91,10 +98,16 @@ class Query {
   absl::StatusOr<std::vector<MetricSeries>> Metrics(const MetricsRequest& request);
   // sort: "effect" (default when empty) or "spec" (report::SortByEffect); metrics default to
   // metrics::DefaultMetrics of what the runs have (eval/loss and eval/acc for tae-train's), the
-  // baseline to "baseline".
+  // baseline to "baseline". view: "tuned" (each variant at its own best grid point on the
+  // [search] metric, else on the first metric; report/tuned.h), "grid" (every point), or ""
+  // (tuned when the experiment declares a [search]).
   absl::StatusOr<ReportResult> Report(const std::string& experiment,
                                       std::vector<std::string> metrics, std::string baseline,
-                                      std::string sort = "");
+                                      std::string sort = "", std::string view = "");
+  // What an asha [search] saved so far (report/savings.h); nullopt for any other experiment.
+  // Three statements however many runs.
+  absl::StatusOr<std::optional<report::SearchSavings>> SearchSavings(
+      const store::ExperimentRecord& experiment);
 
   // Snapshots, newest first, without manifests, with how many runs pin each.
   absl::StatusOr<std::vector<SnapshotView>> Snapshots();

@@ -152,6 +152,8 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
     row.runs_total += 1;
     if (run.state == store::RunState::kSucceeded) {
       row.runs += 1;
+    } else if (run.state == store::RunState::kPruned) {
+      row.runs_pruned += 1;
     }
   }
   // (variant, metric) -> values of succeeded runs

@@ -67,10 +67,17 @@ struct Row {
   std::string baseline;  // the variant it is compared with ("baseline[layers=2]" at grid points)
   int runs = 0;          // succeeded runs
   int runs_total = 0;    // all runs of the variant
+  int runs_pruned = 0;   // runs an asha [search] stopped (state pruned)
   std::vector<Cell> cells;
   double params = kNaN;           // mean model/params of its succeeded runs
   double flops_per_token = kNaN;  // mean model/flops_per_token
   double tokens_per_s = kNaN;     // mean of each run's last perf/tokens_per_s
+  // The tuned table only (tuned.h, BuildTunedReport): the ablation ("no-pos"), its chosen grid
+  // point ("lr=0.001"; "" when no point had a score), and of its points how many had a score.
+  std::string ablation;
+  std::string point;
+  int points = 0;
+  int candidates = 0;
 };
 
 // The floors and decision rule of an experiment's stored [report] and train.seeds.

@@ -71,4 +71,30 @@ std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
   return choices;
 }
 
+std::vector<Row> BuildTunedReport(
+    const std::vector<std::string>& variants, const std::vector<store::RunRecord>& runs,
+    const std::vector<store::FinalValue>& values, const std::vector<std::string>& metrics,
+    const std::string& search_metric, bool maximize, const std::string& baseline,
+    const std::map<std::string, std::string>& goal, const ReportOptions& options) {
+  const std::string base_ablation = SplitVariant(baseline).ablation;
+  const std::vector<TunedChoice> choices =
+      ChooseTuned(variants, values, search_metric, maximize, base_ablation);
+  std::vector<std::string> chosen;
+  std::string base_variant = base_ablation;
+  for (const TunedChoice& choice : choices) {
+    chosen.push_back(choice.variant.empty() ? choice.ablation : choice.variant);
+    if (choice.ablation == base_ablation) {
+      base_variant = chosen.back();
+    }
+  }
+  std::vector<Row> rows = BuildReport(chosen, runs, values, metrics, base_variant, goal, options);
+  for (size_t i = 0; i < rows.size() && i < choices.size(); ++i) {
+    rows[i].ablation = choices[i].ablation;
+    rows[i].point = choices[i].point;
+    rows[i].points = choices[i].points;
+    rows[i].candidates = choices[i].candidates;
+  }
+  return rows;
+}
+
 }  // namespace tae::report

@@ -15,9 +15,11 @@
 // and its Δ against the baseline at the baseline's own best point (spec::BaselineFor keeps a
 // baseline that names its point); the row shows the chosen values of the grid keys.
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "server/report/report.h"
 #include "server/store/records.h"
 
 namespace tae::report {
@@ -42,5 +44,16 @@ std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
                                      const std::vector<store::FinalValue>& values,
                                      const std::string& metric, bool maximize,
                                      const std::string& baseline = "baseline");
+
+// The tuned table: BuildReport over each ablation's chosen point (ChooseTuned on `search_metric`
+// in the direction `maximize`), each compared with the chosen point of the ablation named by
+// `baseline` ("baseline"; a name with a point, "baseline[lr=0.1]", means its ablation). Rows carry
+// their ablation, point, points and candidates; an ablation without a candidate point gets a row
+// named by the ablation alone, without runs. `values` must hold `search_metric`'s final values.
+std::vector<Row> BuildTunedReport(
+    const std::vector<std::string>& variants, const std::vector<store::RunRecord>& runs,
+    const std::vector<store::FinalValue>& values, const std::vector<std::string>& metrics,
+    const std::string& search_metric, bool maximize, const std::string& baseline,
+    const std::map<std::string, std::string>& goal = {}, const ReportOptions& options = {});
 
 }  // namespace tae::report

@@ -72,6 +72,10 @@ grpc::ServerUnaryReactor* ControlService::GetExperiment(
     ASSIGN_OR_RETURN(int64_t id, query_->ResolveExperiment(request->experiment()));
     ASSIGN_OR_RETURN(store::ExperimentRecord exp, query_->GetExperiment(id));
     ToProto(exp, response);
+    ASSIGN_OR_RETURN(std::optional<report::SearchSavings> savings, query_->SearchSavings(exp));
+    if (savings) {
+      ToProto(*savings, response->mutable_search_savings());
+    }
     return absl::OkStatus();
   });
 }
@@ -120,7 +124,7 @@ grpc::ServerUnaryReactor* ControlService::Report(grpc::CallbackServerContext* ct
     ASSIGN_OR_RETURN(query::ReportResult result,
                      query_->Report(request->experiment(),
                                     {request->metrics().begin(), request->metrics().end()},
-                                    request->baseline(), request->sort()));
+                                    request->baseline(), request->sort(), request->view()));
     ToProto(result, response);
     return absl::OkStatus();
   });

@@ -224,6 +224,11 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
     r->set_params(row.params);
     r->set_flops_per_token(row.flops_per_token);
     r->set_tokens_per_s(row.tokens_per_s);
+    r->set_ablation(row.ablation);
+    r->set_point(row.point);
+    r->set_points(row.points);
+    r->set_candidates(row.candidates);
+    r->set_runs_pruned(row.runs_pruned);
     for (const report::Cell& cell : row.cells) {
       tae::v1::ReportCell* c = r->add_cells();
       c->set_metric(cell.metric);
@@ -251,6 +256,28 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
     out->add_banners(banner);
   }
   out->set_adaptive(in.adaptive);
+  out->set_view(in.view);
+  out->set_search_metric(in.search_metric);
+  out->set_search_goal(in.search_goal);
+  if (in.savings) {
+    ToProto(*in.savings, out->mutable_experiment()->mutable_search_savings());
+  }
+}
+
+void ToProto(const report::SearchSavings& in, tae::v1::SearchSavings* out) {
+  out->set_steps_run(in.steps_run);
+  out->set_steps_full(in.steps_full);
+  out->set_runs(in.runs);
+  out->set_runs_without_steps(in.runs_without_steps);
+  out->set_points_pruned(in.points_pruned);
+  for (const report::RungSavings& rung : in.rungs) {
+    tae::v1::SearchRung* r = out->add_rungs();
+    r->set_rung(rung.rung);
+    r->set_step(rung.step);
+    r->set_judged(rung.judged);
+    r->set_pruned(rung.pruned);
+    r->set_nodata(rung.nodata);
+  }
 }
 
 controller::AgentHello FromProto(const tae::v1::Register& in) {

@@ -8,7 +8,9 @@ usage: dashboard_browser_test.py BIN_DIR OUT_DIR
 Checks: no token, no data; the table's cells equal `taectl report --json`; a URL round-trips
 its state (zoom included); a new point reaches the chart within 1 s of being stored and the
 zoom is kept; the log view follows a live run; an action without the CSRF token is refused and
-changes nothing. Screenshots of every view (light and dark) go to OUT_DIR: look at them.
+changes nothing; a baseline at a task's shortcut shows the same banner in the terminal, the JSON
+and the page; an asha [search] opens on its tuned table, as `taectl report` chooses it, with the
+savings, and toggles to the per-point view. Screenshots of every view (light and dark) go to OUT_DIR: look at them.
 
 Exits 77 (ctest: skipped) with "TAE-SKIPPED: reason" when chromium, chromedriver or selenium is
 missing.
@@ -86,6 +88,58 @@ command = "python3 -u live.py"
 """
 
 
+# A baseline at assoc_recall's most-frequent-value shortcut (0.3247 at its defaults,
+# docs/tasks.md): one layer learns the shortcut, not the lookup (eval/acc 0.319 with seed 0,
+# about 5 s). Task levels are tae-train's: a command job's eval/acc has none.
+SHORTCUT = """name = "shortcut"
+[model]
+layers = 1
+d_model = 32
+heads = 2
+[train]
+task = "assoc_recall"
+batch_size = 32
+steps = 1000
+lr = 0.003
+eval_every = 500
+eval_batches = 8
+warmup = 10
+threads = 1
+seeds = [0]
+"""
+
+# An asha [search] over three learning rates: lr=0.01 is every variant's best point at every
+# step, so it is the tuned table's choice whatever ASHA prunes.
+SWEEP_JOB = r"""
+import math, sys
+lr, offset = float(sys.argv[1]), float(sys.argv[2])
+for step in range(1, 13):
+    print(f"step={step} loss={(math.log10(lr) + 2) ** 2 + offset + 1 / step:.5f}", flush=True)
+"""
+
+TUNED = """name = "tuned"
+[train]
+seeds = [0]
+steps = 12
+warmup = 1
+[params]
+offset = 0.0
+[[ablation]]
+name = "worse"
+"params.offset" = 0.5
+[grid]
+"train.lr" = [0.01, 1.0, 0.1]
+[search]
+method = "asha"
+metric = "loss"
+min_steps = 2
+reduction = 3
+[job]
+code = "src"
+command = "python3 sweep.py {train.lr} {params.offset}"
+"""
+
+
 def taectl(home, *args, timeout=600):
     p = subprocess.run([os.path.join(BIN, "taectl"), "--home", home, *args], capture_output=True,
                        text=True, timeout=timeout)
@@ -132,11 +186,15 @@ class Dashboard(unittest.TestCase):
             f.write(SMALL)
         taectl(cls.home, "submit", study, "--wait")
         os.makedirs(os.path.join(cls.tmp, "src"))
-        with open(os.path.join(cls.tmp, "src", "live.py"), "w") as f:
-            f.write(LIVE_JOB)
-        with open(os.path.join(cls.tmp, "live.toml"), "w") as f:
-            f.write(LIVE)
-        taectl(cls.home, "submit", os.path.join(cls.tmp, "live.toml"))
+        for name, text in (("live.py", LIVE_JOB), ("sweep.py", SWEEP_JOB)):
+            with open(os.path.join(cls.tmp, "src", name), "w") as f:
+                f.write(text)
+        for name, text in (("live.toml", LIVE), ("shortcut.toml", SHORTCUT), ("tuned.toml", TUNED)):
+            with open(os.path.join(cls.tmp, name), "w") as f:
+                f.write(text)
+            taectl(cls.home, "submit", os.path.join(cls.tmp, name))
+        for name in ("shortcut", "tuned"):  # seconds: the live job leaves two slots free
+            taectl(cls.home, "wait", name, "--timeout", "120")
         cls.url = taectl(cls.home, "ui").strip()
         cls.base = cls.url.split("/?")[0]
         cls.drivers = []
@@ -294,6 +352,44 @@ class Dashboard(unittest.TestCase):
             fetch('/api/experiments/browser/pause', {method: 'POST'}).then(r => done(r.status))""")
         self.assertEqual(status, 403)
         self.assertFalse(self.api("/api/experiments/browser")["paused"])
+
+    def test_a_baseline_at_a_shortcut_shows_its_banner_in_the_terminal_json_and_page(self):
+        report = json.loads(taectl(self.home, "report", "shortcut", "--json"))
+        banners = report["banners"]
+        self.assertEqual(len(banners), 1, banners)
+        self.assertIn("eval/acc: baseline is at the most-frequent-value shortcut", banners[0])
+        terminal = taectl(self.home, "report", "shortcut")
+        self.assertIn(f"! {banners[0]}\n", terminal)
+        self.go("#/e/shortcut", ".level-banner")
+        shown = [e.text for e in self.d.find_elements(By.CSS_SELECTOR, ".level-banner")]
+        self.assertEqual(shown, banners)
+        self.assertEqual(self.js_errors(), [])
+        self.shot("table-shortcut")
+
+    def test_an_asha_search_opens_on_its_tuned_table_and_toggles_to_every_point(self):
+        report = json.loads(taectl(self.home, "report", "tuned", "--json"))
+        self.assertEqual(report["view"], "tuned")
+        self.assertEqual([r["point_name"] for r in report["rows"]], ["lr=0.01"] * 2)
+        self.assertIsNotNone(report["savings"])
+        self.assertIn("search: ", taectl(self.home, "report", "tuned"))
+        self.go("#/e/tuned", "td[data-point]")
+        shown = self.d.execute_script("""
+            return [...document.querySelectorAll('td[data-point]')].map(td => td.dataset.point)""")
+        self.assertEqual(shown, [r["point_name"] for r in report["rows"]])
+        means = self.d.execute_script("""
+            return [...document.querySelectorAll('td[data-metric="loss"]')].map(td => Number(td.dataset.mean))""")
+        self.assertEqual(means, [r["metrics"]["loss"]["mean"] for r in report["rows"]])
+        self.assertIn("of the full grid's steps", self.d.find_element(By.CSS_SELECTOR, ".savings").text)
+        self.assertIn("on", self.d.find_element(By.CSS_SELECTOR, ".view-toggle [data-view=tuned]").get_attribute("class"))
+        self.shot("table-tuned")
+        self.d.find_element(By.CSS_SELECTOR, ".view-toggle [data-view=grid]").click()
+        wait_for("the per-point view", lambda: "view=grid" in self.d.current_url and len(
+            self.d.find_elements(By.CSS_SELECTOR, 'td[data-metric="loss"]')) == 6)
+        self.assertFalse(self.d.find_elements(By.CSS_SELECTOR, "td[data-point]"))
+        pruned = self.api("/api/experiments/tuned")["counts"]["pruned"]
+        self.assertEqual(bool(pruned), bool(self.d.find_elements(By.CSS_SELECTOR, ".chip-pruned")))
+        self.assertEqual(self.js_errors(), [])
+        self.shot("table-grid")
 
     def test_screenshots_of_every_view(self):
         views = [("experiments", "#/", "table"),

@@ -51,6 +51,7 @@ export function experimentHeader({ refresh, extra = [] }) {
       c.failed ? h("span.bad", `${c.failed} failed`) : null,
       c.lost ? h("span.bad", `${c.lost} lost`) : null,
       c.cancelled ? h("span", `${c.cancelled} cancelled`) : null,
+      c.pruned ? h("span", { title: "stopped early by the asha [search]" }, `${c.pruned} pruned`) : null,
       exp.spec_path ? h("span", "spec ", h("span.mono", exp.spec_path)) : null,
       exp.spec_hash ? h("span", { title: exp.spec_hash }, "hash ", h("span.mono", exp.spec_hash.slice(0, 10))) : null,
       h("span", { title: fmtTime(exp.created_at) }, `created ${fmtAgo(exp.created_at)}`),

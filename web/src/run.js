@@ -10,7 +10,7 @@ import { experimentAction } from "./exphead.js";
 import { axis, yValues, nearestIdx, cursorDot } from "./chart.js";
 import { mountLogs } from "./logs.js";
 
-const FINAL = new Set(["succeeded", "failed", "cancelled", "lost"]);
+const FINAL = new Set(["succeeded", "failed", "cancelled", "pruned", "lost"]);
 
 // {"model": {"layers": 2}} -> [["model.layers", 2]]
 export function flatten(obj, prefix = "", out = []) {

@@ -1,6 +1,8 @@
-// #/e/<id>?baseline=&metrics=a,b&sort=effect|spec&pivot=<key>&runs=0|1
+// #/e/<id>?baseline=&metrics=a,b&sort=effect|spec&pivot=<key>&runs=0|1&view=tuned|grid
 // The ablation table: per variant the mean ± 95% CI over seeds of each metric, the delta
-// against its baseline coloured by the metric's goal, the t-test mark, size and speed.
+// against its baseline coloured by the metric's goal, the t-test mark, size and speed. A [grid]
+// experiment has two views: tuned (each variant at its own best grid point; taed's default when
+// the file has a [search]) and grid (every point against the baseline at the same point).
 import {
   h, clear, isNum, DASH, fmtMetric, fmtSigned, fmtPct, fmtSI, fmtAgo, fmtTime, fmtDuration,
   badge, singleFlight, shq, hashFor,
@@ -71,6 +73,7 @@ export function mount(root, route, app) {
     if (q.baseline) p.set("baseline", q.baseline);
     if (q.metrics) p.set("metrics", q.metrics);
     if (q.sort) p.set("sort", q.sort);
+    if (q.view) p.set("view", q.view);
     return `${apiBase}/report?${p}`;
   }
 
@@ -105,6 +108,8 @@ export function mount(root, route, app) {
     if (q.baseline) parts.push("--baseline", shq(q.baseline));
     for (const m of metricsShown()) parts.push("--metric", shq(m));
     if (q.sort === "spec") parts.push("--sort", "spec");
+    if (q.view === "tuned") parts.push("--tuned");
+    if (q.view === "grid") parts.push("--at-grid");
     if (q.pivot) parts.push("--pivot", shq(`variant×${q.pivot}`));
     return parts.join(" ");
   }
@@ -150,8 +155,25 @@ export function mount(root, route, app) {
       h("span.grp",
         h("button.btn" + (sort === "effect" ? ".on" : ""), { onclick: () => app.setQuery({ sort: null }, { push: true }), title: "Baselines first, then by effect size of the first metric" }, "by effect"),
         h("button.btn" + (sort === "spec" ? ".on" : ""), { onclick: () => app.setQuery({ sort: "spec" }, { push: true }), title: "In the spec's order" }, "spec order")),
+      hasGrid() ? h("span.grp.view-toggle",
+        h("button.btn" + (report?.view === "tuned" ? ".on" : ""), { dataset: { view: "tuned" }, onclick: () => app.setQuery({ view: "tuned" }, { push: true }), title: `Each variant at its own best grid point${report?.search ? ` on ${report.search.metric}` : ""}` }, "tuned"),
+        h("button.btn" + (report?.view === "grid" ? ".on" : ""), { dataset: { view: "grid" }, onclick: () => app.setQuery({ view: "grid" }, { push: true }), title: "Every grid point, against the baseline at the same point" }, "per point")) : null,
       h("label.ctl", "pivot", pivotSel),
       h("button.btn", { onclick: () => copyCommand(command()), title: command() }, "Copy as taectl command"));
+  }
+
+  const hasGrid = () => (exp?.variants || []).some((v) => v.includes("["));
+
+  // What an asha [search] saved: its steps against the full grid's, and the points pruned per rung.
+  function savingsLine() {
+    const s = exp?.search_savings;
+    if (!s) return null;
+    const pct = isNum(s.fraction) ? `${Math.round(100 * s.fraction)}% of the full grid's steps` : "no run with train.steps";
+    const rungs = (s.rungs || []).map((g) => h("span.rung", { dataset: { rung: g.rung }, title: `rung ${g.rung} at step ${g.step}: ${g.pruned} of ${g.judged} judged points pruned${g.nodata ? `, ${g.nodata} without data` : ""}` },
+      `rung ${g.rung} (step ${g.step}): ${g.pruned} of ${g.judged} pruned`));
+    return h("div.savings", { title: "each run's last step over its train.steps" },
+      h("b", "search "), h("span.savings-steps", pct), h("span.muted", ` (${s.steps_run} of ${s.steps_full} steps)`),
+      rungs.length ? [h("span.muted", " · "), ...rungs.flatMap((r, i) => (i ? [h("span.muted", ", "), r] : [r]))] : h("span.muted", " · no rung judged yet"));
   }
 
   // ---- the table ----
@@ -161,9 +183,12 @@ export function mount(root, route, app) {
     const goal = report.goal || {};
     const keys = varyingKeys(report);
     const vary = report.varying || {};
+    const tuned = report.view === "tuned";
 
     const grp = h("tr.grp",
       h("th", { rowspan: 2 }, "variant"),
+      tuned ? h("th", { rowspan: 2, title: `the grid point chosen on ${report.search?.metric ?? "the first metric"} (${report.search?.goal === "max" ? "highest" : "lowest"} mean over seeds)` }, "best point") : null,
+      tuned ? h("th.num", { rowspan: 2, title: "points with a score / all points of the variant (pruned, failed and unfinished points have none)" }, "points") : null,
       keys.map((k) => h("th.keyh", { rowspan: 2, title: k }, h("span.mono", k.replaceAll(".", ".\u200b")))),
       h("th.num", { rowspan: 2, title: "succeeded runs / all runs" }, "runs"),
       metrics.map((m) => h("th.mgrp", { colspan: 4 }, h("span.mono", m), goalArrow(goal[m]))),
@@ -180,9 +205,12 @@ export function mount(root, route, app) {
       const tr = h("tr.link" + (r.variant === selV ? ".sel" : "") + (isBase ? ".is-base" : ""), {
         onclick: () => app.go(curvesHref(r)), title: `Curves of ${r.variant}${isBase ? "" : ` against ${r.baseline}`}`,
       },
-      h("td.nowrap", h("span.vname", r.variant), isBase ? h("span.chip-base", "base") : null),
+      h("td.nowrap", h("span.vname", tuned ? r.ablation : r.variant), isBase ? h("span.chip-base", "base") : null),
+      tuned ? h("td.mono.point", { dataset: { point: r.point_name || "" } }, r.point_name || h("span.faint", DASH)) : null,
+      tuned ? h("td.num", { title: `${r.points - r.candidates} of ${r.points} points without a score` }, `${r.candidates}/${r.points}`) : null,
       keys.map((k) => h("td.cfg", fmtVal(vary[r.variant]?.[k]))),
-      h("td.num", h("span" + (r.runs < r.runs_total ? ".muted" : ""), `${r.runs ?? 0}/${r.runs_total ?? 0}`)),
+      h("td.num", h("span" + (r.runs < r.runs_total ? ".muted" : ""), `${r.runs ?? 0}/${r.runs_total ?? 0}`),
+        r.runs_pruned ? h("span.chip-pruned", { title: `${r.runs_pruned} run(s) stopped early by the asha [search]` }, "pruned") : null),
       metrics.map((m) => {
         const s = r.metrics?.[m] || {};
         const cls = judge(goal[m], s.delta);
@@ -301,16 +329,22 @@ export function mount(root, route, app) {
     if (!head.parentNode) headSlot.append(head);
     curvesLink.href = hashFor(`${hashBase}/curves`, { metric: metricsShown()[0], baseline: q.baseline });
     head.update(exp);
-    patch(toolSlot, JSON.stringify([q, metricList, exp.variants, report.metrics, report.baseline, varyingKeys(report), menuOpen]), toolbar);
+    patch(toolSlot, JSON.stringify([q, metricList, exp.variants, report.metrics, report.baseline, report.view, varyingKeys(report), menuOpen]), toolbar);
     patch(bannerSlot, error ? error.message : "", () => error ? h("div.banner.error", `${error.message}: showing the last answer`) : null);
     const rows = report.rows || [];
     const noData = rows.length === 0 || rows.every((r) => !r.runs);
-    patch(tableSlot, JSON.stringify([report, selV, q.pivot]), () => {
+    patch(tableSlot, JSON.stringify([report, selV, q.pivot, exp.search_savings]), () => {
       if (rows.length === 0) return h("div.state-msg", "No runs yet.");
       const parts = [];
       if (noData) parts.push(h("div.banner.warn", { style: { margin: "8px" } }, "No run has succeeded yet: the means fill in as runs finish."));
       // a baseline at chance, at a shortcut or at a floor: its deltas cannot show the mechanism
       for (const b of report.banners || []) parts.push(h("div.banner.warn.level-banner", { style: { margin: "8px" } }, b));
+      if (report.view === "tuned") {
+        parts.push(h("div.view-note.muted", { style: { margin: "8px" } },
+          `Each variant at its own best grid point on ${report.search?.metric ?? metricsShown()[0]}; Δ against ${report.rows?.find((r) => r.variant === r.baseline)?.variant ?? "the baseline"} at its own best point.`));
+      }
+      const saved = savingsLine();
+      if (saved) parts.push(saved);
       if (q.pivot && varyingKeys(report).includes(q.pivot)) parts.push(pivotTable());
       else {
         if (q.pivot) parts.push(h("div.banner.warn", { style: { margin: "8px" } }, `${q.pivot} does not vary between the variants: no pivot.`));
@@ -343,7 +377,7 @@ export function mount(root, route, app) {
     update(r) {
       const old = q;
       q = r.q;
-      const refetchNeeded = old.baseline !== q.baseline || old.metrics !== q.metrics || old.sort !== q.sort ||
+      const refetchNeeded = old.baseline !== q.baseline || old.metrics !== q.metrics || old.sort !== q.sort || old.view !== q.view ||
         (q.runs !== old.runs && runsOpen() && !runs);
       if (old.metrics !== q.metrics || old.baseline !== q.baseline) menuOpen = menuOpen && old.metrics !== q.metrics;
       render();

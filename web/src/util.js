@@ -215,12 +215,14 @@ export function badge(state, extra = "") {
   return h("span.badge.st-" + String(state || "unknown").toLowerCase() + (extra ? "." + extra : ""), state || "?");
 }
 
-// Experiment/run progress: coloured segments for succeeded/failed/running/queued.
+// Experiment/run progress: coloured segments for each final state (pruned by an asha [search]
+// included), running and queued.
 export function progressBar(counts) {
   const total = counts?.total || 0;
   const segs = [
     ["succeeded", counts?.succeeded], ["failed", counts?.failed], ["lost", counts?.lost],
-    ["cancelled", counts?.cancelled], ["running", counts?.running], ["queued", counts?.queued],
+    ["cancelled", counts?.cancelled], ["pruned", counts?.pruned], ["running", counts?.running],
+    ["queued", counts?.queued],
   ];
   const bar = h("div.pbar", { title: segs.filter(([, n]) => n).map(([k, n]) => `${n} ${k}`).join(", ") || "no runs" });
   if (total > 0) {
@@ -233,7 +235,7 @@ export function progressBar(counts) {
 
 export function doneCount(c) {
   if (!c) return 0;
-  return (c.succeeded || 0) + (c.failed || 0) + (c.cancelled || 0) + (c.lost || 0);
+  return (c.succeeded || 0) + (c.failed || 0) + (c.cancelled || 0) + (c.pruned || 0) + (c.lost || 0);
 }
 
 // Keeps a refetch from running twice at once; a trigger during a fetch runs one more after it.

@@ -1,0 +1,52 @@
+#include "server/report/savings.h"
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "nlohmann/json.hpp"
+
+namespace tae::report {
+
+double SearchSavings::fraction() const {
+  return steps_full > 0 ? static_cast<double>(steps_run) / static_cast<double>(steps_full) : 1.0;
+}
+
+SearchSavings SavingsOf(const std::vector<RunSteps>& runs,
+                        const std::vector<store::SearchDecisionRecord>& decisions) {
+  SearchSavings out;
+  for (const RunSteps& run : runs) {
+    const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
+    const auto steps = config.is_object() ? config.find("train.steps") : config.end();
+    if (!config.is_object() || steps == config.end() || !steps->is_number_integer()) {
+      ++out.runs_without_steps;
+      continue;
+    }
+    ++out.runs;
+    out.steps_run += run.last_step;
+    out.steps_full += steps->get<int64_t>();
+  }
+  std::map<int, RungSavings> rungs;
+  std::set<std::string> pruned;
+  for (const store::SearchDecisionRecord& d : decisions) {
+    RungSavings& rung = rungs[d.rung];
+    rung.rung = d.rung;
+    rung.step = d.step;
+    if (d.verdict == "nodata") {
+      ++rung.nodata;
+      continue;
+    }
+    ++rung.judged;
+    if (d.verdict == "prune") {
+      ++rung.pruned;
+      pruned.insert(d.point);
+    }
+  }
+  for (const auto& entry : rungs) {
+    out.rungs.push_back(entry.second);
+  }
+  out.points_pruned = static_cast<int>(pruned.size());
+  return out;
+}
+
+}  // namespace tae::report
