@@ -183,6 +183,7 @@ void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision
     return;
   }
   // A pruned point's runs end, and their ends may complete other decisions: until none is new.
+  bool freed = false;
   while (!decisions.empty()) {
     const double now = Now();
     std::vector<store::SearchDecisionRecord> records;
@@ -213,12 +214,13 @@ void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision
       }
     }
     if (records.empty()) {
-      return;
+      break;
     }
     if (absl::Status s = store_->RecordSearch(experiment_id, records, prune, now); !s.ok()) {
       Noted(s, "store a search's decisions");
-      return;  // a restart replays the points and decides them again
+      break;  // a restart replays the points and decides them again
     }
+    freed = freed || !prune.empty();
     for (const store::RunRecord& run : stop) {
       const std::vector<std::string> agents = AgentsOfRun(run);
       StopRanks(run.id, run.attempt, agents, "", "pruned by [search]");
@@ -230,6 +232,9 @@ void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision
         decisions.push_back(std::move(d));
       }
     }
+  }
+  if (freed) {
+    Schedule();  // the pruned runs' slots (and their queued places) go to the next runs
   }
 }
 

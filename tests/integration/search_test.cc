@@ -1,0 +1,255 @@
+// ASHA over a [grid] through the real binaries: taed stops the grid points that fall behind at a
+// rung (every host of a gang, command jobs too), a kill -9 of taed mid-search changes no decision,
+// and each variant's chosen point is the one the full grid picks, at a fraction of its steps.
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "server/store/store.h"
+#include "tests/integration/harness.h"
+
+namespace tae::testing {
+namespace {
+
+// A command job that reports loss = lr + 10 / step for 400 steps, 50 a second, and keeps its pid
+// where the test can see it (one file per rank).
+constexpr char kJob[] = R"(#!/bin/sh
+echo $$ > "$1/pid-$TAE_RUN_ID-$TAE_RANK"
+i=1
+while [ $i -le 400 ]; do
+  awk "BEGIN { print \"step=$i loss=\" ($2 + 10 / $i) }"
+  i=$((i + 1))
+  sleep 0.02
+done
+)";
+
+std::string JobSpec(const std::string& pids) {
+  return R"(name = "gang-asha"
+[train]
+seeds = [0]
+[grid]
+"train.lr" = [1.0, 2.0, 3.0]
+[search]
+method = "asha"
+metric = "loss"
+min_steps = 5
+reduction = 3
+[resources]
+hosts = 2
+[job]
+code = "src"
+command = "sh job.sh )" +
+         pids + R"( {train.lr}"
+)";
+}
+
+bool Alive(long pid) { return pid > 0 && kill(static_cast<pid_t>(pid), 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("asha stops a command job's pruned grid points on every host of their gang") {
+  Cluster cluster(2, 1, nullptr, {"--slice", "local"});
+  const std::string pids = cluster.home() + "/pids";
+  std::filesystem::create_directories(pids);
+  std::filesystem::create_directories(cluster.home() + "/study/src");
+  std::ofstream(cluster.home() + "/study/src/job.sh") << kJob;
+  const std::string spec = cluster.dir().Write("study/gang.toml", JobSpec(pids));
+  CommandResult submitted = cluster.Taectl({"submit", spec, "--wait", "--timeout", "300"}, 330);
+  INFO(submitted.out << submitted.err);
+  REQUIRE(submitted.exit_code == 0);  // pruned is not a failure
+  const nlohmann::json runs = cluster.TaectlJson({"runs", "gang-asha"});
+  REQUIRE(runs.size() == 3);
+  std::map<std::string, nlohmann::json> by_point;
+  for (const auto& run : runs) {
+    by_point[run.at("variant")] = run;
+  }
+  // The first point is best at every rung; the others lose at rung 0 (step 5).
+  CHECK(by_point.at("baseline[lr=1.0]").at("state") == "succeeded");
+  int gangs_stopped = 0;
+  for (const char* point : {"baseline[lr=2.0]", "baseline[lr=3.0]"}) {
+    const nlohmann::json& run = by_point.at(point);
+    CHECK(run.at("state") == "pruned");
+    CHECK(run.at("last_step").get<int64_t>() < 400);
+    const std::string id = std::to_string(run.at("id").get<int64_t>());
+    nlohmann::json shown = cluster.TaectlJson({"show", "r" + id});
+    CHECK(shown.at("reason").get<std::string>().rfind("pruned by [search]: rung 0 (step 5): loss ",
+                                                      0) == 0);
+    // Every rank that started is gone (a point pruned while queued never started).
+    int started = 0;
+    for (int rank = 0; rank < 2; ++rank) {
+      std::ifstream pid_file(pids + "/pid-" + id + "-" + std::to_string(rank));
+      long pid = 0;
+      if (pid_file >> pid) {
+        ++started;
+        CHECK(WaitUntil([&] { return !Alive(pid); }, 30));
+      }
+    }
+    gangs_stopped += started == 2 ? 1 : 0;
+  }
+  CHECK(gangs_stopped >= 1);  // the second point is judged while its two ranks run
+}
+
+namespace {
+
+// A learning-rate sweep with known curves: loss(step) = (log10(lr) + 2)^2 + variant + 3/sqrt(step)
+// + seed / 1000, 150 steps at ~50 a second. The best point is lr 0.01 for both variants, and the
+// order of the points is the same at every step, so ASHA's rungs see the final order.
+constexpr char kSweepJob[] = R"(import math, sys, time
+lr, variant, seed = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+for step in range(1, 151):
+    loss = (math.log10(lr) + 2) ** 2 + variant + 3 / math.sqrt(step) + seed / 1000
+    print(f"step={step} loss={loss:.6f}", flush=True)
+    time.sleep(0.02)
+)";
+
+// Nine learning rates in the order a coarse-to-fine sweep lists them (not sorted: ASHA saves most
+// when good points are not last), two variants, two seeds.
+constexpr char kSweep[] = R"(name = "lr-sweep"
+[train]
+seeds = [0, 1]
+[params]
+offset = 0.0
+[[ablation]]
+name = "worse"
+"params.offset" = 0.5
+[grid]
+"train.lr" = [0.01, 1.0, 0.0001, 0.03, 0.0003, 0.3, 0.001, 0.003, 0.1]
+[search]
+method = "asha"
+metric = "loss"
+min_steps = 4
+reduction = 3
+[job]
+code = "src"
+command = "/usr/bin/python3 sweep.py {train.lr} {params.offset} {train.seed}"
+)";
+
+// variant -> its point with the lowest mean final loss among those whose runs all succeeded.
+std::map<std::string, std::string> Chosen(const nlohmann::json& runs) {
+  std::map<std::string, std::pair<double, int>> sum;  // point -> (sum, n)
+  std::map<std::string, bool> complete;
+  for (const auto& run : runs) {
+    const std::string point = run.at("variant");
+    const bool done = run.at("state") == "succeeded";
+    complete[point] = complete.count(point) ? complete[point] && done : done;
+    if (done) {
+      auto& s = sum[point];
+      s.first += run.at("final_metrics").at("loss").get<double>();
+      s.second += 1;
+    }
+  }
+  std::map<std::string, std::pair<double, std::string>> best;  // variant -> (mean, point)
+  for (const auto& [point, s] : sum) {
+    if (!complete[point]) {
+      continue;
+    }
+    const std::string variant = point.substr(0, point.find('['));
+    const double mean = s.first / s.second;
+    auto it = best.find(variant);
+    if (it == best.end() || mean < it->second.first) {
+      best[variant] = {mean, point};
+    }
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [variant, b] : best) {
+    out[variant] = b.second;
+  }
+  return out;
+}
+
+std::vector<std::string> StoredDecisions(const std::string& db_path, int64_t experiment) {
+  auto store = store::Store::Open(db_path);
+  REQUIRE(store.ok());
+  auto decisions = (*store)->SearchDecisions(experiment);
+  REQUIRE(decisions.ok());
+  std::vector<std::string> out;
+  for (const auto& d : *decisions) {
+    out.push_back(d.point + " " + d.verdict + " " + d.reason);
+  }
+  return out;
+}
+
+int64_t StepsRun(const nlohmann::json& runs) {
+  int64_t steps = 0;
+  for (const auto& run : runs) {
+    steps += run.at("last_step").get<int64_t>();
+  }
+  return steps;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "asha picks each variant's best point with a fraction of the grid's steps, across a kill -9 of "
+    "taed") {
+  setenv("TAE_AGENT_GRACE", "20", 1);
+  Cluster cluster(1, 4);
+  std::filesystem::create_directories(cluster.home() + "/study/src");
+  std::ofstream(cluster.home() + "/study/src/sweep.py") << kSweepJob;
+  const std::string spec = cluster.dir().Write("study/sweep.toml", kSweep);
+  nlohmann::json submitted = cluster.TaectlJson({"submit", spec});
+  const int64_t asha = submitted.at("experiment").get<int64_t>();
+  const std::string exp = std::to_string(asha);
+
+  // taed is killed once the search has pruned something, and started again.
+  REQUIRE(WaitUntil(
+      [&] {
+        for (const auto& run : cluster.TaectlJson({"runs", exp})) {
+          if (run.at("state") == "pruned") {
+            return true;
+          }
+        }
+        return false;
+      },
+      120));
+  const long taed = FindProcess("taed", cluster.home());
+  REQUIRE(taed > 0);
+  REQUIRE(kill(static_cast<pid_t>(taed), SIGKILL) == 0);
+  REQUIRE(WaitUntil([&] { return FindProcess("taed", cluster.home()) == 0; }, 30));
+  const std::vector<std::string> before = StoredDecisions(cluster.db_path(), asha);
+  REQUIRE_FALSE(before.empty());
+  CommandResult up = cluster.Taectl({"up", "--agents", "1", "--slots", "4"}, 120);
+  INFO(up.err);
+  REQUIRE(up.exit_code == 0);
+  CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "300"}, 330);
+  INFO(waited.out << waited.err);
+  REQUIRE(waited.exit_code == 0);
+
+  // The same file as a full grid: same points, same seeds, every run to the end.
+  nlohmann::json full =
+      cluster.TaectlJson({"submit", spec, "--set", "search.method=grid", "--wait"});
+  const std::string grid = std::to_string(full.at("experiment").get<int64_t>());
+  REQUIRE(grid != exp);
+
+  const nlohmann::json asha_runs = cluster.TaectlJson({"runs", exp});
+  const nlohmann::json grid_runs = cluster.TaectlJson({"runs", grid});
+  REQUIRE(asha_runs.size() == 36);
+  REQUIRE(grid_runs.size() == 36);
+  const std::map<std::string, std::string> chosen = Chosen(asha_runs);
+  const std::map<std::string, std::string> expected = Chosen(grid_runs);
+  CHECK(expected.at("baseline") == "baseline[lr=0.01]");
+  CHECK(expected.at("worse") == "worse[lr=0.01]");
+  CHECK(chosen == expected);
+  const int64_t asha_steps = StepsRun(asha_runs);
+  const int64_t grid_steps = StepsRun(grid_runs);
+  CHECK(grid_steps == 36 * 150);
+  WARN("asha ran " << asha_steps << " of the full grid's " << grid_steps << " steps");
+  CHECK(asha_steps * 10 <= grid_steps * 4);  // at most 40%
+
+  CHECK(cluster.Taectl({"down"}).exit_code == 0);
+  const std::vector<std::string> after = StoredDecisions(cluster.db_path(), asha);
+  REQUIRE(after.size() >= before.size());
+  for (size_t i = 0; i < before.size(); ++i) {
+    CHECK(after[i] == before[i]);  // the restart changed no decision
+  }
+}
+
+}  // namespace tae::testing
