@@ -85,7 +85,7 @@ TEST_CASE("the search metric and goal default to [report]'s, then to the metric'
   }
 }
 
-TEST_CASE("--set search.method=grid runs an asha file as a full grid, another experiment",
+TEST_CASE("with --set search.method=grid an asha file runs as a full grid, another experiment",
           "[spec][search]") {
   const std::string file = Study("[search]\nmethod = \"asha\"\nmin_steps = 30\n");
   const Spec asha = MustParse(file);
