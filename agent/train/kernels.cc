@@ -1,6 +1,7 @@
 #include "agent/train/kernels.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <dlfcn.h>
 
 #include <atomic>
@@ -46,6 +47,8 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight,
                                const c10::optional<torch::Tensor>& bias_or_none) {
+    // Named for profiles (common/profile/trace.cc files "gemm" under matmul).
+    RECORD_FUNCTION("tae::linear_sgemm", std::vector<c10::IValue>({x, weight}));
     const torch::Tensor bias = bias_or_none.value_or(torch::Tensor());
     const int64_t in = weight.size(1);
     const int64_t out = weight.size(0);
@@ -66,6 +69,7 @@ class LinearFunction : public torch::autograd::Function<LinearFunction> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    RECORD_FUNCTION("tae::linear_sgemm_backward", std::vector<c10::IValue>());
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
     const torch::Tensor& rows_in = saved[0];
     const torch::Tensor& weight = saved[1];
@@ -166,6 +170,7 @@ class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv,
                                const FusedAttentionOptions& options) {
+    RECORD_FUNCTION("tae::fused_attention", std::vector<c10::IValue>());  // "attention" in profiles
     const AttentionGeometry g(qkv, options.heads, options.kv_heads);
     const float scale = static_cast<float>(options.scale);
     const float* in = qkv.data_ptr<float>();
@@ -214,6 +219,7 @@ class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
   // in the task's own [time, time] buffer, in cache.
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    RECORD_FUNCTION("tae::fused_attention_backward", std::vector<c10::IValue>());
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
     const torch::Tensor& qkv = saved[0];
     const torch::Tensor& probs = saved[1];
