@@ -215,8 +215,7 @@ TEST_CASE("SpecHash is float-format independent and pinned", "[spec][hash]") {
   CHECK(SpecHash(MustParse("name = \"pinned\"\n[resources]\nkeep_checkpoints = 5\n")) !=
         "64b33e5fe5773eb6");
   // A file that names the old default keeps the old hash.
-  CHECK(SpecHash(MustParse("name = \"pinned\"\n[model]\ninit = \"gpt2\"\n")) ==
-        "a145f1edfaab384b");
+  CHECK(SpecHash(MustParse("name = \"pinned\"\n[model]\ninit = \"gpt2\"\n")) == "a145f1edfaab384b");
 }
 
 constexpr char kGridStudy[] = R"(
