@@ -208,6 +208,24 @@ int64_t Db::LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
 
 int Db::Changes() const { return sqlite3_changes(db_); }
 
+absl::StatusOr<std::vector<int64_t>> Db::QueryInts(std::string_view sql) {
+  absl::StatusOr<Statement> stmt = Prepare(sql);
+  if (!stmt.ok()) {
+    return stmt.status();
+  }
+  std::vector<int64_t> out;
+  while (true) {
+    absl::StatusOr<bool> row = stmt->Step();
+    if (!row.ok()) {
+      return row.status();
+    }
+    if (!*row) {
+      return out;
+    }
+    out.push_back(stmt->Int(0));
+  }
+}
+
 absl::StatusOr<int64_t> Db::QueryInt(std::string_view sql) {
   absl::StatusOr<Statement> stmt = Prepare(sql);
   if (!stmt.ok()) {

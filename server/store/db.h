@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -78,6 +79,8 @@ class Db {
   int64_t LastInsertId() const;
   int Changes() const;
   absl::StatusOr<int64_t> QueryInt(std::string_view sql);
+  // The first column of every row of `sql` (a query without parameters), in row order.
+  absl::StatusOr<std::vector<int64_t>> QueryInts(std::string_view sql);
   // How many statements have started running on this connection (SQLite's statement trace):
   // lets tests assert that a listing costs a constant number of statements.
   int64_t statements_started() const { return *statements_; }

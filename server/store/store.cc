@@ -207,17 +207,9 @@ absl::StatusOr<ExperimentSource> Store::GetExperimentSource(int64_t experiment_i
 }
 
 absl::StatusOr<std::vector<int64_t>> Store::AdaptiveExperiments() {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("SELECT id FROM experiments WHERE json_valid(report) AND "
-                               "json_extract(report, '$.seeds.min') > 0 ORDER BY id"));
-  std::vector<int64_t> ids;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, stmt.Step());
-    if (!more) {
-      return ids;
-    }
-    ids.push_back(stmt.Int(0));
-  }
+  return db_.QueryInts(
+      "SELECT id FROM experiments WHERE json_valid(report) AND "
+      "json_extract(report, '$.seeds.min') > 0 ORDER BY id");
 }
 
 absl::StatusOr<std::vector<FinalValue>> Store::FinalValues(int64_t experiment_id,

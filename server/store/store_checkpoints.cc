@@ -172,15 +172,8 @@ absl::StatusOr<CheckpointsDropped> Store::DeleteCheckpoints(const std::vector<in
 }
 
 absl::StatusOr<int> Store::DeleteIncompleteCheckpoints() {
-  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("SELECT id FROM checkpoints WHERE complete = 0"));
-  std::vector<int64_t> ids;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, stmt.Step());
-    if (!more) {
-      break;
-    }
-    ids.push_back(stmt.Int(0));
-  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                   db_.QueryInts("SELECT id FROM checkpoints WHERE complete = 0"));
   ASSIGN_OR_RETURN(CheckpointsDropped dropped, DeleteCheckpoints(ids));
   return dropped.checkpoints;
 }

@@ -56,20 +56,11 @@ absl::Status Store::RecordSearch(int64_t experiment_id,
 }
 
 absl::StatusOr<std::vector<int64_t>> Store::SearchedExperiments() {
-  ASSIGN_OR_RETURN(
-      Statement stmt,
-      db_.Prepare("SELECT e.id FROM experiments e WHERE json_valid(e.report) AND "
-                  "json_extract(e.report, '$.search.method') = 'asha' AND EXISTS (SELECT 1 FROM "
-                  "runs r WHERE r.experiment_id = e.id AND r.state IN ('queued', 'assigned', "
-                  "'running', 'lost')) ORDER BY e.id"));
-  std::vector<int64_t> ids;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, stmt.Step());
-    if (!more) {
-      return ids;
-    }
-    ids.push_back(stmt.Int(0));
-  }
+  return db_.QueryInts(
+      "SELECT e.id FROM experiments e WHERE json_valid(e.report) AND "
+      "json_extract(e.report, '$.search.method') = 'asha' AND EXISTS (SELECT 1 FROM runs r WHERE "
+      "r.experiment_id = e.id AND r.state IN ('queued', 'assigned', 'running', 'lost')) ORDER BY "
+      "e.id");
 }
 
 absl::StatusOr<std::vector<SearchDecisionRecord>> Store::SearchDecisions(int64_t experiment_id) {
