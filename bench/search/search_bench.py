@@ -35,33 +35,9 @@ min_steps = 10
 reduction = 3
 """
 
-JOB = """import math, sys, time
-lr, offset, seed = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
-for step in range(1, 151):
-    loss = (math.log10(lr) + 2) ** 2 + offset + 3 / math.sqrt(step) + seed / 1000
-    print(f"step={step} loss={loss:.6f}", flush=True)
-    time.sleep(0.02)
-"""
-
-JOB_GRID = """name = "asha-job"
-[train]
-seeds = [0, 1]
-[params]
-offset = 0.0
-[[ablation]]
-name = "worse"
-"params.offset" = 0.5
-[grid]
-"train.lr" = [0.01, 1.0, 0.0001, 0.03, 0.0003, 0.3, 0.001, 0.003, 0.1]
-[search]
-method = "asha"
-metric = "loss"
-min_steps = 4
-reduction = 3
-[job]
-code = "src"
-command = "/usr/bin/python3 sweep.py {train.lr} {params.offset} {train.seed}"
-"""
+# The command-job grid is tests/integration/search_test.cc's sweep.
+JOB_GRID = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data",
+                        "asha_sweep", "sweep.toml")
 
 
 def taectl(args, home, binary):
@@ -87,15 +63,7 @@ def chosen(runs, metric):
     return {v: p for v, (_, p) in best.items()}
 
 
-def one(name, spec, metric, steps, home, binary, files):
-    work = tempfile.mkdtemp(prefix=f"tae-search-bench-{name}-")
-    for path, text in files.items():
-        os.makedirs(os.path.dirname(os.path.join(work, path)), exist_ok=True)
-        with open(os.path.join(work, path), "w") as f:
-            f.write(text)
-    path = os.path.join(work, "study.toml")
-    with open(path, "w") as f:
-        f.write(spec)
+def one(name, path, metric, steps, home, binary):
     result = {}
     for method in ("asha", "grid"):
         started = time.time()
@@ -133,11 +101,14 @@ def main():
     taectl(["up", "--agents", "1", "--slots", "2"], home, binary)
     try:
         if args.only in (None, "train"):
-            one("tae-train copy grid (9 lr x 2 variants x 2 seeds, 240 steps)", TRAIN_GRID,
-                "eval/loss", 240, home, binary, {})
+            train_grid = os.path.join(tempfile.mkdtemp(prefix="tae-search-bench-"), "study.toml")
+            with open(train_grid, "w") as f:
+                f.write(TRAIN_GRID)
+            one("tae-train copy grid (9 lr x 2 variants x 2 seeds, 240 steps)", train_grid,
+                "eval/loss", 240, home, binary)
         if args.only in (None, "job"):
             one("command job sweep (9 lr x 2 variants x 2 seeds, 150 steps)", JOB_GRID, "loss",
-                150, home, binary, {"src/sweep.py": JOB})
+                150, home, binary)
     finally:
         subprocess.run([os.path.join(binary, "taectl"), "--home", home, "down"],
                        capture_output=True, timeout=120)

@@ -1,7 +1,6 @@
 // Adaptive seeds end to end: taed adds seeds only to the comparisons still undecided, up to max,
 // and a kill -9 of taed mid-study adds no seed twice.
 
-#include <signal.h>
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
@@ -64,10 +63,7 @@ TEST_CASE("adaptive seeds grow only undecided comparisons, to max, and survive a
 
   // Once the first seeds were added, taed is killed and started again.
   REQUIRE(WaitUntil([&] { return cluster.TaectlJson({"runs", exp}).size() >= 11; }, 120));
-  const long taed = FindProcess("taed", cluster.home());
-  REQUIRE(taed > 0);
-  REQUIRE(kill(static_cast<pid_t>(taed), SIGKILL) == 0);
-  REQUIRE(WaitUntil([&] { return FindProcess("taed", cluster.home()) == 0; }, 30));
+  REQUIRE(cluster.KillTaed());
   CommandResult up = cluster.Taectl({"up", "--agents", "1", "--slots", "4"}, 120);
   INFO(up.err);
   REQUIRE(up.exit_code == 0);

@@ -117,6 +117,12 @@ Cluster::~Cluster() {
   RunCommand({BinPath("taectl"), "--home", home(), "down"}, 60);
 }
 
+bool Cluster::KillTaed() {
+  const long taed = FindProcess("taed", home());
+  return taed > 0 && kill(static_cast<pid_t>(taed), SIGKILL) == 0 &&
+         WaitUntil([&] { return FindProcess("taed", home()) == 0; }, 30);
+}
+
 CommandResult Cluster::Taectl(std::vector<std::string> args, double timeout_s) {
   std::vector<std::string> argv = {BinPath("taectl"), "--home", home()};
   argv.insert(argv.end(), args.begin(), args.end());

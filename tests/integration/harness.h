@@ -51,6 +51,9 @@ class Cluster {
   // Runs `taectl ARGS --json` and parses stdout; fails the test on a bad exit or bad JSON.
   nlohmann::json TaectlJson(std::vector<std::string> args);
   std::string db_path() const { return home_.path() + "/tae.db"; }
+  // kill -9 of taed (its agents and their jobs live on), then waits until it is gone. False if
+  // it was not running or is still there after 30 s.
+  bool KillTaed();
 
  private:
   TempDir home_;

@@ -99,38 +99,10 @@ TEST_CASE("asha stops a command job's pruned grid points on every host of their 
 
 namespace {
 
-// A learning-rate sweep with known curves: loss(step) = (log10(lr) + 2)^2 + variant + 3/sqrt(step)
-// + seed / 1000, 150 steps at ~50 a second. The best point is lr 0.01 for both variants, and the
-// order of the points is the same at every step, so ASHA's rungs see the final order.
-constexpr char kSweepJob[] = R"(import math, sys, time
-lr, variant, seed = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
-for step in range(1, 151):
-    loss = (math.log10(lr) + 2) ** 2 + variant + 3 / math.sqrt(step) + seed / 1000
-    print(f"step={step} loss={loss:.6f}", flush=True)
-    time.sleep(0.02)
-)";
-
-// Nine learning rates in the order a coarse-to-fine sweep lists them (not sorted: ASHA saves most
-// when good points are not last), two variants, two seeds.
-constexpr char kSweep[] = R"(name = "lr-sweep"
-[train]
-seeds = [0, 1]
-[params]
-offset = 0.0
-[[ablation]]
-name = "worse"
-"params.offset" = 0.5
-[grid]
-"train.lr" = [0.01, 1.0, 0.0001, 0.03, 0.0003, 0.3, 0.001, 0.003, 0.1]
-[search]
-method = "asha"
-metric = "loss"
-min_steps = 4
-reduction = 3
-[job]
-code = "src"
-command = "/usr/bin/python3 sweep.py {train.lr} {params.offset} {train.seed}"
-)";
+// The sweep of tests/data/asha_sweep (also bench/search_bench.sh's command-job grid): nine
+// learning rates x {baseline, worse} x 2 seeds of a job whose loss curves keep their order at
+// every step, best at lr 0.01; 150 steps each.
+constexpr char kSweepSpec[] = TAE_SOURCE_DIR "/tests/data/asha_sweep/sweep.toml";
 
 // variant -> its point with the lowest mean final loss among those whose runs all succeeded.
 std::map<std::string, std::string> Chosen(const nlohmann::json& runs) {
@@ -192,9 +164,7 @@ TEST_CASE(
     "taed") {
   setenv("TAE_AGENT_GRACE", "20", 1);
   Cluster cluster(1, 4);
-  std::filesystem::create_directories(cluster.home() + "/study/src");
-  std::ofstream(cluster.home() + "/study/src/sweep.py") << kSweepJob;
-  const std::string spec = cluster.dir().Write("study/sweep.toml", kSweep);
+  const std::string spec = kSweepSpec;
   nlohmann::json submitted = cluster.TaectlJson({"submit", spec});
   const int64_t asha = submitted.at("experiment").get<int64_t>();
   const std::string exp = std::to_string(asha);
@@ -210,10 +180,7 @@ TEST_CASE(
         return false;
       },
       120));
-  const long taed = FindProcess("taed", cluster.home());
-  REQUIRE(taed > 0);
-  REQUIRE(kill(static_cast<pid_t>(taed), SIGKILL) == 0);
-  REQUIRE(WaitUntil([&] { return FindProcess("taed", cluster.home()) == 0; }, 30));
+  REQUIRE(cluster.KillTaed());
   const std::vector<std::string> before = StoredDecisions(cluster.db_path(), asha);
   REQUIRE_FALSE(before.empty());
   CommandResult up = cluster.Taectl({"up", "--agents", "1", "--slots", "4"}, 120);
