@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -474,6 +475,7 @@ void Controller::GrowSeeds(int64_t experiment_id) {
     by_id[run.id] = &run;
   }
   std::vector<store::NewRun> added;
+  std::optional<std::string> job_command;
   for (const seeds::NewSeeds& add : plan.add) {
     const nlohmann::json like =
         nlohmann::json::parse(by_id.at(add.like_run)->config_json, nullptr, false);
@@ -482,8 +484,8 @@ void Controller::GrowSeeds(int64_t experiment_id) {
                     add.like_run, add.variant);
       continue;
     }
-    std::string job_command;  // the [job] command template: a command may name {train.seed}
-    if (like.contains("job.command")) {
+    // The [job] command template (a command may name {train.seed}), read once per call.
+    if (like.contains("job.command") && !job_command.has_value()) {
       absl::StatusOr<spec::Spec> spec =
           spec::ParseSpec(source->spec_text, source->spec_path, source->overrides);
       if (!spec.ok()) {
@@ -494,7 +496,8 @@ void Controller::GrowSeeds(int64_t experiment_id) {
       job_command = spec->job_command;
     }
     for (int64_t seed : add.seeds) {
-      const nlohmann::json config = spec::ConfigAtSeed(like, seed, job_command);
+      const nlohmann::json config = spec::ConfigAtSeed(
+          like, seed, like.contains("job.command") ? *job_command : std::string());
       store::NewRun run;
       run.variant = add.variant;
       run.seed = seed;
