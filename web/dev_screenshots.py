@@ -1,23 +1,23 @@
 #!/usr/bin/python3
-"""Drive the dashboard in headless Chromium against dev_server.py: take a screenshot of every
-view in light and dark mode, exercise the keyboard and the URL state, and fail on JS errors.
+"""Drive the dashboard in headless Chromium against the real taed on the seeded study of
+dev_taed.py: take a screenshot of every view in light and dark mode, exercise the keyboard and
+the URL state, and fail on JS errors.
 
     /usr/bin/python3 web/dev_screenshots.py [--out /tmp/tae-web-shots] [--theme light|dark|both]
+                                            [--web src|embedded] [--bin build/bin]
 
-Needs chromium and chromedriver (Debian: apt-get install chromium chromium-driver) and
-selenium for /usr/bin/python3 (python3-selenium). Starts its own dev_server.py on a free port.
+Needs chromium and chromedriver (Debian: apt-get install chromium chromium-driver), selenium
+for /usr/bin/python3 (python3-selenium) and the built programs (build/bin). Starts its own taed
+on a temporary TAE_HOME (dev_taed.DevTaed, about 30 s to seed) and the front that serves web/src
+from the working tree (--web embedded: taed's own, compiled-in files instead).
 """
 
 import argparse
-import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
@@ -28,7 +28,8 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import dev_taed
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 
@@ -50,25 +51,6 @@ class Check:
             print(f"  FAIL  {what}")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(port):
-    p = subprocess.Popen([sys.executable, os.path.join(HERE, "dev_server.py"), "--port", str(port)],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/assets/app.js", timeout=1)
-            return p
-        except OSError:
-            time.sleep(0.1)
-    p.kill()
-    raise SystemExit("dev_server.py did not start")
-
-
 def make_driver(profile, width=1440, height=900):
     o = webdriver.ChromeOptions()
     o.binary_location = CHROMIUM
@@ -81,43 +63,51 @@ def make_driver(profile, width=1440, height=900):
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=o)
 
 
-def api(port, path):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Cookie": "tae_session=dev-session-cookie"})
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return json.load(r)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="/tmp/tae-web-shots")
     ap.add_argument("--theme", choices=["light", "dark", "both"], default="both")
+    ap.add_argument("--web", choices=["src", "embedded"], default="src",
+                    help="src: web/src from the working tree; embedded: the files built into taed")
+    ap.add_argument("--bin", help="where taed and taectl are (default: build/bin)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    port = free_port()
-    server = start_server(port)
-    base = f"http://127.0.0.1:{port}"
     check = Check()
     js_errors = []
     tmp = tempfile.mkdtemp(prefix="tae-chromium-")
+    print("== seeding taed (web/dev_taed.py)")
+    dev = dev_taed.DevTaed(a.bin, web=a.web, live_minutes=20, log=lambda m: print("  " + m))
     try:
-        runs12 = api(port, "/api/experiments/12/runs")["runs"]
-        runs13 = api(port, "/api/experiments/13/runs")["runs"]
-        run_ok = runs12[0]["id"]
-        run_retried = next(r["id"] for r in runs12 if r["attempt"] == 2)
-        run_live = next(r["id"] for r in runs13 if r["state"] == "running")
-        run_long = api(port, "/api/experiments/8/runs")["runs"][0]["id"]  # 120002 log lines
+        dev.start()
+        base = dev.base
+        runs = {name: dev.runs(name) for name in ("quickstart", "flaky", "long-log", "live")}
+        ids = {e["name"]: e["id"] for e in dev.taectl_json("ls")}
+        seeded = Seeded(
+            ids=ids,
+            run_ok=next(r["id"] for r in runs["quickstart"] if r["variant"] == "baseline"),
+            run_retried=next(r["id"] for r in runs["flaky"] if r["attempt"] == 2 and r["state"] == "succeeded"),
+            run_live=next(r["id"] for r in runs["live"] if r["state"] == "running"),
+            run_long=runs["long-log"][0]["id"])  # 120000 log lines, 6000 steps
         themes = ["light", "dark"] if a.theme == "both" else [a.theme]
         for theme in themes:
             print(f"== {theme}")
             d = make_driver(os.path.join(tmp, theme))
             try:
-                scenario(d, base, port, theme, a.out, check, js_errors, run_ok, run_retried, run_live, run_long)
+                scenario(d, base, dev, theme, a.out, check, js_errors, seeded)
             finally:
                 d.quit()
         print("== not signed in")
         d = make_driver(os.path.join(tmp, "nocookie"))
         try:
-            d.get(base + "/#/e/12")
+            d.get(base + "/#/e/quickstart")
+            body = d.find_element(By.TAG_NAME, "body").text
+            check("Not signed in" in body and "taectl ui" in body, "without the cookie taed answers its sign-in page")
+            shot(d, a.out, "signin-page-light")
+            # signed in, then the cookie goes (expired, revoked): the page's next call says so
+            d.get(dev.url)
+            wait_css(d, "table.tbl tbody tr")
+            d.delete_cookie("tae_session")
+            go(d, base, "#/e/quickstart")
             wait_css(d, ".signin")
             check("Not signed in" in d.find_element(By.CSS_SELECTOR, ".signin").text, "a 401 shows the sign-in page")
             shot(d, a.out, "signin-light")
@@ -127,24 +117,38 @@ def main():
         print("== taed goes away")
         d = make_driver(os.path.join(tmp, "down"))
         try:
-            d.get(base + "/?token=dev")
+            d.get(dev.url)
             wait_css(d, "table.tbl tbody tr")
-            server.terminate()
-            server.wait(5)
+            go(d, base, f"#/r/{seeded.run_ok}")
+            wait_css(d, "table.heat")
+            dev.stop_taed()
+            d.find_element(By.XPATH, "//button[starts-with(normalize-space(), 'Retry e')]").click()
+            wait_css(d, ".toast.error")
+            check("did not answer" in d.find_element(By.CSS_SELECTOR, ".toast.error").text,
+                  "an action that fails shows why in a toast")
+            shot(d, a.out, "run-toast-error-light")
             d.get(base + "/#/fleet")
             wait_until(d, lambda: "did not answer" in d.find_element(By.ID, "main").text)
             check("taed did not answer" in d.find_element(By.ID, "main").text, "a dead taed says so")
             wait_until(d, lambda: "reconnecting" in d.find_element(By.ID, "live").text)
             check("reconnecting" in d.find_element(By.ID, "live").text, "the live indicator says reconnecting")
             shot(d, a.out, "down-light")
-            server = start_server(port)
+            dev.start_taed()  # the same port (TAE_HOME/http.addr)
+            # Sessions live in taed's memory: the page learns that it is signed out, and the
+            # URL signs it in again.
+            wait_until(d, lambda: d.find_elements(By.CSS_SELECTOR, ".signin"), timeout=15)
+            check(bool(d.find_elements(By.CSS_SELECTOR, ".signin")), "when taed is back the page asks to sign in again")
+            d.get(dev.url)
+            wait_css(d, "table.tbl tbody tr")
+            go(d, base, "#/fleet")
             wait_until(d, lambda: d.find_elements(By.CSS_SELECTOR, ".slots"), timeout=15)
-            check(bool(d.find_elements(By.CSS_SELECTOR, ".slots")), "the view recovers when taed is back")
+            check(bool(d.find_elements(By.CSS_SELECTOR, ".slots")), "and the view is back once signed in")
         finally:
             d.quit()
+    except dev_taed.DevError as e:
+        check(False, f"dev_taed: {e}")
     finally:
-        server.terminate()
-        server.wait(5)
+        dev.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"\n{check.passed} checks passed, {len(check.failures)} failed; screenshots in {a.out}")
     for f in check.failures:
@@ -154,6 +158,13 @@ def main():
         for e in js_errors:
             print("  ", e)
     sys.exit(1 if check.failures or js_errors else 0)
+
+
+class Seeded:
+    """What the scenario needs to know of the seeded study: experiment ids by name, and runs."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
 
 
 def wait_css(d, css, timeout=10):
@@ -220,10 +231,12 @@ def log_state(d):
                 cur: +(document.querySelector('.logline.cur')?.dataset.cursor || 0)}""")
 
 
-def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, run_live, run_long):
+def scenario(d, base, dev, theme, out, check, js_errors, seeded):
+    ids = seeded.ids
+    run_ok, run_retried, run_live, run_long = seeded.run_ok, seeded.run_retried, seeded.run_live, seeded.run_long
     if theme == "dark":
         d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
-    d.get(base + "/?token=dev")
+    d.get(dev.url)
     wait_css(d, "table.tbl tbody tr")
     d.execute_script("window.confirm = () => true")
     check(d.execute_script("return document.documentElement.dataset.effectiveTheme") == theme, f"{theme}: theme follows prefers-color-scheme")
@@ -232,26 +245,27 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
     shot(d, out, f"experiments-{theme}")
     key(d, "/")
     check(d.execute_script("return document.activeElement.type") == "search", "/ focuses the filter")
-    ActionChains(d).send_keys("quick").perform()
+    ActionChains(d).send_keys("learning").perform()
     time.sleep(0.5)
-    check("filter=quick" in hash_of(d), "the filter is in the URL")
+    check("filter=learning" in hash_of(d), "the filter is in the URL")
     rows = d.find_elements(By.CSS_SELECTOR, "table.tbl tbody tr")
-    check(len(rows) == 2, f"filter 'quick' leaves 2 experiments (got {len(rows)})")
+    check(len(rows) == 2, f"filter 'learning' leaves 2 experiments, lr-sweep and asha (got {len(rows)})")
     key(d, Keys.ESCAPE)
     key(d, "j")
     key(d, "j")
     check(len(d.find_elements(By.CSS_SELECTOR, "tr.sel")) == 1, "j selects a row")
     shot(d, out, f"experiments-filter-{theme}")
     key(d, Keys.ENTER)
-    wait_until(d, lambda: hash_of(d).startswith("#/e/9"))
-    check(hash_of(d).startswith("#/e/9"), f"Enter opens the selected experiment ({hash_of(d)})")
+    want = f"#/e/{ids['lr-sweep']}"
+    wait_until(d, lambda: hash_of(d).startswith(want))
+    check(hash_of(d).startswith(want), f"Enter opens the selected experiment ({hash_of(d)})")
     d.back()
     wait_css(d, "table.tbl tbody tr")
-    check(d.find_element(By.CSS_SELECTOR, "input[type=search]").get_attribute("value") == "quick", "Back restores the filter")
+    check(d.find_element(By.CSS_SELECTOR, "input[type=search]").get_attribute("value") == "learning", "Back restores the filter")
     collect(d, js_errors, "experiments")
 
     # the ablation table
-    go(d, base, "#/e/12")
+    go(d, base, "#/e/quickstart")
     wait_css(d, "table.tbl tbody tr.is-base")
     shot(d, out, f"table-{theme}")
     cells = d.execute_script("return [...document.querySelectorAll('td[data-metric]')].map(td => ({...td.dataset}))")
@@ -263,7 +277,7 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
     check("baseline=" in hash_of(d), f"b sets the baseline ({hash_of(d)})")
     time.sleep(0.6)
     shot(d, out, f"table-baseline-{theme}")
-    go(d, base, "#/e/11?metrics=eval/loss,eval/acc,perf/tokens_per_s")
+    go(d, base, "#/e/lr-sweep?metrics=eval/loss,eval/acc,perf/tokens_per_s")
     wait_css(d, "table.tbl tbody tr")
     shot(d, out, f"table-grid-{theme}")
     d.find_element(By.CSS_SELECTOR, ".menu-wrap .btn").click()
@@ -279,14 +293,18 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
     key(d, "g")
     key(d, "g")
     check("pivot=" not in hash_of(d), "g cycles back to no pivot")
-    go(d, base, "#/e/13")
+    go(d, base, "#/e/live")
     wait_css(d, "table.tbl tbody tr")
     shot(d, out, f"table-running-{theme}")
-    go(d, base, "#/e/8")
+    go(d, base, "#/e/asha")
     wait_css(d, "table.tbl tbody tr")
-    shot(d, out, f"table-1000runs-{theme}")
+    check(bool(d.find_elements(By.XPATH, "//*[contains(text(), 'pruned')]")), "an asha search opens on its tuned table, with pruned runs")
+    shot(d, out, f"table-tuned-{theme}")
+    go(d, base, "#/e/flaky")
+    wait_css(d, "table.tbl tbody tr")
+    shot(d, out, f"table-failed-{theme}")
     # click a row -> curves of that variant and its baseline
-    go(d, base, "#/e/12")
+    go(d, base, "#/e/quickstart")
     wait_css(d, "table.tbl tbody tr.is-base")
     d.find_elements(By.CSS_SELECTOR, "table.tbl tbody tr")[1].click()
     wait_until(d, lambda: "/curves" in hash_of(d))
@@ -294,14 +312,14 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
     collect(d, js_errors, "table")
 
     # curves, live (the experiment by name, as taectl takes it)
-    go(d, base, "#/e/pos-encodings/curves?metric=eval/loss")
+    go(d, base, "#/e/live/curves?metric=train/loss")
     wait_css(d, ".uplot canvas")
     time.sleep(0.5)
-    foot1 = d.find_element(By.CSS_SELECTOR, ".hint").text
+    x1 = data_x(d)
     shot(d, out, f"curves-live-{theme}")
-    time.sleep(2.5)
-    foot2 = d.find_element(By.CSS_SELECTOR, ".hint").text
-    check(foot1 != foot2, f"live curves grow ({foot1.split(',')[1].strip()} -> {foot2.split(',')[1].strip()})")
+    wait_until(d, lambda: float(data_x(d)[1]) > float(x1[1]), timeout=5)
+    x2 = data_x(d)
+    check(float(x2[1]) > float(x1[1]), f"live curves grow (to step {x1[1]} -> {x2[1]})")
     # drag to zoom, then reload: the zoom comes back from the URL
     over = d.find_element(By.CSS_SELECTOR, ".u-over")
     w = over.size["width"]
@@ -331,9 +349,9 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
     check(hrefs and all(f"x_min={zoom[0]}&x_max={zoom[1]}" in x for x in hrefs), "the exports carry the zoom's range")
     key(d, Keys.ESCAPE)
     # a zoom reaching past the last point: new points arrive inside it, the range stays
-    last = api(port, "/api/experiments/13/curves?metric=eval/loss&width=1000")["x"][-1]
-    z2 = [last - 3000, last + 20000]
-    go(d, base, f"#/e/pos-encodings/curves?metric=eval/loss&zoom={z2[0]},{z2[1]}")
+    last = dev.api("/api/experiments/live/curves?metric=train/loss&width=1000")["x"][-1]
+    z2 = [last - 30, last + 600]
+    go(d, base, f"#/e/live/curves?metric=train/loss&zoom={z2[0]},{z2[1]}")
     # (the same view: until its answer comes, the chart shows the old points in the new range)
     wait_until(d, lambda: f"x_min={z2[0]}&x_max={z2[1]}" in last_curves_fetch(d))
     time.sleep(0.3)
@@ -342,16 +360,16 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
     x2 = data_x(d)
     check(int(x2[2]) > int(x1[2]) and x2[:2] == x1[:2] and [float(v) for v in x1[:2]] == z2,
           f"while zoomed, new points are drawn and the range stays ({x1} -> {x2})")
-    # full detail inside a zoom: every point of 1000..3000 (4 steps apart), not the coarse buckets
-    go(d, base, "#/e/8/curves?metric=train/loss&zoom=1000,3000")
-    wait_until(d, lambda: data_x(d) and data_x(d)[2] == "501", timeout=15)
-    check(data_x(d) == ["1000", "3000", "501"], f"a zoom draws every point in its range ({data_x(d)})")
+    # full detail inside a zoom: every step of 1000..3000, not the buckets of all 6000
+    go(d, base, "#/e/long-log/curves?metric=train/loss&zoom=1000,3000")
+    wait_until(d, lambda: data_x(d) and data_x(d)[2] == "2001", timeout=15)
+    check(data_x(d) == ["1000", "3000", "2001"], f"a zoom draws every point in its range ({data_x(d)})")
     shot(d, out, f"curves-zoom-detail-{theme}")
     ActionChains(d).double_click(d.find_element(By.CSS_SELECTOR, ".u-over")).perform()
     wait_until(d, lambda: data_x(d) and float(data_x(d)[1]) > 3000, timeout=15)
     check("zoom=" not in hash_of(d) and "x_min" not in last_curves_fetch(d) and float(data_x(d)[1]) > 3000,
           f"a double-click resets the zoom and fetches the whole range ({data_x(d)})")
-    go(d, base, f"#/e/pos-encodings/curves?metric=eval/loss&zoom={zoom[0]},{zoom[1]}")
+    go(d, base, f"#/e/live/curves?metric=train/loss&zoom={zoom[0]},{zoom[1]}")
     wait_css(d, "[data-x-min]")
     key(d, "z")
     check("zoom=" not in hash_of(d), "z resets the zoom")
@@ -361,7 +379,7 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
     check("smooth=0.9" in hash_of(d), "s cycles smoothing again")
     time.sleep(0.6)
     shot(d, out, f"curves-smooth-{theme}")
-    go(d, base, "#/e/12/curves?metric=eval/loss&delta=1&minmax=1")
+    go(d, base, "#/e/quickstart/curves?metric=eval/loss&delta=1&minmax=1")
     wait_css(d, ".uplot canvas")
     shot(d, out, f"curves-delta-{theme}")
     key(d, "e")
@@ -371,20 +389,13 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
     check(any("download=1" in x for x in hrefs), "the JSON export has download=1")
     shot(d, out, f"curves-export-{theme}")
     key(d, Keys.ESCAPE)
-    go(d, base, "#/e/12/curves?metric=train/loss&logy=1&x=tokens")
+    go(d, base, "#/e/quickstart/curves?metric=train/loss&logy=1&x=tokens")
     wait_css(d, ".uplot canvas")
     shot(d, out, f"curves-logy-{theme}")
-    go(d, base, "#/e/11/curves?metric=eval/acc&x=wall")
+    go(d, base, "#/e/lr-sweep/curves?metric=eval/acc&x=wall")
     wait_css(d, ".uplot canvas")
     shot(d, out, f"curves-grid-wall-{theme}")
-    # 1000 runs x 20000 steps: the browser gets 10 bands of ~2 x width buckets
-    t0 = time.time()
-    go(d, base, "#/e/8/curves?metric=train/loss")
-    wait_css(d, ".uplot canvas", timeout=20)
-    took = time.time() - t0
-    check(took < 8, f"the 1000-run experiment's curves draw in {took:.1f} s")
-    shot(d, out, f"curves-1000runs-{theme}")
-    go(d, base, "#/e/14/curves")
+    go(d, base, "#/e/needs-tpu/curves")
     wait_css(d, ".chart-msg")
     wait_until(d, lambda: "No" in d.find_element(By.CSS_SELECTOR, ".chart-msg").text)
     check("No" in d.find_element(By.CSS_SELECTOR, ".chart-msg").text, f"empty curves say so ({d.find_element(By.CSS_SELECTOR, '.chart-msg').text})")
@@ -397,11 +408,11 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
     shot(d, out, f"run-{theme}")
     d.execute_script("document.querySelector('.heat-wrap').scrollIntoView({block: 'center'})")
     shot(d, out, f"run-heads-{theme}")
-    # an action that taed refuses: the error shows in a toast
+    # an action: taed's answer shows in a toast (a refused one: "taed goes away" below)
     d.execute_script("window.scrollTo(0, 0)")
     d.find_element(By.XPATH, "//button[starts-with(normalize-space(), 'Retry e')]").click()
-    wait_css(d, ".toast.error")
-    check("no failed" in d.find_element(By.CSS_SELECTOR, ".toast.error").text, "a refused action shows taed's error in a toast")
+    wait_css(d, ".toast.ok")
+    check("retrying" in d.find_element(By.CSS_SELECTOR, ".toast.ok").text, "an action posts and says so in a toast")
     shot(d, out, f"run-toast-{theme}")
     go(d, base, f"#/r/{run_retried}?tab=logs&q=warning")
     wait_css(d, ".logline")
@@ -414,7 +425,7 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
     check(d.find_element(By.CSS_SELECTOR, ".toolbar .mono").text.startswith("2 /"), f"n jumps to the 2nd match ({d.find_element(By.CSS_SELECTOR, '.toolbar .mono').text})")
     shot(d, out, f"logs-search-{theme}")
     # a long log opens at its end; scrolling to the top loads the page before without moving the view
-    end = api(port, f"/api/runs/{run_long}/logs?tail=1")["next"]
+    end = dev.api(f"/api/runs/{run_long}/logs?tail=1")["next"]
     go(d, base, f"#/r/{run_long}?tab=logs")
     wait_css(d, ".logline[data-cursor]")
     wait_until(d, lambda: log_state(d)["max"] == end)
@@ -432,8 +443,8 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
           f"scrolling up loads older lines and keeps the view (top line {first} -> {st['top']}, lines from {st['min']})")
     shot(d, out, f"logs-older-{theme}")
     # a search match a few pages above what is loaded: n loads up to it
-    want = api(port, f"/api/runs/{run_long}/logs/search?q=eval%20step%20585000%3A")["matches"]
-    go(d, base, f"#/r/{run_long}?tab=logs&q=eval%20step%20585000%3A")
+    want = dev.api(f"/api/runs/{run_long}/logs/search?q=eval%20step%205900%3A")["matches"]
+    go(d, base, f"#/r/{run_long}?tab=logs&q=eval%20step%205900%3A")
     wait_until(d, lambda: "/" in d.find_element(By.CSS_SELECTOR, ".toolbar .mono").text)
     key(d, "n")
     wait_until(d, lambda: log_state(d)["cur"] == want[0])
@@ -442,19 +453,23 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
           f"n jumps to a match in an older page that was not loaded (line {st['cur']}; {st['status']})")
     shot(d, out, f"logs-search-older-{theme}")
     # one far away: the lines around it are loaded; f goes back to the end
+    first = dev.api(f"/api/runs/{run_long}/logs/search?q=config%3A")["matches"][0]
     go(d, base, f"#/r/{run_long}?tab=logs&q=config%3A")
     wait_until(d, lambda: "/" in d.find_element(By.CSS_SELECTOR, ".toolbar .mono").text)
     key(d, "n")
-    wait_until(d, lambda: log_state(d)["cur"] == 2)
-    check(log_state(d)["cur"] == 2, f"n jumps to a match at the start of a long log ({log_state(d)['status']})")
+    wait_until(d, lambda: log_state(d)["cur"] == first)
+    check(log_state(d)["cur"] == first, f"n jumps to a match at the start of a long log ({log_state(d)['status']})")
     key(d, "f")
     wait_until(d, lambda: log_state(d)["max"] == end)
     check(log_state(d)["max"] == end and log_state(d)["bottom"], "f goes back to the end")
-    # stderr only: a page holds a few rows, so some more pages load to fill the box
+    # stderr only (a line in ~200): a page holds a few rows, so more pages load to fill the box
     d.find_element(By.CSS_SELECTOR, "button[data-s='stderr']").click()
-    wait_until(d, lambda: log_state(d)["status"].startswith("12,000 lines loaded"))
+
+    def loaded():
+        return int(log_state(d)["status"].split(" lines loaded")[0].replace(",", "") or 0)
+    wait_until(d, lambda: loaded() > 2000)
     streams = set(d.execute_script("return [...document.querySelectorAll('[data-stream]')].map(e => e.dataset.stream)"))
-    check(log_state(d)["status"].startswith("12,000 lines loaded") and streams == {"stderr"},
+    check(loaded() > 2000 and streams == {"stderr"},
           f"a stream filter loads older pages to fill the view ({log_state(d)['status']}; {streams})")
     shot(d, out, f"logs-stderr-{theme}")
     go(d, base, f"#/r/{run_live}?tab=logs")
@@ -475,8 +490,8 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
     check(d.find_element(By.CSS_SELECTOR, ".follow-btn").is_displayed(), "the Follow button shows while paused")
     collect(d, js_errors, "run")
 
-    # actions: pause e13 from its table, then resume it
-    go(d, base, "#/e/13")
+    # actions: pause the live study from its table, then resume it
+    go(d, base, "#/e/live")
     wait_css(d, "table.tbl tbody tr")
     d.find_element(By.XPATH, "//button[normalize-space()='Pause']").click()
     wait_css(d, ".toast.ok")
@@ -492,13 +507,15 @@ def scenario(d, base, port, theme, out, check, js_errors, run_ok, run_retried, r
     d.set_window_size(1440, 1300)
     shot(d, out, f"fleet-{theme}")
     d.set_window_size(1440, 900)
-    row = "//tr[td[normalize-space()='tae-v4-1-w1']]//button"
-    before = d.find_element(By.XPATH, row).text
-    d.find_element(By.XPATH, row).click()
-    wait_css(d, ".toast.ok")
-    want = "Drain" if before == "Undrain" else "Undrain"
-    wait_until(d, lambda: d.find_element(By.XPATH, row).text == want)
-    check(d.find_element(By.XPATH, row).text == want, f"{before} posts and the agent's state follows")
+    # (the table is rebuilt as the agent's heartbeats come in: find the button afresh each time)
+    button = ("const tr = [...document.querySelectorAll('tr')].find((tr) => [...tr.cells]"
+              ".some((td) => td.textContent.trim() === 'local-0')); const b = tr?.querySelector('button');")
+    for before, after in (("Drain", "Undrain"), ("Undrain", "Drain")):
+        check(d.execute_script(button + "return b?.textContent.trim()") == before, f"local-0's button says {before}")
+        d.execute_script(button + "b.click()")
+        wait_css(d, ".toast.ok")
+        wait_until(d, lambda: d.execute_script(button + "return b?.textContent.trim()") == after)
+        check(d.execute_script(button + "return b?.textContent.trim()") == after, f"{before} posts and the agent's state follows")
     collect(d, js_errors, "fleet")
 
     # help, not found
