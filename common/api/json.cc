@@ -231,6 +231,24 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
   if (report.experiment().has_search_savings()) {
     out["savings"] = SavingsJson(report.experiment().search_savings());
   }
+  if (report.search_decisions_size() > 0) {
+    nlohmann::ordered_json decisions = nlohmann::ordered_json::array();
+    for (const tae::v1::SearchDecision& d : report.search_decisions()) {
+      decisions.push_back(
+          {{"point", d.point()},
+           {"group", d.group()},
+           {"rung", d.rung()},
+           {"step", d.step()},
+           {"value", d.has_value() ? nlohmann::ordered_json(d.value()) : nlohmann::ordered_json()},
+           {"seeds", d.seeds()},
+           {"verdict", d.verdict()},
+           {"rank", d.rank()},
+           {"competitors", d.competitors()},
+           {"keeps", d.keeps()},
+           {"reason", d.reason()}});
+    }
+    out["decisions"] = decisions;
+  }
   out["rows"] = rows;
   return out;
 }

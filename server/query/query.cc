@@ -378,6 +378,9 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
                                       result.experiment.report.goal, options);
   }
   ASSIGN_OR_RETURN(result.savings, SearchSavings(result.experiment));
+  if (result.savings) {
+    ASSIGN_OR_RETURN(result.decisions, store_->SearchDecisions(id));
+  }
   result.banners = report::Banners(result.rows);
   result.adaptive = options.adaptive;
   if (sort == "effect") {

@@ -67,6 +67,7 @@ struct ReportResult {
   std::string search_metric;                     // tuned: chosen on this metric, in this direction
   std::string search_goal;                       // "min" | "max"
   std::optional<report::SearchSavings> savings;  // an asha [search] only
+  std::vector<store::SearchDecisionRecord> decisions;  // an asha [search] only, in decision order
 };
 
 struct SnapshotView {

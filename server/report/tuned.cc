@@ -93,6 +93,19 @@ std::vector<Row> BuildTunedReport(
     rows[i].point = choices[i].point;
     rows[i].points = choices[i].points;
     rows[i].candidates = choices[i].candidates;
+    if (!choices[i].variant.empty()) {
+      continue;
+    }
+    // No point has a score: the row says what became of the ablation's runs at all its points
+    // ("0/18 (18 pruned)"), not "0/0", which reads as if it never ran.
+    for (const store::RunRecord& run : runs) {
+      if (SplitVariant(run.variant).ablation != choices[i].ablation) {
+        continue;
+      }
+      rows[i].runs_total += 1;
+      rows[i].runs += run.state == store::RunState::kSucceeded ? 1 : 0;
+      rows[i].runs_pruned += run.state == store::RunState::kPruned ? 1 : 0;
+    }
   }
   return rows;
 }

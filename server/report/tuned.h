@@ -49,7 +49,8 @@ std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
 // in the direction `maximize`), each compared with the chosen point of the ablation named by
 // `baseline` ("baseline"; a name with a point, "baseline[lr=0.1]", means its ablation). Rows carry
 // their ablation, point, points and candidates; an ablation without a candidate point gets a row
-// named by the ablation alone, without runs. `values` must hold `search_metric`'s final values.
+// named by the ablation alone, without values, whose run counts are over all its points. `values`
+// must hold `search_metric`'s final values.
 std::vector<Row> BuildTunedReport(
     const std::vector<std::string>& variants, const std::vector<store::RunRecord>& runs,
     const std::vector<store::FinalValue>& values, const std::vector<std::string>& metrics,

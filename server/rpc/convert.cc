@@ -262,6 +262,21 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
   if (in.savings) {
     ToProto(*in.savings, out->mutable_experiment()->mutable_search_savings());
   }
+  for (const store::SearchDecisionRecord& decision : in.decisions) {
+    tae::v1::SearchDecision* d = out->add_search_decisions();
+    d->set_point(decision.point);
+    d->set_group(decision.group);
+    d->set_rung(decision.rung);
+    d->set_step(decision.step);
+    d->set_has_value(decision.value.has_value());
+    d->set_value(decision.value.value_or(0));
+    d->set_seeds(decision.seeds);
+    d->set_verdict(decision.verdict);
+    d->set_rank(decision.rank);
+    d->set_competitors(decision.competitors);
+    d->set_keeps(decision.keeps);
+    d->set_reason(decision.reason);
+  }
 }
 
 void ToProto(const report::SearchSavings& in, tae::v1::SearchSavings* out) {

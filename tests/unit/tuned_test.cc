@@ -93,5 +93,45 @@ TEST_CASE("the chosen baseline comes first, and a variant without values has no 
   CHECK(choices[0].point.empty());
 }
 
+TEST_CASE("an ablation whose every point was pruned counts its runs at all its points",
+          "[report][tuned]") {
+  std::vector<store::RunRecord> runs;
+  int64_t id = 0;
+  auto add = [&](const std::string& variant, int64_t seed, RunState state) {
+    store::RunRecord run;
+    run.id = ++id;
+    run.variant = variant;
+    run.seed = seed;
+    run.state = state;
+    runs.push_back(run);
+  };
+  for (const std::string& variant : kVariants) {
+    const bool baseline = variant.rfind("baseline", 0) == 0;
+    add(variant, 0, baseline ? RunState::kSucceeded : RunState::kPruned);
+    add(variant, 1, baseline ? RunState::kSucceeded : RunState::kFailed);
+  }
+  const std::vector<FinalValue> values = {
+      Value("baseline[lr=0.1]", 0, 2.0),
+      Value("baseline[lr=0.1]", 1, 2.0),
+      Value("baseline[lr=0.01]", 0, 1.0),
+      Value("baseline[lr=0.01]", 1, 1.0),
+      Value("baseline[lr=0.001]", 0, 3.0),
+      Value("baseline[lr=0.001]", 1, 3.0),
+      Value("no-pos[lr=0.1]", 0, 0.5, "eval/loss", RunState::kPruned)};
+  const std::vector<Row> rows =
+      BuildTunedReport(kVariants, runs, values, {"eval/loss"}, "eval/loss", false, "baseline");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].variant == "baseline[lr=0.01]");
+  CHECK(rows[0].runs == 2);
+  CHECK(rows[0].runs_total == 2);
+  CHECK(rows[1].ablation == "no-pos");
+  CHECK(rows[1].point.empty());
+  CHECK(rows[1].candidates == 0);
+  CHECK(rows[1].points == 3);
+  CHECK(rows[1].runs == 0);
+  CHECK(rows[1].runs_total == 6);
+  CHECK(rows[1].runs_pruned == 3);
+}
+
 }  // namespace
 }  // namespace tae::report

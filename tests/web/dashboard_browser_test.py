@@ -10,7 +10,7 @@ its state (zoom included); a new point reaches the chart within 1 s of being sto
 zoom is kept; the log view follows a live run; an action without the CSRF token is refused and
 changes nothing; a baseline at a task's shortcut shows the same banner in the terminal, the JSON
 and the page; an asha [search] opens on its tuned table, as `taectl report` chooses it, with the
-savings, and toggles to the per-point view. Screenshots of every view (light and dark) go to OUT_DIR: look at them.
+savings and its rung view, and toggles to the per-point view. Screenshots of every view (light and dark) go to OUT_DIR: look at them.
 
 Exits 77 (ctest: skipped) with "TAE-SKIPPED: reason" when chromium, chromedriver or selenium is
 missing.
@@ -381,6 +381,16 @@ class Dashboard(unittest.TestCase):
         self.assertEqual(means, [r["metrics"]["loss"]["mean"] for r in report["rows"]])
         self.assertIn("of the full grid's steps", self.d.find_element(By.CSS_SELECTOR, ".savings").text)
         self.assertIn("on", self.d.find_element(By.CSS_SELECTOR, ".view-toggle [data-view=tuned]").get_attribute("class"))
+        # The rung view: each stored decision as one cell (point x rung), its verdict marked.
+        decisions = report["decisions"]
+        self.assertTrue(decisions)
+        cells = self.d.execute_script("""
+            return [...document.querySelectorAll('.rung-table td[data-verdict]')].map(td => [
+              td.closest('tr').dataset.point, td.closest('table').dataset.group, td.dataset.verdict])""")
+        self.assertEqual(sorted(map(tuple, cells)),
+                         sorted((d["point"], d["group"], d["verdict"]) for d in decisions))
+        self.assertEqual(len(self.d.find_elements(By.CSS_SELECTOR, ".rung-table td.rung-prune")),
+                         sum(d["verdict"] == "prune" for d in decisions))
         self.shot("table-tuned")
         self.d.find_element(By.CSS_SELECTOR, ".view-toggle [data-view=grid]").click()
         wait_for("the per-point view", lambda: "view=grid" in self.d.current_url and len(

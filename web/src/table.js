@@ -176,6 +176,50 @@ export function mount(root, route, app) {
       rungs.length ? [h("span.muted", " · "), ...rungs.flatMap((r, i) => (i ? [h("span.muted", ", "), r] : [r]))] : h("span.muted", " · no rung judged yet"));
   }
 
+  // The rung view of an asha [search]: per competing group, the search metric of each point at
+  // each rung (the mean over its seeds), the rung's verdict marked: pruned there (struck, with its
+  // rank), kept, or no data. Points that went furthest come first.
+  function rungView() {
+    const decisions = report.decisions || [];
+    if (!decisions.length) return null;
+    const metric = report.search?.metric ?? "";
+    const groups = new Map();
+    for (const d of decisions) {
+      if (!groups.has(d.group)) groups.set(d.group, { steps: new Map(), points: new Map() });
+      const g = groups.get(d.group);
+      g.steps.set(d.rung, d.step);
+      if (!g.points.has(d.point)) g.points.set(d.point, new Map());
+      g.points.get(d.point).set(d.rung, d);
+    }
+    const tables = [];
+    for (const [group, g] of groups) {
+      const rungs = [...g.steps.keys()].sort((a, b) => a - b);
+      const last = (cells) => Math.max(...cells.keys());
+      const points = [...g.points.entries()].sort(([, a], [, b]) => {
+        const la = last(a), lb = last(b);
+        if (la !== lb) return lb - la;
+        const va = a.get(la).value, vb = b.get(lb).value;
+        return (va ?? Infinity) - (vb ?? Infinity);
+      });
+      tables.push(h("table.tbl.rung-table", { dataset: { group } },
+        h("thead", h("tr", h("th", groups.size > 1 ? group : "point"),
+          ...rungs.map((r) => h("th.num", { title: `rung ${r}` }, `step ${g.steps.get(r)}`)))),
+        h("tbody", points.map(([point, cells]) => h("tr", { dataset: { point } },
+          h("td.mono", point),
+          ...rungs.map((r) => {
+            const d = cells.get(r);
+            if (!d) return h("td.num.faint", "");
+            const text = d.value === null ? DASH : fmtMetric(d.value);
+            const title = d.reason || `${d.verdict} at rung ${d.rung} (step ${d.step}): ${metric} ${text}, ${d.rank} of ${d.competitors}, keeps best ${d.keeps}`;
+            return h(`td.num.rung-${d.verdict}`, { title, dataset: { verdict: d.verdict } },
+              text, d.verdict === "prune" ? h("span.rung-mark", ` ✕ ${d.rank}/${d.competitors}`) : null);
+          }))))));
+    }
+    return h("details.panel.rungs", { open: true },
+      h("summary", "Rungs ", h("span.muted", `${metric}: mean over seeds at each rung; ✕ pruned there (rank/points judged)`)),
+      ...tables);
+  }
+
   // ---- the table ----
   function ablationTable() {
     const rows = report.rows || [];
@@ -350,6 +394,8 @@ export function mount(root, route, app) {
         if (q.pivot) parts.push(h("div.banner.warn", { style: { margin: "8px" } }, `${q.pivot} does not vary between the variants: no pivot.`));
         parts.push(ablationTable());
       }
+      const rungsPart = rungView();
+      if (rungsPart) parts.push(rungsPart);
       return h("div", parts);
     });
     patch(runsSlot, JSON.stringify([runsOpen(), runs, report.metrics, Math.floor(Date.now() / 10000)]), runsList);
