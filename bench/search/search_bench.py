@@ -8,19 +8,19 @@ import sys
 import tempfile
 import time
 
-TRAIN_GRID = """name = "asha-train"
+TRAIN_GRID = """name = "asha-train-{steps}"
 [model]
 d_model = 32
 layers = 1
 heads = 2
 [train]
-task = "copy"
-steps = 240
+task = "lm"
+steps = {steps}
 warmup = 5
-eval_every = 10
-eval_batches = 2
+eval_every = {min_steps}
+eval_batches = 4
 batch_size = 16
-seq_len = 16
+seq_len = 32
 threads = 1
 seeds = [0, 1]
 [[ablation]]
@@ -31,9 +31,12 @@ name = "rmsnorm"
 [search]
 method = "asha"
 metric = "eval/loss"
-min_steps = 10
+min_steps = {min_steps}
 reduction = 3
 """
+
+# (steps, min_steps): rungs at min_steps * 3^k up to steps.
+TRAIN_LENGTHS = [(405, 15), (810, 10)]
 
 # The command-job grid is tests/integration/search_test.cc's sweep.
 JOB_GRID = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data",
@@ -95,17 +98,22 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True)
     parser.add_argument("--only", choices=["train", "job"])
+    parser.add_argument("--steps", type=int, choices=[s for s, _ in TRAIN_LENGTHS],
+                        help="only the tae-train grid of this length")
     args = parser.parse_args()
     binary = os.path.abspath(args.bin)
     home = tempfile.mkdtemp(prefix="tae-search-bench-home-")
     taectl(["up", "--agents", "1", "--slots", "2"], home, binary)
     try:
         if args.only in (None, "train"):
-            train_grid = os.path.join(tempfile.mkdtemp(prefix="tae-search-bench-"), "study.toml")
-            with open(train_grid, "w") as f:
-                f.write(TRAIN_GRID)
-            one("tae-train copy grid (9 lr x 2 variants x 2 seeds, 240 steps)", train_grid,
-                "eval/loss", 240, home, binary)
+            for steps, min_steps in TRAIN_LENGTHS:
+                if args.steps and steps != args.steps:
+                    continue
+                train_grid = os.path.join(tempfile.mkdtemp(prefix="tae-search-bench-"), "study.toml")
+                with open(train_grid, "w") as f:
+                    f.write(TRAIN_GRID.format(steps=steps, min_steps=min_steps))
+                one(f"tae-train lm grid (9 lr x 2 variants x 2 seeds, {steps} steps, min_steps "
+                    f"{min_steps})", train_grid, "eval/loss", steps, home, binary)
         if args.only in (None, "job"):
             one("command job sweep (9 lr x 2 variants x 2 seeds, 150 steps)", JOB_GRID, "loss",
                 150, home, binary)
