@@ -1,5 +1,8 @@
 #include "server/rpc/blob_rpcs.h"
 
+#include <memory>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "server/rpc/convert.h"
 
@@ -131,6 +134,32 @@ grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* NewBlobFetch(
 
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* RejectedBlobFetch(grpc::Status status) {
   return new RejectedFetch(std::move(status));
+}
+
+void RemoveUnreferencedBlobs(blobs::BlobWorker* blobs, std::set<std::string> referenced,
+                             grpc::ServerUnaryReactor* reactor, tae::v1::ScrapResponse* response) {
+  auto kept = std::make_shared<std::set<std::string>>(std::move(referenced));
+  blobs->Post([reactor, response, kept](blobs::BlobStore& store) {
+    absl::StatusOr<std::vector<std::string>> all = store.List();
+    if (!all.ok()) {
+      reactor->Finish(ToGrpc(all.status()));
+      return;
+    }
+    for (const std::string& hash : *all) {
+      if (kept->count(hash) > 0) {
+        continue;
+      }
+      const uint64_t size = store.Size(hash).value_or(0);
+      absl::Status removed = store.Remove(hash);
+      if (!removed.ok()) {
+        reactor->Finish(ToGrpc(removed));
+        return;
+      }
+      response->set_blobs_removed(response->blobs_removed() + 1);
+      response->set_bytes_freed(response->bytes_freed() + static_cast<int64_t>(size));
+    }
+    reactor->Finish(grpc::Status::OK);
+  });
 }
 
 }  // namespace tae::rpc

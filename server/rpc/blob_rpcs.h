@@ -1,9 +1,11 @@
 #pragma once
 
-// The blob transfers both services make (snapshots from taectl, checkpoints from agents, blobs to
-// agents and to taectl pull): one implementation each, on the blob worker that owns the store.
+// The blob work both services do (snapshots from taectl, checkpoints from agents, blobs to agents
+// and to taectl pull, garbage collection after a scrap of snapshots or of checkpoints): one
+// implementation each, on the blob worker that owns the store.
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "absl/status/status.h"
@@ -11,6 +13,7 @@
 #include "grpcpp/support/server_callback.h"
 #include "server/blobs/blob_worker.h"
 #include "tae/v1/agent_link.pb.h"
+#include "tae/v1/control.pb.h"
 #include "tae/v1/types.pb.h"
 
 namespace tae::rpc {
@@ -37,5 +40,12 @@ grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* NewBlobFetch(
     blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request);
 // A reactor that only finishes with `status`.
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* RejectedBlobFetch(grpc::Status status);
+
+// Garbage collection after a scrap, on `blobs`' worker: removes every stored blob `referenced`
+// does not name, adds each to response's blobs_removed and bytes_freed, and finishes `reactor`:
+// OK, or the error of the first listing or removal that failed (the blobs removed before it stay
+// removed).
+void RemoveUnreferencedBlobs(blobs::BlobWorker* blobs, std::set<std::string> referenced,
+                             grpc::ServerUnaryReactor* reactor, tae::v1::ScrapResponse* response);
 
 }  // namespace tae::rpc

@@ -9,7 +9,6 @@
 
 #include <map>
 #include <memory>
-#include <set>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
@@ -369,28 +368,7 @@ void ControlService::ScrapCheckpoints(grpc::ServerUnaryReactor* reactor,
     // Every blob no remaining checkpoint names: the dropped ones' and any an upload left without
     // a commit. An upload in progress may lose blobs here; its commit then names them missing and
     // the agent uploads them again.
-    auto referenced = std::make_shared<std::set<std::string>>(std::move(plan->referenced));
-    checkpoint_blobs_->Post([reactor, response, referenced](blobs::BlobStore& blobs) {
-      absl::StatusOr<std::vector<std::string>> all = blobs.List();
-      if (!all.ok()) {
-        reactor->Finish(ToGrpc(all.status()));
-        return;
-      }
-      for (const std::string& hash : *all) {
-        if (referenced->count(hash) > 0) {
-          continue;
-        }
-        const uint64_t size = blobs.Size(hash).value_or(0);
-        absl::Status removed = blobs.Remove(hash);
-        if (!removed.ok()) {
-          reactor->Finish(ToGrpc(removed));
-          return;
-        }
-        response->set_blobs_removed(response->blobs_removed() + 1);
-        response->set_bytes_freed(response->bytes_freed() + static_cast<int64_t>(size));
-      }
-      reactor->Finish(grpc::Status::OK);
-    });
+    RemoveUnreferencedBlobs(checkpoint_blobs_, std::move(plan->referenced), reactor, response);
   });
 }
 

@@ -2,7 +2,6 @@
 // blob worker, store work on the core thread; a call that needs both hops from one to the other
 // and finishes where its last step ran. Nothing here blocks a gRPC thread.
 
-#include <memory>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
@@ -214,28 +213,7 @@ grpc::ServerUnaryReactor* ControlService::Scrap(grpc::CallbackServerContext* ctx
     // Garbage collection: every blob no remaining snapshot references. A blob uploaded for a
     // snapshot not yet created can go too; CreateSnapshot then names it missing and taectl
     // uploads it again.
-    auto referenced = std::make_shared<std::set<std::string>>(std::move(plan->referenced));
-    blobs_->Post([reactor, response, referenced](blobs::BlobStore& blobs) {
-      absl::StatusOr<std::vector<std::string>> all = blobs.List();
-      if (!all.ok()) {
-        reactor->Finish(ToGrpc(all.status()));
-        return;
-      }
-      for (const std::string& hash : *all) {
-        if (referenced->count(hash) > 0) {
-          continue;
-        }
-        const uint64_t size = blobs.Size(hash).value_or(0);
-        absl::Status removed = blobs.Remove(hash);
-        if (!removed.ok()) {
-          reactor->Finish(ToGrpc(removed));
-          return;
-        }
-        response->set_blobs_removed(response->blobs_removed() + 1);
-        response->set_bytes_freed(response->bytes_freed() + static_cast<int64_t>(size));
-      }
-      reactor->Finish(grpc::Status::OK);
-    });
+    RemoveUnreferencedBlobs(blobs_, std::move(plan->referenced), reactor, response);
   });
   return reactor;
 }
