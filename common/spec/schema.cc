@@ -87,9 +87,38 @@ KeyInfo PruneFractions() {
   return key;
 }
 
+// Layer index (a string) -> head indices: min and unique are those of the head indices.
+KeyInfo PrunedHeads() {
+  KeyInfo key = Of(ValueType::kHeadMap, "model.prune_heads", "{}",
+                   "heads removed from the start, per layer: { \"0\" = [1, 3] } (fewer "
+                   "parameters and FLOPs)");
+  key.min = 0;
+  key.unique = true;
+  return key;
+}
+
 KeyInfo Experiment(KeyInfo key) {
   key.scope = KeyScope::kExperiment;
   return key;
+}
+
+// A key added after the first run.json format: a run spec without it means `absent` (JSON text;
+// by default the key's default), what runs stored before the key existed trained with.
+KeyInfo AddedLater(KeyInfo key, std::string_view absent = {}) {
+  key.absent_json = absent.empty() ? key.default_json : absent;
+  return key;
+}
+
+// A key that does not change the training trajectory (not in the checkpoint fingerprint).
+KeyInfo OffTrajectory(KeyInfo key) {
+  key.trajectory = false;
+  return key;
+}
+
+// train.seed: the element of train.seeds a run got (set by taed; a run-spec key only).
+KeyInfo RunSeed() {
+  return Int("train.seed", "0", 0, kInf,
+             "the run's seed: its element of train.seeds (set by taed for each run)");
 }
 
 std::vector<KeyInfo> BuildSchema() {
@@ -122,16 +151,15 @@ std::vector<KeyInfo> BuildSchema() {
       IntArray("model.drop_attention_layers", "[]", false,
                "layers whose attention sublayer is removed"),
       IntArray("model.drop_ffn_layers", "[]", false, "layers whose FFN sublayer is removed"),
-      Of(T::kHeadMap, "model.prune_heads", "{}",
-         "heads removed from the start, per layer: { \"0\" = [1, 3] } (fewer parameters and "
-         "FLOPs)"),
+      PrunedHeads(),
       Of(T::kBool, "model.tie_embeddings", "false",
          "output head = token embedding (tied, attention-only models learn induction poorly)"),
       Of(T::kBool, "model.bias", "true", "biases in linear layers"),
       Float("model.dropout", "0.0", 0, false, 0.99, false, "dropout probability"),
-      Enum("model.init", R"("torch")", "gpt2|torch",
-           "initialisation: PyTorch's module defaults, or N(0, 0.02) matrices and zero biases "
-           "(a stored run spec without the key means gpt2)"),
+      AddedLater(Enum("model.init", R"("torch")", "gpt2|torch",
+                      "initialisation: PyTorch's module defaults, or N(0, 0.02) matrices and "
+                      "zero biases (a stored run spec without the key means gpt2)"),
+                 R"("gpt2")"),
       // [train]
       Enum("train.task", R"("copy")", "copy|reverse|sort|assoc_recall|induction|mod_add|lm",
            "synthetic task (docs/tasks.md) or byte-level LM"),
@@ -146,31 +174,36 @@ std::vector<KeyInfo> BuildSchema() {
       Int("train.warmup", "50", 0, kInf, "linear warmup steps; at most train.steps"),
       Float("train.weight_decay", "0.0", 0, false, 1e3, false, "decoupled weight decay"),
       Float("train.grad_clip", "1.0", 0, false, 1e9, false, "gradient norm clip; 0: off"),
-      Int("train.eval_every", "100", 1, kInf, "steps between evaluations"),
+      OffTrajectory(
+          Int("train.eval_every", "100", 0, kInf, "steps between evaluations; 0: only at the end")),
       Int("train.eval_batches", "8", 1, 1 << 20, "batches per evaluation"),
-      Int("train.checkpoint_every", "0", 0, kInf,
-          "steps between checkpoints in the run directory; 0: only at the end"),
-      Int("train.threads", "0", 0, 4096, "intra-op threads; 0: all cores of the slot"),
-      Of(T::kBool, "train.head_importance", "false",
-         "score every head at the end: mask-at-eval loss delta and gradient score"),
-      Enum("train.engine", R"("libtorch")", "libtorch|torch",
-           "tae-train's own (C++) or the PyTorch engine (XLA/TPU, CUDA or CPU; needs "
-           "python3-torch on the agent)"),
+      OffTrajectory(Int("train.checkpoint_every", "0", 0, kInf,
+                        "steps between checkpoints in the run directory; 0: only at the end")),
+      OffTrajectory(
+          Int("train.threads", "0", 0, 4096, "intra-op threads; 0: all cores of the slot")),
+      OffTrajectory(Of(T::kBool, "train.head_importance", "false",
+                       "score every head at the end: mask-at-eval loss delta and gradient score")),
+      AddedLater(Enum("train.engine", R"("libtorch")", "libtorch|torch",
+                      "tae-train's own (C++) or the PyTorch engine (XLA/TPU, CUDA or CPU; needs "
+                      "python3-torch on the agent)")),
       Experiment(Seeds()),
-      ProfileAt(),
-      Int("train.profile_steps", "5", 1, 1000, "steps each train.profile_at profile covers"),
-      Int("train.log_every", "10", 1, kInf, "steps per train/* and perf/* metrics line"),
-      Enum("train.precision", R"("fp32")", "fp32|bf16",
-           "bf16: forward passes under bf16 autocast, fp32 master weights (train.engine = "
-           "\"torch\")"),
-      Enum("train.sharding", R"("none")", "none|fsdp",
-           "fsdp: weights, gradients and optimiser state fully sharded over the run's hosts "
-           "(train.engine = \"torch\")"),
+      AddedLater(OffTrajectory(ProfileAt())),
+      AddedLater(OffTrajectory(
+          Int("train.profile_steps", "5", 1, 1000, "steps each train.profile_at profile covers"))),
+      AddedLater(OffTrajectory(
+          Int("train.log_every", "10", 1, kInf, "steps per train/* and perf/* metrics line"))),
+      AddedLater(Enum("train.precision", R"("fp32")", "fp32|bf16",
+                      "bf16: forward passes under bf16 autocast, fp32 master weights "
+                      "(train.engine = \"torch\")")),
+      AddedLater(Enum("train.sharding", R"("none")", "none|fsdp",
+                      "fsdp: weights, gradients and optimiser state fully sharded over the run's "
+                      "hosts (train.engine = \"torch\")")),
       // [eval]
-      PruneFractions(),
-      Enum("eval.quantize", R"("none")", "none|int8-dynamic",
-           "also evaluate the trained model with its linear layers quantised to int8 (dynamic "
-           "activations): quant/* metrics beside the fp32 ones (tae-train)"),
+      AddedLater(OffTrajectory(PruneFractions())),
+      AddedLater(OffTrajectory(
+          Enum("eval.quantize", R"("none")", "none|int8-dynamic",
+               "also evaluate the trained model with its linear layers quantised to int8 (dynamic "
+               "activations): quant/* metrics beside the fp32 ones (tae-train)"))),
       // [resources]
       Int("resources.slots", "1", 1, kInf, "worker slots a run occupies"),
       Int("resources.hosts", "1", 1, 256,
@@ -259,6 +292,29 @@ const KeyInfo* FindKey(std::string_view name) {
     }
   }
   return nullptr;
+}
+
+const std::vector<KeyInfo>& RunSpecKeys() {
+  static const auto* const keys = [] {
+    auto* run_keys = new std::vector<KeyInfo>;
+    const std::vector<std::string_view>& tables = RunSpecTables();
+    for (const KeyInfo& key : Schema()) {
+      if (key.name == "train.seeds") {
+        run_keys->push_back(RunSeed());
+      }
+      bool trainer_table = std::find(tables.begin(), tables.end(), Table(key.name)) != tables.end();
+      if (key.scope == KeyScope::kRun && trainer_table) {
+        run_keys->push_back(key);
+      }
+    }
+    return run_keys;
+  }();
+  return *keys;
+}
+
+const std::vector<std::string_view>& RunSpecTables() {
+  static const auto* const tables = new std::vector<std::string_view>{"model", "train", "eval"};
+  return *tables;
 }
 
 const std::vector<std::string_view>& Sections() {

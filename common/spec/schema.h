@@ -1,4 +1,7 @@
-// The schema of the experiment file: every key with its type, default, allowed values and doc.
+// The schema of the experiment file and of a run spec (run.json): every key with its type, default,
+// allowed values and doc. The one definition of the keys: taed validates experiment files by it,
+// tae-train and the torch engine (agent/python/tae_torch, through `tae-train --schema`, see
+// run_spec.h) read run specs by it.
 #pragma once
 
 #include <limits>
@@ -43,13 +46,21 @@ struct KeyInfo {
   KeyScope scope = KeyScope::kRun;
   std::string_view default_json;  // the default as JSON text; empty: the key is required
   std::string_view allowed;       // kEnum: the allowed values, separated by '|'
-  double min = -std::numeric_limits<double>::infinity();  // numbers and array elements
+  double min = -std::numeric_limits<double>::infinity();  // numbers, array and kHeadMap elements
   double max = std::numeric_limits<double>::infinity();
   bool min_open = false;   // true: value > min (else >=)
   bool max_open = false;   // true: value < max (else <=)
-  bool unique = false;     // kIntArray: no element twice
+  bool unique = false;     // kIntArray, kFloatArray, kHeadMap's lists: no element twice
   bool non_empty = false;  // kIntArray: at least one element
   std::string_view doc;
+  // Run specs (run.json): what a run spec without the key means, as JSON text. Set for keys added
+  // after the first run.json format (a run stored before them must train as it did then); empty:
+  // a run spec must have the key.
+  std::string_view absent_json;
+  // false: the key does not change the training trajectory (threads, checkpoints, evaluations,
+  // reporting), so it is left out of the checkpoint fingerprint and a run may resume with it
+  // changed.
+  bool trajectory = true;
 };
 
 // The whole schema, in documentation order (top-level keys, [model], [train], [resources]).
@@ -57,6 +68,15 @@ const std::vector<KeyInfo>& Schema();
 
 // The schema entry of a full dotted name, or nullptr.
 const KeyInfo* FindKey(std::string_view name);
+
+// The keys of a run spec that the trainers read (tae-train, the torch engine), in schema order:
+// the run-scope keys of RunSpecTables(), and train.seed, the run's element of train.seeds (set by
+// taed for each run; not a key of the experiment file).
+const std::vector<KeyInfo>& RunSpecKeys();
+
+// The tables whose keys a run spec's trainer reads ("model", "train", "eval"): a key of these
+// that is not in RunSpecKeys() (nor an experiment-scope key such as train.seeds) is refused.
+const std::vector<std::string_view>& RunSpecTables();
 
 // The tables of the file that hold schema keys ("model", "train", "resources").
 const std::vector<std::string_view>& Sections();
