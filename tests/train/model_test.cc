@@ -16,7 +16,7 @@ constexpr int64_t kVocab = 18;
 constexpr int64_t kMaxLen = 16;
 
 ModelConfig SmallConfig() {
-  ModelConfig config;
+  ModelConfig config = DefaultTrainConfig().model;
   config.layers = 2;
   config.d_model = 32;
   config.heads = 4;

@@ -3,11 +3,13 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "agent/train/config.h"
+
 namespace tae::train {
 namespace {
 
 TrainingConfig Config(Schedule schedule) {
-  TrainingConfig config;
+  TrainingConfig config = DefaultTrainConfig().train;
   config.lr = 1.0;
   config.steps = 110;
   config.warmup = 10;

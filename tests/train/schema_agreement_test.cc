@@ -75,7 +75,7 @@ TEST_CASE("new runs start from the schema's init, runs stored without model.init
   auto config = ParseTrainConfig(fresh);
   REQUIRE(config.ok());
   CHECK(config->model.init == InitScheme::kTorch);
-  CHECK(ModelConfig{}.init == InitScheme::kTorch);
+  CHECK(DefaultTrainConfig().model.init == InitScheme::kTorch);
 
   // A run spec stored before model.init existed: every such run started from gpt2, and retried
   // from scratch (no checkpoint yet) it must start from gpt2 again, beside its other seeds.

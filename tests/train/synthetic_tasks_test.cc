@@ -68,7 +68,7 @@ struct Options {
 };
 
 TrainConfig Config(TaskKind kind, const Options& options) {
-  TrainConfig config;
+  TrainConfig config = DefaultTrainConfig();
   config.train.task = kind;
   config.train.vocab = options.vocab;
   config.train.seq_len = options.seq_len;

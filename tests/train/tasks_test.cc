@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "agent/train/config.h"
 #include "agent/train/copy_task.h"
 #include "agent/train/corpus.h"
 #include "agent/train/lm_task.h"
@@ -134,7 +135,7 @@ TEST_CASE("lm windows come from the right split and score every position", "[tas
 }
 
 TEST_CASE("a missing train.data file is an error naming it", "[tasks]") {
-  TrainConfig config;
+  TrainConfig config = DefaultTrainConfig();
   config.train.task = TaskKind::kLm;
   config.train.data = "/nonexistent/corpus.txt";
   absl::StatusOr<std::unique_ptr<Task>> task = MakeTask(config);
