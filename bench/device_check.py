@@ -3,7 +3,8 @@
 plain PyTorch loop on the same model, on whatever device this machine has.
 
 Started by bench/device_check.sh from the repository root with PYTHONPATH=agent/python; needs
-only python3 and torch (no C++ build). Prints one table: tokens/s, step time, host reads of
+only python3, torch and the run-key schema the engine reads ($TAE_SCHEMA, which building tae-train
+writes; no C++ build where it runs). Prints one table: tokens/s, step time, host reads of
 device values per 100 steps (.item(), .tolist(), .cpu(), float(), ... counted by wrapping the
 tensor methods; the optimizer's CPU step counters are not counted), on CUDA also the
 synchronising CUDA calls per 100 steps (torch.cuda.set_sync_debug_mode), for fp32 and bf16,

@@ -58,6 +58,10 @@ done
 install -m 0644 agent/python/tae_log.py "$prefix/share/tae/python/tae_log.py"
 mkdir -p "$prefix/share/tae/python/tae_torch"
 install -m 0644 agent/python/tae_torch/*.py "$prefix/share/tae/python/tae_torch/"
+# The run-key schema the torch engine reads, written by the build of tae-train (tae-train --schema).
+schema=$build_dir/share/tae/python/tae_torch/schema.json
+[[ -f $schema ]] || die "$schema was not written (building tae-train writes it)"
+install -m 0644 "$schema" "$prefix/share/tae/python/tae_torch/schema.json"
 
 echo "install.sh: installed ${programs[*]} in $prefix/bin and tae_log.py, tae_torch in $prefix/share/tae/python"
 case ":$PATH:" in

@@ -108,7 +108,7 @@ class SpecTest(unittest.TestCase):
                  ({"model.norm": "batchnorm"}, 'key "model.norm": must be one of'),
                  ({"model.frobnicate": 1}, 'key "model.frobnicate": unknown key'),
                  ({"train.warmup": 50, "train.steps": 10}, "train.warmup"),
-                 ({"model.prune_heads": {"0": [0, 1, 2, 3]}}, "every head of layer 0")]
+                 ({"model.prune_heads": {"0": [0, 1, 2, 3]}}, "layer 0: every head is pruned")]
         for overrides, message in cases:
             with self.subTest(overrides=overrides):
                 with self.assertRaisesRegex(spec_lib.SpecError, message):

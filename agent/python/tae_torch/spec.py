@@ -1,65 +1,102 @@
 """The run spec (run.json) of one run, as the torch engine reads it.
 
 run.json is the flat object taed writes for every run: experiment-file keys such as
-"model.layers" and "train.lr" (docs/design.md section 10, docs/engine.md). The keys, their
-ranges and the combinations that cannot work are the ones tae-train checks
-(agent/train/config.cc); an error names the key, as tae-train's do.
+"model.layers" and "train.lr" (docs/design.md section 10, docs/engine.md). The keys themselves
+(names, types, defaults, ranges, allowed values, which keys a spec may leave out and which are on
+the training trajectory) are not written here: they are the one schema, common/spec/schema.cc,
+which `tae-train --schema` prints and the build writes to schema.json beside this file
+($TAE_SCHEMA names another copy). A spec is checked against it as tae-train checks it
+(common/spec/run_spec.cc), with the same messages; then the combinations of keys the engine
+cannot train are checked, as tae-train's agent/train/config.cc does. An error names the key.
 """
 
+import copy
+import functools
 import json
-from dataclasses import dataclass, field
-from typing import Dict, List
+import math
+import os
+from dataclasses import dataclass
+
+SCHEMA_ENV = "TAE_SCHEMA"
+SCHEMA_FILE = "schema.json"
+MAX_SHOWN = 60
+INT64 = 1 << 63
 
 
 class SpecError(ValueError):
     """A key of the run spec is missing, of the wrong type or out of range."""
 
 
-ACTIVATIONS = ("relu", "gelu", "swiglu", "geglu")
-NORMS = ("layernorm", "rmsnorm", "scalenorm", "none")
-NORM_POSITIONS = ("pre", "post", "sandwich")
-POS_ENCODINGS = ("none", "sinusoidal", "learned", "rope", "alibi")
-INITS = ("gpt2", "torch")
-OPTIMIZERS = ("adamw", "sgd")
-SCHEDULES = ("constant", "linear", "cosine")
-TASKS = ("copy", "reverse", "sort", "assoc_recall", "induction", "mod_add", "lm")
-ENGINES = ("libtorch", "torch")
-PRECISIONS = ("fp32", "bf16")
-SHARDINGS = ("none", "fsdp")
+# ---- the schema ----
 
-# Keys a spec may leave out (with these values): those added after the first run.json format.
-# model.init: such specs were stored before the key existed, when every run started from gpt2 (a
-# retried or resumed run keeps it); new specs name the key, at the schema's default "torch".
-OPTIONAL = {"model.init": "gpt2", "train.engine": "libtorch", "train.log_every": 10,
-            "train.precision": "fp32", "train.sharding": "none"}
-
-# Keys that do not change the training trajectory, left out of the checkpoint fingerprint.
-NOT_FINGERPRINTED = ("train.threads", "train.checkpoint_every", "train.head_importance",
-                     "train.eval_every", "train.profile_at", "train.profile_steps",
-                     "train.log_every")
+def schema_path():
+    """$TAE_SCHEMA, else schema.json beside this file (where the build and install put it)."""
+    return os.environ.get(SCHEMA_ENV) or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), SCHEMA_FILE)
 
 
-@dataclass
-class ModelConfig:
-    layers: int = 2
-    d_model: int = 64
-    heads: int = 4
-    kv_heads: int = 0
-    head_dim: int = 0
-    ffn_mult: int = 4
-    activation: str = "gelu"
-    norm: str = "layernorm"
-    norm_position: str = "pre"
-    pos_encoding: str = "learned"
-    residual: bool = True
-    causal: bool = True
-    drop_attention_layers: List[int] = field(default_factory=list)
-    drop_ffn_layers: List[int] = field(default_factory=list)
-    prune_heads: Dict[int, List[int]] = field(default_factory=dict)
-    tie_embeddings: bool = False
-    bias: bool = True
-    dropout: float = 0.0
-    init: str = "torch"
+@functools.lru_cache(maxsize=None)
+def _load_schema(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            loaded = json.load(f)
+    except OSError as e:
+        raise SpecError(
+            f"the run-key schema {path} cannot be read ({e.strerror}): building tae-train writes "
+            "it beside the tae_torch package it runs (share/tae/python/tae_torch/schema.json); "
+            f"where TAE's C++ is not built, copy one (`tae-train --schema > schema.json`) and "
+            f"set {SCHEMA_ENV} to it") from None
+    except json.JSONDecodeError as e:
+        raise SpecError(f"the run-key schema {path} is not JSON: {e}") from None
+    loaded["by_name"] = {entry["name"]: entry for entry in loaded["keys"]}
+    return loaded
+
+
+def schema():
+    """The run-spec schema: {"tables", "ignored", "keys": [entry, ...], "by_name"}."""
+    return _load_schema(schema_path())
+
+
+def default_spec():
+    """A run spec with every key at the schema's default (train.seed 0)."""
+    return {entry["name"]: copy.deepcopy(entry["default"]) for entry in schema()["keys"]}
+
+
+def _table(name):
+    return name.split(".", 1)[0] if "." in name else ""
+
+
+def _leaf(name):
+    return name.split(".", 1)[1]
+
+
+# ---- the typed config ----
+
+class _Table:
+    """The keys of one table of a run spec as attributes ("model.layers" -> .layers): the
+    schema's defaults, then the values given."""
+
+    TABLE = ""
+
+    def __init__(self, **values):
+        fields = {_leaf(entry["name"]): copy.deepcopy(entry["default"])
+                  for entry in schema()["keys"] if _table(entry["name"]) == self.TABLE}
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: no key {self.TABLE}.{unknown[0]}")
+        fields.update(values)
+        self.__dict__.update(fields)
+
+    def __eq__(self, other):
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    def __repr__(self):
+        items = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({items})"
+
+
+class ModelConfig(_Table):
+    TABLE = "model"
 
     def kv(self):
         return self.kv_heads if self.kv_heads > 0 else self.heads
@@ -72,221 +109,215 @@ class ModelConfig:
         return [h for h in range(self.heads) if h not in pruned]
 
 
-@dataclass
-class TrainingConfig:
-    task: str = "copy"
-    data: str = ""
-    vocab: int = 16
-    seq_len: int = 32
-    batch_size: int = 32
-    steps: int = 500
-    optimizer: str = "adamw"
-    lr: float = 3e-3
-    schedule: str = "cosine"
-    warmup: int = 50
-    weight_decay: float = 0.0
-    grad_clip: float = 1.0
-    eval_every: int = 100
-    eval_batches: int = 8
-    checkpoint_every: int = 0
-    head_importance: bool = False
-    threads: int = 0
-    seed: int = 0
-    engine: str = "libtorch"
-    profile_at: tuple = ()  # steps that start a profile of profile_steps steps (docs/profiles.md)
-    profile_steps: int = 5
-    log_every: int = 10  # steps per train/* and perf/* line
-    precision: str = "fp32"  # bf16: autocast forward passes, fp32 master weights
-    sharding: str = "none"  # fsdp: parameters, gradients and optimizer state sharded
+class TrainingConfig(_Table):
+    TABLE = "train"
+
+
+class EvalConfig(_Table):
+    TABLE = "eval"
 
 
 @dataclass
 class RunConfig:
     model: ModelConfig
     train: TrainingConfig
+    eval: EvalConfig
 
 
-class _Reader:
-    def __init__(self, spec):
-        self.spec = spec
+# ---- one value against its schema entry (common/spec/run_spec.cc's CheckValue) ----
 
-    def get(self, key):
-        if key in self.spec:
-            return self.spec[key]
-        if key in OPTIONAL:
-            return OPTIONAL[key]
-        raise SpecError(f'run spec: key "{key}": missing')
+def _error(key, why):
+    return SpecError(f'run spec: key "{key}": {why}')
 
-    def int(self, key, low, high):
-        value = self.get(key)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SpecError(f'run spec: key "{key}": must be an integer, got {json.dumps(value)}')
-        if not low <= value <= high:
-            raise SpecError(f'run spec: key "{key}": must be in [{low}, {high}], got {value}')
-        return value
 
-    def float(self, key, low, high):
-        value = self.get(key)
+def _shown(value):
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return text[:MAX_SHOWN] + "..." if len(text) > MAX_SHOWN else text
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_int64(value):
+    return _is_int(value) and -INT64 <= value < INT64
+
+
+def _is_number(value):
+    return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+
+
+def _in_range(entry, value):
+    """Within the entry's bounds (an absent min or max is unbounded)."""
+    if "min" in entry:
+        low = entry["min"]
+        if not (value > low if entry["min_open"] else value >= low):
+            return False
+    if "max" in entry:
+        high = entry["max"]
+        if not (value < high if entry["max_open"] else value <= high):
+            return False
+    return True
+
+
+def _out_of_range(entry, value):
+    if not entry["range"]:
+        return f"is out of range, got {_shown(value)}"
+    return f"must be {entry['range']}, got {_shown(value)}"
+
+
+def _check_elements(entry, values, integers, prefix):
+    seen = set()
+    kind = "integers" if integers else "numbers"
+    for item in values:
+        typed = _is_int64(item) if integers else _is_number(item)
+        if not typed or not _in_range(entry, item):
+            bounds = f" {entry['range']}" if entry["range"] else ""
+            return f"{prefix}entries must be {kind}{bounds}, got {_shown(item)}"
+        if entry.get("unique") and float(item) in seen:
+            return f"{prefix}{_shown(item)} is listed twice"
+        seen.add(float(item))
+    return None
+
+
+def _check_head_map(entry, value):
+    if not isinstance(value, dict):
+        return f"must be an object of layer -> head indices, got {_shown(value)}"
+    for layer in sorted(value):  # in the order tae-train's JSON object keeps them
+        heads = value[layer]
+        if not 0 < len(layer) <= 6 or any(c not in "0123456789" for c in layer):
+            return f'"{layer}" is not a layer index'
+        if not isinstance(heads, list):
+            return f"layer {layer}: must be a list of head indices, got {_shown(heads)}"
+        why = _check_elements(entry, heads, True, f"layer {layer}: ")
+        if why:
+            return why
+    return None
+
+
+def _check_value(entry, value):
+    kind = entry["type"]
+    if kind == "int":
+        if not _is_int(value):
+            return f"must be an integer, got {_shown(value)}"
+        if not _is_int64(value) or not _in_range(entry, value):
+            return _out_of_range(entry, value)
+    elif kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SpecError(f'run spec: key "{key}": must be a number, got {json.dumps(value)}')
-        if not low <= value <= high:
-            raise SpecError(f'run spec: key "{key}": must be in [{low}, {high}], got {value}')
-        return float(value)
-
-    def bool(self, key):
-        value = self.get(key)
+            return f"must be a number, got {_shown(value)}"
+        if not _is_number(value) or not _in_range(entry, value):
+            return _out_of_range(entry, value)
+    elif kind == "bool":
         if not isinstance(value, bool):
-            raise SpecError(f'run spec: key "{key}": must be true or false, got {json.dumps(value)}')
-        return value
-
-    def str(self, key):
-        value = self.get(key)
+            return f"must be true or false, got {_shown(value)}"
+    elif kind in ("string", "enum"):
         if not isinstance(value, str):
-            raise SpecError(f'run spec: key "{key}": must be a string, got {json.dumps(value)}')
-        return value
-
-    def enum(self, key, names):
-        value = self.str(key)
-        if value not in names:
-            raise SpecError(f'run spec: key "{key}": must be one of {"|".join(names)}, '
-                            f'got "{value}"')
-        return value
-
-    def layers(self, key, layers):
-        value = self.get(key)
-        if not isinstance(value, list) or any(
-                isinstance(v, bool) or not isinstance(v, int) for v in value):
-            raise SpecError(f'run spec: key "{key}": must be a list of layer indices')
-        for v in value:
-            if not 0 <= v < layers:
-                raise SpecError(f'run spec: key "{key}": layer {v} does not exist '
-                                f'(model.layers is {layers})')
-        return sorted(set(value))
+            return f"must be a string, got {_shown(value)}"
+        if kind == "enum" and value not in entry["allowed"]:
+            return f"must be one of {'|'.join(entry['allowed'])}, got {_shown(value)}"
+    elif kind in ("int_array", "float_array"):
+        integers = kind == "int_array"
+        if not isinstance(value, list):
+            return f"must be a list of {'integers' if integers else 'numbers'}, got {_shown(value)}"
+        if entry.get("non_empty") and not value:
+            return "must not be empty"
+        return _check_elements(entry, value, integers, "")
+    elif kind == "head_map":
+        return _check_head_map(entry, value)
+    else:
+        return "has a type run specs do not hold"
+    return None
 
 
-KNOWN_KEYS = (
-    "model.layers", "model.d_model", "model.heads", "model.kv_heads", "model.head_dim",
-    "model.ffn_mult", "model.activation", "model.norm", "model.norm_position",
-    "model.pos_encoding", "model.residual", "model.causal", "model.drop_attention_layers",
-    "model.drop_ffn_layers", "model.prune_heads", "model.tie_embeddings", "model.bias",
-    "model.dropout", "model.init", "train.task", "train.data", "train.vocab", "train.seq_len",
-    "train.batch_size", "train.steps", "train.optimizer", "train.lr", "train.schedule",
-    "train.warmup", "train.weight_decay", "train.grad_clip", "train.eval_every",
-    "train.eval_batches", "train.checkpoint_every", "train.head_importance", "train.threads",
-    "train.seed", "train.engine", "train.profile_at", "train.profile_steps", "train.log_every",
-    "train.precision", "train.sharding")
+def check(spec):
+    """The trainer keys of a run.json object, checked by the schema and complete (a key a spec may
+    leave out stands for its absent value); SpecError names the first bad key."""
+    if not isinstance(spec, dict):
+        raise SpecError("run spec: must be a JSON object")
+    s = schema()
+    for name in spec:
+        if _table(name) in s["tables"] and name not in s["by_name"] and name not in s["ignored"]:
+            raise _error(name, "unknown key (is the torch engine older than taectl?)")
+    checked = {}
+    for entry in s["keys"]:
+        name = entry["name"]
+        if name not in spec:
+            if "absent" not in entry:
+                raise _error(name, "missing")
+            checked[name] = copy.deepcopy(entry["absent"])
+            continue
+        why = _check_value(entry, spec[name])
+        if why:
+            raise _error(name, why)
+        checked[name] = spec[name]
+    return checked
+
+
+def _typed(entry, value):
+    """The attribute form of a checked value: sorted lists, {layer: sorted heads}, floats."""
+    kind = entry["type"]
+    if kind == "int_array":
+        return sorted(value)
+    if kind == "float_array":
+        return sorted(float(v) for v in value)
+    if kind == "head_map":
+        return {int(layer): sorted(heads) for layer, heads in value.items()}
+    if kind == "float":
+        return float(value)
+    return value
+
+
+# ---- the combinations the engine cannot train (tae-train's config.cc checks the same) ----
+
+def _check_model(m):
+    if m.head_dim == 0 and m.d_model % m.heads != 0:
+        raise _error("model.heads", f"must divide model.d_model ({m.d_model}), got {m.heads}")
+    if m.heads % m.kv() != 0:
+        raise _error("model.kv_heads", f"must divide model.heads ({m.heads}), got {m.kv_heads}")
+    if m.pos_encoding == "rope" and m.hd() % 2 != 0:
+        raise _error("model.pos_encoding", f"rope needs an even head width, got {m.hd()}")
+    for key in ("model.drop_attention_layers", "model.drop_ffn_layers"):
+        for layer in getattr(m, _leaf(key)):
+            if layer >= m.layers:
+                raise _error(key, f"entries must be layer indices in [0, {m.layers}), got {layer}")
+    for layer, heads in sorted(m.prune_heads.items(), key=lambda item: str(item[0])):
+        if layer >= m.layers:
+            raise _error("model.prune_heads",
+                         f'"{layer}" is not a layer index in [0, {m.layers})')
+        if heads and heads[-1] >= m.heads:
+            raise _error("model.prune_heads", f"layer {layer}: head indices must be in "
+                         f"[0, {m.heads}), got {heads[-1]}")
+        if len(heads) == m.heads and layer not in m.drop_attention_layers:
+            raise _error("model.prune_heads", f"layer {layer}: every head is pruned but the "
+                         "attention sublayer is kept (use model.drop_attention_layers)")
+
+
+def _check_training(t, e):
+    if t.warmup > t.steps:
+        raise _error("train.warmup", f"{t.warmup} is more than train.steps {t.steps}")
+    if t.sharding == "fsdp" and t.head_importance:
+        raise _error("train.head_importance", 'not supported with train.sharding = "fsdp" (head '
+                     "scores take gradients of gates, not of the sharded weights)")
+    for entry in schema()["keys"]:
+        name = entry["name"]
+        if _table(name) == "eval" and getattr(e, _leaf(name)) != _typed(entry, entry["default"]):
+            raise _error(name, 'not supported by the torch engine (train.engine = "libtorch" '
+                         "evaluates compression)")
 
 
 def parse(spec):
     """RunConfig of a run.json object; SpecError names the first bad key."""
-    if not isinstance(spec, dict):
-        raise SpecError("run spec: not a JSON object")
-    for key in spec:
-        if key.startswith(("model.", "train.")) and key not in KNOWN_KEYS and key != "train.seeds":
-            raise SpecError(f'run spec: key "{key}": unknown key (is the torch engine older '
-                            'than taectl?)')
-    for key, default in (("eval.prune_heads_by_importance", []), ("eval.quantize", "none")):
-        if spec.get(key, default) != default:
-            raise SpecError(f'run spec: key "{key}": not supported by the torch engine '
-                            '(train.engine = "libtorch" evaluates compression)')
-    r = _Reader(spec)
-    m = ModelConfig()
-    m.layers = r.int("model.layers", 0, 64)
-    m.d_model = r.int("model.d_model", 1, 1 << 16)
-    m.heads = r.int("model.heads", 1, 1 << 16)
-    m.head_dim = r.int("model.head_dim", 0, 1 << 16)
-    if m.head_dim == 0 and m.d_model % m.heads != 0:
-        raise SpecError(f'run spec: key "model.heads": {m.heads} heads do not divide d_model '
-                        f'{m.d_model} (set model.head_dim)')
-    m.kv_heads = r.int("model.kv_heads", 0, m.heads)
-    if m.heads % m.kv() != 0:
-        raise SpecError(f'run spec: key "model.kv_heads": {m.kv_heads} does not divide '
-                        f'model.heads {m.heads}')
-    m.ffn_mult = r.int("model.ffn_mult", 1, 64)
-    m.activation = r.enum("model.activation", ACTIVATIONS)
-    m.norm = r.enum("model.norm", NORMS)
-    m.norm_position = r.enum("model.norm_position", NORM_POSITIONS)
-    m.pos_encoding = r.enum("model.pos_encoding", POS_ENCODINGS)
-    if m.pos_encoding == "rope" and m.hd() % 2 != 0:
-        raise SpecError(f'run spec: key "model.pos_encoding": rope needs an even head width, '
-                        f'got {m.hd()}')
-    m.residual = r.bool("model.residual")
-    m.causal = r.bool("model.causal")
-    m.drop_attention_layers = r.layers("model.drop_attention_layers", m.layers)
-    m.drop_ffn_layers = r.layers("model.drop_ffn_layers", m.layers)
-    m.prune_heads = _prune_heads(r.get("model.prune_heads"), m)
-    m.tie_embeddings = r.bool("model.tie_embeddings")
-    m.bias = r.bool("model.bias")
-    m.dropout = r.float("model.dropout", 0.0, 0.99)
-    m.init = r.enum("model.init", INITS)
-
-    t = TrainingConfig()
-    t.task = r.enum("train.task", TASKS)
-    t.data = r.str("train.data")
-    t.vocab = r.int("train.vocab", 1, 1 << 20)
-    t.seq_len = r.int("train.seq_len", 2, 1 << 16)
-    t.batch_size = r.int("train.batch_size", 1, 1 << 16)
-    t.steps = r.int("train.steps", 1, 1 << 40)
-    t.optimizer = r.enum("train.optimizer", OPTIMIZERS)
-    t.lr = r.float("train.lr", 1e-12, 1e3)
-    t.schedule = r.enum("train.schedule", SCHEDULES)
-    t.warmup = r.int("train.warmup", 0, 1 << 40)
-    if t.warmup > t.steps:
-        raise SpecError(f'run spec: key "train.warmup": {t.warmup} is more than train.steps '
-                        f'{t.steps}')
-    t.weight_decay = r.float("train.weight_decay", 0.0, 1e3)
-    t.grad_clip = r.float("train.grad_clip", 0.0, 1e9)
-    t.eval_every = r.int("train.eval_every", 0, 1 << 40)
-    t.eval_batches = r.int("train.eval_batches", 1, 1 << 20)
-    t.checkpoint_every = r.int("train.checkpoint_every", 0, 1 << 40)
-    t.head_importance = r.bool("train.head_importance")
-    t.threads = r.int("train.threads", 0, 4096)
-    t.seed = r.int("train.seed", 0, (1 << 63) - 1)
-    if "train.profile_at" in spec:
-        at = spec["train.profile_at"]
-        if not isinstance(at, list) or any(isinstance(v, bool) or not isinstance(v, int) or v < 1
-                                           for v in at):
-            raise SpecError('run spec: key "train.profile_at": must be a list of steps >= 1, '
-                            f'got {json.dumps(at)}')
-        t.profile_at = tuple(sorted(set(at)))
-    if "train.profile_steps" in spec:
-        t.profile_steps = r.int("train.profile_steps", 1, 1000)
-    t.engine = r.enum("train.engine", ENGINES)
-    t.log_every = r.int("train.log_every", 1, 1 << 40)
-    t.precision = r.enum("train.precision", PRECISIONS)
-    t.sharding = r.enum("train.sharding", SHARDINGS)
-    if t.sharding == "fsdp" and t.head_importance:
-        raise SpecError('run spec: key "train.head_importance": not supported with '
-                        'train.sharding = "fsdp" (head scores take gradients of gates, not of '
-                        'the sharded weights)')
-    return RunConfig(m, t)
-
-
-def _prune_heads(value, m):
-    if not isinstance(value, dict):
-        raise SpecError('run spec: key "model.prune_heads": must be an object '
-                        '{ "layer": [heads] }')
-    out = {}
-    for layer_text, heads in value.items():
-        try:
-            layer = int(layer_text)
-        except ValueError:
-            raise SpecError(f'run spec: key "model.prune_heads": "{layer_text}" is not a layer '
-                            'index') from None
-        if not 0 <= layer < m.layers:
-            raise SpecError(f'run spec: key "model.prune_heads": layer {layer} does not exist '
-                            f'(model.layers is {m.layers})')
-        if not isinstance(heads, list) or any(
-                isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < m.heads
-                for h in heads):
-            raise SpecError(f'run spec: key "model.prune_heads": layer {layer}: heads must be '
-                            f'indices in [0, {m.heads})')
-        if heads:
-            out[layer] = sorted(set(heads))
-        if len(out.get(layer, [])) == m.heads and layer not in m.drop_attention_layers:
-            raise SpecError(f'run spec: key "model.prune_heads": every head of layer {layer} is '
-                            'pruned (use model.drop_attention_layers)')
-    return out
+    checked = check(spec)
+    tables = {"model": {}, "train": {}, "eval": {}}
+    for entry in schema()["keys"]:
+        name = entry["name"]
+        tables[_table(name)][_leaf(name)] = _typed(entry, checked[name])
+    config = RunConfig(ModelConfig(**tables["model"]), TrainingConfig(**tables["train"]),
+                       EvalConfig(**tables["eval"]))
+    # 0 stays "= model.heads" here (ModelConfig.kv); tae-train stores the resolved count.
+    _check_model(config.model)
+    _check_training(config.train, config.eval)
+    return config
 
 
 def load(path):
@@ -302,9 +333,8 @@ def load(path):
 
 
 def fingerprint(spec):
-    """What identifies a run for checkpoints: its model.*/train.* keys that change the
-    trajectory, as compact JSON with sorted keys."""
-    kept = {k: v for k, v in spec.items()
-            if k.startswith(("model.", "train.")) and k not in NOT_FINGERPRINTED
-            and k != "train.seeds"}
+    """What identifies a run for checkpoints: its keys on the training trajectory (the schema's
+    "trajectory"), as compact JSON with sorted keys."""
+    by_name = schema()["by_name"]
+    kept = {k: v for k, v in spec.items() if k in by_name and by_name[k]["trajectory"]}
     return json.dumps(kept, sort_keys=True, separators=(",", ":"))
