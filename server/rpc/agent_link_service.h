@@ -47,7 +47,7 @@ class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
   // Streams the blobs' bytes, one chunk read on the blob worker per write.
   grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* FetchBlobs(
       grpc::CallbackServerContext* ctx, const tae::v1::FetchBlobsRequest* request) override;
-  // Checkpoints (checkpoint_rpcs.cc): the manifest is parsed and the blobs checked on the
+  // Checkpoints (agent_link_checkpoints.cc): the manifest is parsed and the blobs checked on the
   // checkpoint blob worker, the run checked and the row written on the core.
   grpc::ServerUnaryReactor* OfferCheckpoint(grpc::CallbackServerContext* ctx,
                                             const tae::v1::OfferCheckpointRequest* request,

@@ -87,7 +87,7 @@ class ControlService final : public tae::v1::Control::CallbackService {
   grpc::ServerUnaryReactor* Scrap(grpc::CallbackServerContext* ctx,
                                   const tae::v1::ScrapRequest* request,
                                   tae::v1::ScrapResponse* response) override;
-  // Checkpoints (checkpoint_rpcs.cc).
+  // Checkpoints, artifacts and profiles (checkpoint_rpcs.cc).
   grpc::ServerUnaryReactor* ListCheckpoints(grpc::CallbackServerContext* ctx,
                                             const tae::v1::ListCheckpointsRequest* request,
                                             tae::v1::ListCheckpointsResponse* response) override;

@@ -1,0 +1,241 @@
+// The AgentLink service's checkpoint calls (docs/checkpoints.md): an agent's offer / upload /
+// commit of a run's checkpoint or artifact. Blob I/O and manifest parsing run on the checkpoint
+// blob worker, run checks and rows on the core; a call hops between them and finishes where its
+// last step ran. Nothing here blocks a gRPC thread.
+//
+// Why a commit cannot offer a half-uploaded checkpoint: the row is written incomplete first (so
+// garbage collection keeps its blobs from then on), the blobs are then checked on the blob worker
+// (after any removal posted before), and only then is the row marked complete.
+
+#include <map>
+#include <memory>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "boost/asio/post.hpp"
+#include "common/clock/clock.h"
+#include "common/metrics/metric_line.h"
+#include "common/snapshot/snapshot.h"
+#include "server/rpc/agent_link_service.h"
+#include "server/rpc/blob_rpcs.h"
+#include "server/rpc/convert.h"
+#include "spdlog/spdlog.h"
+
+namespace tae::rpc {
+namespace {
+
+constexpr size_t kMaxManifestBytes = 16 << 20;  // ~150k files
+
+// The fields of an offer or commit, checked, and its manifest parsed (on the blob worker).
+// `sizes`, when given, gets each blob's size by hash (what an offer grants uploads at).
+absl::StatusOr<controller::CheckpointOffer> ParseOffer(
+    int64_t run_id, int attempt, int64_t step, const std::string& manifest,
+    const std::string& artifact, std::map<std::string, uint64_t>* sizes = nullptr) {
+  if (run_id <= 0) {
+    return absl::InvalidArgumentError("run_id: must be > 0");
+  }
+  if (attempt <= 0) {
+    return absl::InvalidArgumentError("attempt: must be > 0");
+  }
+  if (step < 0) {
+    return absl::InvalidArgumentError("step: must be >= 0");
+  }
+  if (!artifact.empty() && !metrics::IsArtifactName(artifact)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact: '", artifact.substr(0, 80), "' is not an artifact name"));
+  }
+  if (manifest.empty()) {
+    return absl::InvalidArgumentError(
+        artifact.empty() ? "manifest: empty (the checkpoint directory has no files)"
+                         : "manifest: empty (the job wrote no files for the artifact)");
+  }
+  if (manifest.size() > kMaxManifestBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("manifest: larger than ", kMaxManifestBytes, " bytes"));
+  }
+  absl::StatusOr<std::vector<snapshot::Entry>> entries = snapshot::ParseManifest(manifest);
+  if (!entries.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("manifest: ", entries.status().message()));
+  }
+  controller::CheckpointOffer offer;
+  offer.run_id = run_id;
+  offer.attempt = attempt;
+  offer.step = step;
+  offer.manifest = manifest;
+  offer.artifact = artifact;
+  offer.manifest_id = snapshot::SnapshotId(*entries);
+  offer.files = static_cast<int64_t>(entries->size());
+  std::unordered_set<std::string> seen;
+  for (const snapshot::Entry& entry : *entries) {
+    offer.bytes += static_cast<int64_t>(entry.size);
+    if (seen.insert(entry.sha256).second) {
+      offer.hashes.push_back(entry.sha256);
+    }
+    if (sizes != nullptr) {
+      (*sizes)[entry.sha256] = entry.size;
+    }
+  }
+  return offer;
+}
+
+using Offer = std::shared_ptr<controller::CheckpointOffer>;
+
+// Drops the partial uploads of grants that expired (on the blob worker; a blob another grant
+// still names keeps uploading from scratch, which is correct if slower).
+void DropExpired(UploadGrants* grants, blobs::BlobWorker* worker) {
+  std::vector<std::string> expired = grants->Expire(clock::WallNow());
+  if (expired.empty()) {
+    return;
+  }
+  worker->Post([expired = std::move(expired)](blobs::BlobStore& store) {
+    for (const std::string& hash : expired) {
+      store.DropPartial(hash);
+    }
+  });
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AgentLinkService::OfferCheckpoint(
+    grpc::CallbackServerContext* ctx, const tae::v1::OfferCheckpointRequest* request,
+    tae::v1::OfferCheckpointResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  std::optional<std::string> caller = Caller(ctx);
+  if (!caller.has_value()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
+    return reactor;
+  }
+  DropExpired(&grants_, checkpoint_blobs_);
+  checkpoint_blobs_->Post([this, reactor, request, response, caller = *caller](blobs::BlobStore&) {
+    auto sizes = std::make_shared<std::map<std::string, uint64_t>>();
+    absl::StatusOr<controller::CheckpointOffer> parsed =
+        ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest(),
+                   request->artifact(), sizes.get());
+    if (!parsed.ok()) {
+      reactor->Finish(ToGrpc(parsed.status()));
+      return;
+    }
+    Offer offer = std::make_shared<controller::CheckpointOffer>(*std::move(parsed));
+    boost::asio::post(*core_, [this, reactor, response, offer, sizes, caller] {
+      absl::Status taken = controller_->CheckCheckpoint(*offer, caller);
+      if (!taken.ok()) {
+        reactor->Finish(ToGrpc(taken));
+        return;
+      }
+      checkpoint_blobs_->Post(
+          [this, reactor, response, offer, sizes, caller](blobs::BlobStore& store) {
+            std::map<std::string, uint64_t> missing;
+            for (std::string& hash : store.Missing(offer->hashes)) {
+              missing[hash] = sizes->at(hash);
+              response->add_missing(std::move(hash));
+            }
+            reactor->Finish(ToGrpc(grants_.Grant(caller, missing, clock::WallNow())));
+          });
+    });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AgentLinkService::PutCheckpointBlobs(
+    grpc::CallbackServerContext* ctx, const tae::v1::PutCheckpointBlobsRequest* request,
+    tae::v1::PutCheckpointBlobsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  std::optional<std::string> caller = Caller(ctx);
+  if (!caller.has_value()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
+    return reactor;
+  }
+  if (absl::Status valid = CheckChunks(request->chunks()); !valid.ok()) {
+    reactor->Finish(ToGrpc(valid));
+    return reactor;
+  }
+  if (absl::Status granted = grants_.Check(*caller, request->chunks(), clock::WallNow());
+      !granted.ok()) {
+    spdlog::warn("agent {}: checkpoint upload refused: {}", *caller,
+                 std::string(granted.message()));
+    reactor->Finish(ToGrpc(granted));
+    return reactor;
+  }
+  checkpoint_blobs_->Post([reactor, request, response](blobs::BlobStore& store) {
+    uint64_t bytes = 0;
+    int completed = 0;
+    absl::Status status = WriteChunks(store, request->chunks(), &bytes, &completed);
+    response->set_bytes_written(bytes);
+    response->set_blobs_completed(completed);
+    reactor->Finish(ToGrpc(status));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AgentLinkService::CommitCheckpoint(
+    grpc::CallbackServerContext* ctx, const tae::v1::CommitCheckpointRequest* request,
+    tae::v1::CommitCheckpointResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  std::optional<std::string> caller = Caller(ctx);
+  if (!caller.has_value()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
+    return reactor;
+  }
+  checkpoint_blobs_->Post([this, reactor, request, response, caller = *caller](blobs::BlobStore&) {
+    absl::StatusOr<controller::CheckpointOffer> parsed =
+        ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest(),
+                   request->artifact());
+    if (!parsed.ok()) {
+      reactor->Finish(ToGrpc(parsed.status()));
+      return;
+    }
+    Offer offer = std::make_shared<controller::CheckpointOffer>(*std::move(parsed));
+    // 1. The row, incomplete: garbage collection keeps its blobs from now on.
+    boost::asio::post(*core_, [this, reactor, response, offer, caller] {
+      absl::StatusOr<int64_t> id = controller_->BeginCheckpoint(*offer, caller);
+      if (!id.ok()) {
+        reactor->Finish(ToGrpc(id.status()));
+        return;
+      }
+      // 2. Every blob stored (after any removal posted before the row existed)?
+      checkpoint_blobs_->Post([this, reactor, response, offer, caller,
+                               id = *id](blobs::BlobStore& store) {
+        const size_t missing = store.Missing(offer->hashes).size();
+        // 3. Offered from now on, or forgotten.
+        boost::asio::post(*core_, [this, reactor, response, offer, caller, id, missing] {
+          if (missing > 0) {
+            absl::Status abandoned = controller_->AbandonCheckpoint(id);
+            if (!abandoned.ok()) {
+              spdlog::error("checkpoint of r{}: {}", offer->run_id, abandoned.ToString());
+            }
+            reactor->Finish(ToGrpc(absl::FailedPreconditionError(
+                absl::StrCat("manifest: ", missing, " of its ", offer->hashes.size(),
+                             " blobs are not stored; upload them and commit again"))));
+            return;
+          }
+          absl::StatusOr<store::CheckpointsDropped> dropped =
+              controller_->CompleteCheckpoint(offer->run_id, id);
+          if (!dropped.ok()) {
+            reactor->Finish(ToGrpc(dropped.status()));
+            return;
+          }
+          response->set_dropped(dropped->checkpoints);
+          grants_.Done(caller, offer->hashes);
+          spdlog::info("r{} attempt {}: {} at step {} stored ({} files, {} bytes)", offer->run_id,
+                       offer->attempt, offer->artifact.empty() ? "checkpoint" : offer->artifact,
+                       offer->step, offer->files, offer->bytes);
+          auto unreferenced =
+              std::make_shared<std::vector<std::string>>(std::move(dropped->unreferenced));
+          // 4. The blobs only the dropped checkpoints named.
+          checkpoint_blobs_->Post([reactor, unreferenced](blobs::BlobStore& store) {
+            for (const std::string& hash : *unreferenced) {
+              absl::Status removed = store.Remove(hash);
+              if (!removed.ok()) {
+                spdlog::warn("checkpoint blob {}: {}", hash, removed.ToString());
+              }
+            }
+            reactor->Finish(grpc::Status::OK);
+          });
+        });
+      });
+    });
+  });
+  return reactor;
+}
+
+}  // namespace tae::rpc
