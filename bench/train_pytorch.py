@@ -1,16 +1,20 @@
 #!/usr/bin/python3
-"""PyTorch eager equivalent of tae-train's GPT at the benchmark's knobs.
+"""Plain PyTorch eager training of tae-train's GPT at the benchmark's knobs.
 
-Mirrors agent/train/{model,layers,trainer,schedule,lm_task}.cc at
+The model is the torch engine's (agent/python/tae_torch/model.py, imported, not copied; built
+from a run spec its reader checks by the one schema), trained by a plain eager loop here, so the
+benchmark measures what PyTorch itself costs on the model tae-train trains:
   model: d_model 256, 4 layers, 4 heads, ffn_mult 4, gelu, layernorm (pre-norm), learned
-         positions, causal, bias on, dropout 0, token embedding tied to the output head
+         positions, causal, bias on, dropout 0, token embedding tied to the output head, GPT-2
+         init (N(0, 0.02) matrices, zero biases)
   train: task lm (bytes, vocab 256), seq_len 128, batch 16, AdamW (weight decay only on tensors
          with dim >= 2), grad-norm clipping 1.0, warmup + cosine lr
-so that both programs do the same arithmetic per step:
-  - attention is the same manual formulation as AttentionImpl::forward (fused qkv Linear with
-    bias, view/permute/slice, matmul, scale, masked_fill with a fresh triu mask, softmax, matmul,
-    transpose + reshape, out Linear); --attention sdpa uses F.scaled_dot_product_attention
-    instead when the installed torch has it (torch >= 2.0; Debian 12's 1.13 does not);
+so that both programs do the same arithmetic per step as agent/train/{model,layers,trainer,
+schedule,lm_task}.cc:
+  - attention is the engine's manual formulation (fused qkv Linear with bias, view/permute/split,
+    matmul, scale, masked_fill with a fresh triu mask, softmax, matmul, transpose + reshape, out
+    Linear); --attention sdpa uses F.scaled_dot_product_attention instead when the installed
+    torch has it (torch >= 2.0; Debian 12's 1.13 does not);
   - the loss is MaskedCrossEntropy (per-token cross entropy * mask, summed / mask sum);
   - each step: next batch, forward, loss, zero_grad (zeroing, not None, as libtorch 1.13's
     Optimizer::zero_grad), backward, clip_grad_norm_ (whose value is read, like tae-train's
@@ -18,6 +22,9 @@ so that both programs do the same arithmetic per step:
   - a step's time covers all of that, like Trainer::RunOrThrow's per-step clock.
 Data: random windows of seq_len + 1 bytes from the first 90% of the KJV text tae-train caches
 (~/.cache/tae/kjv.txt), uniformly chosen offsets as in LmTask::Windows.
+
+tae_torch is imported from --python-dir (default: build/share/tae/python, the copy beside the
+built tae-train, with the schema.json the build writes there).
 
 Prints one JSON object on the last line of stdout (tokens_per_s, step_ms, ... of the timed steps).
 --phases additionally times data / forward / backward / clip / optimizer separately.
@@ -30,76 +37,45 @@ import os
 import random
 import sys
 import time
+import types
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-INIT_STD = 0.02
-LAYER_NORM_EPS = 1e-5
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class Block(nn.Module):
-    def __init__(self, d_model, heads, ffn_mult, attention):
-        super().__init__()
-        self.heads = heads
-        self.head_dim = d_model // heads
-        self.d_model = d_model
-        self.attention_kind = attention
-        self.attention_norm = nn.LayerNorm(d_model, eps=LAYER_NORM_EPS)
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=True)
-        self.out = nn.Linear(d_model, d_model, bias=True)
-        self.ffn_norm = nn.LayerNorm(d_model, eps=LAYER_NORM_EPS)
-        self.up = nn.Linear(d_model, ffn_mult * d_model, bias=True)
-        self.down = nn.Linear(ffn_mult * d_model, d_model, bias=True)
-
-    def attention(self, x):
-        batch, time_, _ = x.shape
-        heads, head_dim = self.heads, self.head_dim
-        qkv = self.qkv(x).view(batch, time_, 3 * heads, head_dim).permute(0, 2, 1, 3)
-        q = qkv[:, 0:heads]
-        k = qkv[:, heads:2 * heads]
-        v = qkv[:, 2 * heads:3 * heads]
-        if self.attention_kind == "sdpa":
-            mixed = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        else:
-            scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(head_dim))
-            future = torch.ones(time_, time_, dtype=torch.bool).triu(1)
-            scores = scores.masked_fill(future, float("-inf"))
-            probs = torch.softmax(scores, -1)
-            mixed = torch.matmul(probs, v)
-        return self.out(mixed.transpose(1, 2).reshape(batch, time_, self.d_model))
-
-    def forward(self, x):
-        x = x + self.attention(self.attention_norm(x))
-        return x + self.down(F.gelu(self.up(self.ffn_norm(x))))
+def engine_model(args):
+    """The torch engine's TransformerLM (agent/python/tae_torch/model.py) at the benchmark's
+    knobs, from a run spec the engine's own reader checks (tae_torch/spec.py, by the schema)."""
+    sys.path.insert(0, os.path.abspath(args.python_dir))
+    from tae_torch import model as model_lib, spec as spec_lib  # noqa: PLC0415
+    spec = spec_lib.default_spec()
+    spec.update({
+        "model.layers": args.layers, "model.d_model": args.d_model, "model.heads": args.heads,
+        "model.kv_heads": 0, "model.head_dim": 0, "model.ffn_mult": args.ffn_mult,
+        "model.activation": "gelu", "model.norm": "layernorm", "model.norm_position": "pre",
+        "model.pos_encoding": "learned", "model.residual": True, "model.causal": True,
+        "model.drop_attention_layers": [], "model.drop_ffn_layers": [], "model.prune_heads": {},
+        "model.tie_embeddings": True, "model.bias": True, "model.dropout": 0.0,
+        "model.init": "gpt2", "train.task": "lm", "train.seq_len": args.seq_len,
+        "train.batch_size": args.batch_size, "train.steps": args.steps,
+        "train.warmup": min(args.lr_warmup, args.steps)})
+    config = spec_lib.parse(spec)
+    model = model_lib.TransformerLM(config.model, 256, args.seq_len)
+    if args.attention == "sdpa":
+        for block in model.blocks:
+            block.attention.forward = types.MethodType(sdpa_forward, block.attention)
+    return model
 
 
-class TransformerLM(nn.Module):
-    def __init__(self, vocab, d_model, layers, heads, ffn_mult, max_len, attention):
-        super().__init__()
-        self.token_embedding = nn.Embedding(vocab, d_model)
-        self.position_embedding = nn.Embedding(max_len, d_model)
-        self.blocks = nn.ModuleList(
-            [Block(d_model, heads, ffn_mult, attention) for _ in range(layers)])
-        self.final_norm = nn.LayerNorm(d_model, eps=LAYER_NORM_EPS)
-        # GPT-2 style, as TransformerLMImpl::InitWeights: N(0, 0.02) matrices, zero biases,
-        # unit norm gains.
-        with torch.no_grad():
-            for name, p in self.named_parameters():
-                if p.dim() >= 2:
-                    p.copy_(torch.randn(p.shape) * INIT_STD)
-                elif name.endswith("bias"):
-                    p.zero_()
-
-    def forward(self, tokens):
-        time_ = tokens.size(1)
-        x = self.token_embedding(tokens)
-        x = x + self.position_embedding(torch.arange(time_, dtype=torch.long))
-        for block in self.blocks:
-            x = block(x)
-        x = self.final_norm(x)
-        return F.linear(x, self.token_embedding.weight)  # tied head
+def sdpa_forward(self, x):
+    """The engine's Attention.forward with F.scaled_dot_product_attention in place of scores,
+    mask, softmax and the product with v (the benchmark's model: no dropout, gates or alibi)."""
+    batch, time_, _ = x.shape
+    q, k, v = self.project(x)
+    mixed = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+    return self.out(mixed.transpose(1, 2).reshape(batch, time_, self.n_q * self.hd))
 
 
 def masked_cross_entropy(logits, targets, mask):
@@ -178,6 +154,10 @@ def main():
     parser.add_argument("--weight-decay", type=float, default=0.1)
     parser.add_argument("--grad-clip", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--python-dir",
+                        default=os.path.join(REPO, "build", "share", "tae", "python"),
+                        help="where tae_torch (the torch engine) and its schema.json are: the "
+                             "build's copy, which building tae-train writes")
     args = parser.parse_args()
 
     if args.attention == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
@@ -187,9 +167,7 @@ def main():
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    vocab = 256
-    model = TransformerLM(vocab, args.d_model, args.layers, args.heads, args.ffn_mult,
-                          args.seq_len, args.attention)
+    model = engine_model(args)
     model.train()
     optimizer = make_optimizer(model, args.lr, args.weight_decay, args.foreach)
     batches = Batches(args.data, args.seq_len, args.batch_size, args.seed)

@@ -177,11 +177,18 @@ def run_tae(tae_train, steps, warmup, threads, workdir, engine="libtorch"):
             "forward_flops_per_token": reported[0] if reported else None}
 
 
+def engine_python_dir():
+    """The torch engine's package beside TAE_TRAIN (../share/tae/python, where tae-train runs it
+    from and the build writes its schema.json): train_pytorch.py imports the model from there."""
+    tae_train = os.path.abspath(os.environ.get("TAE_TRAIN", "build/bin/tae-train"))
+    return os.path.join(os.path.dirname(os.path.dirname(tae_train)), "share", "tae", "python")
+
+
 def run_pytorch(steps, warmup, env, threads=0, attention="manual"):
     argv = [PYTHON, os.path.join(BENCH_DIR, "train_pytorch.py"), "--steps", str(steps),
             "--warmup-steps", str(warmup), "--threads", str(threads), "--attention", attention,
             "--lr", str(LR), "--lr-warmup", str(LR_WARMUP), "--weight-decay", str(WEIGHT_DECAY),
-            "--grad-clip", str(GRAD_CLIP)]
+            "--grad-clip", str(GRAD_CLIP), "--python-dir", engine_python_dir()]
     run = Measured(argv, env)
     result = json.loads(run.proc.stdout.strip().splitlines()[-1])
     result["other_cores"] = run.other_cores

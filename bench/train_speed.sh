@@ -25,5 +25,12 @@ if [ ! -x "$TAE_TRAIN" ]; then
   fi
   ninja -C build -j 2 tae-train >&2
 fi
+# The torch engine beside tae-train (and train_pytorch.py, which imports its model) reads the
+# run-key schema that building tae-train writes there; a tae-train built before it did writes it
+# now.
+schema="$(dirname "$TAE_TRAIN")/../share/tae/python/tae_torch/schema.json"
+if [ ! -f "$schema" ]; then
+  "$TAE_TRAIN" --schema > "$schema.tmp" && mv "$schema.tmp" "$schema"
+fi
 
 exec /usr/bin/python3 bench/train_speed.py
