@@ -8,7 +8,7 @@
 
 #include "client/commands/commands.h"
 #include "common/cli/paths.h"
-#include "common/host/host.h"
+#include "common/version/version.h"
 
 namespace {
 
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     } else if (arg.rfind("--home=", 0) == 0) {
       env.home = arg.substr(7);
     } else if (arg == "--version") {
-      std::printf("taectl %s\n", tae::host::Version());
+      std::printf("taectl %s\n", tae::version::Project());
       return 0;
     } else if (arg == "-h" || arg == "--help" || arg == "help") {
       Usage(stdout);

@@ -14,6 +14,7 @@
 #include "agent/link/enrol.h"
 #include "boost/asio/post.hpp"
 #include "common/clock/clock.h"
+#include "common/version/version.h"
 #include "nlohmann/json.hpp"
 #include "proto/tae/v1/limits.h"
 #include "spdlog/spdlog.h"
@@ -67,7 +68,7 @@ absl::Status Agent::Start() {
     }
     journal_ = std::move(*journal);
   }
-  // What this machine has (host::RunTool runs its vendor tools beside the runner's reaper).
+  // What this machine has (process::RunTool runs its vendor tools beside the runner's reaper).
   host::GatherOptions gather;
   gather.dirs = {{"work", options_.work_dir}, {"cache", options_.work_dir + "/cache"}};
   gather.threads_per_run = options_.threads_per_run;
@@ -108,7 +109,7 @@ void Agent::OnConnected() {
   reg->set_agent_id(options_.id);
   reg->set_host(HostName());
   reg->set_slots(options_.slots);
-  reg->set_version(host::Version());  // the project version CMake gives
+  reg->set_version(version::Project());  // the project version CMake gives
   *reg->mutable_facts() = facts_;
   for (const auto& [key, value] : options_.labels) {
     (*reg->mutable_labels())[key] = value;

@@ -162,7 +162,7 @@ Runner::Runner(boost::asio::io_context* io, RunnerOptions options, EventSink sin
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   WatchChildren();
   if (options_.sys_interval_s > 0) {
-    // Its tools are clone children that the waitpid(-1) above never reaps (host::RunTool).
+    // Its tools are clone children that the waitpid(-1) above never reaps (process::RunTool).
     accelerators_ =
         std::make_unique<sysstat::AcceleratorProbe>(options_.sys_interval_s, kSysToolTimeoutMs);
   }

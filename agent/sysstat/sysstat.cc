@@ -16,7 +16,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "common/host/host.h"
+#include "common/process/tool.h"
 
 namespace tae::agent::sysstat {
 namespace {
@@ -289,8 +289,8 @@ std::optional<JobSampler::Rates> JobSampler::Take() {
 AcceleratorProbe::AcceleratorProbe(double interval_s, int timeout_ms)
     : interval_s_(interval_s),
       timeout_ms_(timeout_ms),
-      tpu_info_(host::FindOnPath("tpu-info")),
-      nvidia_smi_(host::FindOnPath("nvidia-smi")) {
+      tpu_info_(process::FindOnPath("tpu-info")),
+      nvidia_smi_(process::FindOnPath("nvidia-smi")) {
   if (interval_s_ > 0 && (!tpu_info_.empty() || !nvidia_smi_.empty())) {
     thread_ = std::thread([this] { Loop(); });
   }
@@ -313,7 +313,7 @@ std::vector<std::pair<std::string, double>> AcceleratorProbe::Latest() const {
 
 void AcceleratorProbe::Loop() {
   // Signals are the io thread's (asio's signal_set): this thread keeps out of their way.
-  // (host::RunTool does not need it; it blocks signals around its clone itself.)
+  // (process::RunTool does not need it; it blocks signals around its clone itself.)
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, nullptr);
@@ -333,7 +333,7 @@ void AcceleratorProbe::ProbeOnce() {
   std::vector<std::pair<std::string, double>> points;
   // A tool that fails is tried again next time (a driver may come back); it costs one timeout.
   if (!tpu_info_.empty()) {
-    host::ToolResult r = host::RunTool({tpu_info_}, timeout_ms_);
+    process::ToolResult r = process::RunTool({tpu_info_}, timeout_ms_);
     for (const AcceleratorReading& chip :
          r.ok ? ParseTpuInfo(r.out) : std::vector<AcceleratorReading>{}) {
       if (chip.mem_mb.has_value()) {
@@ -346,10 +346,10 @@ void AcceleratorProbe::ProbeOnce() {
     }
   }
   if (!nvidia_smi_.empty()) {
-    host::ToolResult r =
-        host::RunTool({nvidia_smi_, "--query-gpu=index,utilization.gpu,memory.used",
-                       "--format=csv,noheader,nounits"},
-                      timeout_ms_);
+    process::ToolResult r =
+        process::RunTool({nvidia_smi_, "--query-gpu=index,utilization.gpu,memory.used",
+                          "--format=csv,noheader,nounits"},
+                         timeout_ms_);
     for (const AcceleratorReading& gpu :
          r.ok ? ParseNvidiaSmiQuery(r.out) : std::vector<AcceleratorReading>{}) {
       if (gpu.busy_percent.has_value()) {

@@ -5,8 +5,8 @@
 //
 // The parsers are pure functions over the text of /proc files and vendor tools' output; ScanGroups
 // does the I/O. JobSampler turns successive scans of one job's process group into CPU rates.
-// AcceleratorProbe runs tpu-info / nvidia-smi on its own thread with host::RunTool, which the
-// Runner's waitpid(-1) reaper cannot steal from (common/host/host.h explains how).
+// AcceleratorProbe runs tpu-info / nvidia-smi on its own thread with process::RunTool, which the
+// Runner's waitpid(-1) reaper cannot steal from (common/process/tool.h explains how).
 
 #include <sys/types.h>
 

@@ -15,6 +15,7 @@
 #include "common/cli/paths.h"
 #include "common/fs/fs.h"
 #include "common/host/host.h"
+#include "common/version/version.h"
 
 namespace tae::client {
 namespace {
@@ -65,8 +66,7 @@ doctor::Group ThisMachine(const CommandEnv& env, bool reachable, const grpc::Sta
   using doctor::Level;
   doctor::Group group;
   group.name = "this machine";
-  const std::string version = host::Version();
-  group.checks.push_back({Level::kOk, absl::StrCat("taectl ", version), ""});
+  group.checks.push_back({Level::kOk, absl::StrCat("taectl ", version::Project()), ""});
 
   const std::string up = env.home == cli::TaeHome()
                              ? std::string("taectl up")
@@ -131,7 +131,7 @@ doctor::Group ThisMachine(const CommandEnv& env, bool reachable, const grpc::Sta
     group.checks.push_back(std::move(check));
   }
   group.detail = {{"home", env.home},
-                  {"taectl_version", version},
+                  {"taectl_version", version::Project()},
                   {"taed_reachable", reachable},
                   {"facts", doctor::FactsJson(facts)}};
   return group;
@@ -166,7 +166,7 @@ int Doctor(const CommandEnv& env, const Args& args) {
   std::vector<doctor::Group> groups;
   groups.push_back(ThisMachine(env, status.ok(), status, agents.agents_size()));
   for (const tae::v1::AgentInfo& agent : agents.agents()) {
-    groups.push_back(doctor::AgentGroup(agent, host::Version()));
+    groups.push_back(doctor::AgentGroup(agent, version::Project()));
   }
   if (json) {
     std::printf("%s\n", doctor::RenderJson(groups).dump(2).c_str());

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "client/commands/doctor.h"
 #include "common/host/host.h"
+#include "common/process/tool.h"
 #include "proto/tae/v1/states.h"
 
 namespace tae::client::doctor {
@@ -314,14 +315,15 @@ std::vector<Check> CheckGcloud(bool pool_configured, int timeout_ms) {
   if (!pool_configured) {
     return checks;
   }
-  std::string gcloud = host::FindOnPath("gcloud");
+  std::string gcloud = process::FindOnPath("gcloud");
   if (gcloud.empty()) {
     checks.push_back(
         Fail("a gcloud pool is configured but gcloud is not on PATH",
              "install the Google Cloud CLI: https://cloud.google.com/sdk/docs/install"));
     return checks;
   }
-  host::ToolResult auth = host::RunTool({gcloud, "auth", "list", "--format=json"}, timeout_ms);
+  process::ToolResult auth =
+      process::RunTool({gcloud, "auth", "list", "--format=json"}, timeout_ms);
   std::string account = auth.ok ? ActiveGcloudAccount(auth.out) : "";
   if (!auth.ok) {
     checks.push_back(Fail(absl::StrCat("gcloud auth list ", auth.error), "gcloud auth login"));
@@ -330,7 +332,8 @@ std::vector<Check> CheckGcloud(bool pool_configured, int timeout_ms) {
   } else {
     checks.push_back(Ok(absl::StrCat("gcloud account ", account)));
   }
-  host::ToolResult project = host::RunTool({gcloud, "config", "get-value", "project"}, timeout_ms);
+  process::ToolResult project =
+      process::RunTool({gcloud, "config", "get-value", "project"}, timeout_ms);
   std::string name(absl::StripAsciiWhitespace(project.out));
   if (!project.ok || name.empty() || name == "(unset)") {
     checks.push_back(Fail("gcloud has no project set", "gcloud config set project PROJECT_ID"));
@@ -339,8 +342,8 @@ std::vector<Check> CheckGcloud(bool pool_configured, int timeout_ms) {
   }
   // taed starts the workers' agents through `gcloud ... tpu-vm ssh`, which runs ssh, after
   // making its key with ssh-keygen.
-  const std::string ssh = host::FindOnPath("ssh");
-  const std::string keygen = host::FindOnPath("ssh-keygen");
+  const std::string ssh = process::FindOnPath("ssh");
+  const std::string keygen = process::FindOnPath("ssh-keygen");
   if (ssh.empty() || keygen.empty()) {
     checks.push_back(Fail(absl::StrCat(ssh.empty() ? "ssh" : "ssh-keygen",
                                        " is not on PATH: taed cannot start agents on TPU VMs"),

@@ -10,8 +10,8 @@
 #include "client/commands/common.h"
 #include "client/rpc/control_client.h"
 #include "common/fs/fs.h"
-#include "common/host/host.h"
 #include "common/process/spawn.h"
+#include "common/process/tool.h"
 #include "nlohmann/json.hpp"
 
 namespace tae::client {
@@ -74,10 +74,10 @@ int Ui(const CommandEnv& env, const Args& args) {
   if (open) {
     std::string browser;
     if (const char* b = std::getenv("BROWSER"); b != nullptr && *b) {
-      browser = host::FindOnPath(b);
+      browser = process::FindOnPath(b);
     }
     if (browser.empty()) {
-      browser = host::FindOnPath("xdg-open");
+      browser = process::FindOnPath("xdg-open");
     }
     if (browser.empty()) {
       return Fail(absl::NotFoundError(

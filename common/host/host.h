@@ -1,25 +1,27 @@
 #pragma once
 
-// This machine and its tools, shared by tae-agent and taectl: the project version, FindOnPath,
-// RunTool, and the facts about the machine an agent runs on, for `taectl doctor`: gathered once
-// at agent start
-// (and by taectl for its own machine), cheaply: file system look-ups, statvfs, and at most two
-// short-lived vendor tools (tpu-info, nvidia-smi -L) with a timeout. tae-agent does not link
-// libtorch, so the BLAS and libtorch facts come from what Debian's alternatives and the library
-// directories say libtorch will load.
+// The facts about the machine an agent runs on, in the wire's type (AgentFacts, agent_link.proto):
+// what tae-agent registers with and taed shows in `taectl doctor`, and what taectl doctor gathers
+// for its own machine. Gathered once at agent start, cheaply: file system look-ups, statvfs, and
+// at most three short-lived tools (tpu-info, nvidia-smi -L, the torch engine's python) run with a
+// timeout through process::RunTool (common/process/tool.h). tae-agent does not link libtorch, so
+// the BLAS and libtorch facts come from what Debian's alternatives and the library directories
+// say libtorch will load.
 //
-// The parsers are pure functions, unit-tested on captured outputs; Gather does the I/O.
+// The parsers are pure functions, unit-tested on captured outputs; Gather does the I/O. The
+// project version the facts carry is common/version's.
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/version/version.h"
 #include "tae/v1/agent_link.pb.h"
 
 namespace tae::host {
 
-// The project version every TAE binary reports (CMake's PROJECT_VERSION).
-const char* Version();
+// Kept only for server/http/api.cc, which still names the version here: use version::Project().
+inline const char* Version() { return version::Project(); }
 
 struct GatherOptions {
   std::vector<std::pair<std::string, std::string>> dirs;  // (role, path) to report free space of
@@ -32,6 +34,10 @@ struct GatherOptions {
   int tool_timeout_ms = 3000;  // per vendor tool: a wedged driver must not stall agent start
 };
 
+// This machine's facts: version, hostname, kernel, CPUs this process may use, BLAS, libtorch, the
+// free space of options.dirs, accelerators (device nodes, then tpu-info and nvidia-smi) and the
+// torch engine. Never fails: what could not be found or looks wrong is in `problems` (or a fact's
+// own error). Blocks for up to options.tool_timeout_ms per tool run.
 tae::v1::AgentFacts Gather(const GatherOptions& options);
 
 // The probe tae-agent runs with the torch engine's interpreter: one line "PYTHON_VERSION TORCH
@@ -42,37 +48,6 @@ extern const char kTorchEngineProbe[];
 // uses CUDA when torch has it). Unparseable output sets error.
 tae::v1::AgentFacts::TorchEngine ParseTorchEngineProbe(const std::string& python,
                                                        const std::string& out, bool has_gpu);
-
-// A short-lived tool's stdout, when it exited 0; else why not (error).
-struct ToolResult {
-  bool ok = false;
-  std::string out;
-  std::string error;
-};
-// The executable `name` in $PATH, or "".
-std::string FindOnPath(const std::string& name);
-// Runs argv (argv[0] a path, no $PATH search) in a process group of its own, stdout captured (the
-// first MiB), stdin and stderr /dev/null; SIGKILLs the group after timeout_ms. A tool killed by
-// signal N "exited with status" 128 + N. Blocks for up to timeout_ms and about a second more.
-//
-// It runs beside a waitpid(-1) reaper (tae-agent's Runner, on every SIGCHLD) without a race. A
-// fork()ed tool could be reaped there first: its status lost, and our waitpid(pid) could then
-// wait on an unrelated child that reused the pid (a new tae-job). So the tool runs under a helper
-// started by clone() with exit signal 0, a "clone child": it sends no SIGCHLD and waitpid(-1)
-// without __WCLONE/__WALL never returns it; only RunTool's waitpid(helper, __WCLONE) does. The
-// helper must not exec (exec resets the exit signal to SIGCHLD): it vforks the tool, waits and
-// exits with its status, so the tool is never the caller's child. A tool (or something it left)
-// that outlives the helper goes to the nearest subreaper, in tae-agent the agent, as an ordinary
-// child: the Runner reaps it and ignores its pid; RunTool never waits on it.
-//
-// Callers guarantee only that (1) nothing in the process waits for any child (pid -1, 0 or a
-// group) with __WCLONE or __WALL, and (2) they are not on a thread that must stay responsive
-// (tae-agent's io thread). No signal mask is needed: RunTool blocks every signal around clone and
-// the helper resets every handler to SIG_DFL before unblocking, so no handler of the caller's runs
-// in the child; the caller's own signals are only deferred for that moment, and EINTR is retried.
-// So any thread may call it, before or after a reaper starts, concurrently too: taectl doctor,
-// Gather in Agent::Start and AcceleratorProbe's thread.
-ToolResult RunTool(std::vector<std::string> argv, int timeout_ms);
 
 // --- Pure parsers and classifiers ---
 

@@ -16,7 +16,7 @@
 #include "boost/asio/signal_set.hpp"
 #include "common/cli/paths.h"
 #include "common/fs/fs.h"
-#include "common/host/host.h"
+#include "common/process/tool.h"
 #include "common/status/macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -114,7 +114,7 @@ absl::Status Daemon::Init() {
   ASSIGN_OR_RETURN(tpu_pools_, LoadTpuPools(config_));
   std::string gcloud;
   if (!tpu_pools_.empty()) {
-    gcloud = host::FindOnPath("gcloud");
+    gcloud = process::FindOnPath("gcloud");
     if (gcloud.empty()) {
       return absl::FailedPreconditionError(
           "TPU pools are configured but gcloud is not on PATH: install the Google Cloud CLI "
@@ -220,7 +220,7 @@ absl::Status Daemon::Init() {
       tpu.cloudsdk_config = absl::StrCat(home, "/.config/gcloud");
     }
     tpu.tunnel_target = loopback;
-    tpu.ssh_keygen = host::FindOnPath("ssh-keygen");
+    tpu.ssh_keygen = process::FindOnPath("ssh-keygen");
     tpu.start_sessions = [this](std::vector<provider::AgentSession> sessions) {
       boost::asio::post(core_, [this, sessions = std::move(sessions)]() mutable {
         for (provider::AgentSession& session : sessions) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/host/host.h"
+#include "common/process/tool.h"
 #include "nlohmann/json.hpp"
 #include "tests/integration/harness.h"
 #include "tests/skip.h"
@@ -20,7 +20,7 @@ inline constexpr const char* kProject = "tae-test-project";
 inline constexpr const char* kZone = "us-central2-b";
 inline constexpr const char* kVersion = "tpu-ubuntu2204-base";
 
-using tae::host::FindOnPath;  // the full path of an executable found on PATH, or ""
+using tae::process::FindOnPath;  // the full path of an executable found on PATH, or ""
 
 // tests/fake_tpu in the source tree (fake_tpu.py, gcloud_env.sh).
 std::string FakeTpuDir();

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "absl/strings/match.h"
-#include "common/host/host.h"
+#include "common/process/tool.h"
 
 namespace tae::client::doctor {
 namespace {
@@ -207,7 +207,7 @@ TEST_CASE("doctor: gcloud is checked only when a gcloud pool is configured") {
     CHECK(checks[1].what == "gcloud project my-project");
     // The agents' sessions need ssh and ssh-keygen.
     const bool have_ssh =
-        !host::FindOnPath("ssh").empty() && !host::FindOnPath("ssh-keygen").empty();
+        !process::FindOnPath("ssh").empty() && !process::FindOnPath("ssh-keygen").empty();
     CHECK(checks[2].what.find("ssh") != std::string::npos);
     CHECK((checks[2].level == Level::kFail) == !have_ssh);
     CHECK(AnyFail(checks) == !have_ssh);

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -14,7 +13,6 @@
 
 #include "agent/runner/runner.h"
 #include "boost/asio/io_context.hpp"
-#include "common/host/host.h"
 #include "tests/skip.h"
 
 namespace tae::agent::sysstat {
@@ -193,43 +191,6 @@ TEST_CASE("sysstat: ScanGroup finds the processes of a real process group") {
   }
   CHECK(pids.count(pid) == 1);
   CHECK(ScanGroup(getpgrp()).size() >= 1);  // this test process's own group
-}
-
-// host::RunTool is the one tool runner; it is tested here, beside the Runner that reaps with
-// waitpid(-1). The tool thread leaves its signal mask alone: RunTool must not need it blocked.
-TEST_CASE("facts: RunTool runs a tool beside a waitpid(-1) reaper without being reaped by it") {
-  std::atomic<bool> done = false;
-  host::ToolResult out;
-  std::thread tool([&] {
-    out = host::RunTool({"/bin/sh", "-c", "sleep 0.2; echo hello"}, 5000);
-    done = true;
-  });
-  // What the Runner does on SIGCHLD, as fast as it can: it must never get the tool.
-  std::vector<pid_t> reaped;
-  while (!done) {
-    pid_t pid = waitpid(-1, nullptr, WNOHANG);
-    if (pid > 0) {
-      reaped.push_back(pid);
-    }
-    std::this_thread::yield();
-  }
-  tool.join();
-  CHECK(reaped.empty());
-  CHECK(out.ok);
-  CHECK(out.error.empty());
-  CHECK(out.out == "hello\n");
-
-  const auto start = std::chrono::steady_clock::now();
-  host::ToolResult slow = host::RunTool({"/bin/sh", "-c", "sleep 30"}, 200);
-  CHECK_FALSE(slow.ok);
-  CHECK(slow.error.find("no answer within 200 ms") != std::string::npos);
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
-
-  host::ToolResult failing = host::RunTool({"/bin/sh", "-c", "exit 3"}, 5000);
-  CHECK_FALSE(failing.ok);
-  CHECK(failing.error == "exited with status 3");
-  host::ToolResult missing = host::RunTool({"/nonexistent/tool"}, 5000);
-  CHECK_FALSE(missing.ok);
 }
 
 // The real Runner and tae-job (beside this test binary in the build tree): a busy job gets a
