@@ -110,7 +110,10 @@ def wrap_fsdp(model, device, block_type):
     from torch.distributed.fsdp import FullyShardedDataParallel as Fsdp  # noqa: PLC0415
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy  # noqa: PLC0415
     kwargs = {"auto_wrap_policy": ModuleWrapPolicy({block_type}), "use_orig_params": True}
-    if device.kind == "cuda":
+    if device.kind in ("cuda", "cpu"):
+        # Named for the CPU too: without it FSDP computes on the current CUDA device wherever
+        # one exists, and a gloo run on a GPU machine stops at its first step ("An FSDP-managed
+        # module unexpectedly has parameters on cpu").
         kwargs["device_id"] = device.device
     wrapped = Fsdp(model, **kwargs)
     # The model's forward walks its plain list of blocks: point it at the wrapped ones.
