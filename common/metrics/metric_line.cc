@@ -1,6 +1,5 @@
 #include "common/metrics/metric_line.h"
 
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -48,7 +47,7 @@ absl::Status ParseProfile(const nlohmann::ordered_json& mark, MetricRecord* reco
   const auto tool = field("tool");
   const auto error = field("error");
   const bool id_ok = id != mark.end() && id->is_string() && id->get<std::string>().size() <= 48 &&
-                     IsArtifactName("profile-" + id->get<std::string>());
+                     v1::IsArtifactName("profile-" + id->get<std::string>());
   if (!id_ok || time == mark.end() || !time->is_number() ||
       (step != mark.end() && !step->is_null() &&
        (!step->is_number_integer() || step->get<int64_t>() < 0)) ||
@@ -139,18 +138,6 @@ bool IsValidMetricKey(std::string_view key) {
   }
   for (char c : key) {
     if (c <= ' ' || c > '~') {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool IsArtifactName(const std::string& name) {
-  if (name.empty() || name.size() > 64 || name[0] == '.') {
-    return false;
-  }
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
       return false;
     }
   }

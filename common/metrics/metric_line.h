@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "proto/tae/v1/artifact.h"
 
 namespace tae::metrics {
 
@@ -38,9 +39,9 @@ struct ProfileMark {
   std::string error;  // set: no profile
 };
 
-// A run artifact's name: 1-64 of [A-Za-z0-9._-], not starting with '.' (it becomes a directory
-// name when pulled, and part of one on the agent). A profile's is "profile-" + its id.
-bool IsArtifactName(const std::string& name);
+// Kept only for server/controller/controller_checkpoints.cc, which still names the rule here:
+// use v1::IsArtifactName (proto/tae/v1/artifact.h).
+using v1::IsArtifactName;
 
 struct MetricRecord {
   std::optional<int64_t> step;  // absent: the caller uses the run's last step

@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
 #include "common/clock/clock.h"
-#include "common/metrics/metric_line.h"
 #include "common/snapshot/snapshot.h"
+#include "proto/tae/v1/artifact.h"
 #include "server/rpc/agent_link_service.h"
 #include "server/rpc/blob_rpcs.h"
 #include "server/rpc/convert.h"
@@ -40,7 +40,7 @@ absl::StatusOr<controller::CheckpointOffer> ParseOffer(
   if (step < 0) {
     return absl::InvalidArgumentError("step: must be >= 0");
   }
-  if (!artifact.empty() && !metrics::IsArtifactName(artifact)) {
+  if (!artifact.empty() && !v1::IsArtifactName(artifact)) {
     return absl::InvalidArgumentError(
         absl::StrCat("artifact: '", artifact.substr(0, 80), "' is not an artifact name"));
   }
