@@ -22,7 +22,7 @@
 #include "server/http/streams.h"
 #include "server/http/views.h"
 #include "server/report/report.h"
-#include "server/rpc/convert.h"
+#include "server/wire/wire.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::http {
@@ -290,7 +290,7 @@ Response Api::Experiments() {
   ordered_json list = ordered_json::array();
   for (const store::ExperimentRecord& exp : *exps) {
     tae::v1::Experiment proto;
-    rpc::ToProto(exp, &proto);
+    wire::ToProto(exp, &proto);
     list.push_back(api::ExperimentJson(proto));
   }
   return Ok({{"experiments", list}});
@@ -299,13 +299,13 @@ Response Api::Experiments() {
 Response Api::Fleet() {
   tae::v1::ListAgentsResponse agents;
   for (const auto& [id, agent] : controller_->registry().agents()) {
-    rpc::ToProto(agent, agents.add_agents());
+    wire::ToProto(agent, agents.add_agents());
   }
   for (const provider::ProviderEvent& event : controller_->provider_log()->events()) {
-    rpc::ToProto(event, agents.add_provider_events());
+    wire::ToProto(event, agents.add_provider_events());
   }
   for (const provider::CloudVm& vm : controller_->provider_log()->vms()) {
-    rpc::ToProto(vm, agents.add_vms());
+    wire::ToProto(vm, agents.add_vms());
   }
   ordered_json out = api::FleetJson(agents);
   absl::StatusOr<std::vector<store::RunRecord>> queue = query_->Queue();
@@ -313,7 +313,7 @@ Response Api::Fleet() {
   ordered_json queued = ordered_json::array();
   for (const store::RunRecord& run : *queue) {
     tae::v1::Run proto;
-    rpc::ToProto(run, &proto);
+    wire::ToProto(run, &proto);
     queued.push_back(api::RunJson(proto));
   }
   out["queue"] = queued;
@@ -331,11 +331,11 @@ Response Api::Experiment(const Request& request, const std::vector<std::string>&
     absl::StatusOr<store::ExperimentRecord> exp = query_->GetExperiment(*id);
     if (!exp.ok()) return FromStatus(exp.status());
     tae::v1::Experiment proto;
-    rpc::ToProto(*exp, &proto);
+    wire::ToProto(*exp, &proto);
     absl::StatusOr<std::optional<report::SearchSavings>> savings = query_->SearchSavings(*exp);
     if (!savings.ok()) return FromStatus(savings.status());
     if (*savings) {
-      rpc::ToProto(**savings, proto.mutable_search_savings());
+      wire::ToProto(**savings, proto.mutable_search_savings());
     }
     return Ok(api::ExperimentJson(proto));
   }
@@ -348,7 +348,7 @@ Response Api::Experiment(const Request& request, const std::vector<std::string>&
     ordered_json list = ordered_json::array();
     for (const query::RunView& run : *runs) {
       tae::v1::Run proto;
-      rpc::ToProto(run, &proto);
+      wire::ToProto(run, &proto);
       list.push_back(api::RunJson(proto));
     }
     return Ok({{"runs", list}});
@@ -378,7 +378,7 @@ Response Api::ExperimentReport(const Request& request, int64_t id) {
                      request.Param("view"));
   if (!report.ok()) return FromStatus(report.status());
   tae::v1::ReportResponse proto;
-  rpc::ToProto(*report, &proto);
+  wire::ToProto(*report, &proto);
   ordered_json out = api::ReportJson(proto);
   ordered_json goal = ordered_json::object();
   for (const std::string& metric : report->metrics) {
@@ -433,7 +433,7 @@ Response Api::RunDetail(int64_t run_id) {
   absl::StatusOr<query::RunDetail> detail = query_->GetRun(run_id);
   if (!detail.ok()) return FromStatus(detail.status());
   tae::v1::GetRunResponse proto;
-  rpc::ToProto(*detail, &proto);
+  wire::ToProto(*detail, &proto);
   ordered_json out = api::RunJson(proto.run());
   ordered_json transitions = ordered_json::array();
   for (const store::TransitionRecord& t : detail->transitions) {

@@ -2,10 +2,9 @@
 
 // The dashboard's routes (docs/dashboard.md): the page and its embedded files, the JSON
 // endpoints, Server-Sent Events streams and the actions. An adapter like the Control service:
-// every read posts one closure to taed's core, asks server/query, converts through
-// server/rpc/convert into the Control API's messages and prints them with common/api's JSON, the
-// shapes `taectl --json` prints; actions go to the controller. Nothing here blocks the HTTP
-// thread.
+// every read posts one closure to taed's core, asks server/query, converts through server/wire
+// into the Control API's messages and prints them with common/api's JSON, the shapes `taectl
+// --json` prints; actions go to the controller. Nothing here blocks the HTTP thread.
 //
 // Live updates: the core publishes its database's change counter every 100 ms (DataVersion); a
 // stream whose counter moved asks the core whether its own subject (an experiment's runs and

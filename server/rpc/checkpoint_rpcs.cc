@@ -9,6 +9,7 @@
 
 #include "server/rpc/blob_rpcs.h"
 #include "server/rpc/control_service.h"
+#include "server/wire/wire.h"
 
 namespace tae::rpc {
 
@@ -22,7 +23,7 @@ grpc::ServerUnaryReactor* ControlService::ListCheckpoints(
       return listed.status();
     }
     for (const store::CheckpointRecord& c : listed->first) {
-      ToProto(c, response->add_checkpoints());
+      wire::ToProto(c, response->add_checkpoints());
     }
     response->set_keep(listed->second);
     return absl::OkStatus();
@@ -42,7 +43,7 @@ grpc::ServerUnaryReactor* ControlService::GetCheckpoint(
     if (!checkpoint.ok()) {
       return checkpoint.status();
     }
-    ToProto(*checkpoint, response);
+    wire::ToProto(*checkpoint, response);
     return absl::OkStatus();
   });
 }
@@ -82,7 +83,7 @@ grpc::ServerUnaryReactor* ControlService::GetProfile(grpc::CallbackServerContext
         break;
       case controller::ProfileState::kDone:
         response->set_state(tae::v1::GetProfileResponse::DONE);
-        ToProto(status->artifact, response->mutable_artifact());
+        wire::ToProto(status->artifact, response->mutable_artifact());
         break;
       case controller::ProfileState::kFailed:
         response->set_state(tae::v1::GetProfileResponse::FAILED);
@@ -103,7 +104,7 @@ grpc::ServerUnaryReactor* ControlService::ListArtifacts(
       return listed.status();
     }
     for (const store::CheckpointRecord& a : *listed) {
-      ToProto(a, response->add_artifacts());
+      wire::ToProto(a, response->add_artifacts());
     }
     return absl::OkStatus();
   });

@@ -6,6 +6,7 @@
 #include "boost/asio/post.hpp"
 #include "common/status/macros.h"
 #include "server/rpc/convert.h"
+#include "server/wire/wire.h"
 
 namespace tae::rpc {
 namespace {
@@ -46,7 +47,7 @@ grpc::ServerUnaryReactor* ControlService::Submit(grpc::CallbackServerContext* ct
                                   request->snapshot_id()};
     ASSIGN_OR_RETURN(controller::SubmitResult result, controller_->Submit(input));
     ASSIGN_OR_RETURN(store::ExperimentRecord exp, query_->GetExperiment(result.experiment_id));
-    ToProto(exp, response->mutable_experiment());
+    wire::ToProto(exp, response->mutable_experiment());
     response->set_existing(result.existing);
     return absl::OkStatus();
   });
@@ -59,7 +60,7 @@ grpc::ServerUnaryReactor* ControlService::ListExperiments(
     ASSIGN_OR_RETURN(std::vector<store::ExperimentRecord> exps,
                      query_->ListExperiments(request->limit()));
     for (const store::ExperimentRecord& exp : exps) {
-      ToProto(exp, response->add_experiments());
+      wire::ToProto(exp, response->add_experiments());
     }
     return absl::OkStatus();
   });
@@ -71,10 +72,10 @@ grpc::ServerUnaryReactor* ControlService::GetExperiment(
   return OnCore(ctx, [this, request, response]() -> absl::Status {
     ASSIGN_OR_RETURN(int64_t id, query_->ResolveExperiment(request->experiment()));
     ASSIGN_OR_RETURN(store::ExperimentRecord exp, query_->GetExperiment(id));
-    ToProto(exp, response);
+    wire::ToProto(exp, response);
     ASSIGN_OR_RETURN(std::optional<report::SearchSavings> savings, query_->SearchSavings(exp));
     if (savings) {
-      ToProto(*savings, response->mutable_search_savings());
+      wire::ToProto(*savings, response->mutable_search_savings());
     }
     return absl::OkStatus();
   });
@@ -86,7 +87,7 @@ grpc::ServerUnaryReactor* ControlService::ListRuns(grpc::CallbackServerContext* 
   return OnCore(ctx, [this, request, response]() -> absl::Status {
     ASSIGN_OR_RETURN(std::vector<query::RunView> runs, query_->ListRuns(request->experiment()));
     for (const query::RunView& run : runs) {
-      ToProto(run, response->add_runs());
+      wire::ToProto(run, response->add_runs());
     }
     return absl::OkStatus();
   });
@@ -97,7 +98,7 @@ grpc::ServerUnaryReactor* ControlService::GetRun(grpc::CallbackServerContext* ct
                                                  tae::v1::GetRunResponse* response) {
   return OnCore(ctx, [this, request, response]() -> absl::Status {
     ASSIGN_OR_RETURN(query::RunDetail run, query_->GetRun(request->run_id()));
-    ToProto(run, response);
+    wire::ToProto(run, response);
     return absl::OkStatus();
   });
 }
@@ -112,7 +113,7 @@ grpc::ServerUnaryReactor* ControlService::Logs(grpc::CallbackServerContext* ctx,
     }
     const int limit = request->limit() == 0 ? kDefaultLogLines : request->limit();
     ASSIGN_OR_RETURN(query::LogPage page, query_->Logs(request->run_id(), request->after(), limit));
-    ToProto(page, response);
+    wire::ToProto(page, response);
     return absl::OkStatus();
   });
 }
@@ -125,7 +126,7 @@ grpc::ServerUnaryReactor* ControlService::Report(grpc::CallbackServerContext* ct
                      query_->Report(request->experiment(),
                                     {request->metrics().begin(), request->metrics().end()},
                                     request->baseline(), request->sort(), request->view()));
-    ToProto(result, response);
+    wire::ToProto(result, response);
     return absl::OkStatus();
   });
 }
@@ -139,7 +140,7 @@ grpc::ServerUnaryReactor* ControlService::SetPaused(grpc::CallbackServerContext*
     }
     ASSIGN_OR_RETURN(int64_t id, controller_->SetPaused(request->experiment(), request->paused()));
     ASSIGN_OR_RETURN(store::ExperimentRecord exp, query_->GetExperiment(id));
-    ToProto(exp, response);
+    wire::ToProto(exp, response);
     return absl::OkStatus();
   });
 }
@@ -187,7 +188,7 @@ grpc::ServerUnaryReactor* ControlService::ListQueue(grpc::CallbackServerContext*
   return OnCore(ctx, [this, response]() -> absl::Status {
     ASSIGN_OR_RETURN(std::vector<store::RunRecord> queued, query_->Queue());
     for (const store::RunRecord& run : queued) {
-      ToProto(run, response->add_runs());
+      wire::ToProto(run, response->add_runs());
     }
     return absl::OkStatus();
   });
@@ -203,7 +204,7 @@ grpc::ServerUnaryReactor* ControlService::QueryMetrics(grpc::CallbackServerConte
                                 request->max_points()};
     ASSIGN_OR_RETURN(std::vector<query::MetricSeries> series, query_->Metrics(input));
     for (const query::MetricSeries& one : series) {
-      ToProto(one, response->add_series());
+      wire::ToProto(one, response->add_series());
     }
     return absl::OkStatus();
   });
@@ -227,14 +228,14 @@ grpc::ServerUnaryReactor* ControlService::ListAgents(grpc::CallbackServerContext
                                                      tae::v1::ListAgentsResponse* response) {
   return OnCore(ctx, [this, request, response]() -> absl::Status {
     for (const auto& [id, agent] : controller_->registry().agents()) {
-      ToProto(agent, response->add_agents());
+      wire::ToProto(agent, response->add_agents());
     }
     if (request->provider_events()) {
       for (const provider::ProviderEvent& event : controller_->provider_log()->events()) {
-        ToProto(event, response->add_provider_events());
+        wire::ToProto(event, response->add_provider_events());
       }
       for (const provider::CloudVm& vm : controller_->provider_log()->vms()) {
-        ToProto(vm, response->add_vms());
+        wire::ToProto(vm, response->add_vms());
       }
     }
     return absl::OkStatus();
@@ -247,7 +248,7 @@ grpc::ServerUnaryReactor* ControlService::Shutdown(grpc::CallbackServerContext* 
   response->set_pid(getpid());
   return OnCore(ctx, [this, request, response]() -> absl::Status {
     for (const provider::CloudVm& vm : controller_->provider_log()->vms()) {
-      ToProto(vm, response->add_vms());
+      wire::ToProto(vm, response->add_vms());
     }
     request_shutdown_(request->delete_vms());
     return absl::OkStatus();

@@ -2,7 +2,7 @@
 
 // The Control service (taectl -> taed): a thin adapter. Each call is posted to the core thread,
 // where the Controller answers what changes state and the Query what is read; gRPC threads only
-// move messages, and proto conversion is server/rpc/convert's.
+// move messages; records and views become messages in server/wire.
 
 #include <functional>
 

@@ -9,6 +9,7 @@
 #include "common/status/macros.h"
 #include "server/rpc/blob_rpcs.h"
 #include "server/rpc/control_service.h"
+#include "server/wire/wire.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::rpc {
@@ -94,7 +95,7 @@ grpc::ServerUnaryReactor* ControlService::CreateSnapshot(
         reactor->Finish(ToGrpc(view.status()));
         return;
       }
-      ToProto(*view, response->mutable_snapshot());
+      wire::ToProto(*view, response->mutable_snapshot());
       reactor->Finish(grpc::Status::OK);
     });
   };
@@ -156,7 +157,7 @@ grpc::ServerUnaryReactor* ControlService::ListSnapshots(
       return;
     }
     for (const query::SnapshotView& snapshot : *snapshots) {
-      ToProto(snapshot, response->add_snapshots());
+      wire::ToProto(snapshot, response->add_snapshots());
     }
     blobs_->Post([reactor, response](blobs::BlobStore& blobs) {
       absl::StatusOr<std::vector<std::string>> all = blobs.List();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "proto/tae/v1/states.h"
+#include "server/wire/wire.h"
 
 namespace tae::rpc {
 namespace {
@@ -29,7 +30,7 @@ TEST_CASE("a run metadata event becomes a meta ingest event, and a run's metadat
   record.id = 3;
   record.meta = events[0].meta;
   tae::v1::Run run;
-  ToProto(record, &run);
+  wire::ToProto(record, &run);
   REQUIRE(run.meta().size() == 2);
   CHECK(run.meta().at("libtorch") == "1.13.0");
   CHECK(run.meta().at("threads") == "2");
@@ -41,7 +42,7 @@ TEST_CASE("run and agent states cross the wire as enums named as taed stores the
        {store::RunState::kQueued, store::RunState::kAssigned, store::RunState::kRunning,
         store::RunState::kSucceeded, store::RunState::kFailed, store::RunState::kCancelled,
         store::RunState::kLost}) {
-    const tae::v1::RunState wire = ToProto(state);
+    const tae::v1::RunState wire = wire::ToProto(state);
     CHECK(wire != tae::v1::RUN_STATE_UNSPECIFIED);
     CHECK(std::string(tae::v1::StateName(wire)) == store::ToString(state));
     CHECK(tae::v1::IsFinal(wire) == store::IsFinal(state));
@@ -51,12 +52,12 @@ TEST_CASE("run and agent states cross the wire as enums named as taed stores the
   for (registry::AgentState state :
        {registry::AgentState::kReady, registry::AgentState::kBusy, registry::AgentState::kDraining,
         registry::AgentState::kLost}) {
-    CHECK(std::string(tae::v1::StateName(ToProto(state))) == registry::ToString(state));
+    CHECK(std::string(tae::v1::StateName(wire::ToProto(state))) == registry::ToString(state));
   }
   store::RunRecord record;
   record.state = store::RunState::kSucceeded;
   tae::v1::Run run;
-  ToProto(record, &run);
+  wire::ToProto(record, &run);
   CHECK(run.state() == tae::v1::RUN_STATE_SUCCEEDED);
 }
 

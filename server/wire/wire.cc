@@ -1,0 +1,293 @@
+#include "server/wire/wire.h"
+
+#include <algorithm>
+
+#include "server/report/report.h"
+
+namespace tae::wire {
+
+void ToProto(const store::ExperimentRecord& in, tae::v1::Experiment* out) {
+  out->set_id(in.id);
+  out->set_name(in.name);
+  out->set_description(in.description);
+  out->set_spec_hash(in.spec_hash);
+  out->set_spec_path(in.spec_path);
+  out->set_state(store::ExperimentState(in.counts));
+  out->set_created_at(in.created_at);
+  out->set_paused(in.paused);
+  tae::v1::RunCounts* counts = out->mutable_counts();
+  counts->set_total(in.counts.total);
+  counts->set_queued(in.counts.queued);
+  counts->set_running(in.counts.running);
+  counts->set_succeeded(in.counts.succeeded);
+  counts->set_failed(in.counts.failed);
+  counts->set_cancelled(in.counts.cancelled);
+  counts->set_lost(in.counts.lost);
+  counts->set_pruned(in.counts.pruned);
+  for (const std::string& variant : in.variants) {
+    out->add_variants(variant);
+  }
+  for (const std::string& metric : in.report.metrics) {
+    out->add_report_metrics(metric);
+  }
+  for (const auto& [metric, goal] : in.report.goal) {
+    (*out->mutable_report_goal())[metric] = goal;
+  }
+}
+
+tae::v1::RunState ToProto(store::RunState state) {
+  switch (state) {
+    case store::RunState::kQueued:
+      return tae::v1::RUN_STATE_QUEUED;
+    case store::RunState::kAssigned:
+      return tae::v1::RUN_STATE_ASSIGNED;
+    case store::RunState::kRunning:
+      return tae::v1::RUN_STATE_RUNNING;
+    case store::RunState::kSucceeded:
+      return tae::v1::RUN_STATE_SUCCEEDED;
+    case store::RunState::kFailed:
+      return tae::v1::RUN_STATE_FAILED;
+    case store::RunState::kCancelled:
+      return tae::v1::RUN_STATE_CANCELLED;
+    case store::RunState::kLost:
+      return tae::v1::RUN_STATE_LOST;
+    case store::RunState::kPruned:
+      return tae::v1::RUN_STATE_PRUNED;
+  }
+  return tae::v1::RUN_STATE_UNSPECIFIED;
+}
+
+tae::v1::AgentState ToProto(registry::AgentState state) {
+  switch (state) {
+    case registry::AgentState::kReady:
+      return tae::v1::AGENT_STATE_READY;
+    case registry::AgentState::kBusy:
+      return tae::v1::AGENT_STATE_BUSY;
+    case registry::AgentState::kDraining:
+      return tae::v1::AGENT_STATE_DRAINING;
+    case registry::AgentState::kLost:
+      return tae::v1::AGENT_STATE_LOST;
+  }
+  return tae::v1::AGENT_STATE_UNSPECIFIED;
+}
+
+void ToProto(const store::RunRecord& in, tae::v1::Run* out) {
+  out->set_id(in.id);
+  out->set_experiment_id(in.experiment_id);
+  out->set_variant(in.variant);
+  out->set_seed(in.seed);
+  out->set_state(ToProto(in.state));
+  out->set_attempt(in.attempt);
+  out->set_agent_id(in.agent_id);
+  out->set_exit_code(in.exit_code.value_or(0));
+  out->set_reason(in.reason);
+  out->set_created_at(in.created_at);
+  out->set_started_at(in.started_at.value_or(0));
+  out->set_finished_at(in.finished_at.value_or(0));
+  out->set_config_json(in.config_json);
+  out->set_pid(in.pid);
+  for (const auto& [key, value] : in.meta) {
+    (*out->mutable_meta())[key] = value;
+  }
+}
+
+void ToProto(const store::TransitionRecord& in, tae::v1::Transition* out) {
+  out->set_attempt(in.attempt);
+  out->set_from_state(in.from_state);
+  out->set_to_state(in.to_state);
+  out->set_reason(in.reason);
+  out->set_at(in.at);
+}
+
+void ToProto(const registry::Agent& in, tae::v1::AgentInfo* out) {
+  out->set_id(in.id);
+  out->set_host(in.host);
+  out->set_state(ToProto(in.state()));
+  out->set_slots(in.slots);
+  out->set_busy_slots(in.busy_slots());
+  for (const auto& [key, value] : in.labels) {
+    (*out->mutable_labels())[key] = value;
+  }
+  out->set_version(in.version);
+  out->set_connected_at(in.connected_at);
+  out->set_last_seen(in.last_seen);
+  for (const auto& [run_id, slots] : in.runs) {
+    out->add_run_ids(run_id);
+  }
+  *out->mutable_facts() = in.facts;
+  out->set_quarantine(in.quarantine);
+  out->set_drained(in.draining || !in.quarantine.empty());
+}
+
+void ToProto(const provider::CloudVm& in, tae::v1::CloudVm* out) {
+  out->set_provider(in.provider);
+  out->set_pool(in.pool);
+  out->set_name(in.name);
+  out->set_zone(in.zone);
+  out->set_state(in.state);
+}
+
+void ToProto(const provider::ProviderEvent& in, tae::v1::ProviderEvent* out) {
+  out->set_time(in.time);
+  out->set_provider(in.provider);
+  out->set_subject(in.subject);
+  out->set_event(in.event);
+  out->set_detail(in.detail);
+}
+
+void ToProto(const query::RunView& in, tae::v1::Run* out) {
+  ToProto(in.run, out);
+  int64_t last_step = 0;
+  for (const store::MetricSummary& s : in.summaries) {
+    tae::v1::Scalar* scalar = out->add_final_metrics();
+    scalar->set_key(s.key);
+    scalar->set_value(s.last_value);
+    last_step = std::max(last_step, s.last_step);
+  }
+  out->set_last_step(last_step);
+}
+
+void ToProto(const query::RunDetail& in, tae::v1::GetRunResponse* out) {
+  ToProto(in.view, out->mutable_run());
+  for (const store::TransitionRecord& t : in.transitions) {
+    ToProto(t, out->add_transitions());
+  }
+}
+
+void ToProto(const query::LogPage& in, tae::v1::LogsResponse* out) {
+  for (const store::LogRecord& line : in.lines) {
+    tae::v1::LogEntry* entry = out->add_lines();
+    entry->set_cursor(line.cursor);
+    entry->set_attempt(line.attempt);
+    entry->set_stream(line.stream);
+    entry->set_text(line.text);
+    entry->set_wall_time(line.wall_time);
+  }
+  out->set_next(in.next);
+  out->set_run_finished(in.run_finished);
+}
+
+void ToProto(const query::MetricSeries& in, tae::v1::MetricSeries* out) {
+  ToProto(in.run, out->mutable_run());
+  out->set_key(in.key);
+  for (const store::MetricPoint& p : in.points) {
+    tae::v1::MetricPoint* point = out->add_points();
+    point->set_step(p.step);
+    point->set_value(p.value);
+    point->set_min(p.min);
+    point->set_max(p.max);
+    point->set_wall_time(p.wall_time);
+    point->set_count(p.count);
+  }
+}
+
+void ToProto(const store::CheckpointRecord& in, tae::v1::Checkpoint* out) {
+  out->set_run_id(in.run_id);
+  out->set_attempt(in.attempt);
+  out->set_step(in.step);
+  out->set_id(in.manifest_id);
+  out->set_files(in.files);
+  out->set_bytes(in.bytes);
+  out->set_created_at(in.created_at);
+  out->set_manifest(in.manifest);
+  out->set_artifact(in.artifact);
+}
+
+void ToProto(const query::SnapshotView& in, tae::v1::Snapshot* out) {
+  out->set_id(in.snapshot.id);
+  out->set_files(in.snapshot.files);
+  out->set_bytes(in.snapshot.bytes);
+  out->set_source(in.snapshot.source);
+  out->set_created_at(in.snapshot.created_at);
+  out->set_runs(static_cast<int32_t>(in.usage.runs));
+  out->set_active_runs(static_cast<int32_t>(in.usage.active_runs));
+}
+
+void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
+  ToProto(in.experiment, out->mutable_experiment());
+  for (const std::string& metric : in.metrics) {
+    out->add_metrics(metric);
+  }
+  out->set_baseline(in.baseline);
+  out->set_metrics_source(in.metrics_source);
+  for (const report::Row& row : in.rows) {
+    tae::v1::ReportRow* r = out->add_rows();
+    r->set_variant(row.variant);
+    r->set_runs(row.runs);
+    r->set_runs_total(row.runs_total);
+    r->set_baseline(row.baseline);
+    r->set_params(row.params);
+    r->set_flops_per_token(row.flops_per_token);
+    r->set_tokens_per_s(row.tokens_per_s);
+    r->set_ablation(row.ablation);
+    r->set_point(row.point);
+    r->set_points(row.points);
+    r->set_candidates(row.candidates);
+    r->set_runs_pruned(row.runs_pruned);
+    for (const report::Cell& cell : row.cells) {
+      tae::v1::ReportCell* c = r->add_cells();
+      c->set_metric(cell.metric);
+      c->set_n(cell.n);
+      c->set_mean(cell.mean);
+      c->set_std(cell.std);
+      c->set_ci95(cell.ci95);
+      c->set_best(cell.best);
+      c->set_has_delta(cell.has_delta);
+      c->set_delta(cell.delta);
+      c->set_rel_delta(cell.rel_delta);
+      c->set_has_test(cell.has_test);
+      c->set_p_value(cell.p_value);
+      c->set_mark(cell.mark);
+      c->set_decision(cell.decision);
+      c->set_decision_n(cell.decision_n);
+      c->set_decision_final(cell.decision_final);
+      c->set_margin(cell.margin);
+      c->set_level_kind(cell.level_kind);
+      c->set_level(cell.level);
+      c->set_level_what(cell.level_what);
+    }
+  }
+  for (const std::string& banner : in.banners) {
+    out->add_banners(banner);
+  }
+  out->set_adaptive(in.adaptive);
+  out->set_view(in.view);
+  out->set_search_metric(in.search_metric);
+  out->set_search_goal(in.search_goal);
+  if (in.savings) {
+    ToProto(*in.savings, out->mutable_experiment()->mutable_search_savings());
+  }
+  for (const store::SearchDecisionRecord& decision : in.decisions) {
+    tae::v1::SearchDecision* d = out->add_search_decisions();
+    d->set_point(decision.point);
+    d->set_group(decision.group);
+    d->set_rung(decision.rung);
+    d->set_step(decision.step);
+    d->set_has_value(decision.value.has_value());
+    d->set_value(decision.value.value_or(0));
+    d->set_seeds(decision.seeds);
+    d->set_verdict(decision.verdict);
+    d->set_rank(decision.rank);
+    d->set_competitors(decision.competitors);
+    d->set_keeps(decision.keeps);
+    d->set_reason(decision.reason);
+  }
+}
+
+void ToProto(const report::SearchSavings& in, tae::v1::SearchSavings* out) {
+  out->set_steps_run(in.steps_run);
+  out->set_steps_full(in.steps_full);
+  out->set_runs(in.runs);
+  out->set_runs_without_steps(in.runs_without_steps);
+  out->set_points_pruned(in.points_pruned);
+  for (const report::RungSavings& rung : in.rungs) {
+    tae::v1::SearchRung* r = out->add_rungs();
+    r->set_rung(rung.rung);
+    r->set_step(rung.step);
+    r->set_judged(rung.judged);
+    r->set_pruned(rung.pruned);
+    r->set_nodata(rung.nodata);
+  }
+}
+
+}  // namespace tae::wire
