@@ -27,9 +27,9 @@
 #include "agent/train/distributed.h"
 #include "agent/train/metrics_sink.h"
 #include "agent/train/runtime_info.h"
+#include "agent/train/step_record.h"
 #include "agent/train/tasks.h"
 #include "agent/train/threads.h"
-#include "agent/train/trace.h"
 #include "agent/train/trainer.h"
 #include "common/cli/paths.h"
 #include "common/spec/run_spec.h"
@@ -56,8 +56,8 @@ constexpr char kUsage[] =
     "options:\n"
     "  --checkpoint-dir DIR  default: $TAE_CHECKPOINT_DIR, else ./checkpoint\n"
     "  --no-checkpoint       neither write nor resume checkpoints\n"
-    "  --trace DIR           write the initial weights and every step's batch, loss, grad norm\n"
-    "                        and weights to DIR (agent/train/trace.h; for small runs)\n"
+    "  --record-steps DIR    write the initial weights and every step's batch, loss, grad norm\n"
+    "                        and weights to DIR (agent/train/step_record.h; for small runs)\n"
     "  --check FILE...       only check each run spec as tae-train reads it: one line per\n"
     "                        file, \"FILE: ok\" or \"FILE: <error>\"; exit 2 if one is refused\n"
     "  --schema              print the keys of a run spec (names, types, defaults, ranges,\n"
@@ -91,7 +91,7 @@ struct Args {
   std::string spec;
   std::string checkpoint_dir;
   bool no_checkpoint = false;
-  std::string trace_dir;
+  std::string record_dir;  // --record-steps
 };
 
 int Fail(int code, const absl::Status& status) {
@@ -145,8 +145,8 @@ bool ParseArgs(int argc, char** argv, Args* args, int* exit_code) {
       args->checkpoint_dir = argv[++i];
     } else if (arg.rfind("--checkpoint-dir=", 0) == 0) {
       args->checkpoint_dir = arg.substr(std::strlen("--checkpoint-dir="));
-    } else if (arg == "--trace" && i + 1 < argc) {
-      args->trace_dir = argv[++i];
+    } else if (arg == "--record-steps" && i + 1 < argc) {
+      args->record_dir = argv[++i];
     } else if (arg == "--no-checkpoint") {
       args->no_checkpoint = true;
     } else {
@@ -173,9 +173,10 @@ bool ParseArgs(int argc, char** argv, Args* args, int* exit_code) {
 // Replaces this process with the torch engine (python3 -m tae_torch) for the same run; returns
 // only on failure, with the exit code.
 int ExecTorchEngine(const Args& args) {
-  if (!args.trace_dir.empty()) {
-    return Fail(kExitUsage, absl::InvalidArgumentError(
-                                "--trace is tae-train's own; the torch engine does not trace"));
+  if (!args.record_dir.empty()) {
+    return Fail(kExitUsage,
+                absl::InvalidArgumentError(
+                    "--record-steps is tae-train's own; the torch engine does not record steps"));
   }
   const std::string python_dir = tae::cli::ProgramDir() + "/../share/tae/python";
   struct stat info {};
@@ -292,13 +293,14 @@ int main(int argc, char** argv) {
   options.fingerprint = tae::train::ConfigFingerprint(*spec);
   options.should_stop = [](int64_t) { return g_stop.load(); };
   options.collective = collective.get();
-  std::unique_ptr<tae::train::TraceWriter> trace;
-  if (!args.trace_dir.empty()) {
+  std::unique_ptr<tae::train::StepRecorder> step_record;
+  if (!args.record_dir.empty()) {
     if (collective != nullptr) {
-      return Fail(kExitUsage, absl::InvalidArgumentError("--trace needs a single-process run"));
+      return Fail(kExitUsage,
+                  absl::InvalidArgumentError("--record-steps needs a single-process run"));
     }
-    trace = std::make_unique<tae::train::TraceWriter>(args.trace_dir);
-    options.trace = trace.get();
+    step_record = std::make_unique<tae::train::StepRecorder>(args.record_dir);
+    options.step_record = step_record.get();
   }
   // Profiles (docs/profiles.md): where they go and how they are asked for, from the agent.
   std::unique_ptr<tae::train::StepProfiler> profiler;

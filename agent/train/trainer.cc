@@ -143,8 +143,9 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
   if (absl::Status s = ReportModel(model, summary); !s.ok()) {
     return s;
   }
-  if (options_.trace != nullptr) {
-    if (absl::Status s = options_.trace->Start(*model, task_->EvalBatches().front()); !s.ok()) {
+  if (options_.step_record != nullptr) {
+    if (absl::Status s = options_.step_record->Start(*model, task_->EvalBatches().front());
+        !s.ok()) {
       return s;
     }
   }
@@ -171,9 +172,9 @@ absl::StatusOr<TrainSummary> Trainer::RunOrThrow() {
     }
     window.loss_sum += loss;
     window.seconds += std::chrono::duration<double>(Clock::now() - start).count();
-    if (options_.trace != nullptr) {
-      if (absl::Status s = options_.trace->Step(step, batch, loss, window.grad_norm,
-                                                LearningRate(t, step - 1), *model);
+    if (options_.step_record != nullptr) {
+      if (absl::Status s = options_.step_record->Step(step, batch, loss, window.grad_norm,
+                                                      LearningRate(t, step - 1), *model);
           !s.ok()) {
         return s;
       }

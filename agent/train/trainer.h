@@ -21,8 +21,8 @@
 #include "agent/train/metrics_sink.h"
 #include "agent/train/model.h"
 #include "agent/train/profiler.h"
+#include "agent/train/step_record.h"
 #include "agent/train/tasks.h"
-#include "agent/train/trace.h"
 
 namespace tae::train {
 
@@ -64,8 +64,8 @@ struct TrainerOptions {
   // whole batch. Only rank 0 resumes, evaluates, reports metrics and writes checkpoints.
   Collective* collective = nullptr;
   // Records the initial weights and every step's batch, loss, grad norm and weights (tae-train
-  // --trace); nullptr: no trace. Single-process runs only.
-  TraceWriter* trace = nullptr;
+  // --record-steps); nullptr: none. Single-process runs only.
+  StepRecorder* step_record = nullptr;
   // Profiles on demand and at train.profile_at (docs/profiles.md); nullptr: none. Rank 0 only.
   StepProfiler* profiler = nullptr;
 };

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """tae-train against the PyTorch reference (agent/python/tae_torch), step by step.
 
-For every case of a matrix of knob combinations this runs `tae-train --trace DIR` for a few
-steps, then replays the trace in PyTorch:
+For every case of a matrix of knob combinations this runs `tae-train --record-steps DIR` for a
+few steps, then replays the step record in PyTorch:
   - the reference's own initial weights (same seed) must equal tae-train's bit for bit, and its
     task streams must draw the same train and eval batches;
   - starting from tae-train's initial weights and fed tae-train's batches, every step's loss,
@@ -128,8 +128,9 @@ def run_case(name, overrides, tae_train, work):
     spec_path = os.path.join(case_dir, "run.json")
     with open(spec_path, "w") as f:
         json.dump(spec, f)
-    trace = os.path.join(case_dir, "trace")
-    done = subprocess.run([tae_train, "--spec", spec_path, "--no-checkpoint", "--trace", trace],
+    record_dir = os.path.join(case_dir, "steps")
+    done = subprocess.run([tae_train, "--spec", spec_path, "--no-checkpoint", "--record-steps",
+                           record_dir],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           env=dict(os.environ, TAE_THREADS="1"), check=False)
     if done.returncode != 0:
@@ -137,11 +138,11 @@ def run_case(name, overrides, tae_train, work):
     config = spec_lib.parse(spec)
     t = config.train
     failures = []
-    with open(os.path.join(trace, "params.json")) as f:
+    with open(os.path.join(record_dir, "params.json")) as f:
         index = json.load(f)
     task = tasks.make_task(config)
     model = engine.build(config, task.vocab_size)
-    init = read_params(os.path.join(trace, "params_0.bin"), index)
+    init = read_params(os.path.join(record_dir, "params_0.bin"), index)
     names = [n for n, _ in model.named_parameters()]
     if names != [p["name"] for p in index["params"]]:
         return [f"parameters differ: reference {names} vs tae-train "
@@ -151,7 +152,7 @@ def run_case(name, overrides, tae_train, work):
             failures.append(f"initial {pname} differs from tae-train's (same seed): max "
                             f"{float((p.detach() - init[pname]).abs().max()):.3g}")
             break
-    ev = read_batch(os.path.join(trace, "eval_0.bin"), t.batch_size, t.seq_len)
+    ev = read_batch(os.path.join(record_dir, "eval_0.bin"), t.batch_size, t.seq_len)
     mine = task.eval_batches[0]
     if not (torch.equal(mine.inputs, ev[0]) and torch.equal(mine.targets, ev[1])
             and torch.equal(mine.mask, ev[2])):
@@ -163,13 +164,13 @@ def run_case(name, overrides, tae_train, work):
     model.train()
     optimizer = engine.make_optimizer(t, model)
     device = engine.Device()
-    with open(os.path.join(trace, "steps.jsonl")) as f:
+    with open(os.path.join(record_dir, "steps.jsonl")) as f:
         steps = [json.loads(line) for line in f]
     worst = {"loss": 0.0, "grad_norm": 0.0, "weights": 0.0, "flips": 0.0}
     for record in steps:
         s = record["step"]
-        inputs, targets, mask = read_batch(os.path.join(trace, f"batch_{s}.bin"), t.batch_size,
-                                           t.seq_len)
+        inputs, targets, mask = read_batch(os.path.join(record_dir, f"batch_{s}.bin"),
+                                           t.batch_size, t.seq_len)
         drawn = task.next_train_batch()
         if not (torch.equal(drawn.inputs, inputs) and torch.equal(drawn.targets, targets)
                 and torch.equal(drawn.mask, mask)):
@@ -179,7 +180,7 @@ def run_case(name, overrides, tae_train, work):
                            engine.train_step(model, optimizer, batch, config, s, device))
         loss_rel = abs(loss - record["loss"]) / max(abs(record["loss"]), 1e-12)
         norm_rel = abs(grad_norm - record["grad_norm"]) / max(abs(record["grad_norm"]), 1e-12)
-        expected = read_params(os.path.join(trace, f"params_{s}.bin"), index)
+        expected = read_params(os.path.join(record_dir, f"params_{s}.bin"), index)
         weight_excess, flips = compare_weights(model, expected, record["lr"])
         worst["loss"] = max(worst["loss"], loss_rel)
         worst["grad_norm"] = max(worst["grad_norm"], norm_rel)

@@ -1,8 +1,11 @@
 #pragma once
 
-// A step-by-step trace of a run, for checking another implementation of the same model and step
-// against tae-train (`tae-train --trace DIR`; tests/train/torch_equivalence_test.py replays it in
-// PyTorch). Everything is little-endian raw arrays plus JSON, readable without libtorch:
+// A step record of a run: its initial weights and every step's batch, loss, grad norm, learning
+// rate and updated weights, for checking another implementation of the same model and step against
+// tae-train (`tae-train --record-steps DIR`; tests/train/torch_equivalence_test.py replays it in
+// PyTorch). Not a trace: a profile's Chrome trace (StepProfiler, common/profile) says where time
+// goes, this says what the numbers were. Everything is little-endian raw arrays plus JSON, readable
+// without libtorch:
 //
 //   DIR/params.json    {"params": [{"name": "block0.attention.qkv.weight", "shape": [192, 64],
 //                      "offset": 0}, ...], "count": N}   (offsets in floats, named_parameters
@@ -13,7 +16,7 @@
 //   DIR/eval_0.bin     the first eval batch, same layout
 //   DIR/steps.jsonl    one {"step": S, "loss": .., "grad_norm": .., "lr": ..} per step
 //
-// A trace is for small runs (every step's weights are written); errors end the run.
+// A step record is for small runs (every step's weights are written); errors end the run.
 
 #include <torch/torch.h>
 
@@ -25,9 +28,9 @@
 
 namespace tae::train {
 
-class TraceWriter {
+class StepRecorder {
  public:
-  explicit TraceWriter(std::string dir) : dir_(std::move(dir)) {}
+  explicit StepRecorder(std::string dir) : dir_(std::move(dir)) {}
 
   // Creates DIR and writes params.json, params_0.bin and eval_0.bin.
   absl::Status Start(torch::nn::Module& model, const Batch& first_eval_batch);

@@ -1,4 +1,4 @@
-#include "agent/train/trace.h"
+#include "agent/train/step_record.h"
 
 #include <cerrno>
 #include <cstring>
@@ -21,7 +21,7 @@ absl::Status WriteTensors(const std::string& path, std::initializer_list<torch::
   out.close();
   if (!out) {
     return absl::InternalError(
-        absl::StrCat("trace: cannot write ", path, ": ", std::strerror(errno)));
+        absl::StrCat("step record: cannot write ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -33,11 +33,12 @@ absl::Status WriteBatch(const std::string& path, const Batch& batch) {
 
 }  // namespace
 
-absl::Status TraceWriter::Start(torch::nn::Module& model, const Batch& first_eval_batch) {
+absl::Status StepRecorder::Start(torch::nn::Module& model, const Batch& first_eval_batch) {
   std::error_code error;
   std::filesystem::create_directories(dir_, error);
   if (error) {
-    return absl::InternalError(absl::StrCat("trace: cannot create ", dir_, ": ", error.message()));
+    return absl::InternalError(
+        absl::StrCat("step record: cannot create ", dir_, ": ", error.message()));
   }
   nlohmann::json params = nlohmann::json::array();
   int64_t offset = 0;
@@ -50,7 +51,7 @@ absl::Status TraceWriter::Start(torch::nn::Module& model, const Batch& first_eva
   index << nlohmann::json{{"params", params}, {"count", offset}}.dump(1) << "\n";
   index.close();
   if (!index) {
-    return absl::InternalError(absl::StrCat("trace: cannot write ", dir_, "/params.json"));
+    return absl::InternalError(absl::StrCat("step record: cannot write ", dir_, "/params.json"));
   }
   std::ofstream(dir_ + "/steps.jsonl", std::ios::trunc).close();
   if (absl::Status s = WriteParams("params_0.bin", model); !s.ok()) {
@@ -59,8 +60,8 @@ absl::Status TraceWriter::Start(torch::nn::Module& model, const Batch& first_eva
   return WriteBatch(dir_ + "/eval_0.bin", first_eval_batch);
 }
 
-absl::Status TraceWriter::Step(int64_t step, const Batch& batch, double loss, double grad_norm,
-                               double lr, torch::nn::Module& model) {
+absl::Status StepRecorder::Step(int64_t step, const Batch& batch, double loss, double grad_norm,
+                                double lr, torch::nn::Module& model) {
   if (absl::Status s = WriteBatch(absl::StrCat(dir_, "/batch_", step, ".bin"), batch); !s.ok()) {
     return s;
   }
@@ -73,12 +74,12 @@ absl::Status TraceWriter::Step(int64_t step, const Batch& batch, double loss, do
       << "\n";
   steps.close();
   if (!steps) {
-    return absl::InternalError(absl::StrCat("trace: cannot write ", dir_, "/steps.jsonl"));
+    return absl::InternalError(absl::StrCat("step record: cannot write ", dir_, "/steps.jsonl"));
   }
   return absl::OkStatus();
 }
 
-absl::Status TraceWriter::WriteParams(const std::string& name, torch::nn::Module& model) {
+absl::Status StepRecorder::WriteParams(const std::string& name, torch::nn::Module& model) {
   std::ofstream out(dir_ + "/" + name, std::ios::binary | std::ios::trunc);
   for (const torch::Tensor& p : model.parameters()) {
     torch::Tensor flat = p.detach().contiguous();
@@ -87,7 +88,7 @@ absl::Status TraceWriter::WriteParams(const std::string& name, torch::nn::Module
   }
   out.close();
   if (!out) {
-    return absl::InternalError(absl::StrCat("trace: cannot write ", dir_, "/", name));
+    return absl::InternalError(absl::StrCat("step record: cannot write ", dir_, "/", name));
   }
   return absl::OkStatus();
 }
