@@ -1,11 +1,14 @@
 #pragma once
 
-// BlobStore: a content-addressed file store for code snapshots (DESIGN §7), used for taed's blob
-// store and for each agent's cache. A blob is the bytes of one file, named by its SHA-256 (64
-// lowercase hex digits) and kept at ROOT/ab/cdef... (the first two hex digits as a directory).
-// Uploads arrive in chunks at any offset into ROOT/tmp/<hash>.part; the blob appears, atomically
-// by rename, only when every byte is there and the content hashes to its name
-// (snapshot::Sha256OfFile). Not thread-safe: one owner thread calls it.
+// BlobStore: a content-addressed store of file contents, for whatever manifests name them: taed's
+// code snapshots ($TAE_HOME/blobs; docs/design.md §7), taed's checkpoints and run artifacts
+// ($TAE_HOME/checkpoints; docs/checkpoints.md), each owned by a BlobWorker (server/blobs), and
+// each agent's snapshot cache (agent/cache). Which blobs are referenced is the caller's to know.
+// A blob is the bytes of one file, named by its SHA-256 (64 lowercase hex digits) and kept at
+// ROOT/ab/cdef... (the first two hex digits as a directory). Uploads arrive in chunks at any
+// offset into ROOT/tmp/<hash>.part; the blob appears, atomically by rename, only when every byte
+// is there and the content hashes to its name (snapshot::Sha256OfFile). Not thread-safe: one
+// owner thread calls it.
 
 #include <cstdint>
 #include <functional>

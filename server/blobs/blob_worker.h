@@ -1,8 +1,9 @@
 #pragma once
 
-// BlobWorker: the one thread that owns taed's BlobStore ($TAE_HOME/blobs). Blob I/O (hashing,
-// writing, syncing and reading files) never runs on the core thread or inside a gRPC reaction:
-// callers Post work here and finish their call from it (docs/threading.md).
+// BlobWorker: the one thread that owns one of taed's BlobStores; taed starts two, for code
+// snapshots ($TAE_HOME/blobs) and for checkpoints and artifacts ($TAE_HOME/checkpoints). Blob I/O
+// (hashing, writing, syncing and reading files) never runs on the core thread or inside a gRPC
+// reaction: callers Post work here and finish their call from it (docs/threading.md).
 
 #include <functional>
 #include <memory>
