@@ -20,6 +20,7 @@
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/asio/steady_timer.hpp"
+#include "nlohmann/json.hpp"
 #include "server/controller/controller.h"
 #include "server/http/auth.h"
 #include "server/http/series_cache.h"
@@ -55,22 +56,34 @@ class Api final : public Handler {
 
  private:
   void Publish();
+  // Dispatch (api.cc): the path picks the resource's handler; each handler file below holds one
+  // resource's routes.
   Response Get(const Request& request);
-  // GET routes, one per resource (Get dispatches).
+  Response Post(const Request& request);
+  std::shared_ptr<EventSource> OpenStream(const Request& request, Response* error);
+
+  // api_experiments.cc: GET /api/experiments[/ID[/runs|metrics|report]]; POST
+  // /api/experiments/ID/ACTION (cancel, pause, resume, retry).
   Response Experiments();
-  Response Fleet();
   Response Experiment(const Request& request, const std::vector<std::string>& path);
   Response ExperimentReport(const Request& request, int64_t id);
+  Response ExperimentAction(const Request& request, const std::string& ref,
+                            const std::string& action);
+  // api_curves.cc: GET /api/experiments/ID/curves[.csv|.svg] (what: the last path part).
+  Response Curves(const Request& request, int64_t id, const std::string& what);
+  // api_runs.cc: GET /api/runs/ID[/series]; POST /api/runs/ID/cancel.
   Response Run(const Request& request, const std::vector<std::string>& path);
   Response RunDetail(int64_t run_id);
+  Response RunSeries(const Request& request, int64_t run_id);
+  Response CancelRun(int64_t run_id);
+  // api_logs.cc: GET /api/runs/ID/logs; the whole log as text, and a search of it, a slice per
+  // turn of the core.
   Response RunLogs(const Request& request, int64_t run_id);
-  // The whole log as text, and a search of it: a slice per turn of the core (see api.cc).
   void RunLogText(int64_t run_id, std::function<void(Response)> done);
   void SearchLogs(int64_t run_id, const std::string& text, std::function<void(Response)> done);
-  Response Post(const Request& request);
-  // GET /api/experiments/ID/curves[.csv|.svg] (what: the last path part).
-  Response Curves(const Request& request, int64_t id, const std::string& what);
-  std::shared_ptr<EventSource> OpenStream(const Request& request, Response* error);
+  // api_fleet.cc: GET /api/fleet; POST /api/agents/ID/drain.
+  Response Fleet();
+  Response DrainAgent(const std::string& agent, const nlohmann::json& body);
 
   boost::asio::io_context* core_;
   controller::Controller* controller_;
@@ -83,9 +96,5 @@ class Api final : public Handler {
   std::map<std::string, std::pair<int64_t, Response>> curve_cache_;
   int64_t curve_cache_bytes_ = 0;  // bodies and keys of curve_cache_
 };
-
-// `name` with every character but [A-Za-z0-9._-] replaced by '_' (not starting with '.', at most
-// 120 characters): safe inside a Content-Disposition header and as a file name.
-std::string SafeFilename(std::string_view name);
 
 }  // namespace tae::http
