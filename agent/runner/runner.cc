@@ -41,6 +41,20 @@ constexpr const char* kStreamFiles[3] = {"stdout", "stderr", "metrics"};
 // Vendor tools get this long per sample; they run on the AcceleratorProbe's thread.
 constexpr int kSysToolTimeoutMs = 3000;
 
+// A metrics event: `values` at `step`, in their order.
+tae::v1::Event MetricsEvent(int64_t step,
+                            const std::vector<std::pair<std::string, double>>& values) {
+  tae::v1::Event event;
+  tae::v1::MetricLine* metrics = event.mutable_metrics();
+  metrics->set_step(step);
+  for (const auto& [key, value] : values) {
+    tae::v1::Scalar* scalar = metrics->add_values();
+    scalar->set_key(key);
+    scalar->set_value(value);
+  }
+  return event;
+}
+
 double MonotonicNow() {
   using namespace std::chrono;
   return duration_cast<duration<double>>(steady_clock::now().time_since_epoch()).count();
@@ -426,11 +440,7 @@ void Runner::Poll() {
       }
     }
     if (job->pgid > 0 && !job->started_emitted) {
-      job->started_emitted = true;
-      tae::v1::Event started;
-      started.mutable_started()->set_pid(job->pgid);
-      started.mutable_started()->set_run_dir(job->run_dir);
-      Emit(*job, std::move(started), std::nullopt);
+      EmitStarted(*job);
     }
     if (job->cancel_requested && !job->signalled && job->pgid > 0) {
       job->signalled = true;
@@ -574,15 +584,15 @@ void Runner::OnLine(Job& job, int index, std::string line, uint64_t end) {
 
 void Runner::EmitMetrics(Job& job, metrics::MetricRecord record, std::optional<OutputMark> mark) {
   job.last_step = record.step.value_or(job.last_step);
+  Emit(job, MetricsEvent(job.last_step, record.values), mark);
+}
+
+void Runner::EmitStarted(Job& job) {
+  job.started_emitted = true;
   tae::v1::Event event;
-  tae::v1::MetricLine* metrics = event.mutable_metrics();
-  metrics->set_step(job.last_step);
-  for (auto& [key, value] : record.values) {
-    tae::v1::Scalar* scalar = metrics->add_values();
-    scalar->set_key(key);
-    scalar->set_value(value);
-  }
-  Emit(job, std::move(event), mark);
+  event.mutable_started()->set_pid(job.pgid);
+  event.mutable_started()->set_run_dir(job.run_dir);
+  Emit(job, std::move(event), std::nullopt);
 }
 
 void Runner::ScheduleSysSample() {
@@ -649,15 +659,7 @@ void Runner::SampleSys() {
       }
     }
     job->sys_step = job->last_step;
-    tae::v1::Event event;
-    tae::v1::MetricLine* metrics = event.mutable_metrics();
-    metrics->set_step(job->last_step);
-    for (const auto& [name, value] : points) {
-      tae::v1::Scalar* scalar = metrics->add_values();
-      scalar->set_key(name);
-      scalar->set_value(value);
-    }
-    Emit(*job, std::move(event), std::nullopt);
+    Emit(*job, MetricsEvent(job->last_step, points), std::nullopt);
   }
   ScheduleSysSample();
 }
@@ -731,14 +733,10 @@ std::vector<std::pair<int64_t, int>> Runner::Held() const {
 void Runner::Finish(std::shared_ptr<Job> job) {
   job->finishing = true;
   if (!job->started_emitted) {  // it ended between two polls, before we saw its group
-    job->started_emitted = true;
     if (absl::StatusOr<std::string> pgid = fs::ReadFile(job->job_dir + "/pgid"); pgid.ok()) {
       job->pgid = static_cast<pid_t>(ParseIntOr(*pgid, 0));
     }
-    tae::v1::Event started;
-    started.mutable_started()->set_pid(job->pgid);
-    started.mutable_started()->set_run_dir(job->run_dir);
-    Emit(*job, std::move(started), std::nullopt);
+    EmitStarted(*job);
   }
   job->kill_timer.cancel();
   int exit_code = -1;

@@ -127,7 +127,11 @@ class Runner {
   void ReadStream(Job& job, int index, bool final);
   void DeliverCheckpointMark(Job& job);
   void OnLine(Job& job, int index, std::string line, uint64_t end);
+  // The record's values at its step, or at the job's last step when it has none; the step becomes
+  // the job's last step.
   void EmitMetrics(Job& job, metrics::MetricRecord record, std::optional<OutputMark> mark);
+  // The `started` event (the job's process group and run dir), once per attempt.
+  void EmitStarted(Job& job);
   void Finish(std::shared_ptr<Job> job);
   void Emit(const Job& job, tae::v1::Event event, std::optional<OutputMark> mark);
   void ScheduleSysSample();
