@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "proto/tae/v1/artifact.h"
 
 namespace tae::metrics {
 namespace {

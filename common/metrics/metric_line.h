@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "proto/tae/v1/artifact.h"
 
 namespace tae::metrics {
 
@@ -38,10 +37,6 @@ struct ProfileMark {
   std::string tool;   // "libtorch", "torch.profiler", "jax.profiler", ...
   std::string error;  // set: no profile
 };
-
-// Kept only for server/controller/controller_checkpoints.cc, which still names the rule here:
-// use v1::IsArtifactName (proto/tae/v1/artifact.h).
-using v1::IsArtifactName;
 
 struct MetricRecord {
   std::optional<int64_t> step;  // absent: the caller uses the run's last step

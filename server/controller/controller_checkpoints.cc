@@ -6,8 +6,8 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "common/metrics/metric_line.h"
 #include "common/status/macros.h"
+#include "proto/tae/v1/artifact.h"
 #include "server/controller/controller.h"
 #include "server/lifecycle/lifecycle.h"
 
@@ -22,7 +22,7 @@ absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer, const std
           ? lifecycle::MayCheckpoint(run, hosts, agent, offer.attempt, Now(),
                                      options_.checkpoint_tail_s)
           : lifecycle::MayReport(run, hosts, agent, offer.attempt, Now(), options_.report_tail_s);
-  if (!offer.artifact.empty() && !metrics::IsArtifactName(offer.artifact)) {
+  if (!offer.artifact.empty() && !v1::IsArtifactName(offer.artifact)) {
     return absl::InvalidArgumentError(
         absl::StrCat("artifact: '", offer.artifact.substr(0, 80),
                      "' is not an artifact name (1-64 of [A-Za-z0-9._-], not starting with .)"));
