@@ -41,17 +41,26 @@ double NormalUpperQuantile(double q) {
   return 0.5 * (lo + hi);
 }
 
-// Lan–DeMets O'Brien–Fleming-type spending function for a two-sided level `alpha`.
-double SpentAt(double t, double alpha) {
+}  // namespace
+
+double SpentAt(const Spending& spending, double t, double alpha) {
   if (t <= 0) {
     return 0;
   }
   if (t >= 1) {
     return alpha;
   }
+  if (spending.family == Spending::Family::kHwangShihDeCani) {
+    if (std::fabs(spending.gamma) < 1e-9) {
+      return alpha * t;
+    }
+    return alpha * std::expm1(-spending.gamma * t) / std::expm1(-spending.gamma);
+  }
   const double z = NormalUpperQuantile(alpha / 2);
   return 2 * NormalUpperTail(z / std::sqrt(t));
 }
+
+namespace {
 
 // The density of the score S_k = Z_k sqrt(I_k) on the continuation region of look k (paths that
 // have not crossed a boundary yet), sampled on a uniform grid with Simpson weights folded in.
@@ -112,14 +121,15 @@ Density Propagate(const Density& previous, double z, double information, double 
 
 }  // namespace
 
-std::vector<double> SpendingBoundaries(const std::vector<double>& fractions, double alpha) {
+std::vector<double> SpendingBoundaries(const std::vector<double>& fractions, double alpha,
+                                       const Spending& spending) {
   std::vector<double> z;
   Density density;
   double spent_before = 0;
   double information_before = 0;
   for (size_t k = 0; k < fractions.size(); ++k) {
     const double information = fractions[k];
-    const double target = SpentAt(information, alpha) - spent_before;
+    const double target = SpentAt(spending, information, alpha) - spent_before;
     const double increment = information - information_before;
     double boundary = kNeverZ;
     if (k == 0) {
@@ -178,12 +188,25 @@ ArmStats StatsOf(const std::vector<double>& values) {
   return stats;
 }
 
-// The predictive probability that |Z| >= z_final at information `final` given |Z| = z at `now`,
-// with a flat prior on the drift: S_final | data ~ N(S_now final / now, (final - now) final / now).
-double PredictiveProbability(double z, double now, double final, double z_final) {
-  const double mean = z * std::sqrt(final / now);
-  const double sd = std::sqrt((final - now) / now);
-  return NormalUpperTail((z_final - mean) / sd) + NormalCdf((-z_final - mean) / sd);
+// The predictive probability (flat prior on the true delta; Spiegelhalter et al. 1986) that the
+// look at max decides a comparison that is undecided at look n: "different" when |Z_max| >=
+// z_final, or, with a margin m > 0, "equivalent" when the final interval delta_max +- q se_max lies
+// inside (-m, m). With the estimate `delta`, its standard error `se` and its |z| (from Welch's p,
+// so that few degrees of freedom count), S_max | data ~ N(S_n max / n, (max - n) max / n) on the
+// score scale, i.e. delta_max ~ N(delta, se^2 (max - n) / max) with se_max = se sqrt(n / max). The
+// two events can overlap (the table then says different): their sum bounds the probability from
+// above, so the rule errs towards another seed.
+double DecisionProbability(double z, double delta, double se, double n, double max, double z_final,
+                           double margin, double q_equivalence) {
+  const double mean = z * std::sqrt(max / n);
+  const double sd = std::sqrt((max - n) / n);
+  double probability = NormalUpperTail((z_final - mean) / sd) + NormalCdf((-z_final - mean) / sd);
+  const double half = margin - q_equivalence * se * std::sqrt(n / max);
+  if (margin > 0 && half > 0) {
+    const double delta_sd = se * std::sqrt((max - n) / max);
+    probability += NormalCdf((half - delta) / delta_sd) - NormalCdf((-half - delta) / delta_sd);
+  }
+  return probability;
 }
 
 }  // namespace
@@ -214,6 +237,11 @@ std::optional<std::string> DesignError(const SequentialDesign& design) {
                   design.margin);
     return buffer;
   }
+  if (!(std::fabs(design.spending.gamma) <= 10)) {
+    std::snprintf(buffer, sizeof buffer, "spending gamma must be in [-10, 10], got %g",
+                  design.spending.gamma);
+    return buffer;
+  }
   if (!(design.futility >= 0 && design.futility < 1)) {
     std::snprintf(buffer, sizeof buffer, "futility must be in [0, 1), got %g", design.futility);
     return buffer;
@@ -229,12 +257,13 @@ Boundaries ComputeBoundaries(const SequentialDesign& design) {
   boundaries.min_seeds = design.min_seeds;
   boundaries.max_seeds = design.max_seeds;
   const std::vector<double> fractions = LookFractions(design);
-  boundaries.z = SpendingBoundaries(fractions, design.alpha);
-  const std::vector<double> equivalence_z = SpendingBoundaries(fractions, 2 * design.alpha);
+  boundaries.z = SpendingBoundaries(fractions, design.alpha, design.spending);
+  const std::vector<double> equivalence_z =
+      SpendingBoundaries(fractions, 2 * design.alpha, design.spending);
   for (size_t k = 0; k < boundaries.z.size(); ++k) {
     boundaries.nominal_p.push_back(2 * NormalUpperTail(boundaries.z[k]));
     boundaries.one_sided.push_back(NormalUpperTail(equivalence_z[k]));
-    boundaries.spent.push_back(SpentAt(fractions[k], design.alpha));
+    boundaries.spent.push_back(SpentAt(design.spending, fractions[k], design.alpha));
   }
   return boundaries;
 }
@@ -297,9 +326,10 @@ Verdict Decide(const SequentialDesign& design, const Boundaries& boundaries,
     }
   }
   if (verdict.decision == Decision::kUndecided && !at_max && design.futility > 0) {
-    verdict.futile =
-        PredictiveProbability(NormalUpperQuantile(verdict.p / 2), verdict.n, boundaries.max_seeds,
-                              boundaries.z.back()) < design.futility;
+    const double z = NormalUpperQuantile(verdict.p / 2);
+    const double q = design.margin > 0 ? NormalUpperQuantile(boundaries.one_sided.back()) : 0;
+    verdict.futile = DecisionProbability(z, verdict.delta, se, verdict.n, boundaries.max_seeds,
+                                         boundaries.z.back(), design.margin, q) < design.futility;
   }
   verdict.final = verdict.decision != Decision::kUndecided || at_max || verdict.futile;
   return verdict;

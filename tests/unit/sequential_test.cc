@@ -8,10 +8,11 @@
 
 #include "common/stats/simulate.h"
 
-// Two-look references come from mpmath 1.2.1 at 30 digits, written independently of the grid
-// integration: c1 = Phi^-1(1 - alpha(t1) / 2) and c2 solving
-// 1 - int_{-c1}^{c1} phi(x) (Phi((c2 - r x) / s) - Phi((-c2 - r x) / s)) dx = alpha,
-// r = sqrt(t1), s = sqrt(1 - r^2), with alpha(t) = 2 - 2 Phi(Phi^-1(1 - 0.05 / 2) / sqrt(t)).
+// Two-look references come from mpmath (1.2.1 for O'Brien–Fleming, 1.3.0 for Hwang–Shih–DeCani)
+// at 30 digits, written independently of the grid integration: c1 = Phi^-1(1 - alpha(t1) / 2) and
+// c2 solving 1 - int_{-c1}^{c1} phi(x) (Phi((c2 - r x) / s) - Phi((-c2 - r x) / s)) dx = alpha,
+// r = sqrt(t1), s = sqrt(1 - r^2), with alpha(t) = 2 - 2 Phi(Phi^-1(1 - 0.05 / 2) / sqrt(t))
+// (O'Brien–Fleming) or 0.05 (1 - e^(-gamma t)) / (1 - e^(-gamma)) (Hwang–Shih–DeCani).
 
 namespace tae::stats {
 namespace {
@@ -21,6 +22,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Monte-Carlo bound: the rate plus three standard errors of a binomial share over `n` trials.
 double UpperBound(double rate, int n) { return rate + 3 * std::sqrt(rate * (1 - rate) / n); }
 
+constexpr Spending kOBrienFleming{Spending::Family::kOBrienFleming, 0};
+
+// The product's design (SequentialDesign's defaults) at min .. max.
 SequentialDesign Design(int min_seeds, int max_seeds, double margin = 0) {
   SequentialDesign design;
   design.min_seeds = min_seeds;
@@ -29,33 +33,14 @@ SequentialDesign Design(int min_seeds, int max_seeds, double margin = 0) {
   return design;
 }
 
-}  // namespace
-
-TEST_CASE("SpendingBoundaries of two looks match the bivariate normal integral", "[sequential]") {
-  const std::vector<double> half = SpendingBoundaries({0.5, 1}, 0.05);
-  REQUIRE(half.size() == 2);
-  CHECK(half[0] == Approx(2.77180764869936).epsilon(1e-9));
-  CHECK(half[1] == Approx(1.97931134267852).epsilon(1e-7));
-  const std::vector<double> quarter = SpendingBoundaries({0.25, 1}, 0.05);
-  CHECK(quarter[0] == Approx(3.91992796908011).epsilon(1e-9));
-  CHECK(quarter[1] == Approx(1.96030365265571).epsilon(1e-7));
-  // One look is the fixed-sample test.
-  CHECK(SpendingBoundaries({1}, 0.05)[0] == Approx(1.959963984540054).epsilon(1e-9));
+SequentialDesign WithoutFutility(SequentialDesign design) {
+  design.futility = 0;
+  return design;
 }
 
-TEST_CASE("The design's looks spend alpha as planned on a random walk", "[sequential]") {
-  // A Brownian motion with one unit of information per seed, simulated here, crosses the
-  // boundaries of looks min .. k with probability spent[k].
-  const SequentialDesign design = Design(3, 12);
-  const Boundaries boundaries = ComputeBoundaries(design);
-  REQUIRE(boundaries.z.size() == 10);
-  CHECK(boundaries.spent.back() == Approx(0.05));
-  for (size_t k = 1; k < boundaries.z.size(); ++k) {
-    CHECK(boundaries.z[k] < boundaries.z[k - 1]);  // O'Brien–Fleming: strict early, lenient late
-  }
-  CHECK(boundaries.nominal_p.front() < 1e-3);
-  CHECK(boundaries.nominal_p.back() > 0.03);
-  CHECK(boundaries.nominal_p.back() < 0.05);
+// A Brownian motion with one unit of information per seed, simulated here, crosses the
+// boundaries of looks min .. k with probability spent[k].
+void CheckSpendsOnRandomWalk(const SequentialDesign& design, const Boundaries& boundaries) {
   std::mt19937_64 engine(7);
   std::normal_distribution<double> normal;
   constexpr int kPaths = 100000;
@@ -84,6 +69,87 @@ TEST_CASE("The design's looks spend alpha as planned on a random walk", "[sequen
   }
 }
 
+}  // namespace
+
+TEST_CASE("SpendingBoundaries of two looks match the bivariate normal integral", "[sequential]") {
+  const std::vector<double> half = SpendingBoundaries({0.5, 1}, 0.05, kOBrienFleming);
+  REQUIRE(half.size() == 2);
+  CHECK(half[0] == Approx(2.77180764869936).epsilon(1e-9));
+  CHECK(half[1] == Approx(1.97931134267852).epsilon(1e-7));
+  const std::vector<double> quarter = SpendingBoundaries({0.25, 1}, 0.05, kOBrienFleming);
+  CHECK(quarter[0] == Approx(3.91992796908011).epsilon(1e-9));
+  CHECK(quarter[1] == Approx(1.96030365265571).epsilon(1e-7));
+  // One look is the fixed-sample test.
+  CHECK(SpendingBoundaries({1}, 0.05, kOBrienFleming)[0] ==
+        Approx(1.959963984540054).epsilon(1e-9));
+}
+
+TEST_CASE("Hwang–Shih–DeCani boundaries of two looks match the bivariate normal integral",
+          "[sequential]") {
+  const Spending design_spending;  // the product's: gamma -2.5
+  CHECK(design_spending.family == Spending::Family::kHwangShihDeCani);
+  CHECK(design_spending.gamma == -2.5);
+  std::vector<double> z = SpendingBoundaries({0.5, 1}, 0.05, design_spending);
+  REQUIRE(z.size() == 2);
+  CHECK(z[0] == Approx(2.53843316369037).epsilon(1e-9));
+  CHECK(z[1] == Approx(2.00959596120667).epsilon(1e-7));
+  z = SpendingBoundaries({0.25, 1}, 0.05, design_spending);
+  CHECK(z[0] == Approx(2.88758102793862).epsilon(1e-9));
+  CHECK(z[1] == Approx(1.98284008106497).epsilon(1e-7));
+  const Spending linear{Spending::Family::kHwangShihDeCani, 0};
+  z = SpendingBoundaries({0.5, 1}, 0.05, linear);
+  CHECK(z[0] == Approx(2.24140272760495).epsilon(1e-9));
+  CHECK(z[1] == Approx(2.12511878975558).epsilon(1e-7));
+  const Spending pocock_like{Spending::Family::kHwangShihDeCani, 1};
+  z = SpendingBoundaries({0.25, 1}, 0.05, pocock_like);
+  CHECK(z[0] == Approx(2.37610252716864).epsilon(1e-9));
+  CHECK(z[1] == Approx(2.09702977921082).epsilon(1e-7));
+  CHECK(SpendingBoundaries({1}, 0.05, design_spending)[0] ==
+        Approx(1.959963984540054).epsilon(1e-9));
+  // alpha(t): 0 before any information, linear at gamma 0, alpha at the end.
+  CHECK(SpentAt(design_spending, 0, 0.05) == 0);
+  CHECK(SpentAt(linear, 0.3, 0.05) == Approx(0.015));
+  CHECK(SpentAt(design_spending, 0.5, 0.05) ==
+        Approx(0.05 * (1 - std::exp(1.25)) / (1 - std::exp(2.5))));
+  CHECK(SpentAt(design_spending, 1, 0.05) == 0.05);
+}
+
+TEST_CASE("O'Brien–Fleming looks spend alpha as planned on a random walk", "[sequential]") {
+  SequentialDesign design = Design(3, 12);
+  design.spending = kOBrienFleming;
+  const Boundaries boundaries = ComputeBoundaries(design);
+  REQUIRE(boundaries.z.size() == 10);
+  CHECK(boundaries.spent.back() == Approx(0.05));
+  for (size_t k = 1; k < boundaries.z.size(); ++k) {
+    CHECK(boundaries.z[k] < boundaries.z[k - 1]);  // O'Brien–Fleming: strict early, lenient late
+  }
+  CHECK(boundaries.nominal_p.front() < 1e-3);
+  CHECK(boundaries.nominal_p.back() > 0.03);
+  CHECK(boundaries.nominal_p.back() < 0.05);
+  CheckSpendsOnRandomWalk(design, boundaries);
+}
+
+TEST_CASE("The design's looks spend alpha as planned on a random walk", "[sequential]") {
+  for (const SequentialDesign& design : {Design(3, 12), Design(3, 28)}) {
+    INFO("max " << design.max_seeds);
+    const Boundaries boundaries = ComputeBoundaries(design);
+    REQUIRE(boundaries.z.size() == static_cast<size_t>(design.max_seeds - 2));
+    CHECK(boundaries.spent.back() == Approx(0.05));
+    for (size_t k = 1; k < boundaries.z.size(); ++k) {
+      CHECK(boundaries.spent[k] > boundaries.spent[k - 1]);
+      if (k >= 2) {
+        CHECK(boundaries.z[k] < boundaries.z[k - 1]);  // strict early, more lenient every look
+      }
+    }
+    // Between O'Brien–Fleming and Pocock: little at the first look, where Welch's t has few
+    // degrees of freedom, and most of alpha left for the last.
+    CHECK(boundaries.nominal_p.front() < 0.005);
+    CHECK(boundaries.nominal_p.back() > 0.025);
+    CHECK(boundaries.nominal_p.back() < 0.05);
+    CheckSpendsOnRandomWalk(design, boundaries);
+  }
+}
+
 TEST_CASE("DesignError refuses designs the test cannot run", "[sequential]") {
   CHECK_FALSE(DesignError(Design(3, 12)));
   CHECK(DesignError(Design(1, 12)).value() ==
@@ -100,6 +166,11 @@ TEST_CASE("DesignError refuses designs the test cannot run", "[sequential]") {
   design.futility = 1;
   CHECK(DesignError(design).value() == "futility must be in [0, 1), got 1");
   CHECK(ComputeBoundaries(design).z.empty());
+  design.futility = 0;
+  design.spending.gamma = -11;
+  CHECK(DesignError(design).value() == "spending gamma must be in [-10, 10], got -11");
+  design.spending.gamma = std::numeric_limits<double>::quiet_NaN();
+  CHECK(DesignError(design).value() == "spending gamma must be in [-10, 10], got nan");
 }
 
 TEST_CASE("Decide: before min, clear differences, nulls at max, NaN and constant arms",
@@ -162,10 +233,16 @@ TEST_CASE("Decide: equivalence needs the repeated interval inside the margin", "
   CHECK(verdict.decision == Decision::kEquivalent);
   CHECK(verdict.final);
   CHECK(DecisionName(verdict.decision) == "equivalent");
-  // The same values with a margin the interval does not fit in.
-  verdict = Decide(Design(3, 12, 0.001), ComputeBoundaries(Design(3, 12, 0.001)), a, b);
+  // The same values with a margin the interval does not fit in: without futility it wants more
+  // seeds; with it (the default) it stops, since 12 seeds would not fit it in either.
+  const SequentialDesign narrow = Design(3, 12, 0.001);
+  verdict = Decide(WithoutFutility(narrow), ComputeBoundaries(narrow), a, b);
   CHECK(verdict.decision == Decision::kUndecided);
   CHECK_FALSE(verdict.final);
+  verdict = Decide(narrow, ComputeBoundaries(narrow), a, b);
+  CHECK(verdict.decision == Decision::kUndecided);
+  CHECK(verdict.futile);
+  CHECK(verdict.final);
 }
 
 TEST_CASE("Decide: futility ends a hopeless comparison before max", "[sequential]") {
@@ -179,13 +256,32 @@ TEST_CASE("Decide: futility ends a hopeless comparison before max", "[sequential
   CHECK(verdict.futile);
   CHECK(verdict.final);
   // Without the rule it keeps asking for seeds.
-  verdict = Decide(Design(3, 12), boundaries, a, b);
+  verdict = Decide(WithoutFutility(Design(3, 12)), boundaries, a, b);
+  CHECK_FALSE(verdict.futile);
+  CHECK_FALSE(verdict.final);
+  // The default design has the rule at 0.05: at n = 5 of 12 these values still have a 9% chance
+  // of a finding at max; three more seeds that do not differ either end it.
+  CHECK(Design(3, 12).futility == 0.05);
+  CHECK_FALSE(Decide(Design(3, 12), boundaries, a, b).futile);
+  std::vector<double> a8 = a;
+  std::vector<double> b8 = b;
+  a8.insert(a8.end(), {0.52, 0.48, 0.50});
+  b8.insert(b8.end(), {0.49, 0.51, 0.50});
+  verdict = Decide(Design(3, 12), boundaries, a8, b8);
+  CHECK(verdict.n == 8);
+  CHECK(verdict.futile);
+  CHECK(verdict.final);
+  // With a margin the same values may still end equivalent at max: not futile.
+  const SequentialDesign margin = Design(3, 12, 0.12);
+  verdict = Decide(margin, ComputeBoundaries(margin), a, b);
+  CHECK(verdict.decision == Decision::kUndecided);
   CHECK_FALSE(verdict.futile);
   CHECK_FALSE(verdict.final);
 }
 
 TEST_CASE("SeedsNeeded starts min seeds and grows only undecided comparisons", "[sequential]") {
-  const SequentialDesign design = Design(3, 5);
+  // Without futility, which would stop the near-null comparisons below (last section).
+  const SequentialDesign design = WithoutFutility(Design(3, 5));
   const Boundaries boundaries = ComputeBoundaries(design);
 
   SECTION("a new study gets min runs per arm") {
@@ -262,6 +358,12 @@ TEST_CASE("SeedsNeeded starts min seeds and grows only undecided comparisons", "
     const Arm started{"no-ffn", undecided.values, 4, 1};
     CHECK(SeedsNeeded(design, boundaries, {Point{"", started_baseline, {started}}}).empty());
   }
+
+  SECTION("a futile comparison asks for nothing") {
+    const SequentialDesign futile = Design(3, 5);
+    REQUIRE(Decide(futile, boundaries, undecided.values, baseline.values).futile);
+    CHECK(SeedsNeeded(futile, boundaries, {Point{"", baseline, {undecided}}}).empty());
+  }
 }
 
 // The simulation the design is judged by (bench/seeds_bench.sh prints the same figures).
@@ -276,6 +378,12 @@ TEST_CASE("Simulated null studies keep the false-positive rate at alpha", "[sequ
   // simulation can tell.
   CHECK(null.naive_different > UpperBound(0.05, kStudies));
   CHECK(null.equivalent == 0);
+  // Futility is non-binding: the rejection boundaries alone keep alpha too.
+  const Simulation boundaries_alone = Simulate(WithoutFutility(Design(3, 12)), 0, kStudies, 1);
+  CHECK(boundaries_alone.different <= UpperBound(0.05, kStudies));
+  CHECK(boundaries_alone.different >= null.different);
+  // Futility ends most null comparisons early.
+  CHECK(null.mean_runs < 0.75 * null.fixed_runs);
 
   SequentialDesign futile = Design(3, 12);
   futile.futility = 0.1;
@@ -312,6 +420,27 @@ TEST_CASE("Simulated real effects reach the fixed design's decisions with fewer 
   CHECK(two.different >= two.fixed_different - 0.01);
   CHECK(two.agreement >= 0.99);
   CHECK(two.mean_runs <= 0.6 * two.fixed_runs);
+}
+
+// The acceptance criterion of adaptive seeds at the max recommended for a 1-sigma effect (28: max
+// seeds tested once detect it 95% of the time; bench/seeds_bench.sh prints the same figures).
+TEST_CASE("At max sized for the effect, the design decides like fixed max with <= 60% of the runs",
+          "[sequential]") {
+  constexpr int kStudies = 4000;
+  const SequentialDesign design = Design(3, 28);
+  const Simulation null = Simulate(design, 0, kStudies, 7);
+  INFO("null: adaptive " << null.different << ", fixed " << null.fixed_different << ", runs "
+                         << null.mean_runs << " of " << null.fixed_runs);
+  CHECK(null.different <= UpperBound(0.05, kStudies));
+  CHECK(null.mean_runs < 0.7 * null.fixed_runs);
+  const Simulation one = Simulate(design, 1.0, kStudies, 8);
+  INFO("1 sigma: adaptive " << one.different << ", fixed " << one.fixed_different << ", same "
+                            << one.agreement << ", runs " << one.mean_runs << " of "
+                            << one.fixed_runs);
+  CHECK(one.fixed_different > 0.94);
+  CHECK(one.different >= one.fixed_different - 0.05);
+  CHECK(one.agreement >= 0.95);
+  CHECK(one.mean_runs <= 0.6 * one.fixed_runs);
 }
 
 }  // namespace tae::stats
