@@ -50,7 +50,7 @@ struct World {
   World() {
     spdlog::set_level(spdlog::level::off);
     store = std::move(tae::store::Store::Open(":memory:").value());
-    tae::store::NewExperiment exp;
+    tae::model::NewExperiment exp;
     exp.name = "fuzz";
     exp.spec_hash = "fuzz";
     exp.spec_text = "name = \"fuzz\"";
@@ -60,20 +60,20 @@ struct World {
       exp.runs.push_back({"no-attention", seed, "{}", {}});
     }
     (void)store->CreateExperiment(exp, 1.0).value();
-    std::vector<tae::store::IngestEvent> events;
+    std::vector<tae::model::IngestEvent> events;
     uint64_t seq = 0;
     for (int64_t run = 1; run <= 4; ++run) {
       for (int64_t step = 1; step <= 20; ++step) {
-        tae::store::IngestEvent e;
-        e.kind = tae::store::IngestEvent::Kind::kMetrics;
+        tae::model::IngestEvent e;
+        e.kind = tae::model::IngestEvent::Kind::kMetrics;
         e.seq = ++seq;
         e.run_id = run;
         e.attempt = 1;
         e.step = step;
         e.values = {{"train/loss", 2.0 / static_cast<double>(step) + run}, {"eval/acc", 0.5}};
         events.push_back(e);
-        tae::store::IngestEvent line;
-        line.kind = tae::store::IngestEvent::Kind::kLog;
+        tae::model::IngestEvent line;
+        line.kind = tae::model::IngestEvent::Kind::kLog;
         line.seq = ++seq;
         line.run_id = run;
         line.attempt = 1;

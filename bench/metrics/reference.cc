@@ -121,11 +121,11 @@ absl::StatusOr<double> MeasureRaw(const std::string& path, const PointLayout& la
 
 absl::StatusOr<double> MeasureStore(const std::string& path, const PointLayout& layout) {
   ASSIGN_OR_RETURN(std::unique_ptr<store::Store> store, store::Store::Open(path));
-  store::NewExperiment experiment;
+  model::NewExperiment experiment;
   experiment.name = "reference";
   experiment.spec_hash = "reference";
   for (int r = 0; r < layout.runs; ++r) {
-    store::NewRun run;
+    model::NewRun run;
     run.variant = "baseline";
     run.seed = r;
     run.config_json = "{}";
@@ -133,19 +133,19 @@ absl::StatusOr<double> MeasureStore(const std::string& path, const PointLayout& 
     experiment.runs.push_back(run);
   }
   ASSIGN_OR_RETURN(int64_t experiment_id, store->CreateExperiment(experiment, 1.7e9));
-  ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store->ListRuns(experiment_id));
+  ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, store->ListRuns(experiment_id));
   absl::Status status;
   double seconds = 0;
   uint64_t seq = 0;
-  std::vector<store::IngestEvent> events;
+  std::vector<model::IngestEvent> events;
   ForEachBatch(layout, [&](const std::vector<Line>& lines) {
     if (!status.ok()) {
       return;
     }
     events.clear();  // decoded outside the clock, as taed decodes on a gRPC thread
     for (const Line& line : lines) {
-      store::IngestEvent event;
-      event.kind = store::IngestEvent::Kind::kMetrics;
+      model::IngestEvent event;
+      event.kind = model::IngestEvent::Kind::kMetrics;
       event.seq = ++seq;
       event.run_id = runs[static_cast<size_t>(line.run)].id;
       event.attempt = 1;

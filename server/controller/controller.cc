@@ -22,8 +22,8 @@
 namespace tae::controller {
 namespace {
 
-store::Labels LabelsOf(const nlohmann::json& config) {
-  store::Labels labels;
+model::Labels LabelsOf(const nlohmann::json& config) {
+  model::Labels labels;
   auto it = config.find("resources.labels");
   if (it != config.end() && it->is_object()) {
     for (const auto& [key, value] : it->items()) {
@@ -44,8 +44,8 @@ std::string StringOf(const nlohmann::json& config, const char* key) {
 }
 
 // The one reading of a run's resolved config for what it asks of the fleet (store::RunResources).
-store::RunResources ResourcesOf(const nlohmann::json& config) {
-  store::RunResources r;
+model::RunResources ResourcesOf(const nlohmann::json& config) {
+  model::RunResources r;
   r.max_attempts = std::max(1, IntOf(config, "resources.max_attempts", 1));
   r.priority = IntOf(config, "resources.priority", 0);
   r.slots = IntOf(config, "resources.slots", 1);
@@ -60,8 +60,8 @@ store::RunResources ResourcesOf(const nlohmann::json& config) {
 }
 
 // What the report reads from the file: [report] and how train.seeds decides comparisons.
-store::ExperimentReport ReportOf(const spec::Spec& spec) {
-  store::ExperimentReport report;
+model::ExperimentReport ReportOf(const spec::Spec& spec) {
+  model::ExperimentReport report;
   report.metrics = spec.report_metrics;
   report.goal = spec.report_goal;
   report.floor = spec.report_floor;
@@ -82,8 +82,8 @@ store::ExperimentReport ReportOf(const spec::Spec& spec) {
   return report;
 }
 
-store::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec& spec) {
-  store::NewExperiment exp;
+model::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec& spec) {
+  model::NewExperiment exp;
   exp.name = spec.name;
   exp.description = spec.description;
   exp.spec_hash = spec::SpecHash(spec);
@@ -92,7 +92,7 @@ store::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec&
   exp.overrides_json = nlohmann::json(input.overrides).dump();
   exp.report = ReportOf(spec);
   for (const spec::RunPlan& plan : spec::ExpandRuns(spec)) {
-    store::NewRun run;
+    model::NewRun run;
     run.variant = plan.variant;
     run.seed = plan.seed;
     run.config_json = plan.config.dump();
@@ -117,7 +117,7 @@ absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
                      "\" needs a snapshot; taectl submit mounts it and passes its id"));
   }
   if (!input.snapshot_id.empty()) {
-    absl::StatusOr<store::SnapshotRecord> snapshot = store_->GetSnapshot(input.snapshot_id);
+    absl::StatusOr<model::SnapshotRecord> snapshot = store_->GetSnapshot(input.snapshot_id);
     if (!snapshot.ok()) {
       return absl::FailedPreconditionError(
           absl::StrCat("snapshot_id: no snapshot ", input.snapshot_id, " (mount it first)"));
@@ -144,10 +144,10 @@ absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
 
 absl::StatusOr<int> Controller::Cancel(const std::string& target, const std::string& reason) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, RunsOfTarget(target));
+  ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, RunsOfTarget(target));
   int affected = 0;
-  for (const store::RunRecord& run : runs) {
-    if (store::IsFinal(run.state)) {
+  for (const model::RunRecord& run : runs) {
+    if (model::IsFinal(run.state)) {
       continue;
     }
     RETURN_IF_ERROR(CancelRun(run, reason.empty() ? "cancelled by user" : reason));
@@ -157,12 +157,12 @@ absl::StatusOr<int> Controller::Cancel(const std::string& target, const std::str
   return affected;
 }
 
-absl::StatusOr<std::vector<store::RunRecord>> Controller::RunsOfTarget(const std::string& target) {
-  std::vector<store::RunRecord> runs;
+absl::StatusOr<std::vector<model::RunRecord>> Controller::RunsOfTarget(const std::string& target) {
+  std::vector<model::RunRecord> runs;
   int64_t run_id = 0;
   if (target.size() > 1 && (target[0] == 'r' || target[0] == 'R') &&
       absl::SimpleAtoi(target.substr(1), &run_id)) {
-    ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+    ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(run_id));
     runs.push_back(std::move(run));
     return runs;
   }
@@ -170,21 +170,21 @@ absl::StatusOr<std::vector<store::RunRecord>> Controller::RunsOfTarget(const std
   return store_->ListRuns(id);
 }
 
-absl::Status Controller::CancelRun(const store::RunRecord& run, const std::string& reason) {
+absl::Status Controller::CancelRun(const model::RunRecord& run, const std::string& reason) {
   const std::vector<std::string> agents = AgentsOfRun(run);
-  bool on_agent = run.state == store::RunState::kAssigned || run.state == store::RunState::kRunning;
+  bool on_agent = run.state == model::RunState::kAssigned || run.state == model::RunState::kRunning;
   // The agents kill the process groups and report `exited` with cancelled = true; the first such
   // exit ends the run (and, for a gang, stops the other ranks).
   if (on_agent && StopRanks(run.id, run.attempt, agents, "", reason) > 0) {
     return absl::OkStatus();
   }
   Release(run.id, agents);
-  RETURN_IF_ERROR(store_->FinishRun(run.id, store::RunState::kCancelled, reason, Now()));
+  RETURN_IF_ERROR(store_->FinishRun(run.id, model::RunState::kCancelled, reason, Now()));
   RunFinal(run.id, run.experiment_id);
   return absl::OkStatus();
 }
 
-std::vector<std::string> Controller::AgentsOfRun(const store::RunRecord& run) {
+std::vector<std::string> Controller::AgentsOfRun(const model::RunRecord& run) {
   absl::StatusOr<std::vector<std::string>> agents = store_->AgentsOf(run);
   if (!agents.ok()) {
     spdlog::error("run r{}: {}", run.id, agents.status().ToString());
@@ -245,7 +245,7 @@ void Controller::PublishDemand() {
   if (options_.demand == nullptr) {
     return;
   }
-  absl::StatusOr<std::vector<store::RunRecord>> queued = store_->QueuedRuns();
+  absl::StatusOr<std::vector<model::RunRecord>> queued = store_->QueuedRuns();
   absl::StatusOr<std::set<int64_t>> paused = store_->PausedExperiments();
   if (!queued.ok() || !paused.ok()) {
     // Nothing is published: the provider skips its rounds rather than act on a wrong picture.
@@ -256,7 +256,7 @@ void Controller::PublishDemand() {
 }
 
 void Controller::PlaceQueued() {
-  absl::StatusOr<std::vector<store::RunRecord>> queued = store_->QueuedRuns();
+  absl::StatusOr<std::vector<model::RunRecord>> queued = store_->QueuedRuns();
   if (!queued.ok()) {
     spdlog::error("scheduler: {}", queued.status().ToString());
     return;
@@ -267,9 +267,9 @@ void Controller::PlaceQueued() {
   const double now = Now();
   scheduler::Context context;
   context.now = now;
-  absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
+  absl::StatusOr<std::vector<model::RunRecord>> active = store_->ActiveRuns();
   if (active.ok()) {
-    for (const store::RunRecord& run : *active) {
+    for (const model::RunRecord& run : *active) {
       context.active[run.experiment_id] += 1;
     }
   }
@@ -279,7 +279,7 @@ void Controller::PlaceQueued() {
     return;
   }
   std::vector<scheduler::QueuedRun> queue;
-  for (const store::RunRecord& run : *queued) {
+  for (const model::RunRecord& run : *queued) {
     scheduler::QueuedRun q;
     q.run_id = run.id;
     q.priority = run.priority;
@@ -308,7 +308,7 @@ void Controller::PlaceQueued() {
   for (const scheduler::Placement& placement : placements) {
     const std::vector<std::string> agents =
         placement.gang.empty() ? std::vector<std::string>{placement.agent_id} : placement.gang;
-    absl::StatusOr<store::RunRecord> run = store_->AssignRun(placement.run_id, agents, Now());
+    absl::StatusOr<model::RunRecord> run = store_->AssignRun(placement.run_id, agents, Now());
     if (!run.ok()) {
       spdlog::error("scheduler: {}", run.status().ToString());
       continue;
@@ -327,7 +327,7 @@ void Controller::PlaceQueued() {
     start->set_command(run->command);
     start->set_snapshot_id(run->snapshot_id);
     // Every rank restores the run's last checkpoint (rank 0 uploaded it).
-    absl::StatusOr<std::optional<store::CheckpointRecord>> checkpoint =
+    absl::StatusOr<std::optional<model::CheckpointRecord>> checkpoint =
         store_->LatestCheckpoint(run->id);
     if (!checkpoint.ok()) {
       spdlog::error("run r{}: its checkpoint: {}", run->id, checkpoint.status().ToString());
@@ -362,7 +362,7 @@ absl::StatusOr<ScrapPlan> Controller::Scrap(const ScrapInput& input) {
     return absl::InvalidArgumentError(
         "ids, all, older_than_s: give exactly one of snapshot ids, all, or older_than_s");
   }
-  ASSIGN_OR_RETURN(std::vector<store::SnapshotRecord> snapshots, store_->ListSnapshots());
+  ASSIGN_OR_RETURN(std::vector<model::SnapshotRecord> snapshots, store_->ListSnapshots());
   ASSIGN_OR_RETURN(auto usages, store_->SnapshotUsages());
   std::vector<std::string> chosen;
   const double now = Now();
@@ -373,7 +373,7 @@ absl::StatusOr<ScrapPlan> Controller::Scrap(const ScrapInput& input) {
           "ids: '", wanted.substr(0, 80), "' is not a snapshot id (8 to 64 lowercase hex digits)"));
     }
     std::vector<std::string> matches;
-    for (const store::SnapshotRecord& snap : snapshots) {
+    for (const model::SnapshotRecord& snap : snapshots) {
       if (snap.id.compare(0, wanted.size(), wanted) == 0) {
         matches.push_back(snap.id);
       }
@@ -387,7 +387,7 @@ absl::StatusOr<ScrapPlan> Controller::Scrap(const ScrapInput& input) {
     }
     chosen.push_back(matches[0]);
   }
-  for (const store::SnapshotRecord& snap : snapshots) {
+  for (const model::SnapshotRecord& snap : snapshots) {
     if (input.all || (input.older_than_s > 0 && now - snap.created_at > input.older_than_s)) {
       chosen.push_back(snap.id);
     }
@@ -405,11 +405,11 @@ absl::StatusOr<ScrapPlan> Controller::Scrap(const ScrapInput& input) {
       plan.removed.push_back(id);
     }
   }
-  for (const store::SnapshotRecord& snap : snapshots) {
+  for (const model::SnapshotRecord& snap : snapshots) {
     if (removed.count(snap.id) > 0) {
       continue;
     }
-    ASSIGN_OR_RETURN(store::SnapshotRecord full, store_->GetSnapshot(snap.id));
+    ASSIGN_OR_RETURN(model::SnapshotRecord full, store_->GetSnapshot(snap.id));
     ASSIGN_OR_RETURN(std::vector<snapshot::Entry> entries, snapshot::ParseManifest(full.manifest));
     for (const snapshot::Entry& entry : entries) {
       plan.referenced.insert(entry.sha256);
@@ -445,16 +445,16 @@ void Controller::AddDueSeeds() {
 }
 
 void Controller::GrowSeeds(int64_t experiment_id) {
-  absl::StatusOr<store::ExperimentSource> source = store_->GetExperimentSource(experiment_id);
+  absl::StatusOr<model::ExperimentSource> source = store_->GetExperimentSource(experiment_id);
   if (!source.ok() || source->report.min_seeds <= 0) {
     Noted(source.status(), "read an experiment for adaptive seeds");
     return;  // a list of seeds: nothing to add
   }
   const std::string metric = seeds::PrimaryMetric(source->report);
-  absl::StatusOr<std::vector<store::RunRecord>> runs = store_->ListRuns(experiment_id);
-  absl::StatusOr<std::vector<store::FinalValue>> values =
+  absl::StatusOr<std::vector<model::RunRecord>> runs = store_->ListRuns(experiment_id);
+  absl::StatusOr<std::vector<model::FinalValue>> values =
       runs.ok() ? store_->FinalValues(experiment_id, {metric})
-                : absl::StatusOr<std::vector<store::FinalValue>>(runs.status());
+                : absl::StatusOr<std::vector<model::FinalValue>>(runs.status());
   if (!values.ok()) {
     Noted(values.status(), "read an experiment's runs for adaptive seeds");
     return;
@@ -470,11 +470,11 @@ void Controller::GrowSeeds(int64_t experiment_id) {
   if (plan.add.empty()) {
     return;
   }
-  std::map<int64_t, const store::RunRecord*> by_id;
-  for (const store::RunRecord& run : *runs) {
+  std::map<int64_t, const model::RunRecord*> by_id;
+  for (const model::RunRecord& run : *runs) {
     by_id[run.id] = &run;
   }
-  std::vector<store::NewRun> added;
+  std::vector<model::NewRun> added;
   std::optional<std::string> job_command;
   for (const seeds::NewSeeds& add : plan.add) {
     const nlohmann::json like =
@@ -498,7 +498,7 @@ void Controller::GrowSeeds(int64_t experiment_id) {
     for (int64_t seed : add.seeds) {
       const nlohmann::json config = spec::ConfigAtSeed(
           like, seed, like.contains("job.command") ? *job_command : std::string());
-      store::NewRun run;
+      model::NewRun run;
       run.variant = add.variant;
       run.seed = seed;
       run.config_json = config.dump();
@@ -544,9 +544,9 @@ absl::StatusOr<int64_t> Controller::SetPaused(const std::string& experiment, boo
 }
 
 absl::StatusOr<bool> Controller::AddSnapshot(const std::string& id,
-                                             const std::optional<store::SnapshotRecord>& fresh) {
+                                             const std::optional<model::SnapshotRecord>& fresh) {
   TAE_CHECK_OWNER(core_);
-  absl::StatusOr<store::SnapshotRecord> existing = store_->GetSnapshot(id);
+  absl::StatusOr<model::SnapshotRecord> existing = store_->GetSnapshot(id);
   if (existing.ok()) {
     return true;
   }

@@ -96,7 +96,7 @@ struct ProfileTicket {
 struct ProfileStatus {
   ProfileState state = ProfileState::kPending;
   std::string error;                 // kFailed
-  store::CheckpointRecord artifact;  // kDone (with its manifest)
+  model::CheckpointRecord artifact;  // kDone (with its manifest)
 };
 
 struct SubmitInput {
@@ -154,7 +154,7 @@ class Controller {
   // Records the snapshot `id`: `fresh` (its blobs checked by the caller) unless a snapshot with
   // that id exists. Returns whether it existed; NotFound when it does not and `fresh` is empty.
   absl::StatusOr<bool> AddSnapshot(const std::string& id,
-                                   const std::optional<store::SnapshotRecord>& fresh);
+                                   const std::optional<model::SnapshotRecord>& fresh);
   // Removes snapshots (not those of queued or running runs) and tells every connected agent to
   // drop them from its cache. Blob garbage collection is the caller's (on the blob thread).
   absl::StatusOr<ScrapPlan> Scrap(const ScrapInput& input);
@@ -170,7 +170,7 @@ class Controller {
   absl::StatusOr<int64_t> BeginCheckpoint(const CheckpointOffer& offer, const std::string& agent);
   // Its blobs are all stored: it is offered from now on; older ones beyond the run's
   // keep_checkpoints go. Returns what went.
-  absl::StatusOr<store::CheckpointsDropped> CompleteCheckpoint(int64_t run_id, int64_t id);
+  absl::StatusOr<model::CheckpointsDropped> CompleteCheckpoint(int64_t run_id, int64_t id);
   // Its blobs are not all stored: forgotten.
   absl::Status AbandonCheckpoint(int64_t id);
   // Removes checkpoints: of the named runs or experiments, all, or older than older_than_s;
@@ -217,7 +217,7 @@ class Controller {
   // agent may report (lifecycle::MayReport) are stored; the others are dropped, logged and
   // counted (refused_events()), and still acked so the agent does not resend them.
   absl::Status OnEvents(const std::string& agent_id, registry::AgentChannel* channel,
-                        const std::vector<store::IngestEvent>& events, uint64_t last_seq);
+                        const std::vector<model::IngestEvent>& events, uint64_t last_seq);
   void OnHeartbeat(const std::string& agent_id);
   // The agent cannot go on (its work dir or journal cannot be written) and stops: it is
   // quarantined and its runs are requeued at once, their attempts not counted.
@@ -248,7 +248,7 @@ class Controller {
   // their effect (pruned runs end in `pruned`, and their agents are told to stop them).
   // `replay`: after a restart, the stored decisions are restored and the stored points replayed.
   void StartSearch(int64_t experiment_id, bool replay);
-  void ObserveSearch(const std::vector<store::IngestEvent>& events);
+  void ObserveSearch(const std::vector<model::IngestEvent>& events);
   void EndSearchRun(int64_t run_id);
   void ApplySearch(int64_t experiment_id, std::vector<search::Decision> decisions);
   // Schedule's first half: the scheduler's decision, carried out.
@@ -265,18 +265,18 @@ class Controller {
   void Quarantine(const std::string& agent_id, const std::string& why);
   // Counts the infrastructure faults among an agent's run exits; quarantines it after
   // kQuarantineAfter in a row (a clean exit starts the count again).
-  void CountInfraFaults(const std::string& agent_id, const std::vector<store::IngestEvent>& events);
+  void CountInfraFaults(const std::string& agent_id, const std::vector<model::IngestEvent>& events);
   // A new secret for the agent, stored (its hash) and put in the credential table; returns the
   // credential "ID.SECRET". `how`: "token" or "provider".
   absl::StatusOr<std::string> IssueCredential(const std::string& agent_id, const std::string& how);
   // The events of `events` that `agent_id` may report (lifecycle::MayReport); logs the others.
-  std::vector<store::IngestEvent> OwnEvents(const std::string& agent_id,
-                                            const std::vector<store::IngestEvent>& events);
+  std::vector<model::IngestEvent> OwnEvents(const std::string& agent_id,
+                                            const std::vector<model::IngestEvent>& events);
   // "r57" (that run) or an experiment reference (its runs).
-  absl::StatusOr<std::vector<store::RunRecord>> RunsOfTarget(const std::string& target);
-  absl::Status CancelRun(const store::RunRecord& run, const std::string& reason);
+  absl::StatusOr<std::vector<model::RunRecord>> RunsOfTarget(const std::string& target);
+  absl::Status CancelRun(const model::RunRecord& run, const std::string& reason);
   // The agents of the run's current attempt (a gang's, by rank).
-  std::vector<std::string> AgentsOfRun(const store::RunRecord& run);
+  std::vector<std::string> AgentsOfRun(const model::RunRecord& run);
   // Asks every connected agent of `agents` but `except` to stop the attempt. Returns how many
   // were asked.
   int StopRanks(int64_t run_id, int attempt, const std::vector<std::string>& agents,

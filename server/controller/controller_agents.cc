@@ -27,7 +27,7 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
   } else {
     spdlog::error("agent {}: {}", id, q.status().ToString());
   }
-  store::AgentRecord record{agent.id,      agent.host, agent.slots, agent.labels,
+  model::AgentRecord record{agent.id,      agent.host, agent.slots, agent.labels,
                             agent.version, "ready",    now,         now};
   if (absl::Status s = store_->UpsertAgent(record); !s.ok()) {
     spdlog::error("agent {}: {}", id, s.ToString());
@@ -45,9 +45,9 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
   // Reconcile: runs the store places on this agent but the agent no longer holds are lost;
   // runs the agent holds that the store has finished are cancelled on the agent.
   std::set<std::pair<int64_t, int>> held(hello.held.begin(), hello.held.end());
-  absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
+  absl::StatusOr<std::vector<model::RunRecord>> active = store_->ActiveRuns();
   if (active.ok()) {
-    for (const store::RunRecord& run : *active) {
+    for (const model::RunRecord& run : *active) {
       const std::vector<std::string> agents = AgentsOfRun(run);
       if (std::find(agents.begin(), agents.end(), id) == agents.end()) {
         continue;
@@ -58,10 +58,10 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
         // Lost with this host; a gang's other ranks are stopped and it is requeued as a whole.
         const std::string reason = absl::StrCat("agent ", id, " reconnected without it");
         Release(run.id, agents);
-        absl::StatusOr<store::RunState> next =
+        absl::StatusOr<model::RunState> next =
             store_->LoseRun(run.id, reason, now, RetryDelay(run.attempt));
         Noted(next.status(), "lose a run of a reconnected agent");
-        if (next.ok() && store::IsFinal(*next)) {
+        if (next.ok() && model::IsFinal(*next)) {
           RunFinal(run.id, run.experiment_id);
         }
         StopRanks(run.id, run.attempt, agents, id, reason);
@@ -79,11 +79,11 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
 }
 
 absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentChannel* channel,
-                                  const std::vector<store::IngestEvent>& events,
+                                  const std::vector<model::IngestEvent>& events,
                                   uint64_t last_seq) {
   TAE_CHECK_OWNER(core_);
-  const std::vector<store::IngestEvent> own = OwnEvents(agent_id, events);
-  absl::StatusOr<std::vector<store::RunEnded>> ended = store_->Ingest(agent_id, own);
+  const std::vector<model::IngestEvent> own = OwnEvents(agent_id, events);
+  absl::StatusOr<std::vector<model::RunEnded>> ended = store_->Ingest(agent_id, own);
   if (!ended.ok()) {
     // Not acked: the agent keeps the events. Closing the stream makes it reconnect and send
     // them again, so a passing fault (disk full, a locked database) heals by itself.
@@ -99,7 +99,7 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
   ack.mutable_ack()->set_seq(last_seq);
   channel->Send(ack);
   ObserveSearch(own);  // before the ends: a run's last points come first
-  for (const store::RunEnded& run : *ended) {
+  for (const model::RunEnded& run : *ended) {
     if (run.gang.empty()) {
       registry_.RemoveRun(run.agent_id, run.run_id);
     } else {
@@ -107,9 +107,9 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
       Release(run.run_id, run.gang);
       StopRanks(run.run_id, run.attempt, run.gang, run.agent_id,
                 absl::StrCat("the gang's run ended on ", run.agent_id, " (",
-                             store::ToString(run.state), ")"));
+                             model::ToString(run.state), ")"));
     }
-    spdlog::info("run r{} {}", run.run_id, store::ToString(run.state));
+    spdlog::info("run r{} {}", run.run_id, model::ToString(run.state));
     RunFinal(run.run_id, run.experiment_id);
   }
   CountInfraFaults(agent_id, own);
@@ -120,13 +120,13 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
 }
 
 void Controller::CountInfraFaults(const std::string& agent_id,
-                                  const std::vector<store::IngestEvent>& events) {
+                                  const std::vector<model::IngestEvent>& events) {
   registry::Agent* agent = registry_.Find(agent_id);
   if (agent == nullptr) {
     return;
   }
-  for (const store::IngestEvent& event : events) {
-    if (event.kind != store::IngestEvent::Kind::kExited) {
+  for (const model::IngestEvent& event : events) {
+    if (event.kind != model::IngestEvent::Kind::kExited) {
       continue;
     }
     if (event.infra) {
@@ -204,22 +204,22 @@ void Controller::StartGraceTimer(const std::string& agent_id) {
 }
 
 void Controller::LoseUnclaimedRuns(const std::string& agent_id, const std::string& reason) {
-  absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
+  absl::StatusOr<std::vector<model::RunRecord>> active = store_->ActiveRuns();
   if (!active.ok()) {
     spdlog::error("{}", active.status().ToString());
     return;
   }
-  for (const store::RunRecord& run : *active) {
+  for (const model::RunRecord& run : *active) {
     const std::vector<std::string> agents = AgentsOfRun(run);
     if (std::find(agents.begin(), agents.end(), agent_id) == agents.end()) {
       continue;
     }
     Release(run.id, agents);
-    absl::StatusOr<store::RunState> next =
+    absl::StatusOr<model::RunState> next =
         store_->LoseRun(run.id, reason, Now(), RetryDelay(run.attempt));
     if (next.ok()) {
-      spdlog::warn("run r{} lost on {}: now {}", run.id, agent_id, store::ToString(*next));
-      if (store::IsFinal(*next)) {
+      spdlog::warn("run r{} lost on {}: now {}", run.id, agent_id, model::ToString(*next));
+      if (model::IsFinal(*next)) {
         RunFinal(run.id, run.experiment_id);  // a failed run's seed is replaced
       }
     }
@@ -274,12 +274,12 @@ void Controller::Recover() {
     Noted(searched.status(), "list the experiments with an asha [search]");
   }
   CheckLiveness();
-  absl::StatusOr<std::vector<store::RunRecord>> active = store_->ActiveRuns();
+  absl::StatusOr<std::vector<model::RunRecord>> active = store_->ActiveRuns();
   if (!active.ok()) {
     return;
   }
   std::set<std::string> agents;
-  for (const store::RunRecord& run : *active) {
+  for (const model::RunRecord& run : *active) {
     for (const std::string& id : AgentsOfRun(run)) {
       agents.insert(id);
     }

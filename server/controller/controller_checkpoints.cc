@@ -15,7 +15,7 @@ namespace tae::controller {
 
 absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer, const std::string& agent) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(offer.run_id));
+  ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(offer.run_id));
   const std::vector<std::string> hosts = AgentsOfRun(run);
   const bool allowed =
       offer.artifact.empty()
@@ -38,7 +38,7 @@ absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer, const std
   }
   if (!allowed) {
     return absl::FailedPreconditionError(
-        absl::StrCat("run_id: r", run.id, " is ", store::ToString(run.state),
+        absl::StrCat("run_id: r", run.id, " is ", model::ToString(run.state),
                      ": its attempt is over, nothing more is stored for it"));
   }
   if (offer.artifact.empty() && run.keep_checkpoints <= 0) {
@@ -57,7 +57,7 @@ absl::StatusOr<int64_t> Controller::BeginCheckpoint(const CheckpointOffer& offer
                                                     const std::string& agent) {
   TAE_CHECK_OWNER(core_);
   RETURN_IF_ERROR(CheckCheckpoint(offer, agent));
-  store::CheckpointRecord record;
+  model::CheckpointRecord record;
   record.run_id = offer.run_id;
   record.attempt = offer.attempt;
   record.step = offer.step;
@@ -70,10 +70,10 @@ absl::StatusOr<int64_t> Controller::BeginCheckpoint(const CheckpointOffer& offer
   return store_->BeginCheckpoint(record, offer.hashes);
 }
 
-absl::StatusOr<store::CheckpointsDropped> Controller::CompleteCheckpoint(int64_t run_id,
+absl::StatusOr<model::CheckpointsDropped> Controller::CompleteCheckpoint(int64_t run_id,
                                                                          int64_t id) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+  ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(run_id));
   return store_->CompleteCheckpoint(id, std::max(1, run.keep_checkpoints));
 }
 
@@ -92,19 +92,19 @@ absl::StatusOr<CheckpointScrap> Controller::ScrapCheckpoints(const ScrapInput& i
   // Runs named explicitly lose their checkpoints whatever their state.
   std::map<int64_t, bool> named;  // run id -> named as a run (not through its experiment)
   for (const std::string& target : input.ids) {
-    ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, RunsOfTarget(target));
+    ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, RunsOfTarget(target));
     const bool as_run = runs.size() == 1 && (target[0] == 'r' || target[0] == 'R');
-    for (const store::RunRecord& run : runs) {
+    for (const model::RunRecord& run : runs) {
       named[run.id] = named[run.id] || as_run;
     }
   }
-  ASSIGN_OR_RETURN(std::vector<store::CheckpointRecord> checkpoints,
+  ASSIGN_OR_RETURN(std::vector<model::CheckpointRecord> checkpoints,
                    store_->ListCheckpoints(0, input.artifacts));
   const double now = Now();
   CheckpointScrap plan;
   std::vector<int64_t> doomed;
   std::map<int64_t, bool> active;  // run id -> queued, assigned or running
-  for (const store::CheckpointRecord& c : checkpoints) {
+  for (const model::CheckpointRecord& c : checkpoints) {
     auto target = named.find(c.run_id);
     if (!input.all && input.older_than_s <= 0 && target == named.end()) {
       continue;
@@ -113,8 +113,8 @@ absl::StatusOr<CheckpointScrap> Controller::ScrapCheckpoints(const ScrapInput& i
       continue;
     }
     if (active.count(c.run_id) == 0) {
-      ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(c.run_id));
-      active[c.run_id] = !store::IsFinal(run.state);
+      ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(c.run_id));
+      active[c.run_id] = !model::IsFinal(run.state);
     }
     const bool explicit_run = target != named.end() && target->second;
     if (active[c.run_id] && !explicit_run) {

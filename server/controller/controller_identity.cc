@@ -30,8 +30,8 @@ absl::Status CheckAgentId(const std::string& id) {
 absl::StatusOr<std::string> Controller::Enrol(const std::string& agent_id) {
   TAE_CHECK_OWNER(core_);
   RETURN_IF_ERROR(CheckAgentId(agent_id));
-  ASSIGN_OR_RETURN(std::vector<store::CredentialRecord> all, store_->ListCredentials());
-  for (const store::CredentialRecord& c : all) {
+  ASSIGN_OR_RETURN(std::vector<model::CredentialRecord> all, store_->ListCredentials());
+  for (const model::CredentialRecord& c : all) {
     if (c.agent_id != agent_id) {
       continue;
     }
@@ -55,8 +55,8 @@ absl::StatusOr<std::string> Controller::Enrol(const std::string& agent_id) {
 absl::StatusOr<std::string> Controller::MintCredential(const std::string& agent_id) {
   TAE_CHECK_OWNER(core_);
   RETURN_IF_ERROR(CheckAgentId(agent_id));
-  ASSIGN_OR_RETURN(std::vector<store::CredentialRecord> all, store_->ListCredentials());
-  for (const store::CredentialRecord& c : all) {
+  ASSIGN_OR_RETURN(std::vector<model::CredentialRecord> all, store_->ListCredentials());
+  for (const model::CredentialRecord& c : all) {
     if (c.agent_id == agent_id && c.revoked_at.has_value()) {
       return absl::PermissionDeniedError(
           absl::StrCat("agent ", agent_id, " was revoked (", c.revoked_reason, ")"));
@@ -68,7 +68,7 @@ absl::StatusOr<std::string> Controller::MintCredential(const std::string& agent_
 absl::StatusOr<std::string> Controller::IssueCredential(const std::string& agent_id,
                                                         const std::string& how) {
   ASSIGN_OR_RETURN(std::string secret, registry::NewSecret());
-  store::CredentialRecord record{agent_id, registry::SecretHash(secret), how, Now(), {}, ""};
+  model::CredentialRecord record{agent_id, registry::SecretHash(secret), how, Now(), {}, ""};
   RETURN_IF_ERROR(store_->PutCredential(record));
   if (options_.credentials != nullptr) {
     options_.credentials->Put(agent_id, record.secret_sha256);
@@ -99,19 +99,19 @@ absl::StatusOr<int> Controller::Revoke(const std::string& agent_id, const std::s
   return requeued;
 }
 
-std::vector<store::IngestEvent> Controller::OwnEvents(
-    const std::string& agent_id, const std::vector<store::IngestEvent>& events) {
+std::vector<model::IngestEvent> Controller::OwnEvents(
+    const std::string& agent_id, const std::vector<model::IngestEvent>& events) {
   // Which (run, attempt) pairs this batch may write, decided once per run.
   std::map<std::pair<int64_t, int>, bool> allowed;
-  std::vector<store::IngestEvent> own;
+  std::vector<model::IngestEvent> own;
   own.reserve(events.size());
   const double now = Now();
   int64_t refused = 0;
   int64_t example_run = 0;
-  for (const store::IngestEvent& event : events) {
+  for (const model::IngestEvent& event : events) {
     auto [it, fresh] = allowed.try_emplace({event.run_id, event.attempt}, false);
     if (fresh) {
-      absl::StatusOr<store::RunRecord> run = store_->GetRun(event.run_id);
+      absl::StatusOr<model::RunRecord> run = store_->GetRun(event.run_id);
       it->second = run.ok() && lifecycle::MayReport(*run, AgentsOfRun(*run), agent_id,
                                                     event.attempt, now, options_.report_tail_s);
     }

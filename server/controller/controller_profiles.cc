@@ -37,13 +37,13 @@ absl::StatusOr<ProfileTicket> Controller::RequestProfile(int64_t run_id, int ste
   if (steps == 0 && seconds == 0) {
     steps = 5;
   }
-  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
-  if (run.state != store::RunState::kRunning) {
+  ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(run_id));
+  if (run.state != model::RunState::kRunning) {
     return absl::FailedPreconditionError(
-        absl::StrCat("run_id: r", run.id, " is ", store::ToString(run.state),
+        absl::StrCat("run_id: r", run.id, " is ", model::ToString(run.state),
                      "; only a running run can be profiled",
-                     store::IsFinal(run.state) ? " (its artifacts: taectl artifacts r" : "",
-                     store::IsFinal(run.state) ? absl::StrCat(run.id, ")") : ""));
+                     model::IsFinal(run.state) ? " (its artifacts: taectl artifacts r" : "",
+                     model::IsFinal(run.state) ? absl::StrCat(run.id, ")") : ""));
   }
   const std::vector<std::string> agents = AgentsOfRun(run);
   registry::Agent* agent = agents.empty() ? nullptr : registry_.Find(agents.front());
@@ -72,7 +72,7 @@ absl::StatusOr<ProfileTicket> Controller::RequestProfile(int64_t run_id, int ste
   while (true) {
     ticket.id = NewProfileId();
     // Unique among the requests here and the run's stored profiles (ids outlive a restart).
-    ASSIGN_OR_RETURN(std::optional<store::CheckpointRecord> taken,
+    ASSIGN_OR_RETURN(std::optional<model::CheckpointRecord> taken,
                      store_->FindArtifact(run.id, absl::StrCat("profile-", ticket.id)));
     if (profiles_.count(ticket.id) == 0 && !taken.has_value()) {
       break;
@@ -96,9 +96,9 @@ absl::StatusOr<ProfileTicket> Controller::RequestProfile(int64_t run_id, int ste
 
 absl::StatusOr<ProfileStatus> Controller::GetProfile(int64_t run_id, const std::string& id) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+  ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(run_id));
   ProfileStatus status;
-  ASSIGN_OR_RETURN(std::optional<store::CheckpointRecord> stored,
+  ASSIGN_OR_RETURN(std::optional<model::CheckpointRecord> stored,
                    store_->FindArtifact(run.id, absl::StrCat("profile-", id)));
   auto it = profiles_.find(id);
   if (stored.has_value()) {
@@ -117,7 +117,7 @@ absl::StatusOr<ProfileStatus> Controller::GetProfile(int64_t run_id, const std::
   }
   PendingProfile& pending = it->second;
   if (pending.state == ProfileState::kPending &&
-      (run.attempt != pending.attempt || run.state != store::RunState::kRunning)) {
+      (run.attempt != pending.attempt || run.state != model::RunState::kRunning)) {
     if (pending.ended_seen_at == 0) {
       pending.ended_seen_at = Now();
     } else if (Now() - pending.ended_seen_at > kEndGraceS) {

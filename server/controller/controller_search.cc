@@ -11,7 +11,7 @@
 namespace tae::controller {
 namespace {
 
-search::AshaRule RuleOf(const store::SearchSettings& s) {
+search::AshaRule RuleOf(const model::SearchSettings& s) {
   search::AshaRule rule;
   rule.metric = s.metric;
   rule.maximize = s.goal == "max";
@@ -20,8 +20,8 @@ search::AshaRule RuleOf(const store::SearchSettings& s) {
   return rule;
 }
 
-store::SearchDecisionRecord ToRecord(const search::Decision& d, double at) {
-  store::SearchDecisionRecord r;
+model::SearchDecisionRecord ToRecord(const search::Decision& d, double at) {
+  model::SearchDecisionRecord r;
   r.point = d.point;
   r.group = d.group;
   r.rung = d.rung;
@@ -39,7 +39,7 @@ store::SearchDecisionRecord ToRecord(const search::Decision& d, double at) {
   return r;
 }
 
-search::Decision FromRecord(const store::SearchDecisionRecord& r) {
+search::Decision FromRecord(const model::SearchDecisionRecord& r) {
   search::Decision d;
   d.verdict = r.verdict == "prune"    ? search::Verdict::kPrune
               : r.verdict == "nodata" ? search::Verdict::kNoData
@@ -65,19 +65,19 @@ void Controller::RunFinal(int64_t run_id, int64_t experiment_id) {
 }
 
 void Controller::StartSearch(int64_t experiment_id, bool replay) {
-  absl::StatusOr<store::ExperimentSource> source = store_->GetExperimentSource(experiment_id);
+  absl::StatusOr<model::ExperimentSource> source = store_->GetExperimentSource(experiment_id);
   if (!source.ok() || !source->report.search.asha()) {
     Noted(source.status(), "read an experiment's [search]");
     return;
   }
-  const store::SearchSettings& settings = source->report.search;
-  absl::StatusOr<std::vector<store::RunRecord>> runs = store_->ListRuns(experiment_id);
+  const model::SearchSettings& settings = source->report.search;
+  absl::StatusOr<std::vector<model::RunRecord>> runs = store_->ListRuns(experiment_id);
   if (!runs.ok()) {
     Noted(runs.status(), "read an experiment's runs for its search");
     return;
   }
   std::vector<search::SearchRun> searched;
-  for (const store::RunRecord& run : *runs) {
+  for (const model::RunRecord& run : *runs) {
     searched.push_back({run.id, run.variant});
   }
   ActiveSearch active;
@@ -88,17 +88,17 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
       std::move(searched));
   std::vector<search::Decision> fresh;
   if (replay) {
-    absl::StatusOr<std::vector<store::SearchDecisionRecord>> stored =
+    absl::StatusOr<std::vector<model::SearchDecisionRecord>> stored =
         store_->SearchDecisions(experiment_id);
-    absl::StatusOr<std::vector<store::RunPoint>> points =
+    absl::StatusOr<std::vector<model::RunPoint>> points =
         stored.ok() ? store_->MetricPoints(experiment_id, settings.metric)
-                    : absl::StatusOr<std::vector<store::RunPoint>>(stored.status());
+                    : absl::StatusOr<std::vector<model::RunPoint>>(stored.status());
     if (!points.ok()) {
       Noted(points.status(), "read a search's decisions and points");
       return;
     }
     std::vector<search::Decision> decisions;
-    for (const store::SearchDecisionRecord& record : *stored) {
+    for (const model::SearchDecisionRecord& record : *stored) {
       decisions.push_back(FromRecord(record));
     }
     if (absl::Status restored = active.search->Restore(decisions); !restored.ok()) {
@@ -107,7 +107,7 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
                     experiment_id, restored.ToString());
       return;
     }
-    for (const store::RunPoint& point : *points) {
+    for (const model::RunPoint& point : *points) {
       int64_t& last = active.last_step[point.run_id];
       last = std::max(last, point.step);
       for (search::Decision& d :
@@ -115,8 +115,8 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
         fresh.push_back(std::move(d));
       }
     }
-    for (const store::RunRecord& run : *runs) {
-      if (store::IsFinal(run.state)) {
+    for (const model::RunRecord& run : *runs) {
+      if (model::IsFinal(run.state)) {
         for (search::Decision& d : active.search->Ended(run.id, active.last_step[run.id])) {
           fresh.push_back(std::move(d));
         }
@@ -125,21 +125,21 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
     spdlog::info("e{}: its [search] resumed from {} decisions and {} points", experiment_id,
                  decisions.size(), points->size());
   }
-  for (const store::RunRecord& run : *runs) {
+  for (const model::RunRecord& run : *runs) {
     search_of_run_[run.id] = experiment_id;
   }
   searches_[experiment_id] = std::move(active);
   ApplySearch(experiment_id, std::move(fresh));
 }
 
-void Controller::ObserveSearch(const std::vector<store::IngestEvent>& events) {
+void Controller::ObserveSearch(const std::vector<model::IngestEvent>& events) {
   if (searches_.empty()) {
     return;
   }
   std::map<int64_t, std::vector<search::Decision>> decided;
-  for (const store::IngestEvent& event : events) {
+  for (const model::IngestEvent& event : events) {
     auto owner = search_of_run_.find(event.run_id);
-    if (event.kind != store::IngestEvent::Kind::kMetrics || owner == search_of_run_.end()) {
+    if (event.kind != model::IngestEvent::Kind::kMetrics || owner == search_of_run_.end()) {
       continue;
     }
     auto it = searches_.find(owner->second);
@@ -147,7 +147,7 @@ void Controller::ObserveSearch(const std::vector<store::IngestEvent>& events) {
       continue;
     }
     ActiveSearch& active = it->second;
-    for (const store::MetricValue& value : event.values) {
+    for (const model::MetricValue& value : event.values) {
       if (value.key != active.metric) {
         continue;
       }
@@ -186,9 +186,9 @@ void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision
   bool freed = false;
   while (!decisions.empty()) {
     const double now = Now();
-    std::vector<store::SearchDecisionRecord> records;
+    std::vector<model::SearchDecisionRecord> records;
     std::vector<std::pair<int64_t, std::string>> prune;
-    std::vector<store::RunRecord> stop;  // on agents now
+    std::vector<model::RunRecord> stop;  // on agents now
     for (const search::Decision& d : decisions) {
       if (d.verdict == search::Verdict::kIgnored) {
         continue;
@@ -203,12 +203,12 @@ void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision
       }
       spdlog::info("e{}: {} pruned: {}", experiment_id, d.point, d.reason);
       for (int64_t run_id : it->second.search->Runs(d.point)) {
-        absl::StatusOr<store::RunRecord> run = store_->GetRun(run_id);
-        if (!run.ok() || store::IsFinal(run->state)) {
+        absl::StatusOr<model::RunRecord> run = store_->GetRun(run_id);
+        if (!run.ok() || model::IsFinal(run->state)) {
           continue;
         }
         prune.emplace_back(run_id, absl::StrCat("pruned by [search]: ", d.reason));
-        if (run->state == store::RunState::kAssigned || run->state == store::RunState::kRunning) {
+        if (run->state == model::RunState::kAssigned || run->state == model::RunState::kRunning) {
           stop.push_back(*run);
         }
       }
@@ -221,7 +221,7 @@ void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision
       break;  // a restart replays the points and decides them again
     }
     freed = freed || !prune.empty();
-    for (const store::RunRecord& run : stop) {
+    for (const model::RunRecord& run : stop) {
       const std::vector<std::string> agents = AgentsOfRun(run);
       StopRanks(run.id, run.attempt, agents, "", "pruned by [search]");
       Release(run.id, agents);  // its end is stored: the agent's exit report changes nothing

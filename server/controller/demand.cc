@@ -5,13 +5,13 @@
 namespace tae::controller {
 
 provider::TpuDemand TpuDemandOf(const std::vector<DemandPool>& pools,
-                                const std::vector<store::RunRecord>& queued,
+                                const std::vector<model::RunRecord>& queued,
                                 const std::set<int64_t>& paused,
                                 const registry::AgentRegistry& agents) {
   provider::TpuDemand demand;
   for (const DemandPool& pool : pools) {
     int& waiting = demand.waiting[pool.name];
-    for (const store::RunRecord& run : queued) {
+    for (const model::RunRecord& run : queued) {
       if (paused.count(run.experiment_id) == 0 && scheduler::LabelsMatch(run.labels, pool.labels)) {
         ++waiting;
       }

@@ -7,23 +7,23 @@
 #include <string>
 #include <vector>
 
+#include "server/model/records.h"
 #include "server/provider/demand.h"
 #include "server/registry/registry.h"
-#include "server/store/records.h"
 
 namespace tae::controller {
 
 // A pool as the controller sees it: its name and the labels its agents carry.
 struct DemandPool {
   std::string name;
-  store::Labels labels;
+  model::Labels labels;
 };
 
 // waiting[pool]: the queued runs of experiments not paused whose labels the pool's agents
 // satisfy (every pool is listed, 0 included); busy_vms[slice]: busy slots of the agents labelled
 // with that slice (a TPU VM's name).
 provider::TpuDemand TpuDemandOf(const std::vector<DemandPool>& pools,
-                                const std::vector<store::RunRecord>& queued,
+                                const std::vector<model::RunRecord>& queued,
                                 const std::set<int64_t>& paused,
                                 const registry::AgentRegistry& agents);
 

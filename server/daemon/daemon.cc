@@ -136,7 +136,7 @@ absl::Status Daemon::Init() {
   options.retry_backoff_s = config_.retry_backoff_s;
   options.agent_timeout_s = config_.agent_timeout_s;
   options.max_checkpoint_bytes = config_.max_checkpoint_bytes;
-  ASSIGN_OR_RETURN(std::vector<store::CredentialRecord> credentials, store_->ListCredentials());
+  ASSIGN_OR_RETURN(std::vector<model::CredentialRecord> credentials, store_->ListCredentials());
   credentials_.Load(credentials);
   options.credentials = &credentials_;
   if (!tpu_pools_.empty()) {

@@ -30,7 +30,7 @@ Response Api::Curves(const Request& request, int64_t id, const std::string& what
   absl::StatusOr<CurveRequest> parsed = ParseCurveRequest(request);
   if (!parsed.ok()) return FromStatus(parsed.status());
   CurveRequest req = *std::move(parsed);
-  absl::StatusOr<store::ExperimentRecord> exp = query_->GetExperiment(id);
+  absl::StatusOr<model::ExperimentRecord> exp = query_->GetExperiment(id);
   if (!exp.ok()) return FromStatus(exp.status());
   if (req.metric.empty()) {
     std::vector<std::string> defaults = exp->report.metrics;
@@ -53,7 +53,7 @@ Response Api::Curves(const Request& request, int64_t id, const std::string& what
   if (!runs.ok()) return FromStatus(runs.status());
   // From memory where nothing changed; new steps only where runs moved
   // (server/http/series_cache.h).
-  absl::StatusOr<const std::map<int64_t, std::vector<store::MetricPoint>>*> points =
+  absl::StatusOr<const std::map<int64_t, std::vector<model::MetricPoint>>*> points =
       series_cache_.Get(id, *runs, req.metric);
   if (!points.ok()) return FromStatus(points.status());
   std::vector<std::string> variants = req.variants;
@@ -81,7 +81,7 @@ Response Api::Curves(const Request& request, int64_t id, const std::string& what
       if (!x.ok()) return FromStatus(x.status());
       s.x = *std::move(x);
       s.y.reserve(it->second.size());
-      for (const store::MetricPoint& point : it->second) {
+      for (const model::MetricPoint& point : it->second) {
         s.y.push_back(point.value);
       }
     }

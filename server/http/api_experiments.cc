@@ -23,10 +23,10 @@ using nlohmann::ordered_json;
 }  // namespace
 
 Response Api::Experiments() {
-  absl::StatusOr<std::vector<store::ExperimentRecord>> exps = query_->ListExperiments(0);
+  absl::StatusOr<std::vector<model::ExperimentRecord>> exps = query_->ListExperiments(0);
   if (!exps.ok()) return FromStatus(exps.status());
   ordered_json list = ordered_json::array();
-  for (const store::ExperimentRecord& exp : *exps) {
+  for (const model::ExperimentRecord& exp : *exps) {
     tae::v1::Experiment proto;
     wire::ToProto(exp, &proto);
     list.push_back(api::ExperimentJson(proto));
@@ -42,7 +42,7 @@ Response Api::Experiment(const Request& request, const std::vector<std::string>&
     return Response::Error(404, absl::StrCat(request.path, ": no such endpoint"));
   }
   if (what.empty()) {
-    absl::StatusOr<store::ExperimentRecord> exp = query_->GetExperiment(*id);
+    absl::StatusOr<model::ExperimentRecord> exp = query_->GetExperiment(*id);
     if (!exp.ok()) return FromStatus(exp.status());
     tae::v1::Experiment proto;
     wire::ToProto(*exp, &proto);
@@ -70,7 +70,7 @@ Response Api::Experiment(const Request& request, const std::vector<std::string>&
   if (what == "metrics") {
     absl::StatusOr<std::vector<std::string>> names = query_->MetricNames(*id);
     if (!names.ok()) return FromStatus(names.status());
-    absl::StatusOr<store::ExperimentRecord> exp = query_->GetExperiment(*id);
+    absl::StatusOr<model::ExperimentRecord> exp = query_->GetExperiment(*id);
     if (!exp.ok()) return FromStatus(exp.status());
     std::vector<std::string> defaults = exp->report.metrics;
     if (defaults.empty()) {

@@ -25,10 +25,10 @@ Response Api::Fleet() {
     wire::ToProto(vm, agents.add_vms());
   }
   ordered_json out = api::FleetJson(agents);
-  absl::StatusOr<std::vector<store::RunRecord>> queue = query_->Queue();
+  absl::StatusOr<std::vector<model::RunRecord>> queue = query_->Queue();
   if (!queue.ok()) return FromStatus(queue.status());
   ordered_json queued = ordered_json::array();
-  for (const store::RunRecord& run : *queue) {
+  for (const model::RunRecord& run : *queue) {
     tae::v1::Run proto;
     wire::ToProto(run, &proto);
     queued.push_back(api::RunJson(proto));

@@ -77,7 +77,7 @@ void Api::RunLogText(int64_t run_id, std::function<void(Response)> done) {
       return FromStatus(page.status());
     }
     bool truncated = false;
-    for (const store::LogRecord& line : page->lines) {
+    for (const model::LogRecord& line : page->lines) {
       if (text->size() + line.text.size() + 10 > kMaxDownloadBytes) {
         truncated = true;
         break;

@@ -42,12 +42,12 @@ Response Api::RunSeries(const Request& request, int64_t run_id) {
   }
   absl::StatusOr<int64_t> width = IntParam(request, "width", 600, 50, 8000);
   if (!width.ok()) return FromStatus(width.status());
-  absl::StatusOr<std::vector<store::MetricPoint>> points =
+  absl::StatusOr<std::vector<model::MetricPoint>> points =
       query_->QueryMetric(run_id, metric, *width * 2);
   if (!points.ok()) return FromStatus(points.status());
   ordered_json x = ordered_json::array(), value = ordered_json::array(),
                min = ordered_json::array(), max = ordered_json::array();
-  for (const store::MetricPoint& point : *points) {
+  for (const model::MetricPoint& point : *points) {
     x.push_back(point.step);
     value.push_back(std::isfinite(point.value) ? ordered_json(point.value) : ordered_json());
     min.push_back(std::isfinite(point.min) ? ordered_json(point.min) : ordered_json());
@@ -68,7 +68,7 @@ Response Api::RunDetail(int64_t run_id) {
   wire::ToProto(*detail, &proto);
   ordered_json out = api::RunJson(proto.run());
   ordered_json transitions = ordered_json::array();
-  for (const store::TransitionRecord& t : detail->transitions) {
+  for (const model::TransitionRecord& t : detail->transitions) {
     transitions.push_back({{"attempt", t.attempt},
                            {"from", t.from_state},
                            {"to", t.to_state},
@@ -77,7 +77,7 @@ Response Api::RunDetail(int64_t run_id) {
   }
   out["transitions"] = transitions;
   ordered_json summaries = ordered_json::array();
-  for (const store::MetricSummary& s : detail->view.summaries) {
+  for (const model::MetricSummary& s : detail->view.summaries) {
     summaries.push_back({{"key", s.key},
                          {"last_step", s.last_step},
                          {"last", s.last_value},

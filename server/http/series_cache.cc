@@ -7,7 +7,7 @@ namespace tae::http {
 SeriesCache::SeriesCache(query::Query* query, int64_t max_bytes)
     : query_(query), max_bytes_(max_bytes) {}
 
-absl::StatusOr<const std::map<int64_t, std::vector<store::MetricPoint>>*> SeriesCache::Get(
+absl::StatusOr<const std::map<int64_t, std::vector<model::MetricPoint>>*> SeriesCache::Get(
     int64_t experiment, const std::vector<query::RunView>& runs, const std::string& key) {
   const Key k{experiment, key};
   recent_.remove(k);
@@ -16,7 +16,7 @@ absl::StatusOr<const std::map<int64_t, std::vector<store::MetricPoint>>*> Series
   Entry& entry = it->second;
   if (fresh) {
     ++reads_;
-    absl::StatusOr<std::map<int64_t, std::vector<store::MetricPoint>>> all =
+    absl::StatusOr<std::map<int64_t, std::vector<model::MetricPoint>>> all =
         query_->ExperimentSeries(experiment, key);
     if (!all.ok()) {
       entries_.erase(it);
@@ -30,10 +30,10 @@ absl::StatusOr<const std::map<int64_t, std::vector<store::MetricPoint>>*> Series
   }
   for (const query::RunView& view : runs) {
     auto summary = std::find_if(view.summaries.begin(), view.summaries.end(),
-                                [&](const store::MetricSummary& s) { return s.key == key; });
+                                [&](const model::MetricSummary& s) { return s.key == key; });
     const int64_t count = summary == view.summaries.end() ? 0 : summary->count;
     auto known = entry.attempt_count.find(view.run.id);
-    std::vector<store::MetricPoint>& points = entry.series[view.run.id];
+    std::vector<model::MetricPoint>& points = entry.series[view.run.id];
     if (known == entry.attempt_count.end() && fresh) {
       // Read just now: what the summary says is what was read, unless ingest ran in between
       // (it cannot: both run on the core).
@@ -55,7 +55,7 @@ absl::StatusOr<const std::map<int64_t, std::vector<store::MetricPoint>>*> Series
         known != entry.attempt_count.end() && known->second.first == view.run.attempt;
     const int64_t after_step = same_attempt && !points.empty() ? points.back().step : -1;
     ++reads_;
-    absl::StatusOr<std::vector<store::MetricPoint>> more =
+    absl::StatusOr<std::vector<model::MetricPoint>> more =
         query_->QueryMetricAfter(view.run.id, key, after_step);
     if (!more.ok()) {
       return more.status();
@@ -67,7 +67,7 @@ absl::StatusOr<const std::map<int64_t, std::vector<store::MetricPoint>>*> Series
       if (static_cast<int64_t>(points.size()) != count) {
         // Steps at or below the last one were replaced: read the whole series.
         ++reads_;
-        absl::StatusOr<std::vector<store::MetricPoint>> whole =
+        absl::StatusOr<std::vector<model::MetricPoint>> whole =
             query_->QueryMetricAfter(view.run.id, key, -1);
         if (!whole.ok()) {
           return whole.status();

@@ -38,7 +38,7 @@ std::string Dump(const nlohmann::ordered_json& value) {
 
 nlohmann::ordered_json LogPageJson(const query::LogPage& page) {
   nlohmann::ordered_json lines = nlohmann::ordered_json::array();
-  for (const store::LogRecord& line : page.lines) {
+  for (const model::LogRecord& line : page.lines) {
     lines.push_back({{"cursor", line.cursor},
                      {"attempt", line.attempt},
                      {"stream", line.stream},
@@ -146,17 +146,17 @@ absl::StatusOr<CurveRequest> ParseCurveRequest(const Request& request) {
   return out;
 }
 
-absl::StatusOr<std::vector<double>> XValues(const std::string& x, const store::RunRecord& run,
-                                            const std::vector<store::MetricPoint>& points) {
+absl::StatusOr<std::vector<double>> XValues(const std::string& x, const model::RunRecord& run,
+                                            const std::vector<model::MetricPoint>& points) {
   std::vector<double> out;
   out.reserve(points.size());
   if (x == "step") {
-    for (const store::MetricPoint& p : points) {
+    for (const model::MetricPoint& p : points) {
       out.push_back(static_cast<double>(p.step));
     }
   } else if (x == "wall" || x == "rel") {
     const double origin = x == "rel" && !points.empty() ? points.front().wall_time : 0;
-    for (const store::MetricPoint& p : points) {
+    for (const model::MetricPoint& p : points) {
       out.push_back(p.wall_time - origin);
     }
   } else {
@@ -175,7 +175,7 @@ absl::StatusOr<std::vector<double>> XValues(const std::string& x, const store::R
           " has no ", !batch ? "train.batch_size" : "train.seq_len"));
     }
     const double per_step = *batch * *seq * number("resources.hosts").value_or(1);
-    for (const store::MetricPoint& p : points) {
+    for (const model::MetricPoint& p : points) {
       out.push_back(static_cast<double>(p.step) * per_step);
     }
   }

@@ -54,8 +54,8 @@ absl::StatusOr<CurveRequest> ParseCurveRequest(const Request& request);
 // train.batch_size x train.seq_len x resources.hosts (from the run's config); wall = Unix
 // seconds; rel = seconds since the run's first point. InvalidArgument when the config lacks what
 // tokens needs.
-absl::StatusOr<std::vector<double>> XValues(const std::string& x, const store::RunRecord& run,
-                                            const std::vector<store::MetricPoint>& points);
+absl::StatusOr<std::vector<double>> XValues(const std::string& x, const model::RunRecord& run,
+                                            const std::vector<model::MetricPoint>& points);
 
 // {"experiment", "metric", "goal", "x_kind", "smooth", "delta", "baseline", "buckets", "x",
 //  "variants": [{"variant", "runs", "n_max", "mean", "lo", "hi", "min", "max", "n"}]}

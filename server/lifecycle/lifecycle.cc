@@ -10,8 +10,8 @@
 namespace tae::lifecycle {
 namespace {
 
-using store::IsFinal;
-using store::RunField;
+using model::IsFinal;
+using model::RunField;
 
 RunTransition Begin(const RunRecord& run, int attempt, double at) {
   RunTransition t;
@@ -77,7 +77,7 @@ absl::StatusOr<RunTransition> OnAssign(const RunRecord& run, const std::vector<s
   }
   if (run.state != RunState::kQueued) {
     return absl::FailedPreconditionError(
-        absl::StrCat("run r", run.id, " is ", store::ToString(run.state), ", not queued"));
+        absl::StrCat("run r", run.id, " is ", model::ToString(run.state), ", not queued"));
   }
   RunTransition t = Begin(run, run.attempt + 1, at);
   t.rows.push_back({RunState::kQueued, RunState::kAssigned,
@@ -250,7 +250,7 @@ bool MayReport(const RunRecord& run, const std::vector<std::string>& hosts,
   if (Live(run.state)) {
     return true;
   }
-  return store::IsFinal(run.state) && run.finished_at.has_value() &&
+  return model::IsFinal(run.state) && run.finished_at.has_value() &&
          now - *run.finished_at <= tail_s;
 }
 

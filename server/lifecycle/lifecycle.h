@@ -25,13 +25,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/store/records.h"
+#include "server/model/records.h"
 
 namespace tae::lifecycle {
 
-using store::RunRecord;
-using store::RunState;
-using store::RunTransition;
+using model::RunRecord;
+using model::RunState;
+using model::RunTransition;
 
 // How a job's process ended, as its agent reported it.
 struct Exit {

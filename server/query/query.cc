@@ -89,15 +89,15 @@ constexpr char kSearchLogs[] =
     "SELECT id FROM logs WHERE run_id = ? AND instr(lower(line), lower(?)) > 0 ORDER BY id LIMIT ?";
 
 // A row of kLogs or kLogsBefore.
-store::LogRecord ReadLogLine(const Statement& stmt) {
+model::LogRecord ReadLogLine(const Statement& stmt) {
   return {stmt.Int(0), static_cast<int>(stmt.Int(1)), stmt.Text(2), stmt.Text(3), stmt.Double(4)};
 }
 
-store::RunState StateOf(const std::string& text) {
-  return store::RunStateFromString(text).value_or(store::RunState::kFailed);
+model::RunState StateOf(const std::string& text) {
+  return model::RunStateFromString(text).value_or(model::RunState::kFailed);
 }
 
-store::MetricSummary ReadSummary(const Statement& stmt, int first) {
+model::MetricSummary ReadSummary(const Statement& stmt, int first) {
   return {stmt.Text(first),       stmt.Int(first + 1),    stmt.Double(first + 2),
           stmt.Double(first + 3), stmt.Double(first + 4), stmt.Int(first + 5)};
 }
@@ -111,7 +111,7 @@ absl::StatusOr<int64_t> Query::ResolveExperiment(const std::string& ref) {
   return store_->ResolveExperiment(ref);
 }
 
-absl::StatusOr<store::ExperimentRecord> Query::GetExperiment(int64_t id) {
+absl::StatusOr<model::ExperimentRecord> Query::GetExperiment(int64_t id) {
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(SelectExperimentById().c_str()));
   stmt->Bind(1, id);
@@ -119,7 +119,7 @@ absl::StatusOr<store::ExperimentRecord> Query::GetExperiment(int64_t id) {
   if (!row) {
     return absl::NotFoundError(absl::StrCat("no experiment e", id));
   }
-  store::ExperimentRecord exp = store::rows::ReadExperiment(*stmt);
+  model::ExperimentRecord exp = store::rows::ReadExperiment(*stmt);
   ASSIGN_OR_RETURN(Statement * counts, db_->Cached(kCountsOfExperiment));
   counts->Bind(1, id);
   while (true) {
@@ -142,21 +142,21 @@ absl::StatusOr<store::ExperimentRecord> Query::GetExperiment(int64_t id) {
   return exp;
 }
 
-absl::StatusOr<std::vector<store::ExperimentRecord>> Query::ListExperiments(int limit) {
+absl::StatusOr<std::vector<model::ExperimentRecord>> Query::ListExperiments(int limit) {
   TAE_CHECK_OWNER(core_);
   // Three statements whatever the number of experiments and runs: the rows, then the run counts
   // and the variants of all of them, grouped.
   const int64_t bound = limit > 0 ? limit : -1;
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(SelectNewestExperiments().c_str()));
   stmt->Bind(1, bound);
-  std::vector<store::ExperimentRecord> out;
+  std::vector<model::ExperimentRecord> out;
   std::map<int64_t, size_t> index;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt->Step());
     if (!more) {
       break;
     }
-    store::ExperimentRecord exp = store::rows::ReadExperiment(*stmt);
+    model::ExperimentRecord exp = store::rows::ReadExperiment(*stmt);
     index[exp.id] = out.size();
     out.push_back(std::move(exp));
   }
@@ -189,11 +189,11 @@ absl::StatusOr<std::vector<RunView>> Query::ListRuns(const std::string& experime
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
   // A constant number of statements however many runs: the runs, then all their summaries.
-  ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
+  ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, store_->ListRuns(id));
   ASSIGN_OR_RETURN(auto summaries, ExperimentSummaries(id));
   std::vector<RunView> out;
   out.reserve(runs.size());
-  for (store::RunRecord& run : runs) {
+  for (model::RunRecord& run : runs) {
     RunView view{std::move(run), {}};
     if (auto it = summaries.find(view.run.id); it != summaries.end()) {
       view.summaries = std::move(it->second);
@@ -212,7 +212,7 @@ absl::StatusOr<RunDetail> Query::GetRun(int64_t run_id) {
   return detail;
 }
 
-absl::StatusOr<std::vector<store::RunRecord>> Query::Queue() {
+absl::StatusOr<std::vector<model::RunRecord>> Query::Queue() {
   TAE_CHECK_OWNER(core_);
   return store_->QueuedRuns();
 }
@@ -222,7 +222,7 @@ absl::StatusOr<LogPage> Query::Logs(int64_t run_id, int64_t after, int limit) {
   if (limit < 1 || limit > kMaxLogLines) {
     return absl::InvalidArgumentError(absl::StrCat("limit: must be 1..", kMaxLogLines));
   }
-  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+  ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(run_id));
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kLogs));
   stmt->Bind(1, run_id).Bind(2, after).Bind(3, static_cast<int64_t>(limit));
   LogPage page;
@@ -236,7 +236,7 @@ absl::StatusOr<LogPage> Query::Logs(int64_t run_id, int64_t after, int limit) {
     page.next = page.lines.back().cursor;
   }
   // Final only once every line has been read: a final run's lines are all stored already.
-  page.run_finished = store::IsFinal(run.state) && static_cast<int>(page.lines.size()) < limit;
+  page.run_finished = model::IsFinal(run.state) && static_cast<int>(page.lines.size()) < limit;
   return page;
 }
 
@@ -245,7 +245,7 @@ absl::StatusOr<LogPage> Query::LogsBefore(int64_t run_id, int64_t before, int li
   if (limit < 1 || limit > kMaxLogLines) {
     return absl::InvalidArgumentError(absl::StrCat("limit: must be 1..", kMaxLogLines));
   }
-  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+  ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(run_id));
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kLogsBefore));
   stmt->Bind(1, run_id)
       .Bind(2, before > 0 ? before : std::numeric_limits<int64_t>::max())
@@ -260,7 +260,7 @@ absl::StatusOr<LogPage> Query::LogsBefore(int64_t run_id, int64_t before, int li
   }
   std::reverse(page.lines.begin(), page.lines.end());
   page.next = page.lines.empty() ? 0 : page.lines.back().cursor;
-  page.run_finished = before <= 0 && store::IsFinal(run.state);
+  page.run_finished = before <= 0 && model::IsFinal(run.state);
   return page;
 }
 
@@ -272,27 +272,27 @@ absl::StatusOr<std::vector<MetricSeries>> Query::Metrics(const MetricsRequest& r
   if (request.experiment.empty() == request.run_ids.empty()) {
     return absl::InvalidArgumentError("experiment or run_ids: give exactly one of the two");
   }
-  std::vector<store::RunRecord> runs;
+  std::vector<model::RunRecord> runs;
   if (!request.experiment.empty()) {
     ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(request.experiment));
     ASSIGN_OR_RETURN(runs, store_->ListRuns(id));
   } else {
     for (int64_t run_id : request.run_ids) {
-      ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
+      ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(run_id));
       runs.push_back(std::move(run));
     }
   }
   std::vector<MetricSeries> out;
-  for (const store::RunRecord& run : runs) {
+  for (const model::RunRecord& run : runs) {
     std::vector<std::string> keys = request.keys;
     if (keys.empty()) {
-      ASSIGN_OR_RETURN(std::vector<store::MetricSummary> summaries, Summaries(run.id));
-      for (const store::MetricSummary& summary : summaries) {
+      ASSIGN_OR_RETURN(std::vector<model::MetricSummary> summaries, Summaries(run.id));
+      for (const model::MetricSummary& summary : summaries) {
         keys.push_back(summary.key);
       }
     }
     for (const std::string& key : keys) {
-      ASSIGN_OR_RETURN(std::vector<store::MetricPoint> points,
+      ASSIGN_OR_RETURN(std::vector<model::MetricPoint> points,
                        QueryMetric(run.id, key, request.max_points));
       if (!points.empty()) {
         out.push_back({run, key, std::move(points)});
@@ -334,9 +334,9 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
       result.metrics_source = "default";  // with the compression columns the runs have
     }
   }
-  ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(id));
+  ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, store_->ListRuns(id));
   const std::vector<std::string>& variants = result.experiment.variants;
-  const store::SearchSettings& search = result.experiment.report.search;
+  const model::SearchSettings& search = result.experiment.report.search;
   result.view = view.empty() ? (search.declared ? "tuned" : "grid") : view;
   const bool tuned = result.view == "tuned";
   if (tuned) {
@@ -366,7 +366,7 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
       wanted.push_back(extra);
     }
   }
-  ASSIGN_OR_RETURN(std::vector<store::FinalValue> values, FinalValues(id, wanted));
+  ASSIGN_OR_RETURN(std::vector<model::FinalValue> values, FinalValues(id, wanted));
   const report::ReportOptions options = report::OptionsOf(result.experiment.report);
   if (tuned) {
     const std::string ablation = baseline.substr(0, baseline.find('['));
@@ -395,22 +395,22 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
 }
 
 absl::StatusOr<std::optional<report::SearchSavings>> Query::SearchSavings(
-    const store::ExperimentRecord& experiment) {
+    const model::ExperimentRecord& experiment) {
   TAE_CHECK_OWNER(core_);
   if (!experiment.report.search.declared || !experiment.report.search.asha()) {
     return std::nullopt;
   }
-  ASSIGN_OR_RETURN(std::vector<store::RunRecord> runs, store_->ListRuns(experiment.id));
+  ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, store_->ListRuns(experiment.id));
   ASSIGN_OR_RETURN(auto summaries, ExperimentSummaries(experiment.id));
-  ASSIGN_OR_RETURN(std::vector<store::SearchDecisionRecord> decisions,
+  ASSIGN_OR_RETURN(std::vector<model::SearchDecisionRecord> decisions,
                    store_->SearchDecisions(experiment.id));
   std::vector<report::RunSteps> steps;
   steps.reserve(runs.size());
-  for (const store::RunRecord& run : runs) {
+  for (const model::RunRecord& run : runs) {
     report::RunSteps& s = steps.emplace_back();
     s.config_json = run.config_json;
     if (auto it = summaries.find(run.id); it != summaries.end()) {
-      for (const store::MetricSummary& summary : it->second) {
+      for (const model::MetricSummary& summary : it->second) {
         s.last_step = std::max(s.last_step, summary.last_step);
       }
     }
@@ -420,12 +420,12 @@ absl::StatusOr<std::optional<report::SearchSavings>> Query::SearchSavings(
 
 absl::StatusOr<std::vector<SnapshotView>> Query::Snapshots() {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(std::vector<store::SnapshotRecord> snapshots, store_->ListSnapshots());
+  ASSIGN_OR_RETURN(std::vector<model::SnapshotRecord> snapshots, store_->ListSnapshots());
   ASSIGN_OR_RETURN(auto usages, store_->SnapshotUsages());
   std::vector<SnapshotView> out;
   out.reserve(snapshots.size());
-  for (store::SnapshotRecord& snapshot : snapshots) {
-    const store::SnapshotUsage usage = usages[snapshot.id];
+  for (model::SnapshotRecord& snapshot : snapshots) {
+    const model::SnapshotUsage usage = usages[snapshot.id];
     out.push_back({std::move(snapshot), usage});
   }
   return out;
@@ -433,22 +433,22 @@ absl::StatusOr<std::vector<SnapshotView>> Query::Snapshots() {
 
 absl::StatusOr<SnapshotView> Query::Snapshot(const std::string& id) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(store::SnapshotRecord snapshot, store_->GetSnapshot(id));
+  ASSIGN_OR_RETURN(model::SnapshotRecord snapshot, store_->GetSnapshot(id));
   ASSIGN_OR_RETURN(auto usages, store_->SnapshotUsages());
-  const store::SnapshotUsage usage = usages[id];
+  const model::SnapshotUsage usage = usages[id];
   return SnapshotView{std::move(snapshot), usage};
 }
 
 absl::StatusOr<std::string> Query::Manifest(const std::string& id) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(store::SnapshotRecord snapshot, store_->GetSnapshot(id));
+  ASSIGN_OR_RETURN(model::SnapshotRecord snapshot, store_->GetSnapshot(id));
   return std::move(snapshot.manifest);
 }
 
-absl::StatusOr<std::vector<store::TransitionRecord>> Query::ListTransitions(int64_t run_id) {
+absl::StatusOr<std::vector<model::TransitionRecord>> Query::ListTransitions(int64_t run_id) {
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kTransitions));
   stmt->Bind(1, run_id);
-  std::vector<store::TransitionRecord> out;
+  std::vector<model::TransitionRecord> out;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt->Step());
     if (!more) {
@@ -460,10 +460,10 @@ absl::StatusOr<std::vector<store::TransitionRecord>> Query::ListTransitions(int6
   return out;
 }
 
-absl::StatusOr<std::vector<store::MetricSummary>> Query::Summaries(int64_t run_id) {
+absl::StatusOr<std::vector<model::MetricSummary>> Query::Summaries(int64_t run_id) {
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kRunSummaries));
   stmt->Bind(1, run_id);
-  std::vector<store::MetricSummary> out;
+  std::vector<model::MetricSummary> out;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt->Step());
     if (!more) {
@@ -474,11 +474,11 @@ absl::StatusOr<std::vector<store::MetricSummary>> Query::Summaries(int64_t run_i
   return out;
 }
 
-absl::StatusOr<std::map<int64_t, std::vector<store::MetricSummary>>> Query::ExperimentSummaries(
+absl::StatusOr<std::map<int64_t, std::vector<model::MetricSummary>>> Query::ExperimentSummaries(
     int64_t experiment_id) {
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kExperimentSummaries));
   stmt->Bind(1, experiment_id);
-  std::map<int64_t, std::vector<store::MetricSummary>> out;
+  std::map<int64_t, std::vector<model::MetricSummary>> out;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt->Step());
     if (!more) {
@@ -489,7 +489,7 @@ absl::StatusOr<std::map<int64_t, std::vector<store::MetricSummary>>> Query::Expe
   return out;
 }
 
-absl::StatusOr<std::vector<store::FinalValue>> Query::FinalValues(
+absl::StatusOr<std::vector<model::FinalValue>> Query::FinalValues(
     int64_t experiment_id, const std::vector<std::string>& keys) {
   return store_->FinalValues(experiment_id, keys);
 }
@@ -508,10 +508,10 @@ absl::StatusOr<std::vector<std::string>> Query::MetricNames(int64_t experiment_i
   return names;
 }
 
-absl::StatusOr<std::vector<store::MetricPoint>> Query::QueryMetric(int64_t run_id,
+absl::StatusOr<std::vector<model::MetricPoint>> Query::QueryMetric(int64_t run_id,
                                                                    const std::string& key,
                                                                    int64_t max_points) {
-  std::vector<store::MetricPoint> out;
+  std::vector<model::MetricPoint> out;
   ASSIGN_OR_RETURN(Statement * range, db_->Cached(kMetricRange));
   range->Bind(1, run_id).Bind(2, key);
   ASSIGN_OR_RETURN(bool has_row, range->Step());
@@ -542,29 +542,29 @@ absl::StatusOr<std::vector<store::MetricPoint>> Query::QueryMetric(int64_t run_i
   return out;
 }
 
-absl::StatusOr<std::pair<std::vector<store::CheckpointRecord>, int>> Query::Checkpoints(
+absl::StatusOr<std::pair<std::vector<model::CheckpointRecord>, int>> Query::Checkpoints(
     int64_t run_id) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(store::RunRecord run, store_->GetRun(run_id));
-  ASSIGN_OR_RETURN(std::vector<store::CheckpointRecord> list, store_->ListCheckpoints(run_id));
+  ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(run_id));
+  ASSIGN_OR_RETURN(std::vector<model::CheckpointRecord> list, store_->ListCheckpoints(run_id));
   return std::make_pair(std::move(list), run.keep_checkpoints);
 }
 
-absl::StatusOr<store::CheckpointRecord> Query::Checkpoint(int64_t run_id,
+absl::StatusOr<model::CheckpointRecord> Query::Checkpoint(int64_t run_id,
                                                           std::optional<int64_t> step) {
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(auto listed, Checkpoints(run_id));
-  const std::vector<store::CheckpointRecord>& list = listed.first;
+  const std::vector<model::CheckpointRecord>& list = listed.first;
   if (list.empty()) {
     return absl::NotFoundError(absl::StrCat("run_id: r", run_id, " has no checkpoints"));
   }
   int64_t id = list.front().id;
   if (step.has_value()) {
     auto it = std::find_if(list.begin(), list.end(),
-                           [&](const store::CheckpointRecord& c) { return c.step == *step; });
+                           [&](const model::CheckpointRecord& c) { return c.step == *step; });
     if (it == list.end()) {
       std::vector<std::string> steps;
-      for (const store::CheckpointRecord& c : list) {
+      for (const model::CheckpointRecord& c : list) {
         steps.push_back(absl::StrCat(c.step));
       }
       return absl::NotFoundError(absl::StrCat("step: r", run_id, " has no checkpoint at step ",
@@ -573,14 +573,14 @@ absl::StatusOr<store::CheckpointRecord> Query::Checkpoint(int64_t run_id,
     }
     id = it->id;
   }
-  ASSIGN_OR_RETURN(std::optional<store::CheckpointRecord> latest, store_->GetCheckpoint(id));
+  ASSIGN_OR_RETURN(std::optional<model::CheckpointRecord> latest, store_->GetCheckpoint(id));
   if (!latest.has_value()) {
     return absl::NotFoundError(absl::StrCat("checkpoint ", id, " is gone"));
   }
   return *std::move(latest);
 }
 
-absl::StatusOr<std::vector<store::CheckpointRecord>> Query::Artifacts(int64_t run_id) {
+absl::StatusOr<std::vector<model::CheckpointRecord>> Query::Artifacts(int64_t run_id) {
   TAE_CHECK_OWNER(core_);
   if (run_id != 0) {
     RETURN_IF_ERROR(store_->GetRun(run_id).status());
@@ -588,16 +588,16 @@ absl::StatusOr<std::vector<store::CheckpointRecord>> Query::Artifacts(int64_t ru
   return store_->ListCheckpoints(run_id, /*artifacts=*/true);
 }
 
-absl::StatusOr<store::CheckpointRecord> Query::Artifact(int64_t run_id, const std::string& name) {
+absl::StatusOr<model::CheckpointRecord> Query::Artifact(int64_t run_id, const std::string& name) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(std::optional<store::CheckpointRecord> found,
+  ASSIGN_OR_RETURN(std::optional<model::CheckpointRecord> found,
                    store_->FindArtifact(run_id, name));
   if (found.has_value()) {
     return *std::move(found);
   }
-  ASSIGN_OR_RETURN(std::vector<store::CheckpointRecord> list, Artifacts(run_id));
+  ASSIGN_OR_RETURN(std::vector<model::CheckpointRecord> list, Artifacts(run_id));
   std::vector<std::string> names;
-  for (const store::CheckpointRecord& a : list) {
+  for (const model::CheckpointRecord& a : list) {
     names.push_back(a.artifact);
   }
   return absl::NotFoundError(
@@ -606,13 +606,13 @@ absl::StatusOr<store::CheckpointRecord> Query::Artifact(int64_t run_id, const st
                                  : absl::StrCat("; it has ", absl::StrJoin(names, ", "))));
 }
 
-absl::StatusOr<std::map<int64_t, std::vector<store::MetricPoint>>> Query::ExperimentSeries(
+absl::StatusOr<std::map<int64_t, std::vector<model::MetricPoint>>> Query::ExperimentSeries(
     int64_t experiment_id, const std::string& key) {
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kExperimentSeries));
   stmt->Bind(1, key).Bind(2, experiment_id);
-  std::map<int64_t, std::vector<store::MetricPoint>> out;
-  std::vector<store::MetricPoint>* current = nullptr;
+  std::map<int64_t, std::vector<model::MetricPoint>> out;
+  std::vector<model::MetricPoint>* current = nullptr;
   int64_t current_id = -1;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt->Step());
@@ -630,13 +630,13 @@ absl::StatusOr<std::map<int64_t, std::vector<store::MetricPoint>>> Query::Experi
   return out;
 }
 
-absl::StatusOr<std::vector<store::MetricPoint>> Query::QueryMetricAfter(int64_t run_id,
+absl::StatusOr<std::vector<model::MetricPoint>> Query::QueryMetricAfter(int64_t run_id,
                                                                         const std::string& key,
                                                                         int64_t after_step) {
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kMetricPointsAfter));
   stmt->Bind(1, run_id).Bind(2, key).Bind(3, after_step);
-  std::vector<store::MetricPoint> out;
+  std::vector<model::MetricPoint> out;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt->Step());
     if (!more) {

@@ -16,28 +16,28 @@
 
 #include "absl/status/statusor.h"
 #include "common/thread/owner.h"
+#include "server/model/records.h"
 #include "server/report/report.h"
 #include "server/report/savings.h"
 #include "server/report/tuned.h"
-#include "server/store/records.h"
 #include "server/store/store.h"
 
 namespace tae::query {
 
 // A run with the summary (last/min/max/count) of each of its metrics.
 struct RunView {
-  store::RunRecord run;
-  std::vector<store::MetricSummary> summaries;
+  model::RunRecord run;
+  std::vector<model::MetricSummary> summaries;
 };
 
 // One run in full: its view and every transition it took.
 struct RunDetail {
   RunView view;
-  std::vector<store::TransitionRecord> transitions;
+  std::vector<model::TransitionRecord> transitions;
 };
 
 struct LogPage {
-  std::vector<store::LogRecord> lines;
+  std::vector<model::LogRecord> lines;
   int64_t next = 0;           // the cursor to ask after next time
   bool run_finished = false;  // the run is final and this page holds its last line
 };
@@ -50,13 +50,13 @@ struct MetricsRequest {
 };
 
 struct MetricSeries {
-  store::RunRecord run;
+  model::RunRecord run;
   std::string key;
-  std::vector<store::MetricPoint> points;
+  std::vector<model::MetricPoint> points;
 };
 
 struct ReportResult {
-  store::ExperimentRecord experiment;
+  model::ExperimentRecord experiment;
   std::vector<std::string> metrics;
   std::string metrics_source;  // "asked", "default" or "runs" (ReportResponse.metrics_source)
   std::string baseline;
@@ -67,12 +67,12 @@ struct ReportResult {
   std::string search_metric;                     // tuned: chosen on this metric, in this direction
   std::string search_goal;                       // "min" | "max"
   std::optional<report::SearchSavings> savings;  // an asha [search] only
-  std::vector<store::SearchDecisionRecord> decisions;  // an asha [search] only, in decision order
+  std::vector<model::SearchDecisionRecord> decisions;  // an asha [search] only, in decision order
 };
 
 struct SnapshotView {
-  store::SnapshotRecord snapshot;
-  store::SnapshotUsage usage;
+  model::SnapshotRecord snapshot;
+  model::SnapshotUsage usage;
 };
 
 class Query {
@@ -82,15 +82,15 @@ class Query {
 
   // Experiments. ref: "12", "e12" or a name (the newest experiment with that name).
   absl::StatusOr<int64_t> ResolveExperiment(const std::string& ref);
-  absl::StatusOr<store::ExperimentRecord> GetExperiment(int64_t id);
+  absl::StatusOr<model::ExperimentRecord> GetExperiment(int64_t id);
   // Newest first (limit <= 0: all); three statements however many experiments and runs.
-  absl::StatusOr<std::vector<store::ExperimentRecord>> ListExperiments(int limit);
+  absl::StatusOr<std::vector<model::ExperimentRecord>> ListExperiments(int limit);
 
   // Runs. The experiment's runs with their summaries: two statements however many runs.
   absl::StatusOr<std::vector<RunView>> ListRuns(const std::string& experiment);
   absl::StatusOr<RunDetail> GetRun(int64_t run_id);
   // Queued runs in the scheduler's order, each with why it waits.
-  absl::StatusOr<std::vector<store::RunRecord>> Queue();
+  absl::StatusOr<std::vector<model::RunRecord>> Queue();
   // limit: 1..kMaxLogLines lines after the cursor `after`.
   absl::StatusOr<LogPage> Logs(int64_t run_id, int64_t after, int limit);
   // The last `limit` lines before the cursor `before` (0: the end), in cursor order; `next` is
@@ -108,7 +108,7 @@ class Query {
   // What an asha [search] saved so far (report/savings.h); nullopt for any other experiment.
   // Three statements however many runs.
   absl::StatusOr<std::optional<report::SearchSavings>> SearchSavings(
-      const store::ExperimentRecord& experiment);
+      const model::ExperimentRecord& experiment);
 
   // Snapshots, newest first, without manifests, with how many runs pin each.
   absl::StatusOr<std::vector<SnapshotView>> Snapshots();
@@ -118,23 +118,23 @@ class Query {
   absl::StatusOr<std::string> Manifest(const std::string& id);
 
   // A run's complete checkpoints, newest first, without manifests, and how many it keeps.
-  absl::StatusOr<std::pair<std::vector<store::CheckpointRecord>, int>> Checkpoints(int64_t run_id);
+  absl::StatusOr<std::pair<std::vector<model::CheckpointRecord>, int>> Checkpoints(int64_t run_id);
   // One complete checkpoint with its manifest: at `step`, or the newest. NotFound naming the steps
   // there are.
-  absl::StatusOr<store::CheckpointRecord> Checkpoint(int64_t run_id, std::optional<int64_t> step);
+  absl::StatusOr<model::CheckpointRecord> Checkpoint(int64_t run_id, std::optional<int64_t> step);
   // The run's artifacts (run_id 0: every run's), newest first, without manifests
   // (docs/profiles.md).
-  absl::StatusOr<std::vector<store::CheckpointRecord>> Artifacts(int64_t run_id);
+  absl::StatusOr<std::vector<model::CheckpointRecord>> Artifacts(int64_t run_id);
   // The run's artifact of that name, with its manifest; NotFound lists the names it has.
-  absl::StatusOr<store::CheckpointRecord> Artifact(int64_t run_id, const std::string& name);
+  absl::StatusOr<model::CheckpointRecord> Artifact(int64_t run_id, const std::string& name);
 
   // The tables the views are made of.
-  absl::StatusOr<std::vector<store::TransitionRecord>> ListTransitions(int64_t run_id);
-  absl::StatusOr<std::vector<store::MetricSummary>> Summaries(int64_t run_id);
+  absl::StatusOr<std::vector<model::TransitionRecord>> ListTransitions(int64_t run_id);
+  absl::StatusOr<std::vector<model::MetricSummary>> Summaries(int64_t run_id);
   // Every run's summaries in the experiment, by run id, in one statement.
-  absl::StatusOr<std::map<int64_t, std::vector<store::MetricSummary>>> ExperimentSummaries(
+  absl::StatusOr<std::map<int64_t, std::vector<model::MetricSummary>>> ExperimentSummaries(
       int64_t experiment_id);
-  absl::StatusOr<std::vector<store::FinalValue>> FinalValues(int64_t experiment_id,
+  absl::StatusOr<std::vector<model::FinalValue>> FinalValues(int64_t experiment_id,
                                                              const std::vector<std::string>& keys);
   // The names of every metric some run of the experiment has, in one statement.
   absl::StatusOr<std::vector<std::string>> MetricNames(int64_t experiment_id);
@@ -142,16 +142,16 @@ class Query {
   // the series has no more; else at most max_points buckets of equal step ranges, each with the
   // mean, min and max of its points (a plot never pulls points it cannot draw). Empty for an
   // unknown key.
-  absl::StatusOr<std::vector<store::MetricPoint>> QueryMetric(int64_t run_id,
+  absl::StatusOr<std::vector<model::MetricPoint>> QueryMetric(int64_t run_id,
                                                               const std::string& key,
                                                               int64_t max_points);
 
   // Every point of metric `key` of every run of the experiment, by run id, in step order: one
   // statement however many runs (the dashboard's curves).
-  absl::StatusOr<std::map<int64_t, std::vector<store::MetricPoint>>> ExperimentSeries(
+  absl::StatusOr<std::map<int64_t, std::vector<model::MetricPoint>>> ExperimentSeries(
       int64_t experiment_id, const std::string& key);
   // The raw points of one run's metric `key` with step > after_step, in step order.
-  absl::StatusOr<std::vector<store::MetricPoint>> QueryMetricAfter(int64_t run_id,
+  absl::StatusOr<std::vector<model::MetricPoint>> QueryMetricAfter(int64_t run_id,
                                                                    const std::string& key,
                                                                    int64_t after_step);
   // Changes whenever anything is stored (Db::total_changes).

@@ -10,10 +10,10 @@ std::string SecretHash(std::string_view secret) {
   return snapshot::Sha256Hex(absl::StrCat("tae-agent-credential\n", std::string(secret)));
 }
 
-void CredentialTable::Load(const std::vector<store::CredentialRecord>& records) {
+void CredentialTable::Load(const std::vector<model::CredentialRecord>& records) {
   absl::MutexLock lock(&mu_);
   hashes_.clear();
-  for (const store::CredentialRecord& r : records) {
+  for (const model::CredentialRecord& r : records) {
     if (!r.revoked_at.has_value() && !r.secret_sha256.empty()) {
       hashes_[r.agent_id] = r.secret_sha256;
     }

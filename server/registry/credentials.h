@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/auth/credential.h"
-#include "server/store/records.h"
+#include "server/model/records.h"
 
 namespace tae::registry {
 
@@ -35,7 +35,7 @@ std::string SecretHash(std::string_view secret);
 class CredentialTable {
  public:
   // Replaces the whole table (at start-up, from the store).
-  void Load(const std::vector<store::CredentialRecord>& records);
+  void Load(const std::vector<model::CredentialRecord>& records);
   // The agent's credential is now `secret_sha256` (an enrolment, or a provider's new key).
   void Put(const std::string& agent_id, const std::string& secret_sha256);
   // The agent is locked out.

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "server/model/records.h"
 #include "server/registry/agent_channel.h"
-#include "server/store/records.h"
 
 namespace tae::registry {
 
@@ -22,7 +22,7 @@ struct Agent {
   std::string id;
   std::string host;
   int slots = 0;
-  store::Labels labels;
+  model::Labels labels;
   std::string version;
   // Where other hosts reach it (rank 0's rendezvous of a gang): its `addr` label if set, else the
   // IP taed sees its link come from.

@@ -122,7 +122,7 @@ bool HigherIsBetter(const std::string& metric, const std::map<std::string, std::
   return metric.find("acc") != std::string::npos || metric == kTokensPerS;
 }
 
-ReportOptions OptionsOf(const store::ExperimentReport& report) {
+ReportOptions OptionsOf(const model::ExperimentReport& report) {
   ReportOptions options;
   options.floor = report.floor;
   options.margin = report.margin;
@@ -139,27 +139,27 @@ ReportOptions OptionsOf(const store::ExperimentReport& report) {
 std::vector<std::string> ExtraMetrics() { return {kParams, kFlops, kTokensPerS}; }
 
 std::vector<Row> BuildReport(const std::vector<std::string>& variants,
-                             const std::vector<store::RunRecord>& runs,
-                             const std::vector<store::FinalValue>& values,
+                             const std::vector<model::RunRecord>& runs,
+                             const std::vector<model::FinalValue>& values,
                              const std::vector<std::string>& metrics, const std::string& baseline,
                              const std::map<std::string, std::string>& goal,
                              const ReportOptions& options) {
   std::map<std::string, Row> counts;
   std::map<std::string, const std::string*> config_of;  // variant -> its first run's config
-  for (const store::RunRecord& run : runs) {
+  for (const model::RunRecord& run : runs) {
     config_of.emplace(run.variant, &run.config_json);
     Row& row = counts[run.variant];
     row.runs_total += 1;
-    if (run.state == store::RunState::kSucceeded) {
+    if (run.state == model::RunState::kSucceeded) {
       row.runs += 1;
-    } else if (run.state == store::RunState::kPruned) {
+    } else if (run.state == model::RunState::kPruned) {
       row.runs_pruned += 1;
     }
   }
   // (variant, metric) -> values of succeeded runs
   std::map<std::pair<std::string, std::string>, Samples> samples;
-  for (const store::FinalValue& v : values) {
-    if (v.state == store::RunState::kSucceeded) {
+  for (const model::FinalValue& v : values) {
+    if (v.state == model::RunState::kSucceeded) {
       Samples& s = samples[{v.variant, v.key}];
       s.last.push_back(v.value);
       s.best.push_back(HigherIsBetter(v.key, goal) ? v.max_value : v.min_value);

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/stats/sequential.h"
-#include "server/store/records.h"
+#include "server/model/records.h"
 
 namespace tae::report {
 
@@ -81,7 +81,7 @@ struct Row {
 };
 
 // The floors and decision rule of an experiment's stored [report] and train.seeds.
-ReportOptions OptionsOf(const store::ExperimentReport& report);
+ReportOptions OptionsOf(const model::ExperimentReport& report);
 
 // The metrics whose larger values are better: as `goal` says ("max"; an experiment's [report]
 // goal), else accuracies and throughput; the others are losses.
@@ -96,8 +96,8 @@ std::vector<std::string> ExtraMetrics();
 // Cells are decided and marked by `options` and by the task levels of each variant's first run's
 // config (report/task_levels.h).
 std::vector<Row> BuildReport(const std::vector<std::string>& variants,
-                             const std::vector<store::RunRecord>& runs,
-                             const std::vector<store::FinalValue>& values,
+                             const std::vector<model::RunRecord>& runs,
+                             const std::vector<model::FinalValue>& values,
                              const std::vector<std::string>& metrics, const std::string& baseline,
                              const std::map<std::string, std::string>& goal = {},
                              const ReportOptions& options = {});

@@ -13,7 +13,7 @@ double SearchSavings::fraction() const {
 }
 
 SearchSavings SavingsOf(const std::vector<RunSteps>& runs,
-                        const std::vector<store::SearchDecisionRecord>& decisions) {
+                        const std::vector<model::SearchDecisionRecord>& decisions) {
   SearchSavings out;
   for (const RunSteps& run : runs) {
     const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
@@ -28,7 +28,7 @@ SearchSavings SavingsOf(const std::vector<RunSteps>& runs,
   }
   std::map<int, RungSavings> rungs;
   std::set<std::string> pruned;
-  for (const store::SearchDecisionRecord& d : decisions) {
+  for (const model::SearchDecisionRecord& d : decisions) {
     RungSavings& rung = rungs[d.rung];
     rung.rung = d.rung;
     rung.step = d.step;

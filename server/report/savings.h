@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "server/store/records.h"
+#include "server/model/records.h"
 
 namespace tae::report {
 
@@ -41,6 +41,6 @@ struct RunSteps {
 };
 
 SearchSavings SavingsOf(const std::vector<RunSteps>& runs,
-                        const std::vector<store::SearchDecisionRecord>& decisions);
+                        const std::vector<model::SearchDecisionRecord>& decisions);
 
 }  // namespace tae::report

@@ -24,7 +24,7 @@ Split SplitVariant(const std::string& variant) {
 }  // namespace
 
 std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
-                                     const std::vector<store::FinalValue>& values,
+                                     const std::vector<model::FinalValue>& values,
                                      const std::string& metric, bool maximize,
                                      const std::string& baseline) {
   struct Sum {
@@ -32,8 +32,8 @@ std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
     int n = 0;
   };
   std::map<std::string, Sum> sums;  // variant -> its succeeded runs' final values
-  for (const store::FinalValue& v : values) {
-    if (v.key == metric && v.state == store::RunState::kSucceeded) {
+  for (const model::FinalValue& v : values) {
+    if (v.key == metric && v.state == model::RunState::kSucceeded) {
       Sum& sum = sums[v.variant];
       sum.total += v.value;
       ++sum.n;
@@ -72,8 +72,8 @@ std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
 }
 
 std::vector<Row> BuildTunedReport(
-    const std::vector<std::string>& variants, const std::vector<store::RunRecord>& runs,
-    const std::vector<store::FinalValue>& values, const std::vector<std::string>& metrics,
+    const std::vector<std::string>& variants, const std::vector<model::RunRecord>& runs,
+    const std::vector<model::FinalValue>& values, const std::vector<std::string>& metrics,
     const std::string& search_metric, bool maximize, const std::string& baseline,
     const std::map<std::string, std::string>& goal, const ReportOptions& options) {
   const std::string base_ablation = SplitVariant(baseline).ablation;
@@ -98,13 +98,13 @@ std::vector<Row> BuildTunedReport(
     }
     // No point has a score: the row says what became of the ablation's runs at all its points
     // ("0/18 (18 pruned)"), not "0/0", which reads as if it never ran.
-    for (const store::RunRecord& run : runs) {
+    for (const model::RunRecord& run : runs) {
       if (SplitVariant(run.variant).ablation != choices[i].ablation) {
         continue;
       }
       rows[i].runs_total += 1;
-      rows[i].runs += run.state == store::RunState::kSucceeded ? 1 : 0;
-      rows[i].runs_pruned += run.state == store::RunState::kPruned ? 1 : 0;
+      rows[i].runs += run.state == model::RunState::kSucceeded ? 1 : 0;
+      rows[i].runs_pruned += run.state == model::RunState::kPruned ? 1 : 0;
     }
   }
   return rows;

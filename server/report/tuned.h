@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "server/model/records.h"
 #include "server/report/report.h"
-#include "server/store/records.h"
 
 namespace tae::report {
 
@@ -37,11 +37,11 @@ struct TunedChoice {
 };
 
 // `variants`: the experiment's variant names in spec order (grid point names, as ExpandRuns
-// names them); `values`: final values (store::FinalValue) of any metrics and runs, of which the
+// names them); `values`: final values (model::FinalValue) of any metrics and runs, of which the
 // succeeded runs' `metric` counts. One choice per ablation, in the order of its first point in
 // `variants`; the one named `baseline` first.
 std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
-                                     const std::vector<store::FinalValue>& values,
+                                     const std::vector<model::FinalValue>& values,
                                      const std::string& metric, bool maximize,
                                      const std::string& baseline = "baseline");
 
@@ -52,8 +52,8 @@ std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
 // named by the ablation alone, without values, whose run counts are over all its points. `values`
 // must hold `search_metric`'s final values.
 std::vector<Row> BuildTunedReport(
-    const std::vector<std::string>& variants, const std::vector<store::RunRecord>& runs,
-    const std::vector<store::FinalValue>& values, const std::vector<std::string>& metrics,
+    const std::vector<std::string>& variants, const std::vector<model::RunRecord>& runs,
+    const std::vector<model::FinalValue>& values, const std::vector<std::string>& metrics,
     const std::string& search_metric, bool maximize, const std::string& baseline,
     const std::map<std::string, std::string>& goal = {}, const ReportOptions& options = {});
 

@@ -208,7 +208,7 @@ grpc::ServerUnaryReactor* AgentLinkService::CommitCheckpoint(
                              " blobs are not stored; upload them and commit again"))));
             return;
           }
-          absl::StatusOr<store::CheckpointsDropped> dropped =
+          absl::StatusOr<model::CheckpointsDropped> dropped =
               controller_->CompleteCheckpoint(offer->run_id, id);
           if (!dropped.ok()) {
             reactor->Finish(ToGrpc(dropped.status()));

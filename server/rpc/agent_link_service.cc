@@ -195,7 +195,7 @@ class AgentStream final : public Reactor {
           boost::asio::post(*core_, [channel = channel_] { channel->Close(); });
           return;
         }
-        auto events = std::make_shared<std::vector<store::IngestEvent>>();
+        auto events = std::make_shared<std::vector<model::IngestEvent>>();
         std::vector<std::string> rejected;
         uint64_t last_seq = FromProto(message.events(), events.get(), &rejected);
         for (const std::string& why : rejected) {

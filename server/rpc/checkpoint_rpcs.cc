@@ -17,12 +17,12 @@ grpc::ServerUnaryReactor* ControlService::ListCheckpoints(
     grpc::CallbackServerContext* ctx, const tae::v1::ListCheckpointsRequest* request,
     tae::v1::ListCheckpointsResponse* response) {
   return OnCore(ctx, [this, request, response]() -> absl::Status {
-    absl::StatusOr<std::pair<std::vector<store::CheckpointRecord>, int>> listed =
+    absl::StatusOr<std::pair<std::vector<model::CheckpointRecord>, int>> listed =
         query_->Checkpoints(request->run_id());
     if (!listed.ok()) {
       return listed.status();
     }
-    for (const store::CheckpointRecord& c : listed->first) {
+    for (const model::CheckpointRecord& c : listed->first) {
       wire::ToProto(c, response->add_checkpoints());
     }
     response->set_keep(listed->second);
@@ -34,7 +34,7 @@ grpc::ServerUnaryReactor* ControlService::GetCheckpoint(
     grpc::CallbackServerContext* ctx, const tae::v1::GetCheckpointRequest* request,
     tae::v1::Checkpoint* response) {
   return OnCore(ctx, [this, request, response]() -> absl::Status {
-    absl::StatusOr<store::CheckpointRecord> checkpoint =
+    absl::StatusOr<model::CheckpointRecord> checkpoint =
         !request->artifact().empty()
             ? query_->Artifact(request->run_id(), request->artifact())
             : query_->Checkpoint(request->run_id(), request->has_step()
@@ -98,12 +98,12 @@ grpc::ServerUnaryReactor* ControlService::ListArtifacts(
     grpc::CallbackServerContext* ctx, const tae::v1::ListArtifactsRequest* request,
     tae::v1::ListArtifactsResponse* response) {
   return OnCore(ctx, [this, request, response]() -> absl::Status {
-    absl::StatusOr<std::vector<store::CheckpointRecord>> listed =
+    absl::StatusOr<std::vector<model::CheckpointRecord>> listed =
         query_->Artifacts(request->run_id());
     if (!listed.ok()) {
       return listed.status();
     }
-    for (const store::CheckpointRecord& a : *listed) {
+    for (const model::CheckpointRecord& a : *listed) {
       wire::ToProto(a, response->add_artifacts());
     }
     return absl::OkStatus();

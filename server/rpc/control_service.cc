@@ -46,7 +46,7 @@ grpc::ServerUnaryReactor* ControlService::Submit(grpc::CallbackServerContext* ct
                                   request->force_new(),
                                   request->snapshot_id()};
     ASSIGN_OR_RETURN(controller::SubmitResult result, controller_->Submit(input));
-    ASSIGN_OR_RETURN(store::ExperimentRecord exp, query_->GetExperiment(result.experiment_id));
+    ASSIGN_OR_RETURN(model::ExperimentRecord exp, query_->GetExperiment(result.experiment_id));
     wire::ToProto(exp, response->mutable_experiment());
     response->set_existing(result.existing);
     return absl::OkStatus();
@@ -57,9 +57,9 @@ grpc::ServerUnaryReactor* ControlService::ListExperiments(
     grpc::CallbackServerContext* ctx, const tae::v1::ListExperimentsRequest* request,
     tae::v1::ListExperimentsResponse* response) {
   return OnCore(ctx, [this, request, response]() -> absl::Status {
-    ASSIGN_OR_RETURN(std::vector<store::ExperimentRecord> exps,
+    ASSIGN_OR_RETURN(std::vector<model::ExperimentRecord> exps,
                      query_->ListExperiments(request->limit()));
-    for (const store::ExperimentRecord& exp : exps) {
+    for (const model::ExperimentRecord& exp : exps) {
       wire::ToProto(exp, response->add_experiments());
     }
     return absl::OkStatus();
@@ -71,7 +71,7 @@ grpc::ServerUnaryReactor* ControlService::GetExperiment(
     tae::v1::Experiment* response) {
   return OnCore(ctx, [this, request, response]() -> absl::Status {
     ASSIGN_OR_RETURN(int64_t id, query_->ResolveExperiment(request->experiment()));
-    ASSIGN_OR_RETURN(store::ExperimentRecord exp, query_->GetExperiment(id));
+    ASSIGN_OR_RETURN(model::ExperimentRecord exp, query_->GetExperiment(id));
     wire::ToProto(exp, response);
     ASSIGN_OR_RETURN(std::optional<report::SearchSavings> savings, query_->SearchSavings(exp));
     if (savings) {
@@ -139,7 +139,7 @@ grpc::ServerUnaryReactor* ControlService::SetPaused(grpc::CallbackServerContext*
       return absl::InvalidArgumentError("experiment: an experiment (e<ID> or name) is required");
     }
     ASSIGN_OR_RETURN(int64_t id, controller_->SetPaused(request->experiment(), request->paused()));
-    ASSIGN_OR_RETURN(store::ExperimentRecord exp, query_->GetExperiment(id));
+    ASSIGN_OR_RETURN(model::ExperimentRecord exp, query_->GetExperiment(id));
     wire::ToProto(exp, response);
     return absl::OkStatus();
   });
@@ -186,8 +186,8 @@ grpc::ServerUnaryReactor* ControlService::ListQueue(grpc::CallbackServerContext*
                                                     const tae::v1::ListQueueRequest* request,
                                                     tae::v1::ListRunsResponse* response) {
   return OnCore(ctx, [this, response]() -> absl::Status {
-    ASSIGN_OR_RETURN(std::vector<store::RunRecord> queued, query_->Queue());
-    for (const store::RunRecord& run : queued) {
+    ASSIGN_OR_RETURN(std::vector<model::RunRecord> queued, query_->Queue());
+    for (const model::RunRecord& run : queued) {
       wire::ToProto(run, response->add_runs());
     }
     return absl::OkStatus();

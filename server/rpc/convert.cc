@@ -16,7 +16,7 @@ controller::AgentHello FromProto(const tae::v1::Register& in) {
   hello.agent.id = in.agent_id();
   hello.agent.host = in.host();
   hello.agent.slots = in.slots();
-  hello.agent.labels = store::Labels(in.labels().begin(), in.labels().end());
+  hello.agent.labels = model::Labels(in.labels().begin(), in.labels().end());
   hello.agent.version = in.version();
   hello.agent.facts = in.facts();
   for (const tae::v1::HeldRun& run : in.held_runs()) {
@@ -79,7 +79,7 @@ absl::Status CheckEvent(const tae::v1::Event& e) {
   return absl::OkStatus();
 }
 
-uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent>* out,
+uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<model::IngestEvent>* out,
                    std::vector<std::string>* rejected) {
   uint64_t last_seq = 0;
   for (const tae::v1::Event& e : in.events()) {
@@ -91,7 +91,7 @@ uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent
       }
       continue;
     }
-    store::IngestEvent event;
+    model::IngestEvent event;
     event.seq = e.seq();
     event.run_id = e.run_id();
     event.attempt = e.attempt();
@@ -99,23 +99,23 @@ uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent
     last_seq = std::max(last_seq, e.seq());
     switch (e.kind_case()) {
       case tae::v1::Event::kMetrics:
-        event.kind = store::IngestEvent::Kind::kMetrics;
+        event.kind = model::IngestEvent::Kind::kMetrics;
         event.step = e.metrics().step();
         for (const tae::v1::Scalar& s : e.metrics().values()) {
           event.values.push_back({s.key(), s.value()});
         }
         break;
       case tae::v1::Event::kLog:
-        event.kind = store::IngestEvent::Kind::kLog;
+        event.kind = model::IngestEvent::Kind::kLog;
         event.stream = e.log().stream();
         event.text = e.log().text();
         break;
       case tae::v1::Event::kStarted:
-        event.kind = store::IngestEvent::Kind::kStarted;
+        event.kind = model::IngestEvent::Kind::kStarted;
         event.pid = e.started().pid();
         break;
       case tae::v1::Event::kExited:
-        event.kind = store::IngestEvent::Kind::kExited;
+        event.kind = model::IngestEvent::Kind::kExited;
         event.exit_code = e.exited().exit_code();
         event.signal = e.exited().signal();
         event.cancelled = e.exited().cancelled();
@@ -124,8 +124,8 @@ uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent
         event.text = e.exited().reason();
         break;
       case tae::v1::Event::kMeta:
-        event.kind = store::IngestEvent::Kind::kMeta;
-        event.meta = store::RunMeta(e.meta().values().begin(), e.meta().values().end());
+        event.kind = model::IngestEvent::Kind::kMeta;
+        event.meta = model::RunMeta(e.meta().values().begin(), e.meta().values().end());
         break;
       case tae::v1::Event::KIND_NOT_SET:
         continue;

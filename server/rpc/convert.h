@@ -8,7 +8,7 @@
 #include "grpcpp/support/status.h"
 #include "proto/tae/v1/limits.h"
 #include "server/controller/controller.h"
-#include "server/store/records.h"
+#include "server/model/records.h"
 #include "tae/v1/agent_link.pb.h"
 
 namespace tae::rpc {
@@ -24,7 +24,7 @@ inline constexpr int kMaxEventsPerBatch = tae::v1::kTaedMaxEventsPerBatch;
 absl::Status CheckEvent(const tae::v1::Event& event);
 // Converts a batch; returns the highest seq in it. Events that fail CheckEvent are left out (and
 // described in `rejected`): they are acked with the batch, so a bad event cannot wedge an agent.
-uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<store::IngestEvent>* out,
+uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<model::IngestEvent>* out,
                    std::vector<std::string>* rejected = nullptr);
 
 }  // namespace tae::rpc

@@ -82,7 +82,7 @@ grpc::ServerUnaryReactor* ControlService::CreateSnapshot(
     return reactor;
   }
   // The last step, on the core: record the row (or find the existing one) and answer.
-  auto record = [this, reactor, request, response](std::optional<store::SnapshotRecord> fresh) {
+  auto record = [this, reactor, request, response](std::optional<model::SnapshotRecord> fresh) {
     boost::asio::post(*core_, [this, reactor, request, response, fresh = std::move(fresh)] {
       absl::StatusOr<bool> existed = controller_->AddSnapshot(request->id(), fresh);
       if (!existed.ok()) {
@@ -118,7 +118,7 @@ grpc::ServerUnaryReactor* ControlService::CreateSnapshot(
           absl::StrCat("id: ", request->id(), " is not the manifest's SHA-256 (", id, ")"))));
       return;
     }
-    store::SnapshotRecord fresh;
+    model::SnapshotRecord fresh;
     fresh.id = id;
     fresh.manifest = request->manifest();
     fresh.files = static_cast<int64_t>(entries->size());

@@ -10,7 +10,7 @@
 
 namespace tae::scheduler {
 
-bool LabelsMatch(const store::Labels& wanted, const store::Labels& offered) {
+bool LabelsMatch(const model::Labels& wanted, const model::Labels& offered) {
   for (const auto& [key, value] : wanted) {
     auto it = offered.find(key);
     if (it == offered.end() || it->second != value) {

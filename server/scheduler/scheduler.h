@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "server/store/records.h"
+#include "server/model/records.h"
 
 namespace tae::scheduler {
 
@@ -16,14 +16,14 @@ struct AgentCapacity {
   std::string id;
   int free_slots = 0;
   int total_slots = 0;
-  store::Labels labels;
+  model::Labels labels;
 };
 
 struct QueuedRun {
   int64_t run_id = 0;
   int priority = 0;
   int slots = 1;
-  store::Labels labels;  // every one must be present on the agent with the same value
+  model::Labels labels;  // every one must be present on the agent with the same value
   int64_t experiment_id = 0;
   double not_before = 0;   // backoff: not started before this time
   int max_concurrent = 0;  // cap on the experiment's active runs; 0: none
@@ -56,7 +56,7 @@ struct Decision {
   double wake_at = 0;                      // earliest backoff end among waiting runs; 0: none
 };
 
-bool LabelsMatch(const store::Labels& wanted, const store::Labels& offered);
+bool LabelsMatch(const model::Labels& wanted, const model::Labels& offered);
 
 // Why `run` cannot be placed on any of `agents` (given their total slots), e.g. "no agent has
 // accelerator=v4-8"; "waiting for a free slot" when one could take it once it frees up.

@@ -25,12 +25,12 @@ struct ArmRuns {
 
 }  // namespace
 
-std::string PrimaryMetric(const store::ExperimentReport& report) {
+std::string PrimaryMetric(const model::ExperimentReport& report) {
   return report.metrics.empty() ? kDefaultMetric : report.metrics.front();
 }
 
-Plan PlanSeeds(const store::ExperimentReport& report, const std::vector<store::RunRecord>& runs,
-               const std::vector<store::FinalValue>& values) {
+Plan PlanSeeds(const model::ExperimentReport& report, const std::vector<model::RunRecord>& runs,
+               const std::vector<model::FinalValue>& values) {
   Plan plan;
   if (report.min_seeds <= 0) {
     return plan;
@@ -48,14 +48,14 @@ Plan PlanSeeds(const store::ExperimentReport& report, const std::vector<store::R
     return plan;
   }
   std::map<int64_t, double> value_of;
-  for (const store::FinalValue& value : values) {
+  for (const model::FinalValue& value : values) {
     if (value.key == metric) {
       value_of[value.run_id] = value.value;
     }
   }
   std::vector<std::string> order;  // variants by first run
   std::map<std::string, ArmRuns> arms;
-  for (const store::RunRecord& run : runs) {
+  for (const model::RunRecord& run : runs) {
     auto [it, fresh] = arms.try_emplace(run.variant);
     ArmRuns& a = it->second;
     if (fresh) {
@@ -70,11 +70,11 @@ Plan PlanSeeds(const store::ExperimentReport& report, const std::vector<store::R
     }
     a.highest_seed = std::max(a.highest_seed, run.seed);
     a.arm.runs += 1;
-    if (!store::IsFinal(run.state)) {
+    if (!model::IsFinal(run.state)) {
       a.arm.pending += 1;
-    } else if (run.state == store::RunState::kCancelled && a.held.empty()) {
+    } else if (run.state == model::RunState::kCancelled && a.held.empty()) {
       a.held = absl::StrCat("r", run.id, " was cancelled");
-    } else if (run.state == store::RunState::kSucceeded) {
+    } else if (run.state == model::RunState::kSucceeded) {
       if (auto v = value_of.find(run.id); v != value_of.end()) {
         a.arm.values.push_back(v->second);
       } else if (a.held.empty()) {

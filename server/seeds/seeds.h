@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "server/store/records.h"
+#include "server/model/records.h"
 
 namespace tae::seeds {
 
 // The metric adaptive seeds decide on: the first of [report] metrics, else eval/loss.
-std::string PrimaryMetric(const store::ExperimentReport& report);
+std::string PrimaryMetric(const model::ExperimentReport& report);
 
 struct NewSeeds {
   std::string variant;
@@ -47,7 +47,7 @@ struct Plan {
 // What an adaptive experiment adds now (nothing when report.min_seeds is 0: a list of seeds).
 // runs: all of the experiment's runs; values: their final values of PrimaryMetric(report) (others
 // are ignored).
-Plan PlanSeeds(const store::ExperimentReport& report, const std::vector<store::RunRecord>& runs,
-               const std::vector<store::FinalValue>& values);
+Plan PlanSeeds(const model::ExperimentReport& report, const std::vector<model::RunRecord>& runs,
+               const std::vector<model::FinalValue>& values);
 
 }  // namespace tae::seeds

@@ -4,11 +4,11 @@
 
 namespace tae::store::rows {
 
-std::string LabelsToJson(const Labels& labels) { return nlohmann::json(labels).dump(); }
+std::string LabelsToJson(const model::Labels& labels) { return nlohmann::json(labels).dump(); }
 
-Labels LabelsFromJson(const std::string& text) {
+model::Labels LabelsFromJson(const std::string& text) {
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  Labels labels;
+  model::Labels labels;
   if (doc.is_object()) {
     for (const auto& [key, value] : doc.items()) {
       labels[key] = value.is_string() ? value.get<std::string>() : value.dump();
@@ -17,7 +17,7 @@ Labels LabelsFromJson(const std::string& text) {
   return labels;
 }
 
-std::string ReportToJson(const ExperimentReport& report) {
+std::string ReportToJson(const model::ExperimentReport& report) {
   nlohmann::json doc = {{"metrics", report.metrics}, {"goal", report.goal}};
   if (!report.floor.empty()) {
     doc["floor"] = report.floor;
@@ -36,9 +36,9 @@ std::string ReportToJson(const ExperimentReport& report) {
   return doc.dump();
 }
 
-ExperimentReport ReportFromJson(const std::string& text) {
+model::ExperimentReport ReportFromJson(const std::string& text) {
   const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  ExperimentReport report;
+  model::ExperimentReport report;
   if (!doc.is_object()) {
     return report;
   }
@@ -76,7 +76,7 @@ ExperimentReport ReportFromJson(const std::string& text) {
     }
   }
   if (auto it = doc.find("search"); it != doc.end() && it->is_object()) {
-    SearchSettings& s = report.search;
+    model::SearchSettings& s = report.search;
     s.declared = true;
     s.method = it->value("method", s.method);
     s.metric = it->value("metric", s.metric);
@@ -88,8 +88,8 @@ ExperimentReport ReportFromJson(const std::string& text) {
   return report;
 }
 
-ExperimentRecord ReadExperiment(const Statement& stmt) {
-  ExperimentRecord exp;
+model::ExperimentRecord ReadExperiment(const Statement& stmt) {
+  model::ExperimentRecord exp;
   exp.id = stmt.Int(0);
   exp.name = stmt.Text(1);
   exp.description = stmt.Text(2);
@@ -107,14 +107,14 @@ const char* const kRunColumns =
     "meta, not_before, max_concurrent, hosts, COALESCE(snapshot_id, ''), command, "
     "attempts_granted, keep_checkpoints, infra_faults, retry_on";
 
-RunRecord ReadRun(const Statement& stmt) {
-  RunRecord run;
+model::RunRecord ReadRun(const Statement& stmt) {
+  model::RunRecord run;
   run.id = stmt.Int(0);
   run.experiment_id = stmt.Int(1);
   run.variant = stmt.Text(2);
   run.seed = stmt.Int(3);
   run.config_json = stmt.Text(4);
-  run.state = RunStateFromString(stmt.Text(5)).value_or(RunState::kFailed);
+  run.state = model::RunStateFromString(stmt.Text(5)).value_or(model::RunState::kFailed);
   run.attempt = static_cast<int>(stmt.Int(6));
   run.max_attempts = static_cast<int>(stmt.Int(7));
   run.priority = static_cast<int>(stmt.Int(8));
@@ -142,29 +142,29 @@ RunRecord ReadRun(const Statement& stmt) {
   return run;
 }
 
-void AddToCounts(RunState state, int n, RunCounts* counts) {
+void AddToCounts(model::RunState state, int n, model::RunCounts* counts) {
   counts->total += n;
   switch (state) {
-    case RunState::kQueued:
+    case model::RunState::kQueued:
       counts->queued += n;
       break;
-    case RunState::kAssigned:
-    case RunState::kRunning:
+    case model::RunState::kAssigned:
+    case model::RunState::kRunning:
       counts->running += n;
       break;
-    case RunState::kSucceeded:
+    case model::RunState::kSucceeded:
       counts->succeeded += n;
       break;
-    case RunState::kFailed:
+    case model::RunState::kFailed:
       counts->failed += n;
       break;
-    case RunState::kCancelled:
+    case model::RunState::kCancelled:
       counts->cancelled += n;
       break;
-    case RunState::kLost:
+    case model::RunState::kLost:
       counts->lost += n;
       break;
-    case RunState::kPruned:
+    case model::RunState::kPruned:
       counts->pruned += n;
       break;
   }

@@ -30,8 +30,8 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   return std::unique_ptr<Store>(new Store(std::move(db)));
 }
 
-absl::Status Store::RecordTransition(int64_t run_id, int attempt, RunState from, RunState to,
-                                     const std::string& reason, double now) {
+absl::Status Store::RecordTransition(int64_t run_id, int attempt, model::RunState from,
+                                     model::RunState to, const std::string& reason, double now) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("INSERT INTO run_transitions (run_id, attempt, "
                                "from_state, to_state, reason, at) VALUES (?,?,?,?,?,?)"));
@@ -48,18 +48,18 @@ namespace {
 
 // ", column = ?" for a field the transition sets or clears; its bind follows in BindField.
 template <typename T>
-void AddColumn(const RunField<T>& field, const char* column, std::string* sql) {
-  if (field.op != RunField<T>::Op::kKeep) {
+void AddColumn(const model::RunField<T>& field, const char* column, std::string* sql) {
+  if (field.op != model::RunField<T>::Op::kKeep) {
     absl::StrAppend(sql, ", ", column, " = ?");
   }
 }
 
 template <typename T>
-void BindField(const RunField<T>& field, Statement* stmt, int* index) {
-  if (field.op == RunField<T>::Op::kKeep) {
+void BindField(const model::RunField<T>& field, Statement* stmt, int* index) {
+  if (field.op == model::RunField<T>::Op::kKeep) {
     return;
   }
-  if (field.op == RunField<T>::Op::kNull) {
+  if (field.op == model::RunField<T>::Op::kNull) {
     stmt->BindNull((*index)++);
   } else {
     stmt->Bind((*index)++, field.value);
@@ -68,7 +68,7 @@ void BindField(const RunField<T>& field, Statement* stmt, int* index) {
 
 }  // namespace
 
-absl::Status Store::Apply(const RunTransition& t) {
+absl::Status Store::Apply(const model::RunTransition& t) {
   std::string sql = "UPDATE runs SET state = ?";
   AddColumn(t.reason, "reason", &sql);
   AddColumn(t.attempt_column, "attempt", &sql);
@@ -96,13 +96,14 @@ absl::Status Store::Apply(const RunTransition& t) {
   BindField(t.infra_faults, &stmt, &index);
   stmt.Bind(index, t.run_id);
   RETURN_IF_ERROR(stmt.Run());
-  for (const RunTransition::Row& row : t.rows) {
+  for (const model::RunTransition::Row& row : t.rows) {
     RETURN_IF_ERROR(RecordTransition(t.run_id, t.attempt, row.from, row.to, row.reason, t.at));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment, double now) {
+absl::StatusOr<int64_t> Store::CreateExperiment(const model::NewExperiment& experiment,
+                                                double now) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(Statement exp, db_.Prepare("INSERT INTO experiments (name, description, "
@@ -123,7 +124,8 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const NewExperiment& experiment,
   return experiment_id;
 }
 
-absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<NewRun>& runs, double now) {
+absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<model::NewRun>& runs,
+                               double now) {
   ASSIGN_OR_RETURN(Statement run, db_.Prepare("INSERT INTO runs (experiment_id, variant, seed, "
                                               "config, state, max_attempts, priority, slots, "
                                               "labels, created_at, max_concurrent, hosts, "
@@ -133,8 +135,8 @@ absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<NewRun>&
   ASSIGN_OR_RETURN(Statement transition,
                    db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
                                "to_state, reason, at) VALUES (?, 0, '', 'queued', ?, ?)"));
-  for (const NewRun& new_run : runs) {
-    const RunResources& r = new_run.resources;
+  for (const model::NewRun& new_run : runs) {
+    const model::RunResources& r = new_run.resources;
     run.Bind(1, experiment_id)
         .Bind(2, new_run.variant)
         .Bind(3, new_run.seed)
@@ -162,13 +164,14 @@ absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<NewRun>&
   return absl::OkStatus();
 }
 
-absl::Status Store::AddRuns(int64_t experiment_id, const std::vector<NewRun>& runs, double now) {
+absl::Status Store::AddRuns(int64_t experiment_id, const std::vector<model::NewRun>& runs,
+                            double now) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(Statement taken,
                    db_.Prepare("SELECT id FROM runs WHERE experiment_id = ? AND variant = ? AND "
                                "seed = ?"));
-  for (const NewRun& run : runs) {
+  for (const model::NewRun& run : runs) {
     taken.Reset();
     taken.Bind(1, experiment_id).Bind(2, run.variant).Bind(3, run.seed);
     ASSIGN_OR_RETURN(bool exists, taken.Step());
@@ -182,7 +185,7 @@ absl::Status Store::AddRuns(int64_t experiment_id, const std::vector<NewRun>& ru
   return tx.Commit();
 }
 
-absl::StatusOr<ExperimentSource> Store::GetExperimentSource(int64_t experiment_id) {
+absl::StatusOr<model::ExperimentSource> Store::GetExperimentSource(int64_t experiment_id) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("SELECT spec_text, spec_path, overrides, report FROM experiments "
                                "WHERE id = ?"));
@@ -191,7 +194,7 @@ absl::StatusOr<ExperimentSource> Store::GetExperimentSource(int64_t experiment_i
   if (!row) {
     return absl::NotFoundError(absl::StrCat("no experiment e", experiment_id));
   }
-  ExperimentSource source;
+  model::ExperimentSource source;
   source.spec_text = stmt.Text(0);
   source.spec_path = stmt.Text(1);
   const nlohmann::json overrides = nlohmann::json::parse(stmt.Text(2), nullptr, false);
@@ -212,15 +215,15 @@ absl::StatusOr<std::vector<int64_t>> Store::AdaptiveExperiments() {
       "json_extract(report, '$.seeds.min') > 0 ORDER BY id");
 }
 
-absl::StatusOr<std::vector<FinalValue>> Store::FinalValues(int64_t experiment_id,
-                                                           const std::vector<std::string>& keys) {
+absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
+    int64_t experiment_id, const std::vector<std::string>& keys) {
   ASSIGN_OR_RETURN(
       Statement * stmt,
       db_.Cached("SELECT r.id, r.variant, r.seed, r.state, k.name, s.last_value, s.min_value, "
                  "s.max_value FROM runs r JOIN run_summaries s ON s.run_id = r.id JOIN "
                  "metric_keys k ON k.id = s.key_id WHERE r.experiment_id = ? AND k.name = ? "
                  "ORDER BY r.id"));
-  std::vector<FinalValue> out;
+  std::vector<model::FinalValue> out;
   for (const std::string& key : keys) {
     stmt->Reset();
     stmt->Bind(1, experiment_id).Bind(2, key);
@@ -230,8 +233,8 @@ absl::StatusOr<std::vector<FinalValue>> Store::FinalValues(int64_t experiment_id
         break;
       }
       out.push_back({stmt->Int(0), stmt->Text(1), stmt->Int(2),
-                     RunStateFromString(stmt->Text(3)).value_or(RunState::kQueued), stmt->Text(4),
-                     stmt->Double(5), stmt->Double(6), stmt->Double(7)});
+                     model::RunStateFromString(stmt->Text(3)).value_or(model::RunState::kQueued),
+                     stmt->Text(4), stmt->Double(5), stmt->Double(6), stmt->Double(7)});
     }
   }
   return out;
@@ -271,13 +274,14 @@ absl::StatusOr<int64_t> Store::ResolveExperiment(const std::string& ref) {
   return stmt.Int(0);
 }
 
-absl::StatusOr<std::vector<RunRecord>> Store::QueryRuns(const std::string& where, int64_t arg) {
+absl::StatusOr<std::vector<model::RunRecord>> Store::QueryRuns(const std::string& where,
+                                                               int64_t arg) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare(absl::StrCat("SELECT ", kRunColumns, " FROM runs ", where)));
   if (where.find('?') != std::string::npos) {
     stmt.Bind(1, arg);
   }
-  std::vector<RunRecord> runs;
+  std::vector<model::RunRecord> runs;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt.Step());
     if (!more) {
@@ -288,40 +292,41 @@ absl::StatusOr<std::vector<RunRecord>> Store::QueryRuns(const std::string& where
   return runs;
 }
 
-absl::StatusOr<std::vector<RunRecord>> Store::ListRuns(int64_t experiment_id) {
+absl::StatusOr<std::vector<model::RunRecord>> Store::ListRuns(int64_t experiment_id) {
   return QueryRuns("WHERE experiment_id = ? ORDER BY id", experiment_id);
 }
 
-absl::StatusOr<RunRecord> Store::GetRun(int64_t run_id) {
-  ASSIGN_OR_RETURN(std::vector<RunRecord> runs, QueryRuns("WHERE id = ?", run_id));
+absl::StatusOr<model::RunRecord> Store::GetRun(int64_t run_id) {
+  ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, QueryRuns("WHERE id = ?", run_id));
   if (runs.empty()) {
     return absl::NotFoundError(absl::StrCat("no run r", run_id));
   }
   return std::move(runs.front());
 }
 
-absl::StatusOr<std::vector<RunRecord>> Store::QueuedRuns() {
+absl::StatusOr<std::vector<model::RunRecord>> Store::QueuedRuns() {
   return QueryRuns("WHERE state = 'queued' ORDER BY priority DESC, id", 0);
 }
 
-absl::StatusOr<std::vector<RunRecord>> Store::ActiveRuns() {
+absl::StatusOr<std::vector<model::RunRecord>> Store::ActiveRuns() {
   return QueryRuns("WHERE state IN ('assigned', 'running') ORDER BY id", 0);
 }
 
-absl::StatusOr<RunRecord> Store::AssignRun(int64_t run_id, const std::string& agent_id,
-                                           double now) {
+absl::StatusOr<model::RunRecord> Store::AssignRun(int64_t run_id, const std::string& agent_id,
+                                                  double now) {
   return AssignRun(run_id, std::vector<std::string>{agent_id}, now);
 }
 
-absl::StatusOr<RunRecord> Store::AssignRun(int64_t run_id, const std::vector<std::string>& agents,
-                                           double now) {
+absl::StatusOr<model::RunRecord> Store::AssignRun(int64_t run_id,
+                                                  const std::vector<std::string>& agents,
+                                                  double now) {
   if (agents.empty()) {
     return absl::InvalidArgumentError("AssignRun: no agents");
   }
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
-  ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));
-  ASSIGN_OR_RETURN(RunTransition assign, lifecycle::OnAssign(run, agents, now));
+  ASSIGN_OR_RETURN(model::RunRecord run, GetRun(run_id));
+  ASSIGN_OR_RETURN(model::RunTransition assign, lifecycle::OnAssign(run, agents, now));
   RETURN_IF_ERROR(Apply(assign));
   if (agents.size() > 1) {
     ASSIGN_OR_RETURN(Statement rank, db_.Prepare("INSERT INTO run_hosts (run_id, attempt, rank, "
@@ -336,7 +341,7 @@ absl::StatusOr<RunRecord> Store::AssignRun(int64_t run_id, const std::vector<std
     }
   }
   RETURN_IF_ERROR(tx.Commit());
-  run.state = RunState::kAssigned;
+  run.state = model::RunState::kAssigned;
   run.attempt = assign.attempt;
   run.agent_id = agents[0];
   return run;
@@ -357,7 +362,7 @@ absl::StatusOr<std::vector<std::string>> Store::Gang(int64_t run_id, int attempt
   return agents;
 }
 
-absl::StatusOr<std::vector<std::string>> Store::AgentsOf(const RunRecord& run) {
+absl::StatusOr<std::vector<std::string>> Store::AgentsOf(const model::RunRecord& run) {
   if (run.hosts <= 1 || run.attempt == 0) {
     return run.agent_id.empty() ? std::vector<std::string>{}
                                 : std::vector<std::string>{run.agent_id};
@@ -365,12 +370,12 @@ absl::StatusOr<std::vector<std::string>> Store::AgentsOf(const RunRecord& run) {
   return Gang(run.id, run.attempt);
 }
 
-absl::StatusOr<RunState> Store::LoseRun(int64_t run_id, const std::string& reason, double now,
-                                        double retry_delay_s) {
+absl::StatusOr<model::RunState> Store::LoseRun(int64_t run_id, const std::string& reason,
+                                               double now, double retry_delay_s) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
-  ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));
-  std::optional<RunTransition> lost = lifecycle::OnLost(run, reason, now, retry_delay_s);
+  ASSIGN_OR_RETURN(model::RunRecord run, GetRun(run_id));
+  std::optional<model::RunTransition> lost = lifecycle::OnLost(run, reason, now, retry_delay_s);
   if (!lost) {
     return run.state;
   }
@@ -386,11 +391,12 @@ absl::Status Store::SetWaitingReason(int64_t run_id, const std::string& reason) 
   return stmt.Run();
 }
 
-absl::Status Store::FinishRun(int64_t run_id, RunState to, const std::string& reason, double now) {
+absl::Status Store::FinishRun(int64_t run_id, model::RunState to, const std::string& reason,
+                              double now) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
-  ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));
-  std::optional<RunTransition> finish = lifecycle::OnFinish(run, to, reason, now);
+  ASSIGN_OR_RETURN(model::RunRecord run, GetRun(run_id));
+  std::optional<model::RunTransition> finish = lifecycle::OnFinish(run, to, reason, now);
   if (!finish) {
     return absl::OkStatus();
   }
@@ -398,7 +404,7 @@ absl::Status Store::FinishRun(int64_t run_id, RunState to, const std::string& re
   return tx.Commit();
 }
 
-absl::Status Store::UpsertAgent(const AgentRecord& agent) {
+absl::Status Store::UpsertAgent(const model::AgentRecord& agent) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("INSERT INTO agents (id, host, slots, labels, version, state, "
                                "first_seen, last_seen) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(id) "
@@ -443,7 +449,7 @@ absl::StatusOr<std::map<std::string, std::string>> Store::AgentQuarantines() {
   return out;
 }
 
-absl::Status Store::PutCredential(const CredentialRecord& credential) {
+absl::Status Store::PutCredential(const model::CredentialRecord& credential) {
   ASSIGN_OR_RETURN(
       Statement stmt,
       db_.Prepare(
@@ -469,17 +475,17 @@ absl::Status Store::RevokeCredential(const std::string& agent_id, const std::str
   return stmt.Run();
 }
 
-absl::StatusOr<std::vector<CredentialRecord>> Store::ListCredentials() {
+absl::StatusOr<std::vector<model::CredentialRecord>> Store::ListCredentials() {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("SELECT agent_id, secret_sha256, how, enrolled_at, revoked_at, "
                                "revoked_reason FROM agent_credentials ORDER BY agent_id"));
-  std::vector<CredentialRecord> out;
+  std::vector<model::CredentialRecord> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) {
       break;
     }
-    CredentialRecord c;
+    model::CredentialRecord c;
     c.agent_id = stmt.Text(0);
     c.secret_sha256 = stmt.Text(1);
     c.how = stmt.Text(2);
@@ -493,7 +499,8 @@ absl::StatusOr<std::vector<CredentialRecord>> Store::ListCredentials() {
   return out;
 }
 
-absl::Status Store::SetExperimentReport(int64_t experiment_id, const ExperimentReport& report) {
+absl::Status Store::SetExperimentReport(int64_t experiment_id,
+                                        const model::ExperimentReport& report) {
   ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE experiments SET report = ? WHERE id = ?"));
   stmt.Bind(1, rows::ReportToJson(report)).Bind(2, experiment_id);
   return stmt.Run();
@@ -505,7 +512,7 @@ absl::Status Store::SetExperimentPaused(int64_t experiment_id, bool paused) {
   return stmt.Run();
 }
 
-absl::Status Store::PutSnapshot(const SnapshotRecord& snapshot) {
+absl::Status Store::PutSnapshot(const model::SnapshotRecord& snapshot) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("INSERT INTO snapshots (id, manifest, files, bytes, source, "
                                "created_at) VALUES (?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING"));
@@ -518,7 +525,7 @@ absl::Status Store::PutSnapshot(const SnapshotRecord& snapshot) {
   return stmt.Run();
 }
 
-absl::StatusOr<SnapshotRecord> Store::GetSnapshot(const std::string& id) {
+absl::StatusOr<model::SnapshotRecord> Store::GetSnapshot(const std::string& id) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("SELECT id, manifest, files, bytes, source, created_at FROM "
                                "snapshots WHERE id = ?"));
@@ -527,15 +534,15 @@ absl::StatusOr<SnapshotRecord> Store::GetSnapshot(const std::string& id) {
   if (!row) {
     return absl::NotFoundError(absl::StrCat("no snapshot ", id));
   }
-  return SnapshotRecord{stmt.Text(0), stmt.Text(1), stmt.Int(2),
-                        stmt.Int(3),  stmt.Text(4), stmt.Double(5)};
+  return model::SnapshotRecord{stmt.Text(0), stmt.Text(1), stmt.Int(2),
+                               stmt.Int(3),  stmt.Text(4), stmt.Double(5)};
 }
 
-absl::StatusOr<std::vector<SnapshotRecord>> Store::ListSnapshots() {
+absl::StatusOr<std::vector<model::SnapshotRecord>> Store::ListSnapshots() {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("SELECT id, files, bytes, source, created_at FROM snapshots "
                                "ORDER BY created_at DESC, id"));
-  std::vector<SnapshotRecord> out;
+  std::vector<model::SnapshotRecord> out;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt.Step());
     if (!more) {
@@ -546,18 +553,18 @@ absl::StatusOr<std::vector<SnapshotRecord>> Store::ListSnapshots() {
   return out;
 }
 
-absl::StatusOr<std::map<std::string, SnapshotUsage>> Store::SnapshotUsages() {
+absl::StatusOr<std::map<std::string, model::SnapshotUsage>> Store::SnapshotUsages() {
   ASSIGN_OR_RETURN(
       Statement stmt,
       db_.Prepare("SELECT snapshot_id, COUNT(*), SUM(state IN ('queued', 'assigned', 'running')) "
                   "FROM runs WHERE snapshot_id IS NOT NULL GROUP BY snapshot_id"));
-  std::map<std::string, SnapshotUsage> out;
+  std::map<std::string, model::SnapshotUsage> out;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt.Step());
     if (!more) {
       break;
     }
-    out[stmt.Text(0)] = SnapshotUsage{stmt.Int(1), stmt.Int(2)};
+    out[stmt.Text(0)] = model::SnapshotUsage{stmt.Int(1), stmt.Int(2)};
   }
   return out;
 }
@@ -585,11 +592,12 @@ absl::StatusOr<std::set<int64_t>> Store::PausedExperiments() {
 absl::StatusOr<int> Store::RetryRuns(int64_t experiment_id, const std::string& reason, double now) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
-  ASSIGN_OR_RETURN(std::vector<RunRecord> runs, ListRuns(experiment_id));
+  ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, ListRuns(experiment_id));
   int retried = 0;
-  for (const RunRecord& run : runs) {
+  for (const model::RunRecord& run : runs) {
     // As many attempts again as its spec gives (resources.max_attempts).
-    std::optional<RunTransition> retry = lifecycle::OnRetry(run, reason, now, run.attempts_granted);
+    std::optional<model::RunTransition> retry =
+        lifecycle::OnRetry(run, reason, now, run.attempts_granted);
     if (!retry) {
       continue;
     }

@@ -16,9 +16,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/model/records.h"
 #include "server/store/db.h"
 #include "server/store/migrations.h"
-#include "server/store/records.h"
 
 namespace tae::lifecycle {
 struct Exit;
@@ -33,13 +33,13 @@ class Store {
       const std::string& path, const std::vector<Migration>& migrations = EmbeddedMigrations());
 
   // Experiments.
-  absl::StatusOr<int64_t> CreateExperiment(const NewExperiment& experiment, double now);
+  absl::StatusOr<int64_t> CreateExperiment(const model::NewExperiment& experiment, double now);
   absl::StatusOr<std::optional<int64_t>> FindExperimentByHash(const std::string& spec_hash);
   // ref: "12", "e12" or a name (the newest experiment with that name).
   absl::StatusOr<int64_t> ResolveExperiment(const std::string& ref);
 
   // What it was submitted from (its spec text, --set overrides and [report]).
-  absl::StatusOr<ExperimentSource> GetExperimentSource(int64_t experiment_id);
+  absl::StatusOr<model::ExperimentSource> GetExperimentSource(int64_t experiment_id);
   // Experiments with adaptive seeds (train.seeds = { min, max }), oldest first.
   absl::StatusOr<std::vector<int64_t>> AdaptiveExperiments();
   // Experiments with an asha [search] and runs that are not final yet, oldest first.
@@ -47,35 +47,36 @@ class Store {
   // Adds queued runs to an experiment in one transaction, each with a first transition that says
   // its `reason`. A (variant, seed) the experiment already has is refused (AlreadyExists) and
   // nothing is added.
-  absl::Status AddRuns(int64_t experiment_id, const std::vector<NewRun>& runs, double now);
+  absl::Status AddRuns(int64_t experiment_id, const std::vector<model::NewRun>& runs, double now);
 
   // Runs.
-  absl::StatusOr<std::vector<RunRecord>> ListRuns(int64_t experiment_id);
-  absl::StatusOr<RunRecord> GetRun(int64_t run_id);
+  absl::StatusOr<std::vector<model::RunRecord>> ListRuns(int64_t experiment_id);
+  absl::StatusOr<model::RunRecord> GetRun(int64_t run_id);
   // Queued runs, highest priority first, then oldest first.
-  absl::StatusOr<std::vector<RunRecord>> QueuedRuns();
+  absl::StatusOr<std::vector<model::RunRecord>> QueuedRuns();
   // The final values (last, min, max of the series) of `keys` for every run of the experiment
   // that reported them, by key then run id.
-  absl::StatusOr<std::vector<FinalValue>> FinalValues(int64_t experiment_id,
-                                                      const std::vector<std::string>& keys);
+  absl::StatusOr<std::vector<model::FinalValue>> FinalValues(int64_t experiment_id,
+                                                             const std::vector<std::string>& keys);
   // Runs in assigned or running state (all agents).
-  absl::StatusOr<std::vector<RunRecord>> ActiveRuns();
+  absl::StatusOr<std::vector<model::RunRecord>> ActiveRuns();
 
   // queued -> assigned on agent_id; the attempt number goes up by one.
-  absl::StatusOr<RunRecord> AssignRun(int64_t run_id, const std::string& agent_id, double now);
+  absl::StatusOr<model::RunRecord> AssignRun(int64_t run_id, const std::string& agent_id,
+                                             double now);
   // A gang: rank i on agents[i] (runs.agent_id is rank 0's), recorded in run_hosts.
-  absl::StatusOr<RunRecord> AssignRun(int64_t run_id, const std::vector<std::string>& agents,
-                                      double now);
+  absl::StatusOr<model::RunRecord> AssignRun(int64_t run_id, const std::vector<std::string>& agents,
+                                             double now);
   // The agents of a gang's attempt by rank (empty if that attempt was not a gang).
   absl::StatusOr<std::vector<std::string>> Gang(int64_t run_id, int attempt);
   // The agents of the run's current attempt: its gang, or {agent_id} (empty if never placed).
-  absl::StatusOr<std::vector<std::string>> AgentsOf(const RunRecord& run);
+  absl::StatusOr<std::vector<std::string>> AgentsOf(const model::RunRecord& run);
   // assigned/running -> lost -> queued (attempts left) or failed. Returns the new state. A
   // requeued run is not started before now + retry_delay_s (backoff).
-  absl::StatusOr<RunState> LoseRun(int64_t run_id, const std::string& reason, double now,
-                                   double retry_delay_s = 0);
+  absl::StatusOr<model::RunState> LoseRun(int64_t run_id, const std::string& reason, double now,
+                                          double retry_delay_s = 0);
   // Replaces the experiment's [report] (a resubmit that changed only it).
-  absl::Status SetExperimentReport(int64_t experiment_id, const ExperimentReport& report);
+  absl::Status SetExperimentReport(int64_t experiment_id, const model::ExperimentReport& report);
   // Paused experiments keep their runs queued (running ones go on).
   absl::Status SetExperimentPaused(int64_t experiment_id, bool paused);
   absl::StatusOr<std::set<int64_t>> PausedExperiments();
@@ -86,67 +87,67 @@ class Store {
   // Why a queued run is still waiting (shown by `taectl runs`); no transition is recorded.
   absl::Status SetWaitingReason(int64_t run_id, const std::string& reason);
   // Moves a non-final run straight to `to` (cancelled or failed) with reason.
-  absl::Status FinishRun(int64_t run_id, RunState to, const std::string& reason, double now);
+  absl::Status FinishRun(int64_t run_id, model::RunState to, const std::string& reason, double now);
 
   // Writes a transition decided by server/lifecycle: the runs row's changed columns and its
   // transition rows. Atomic only inside the caller's transaction (every caller here holds one).
-  absl::Status Apply(const RunTransition& transition);
+  absl::Status Apply(const model::RunTransition& transition);
 
   // Writes one batch of agent events in one transaction; state changes are decided by
   // server/lifecycle. Runs that ended are returned.
-  absl::StatusOr<std::vector<RunEnded>> Ingest(const std::string& agent_id,
-                                               const std::vector<IngestEvent>& events);
+  absl::StatusOr<std::vector<model::RunEnded>> Ingest(
+      const std::string& agent_id, const std::vector<model::IngestEvent>& events);
 
   // [search] (store_search.cc). Writes a search's decisions in their order and, in the same
   // transaction, ends each of `prune` (run id -> reason) that is not final yet in `pruned`.
   absl::Status RecordSearch(int64_t experiment_id,
-                            const std::vector<SearchDecisionRecord>& decisions,
+                            const std::vector<model::SearchDecisionRecord>& decisions,
                             const std::vector<std::pair<int64_t, std::string>>& prune, double now);
   // An experiment's stored decisions, in the order they were made.
-  absl::StatusOr<std::vector<SearchDecisionRecord>> SearchDecisions(int64_t experiment_id);
+  absl::StatusOr<std::vector<model::SearchDecisionRecord>> SearchDecisions(int64_t experiment_id);
   // Every stored point of `metric` of the experiment's runs, by run id then step.
-  absl::StatusOr<std::vector<RunPoint>> MetricPoints(int64_t experiment_id,
-                                                     const std::string& metric);
+  absl::StatusOr<std::vector<model::RunPoint>> MetricPoints(int64_t experiment_id,
+                                                            const std::string& metric);
 
   // Snapshots. Creating one that exists keeps the first row (same id, same content).
-  absl::Status PutSnapshot(const SnapshotRecord& snapshot);
-  absl::StatusOr<SnapshotRecord> GetSnapshot(const std::string& id);
+  absl::Status PutSnapshot(const model::SnapshotRecord& snapshot);
+  absl::StatusOr<model::SnapshotRecord> GetSnapshot(const std::string& id);
   // Newest first, without manifests.
-  absl::StatusOr<std::vector<SnapshotRecord>> ListSnapshots();
+  absl::StatusOr<std::vector<model::SnapshotRecord>> ListSnapshots();
   // Returns whether it existed.
   absl::StatusOr<bool> DeleteSnapshot(const std::string& id);
   // By snapshot id: the runs whose config pins it ("job.snapshot"), and how many are active.
-  absl::StatusOr<std::map<std::string, SnapshotUsage>> SnapshotUsages();
+  absl::StatusOr<std::map<std::string, model::SnapshotUsage>> SnapshotUsages();
 
   // Checkpoints (docs/checkpoints.md; store_checkpoints.cc).
   // Inserts `checkpoint` incomplete, with its distinct blob hashes; returns its id. From here on
   // blob garbage collection keeps those hashes.
-  absl::StatusOr<int64_t> BeginCheckpoint(const CheckpointRecord& checkpoint,
+  absl::StatusOr<int64_t> BeginCheckpoint(const model::CheckpointRecord& checkpoint,
                                           const std::vector<std::string>& hashes);
   // Marks it complete, then deletes the run's other checkpoints of the same step and all but the
   // newest `keep` complete ones (an artifact: only an older one of the same name). Returns what
   // that freed.
-  absl::StatusOr<CheckpointsDropped> CompleteCheckpoint(int64_t id, int keep);
+  absl::StatusOr<model::CheckpointsDropped> CompleteCheckpoint(int64_t id, int keep);
   // Deletes checkpoints by id (an incomplete one whose blobs failed verification; scrap).
-  absl::StatusOr<CheckpointsDropped> DeleteCheckpoints(const std::vector<int64_t>& ids);
+  absl::StatusOr<model::CheckpointsDropped> DeleteCheckpoints(const std::vector<int64_t>& ids);
   // Deletes every incomplete checkpoint (at start: uploads a crash interrupted). Returns how many.
   absl::StatusOr<int> DeleteIncompleteCheckpoints();
   // A complete checkpoint with its manifest; nullopt when there is none with that id.
-  absl::StatusOr<std::optional<CheckpointRecord>> GetCheckpoint(int64_t id);
+  absl::StatusOr<std::optional<model::CheckpointRecord>> GetCheckpoint(int64_t id);
   // The run's newest complete checkpoint, with its manifest; nullopt when it has none.
-  absl::StatusOr<std::optional<CheckpointRecord>> LatestCheckpoint(int64_t run_id);
+  absl::StatusOr<std::optional<model::CheckpointRecord>> LatestCheckpoint(int64_t run_id);
   // Complete checkpoints (or, with `artifacts`, artifacts), newest first, without manifests: of
   // one run, or (run_id 0) of all runs.
-  absl::StatusOr<std::vector<CheckpointRecord>> ListCheckpoints(int64_t run_id,
-                                                                bool artifacts = false);
+  absl::StatusOr<std::vector<model::CheckpointRecord>> ListCheckpoints(int64_t run_id,
+                                                                       bool artifacts = false);
   // The run's complete artifact of that name, with its manifest; nullopt when it has none.
-  absl::StatusOr<std::optional<CheckpointRecord>> FindArtifact(int64_t run_id,
-                                                               const std::string& name);
+  absl::StatusOr<std::optional<model::CheckpointRecord>> FindArtifact(int64_t run_id,
+                                                                      const std::string& name);
   // Every blob hash any checkpoint row names.
   absl::StatusOr<std::set<std::string>> CheckpointBlobs();
 
   // Agents.
-  absl::Status UpsertAgent(const AgentRecord& agent);
+  absl::Status UpsertAgent(const model::AgentRecord& agent);
   absl::Status SetAgentState(const std::string& id, const std::string& state, double now);
   // Quarantine: non-empty `why` keeps the agent from taking runs (across restarts); "" lifts it.
   absl::Status SetAgentQuarantine(const std::string& id, const std::string& why);
@@ -154,9 +155,9 @@ class Store {
   absl::StatusOr<std::map<std::string, std::string>> AgentQuarantines();
 
   // Agent credentials (migration 0010).
-  absl::Status PutCredential(const CredentialRecord& credential);
+  absl::Status PutCredential(const model::CredentialRecord& credential);
   absl::Status RevokeCredential(const std::string& agent_id, const std::string& reason, double now);
-  absl::StatusOr<std::vector<CredentialRecord>> ListCredentials();
+  absl::StatusOr<std::vector<model::CredentialRecord>> ListCredentials();
 
   // The connection, for the read side (server/query) on the same thread, and for tests.
   Db* db() { return &db_; }
@@ -164,9 +165,10 @@ class Store {
  private:
   explicit Store(Db db) : db_(std::move(db)) {}
 
-  absl::Status InsertRuns(int64_t experiment_id, const std::vector<NewRun>& runs, double now);
-  absl::Status RecordTransition(int64_t run_id, int attempt, RunState from, RunState to,
-                                const std::string& reason, double now);
+  absl::Status InsertRuns(int64_t experiment_id, const std::vector<model::NewRun>& runs,
+                          double now);
+  absl::Status RecordTransition(int64_t run_id, int attempt, model::RunState from,
+                                model::RunState to, const std::string& reason, double now);
   // run_summaries changes of one Ingest batch, written once per (run, key) at its end.
   struct PendingSummary {
     int64_t last_step = 0;
@@ -176,18 +178,18 @@ class Store {
     int64_t count = 0;
   };
   using SummaryBatch = std::map<std::pair<int64_t, int64_t>, PendingSummary>;
-  absl::Status IngestOne(const std::string& agent_id, const IngestEvent& event,
-                         std::vector<RunEnded>* ended, SummaryBatch* batch);
-  absl::Status IngestMetrics(const IngestEvent& event, SummaryBatch* batch);
+  absl::Status IngestOne(const std::string& agent_id, const model::IngestEvent& event,
+                         std::vector<model::RunEnded>* ended, SummaryBatch* batch);
+  absl::Status IngestMetrics(const model::IngestEvent& event, SummaryBatch* batch);
   // A rank of a gang exited: the run ends when every rank exited 0 (succeeded) or when one did
   // not (failed, cancelled, or lost and requeued as a whole).
-  absl::Status IngestGangExit(const std::string& agent_id, const RunRecord& run,
-                              const lifecycle::Exit& exit, std::vector<RunEnded>* ended);
+  absl::Status IngestGangExit(const std::string& agent_id, const model::RunRecord& run,
+                              const lifecycle::Exit& exit, std::vector<model::RunEnded>* ended);
   absl::Status WriteSummaries(const SummaryBatch& batch);
   // Merges event.meta into the run's metadata; a resend changes nothing.
-  absl::Status IngestMeta(const RunRecord& run, const IngestEvent& event);
+  absl::Status IngestMeta(const model::RunRecord& run, const model::IngestEvent& event);
   absl::StatusOr<int64_t> MetricKeyId(const std::string& name);
-  absl::StatusOr<std::vector<RunRecord>> QueryRuns(const std::string& where, int64_t arg);
+  absl::StatusOr<std::vector<model::RunRecord>> QueryRuns(const std::string& where, int64_t arg);
 
   Db db_;
   std::map<std::string, int64_t> metric_key_ids_;

@@ -16,8 +16,8 @@ namespace {
 constexpr char kCheckpointColumns[] =
     "id, run_id, attempt, step, manifest_id, files, bytes, complete, created_at, artifact";
 
-CheckpointRecord ReadCheckpoint(const Statement& stmt) {
-  CheckpointRecord c;
+model::CheckpointRecord ReadCheckpoint(const Statement& stmt) {
+  model::CheckpointRecord c;
   c.id = stmt.Int(0);
   c.run_id = stmt.Int(1);
   c.attempt = static_cast<int>(stmt.Int(2));
@@ -33,8 +33,8 @@ CheckpointRecord ReadCheckpoint(const Statement& stmt) {
 
 // Deletes the rows of `ids` and returns their blobs that no remaining row names. Inside the
 // caller's transaction.
-absl::StatusOr<CheckpointsDropped> DeleteRows(Db* db, const std::vector<int64_t>& ids) {
-  CheckpointsDropped dropped;
+absl::StatusOr<model::CheckpointsDropped> DeleteRows(Db* db, const std::vector<int64_t>& ids) {
+  model::CheckpointsDropped dropped;
   ASSIGN_OR_RETURN(Statement blobs,
                    db->Prepare("SELECT hash FROM checkpoint_blobs WHERE checkpoint_id = ?"));
   ASSIGN_OR_RETURN(Statement unlink_blobs,
@@ -74,7 +74,7 @@ absl::StatusOr<CheckpointsDropped> DeleteRows(Db* db, const std::vector<int64_t>
 
 }  // namespace
 
-absl::StatusOr<int64_t> Store::BeginCheckpoint(const CheckpointRecord& checkpoint,
+absl::StatusOr<int64_t> Store::BeginCheckpoint(const model::CheckpointRecord& checkpoint,
                                                const std::vector<std::string>& hashes) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
@@ -104,7 +104,7 @@ absl::StatusOr<int64_t> Store::BeginCheckpoint(const CheckpointRecord& checkpoin
   return id;
 }
 
-absl::StatusOr<CheckpointsDropped> Store::CompleteCheckpoint(int64_t id, int keep) {
+absl::StatusOr<model::CheckpointsDropped> Store::CompleteCheckpoint(int64_t id, int keep) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(Statement mark,
@@ -134,7 +134,7 @@ absl::StatusOr<CheckpointsDropped> Store::CompleteCheckpoint(int64_t id, int kee
       replaced.push_back(same.Int(0));
     }
     same.Reset();
-    ASSIGN_OR_RETURN(CheckpointsDropped dropped, DeleteRows(&db_, replaced));
+    ASSIGN_OR_RETURN(model::CheckpointsDropped dropped, DeleteRows(&db_, replaced));
     RETURN_IF_ERROR(tx.Commit());
     return dropped;
   }
@@ -158,15 +158,16 @@ absl::StatusOr<CheckpointsDropped> Store::CompleteCheckpoint(int64_t id, int kee
     }
   }
   older.Reset();
-  ASSIGN_OR_RETURN(CheckpointsDropped dropped, DeleteRows(&db_, doomed));
+  ASSIGN_OR_RETURN(model::CheckpointsDropped dropped, DeleteRows(&db_, doomed));
   RETURN_IF_ERROR(tx.Commit());
   return dropped;
 }
 
-absl::StatusOr<CheckpointsDropped> Store::DeleteCheckpoints(const std::vector<int64_t>& ids) {
+absl::StatusOr<model::CheckpointsDropped> Store::DeleteCheckpoints(
+    const std::vector<int64_t>& ids) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
-  ASSIGN_OR_RETURN(CheckpointsDropped dropped, DeleteRows(&db_, ids));
+  ASSIGN_OR_RETURN(model::CheckpointsDropped dropped, DeleteRows(&db_, ids));
   RETURN_IF_ERROR(tx.Commit());
   return dropped;
 }
@@ -174,11 +175,11 @@ absl::StatusOr<CheckpointsDropped> Store::DeleteCheckpoints(const std::vector<in
 absl::StatusOr<int> Store::DeleteIncompleteCheckpoints() {
   ASSIGN_OR_RETURN(std::vector<int64_t> ids,
                    db_.QueryInts("SELECT id FROM checkpoints WHERE complete = 0"));
-  ASSIGN_OR_RETURN(CheckpointsDropped dropped, DeleteCheckpoints(ids));
+  ASSIGN_OR_RETURN(model::CheckpointsDropped dropped, DeleteCheckpoints(ids));
   return dropped.checkpoints;
 }
 
-absl::StatusOr<std::optional<CheckpointRecord>> Store::GetCheckpoint(int64_t id) {
+absl::StatusOr<std::optional<model::CheckpointRecord>> Store::GetCheckpoint(int64_t id) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare(absl::StrCat("SELECT ", kCheckpointColumns,
                                             ", manifest FROM checkpoints WHERE id = ? AND "
@@ -188,12 +189,12 @@ absl::StatusOr<std::optional<CheckpointRecord>> Store::GetCheckpoint(int64_t id)
   if (!found) {
     return std::nullopt;
   }
-  CheckpointRecord c = ReadCheckpoint(stmt);
+  model::CheckpointRecord c = ReadCheckpoint(stmt);
   c.manifest = stmt.Text(10);
   return c;
 }
 
-absl::StatusOr<std::optional<CheckpointRecord>> Store::LatestCheckpoint(int64_t run_id) {
+absl::StatusOr<std::optional<model::CheckpointRecord>> Store::LatestCheckpoint(int64_t run_id) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("SELECT id FROM checkpoints WHERE run_id = ? AND complete = 1 "
                                "AND artifact = '' ORDER BY id DESC LIMIT 1"));
@@ -205,15 +206,15 @@ absl::StatusOr<std::optional<CheckpointRecord>> Store::LatestCheckpoint(int64_t 
   return GetCheckpoint(stmt.Int(0));
 }
 
-absl::StatusOr<std::vector<CheckpointRecord>> Store::ListCheckpoints(int64_t run_id,
-                                                                     bool artifacts) {
+absl::StatusOr<std::vector<model::CheckpointRecord>> Store::ListCheckpoints(int64_t run_id,
+                                                                            bool artifacts) {
   ASSIGN_OR_RETURN(
       Statement stmt,
       db_.Prepare(absl::StrCat("SELECT ", kCheckpointColumns,
                                " FROM checkpoints WHERE complete = 1 AND (? = 0 OR run_id = ?) "
                                "AND (artifact != '') = ? ORDER BY id DESC")));
   stmt.Bind(1, run_id).Bind(2, run_id).Bind(3, static_cast<int64_t>(artifacts ? 1 : 0));
-  std::vector<CheckpointRecord> out;
+  std::vector<model::CheckpointRecord> out;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt.Step());
     if (!more) {
@@ -224,8 +225,8 @@ absl::StatusOr<std::vector<CheckpointRecord>> Store::ListCheckpoints(int64_t run
   return out;
 }
 
-absl::StatusOr<std::optional<CheckpointRecord>> Store::FindArtifact(int64_t run_id,
-                                                                    const std::string& name) {
+absl::StatusOr<std::optional<model::CheckpointRecord>> Store::FindArtifact(
+    int64_t run_id, const std::string& name) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("SELECT id FROM checkpoints WHERE run_id = ? AND artifact = ? AND "
                                "complete = 1 ORDER BY id DESC LIMIT 1"));

@@ -55,9 +55,9 @@ absl::StatusOr<int64_t> Store::MetricKeyId(const std::string& name) {
   return id;
 }
 
-absl::Status Store::IngestMetrics(const IngestEvent& event, SummaryBatch* batch) {
+absl::Status Store::IngestMetrics(const model::IngestEvent& event, SummaryBatch* batch) {
   ASSIGN_OR_RETURN(Statement * insert, db_.Cached(kInsertMetric));
-  for (const MetricValue& value : event.values) {
+  for (const model::MetricValue& value : event.values) {
     ASSIGN_OR_RETURN(int64_t key_id, MetricKeyId(value.key));
     insert->Bind(1, event.run_id)
         .Bind(2, key_id)
@@ -97,11 +97,11 @@ absl::Status Store::WriteSummaries(const SummaryBatch& batch) {
   return absl::OkStatus();
 }
 
-absl::Status Store::IngestMeta(const RunRecord& run, const IngestEvent& event) {
+absl::Status Store::IngestMeta(const model::RunRecord& run, const model::IngestEvent& event) {
   if (run.attempt != event.attempt) {
     return absl::OkStatus();  // from an attempt the run has moved past
   }
-  RunMeta merged = run.meta;
+  model::RunMeta merged = run.meta;
   for (const auto& [key, value] : event.meta) {
     if (merged.size() >= kMaxRunMetaKeys && merged.count(key) == 0) {
       continue;
@@ -119,9 +119,9 @@ absl::Status Store::IngestMeta(const RunRecord& run, const IngestEvent& event) {
   return stmt->Run();
 }
 
-absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& event,
-                              std::vector<RunEnded>* ended, SummaryBatch* batch) {
-  if (event.kind == IngestEvent::Kind::kMetrics) {
+absl::Status Store::IngestOne(const std::string& agent_id, const model::IngestEvent& event,
+                              std::vector<model::RunEnded>* ended, SummaryBatch* batch) {
+  if (event.kind == model::IngestEvent::Kind::kMetrics) {
     // The hot path: only whether the run exists matters, not the whole row.
     ASSIGN_OR_RETURN(Statement * exists, db_.Cached(kRunExists));
     exists->Bind(1, event.run_id);
@@ -129,7 +129,7 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
     exists->Reset();
     return found ? IngestMetrics(event, batch) : absl::OkStatus();  // not ours: drop it
   }
-  absl::StatusOr<RunRecord> run = GetRun(event.run_id);
+  absl::StatusOr<model::RunRecord> run = GetRun(event.run_id);
   if (absl::IsNotFound(run.status())) {
     return absl::OkStatus();  // not ours (e.g. a run from another data dir): drop it
   }
@@ -137,11 +137,11 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
     return run.status();
   }
   switch (event.kind) {
-    case IngestEvent::Kind::kMetrics:
+    case model::IngestEvent::Kind::kMetrics:
       return IngestMetrics(event, batch);
-    case IngestEvent::Kind::kMeta:
+    case model::IngestEvent::Kind::kMeta:
       return IngestMeta(*run, event);
-    case IngestEvent::Kind::kLog: {
+    case model::IngestEvent::Kind::kLog: {
       ASSIGN_OR_RETURN(Statement * stmt, db_.Cached(kInsertLog));
       stmt->Bind(1, event.run_id)
           .Bind(2, static_cast<int64_t>(event.attempt))
@@ -152,19 +152,19 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
           .Bind(7, event.wall_time);
       return stmt->Run();
     }
-    case IngestEvent::Kind::kStarted: {
-      std::optional<RunTransition> started =
+    case model::IngestEvent::Kind::kStarted: {
+      std::optional<model::RunTransition> started =
           lifecycle::OnStarted(*run, event.attempt, event.pid, agent_id, event.wall_time);
       return started ? Apply(*started) : absl::OkStatus();
     }
-    case IngestEvent::Kind::kExited: {
+    case model::IngestEvent::Kind::kExited: {
       const lifecycle::Exit exit{event.attempt,   event.exit_code,   event.signal,
                                  event.cancelled, event.interrupted, event.text,
                                  event.wall_time, event.infra};
       if (run->hosts > 1) {
         return IngestGangExit(agent_id, *run, exit, ended);
       }
-      std::optional<RunTransition> end = lifecycle::OnExit(*run, exit);
+      std::optional<model::RunTransition> end = lifecycle::OnExit(*run, exit);
       if (!end) {
         return absl::OkStatus();
       }
@@ -176,9 +176,10 @@ absl::Status Store::IngestOne(const std::string& agent_id, const IngestEvent& ev
   return absl::OkStatus();
 }
 
-absl::Status Store::IngestGangExit(const std::string& agent_id, const RunRecord& run,
-                                   const lifecycle::Exit& exit, std::vector<RunEnded>* ended) {
-  if (run.state == RunState::kQueued || IsFinal(run.state) || run.attempt != exit.attempt) {
+absl::Status Store::IngestGangExit(const std::string& agent_id, const model::RunRecord& run,
+                                   const lifecycle::Exit& exit,
+                                   std::vector<model::RunEnded>* ended) {
+  if (run.state == model::RunState::kQueued || IsFinal(run.state) || run.attempt != exit.attempt) {
     return absl::OkStatus();  // a late exit of an attempt that is over records nothing
   }
   ASSIGN_OR_RETURN(std::vector<std::string> gang, Gang(run.id, run.attempt));
@@ -201,7 +202,7 @@ absl::Status Store::IngestGangExit(const std::string& agent_id, const RunRecord&
   done.Bind(1, run.id).Bind(2, static_cast<int64_t>(run.attempt));
   ASSIGN_OR_RETURN(bool row, done.Step());
   const int clean = row ? static_cast<int>(done.Int(0)) : 0;
-  std::optional<RunTransition> end =
+  std::optional<model::RunTransition> end =
       lifecycle::OnGangExit(run, rank, agent_id, exit, clean, static_cast<int>(gang.size()));
   if (!end) {
     return absl::OkStatus();
@@ -211,13 +212,13 @@ absl::Status Store::IngestGangExit(const std::string& agent_id, const RunRecord&
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<RunEnded>> Store::Ingest(const std::string& agent_id,
-                                                    const std::vector<IngestEvent>& events) {
-  std::vector<RunEnded> ended;
+absl::StatusOr<std::vector<model::RunEnded>> Store::Ingest(
+    const std::string& agent_id, const std::vector<model::IngestEvent>& events) {
+  std::vector<model::RunEnded> ended;
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   SummaryBatch summaries;
-  for (const IngestEvent& event : events) {
+  for (const model::IngestEvent& event : events) {
     if (absl::Status s = IngestOne(agent_id, event, &ended, &summaries); !s.ok()) {
       metric_key_ids_.clear();  // ids assigned inside the rolled-back transaction are void
       return s;

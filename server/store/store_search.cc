@@ -10,7 +10,7 @@
 namespace tae::store {
 
 absl::Status Store::RecordSearch(int64_t experiment_id,
-                                 const std::vector<SearchDecisionRecord>& decisions,
+                                 const std::vector<model::SearchDecisionRecord>& decisions,
                                  const std::vector<std::pair<int64_t, std::string>>& prune,
                                  double now) {
   Transaction tx(&db_);
@@ -20,7 +20,7 @@ absl::Status Store::RecordSearch(int64_t experiment_id,
       db_.Prepare("INSERT INTO search_decisions (experiment_id, point, grp, rung, step, value, "
                   "seeds, verdict, rank, competitors, keeps, reason, at) VALUES "
                   "(?,?,?,?,?,?,?,?,?,?,?,?,?)"));
-  for (const SearchDecisionRecord& d : decisions) {
+  for (const model::SearchDecisionRecord& d : decisions) {
     insert.Reset();
     insert.Bind(1, experiment_id)
         .Bind(2, d.point)
@@ -42,13 +42,13 @@ absl::Status Store::RecordSearch(int64_t experiment_id,
     RETURN_IF_ERROR(insert.Run());
   }
   for (const auto& [run_id, reason] : prune) {
-    ASSIGN_OR_RETURN(RunRecord run, GetRun(run_id));
+    ASSIGN_OR_RETURN(model::RunRecord run, GetRun(run_id));
     if (run.experiment_id != experiment_id) {
       return absl::InvalidArgumentError(
           absl::StrCat("r", run_id, " is not a run of e", experiment_id));
     }
-    if (std::optional<RunTransition> end =
-            lifecycle::OnFinish(run, RunState::kPruned, reason, now)) {
+    if (std::optional<model::RunTransition> end =
+            lifecycle::OnFinish(run, model::RunState::kPruned, reason, now)) {
       RETURN_IF_ERROR(Apply(*end));
     }
   }
@@ -63,19 +63,20 @@ absl::StatusOr<std::vector<int64_t>> Store::SearchedExperiments() {
       "e.id");
 }
 
-absl::StatusOr<std::vector<SearchDecisionRecord>> Store::SearchDecisions(int64_t experiment_id) {
+absl::StatusOr<std::vector<model::SearchDecisionRecord>> Store::SearchDecisions(
+    int64_t experiment_id) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("SELECT point, grp, rung, step, value, seeds, verdict, rank, "
                                "competitors, keeps, reason, at FROM search_decisions WHERE "
                                "experiment_id = ? ORDER BY id"));
   stmt.Bind(1, experiment_id);
-  std::vector<SearchDecisionRecord> out;
+  std::vector<model::SearchDecisionRecord> out;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt.Step());
     if (!more) {
       return out;
     }
-    SearchDecisionRecord d;
+    model::SearchDecisionRecord d;
     d.point = stmt.Text(0);
     d.group = stmt.Text(1);
     d.rung = static_cast<int>(stmt.Int(2));
@@ -94,15 +95,15 @@ absl::StatusOr<std::vector<SearchDecisionRecord>> Store::SearchDecisions(int64_t
   }
 }
 
-absl::StatusOr<std::vector<RunPoint>> Store::MetricPoints(int64_t experiment_id,
-                                                          const std::string& metric) {
+absl::StatusOr<std::vector<model::RunPoint>> Store::MetricPoints(int64_t experiment_id,
+                                                                 const std::string& metric) {
   ASSIGN_OR_RETURN(
       Statement stmt,
       db_.Prepare("SELECT m.run_id, m.step, m.value FROM runs r JOIN metrics m ON m.run_id = r.id "
                   "AND m.key_id = (SELECT id FROM metric_keys WHERE name = ?) WHERE "
                   "r.experiment_id = ? ORDER BY r.id, m.step"));
   stmt.Bind(1, metric).Bind(2, experiment_id);
-  std::vector<RunPoint> out;
+  std::vector<model::RunPoint> out;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt.Step());
     if (!more) {

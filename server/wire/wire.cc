@@ -6,13 +6,13 @@
 
 namespace tae::wire {
 
-void ToProto(const store::ExperimentRecord& in, tae::v1::Experiment* out) {
+void ToProto(const model::ExperimentRecord& in, tae::v1::Experiment* out) {
   out->set_id(in.id);
   out->set_name(in.name);
   out->set_description(in.description);
   out->set_spec_hash(in.spec_hash);
   out->set_spec_path(in.spec_path);
-  out->set_state(store::ExperimentState(in.counts));
+  out->set_state(model::ExperimentState(in.counts));
   out->set_created_at(in.created_at);
   out->set_paused(in.paused);
   tae::v1::RunCounts* counts = out->mutable_counts();
@@ -35,23 +35,23 @@ void ToProto(const store::ExperimentRecord& in, tae::v1::Experiment* out) {
   }
 }
 
-tae::v1::RunState ToProto(store::RunState state) {
+tae::v1::RunState ToProto(model::RunState state) {
   switch (state) {
-    case store::RunState::kQueued:
+    case model::RunState::kQueued:
       return tae::v1::RUN_STATE_QUEUED;
-    case store::RunState::kAssigned:
+    case model::RunState::kAssigned:
       return tae::v1::RUN_STATE_ASSIGNED;
-    case store::RunState::kRunning:
+    case model::RunState::kRunning:
       return tae::v1::RUN_STATE_RUNNING;
-    case store::RunState::kSucceeded:
+    case model::RunState::kSucceeded:
       return tae::v1::RUN_STATE_SUCCEEDED;
-    case store::RunState::kFailed:
+    case model::RunState::kFailed:
       return tae::v1::RUN_STATE_FAILED;
-    case store::RunState::kCancelled:
+    case model::RunState::kCancelled:
       return tae::v1::RUN_STATE_CANCELLED;
-    case store::RunState::kLost:
+    case model::RunState::kLost:
       return tae::v1::RUN_STATE_LOST;
-    case store::RunState::kPruned:
+    case model::RunState::kPruned:
       return tae::v1::RUN_STATE_PRUNED;
   }
   return tae::v1::RUN_STATE_UNSPECIFIED;
@@ -71,7 +71,7 @@ tae::v1::AgentState ToProto(registry::AgentState state) {
   return tae::v1::AGENT_STATE_UNSPECIFIED;
 }
 
-void ToProto(const store::RunRecord& in, tae::v1::Run* out) {
+void ToProto(const model::RunRecord& in, tae::v1::Run* out) {
   out->set_id(in.id);
   out->set_experiment_id(in.experiment_id);
   out->set_variant(in.variant);
@@ -91,7 +91,7 @@ void ToProto(const store::RunRecord& in, tae::v1::Run* out) {
   }
 }
 
-void ToProto(const store::TransitionRecord& in, tae::v1::Transition* out) {
+void ToProto(const model::TransitionRecord& in, tae::v1::Transition* out) {
   out->set_attempt(in.attempt);
   out->set_from_state(in.from_state);
   out->set_to_state(in.to_state);
@@ -138,7 +138,7 @@ void ToProto(const provider::ProviderEvent& in, tae::v1::ProviderEvent* out) {
 void ToProto(const query::RunView& in, tae::v1::Run* out) {
   ToProto(in.run, out);
   int64_t last_step = 0;
-  for (const store::MetricSummary& s : in.summaries) {
+  for (const model::MetricSummary& s : in.summaries) {
     tae::v1::Scalar* scalar = out->add_final_metrics();
     scalar->set_key(s.key);
     scalar->set_value(s.last_value);
@@ -149,13 +149,13 @@ void ToProto(const query::RunView& in, tae::v1::Run* out) {
 
 void ToProto(const query::RunDetail& in, tae::v1::GetRunResponse* out) {
   ToProto(in.view, out->mutable_run());
-  for (const store::TransitionRecord& t : in.transitions) {
+  for (const model::TransitionRecord& t : in.transitions) {
     ToProto(t, out->add_transitions());
   }
 }
 
 void ToProto(const query::LogPage& in, tae::v1::LogsResponse* out) {
-  for (const store::LogRecord& line : in.lines) {
+  for (const model::LogRecord& line : in.lines) {
     tae::v1::LogEntry* entry = out->add_lines();
     entry->set_cursor(line.cursor);
     entry->set_attempt(line.attempt);
@@ -170,7 +170,7 @@ void ToProto(const query::LogPage& in, tae::v1::LogsResponse* out) {
 void ToProto(const query::MetricSeries& in, tae::v1::MetricSeries* out) {
   ToProto(in.run, out->mutable_run());
   out->set_key(in.key);
-  for (const store::MetricPoint& p : in.points) {
+  for (const model::MetricPoint& p : in.points) {
     tae::v1::MetricPoint* point = out->add_points();
     point->set_step(p.step);
     point->set_value(p.value);
@@ -181,7 +181,7 @@ void ToProto(const query::MetricSeries& in, tae::v1::MetricSeries* out) {
   }
 }
 
-void ToProto(const store::CheckpointRecord& in, tae::v1::Checkpoint* out) {
+void ToProto(const model::CheckpointRecord& in, tae::v1::Checkpoint* out) {
   out->set_run_id(in.run_id);
   out->set_attempt(in.attempt);
   out->set_step(in.step);
@@ -257,7 +257,7 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
   if (in.savings) {
     ToProto(*in.savings, out->mutable_experiment()->mutable_search_savings());
   }
-  for (const store::SearchDecisionRecord& decision : in.decisions) {
+  for (const model::SearchDecisionRecord& decision : in.decisions) {
     tae::v1::SearchDecision* d = out->add_search_decisions();
     d->set_point(decision.point);
     d->set_group(decision.group);

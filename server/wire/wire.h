@@ -8,21 +8,21 @@
 // adapter's (statuses, the agent link's hello and events, their limits) stays in
 // server/rpc/convert.
 
+#include "server/model/records.h"
 #include "server/provider/provider_log.h"
 #include "server/query/query.h"
 #include "server/registry/registry.h"
 #include "server/report/savings.h"
-#include "server/store/records.h"
 #include "tae/v1/control.pb.h"
 
 namespace tae::wire {
 
-tae::v1::RunState ToProto(store::RunState state);
+tae::v1::RunState ToProto(model::RunState state);
 tae::v1::AgentState ToProto(registry::AgentState state);
-void ToProto(const store::ExperimentRecord& in, tae::v1::Experiment* out);
-void ToProto(const store::RunRecord& in, tae::v1::Run* out);
-void ToProto(const store::TransitionRecord& in, tae::v1::Transition* out);
-void ToProto(const store::CheckpointRecord& in, tae::v1::Checkpoint* out);
+void ToProto(const model::ExperimentRecord& in, tae::v1::Experiment* out);
+void ToProto(const model::RunRecord& in, tae::v1::Run* out);
+void ToProto(const model::TransitionRecord& in, tae::v1::Transition* out);
+void ToProto(const model::CheckpointRecord& in, tae::v1::Checkpoint* out);
 void ToProto(const registry::Agent& in, tae::v1::AgentInfo* out);
 void ToProto(const provider::CloudVm& in, tae::v1::CloudVm* out);
 void ToProto(const provider::ProviderEvent& in, tae::v1::ProviderEvent* out);

@@ -73,7 +73,7 @@ TEST_CASE("enrolment gives each id one credential, providers re-key, revoked ids
   reloaded.Load(*stored);
   CHECK(reloaded.Authenticate(*key2) == std::optional<std::string>("w2"));
   CHECK_FALSE(reloaded.Authenticate(*first).has_value());
-  for (const store::CredentialRecord& c : *stored) {
+  for (const model::CredentialRecord& c : *stored) {
     CHECK(c.secret_sha256.find(key2->substr(3)) == std::string::npos);  // no secret stored
   }
 }

@@ -39,11 +39,11 @@ std::string Hash(const std::string& data) { return snapshot::Sha256Hex(data); }
 std::unique_ptr<store::Store> StoreWithRun(int keep) {
   auto store = store::Store::Open(":memory:");
   REQUIRE(store.ok());
-  store::NewExperiment exp;
+  model::NewExperiment exp;
   exp.name = "ckpt";
   exp.spec_hash = "h";
   exp.spec_text = "name = \"ckpt\"";
-  store::NewRun run;
+  model::NewRun run;
   run.variant = "baseline";
   run.config_json = "{}";
   run.resources.keep_checkpoints = keep;
@@ -52,8 +52,8 @@ std::unique_ptr<store::Store> StoreWithRun(int keep) {
   return std::move(*store);
 }
 
-store::CheckpointRecord Checkpoint(int64_t step) {
-  store::CheckpointRecord c;
+model::CheckpointRecord Checkpoint(int64_t step) {
+  model::CheckpointRecord c;
   c.run_id = 1;
   c.attempt = 1;
   c.step = step;
@@ -69,7 +69,7 @@ std::vector<int64_t> Steps(store::Store& store) {
   auto list = store.ListCheckpoints(1);
   REQUIRE(list.ok());
   std::vector<int64_t> steps;
-  for (const store::CheckpointRecord& c : *list) {
+  for (const model::CheckpointRecord& c : *list) {
     steps.push_back(c.step);
   }
   return steps;
@@ -114,7 +114,7 @@ TEST_CASE("a later attempt's checkpoint of the same step replaces the earlier on
   std::unique_ptr<store::Store> store = StoreWithRun(5);
   auto a = store->BeginCheckpoint(Checkpoint(40), {Hash("a")});
   REQUIRE(store->CompleteCheckpoint(*a, 5).ok());
-  store::CheckpointRecord again = Checkpoint(40);
+  model::CheckpointRecord again = Checkpoint(40);
   again.attempt = 2;
   auto b = store->BeginCheckpoint(again, {Hash("b")});
   auto dropped = store->CompleteCheckpoint(*b, 5);

@@ -33,17 +33,17 @@ metrics = ["score"]
 )";
 
 // A run's last metric and its exit, as its agent sends them.
-std::vector<store::IngestEvent> Finished(uint64_t* seq, int64_t run_id, double score) {
-  std::vector<store::IngestEvent> events(2);
-  for (store::IngestEvent& e : events) {
+std::vector<model::IngestEvent> Finished(uint64_t* seq, int64_t run_id, double score) {
+  std::vector<model::IngestEvent> events(2);
+  for (model::IngestEvent& e : events) {
     e.seq = ++*seq;
     e.run_id = run_id;
     e.attempt = 1;
   }
-  events[0].kind = store::IngestEvent::Kind::kMetrics;
+  events[0].kind = model::IngestEvent::Kind::kMetrics;
   events[0].step = 10;
   events[0].values = {{"score", score}};
-  events[1].kind = store::IngestEvent::Kind::kExited;
+  events[1].kind = model::IngestEvent::Kind::kExited;
   return events;
 }
 
@@ -52,7 +52,7 @@ double Score(const std::string& variant, int64_t seed) {
   return 1.0 + 0.1 * static_cast<double>(seed % 3) + (variant == "baseline" ? 0.0 : 0.02);
 }
 
-std::vector<store::RunRecord> Runs(store::Store* store, int64_t experiment) {
+std::vector<model::RunRecord> Runs(store::Store* store, int64_t experiment) {
   auto runs = store->ListRuns(experiment);
   REQUIRE(runs.ok());
   return *runs;
@@ -77,9 +77,9 @@ TEST_CASE(
   REQUIRE(channel->starts.size() == 6);
 
   uint64_t seq = 0;
-  const std::vector<store::RunRecord> initial = Runs(store.get(), exp);
+  const std::vector<model::RunRecord> initial = Runs(store.get(), exp);
   for (size_t i = 0; i < initial.size(); ++i) {
-    const store::RunRecord& run = initial[i];
+    const model::RunRecord& run = initial[i];
     REQUIRE(
         first
             .OnEvents("a", channel.get(), Finished(&seq, run.id, Score(run.variant, run.seed)), seq)
@@ -88,11 +88,11 @@ TEST_CASE(
       CHECK(Runs(store.get(), exp).size() == 6);  // nothing while a run is pending
     }
   }
-  std::vector<store::RunRecord> runs = Runs(store.get(), exp);
+  std::vector<model::RunRecord> runs = Runs(store.get(), exp);
   REQUIRE(runs.size() == 8);  // seed 3 of each arm
   for (size_t i = 6; i < 8; ++i) {
     CHECK(runs[i].seed == 3);
-    CHECK(runs[i].state == store::RunState::kAssigned);  // placed in the same pass
+    CHECK(runs[i].state == model::RunState::kAssigned);  // placed in the same pass
     CHECK(runs[i].config_json.find("\"train.seed\":3") != std::string::npos);
   }
   CHECK(runs[6].variant == "baseline");

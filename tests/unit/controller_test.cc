@@ -43,9 +43,9 @@ AgentHello Hello(const std::string& id, int slots) {
   return hello;
 }
 
-store::IngestEvent Exited(uint64_t seq, int64_t run_id, int attempt, int code) {
-  store::IngestEvent event;
-  event.kind = store::IngestEvent::Kind::kExited;
+model::IngestEvent Exited(uint64_t seq, int64_t run_id, int attempt, int code) {
+  model::IngestEvent event;
+  event.kind = model::IngestEvent::Kind::kExited;
   event.seq = seq;
   event.run_id = run_id;
   event.attempt = attempt;
@@ -89,7 +89,7 @@ TEST_CASE("submit expands the spec, the scheduler fills free slots and refills t
     acked = acked || (m.has_ack() && m.ack().seq() == 1);
   }
   CHECK(acked);
-  CHECK(f.store->GetRun(starts[0].run_id())->state == store::RunState::kSucceeded);
+  CHECK(f.store->GetRun(starts[0].run_id())->state == model::RunState::kSucceeded);
 }
 
 TEST_CASE("an identical spec is recognised unless a new experiment is forced") {
@@ -129,15 +129,15 @@ TEST_CASE("cancel: queued runs end at once, running runs are asked to stop on th
   auto runs = *f.store->ListRuns(submitted->experiment_id);
   int queued_cancelled = 0;
   for (const auto& run : runs) {
-    queued_cancelled += run.state == store::RunState::kCancelled ? 1 : 0;
+    queued_cancelled += run.state == model::RunState::kCancelled ? 1 : 0;
   }
   CHECK(queued_cancelled == 3);
   REQUIRE(channel->sent.back().has_cancel_run());
   int64_t running = channel->sent.back().cancel_run().run_id();
-  store::IngestEvent exited = Exited(1, running, 1, -1);
+  model::IngestEvent exited = Exited(1, running, 1, -1);
   exited.cancelled = true;
   REQUIRE(f.controller.OnEvents("a", channel.get(), {exited}, 1).ok());
-  CHECK(f.store->GetRun(running)->state == store::RunState::kCancelled);
+  CHECK(f.store->GetRun(running)->state == model::RunState::kCancelled);
 }
 
 TEST_CASE("reconnecting without a run loses it, it is requeued and placed again") {
@@ -178,7 +178,7 @@ TEST_CASE("a run lost with its agent waits out a retry backoff before its next a
   // Attempt 1 was lost: requeued, but not before 30 s; the slot goes to the next run instead.
   auto run = f.store->GetRun(run_id);
   REQUIRE(run.ok());
-  CHECK(run->state == store::RunState::kQueued);
+  CHECK(run->state == model::RunState::kQueued);
   CHECK(run->attempt == 1);
   CHECK(run->not_before >= WallNow() + 25);
   CHECK(run->reason.find("retry backoff after a lost attempt: starts in") == 0);
@@ -201,7 +201,7 @@ TEST_CASE("the retry backoff is read off the controller's clock exactly") {
   f.controller.OnRegister(std::make_shared<FakeChannel>(), Hello("a", 1));  // holds nothing
   auto run = f.store->GetRun(run_id);
   REQUIRE(run.ok());
-  CHECK(run->state == store::RunState::kQueued);
+  CHECK(run->state == model::RunState::kQueued);
   CHECK(run->not_before == 1040);
   auto transitions = f.query.ListTransitions(run_id);
   REQUIRE(transitions.ok());
@@ -220,7 +220,7 @@ TEST_CASE("a reconnect that still holds its run keeps it running") {
   AgentHello hello = Hello("a", 1);
   hello.held.emplace_back(run_id, 1);
   f.controller.OnRegister(second, hello);
-  CHECK(f.store->GetRun(run_id)->state == store::RunState::kAssigned);
+  CHECK(f.store->GetRun(run_id)->state == model::RunState::kAssigned);
   CHECK(second->Starts().empty());  // its only slot is still busy
 }
 
@@ -232,13 +232,13 @@ TEST_CASE("a draining agent gets no new runs, an interrupted run is requeued") {
   REQUIRE(channel->Starts().size() == 1);
   int64_t run_id = channel->Starts()[0].run_id();
   f.controller.OnDraining("a");
-  store::IngestEvent interrupted = Exited(1, run_id, 1, -1);
+  model::IngestEvent interrupted = Exited(1, run_id, 1, -1);
   interrupted.interrupted = true;
   interrupted.text = "agent shut down";
   REQUIRE(f.controller.OnEvents("a", channel.get(), {interrupted}, 1).ok());
   CHECK(channel->Starts().size() == 1);  // the freed slot is not refilled while draining
   auto run = f.store->GetRun(run_id);
-  CHECK(run->state == store::RunState::kQueued);
+  CHECK(run->state == model::RunState::kQueued);
   CHECK(run->attempt == 1);
   CHECK(f.controller.registry().agents().at("a").state() == registry::AgentState::kDraining);
 }

@@ -18,15 +18,15 @@ TEST_CASE("a run metadata event becomes a meta ingest event, and a run's metadat
   event->set_attempt(2);
   (*event->mutable_meta()->mutable_values())["libtorch"] = "1.13.0";
   (*event->mutable_meta()->mutable_values())["threads"] = "2";
-  std::vector<store::IngestEvent> events;
+  std::vector<model::IngestEvent> events;
   CHECK(FromProto(batch, &events) == 7);
   REQUIRE(events.size() == 1);
-  CHECK(events[0].kind == store::IngestEvent::Kind::kMeta);
+  CHECK(events[0].kind == model::IngestEvent::Kind::kMeta);
   CHECK(events[0].run_id == 3);
   CHECK(events[0].attempt == 2);
-  CHECK(events[0].meta == store::RunMeta{{"libtorch", "1.13.0"}, {"threads", "2"}});
+  CHECK(events[0].meta == model::RunMeta{{"libtorch", "1.13.0"}, {"threads", "2"}});
 
-  store::RunRecord record;
+  model::RunRecord record;
   record.id = 3;
   record.meta = events[0].meta;
   tae::v1::Run run;
@@ -38,14 +38,14 @@ TEST_CASE("a run metadata event becomes a meta ingest event, and a run's metadat
 
 TEST_CASE("run and agent states cross the wire as enums named as taed stores them") {
   std::set<int> seen;
-  for (store::RunState state :
-       {store::RunState::kQueued, store::RunState::kAssigned, store::RunState::kRunning,
-        store::RunState::kSucceeded, store::RunState::kFailed, store::RunState::kCancelled,
-        store::RunState::kLost}) {
+  for (model::RunState state :
+       {model::RunState::kQueued, model::RunState::kAssigned, model::RunState::kRunning,
+        model::RunState::kSucceeded, model::RunState::kFailed, model::RunState::kCancelled,
+        model::RunState::kLost}) {
     const tae::v1::RunState wire = wire::ToProto(state);
     CHECK(wire != tae::v1::RUN_STATE_UNSPECIFIED);
-    CHECK(std::string(tae::v1::StateName(wire)) == store::ToString(state));
-    CHECK(tae::v1::IsFinal(wire) == store::IsFinal(state));
+    CHECK(std::string(tae::v1::StateName(wire)) == model::ToString(state));
+    CHECK(tae::v1::IsFinal(wire) == model::IsFinal(state));
     seen.insert(wire);
   }
   CHECK(seen.size() == 7);  // one enum value per state
@@ -54,8 +54,8 @@ TEST_CASE("run and agent states cross the wire as enums named as taed stores the
         registry::AgentState::kLost}) {
     CHECK(std::string(tae::v1::StateName(wire::ToProto(state))) == registry::ToString(state));
   }
-  store::RunRecord record;
-  record.state = store::RunState::kSucceeded;
+  model::RunRecord record;
+  record.state = model::RunState::kSucceeded;
   tae::v1::Run run;
   wire::ToProto(record, &run);
   CHECK(run.state() == tae::v1::RUN_STATE_SUCCEEDED);

@@ -18,15 +18,15 @@ class NullChannel : public registry::AgentChannel {
   void Close() override {}
 };
 
-store::RunRecord Queued(int64_t id, int64_t experiment, store::Labels labels) {
-  store::RunRecord run;
+model::RunRecord Queued(int64_t id, int64_t experiment, model::Labels labels) {
+  model::RunRecord run;
   run.id = id;
   run.experiment_id = experiment;
   run.labels = std::move(labels);
   return run;
 }
 
-registry::Agent Agent(const std::string& id, store::Labels labels) {
+registry::Agent Agent(const std::string& id, model::Labels labels) {
   registry::Agent agent;
   agent.id = id;
   agent.slots = 4;
@@ -40,7 +40,7 @@ registry::Agent Agent(const std::string& id, store::Labels labels) {
 TEST_CASE("demand counts the queued runs each pool's agents would take, and busy slots per VM") {
   const std::vector<DemandPool> pools = {{"v4", {{"accelerator", "tpu"}, {"pool", "v4"}}},
                                          {"other", {{"accelerator", "gpu"}}}};
-  const std::vector<store::RunRecord> queued = {
+  const std::vector<model::RunRecord> queued = {
       Queued(1, 1, {{"accelerator", "tpu"}}),  // v4
       Queued(2, 2, {}),                        // any pool
       Queued(3, 3, {{"accelerator", "tpu"}}),  // paused experiment: wants nothing

@@ -9,10 +9,10 @@
 namespace {
 
 using tae::lifecycle::Exit;
-using tae::store::RunField;
-using tae::store::RunRecord;
-using tae::store::RunState;
-using tae::store::RunTransition;
+using tae::model::RunField;
+using tae::model::RunRecord;
+using tae::model::RunState;
+using tae::model::RunTransition;
 namespace lifecycle = tae::lifecycle;
 
 RunRecord Run(RunState state, int attempt = 1, int max_attempts = 1, int hosts = 1) {
@@ -36,7 +36,7 @@ Exit Exited(int code, int attempt = 1) {
 std::string Rows(const RunTransition& t) {
   std::string out;
   for (const RunTransition::Row& row : t.rows) {
-    out += std::string(tae::store::ToString(row.from)) + ">" + tae::store::ToString(row.to) + " " +
+    out += std::string(tae::model::ToString(row.from)) + ">" + tae::model::ToString(row.to) + " " +
            row.reason + ";";
   }
   return out;

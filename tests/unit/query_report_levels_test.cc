@@ -13,11 +13,11 @@ namespace {
 
 // An experiment whose runs (variant, config, final eval/acc) all succeeded.
 int64_t Finished(store::Store* store, const std::string& name,
-                 const store::ExperimentReport& report,
+                 const model::ExperimentReport& report,
                  const std::vector<std::pair<std::string, double>>& finals) {
   const std::string config =
       R"({"train.task": "assoc_recall", "train.vocab": 16, "train.seq_len": 32})";
-  store::NewExperiment exp;
+  model::NewExperiment exp;
   exp.name = name;
   exp.spec_hash = name;
   exp.report = report;
@@ -34,18 +34,18 @@ int64_t Finished(store::Store* store, const std::string& name,
   for (size_t i = 0; i < runs->size(); ++i) {
     const int64_t run = (*runs)[i].id;
     REQUIRE(store->AssignRun(run, "a", 2.0).ok());
-    std::vector<store::IngestEvent> events(3);
-    for (store::IngestEvent& e : events) {
+    std::vector<model::IngestEvent> events(3);
+    for (model::IngestEvent& e : events) {
       e.seq = ++seq;
       e.run_id = run;
       e.attempt = 1;
     }
-    events[0].kind = store::IngestEvent::Kind::kStarted;
-    events[1].kind = store::IngestEvent::Kind::kMetrics;
+    events[0].kind = model::IngestEvent::Kind::kStarted;
+    events[1].kind = model::IngestEvent::Kind::kMetrics;
     events[1].step = 1;
     REQUIRE((*runs)[i].variant == finals[i].first);
     events[1].values = {{"eval/acc", finals[i].second}};
-    events[2].kind = store::IngestEvent::Kind::kExited;
+    events[2].kind = model::IngestEvent::Kind::kExited;
     REQUIRE(store->Ingest("a", events).ok());
   }
   return *id;
@@ -56,7 +56,7 @@ int64_t Finished(store::Store* store, const std::string& name,
 TEST_CASE("the stored report floor and train.seeds design reach the report") {
   auto store = std::move(*store::Store::Open(":memory:"));
   Query query(store.get());
-  store::ExperimentReport adaptive;
+  model::ExperimentReport adaptive;
   adaptive.metrics = {"eval/acc"};
   adaptive.min_seeds = 3;
   adaptive.max_seeds = 12;
@@ -79,7 +79,7 @@ TEST_CASE("the stored report floor and train.seeds design reach the report") {
   CHECK_FALSE(cell.decision_final);  // adaptive: more seeds would come
 
   // The same values with a list of seeds: one test, final; and a floor of the file's own.
-  store::ExperimentReport fixed;
+  model::ExperimentReport fixed;
   fixed.metrics = {"eval/acc"};
   fixed.floor = {{"eval/acc", 0.5}};
   Finished(store.get(), "mqar-list", fixed,

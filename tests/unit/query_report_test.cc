@@ -14,9 +14,9 @@ namespace {
 // An experiment of two runs (baseline, ablated) that succeeded after logging `metric` at steps
 // 1 and 2 with the given values.
 int64_t Finished(store::Store* store, const std::string& name,
-                 const store::ExperimentReport& report, const std::string& metric,
+                 const model::ExperimentReport& report, const std::string& metric,
                  std::vector<std::pair<double, double>> values) {
-  store::NewExperiment exp;
+  model::NewExperiment exp;
   exp.name = name;
   exp.spec_hash = name;
   exp.report = report;
@@ -30,24 +30,24 @@ int64_t Finished(store::Store* store, const std::string& name,
   for (size_t i = 0; i < runs->size(); ++i) {
     const int64_t run = (*runs)[i].id;
     REQUIRE(store->AssignRun(run, "a", 2.0).ok());
-    std::vector<store::IngestEvent> events;
+    std::vector<model::IngestEvent> events;
     for (int step = 0; step < 3; ++step) {
-      store::IngestEvent e;
+      model::IngestEvent e;
       e.seq = ++seq;
       e.run_id = run;
       e.attempt = 1;
-      e.kind = step == 0 ? store::IngestEvent::Kind::kStarted : store::IngestEvent::Kind::kMetrics;
+      e.kind = step == 0 ? model::IngestEvent::Kind::kStarted : model::IngestEvent::Kind::kMetrics;
       e.step = step;
       if (step > 0) {
         e.values = {{metric, step == 1 ? values[i].first : values[i].second}};
       }
       events.push_back(e);
     }
-    store::IngestEvent exit;
+    model::IngestEvent exit;
     exit.seq = ++seq;
     exit.run_id = run;
     exit.attempt = 1;
-    exit.kind = store::IngestEvent::Kind::kExited;
+    exit.kind = model::IngestEvent::Kind::kExited;
     events.push_back(exit);
     REQUIRE(store->Ingest("a", events).ok());
   }

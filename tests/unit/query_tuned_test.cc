@@ -19,7 +19,7 @@ struct PlannedRun {
 
 // A [grid] experiment with an asha [search] on eval/loss; every run's config says train.steps 10.
 int64_t Study(store::Store* store, const std::vector<PlannedRun>& planned, bool asha = true) {
-  store::NewExperiment exp;
+  model::NewExperiment exp;
   exp.name = "study";
   exp.spec_hash = "study";
   exp.report.search.declared = true;
@@ -38,29 +38,29 @@ int64_t Study(store::Store* store, const std::vector<PlannedRun>& planned, bool 
   for (size_t i = 0; i < runs->size(); ++i) {
     const int64_t run = (*runs)[i].id;
     REQUIRE(store->AssignRun(run, "a", 2.0).ok());
-    std::vector<store::IngestEvent> events;
-    store::IngestEvent started;
+    std::vector<model::IngestEvent> events;
+    model::IngestEvent started;
     started.seq = ++seq;
     started.run_id = run;
     started.attempt = 1;
-    started.kind = store::IngestEvent::Kind::kStarted;
+    started.kind = model::IngestEvent::Kind::kStarted;
     events.push_back(started);
     for (const auto& [step, value] : planned[i].points) {
-      store::IngestEvent e;
+      model::IngestEvent e;
       e.seq = ++seq;
       e.run_id = run;
       e.attempt = 1;
-      e.kind = store::IngestEvent::Kind::kMetrics;
+      e.kind = model::IngestEvent::Kind::kMetrics;
       e.step = step;
       e.values = {{"eval/loss", value}};
       events.push_back(e);
     }
     if (planned[i].finishes) {
-      store::IngestEvent exit;
+      model::IngestEvent exit;
       exit.seq = ++seq;
       exit.run_id = run;
       exit.attempt = 1;
-      exit.kind = store::IngestEvent::Kind::kExited;
+      exit.kind = model::IngestEvent::Kind::kExited;
       events.push_back(exit);
     }
     REQUIRE(store->Ingest("a", events).ok());
@@ -68,9 +68,9 @@ int64_t Study(store::Store* store, const std::vector<PlannedRun>& planned, bool 
   return *id;
 }
 
-store::SearchDecisionRecord Decision(const std::string& point, int rung, int64_t step,
+model::SearchDecisionRecord Decision(const std::string& point, int rung, int64_t step,
                                      const std::string& verdict) {
-  store::SearchDecisionRecord d;
+  model::SearchDecisionRecord d;
   d.point = point;
   d.group = point.substr(0, point.find('['));
   d.rung = rung;
@@ -156,7 +156,7 @@ TEST_CASE("an experiment with a [search] reports each variant at its own best gr
 TEST_CASE("without a [search] the report is per point unless the tuned view is asked for") {
   auto store = std::move(*store::Store::Open(":memory:"));
   Query query(store.get());
-  store::NewExperiment exp;
+  model::NewExperiment exp;
   exp.name = "plain";
   exp.spec_hash = "plain";
   exp.runs.push_back({"baseline[lr=0.1]", 0, "{}", {}});

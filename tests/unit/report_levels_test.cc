@@ -11,7 +11,7 @@
 namespace tae::report {
 namespace {
 
-using store::RunState;
+using model::RunState;
 
 const char kAssocRecall[] =
     R"({"train.task": "assoc_recall", "train.vocab": 16, "train.seq_len": 32})";
@@ -19,9 +19,9 @@ const char kAssocRecall[] =
 // One succeeded run per value of `variant`, ids from `*next_id`.
 void AddRuns(const std::string& variant, const std::string& config, const std::string& metric,
              const std::vector<double>& finals, int64_t* next_id,
-             std::vector<store::RunRecord>* runs, std::vector<store::FinalValue>* values) {
+             std::vector<model::RunRecord>* runs, std::vector<model::FinalValue>* values) {
   for (double value : finals) {
-    store::RunRecord run;
+    model::RunRecord run;
     run.id = (*next_id)++;
     run.variant = variant;
     run.state = RunState::kSucceeded;
@@ -71,8 +71,8 @@ TEST_CASE("task levels: chance and the shortcuts docs/tasks.md lists", "[report]
 }
 
 TEST_CASE("a baseline at the assoc_recall shortcut is marked and bannered", "[report]") {
-  std::vector<store::RunRecord> runs;
-  std::vector<store::FinalValue> values;
+  std::vector<model::RunRecord> runs;
+  std::vector<model::FinalValue> values;
   int64_t id = 1;
   AddRuns("baseline", kAssocRecall, "eval/acc", {0.311, 0.322, 0.330}, &id, &runs, &values);
   AddRuns("one-layer", kAssocRecall, "eval/acc", {0.315, 0.318, 0.325}, &id, &runs, &values);
@@ -101,8 +101,8 @@ TEST_CASE("a baseline at the assoc_recall shortcut is marked and bannered", "[re
 }
 
 TEST_CASE("a user floor marks the rows at or below it", "[report]") {
-  std::vector<store::RunRecord> runs;
-  std::vector<store::FinalValue> values;
+  std::vector<model::RunRecord> runs;
+  std::vector<model::FinalValue> values;
   int64_t id = 1;
   const std::string custom = R"({"job.command": "python train.py"})";
   AddRuns("baseline", custom, "val/acc", {0.45, 0.48, 0.47}, &id, &runs, &values);
@@ -125,8 +125,8 @@ TEST_CASE("a user floor marks the rows at or below it", "[report]") {
 
 TEST_CASE("deltas are decided: different, undecided at n, equivalent within the margin",
           "[report]") {
-  std::vector<store::RunRecord> runs;
-  std::vector<store::FinalValue> values;
+  std::vector<model::RunRecord> runs;
+  std::vector<model::FinalValue> values;
   int64_t id = 1;
   const std::string config = R"({"train.task": "copy"})";
   AddRuns("baseline", config, "eval/loss", {1.00, 1.02, 0.98}, &id, &runs, &values);

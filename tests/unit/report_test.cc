@@ -9,17 +9,17 @@
 namespace tae::report {
 namespace {
 
-using store::RunState;
+using model::RunState;
 
-store::RunRecord Run(int64_t id, const std::string& variant, RunState state) {
-  store::RunRecord run;
+model::RunRecord Run(int64_t id, const std::string& variant, RunState state) {
+  model::RunRecord run;
   run.id = id;
   run.variant = variant;
   run.state = state;
   return run;
 }
 
-store::FinalValue Value(int64_t run, const std::string& variant, const std::string& key,
+model::FinalValue Value(int64_t run, const std::string& variant, const std::string& key,
                         double last, double min, double max,
                         RunState state = RunState::kSucceeded) {
   return {run, variant, 0, state, key, last, min, max};
@@ -29,12 +29,12 @@ store::FinalValue Value(int64_t run, const std::string& variant, const std::stri
 
 TEST_CASE("the report gives mean, 95% CI, best, deltas and Welch's p against the baseline",
           "[report]") {
-  std::vector<store::RunRecord> runs = {
+  std::vector<model::RunRecord> runs = {
       Run(1, "baseline", RunState::kSucceeded), Run(2, "baseline", RunState::kSucceeded),
       Run(3, "baseline", RunState::kSucceeded), Run(4, "no-attn", RunState::kSucceeded),
       Run(5, "no-attn", RunState::kSucceeded),  Run(6, "no-attn", RunState::kSucceeded),
       Run(7, "no-attn", RunState::kFailed)};
-  std::vector<store::FinalValue> values = {
+  std::vector<model::FinalValue> values = {
       Value(1, "baseline", "eval/loss", 1.0, 0.9, 5.0),
       Value(2, "baseline", "eval/loss", 2.0, 1.8, 5.0),
       Value(3, "baseline", "eval/loss", 3.0, 2.7, 5.0),
@@ -96,8 +96,8 @@ TEST_CASE("the report gives mean, 95% CI, best, deltas and Welch's p against the
 }
 
 TEST_CASE("grid variants are compared with the baseline at their own grid point", "[report]") {
-  std::vector<store::RunRecord> runs;
-  std::vector<store::FinalValue> values;
+  std::vector<model::RunRecord> runs;
+  std::vector<model::FinalValue> values;
   const std::vector<std::pair<std::string, double>> finals = {{"baseline[layers=1]", 1.0},
                                                               {"baseline[layers=2]", 10.0},
                                                               {"x[layers=1]", 1.5},
@@ -125,7 +125,7 @@ TEST_CASE("grid variants are compared with the baseline at their own grid point"
 }
 
 TEST_CASE("without the baseline variant there are no deltas", "[report]") {
-  std::vector<store::FinalValue> values = {Value(1, "a", "eval/loss", 1.0, 1.0, 1.0)};
+  std::vector<model::FinalValue> values = {Value(1, "a", "eval/loss", 1.0, 1.0, 1.0)};
   std::vector<Row> rows =
       BuildReport({"a"}, {Run(1, "a", RunState::kSucceeded)}, values, {"eval/loss"}, "baseline");
   REQUIRE(rows.size() == 1);

@@ -123,7 +123,7 @@ TEST_CASE("paused experiments and runs in backoff wait, the earliest backoff end
 namespace tae::scheduler {
 namespace {
 
-QueuedRun Gang(int64_t id, int hosts, store::Labels labels = {}) {
+QueuedRun Gang(int64_t id, int hosts, model::Labels labels = {}) {
   QueuedRun run;
   run.run_id = id;
   run.hosts = hosts;
@@ -133,7 +133,7 @@ QueuedRun Gang(int64_t id, int hosts, store::Labels labels = {}) {
 
 AgentCapacity Host(const std::string& id, const std::string& slice, const std::string& worker,
                    int free = 1) {
-  store::Labels labels = {{"accelerator", "v4"}};
+  model::Labels labels = {{"accelerator", "v4"}};
   if (!slice.empty()) {
     labels["slice"] = slice;
   }

@@ -7,8 +7,8 @@
 namespace tae::seeds {
 namespace {
 
-store::ExperimentReport Adaptive(int min, int max) {
-  store::ExperimentReport report;
+model::ExperimentReport Adaptive(int min, int max) {
+  model::ExperimentReport report;
   report.metrics = {"score"};
   report.min_seeds = min;
   report.max_seeds = max;
@@ -16,30 +16,30 @@ store::ExperimentReport Adaptive(int min, int max) {
 }
 
 struct Study {
-  std::vector<store::RunRecord> runs;
-  std::vector<store::FinalValue> values;
+  std::vector<model::RunRecord> runs;
+  std::vector<model::FinalValue> values;
   // A run of `variant` at `seed` in `state`; succeeded ones report `value` unless NaN.
-  int64_t Add(const std::string& variant, int64_t seed, store::RunState state, double value = 0,
+  int64_t Add(const std::string& variant, int64_t seed, model::RunState state, double value = 0,
               bool report = true) {
-    store::RunRecord run;
+    model::RunRecord run;
     run.id = static_cast<int64_t>(runs.size()) + 1;
     run.variant = variant;
     run.seed = seed;
     run.state = state;
     runs.push_back(run);
-    if (state == store::RunState::kSucceeded && report) {
+    if (state == model::RunState::kSucceeded && report) {
       values.push_back({run.id, variant, seed, state, "score", value, value, value});
     }
     return run.id;
   }
 };
 
-constexpr auto kDone = store::RunState::kSucceeded;
+constexpr auto kDone = model::RunState::kSucceeded;
 
 }  // namespace
 
 TEST_CASE("the primary metric is [report]'s first, else eval/loss") {
-  store::ExperimentReport report;
+  model::ExperimentReport report;
   CHECK(PrimaryMetric(report) == "eval/loss");
   report.metrics = {"eval/acc", "eval/loss"};
   CHECK(PrimaryMetric(report) == "eval/acc");
@@ -49,7 +49,7 @@ TEST_CASE("a list of seeds adds nothing") {
   Study s;
   s.Add("baseline", 0, kDone, 1.0);
   s.Add("no-pos", 0, kDone, 1.0);
-  store::ExperimentReport fixed;
+  model::ExperimentReport fixed;
   fixed.metrics = {"score"};
   CHECK(PlanSeeds(fixed, s.runs, s.values).add.empty());
 }
@@ -75,7 +75,7 @@ TEST_CASE("nothing is added while a run of the comparison is pending, nor once i
   Study pending;
   for (int seed = 0; seed < 3; ++seed) {
     pending.Add("baseline", seed, kDone, 1.0 + 0.1 * seed);
-    pending.Add("no-pos", seed, seed == 2 ? store::RunState::kRunning : kDone, 1.05 + 0.1 * seed);
+    pending.Add("no-pos", seed, seed == 2 ? model::RunState::kRunning : kDone, 1.05 + 0.1 * seed);
   }
   CHECK(PlanSeeds(Adaptive(3, 6), pending.runs, pending.values).add.empty());
 
@@ -110,7 +110,7 @@ TEST_CASE("a failed run's seed is replaced, never past max runs") {
   Study s;
   for (int seed = 0; seed < 3; ++seed) {
     s.Add("baseline", seed, kDone, 1.0 + 0.1 * seed);
-    s.Add("no-pos", seed, seed == 1 ? store::RunState::kFailed : kDone, 1.05 + 0.1 * seed);
+    s.Add("no-pos", seed, seed == 1 ? model::RunState::kFailed : kDone, 1.05 + 0.1 * seed);
   }
   Plan plan = PlanSeeds(Adaptive(3, 6), s.runs, s.values);
   REQUIRE(plan.add.size() == 1);  // no-pos has 2 values: it needs its third first
@@ -120,7 +120,7 @@ TEST_CASE("a failed run's seed is replaced, never past max runs") {
   Study full;  // 4 runs each, max 4: undecided but nothing more to add
   for (int seed = 0; seed < 4; ++seed) {
     full.Add("baseline", seed, kDone, 1.0 + 0.1 * seed);
-    full.Add("no-pos", seed, seed == 1 ? store::RunState::kFailed : kDone, 1.05 + 0.1 * seed);
+    full.Add("no-pos", seed, seed == 1 ? model::RunState::kFailed : kDone, 1.05 + 0.1 * seed);
   }
   CHECK(PlanSeeds(Adaptive(3, 4), full.runs, full.values).add.empty());
 }
@@ -128,7 +128,7 @@ TEST_CASE("a failed run's seed is replaced, never past max runs") {
 TEST_CASE("a cancelled run or a missing metric holds its comparison back, saying why") {
   Study cancelled;
   for (int seed = 0; seed < 3; ++seed) {
-    cancelled.Add("baseline", seed, seed == 0 ? store::RunState::kCancelled : kDone,
+    cancelled.Add("baseline", seed, seed == 0 ? model::RunState::kCancelled : kDone,
                   1.0 + 0.1 * seed);
     cancelled.Add("no-pos", seed, kDone, 1.05 + 0.1 * seed);
   }

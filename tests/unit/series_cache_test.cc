@@ -12,8 +12,8 @@
 namespace tae::http {
 namespace {
 
-store::NewExperiment Study(int runs) {
-  store::NewExperiment exp;
+model::NewExperiment Study(int runs) {
+  model::NewExperiment exp;
   exp.name = "cache";
   exp.spec_hash = "cache";
   exp.spec_text = "name = \"cache\"";
@@ -26,10 +26,10 @@ store::NewExperiment Study(int runs) {
 void Points(store::Store* store, int64_t run, int64_t from, int64_t to, double value = 1.0,
             int attempt = 1) {
   static uint64_t seq = 0;
-  std::vector<store::IngestEvent> events;
+  std::vector<model::IngestEvent> events;
   for (int64_t step = from; step <= to; ++step) {
-    store::IngestEvent e;
-    e.kind = store::IngestEvent::Kind::kMetrics;
+    model::IngestEvent e;
+    e.kind = model::IngestEvent::Kind::kMetrics;
     e.seq = ++seq;
     e.run_id = run;
     e.attempt = attempt;
@@ -92,7 +92,7 @@ TEST_CASE("the series cache keeps at most its points, dropping the least recentl
   query::Query query(store);
   auto a = store->CreateExperiment(Study(1), 1.0);
   REQUIRE(a.ok());
-  store::NewExperiment other = Study(1);
+  model::NewExperiment other = Study(1);
   other.name = other.spec_hash = "other";
   auto b = store->CreateExperiment(other, 2.0);
   REQUIRE(b.ok());

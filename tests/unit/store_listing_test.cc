@@ -11,8 +11,8 @@
 namespace tae::store {
 namespace {
 
-NewExperiment Study(const std::string& name, int runs) {
-  NewExperiment exp;
+model::NewExperiment Study(const std::string& name, int runs) {
+  model::NewExperiment exp;
   exp.name = name;
   exp.spec_hash = name;
   exp.spec_text = "name = \"" + name + "\"";
@@ -54,10 +54,10 @@ TEST_CASE("ls and runs issue a constant number of statements, 10 runs or 10,000"
   REQUIRE(small.ok());
 
   auto ingest_one_point_per_run = [&](int64_t first_run, int runs) {
-    std::vector<IngestEvent> events;
+    std::vector<model::IngestEvent> events;
     for (int i = 0; i < runs; ++i) {
-      IngestEvent e;
-      e.kind = IngestEvent::Kind::kMetrics;
+      model::IngestEvent e;
+      e.kind = model::IngestEvent::Kind::kMetrics;
       e.seq = static_cast<uint64_t>(first_run + i);
       e.run_id = first_run + i;
       e.attempt = 1;
@@ -71,7 +71,7 @@ TEST_CASE("ls and runs issue a constant number of statements, 10 runs or 10,000"
 
   size_t runs = 0;
   size_t summarised = 0;
-  std::vector<ExperimentRecord> listed;
+  std::vector<model::ExperimentRecord> listed;
   const int64_t ls_small = Statements(store, [&] { listed = *query.ListExperiments(0); });
   const int64_t runs_small =
       Statements(store, [&] { ListRunsLikeTheRpc(&query, *small, &runs, &summarised); });

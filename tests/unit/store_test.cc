@@ -19,8 +19,8 @@ std::string TempDbPath(const char* name) {
   return path;
 }
 
-NewExperiment TwoRuns() {
-  NewExperiment exp;
+model::NewExperiment TwoRuns() {
+  model::NewExperiment exp;
   exp.name = "study";
   exp.spec_hash = "abc";
   exp.spec_text = "name = \"study\"";
@@ -174,8 +174,8 @@ TEST_CASE("run lifecycle: assign, start, metrics, exit, with a transition for ea
   CHECK(assigned->attempt == 1);
   CHECK_FALSE(store.AssignRun(run_id, "agent-b", 101.5).ok());  // not queued any more
 
-  auto event = [run_id](IngestEvent::Kind kind, uint64_t seq, double at) {
-    IngestEvent e;
+  auto event = [run_id](model::IngestEvent::Kind kind, uint64_t seq, double at) {
+    model::IngestEvent e;
     e.kind = kind;
     e.seq = seq;
     e.run_id = run_id;
@@ -183,19 +183,19 @@ TEST_CASE("run lifecycle: assign, start, metrics, exit, with a transition for ea
     e.wall_time = at;
     return e;
   };
-  IngestEvent started = event(IngestEvent::Kind::kStarted, 1, 102.0);
+  model::IngestEvent started = event(model::IngestEvent::Kind::kStarted, 1, 102.0);
   started.pid = 4242;
-  IngestEvent m1 = event(IngestEvent::Kind::kMetrics, 2, 103.0);
+  model::IngestEvent m1 = event(model::IngestEvent::Kind::kMetrics, 2, 103.0);
   m1.step = 10;
   m1.values = {{"eval/loss", 2.0}};
-  IngestEvent m2 = event(IngestEvent::Kind::kMetrics, 3, 104.0);
+  model::IngestEvent m2 = event(model::IngestEvent::Kind::kMetrics, 3, 104.0);
   m2.step = 20;
   m2.values = {{"eval/loss", 1.5}};
-  IngestEvent exited = event(IngestEvent::Kind::kExited, 4, 105.0);
+  model::IngestEvent exited = event(model::IngestEvent::Kind::kExited, 4, 105.0);
   auto ended = store.Ingest("agent-a", {started, m1, m2, exited});
   REQUIRE(ended.ok());
   REQUIRE(ended->size() == 1);
-  CHECK((*ended)[0].state == RunState::kSucceeded);
+  CHECK((*ended)[0].state == model::RunState::kSucceeded);
 
   // A resend of the same batch changes nothing.
   auto again = store.Ingest("agent-a", {started, m1, m2, exited});
@@ -205,7 +205,7 @@ TEST_CASE("run lifecycle: assign, start, metrics, exit, with a transition for ea
 
   auto run = store.GetRun(run_id);
   REQUIRE(run.ok());
-  CHECK(run->state == RunState::kSucceeded);
+  CHECK(run->state == model::RunState::kSucceeded);
   CHECK(run->pid == 4242);
   auto summaries = query.Summaries(run_id);
   REQUIRE(summaries.ok());
@@ -234,9 +234,9 @@ TEST_CASE("run metadata merges key by key, survives a resend and ignores a past 
   CHECK(store.GetRun(run_id)->meta.empty());
   REQUIRE(store.AssignRun(run_id, "a", 2.0).ok());
 
-  auto meta = [run_id](uint64_t seq, int attempt, RunMeta values) {
-    IngestEvent e;
-    e.kind = IngestEvent::Kind::kMeta;
+  auto meta = [run_id](uint64_t seq, int attempt, model::RunMeta values) {
+    model::IngestEvent e;
+    e.kind = model::IngestEvent::Kind::kMeta;
     e.seq = seq;
     e.run_id = run_id;
     e.attempt = attempt;
@@ -244,22 +244,23 @@ TEST_CASE("run metadata merges key by key, survives a resend and ignores a past 
     e.meta = std::move(values);
     return e;
   };
-  IngestEvent metrics;
-  metrics.kind = IngestEvent::Kind::kMetrics;
+  model::IngestEvent metrics;
+  metrics.kind = model::IngestEvent::Kind::kMetrics;
   metrics.seq = 2;
   metrics.run_id = run_id;
   metrics.attempt = 1;
   metrics.values = {{"train/loss", 2.0}};
-  IngestEvent first = meta(1, 1, {{"libtorch", "1.13.0"}, {"blas", "/usr/lib/libblas.so.3"}});
+  model::IngestEvent first =
+      meta(1, 1, {{"libtorch", "1.13.0"}, {"blas", "/usr/lib/libblas.so.3"}});
   REQUIRE(store.Ingest("a", {first, metrics}).ok());
   CHECK(store.GetRun(run_id)->meta ==
-        RunMeta{{"blas", "/usr/lib/libblas.so.3"}, {"libtorch", "1.13.0"}});
+        model::RunMeta{{"blas", "/usr/lib/libblas.so.3"}, {"libtorch", "1.13.0"}});
 
   // A resend changes nothing; a later line adds keys and replaces the ones it repeats.
   REQUIRE(store.Ingest("a", {first, metrics}).ok());
   REQUIRE(store.Ingest("a", {meta(3, 1, {{"threads", "2"}, {"blas", "openblas"}})}).ok());
   CHECK(store.GetRun(run_id)->meta ==
-        RunMeta{{"blas", "openblas"}, {"libtorch", "1.13.0"}, {"threads", "2"}});
+        model::RunMeta{{"blas", "openblas"}, {"libtorch", "1.13.0"}, {"threads", "2"}});
 
   // After a requeue, a late event of attempt 1 is ignored; attempt 2 merges over attempt 1.
   REQUIRE(store.LoseRun(run_id, "agent a lost", 4.0).ok());
@@ -267,7 +268,7 @@ TEST_CASE("run metadata merges key by key, survives a resend and ignores a past 
   REQUIRE(store.Ingest("a", {meta(4, 1, {{"threads", "8"}})}).ok());
   REQUIRE(store.Ingest("b", {meta(1, 2, {{"blas", "mkl"}})}).ok());
   CHECK(store.GetRun(run_id)->meta ==
-        RunMeta{{"blas", "mkl"}, {"libtorch", "1.13.0"}, {"threads", "2"}});
+        model::RunMeta{{"blas", "mkl"}, {"libtorch", "1.13.0"}, {"threads", "2"}});
 }
 
 TEST_CASE("a run keeps a bounded number of metadata keys") {
@@ -277,8 +278,8 @@ TEST_CASE("a run keeps a bounded number of metadata keys") {
   REQUIRE(store.CreateExperiment(TwoRuns(), 1.0).ok());
   int64_t run_id = (*store.QueuedRuns())[0].id;
   REQUIRE(store.AssignRun(run_id, "a", 2.0).ok());
-  IngestEvent e;
-  e.kind = IngestEvent::Kind::kMeta;
+  model::IngestEvent e;
+  e.kind = model::IngestEvent::Kind::kMeta;
   e.seq = 1;
   e.run_id = run_id;
   e.attempt = 1;
@@ -286,7 +287,7 @@ TEST_CASE("a run keeps a bounded number of metadata keys") {
     e.meta[absl::StrCat("k", 1000 + i)] = "v";
   }
   REQUIRE(store.Ingest("a", {e}).ok());
-  RunMeta stored = store.GetRun(run_id)->meta;
+  model::RunMeta stored = store.GetRun(run_id)->meta;
   CHECK(stored.size() == 256);
   CHECK(stored.count("k1000") == 1);
   CHECK(stored.count("k1299") == 0);
@@ -308,12 +309,12 @@ TEST_CASE("a lost run is requeued without spending its attempts") {
   REQUIRE(store.AssignRun(run_id, "a", 2.0).ok());
   auto first = store.LoseRun(run_id, "agent a lost", 3.0);
   REQUIRE(first.ok());
-  CHECK(*first == RunState::kQueued);
+  CHECK(*first == model::RunState::kQueued);
   REQUIRE(store.AssignRun(run_id, "a", 4.0).ok());
   auto second = store.LoseRun(run_id, "agent a lost", 5.0);
   REQUIRE(second.ok());
   // max_attempts = 2, both lost with their agent: the worker's fault, never the job's.
-  CHECK(*second == RunState::kQueued);
+  CHECK(*second == model::RunState::kQueued);
   CHECK(store.GetRun(run_id)->attempt == 2);
   CHECK(store.GetRun(run_id)->max_attempts == 4);
   CHECK(store.GetRun(run_id)->infra_faults == 2);
@@ -352,10 +353,10 @@ TEST_CASE("QueryMetric returns raw points, or equal-step buckets with mean, min 
   const int64_t run_id = (*store.QueuedRuns())[0].id;
   REQUIRE(store.AssignRun(run_id, "agent-a", 101.0).ok());
   // Steps 1..100, value = step, one key; a second key with one point.
-  std::vector<IngestEvent> events;
+  std::vector<model::IngestEvent> events;
   for (int step = 1; step <= 100; ++step) {
-    IngestEvent e;
-    e.kind = IngestEvent::Kind::kMetrics;
+    model::IngestEvent e;
+    e.kind = model::IngestEvent::Kind::kMetrics;
     e.seq = static_cast<uint64_t>(step);
     e.run_id = run_id;
     e.attempt = 1;
@@ -381,7 +382,7 @@ TEST_CASE("QueryMetric returns raw points, or equal-step buckets with mean, min 
   REQUIRE(buckets.ok());
   REQUIRE(buckets->size() == 10);
   // Bucket b: steps 10b+1 .. 10b+10.
-  const MetricPoint& third = (*buckets)[2];
+  const model::MetricPoint& third = (*buckets)[2];
   CHECK(third.step == 30);
   CHECK(third.count == 10);
   CHECK(third.min == 21.0);
@@ -389,7 +390,7 @@ TEST_CASE("QueryMetric returns raw points, or equal-step buckets with mean, min 
   CHECK(third.value == Approx(25.5));
   CHECK(third.wall_time == 1030.0);
   int64_t total = 0;
-  for (const MetricPoint& p : *buckets) {
+  for (const model::MetricPoint& p : *buckets) {
     total += p.count;
   }
   CHECK(total == 100);  // every point in exactly one bucket
@@ -414,11 +415,11 @@ TEST_CASE("snapshots are stored once per id, listed newest first and deleted") {
   auto opened = Store::Open(":memory:");
   REQUIRE(opened.ok());
   Store& store = **opened;
-  SnapshotRecord a{"aa", "0644 1 " + std::string(64, 'a') + " x\n", 1, 1, "/src/a", 10.0};
-  SnapshotRecord b{"bb", "", 3, 300, "/src/b", 20.0};
+  model::SnapshotRecord a{"aa", "0644 1 " + std::string(64, 'a') + " x\n", 1, 1, "/src/a", 10.0};
+  model::SnapshotRecord b{"bb", "", 3, 300, "/src/b", 20.0};
   REQUIRE(store.PutSnapshot(a).ok());
   REQUIRE(store.PutSnapshot(b).ok());
-  SnapshotRecord again = a;
+  model::SnapshotRecord again = a;
   again.source = "/elsewhere";  // the same content mounted from another directory
   again.created_at = 30.0;
   REQUIRE(store.PutSnapshot(again).ok());
@@ -450,16 +451,16 @@ struct GangFixture {
     auto opened = Store::Open(":memory:");
     REQUIRE(opened.ok());
     store = *std::move(opened);
-    NewExperiment exp = TwoRuns();
+    model::NewExperiment exp = TwoRuns();
     exp.runs.resize(1);
     exp.runs[0].resources.hosts = hosts;
     exp.runs[0].resources.max_attempts = max_attempts;
     REQUIRE(store->CreateExperiment(exp, 100.0).ok());
     run_id = (*store->QueuedRuns())[0].id;
   }
-  IngestEvent Exit(int attempt, uint64_t seq, int code) const {
-    IngestEvent e;
-    e.kind = IngestEvent::Kind::kExited;
+  model::IngestEvent Exit(int attempt, uint64_t seq, int code) const {
+    model::IngestEvent e;
+    e.kind = model::IngestEvent::Kind::kExited;
     e.seq = seq;
     e.run_id = run_id;
     e.attempt = attempt;
@@ -483,19 +484,19 @@ TEST_CASE("a gang succeeds when every rank exited 0", "[store][gang]") {
   auto first = f.store->Ingest("w1", {f.Exit(1, 1, 0)});
   REQUIRE(first.ok());
   CHECK(first->empty());  // rank 0 is still running
-  CHECK(f.store->GetRun(f.run_id)->state == RunState::kAssigned);
+  CHECK(f.store->GetRun(f.run_id)->state == model::RunState::kAssigned);
   auto resend = f.store->Ingest("w1", {f.Exit(1, 1, 0)});
   REQUIRE(resend.ok());
   CHECK(resend->empty());  // the same rank twice does not count twice
   auto stranger = f.store->Ingest("w9", {f.Exit(1, 1, 0)});
   REQUIRE(stranger.ok());
   CHECK(stranger->empty());  // not a host of this gang
-  CHECK(f.store->GetRun(f.run_id)->state == RunState::kAssigned);
+  CHECK(f.store->GetRun(f.run_id)->state == model::RunState::kAssigned);
 
   auto last = f.store->Ingest("w0", {f.Exit(1, 2, 0)});
   REQUIRE(last.ok());
   REQUIRE(last->size() == 1);
-  CHECK((*last)[0].state == RunState::kSucceeded);
+  CHECK((*last)[0].state == model::RunState::kSucceeded);
   CHECK((*last)[0].gang == std::vector<std::string>{"w0", "w1"});
   CHECK(f.store->GetRun(f.run_id)->reason == "every host exited 0 (2 hosts)");
 }
@@ -504,12 +505,12 @@ TEST_CASE("one failing rank fails the gang, one lost rank requeues it whole", "[
   GangFixture f(3);
   REQUIRE(f.store->AssignRun(f.run_id, std::vector<std::string>{"w0", "w1", "w2"}, 101.0).ok());
   // Rank 1's host went away with its agent (interrupted): the gang is requeued as a whole.
-  IngestEvent lost = f.Exit(1, 1, 0);
+  model::IngestEvent lost = f.Exit(1, 1, 0);
   lost.interrupted = true;
   auto requeued = f.store->Ingest("w1", {lost});
   REQUIRE(requeued.ok());
   REQUIRE(requeued->size() == 1);
-  CHECK((*requeued)[0].state == RunState::kQueued);
+  CHECK((*requeued)[0].state == model::RunState::kQueued);
   CHECK((*requeued)[0].gang.size() == 3);
   // The other ranks' exits from that attempt are then ignored.
   auto late = f.store->Ingest("w0", {f.Exit(1, 2, 1)});
@@ -525,7 +526,7 @@ TEST_CASE("one failing rank fails the gang, one lost rank requeues it whole", "[
   auto failed = f.store->Ingest("w0", {f.Exit(2, 4, 3)});
   REQUIRE(failed.ok());
   REQUIRE(failed->size() == 1);
-  CHECK((*failed)[0].state == RunState::kFailed);
+  CHECK((*failed)[0].state == model::RunState::kFailed);
   auto run = f.store->GetRun(f.run_id);
   CHECK(run->reason == "rank 2 on w0: exit code 3; the other hosts are stopped");
 }
@@ -533,7 +534,7 @@ TEST_CASE("one failing rank fails the gang, one lost rank requeues it whole", "[
 TEST_CASE("added runs join their experiment queued, each once per variant and seed",
           "[store][seeds]") {
   auto store = std::move(*Store::Open(":memory:"));
-  NewExperiment exp = TwoRuns();
+  model::NewExperiment exp = TwoRuns();
   exp.overrides_json = R"(["train.lr=0.1"])";
   exp.report.min_seeds = 3;
   exp.report.max_seeds = 6;
@@ -548,12 +549,12 @@ TEST_CASE("added runs join their experiment queued, each once per variant and se
   CHECK(source->overrides == std::vector<std::string>{"train.lr=0.1"});
   CHECK(source->report.min_seeds == 3);
 
-  NewRun more{"no-attn", 1, "{}", {2, 0, 1, {}}, "added by adaptive seeds: because"};
+  model::NewRun more{"no-attn", 1, "{}", {2, 0, 1, {}}, "added by adaptive seeds: because"};
   REQUIRE(store->AddRuns(*id, {more}, 5.0).ok());
   auto runs = store->ListRuns(*id);
   REQUIRE(runs->size() == 3);
   CHECK(runs->back().seed == 1);
-  CHECK(runs->back().state == RunState::kQueued);
+  CHECK(runs->back().state == model::RunState::kQueued);
   query::Query query(store.get());
   auto shown = query.GetRun(runs->back().id);
   REQUIRE(shown.ok());
@@ -561,7 +562,7 @@ TEST_CASE("added runs join their experiment queued, each once per variant and se
   CHECK(shown->transitions[0].reason == "added by adaptive seeds: because");
 
   // The same seed again, even beside a new one, adds nothing and says which run has it.
-  NewRun fresh{"baseline", 1, "{}", {2, 0, 1, {}}, "x"};
+  model::NewRun fresh{"baseline", 1, "{}", {2, 0, 1, {}}, "x"};
   absl::Status again = store->AddRuns(*id, {fresh, more}, 6.0);
   CHECK(absl::IsAlreadyExists(again));
   CHECK(std::string(again.message()).find("no-attn at seed 1") != std::string::npos);
@@ -571,7 +572,7 @@ TEST_CASE("added runs join their experiment queued, each once per variant and se
 TEST_CASE("a search's decisions are stored in order and its pruned runs end in pruned",
           "[store][search]") {
   auto store = std::move(*Store::Open(":memory:"));
-  NewExperiment exp = TwoRuns();
+  model::NewExperiment exp = TwoRuns();
   exp.report.search.declared = true;
   exp.report.search.method = "asha";
   exp.report.search.min_steps = 10;
@@ -581,9 +582,11 @@ TEST_CASE("a search's decisions are stored in order and its pruned runs end in p
   CHECK(store->GetExperimentSource(*id)->report.search.asha());
   auto runs = store->ListRuns(*id);
   REQUIRE(store->AssignRun((*runs)[1].id, "a", 2.0).ok());
-  SearchDecisionRecord keep{"baseline", "baseline", 0, 10, 2.5, 1, "keep", 1, 1, 1, "kept", 3.0};
-  SearchDecisionRecord prune{"no-attn", "", 0, 10, 2.9, 1, "prune", 2, 2, 1, "rung 0", 3.0};
-  SearchDecisionRecord nodata{"x", "", 1, 30, std::nullopt, 0, "nodata", 0, 0, 0, "none", 3.0};
+  model::SearchDecisionRecord keep{"baseline", "baseline", 0, 10, 2.5,    1,
+                                   "keep",     1,          1, 1,  "kept", 3.0};
+  model::SearchDecisionRecord prune{"no-attn", "", 0, 10, 2.9, 1, "prune", 2, 2, 1, "rung 0", 3.0};
+  model::SearchDecisionRecord nodata{"x",      "", 1, 30, std::nullopt, 0,
+                                     "nodata", 0,  0, 0,  "none",       3.0};
   REQUIRE(store->RecordSearch(*id, {keep, prune, nodata}, {{(*runs)[1].id, "pruned: rung 0"}}, 3.0)
               .ok());
   auto decisions = store->SearchDecisions(*id);
@@ -594,17 +597,17 @@ TEST_CASE("a search's decisions are stored in order and its pruned runs end in p
   CHECK((*decisions)[1].value == 2.9);
   CHECK_FALSE((*decisions)[2].value.has_value());
   auto pruned = store->GetRun((*runs)[1].id);
-  CHECK(pruned->state == RunState::kPruned);
+  CHECK(pruned->state == model::RunState::kPruned);
   CHECK(pruned->reason == "pruned: rung 0");
   CHECK(IsFinal(pruned->state));
-  CHECK(store->GetRun((*runs)[0].id)->state == RunState::kQueued);
+  CHECK(store->GetRun((*runs)[0].id)->state == model::RunState::kQueued);
   // A run of another experiment is refused, and the whole batch with it.
   auto other = store->CreateExperiment(TwoRuns(), 1.0);
   auto foreign = store->ListRuns(*other);
   CHECK_FALSE(store->RecordSearch(*id, {keep}, {{foreign->front().id, "x"}}, 4.0).ok());
   CHECK(store->SearchDecisions(*id)->size() == 3);
   // With nothing left to run, it is no longer searched.
-  REQUIRE(store->FinishRun((*runs)[0].id, RunState::kCancelled, "x", 5.0).ok());
+  REQUIRE(store->FinishRun((*runs)[0].id, model::RunState::kCancelled, "x", 5.0).ok());
   CHECK(store->SearchedExperiments()->empty());
 }
 

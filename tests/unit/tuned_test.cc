@@ -9,8 +9,8 @@
 namespace tae::report {
 namespace {
 
-using store::FinalValue;
-using store::RunState;
+using model::FinalValue;
+using model::RunState;
 
 FinalValue Value(const std::string& variant, int64_t seed, double value,
                  const std::string& key = "eval/loss", RunState state = RunState::kSucceeded) {
@@ -95,10 +95,10 @@ TEST_CASE("the chosen baseline comes first, and a variant without values has no 
 
 TEST_CASE("an ablation whose every point was pruned counts its runs at all its points",
           "[report][tuned]") {
-  std::vector<store::RunRecord> runs;
+  std::vector<model::RunRecord> runs;
   int64_t id = 0;
   auto add = [&](const std::string& variant, int64_t seed, RunState state) {
-    store::RunRecord run;
+    model::RunRecord run;
     run.id = ++id;
     run.variant = variant;
     run.seed = seed;

@@ -1,6 +1,6 @@
-#include "server/store/records.h"
+#include "server/model/records.h"
 
-namespace tae::store {
+namespace tae::model {
 namespace {
 
 constexpr std::pair<RunState, const char*> kRunStateNames[] = {
@@ -57,4 +57,4 @@ std::string ExperimentState(const RunCounts& counts) {
   return "succeeded";
 }
 
-}  // namespace tae::store
+}  // namespace tae::model

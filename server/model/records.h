@@ -1,7 +1,10 @@
 #pragma once
 
-// The rows taed keeps, as plain structs. The Store reads and writes them; nothing else touches
-// SQLite.
+// taed's domain records and enums, as plain structs: runs, experiments, agents, metrics,
+// checkpoints and the transitions between run states. The deciders (server/lifecycle,
+// server/scheduler, server/report, server/search, server/seeds), the store that keeps them
+// (server/store) and the adapters that show them (server/wire, server/rpc, server/http) all speak
+// them; this folder depends on none of those. No SQLite, no proto, no I/O.
 
 #include <cstdint>
 #include <map>
@@ -11,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace tae::store {
+namespace tae::model {
 
 // kPruned: stopped early by the experiment's [search] (ASHA, server/search); final, and neither a
 // failure nor a cancel.
@@ -364,4 +367,4 @@ struct RunEnded {
   int64_t experiment_id = 0;
 };
 
-}  // namespace tae::store
+}  // namespace tae::model
