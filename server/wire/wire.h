@@ -1,11 +1,11 @@
 #pragma once
 
-// What taed's records and views look like on the wire: store records, query views, registry
-// agents and the providers' log, converted to the Control API's messages (proto/tae/v1). Both
-// adapters speak through it: the Control service answers with these messages, and the dashboard
-// (server/http) prints them with common/api's JSON, the shapes `taectl --json` prints. Pure
-// conversion, one function per type, no I/O; it includes neither adapter. What is only the gRPC
-// adapter's (statuses, the agent link's hello and events, their limits) stays in
+// What taed's records and views look like on the wire: server/model's records, query views,
+// registry agents and the providers' log, converted to the Control API's messages (proto/tae/v1).
+// Both adapters speak through it: the Control service answers with these messages, and the
+// dashboard (server/http) prints them with common/api's JSON, the shapes `taectl --json` prints.
+// Pure conversion, one function per type, no I/O; it includes neither adapter. What is only the
+// gRPC adapter's (statuses, the agent link's hello and events, their limits) stays in
 // server/rpc/convert.
 
 #include "server/model/records.h"
