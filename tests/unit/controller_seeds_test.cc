@@ -47,9 +47,10 @@ std::vector<model::IngestEvent> Finished(uint64_t* seq, int64_t run_id, double s
   return events;
 }
 
-// Scores with no clear difference between the variants: every comparison stays undecided.
+// Scores with a difference 3 or 4 seeds cannot settle (p = 0.29 at n = 3, 0.19 at n = 4): every
+// comparison stays undecided, and close enough that futility does not end it before max.
 double Score(const std::string& variant, int64_t seed) {
-  return 1.0 + 0.1 * static_cast<double>(seed % 3) + (variant == "baseline" ? 0.0 : 0.02);
+  return 1.0 + 0.1 * static_cast<double>(seed % 3) + (variant == "baseline" ? 0.0 : 0.1);
 }
 
 std::vector<model::RunRecord> Runs(store::Store* store, int64_t experiment) {

@@ -91,8 +91,8 @@ TEST_CASE("the baseline grows once for all of its undecided comparisons, per gri
   Study s;
   for (int seed = 0; seed < 3; ++seed) {
     s.Add("baseline[lr=1]", seed, kDone, 1.0 + 0.1 * seed);
-    s.Add("a[lr=1]", seed, kDone, 1.02 + 0.1 * seed);
-    s.Add("b[lr=1]", seed, kDone, 0.98 + 0.1 * seed);
+    s.Add("a[lr=1]", seed, kDone, 1.05 + 0.1 * seed);  // undecided (p = 0.57), not futile
+    s.Add("b[lr=1]", seed, kDone, 0.95 + 0.1 * seed);
     s.Add("baseline[lr=2]", seed, kDone, 1.0 + 0.01 * seed);
     s.Add("a[lr=2]", seed, kDone, 5.0 + 0.01 * seed);  // decided
   }
@@ -104,6 +104,19 @@ TEST_CASE("the baseline grows once for all of its undecided comparisons, per gri
   CHECK(plan.add[0].why.find("b[lr=1] vs baseline[lr=1]") != std::string::npos);
   CHECK(plan.add[1].variant == "a[lr=1]");
   CHECK(plan.add[2].variant == "b[lr=1]");
+}
+
+TEST_CASE("a comparison that max seeds would not decide stops growing (futility)") {
+  // A delta of 0.02 on a spread of 0.1: 3 more seeds per arm would make it different less than 5%
+  // of the time (common/stats/sequential.h), so it ends undecided at n = 3.
+  Study s;
+  for (int seed = 0; seed < 3; ++seed) {
+    s.Add("baseline", seed, kDone, 1.0 + 0.1 * seed);
+    s.Add("no-pos", seed, kDone, 1.02 + 0.1 * seed);
+  }
+  const Plan plan = PlanSeeds(Adaptive(3, 6), s.runs, s.values);
+  CHECK(plan.add.empty());
+  CHECK(plan.held.empty());
 }
 
 TEST_CASE("a failed run's seed is replaced, never past max runs") {
