@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/process/tool.h"
+#include "common/version/version.h"
 
 namespace tae::host {
 namespace {

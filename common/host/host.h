@@ -15,13 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "common/version/version.h"
 #include "tae/v1/agent_link.pb.h"
 
 namespace tae::host {
-
-// Kept only for server/http/api.cc, which still names the version here: use version::Project().
-inline const char* Version() { return version::Project(); }
 
 struct GatherOptions {
   std::vector<std::pair<std::string, std::string>> dirs;  // (role, path) to report free space of

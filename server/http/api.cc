@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
-#include "common/host/host.h"
+#include "common/version/version.h"
 #include "server/http/assets.h"
 #include "server/http/reply.h"
 #include "server/http/streams.h"
@@ -162,7 +162,7 @@ std::shared_ptr<EventSource> Api::OpenStream(const Request& request, Response* e
 Response Api::Get(const Request& request) {
   const std::vector<std::string> p = Parts(request.path);
   if (p.size() == 2 && p[1] == "session") {
-    return Ok({{"csrf", request.csrf}, {"version", host::Version()}});
+    return Ok({{"csrf", request.csrf}, {"version", version::Project()}});
   }
   if (p.size() == 2 && p[1] == "experiments") {
     return Experiments();
