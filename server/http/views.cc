@@ -1,6 +1,8 @@
 #include "server/http/views.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -79,6 +81,27 @@ nlohmann::ordered_json VaryingKeys(const std::vector<query::RunView>& runs) {
     }
     if (values.size() > 1) {
       varying.push_back(key);
+    }
+  }
+  // job.command as the expansion of its template: variants that agree on every other varying
+  // key run the same command.
+  constexpr char kCommandKey[] = "job.command";
+  if (auto command = std::find(varying.begin(), varying.end(), kCommandKey);
+      command != varying.end() && varying.size() > 1) {
+    std::map<std::string, std::string> command_of;  // the other keys' values -> the command
+    bool derived = true;
+    for (const auto& [variant, config] : first) {
+      std::string others;
+      for (const std::string& key : varying) {
+        if (key != kCommandKey) {
+          absl::StrAppend(&others, config.contains(key) ? config[key].dump() : "null", "\x1f");
+        }
+      }
+      const std::string value = config.contains(kCommandKey) ? config[kCommandKey].dump() : "null";
+      derived = command_of.emplace(others, value).first->second == value && derived;
+    }
+    if (derived) {
+      varying.erase(command);
     }
   }
   nlohmann::ordered_json out = nlohmann::ordered_json::object();

@@ -25,7 +25,9 @@ nlohmann::ordered_json LogPageJson(const query::LogPage& page);
 
 // variant -> {key: value} for the config keys whose values differ between variants (the seed and
 // keys that only differ between seeds of one variant are left out), from each variant's first
-// run.
+// run. `job.command` is left out where it is a function of the other varying keys (a command
+// template expanded with the grid's values, "python3 train.py {train.lr}"): it names no knob of
+// its own, and a column or pivot of it repeats them; a command that an ablation changes is kept.
 nlohmann::ordered_json VaryingKeys(const std::vector<query::RunView>& runs);
 
 struct CurveRequest {
