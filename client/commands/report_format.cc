@@ -58,7 +58,8 @@ std::string Delta(const tae::v1::ReportRow& row, const tae::v1::ReportCell& cell
   }
   // Only a decided difference is shown as a number: an undecided delta is not "no effect".
   if (cell.decision() == "undecided") {
-    return absl::StrCat("undecided (n=", cell.decision_n(), ")");
+    return absl::StrCat("undecided (n=", cell.decision_n(),
+                        cell.decision_futile() ? ", futile" : "", ")");
   }
   if (cell.decision() == "equivalent") {
     return absl::StrFormat("equivalent within ±%g (n=%d)", cell.margin(), cell.decision_n());
@@ -180,7 +181,8 @@ std::string Legend(const tae::v1::ReportResponse& report) {
         &legend, report.adaptive()
                      ? " Δ shown when the group-sequential test of adaptive seeds (train.seeds = "
                        "{ min, max }) decides it is different; undecided (n=seeds per arm) "
-                       "otherwise."
+                       "otherwise, futile when it stopped before max because max seeds would "
+                       "very likely not decide it either."
                      : " Δ shown when it is different at p<0.05; undecided (n=seeds per arm) "
                        "when its CI spans zero.");
   }

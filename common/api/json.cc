@@ -186,6 +186,7 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
       value["decision_n"] = cell.decision().empty() ? nlohmann::ordered_json()
                                                     : nlohmann::ordered_json(cell.decision_n());
       value["decision_final"] = cell.decision_final();
+      value["decision_futile"] = cell.decision_futile();
       value["margin"] = cell.margin() > 0 ? nlohmann::ordered_json(cell.margin()) : nullptr;
       value["level"] = cell.level_kind().empty()
                            ? nlohmann::ordered_json()

@@ -96,6 +96,7 @@ class Decider {
     cell->decision = std::string(stats::DecisionName(verdict.decision));
     cell->decision_n = n;
     cell->decision_final = options_.adaptive ? verdict.final : true;
+    cell->decision_futile = options_.adaptive && verdict.futile;
   }
 
  private:

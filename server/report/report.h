@@ -36,9 +36,10 @@ struct Cell {
   // with fixed seeds by one test at alpha (Welch; TOST with a margin). The table shows a delta
   // only when it is different.
   std::string decision;
-  int decision_n = 0;           // seeds per arm it was decided on (the smaller arm)
-  bool decision_final = false;  // another seed would not change it (decided, or at max)
-  double margin = 0;            // the metric's equivalence margin; 0: none
+  int decision_n = 0;            // seeds per arm it was decided on (the smaller arm)
+  bool decision_final = false;   // another seed would not change it (decided, or at max)
+  bool decision_futile = false;  // undecided, final before max by adaptive seeds' futility rule
+  double margin = 0;             // the metric's equivalence margin; 0: none
   // The chance, shortcut or floor level the mean sits at (within its 95% CI, or within
   // kLevelTolerance of it), else kind "".
   std::string level_kind;

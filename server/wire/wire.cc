@@ -241,6 +241,7 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
       c->set_decision(cell.decision);
       c->set_decision_n(cell.decision_n);
       c->set_decision_final(cell.decision_final);
+      c->set_decision_futile(cell.decision_futile);
       c->set_margin(cell.margin);
       c->set_level_kind(cell.level_kind);
       c->set_level(cell.level);

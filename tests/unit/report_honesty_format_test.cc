@@ -130,6 +130,19 @@ TEST_CASE("the JSON report carries each comparison's decision and n, levels and 
   CHECK(rows[3]["metrics"]["eval/acc"]["decision"] == "equivalent");
   CHECK(rows[3]["metrics"]["eval/acc"]["margin"] == 0.02);
   CHECK(rows[3]["metrics"]["eval/acc"]["level"].is_null());
+  CHECK(rows[1]["metrics"]["eval/acc"]["decision_futile"] == false);
+}
+
+TEST_CASE("an undecided comparison adaptive seeds stopped before max reads futile", "[report]") {
+  tae::v1::ReportResponse report = ShortcutStudy();
+  report.set_adaptive(true);
+  report.mutable_rows(1)->mutable_cells(0)->set_decision_futile(true);
+  absl::StatusOr<std::string> table = RenderReport(report, "table");
+  REQUIRE(table.ok());
+  INFO(*table);
+  CHECK(table->find("undecided (n=3, futile)") != std::string::npos);
+  CHECK(table->find("very likely not decide it either") != std::string::npos);  // the legend
+  CHECK(api::ReportJson(report)["rows"][1]["metrics"]["eval/acc"]["decision_futile"] == true);
 }
 
 }  // namespace tae::client

@@ -160,6 +160,21 @@ TEST_CASE("deltas are decided: different, undecided at n, equivalent within the 
   CHECK(rows[1].cells[0].decision == "different");  // p ~ 1e-6 passes even the first look
   CHECK(rows[2].cells[0].decision == "undecided");
   CHECK_FALSE(rows[2].cells[0].decision_final);
+  CHECK_FALSE(rows[2].cells[0].decision_futile);
+
+  // A variant that reproduces the baseline seed for seed, 3 seeds of at most 5: max seeds would
+  // not decide it either (at 3 of 12 they still might), so adaptive seeds stop it now, and the
+  // cell says why it is final before max.
+  AddRuns("same", config, "eval/loss", {1.00, 1.02, 0.98}, &id, &runs, &values);
+  options.design.max_seeds = 5;
+  rows = BuildReport({"baseline", "same"}, runs, values, {"eval/loss"}, "baseline", {}, options);
+  CHECK(rows[1].cells[0].decision == "undecided");
+  CHECK(rows[1].cells[0].decision_final);
+  CHECK(rows[1].cells[0].decision_futile);
+  options.adaptive = false;  // one test over the seeds there are: final, never futile
+  rows = BuildReport({"baseline", "same"}, runs, values, {"eval/loss"}, "baseline", {}, options);
+  CHECK(rows[1].cells[0].decision_final);
+  CHECK_FALSE(rows[1].cells[0].decision_futile);
 }
 
 }  // namespace tae::report

@@ -271,7 +271,7 @@ export function mount(root, route, app) {
           h("td.num", fmtMetric(s.best)),
           h("td.num.delta", isBase || !isNum(s.delta) ? "" :
             // only a decided difference is a number; an undecided delta is not "no effect"
-            s.decision === "undecided" ? h("span.undecided", { title: `the comparison is not decided at ${s.decision_n} seeds per arm${s.decision_final ? "" : "; more seeds are coming"}` }, `undecided (n=${s.decision_n})`) :
+            s.decision === "undecided" ? h("span.undecided", { title: `the comparison is not decided at ${s.decision_n} seeds per arm${s.decision_futile ? "; adaptive seeds stopped it: max seeds would very likely not decide it either" : s.decision_final ? "" : "; more seeds are coming"}` }, `undecided (n=${s.decision_n}${s.decision_futile ? ", futile" : ""})`) :
             s.decision === "equivalent" ? h("span.undecided", { title: "two one-sided tests put the delta within the margin" }, `equivalent within ±${s.margin} (n=${s.decision_n})`) :
             h("span" + (cls ? "." + cls : ""), { style: sig ? null : { opacity: 0.75 } }, fmtSigned(s.delta), h("span.pct", isNum(s.rel_delta) ? `(${fmtPct(s.rel_delta)})` : ""))),
           h("td.sig", { title: isNum(s.p_value) ? `p = ${s.p_value.toPrecision(3)}` : "" }, sig),
