@@ -377,10 +377,7 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
     result.rows = report::BuildReport(variants, runs, values, metrics, baseline,
                                       result.experiment.report.goal, options);
   }
-  ASSIGN_OR_RETURN(result.savings, SearchSavings(result.experiment));
-  if (result.savings) {
-    ASSIGN_OR_RETURN(result.decisions, store_->SearchDecisions(id));
-  }
+  ASSIGN_OR_RETURN(result.savings, SearchSavings(result.experiment, &result.decisions));
   result.banners = report::Banners(result.rows);
   result.adaptive = options.adaptive;
   if (sort == "effect") {
@@ -396,14 +393,20 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
 
 absl::StatusOr<std::optional<report::SearchSavings>> Query::SearchSavings(
     const model::ExperimentRecord& experiment) {
+  std::vector<model::SearchDecisionRecord> decisions;
+  return SearchSavings(experiment, &decisions);
+}
+
+absl::StatusOr<std::optional<report::SearchSavings>> Query::SearchSavings(
+    const model::ExperimentRecord& experiment,
+    std::vector<model::SearchDecisionRecord>* decisions) {
   TAE_CHECK_OWNER(core_);
   if (!experiment.report.search.declared || !experiment.report.search.asha()) {
     return std::nullopt;
   }
   ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, store_->ListRuns(experiment.id));
   ASSIGN_OR_RETURN(auto summaries, ExperimentSummaries(experiment.id));
-  ASSIGN_OR_RETURN(std::vector<model::SearchDecisionRecord> decisions,
-                   store_->SearchDecisions(experiment.id));
+  ASSIGN_OR_RETURN(*decisions, store_->SearchDecisions(experiment.id));
   std::vector<report::RunSteps> steps;
   steps.reserve(runs.size());
   for (const model::RunRecord& run : runs) {
@@ -415,7 +418,7 @@ absl::StatusOr<std::optional<report::SearchSavings>> Query::SearchSavings(
       }
     }
   }
-  return report::SavingsOf(steps, decisions);
+  return report::SavingsOf(steps, *decisions);
 }
 
 absl::StatusOr<std::vector<SnapshotView>> Query::Snapshots() {

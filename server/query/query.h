@@ -178,6 +178,11 @@ class Query {
   static constexpr int kMaxLogLines = 10000;
 
  private:
+  // SearchSavings, and the stored decisions it was computed from into `decisions` (not null).
+  absl::StatusOr<std::optional<report::SearchSavings>> SearchSavings(
+      const model::ExperimentRecord& experiment,
+      std::vector<model::SearchDecisionRecord>* decisions);
+
   thread::ThreadOwner core_;  // the views are read on taed's core thread (checked)
   store::Store* store_;
   store::Db* db_;

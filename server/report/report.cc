@@ -139,6 +139,15 @@ ReportOptions OptionsOf(const model::ExperimentReport& report) {
 
 std::vector<std::string> ExtraMetrics() { return {kParams, kFlops, kTokensPerS}; }
 
+void CountRun(const model::RunRecord& run, Row* row) {
+  row->runs_total += 1;
+  if (run.state == model::RunState::kSucceeded) {
+    row->runs += 1;
+  } else if (run.state == model::RunState::kPruned) {
+    row->runs_pruned += 1;
+  }
+}
+
 std::vector<Row> BuildReport(const std::vector<std::string>& variants,
                              const std::vector<model::RunRecord>& runs,
                              const std::vector<model::FinalValue>& values,
@@ -149,13 +158,7 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
   std::map<std::string, const std::string*> config_of;  // variant -> its first run's config
   for (const model::RunRecord& run : runs) {
     config_of.emplace(run.variant, &run.config_json);
-    Row& row = counts[run.variant];
-    row.runs_total += 1;
-    if (run.state == model::RunState::kSucceeded) {
-      row.runs += 1;
-    } else if (run.state == model::RunState::kPruned) {
-      row.runs_pruned += 1;
-    }
+    CountRun(run, &counts[run.variant]);
   }
   // (variant, metric) -> values of succeeded runs
   std::map<std::pair<std::string, std::string>, Samples> samples;

@@ -91,6 +91,9 @@ bool HigherIsBetter(const std::string& metric, const std::map<std::string, std::
 // The metrics BuildReport reads besides the table's own, for the size and speed columns.
 std::vector<std::string> ExtraMetrics();
 
+// Counts `run` in `row`'s runs_total, and in runs (succeeded) or runs_pruned by its state.
+void CountRun(const model::RunRecord& run, Row* row);
+
 // variants: in display order (baseline first); runs: every run of the experiment; values: the
 // final values of `metrics` and ExtraMetrics(); only succeeded runs count. Each variant is compared
 // with spec::BaselineFor(variant, baseline).

@@ -99,12 +99,9 @@ std::vector<Row> BuildTunedReport(
     // No point has a score: the row says what became of the ablation's runs at all its points
     // ("0/18 (18 pruned)"), not "0/0", which reads as if it never ran.
     for (const model::RunRecord& run : runs) {
-      if (SplitVariant(run.variant).ablation != choices[i].ablation) {
-        continue;
+      if (SplitVariant(run.variant).ablation == choices[i].ablation) {
+        CountRun(run, &rows[i]);
       }
-      rows[i].runs_total += 1;
-      rows[i].runs += run.state == model::RunState::kSucceeded ? 1 : 0;
-      rows[i].runs_pruned += run.state == model::RunState::kPruned ? 1 : 0;
     }
   }
   return rows;
