@@ -32,6 +32,8 @@ absl::Status CheckChunks(const google::protobuf::RepeatedPtrField<tae::v1::BlobC
   return absl::OkStatus();
 }
 
+namespace {
+
 absl::Status WriteChunks(blobs::BlobStore& store,
                          const google::protobuf::RepeatedPtrField<tae::v1::BlobChunk>& chunks,
                          uint64_t* bytes_written, int* blobs_completed) {
@@ -51,6 +53,33 @@ absl::Status WriteChunks(blobs::BlobStore& store,
   // Whatever was stored is durable before the call says so (one syncfs for the whole batch).
   absl::Status synced = store.Sync();
   return status.ok() ? synced : status;
+}
+
+// Both puts: their requests carry `chunks`, their responses the two counters.
+template <typename Request, typename Response>
+void PostWrite(blobs::BlobWorker* blobs, const Request* request, grpc::ServerUnaryReactor* reactor,
+               Response* response) {
+  blobs->Post([reactor, request, response](blobs::BlobStore& store) {
+    uint64_t bytes = 0;
+    int completed = 0;
+    absl::Status status = WriteChunks(store, request->chunks(), &bytes, &completed);
+    response->set_bytes_written(bytes);
+    response->set_blobs_completed(completed);
+    reactor->Finish(ToGrpc(status));
+  });
+}
+
+}  // namespace
+
+void PostWriteChunks(blobs::BlobWorker* blobs, const tae::v1::PutBlobsRequest* request,
+                     grpc::ServerUnaryReactor* reactor, tae::v1::PutBlobsResponse* response) {
+  PostWrite(blobs, request, reactor, response);
+}
+
+void PostWriteChunks(blobs::BlobWorker* blobs, const tae::v1::PutCheckpointBlobsRequest* request,
+                     grpc::ServerUnaryReactor* reactor,
+                     tae::v1::PutCheckpointBlobsResponse* response) {
+  PostWrite(blobs, request, reactor, response);
 }
 
 namespace {

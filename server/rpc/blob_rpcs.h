@@ -27,12 +27,15 @@ absl::Status CheckBlobHash(const std::string& hash, const std::string& field);
 // InvalidArgument naming the chunk for a bad hash, or for more than kMaxPutBytes of data.
 absl::Status CheckChunks(const google::protobuf::RepeatedPtrField<tae::v1::BlobChunk>& chunks);
 
-// Writes `chunks` into `store` (on its blob worker's thread), then makes what was stored durable
-// (one sync for the batch). Adds the bytes written and the blobs completed to the counters; errors
-// name the chunk.
-absl::Status WriteChunks(blobs::BlobStore& store,
-                         const google::protobuf::RepeatedPtrField<tae::v1::BlobChunk>& chunks,
-                         uint64_t* bytes_written, int* blobs_completed);
+// A put of checked chunks (CheckChunks), on `blobs`' worker: writes the request's chunks into the
+// store, then makes what was stored durable (one sync for the batch), sets the response's
+// bytes_written and blobs_completed, and finishes `reactor` (errors name the chunk). The request
+// and response are the call's, alive until it finishes.
+void PostWriteChunks(blobs::BlobWorker* blobs, const tae::v1::PutBlobsRequest* request,
+                     grpc::ServerUnaryReactor* reactor, tae::v1::PutBlobsResponse* response);
+void PostWriteChunks(blobs::BlobWorker* blobs, const tae::v1::PutCheckpointBlobsRequest* request,
+                     grpc::ServerUnaryReactor* reactor,
+                     tae::v1::PutCheckpointBlobsResponse* response);
 
 // A reactor streaming the bytes of request->hashes() from `blobs`, in 1 MiB chunks, one read on
 // the blob worker per write.

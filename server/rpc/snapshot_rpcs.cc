@@ -54,14 +54,7 @@ grpc::ServerUnaryReactor* ControlService::PutBlobs(grpc::CallbackServerContext* 
     reactor->Finish(ToGrpc(valid));
     return reactor;
   }
-  blobs_->Post([reactor, request, response](blobs::BlobStore& store) {
-    uint64_t bytes = 0;
-    int completed = 0;
-    absl::Status status = WriteChunks(store, request->chunks(), &bytes, &completed);
-    response->set_bytes_written(bytes);
-    response->set_blobs_completed(completed);
-    reactor->Finish(ToGrpc(status));
-  });
+  PostWriteChunks(blobs_, request, reactor, response);
   return reactor;
 }
 
