@@ -24,6 +24,7 @@
 #include "server/http/api.h"
 #include "server/http/auth.h"
 #include "server/http/server.h"
+#include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
 #include "server/store/store.h"
 #include "spdlog/spdlog.h"
@@ -82,7 +83,7 @@ struct World {
         events.push_back(line);
       }
     }
-    (void)store->Ingest("fuzz-agent", events).value();
+    (void)store->Ingest("fuzz-agent", events, tae::lifecycle::IngestRules()).value();
     query = std::make_unique<tae::query::Query>(store.get());
     controller = std::make_unique<tae::controller::Controller>(&core, store.get(),
                                                                tae::controller::Options{});

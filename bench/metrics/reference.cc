@@ -11,6 +11,7 @@
 #include "bench/metrics/sim_agent.h"
 #include "bench/metrics/sql.h"
 #include "common/status/macros.h"
+#include "server/lifecycle/lifecycle.h"
 #include "server/store/store.h"
 
 namespace tae::bench {
@@ -157,7 +158,7 @@ absl::StatusOr<double> MeasureStore(const std::string& path, const PointLayout& 
       events.push_back(std::move(event));
     }
     const double start = SteadyNow();
-    status = store->Ingest("reference-agent", events).status();
+    status = store->Ingest("reference-agent", events, lifecycle::IngestRules()).status();
     seconds += SteadyNow() - start;
   });
   RETURN_IF_ERROR(status);

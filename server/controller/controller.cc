@@ -15,6 +15,7 @@
 #include "common/spec/spec.h"
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
+#include "server/lifecycle/lifecycle.h"
 #include "server/scheduler/scheduler.h"
 #include "server/seeds/seeds.h"
 #include "spdlog/spdlog.h"
@@ -179,7 +180,9 @@ absl::Status Controller::CancelRun(const model::RunRecord& run, const std::strin
     return absl::OkStatus();
   }
   Release(run.id, agents);
-  RETURN_IF_ERROR(store_->FinishRun(run.id, model::RunState::kCancelled, reason, Now()));
+  RETURN_IF_ERROR(
+      store_->Transition(run.id, lifecycle::Finish(model::RunState::kCancelled, reason, Now()))
+          .status());
   RunFinal(run.id, run.experiment_id);
   return absl::OkStatus();
 }
@@ -308,7 +311,8 @@ void Controller::PlaceQueued() {
   for (const scheduler::Placement& placement : placements) {
     const std::vector<std::string> agents =
         placement.gang.empty() ? std::vector<std::string>{placement.agent_id} : placement.gang;
-    absl::StatusOr<model::RunRecord> run = store_->AssignRun(placement.run_id, agents, Now());
+    absl::StatusOr<model::RunRecord> run =
+        store_->Transition(placement.run_id, lifecycle::Assign(agents, Now()));
     if (!run.ok()) {
       spdlog::error("scheduler: {}", run.status().ToString());
       continue;
@@ -565,7 +569,8 @@ absl::StatusOr<bool> Controller::AddSnapshot(const std::string& id,
 absl::StatusOr<int> Controller::Retry(const std::string& experiment) {
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
-  ASSIGN_OR_RETURN(int n, store_->RetryRuns(id, "retried (taectl retry)", Now()));
+  ASSIGN_OR_RETURN(int n,
+                   store_->TransitionAll(id, lifecycle::Retry("retried (taectl retry)", Now())));
   spdlog::info("experiment e{}: {} run(s) requeued by retry", id, n);
   Schedule();
   return n;

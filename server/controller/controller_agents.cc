@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "boost/asio/steady_timer.hpp"
 #include "server/controller/controller.h"
+#include "server/lifecycle/lifecycle.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::controller {
@@ -58,10 +59,10 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
         // Lost with this host; a gang's other ranks are stopped and it is requeued as a whole.
         const std::string reason = absl::StrCat("agent ", id, " reconnected without it");
         Release(run.id, agents);
-        absl::StatusOr<model::RunState> next =
-            store_->LoseRun(run.id, reason, now, RetryDelay(run.attempt));
+        absl::StatusOr<model::RunRecord> next =
+            store_->Transition(run.id, lifecycle::Lost(reason, now, RetryDelay(run.attempt)));
         Noted(next.status(), "lose a run of a reconnected agent");
-        if (next.ok() && model::IsFinal(*next)) {
+        if (next.ok() && model::IsFinal(next->state)) {
           RunFinal(run.id, run.experiment_id);
         }
         StopRanks(run.id, run.attempt, agents, id, reason);
@@ -83,7 +84,8 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
                                   uint64_t last_seq) {
   TAE_CHECK_OWNER(core_);
   const std::vector<model::IngestEvent> own = OwnEvents(agent_id, events);
-  absl::StatusOr<std::vector<model::RunEnded>> ended = store_->Ingest(agent_id, own);
+  absl::StatusOr<std::vector<model::RunEnded>> ended =
+      store_->Ingest(agent_id, own, lifecycle::IngestRules());
   if (!ended.ok()) {
     // Not acked: the agent keeps the events. Closing the stream makes it reconnect and send
     // them again, so a passing fault (disk full, a locked database) heals by itself.
@@ -215,11 +217,11 @@ void Controller::LoseUnclaimedRuns(const std::string& agent_id, const std::strin
       continue;
     }
     Release(run.id, agents);
-    absl::StatusOr<model::RunState> next =
-        store_->LoseRun(run.id, reason, Now(), RetryDelay(run.attempt));
+    absl::StatusOr<model::RunRecord> next =
+        store_->Transition(run.id, lifecycle::Lost(reason, Now(), RetryDelay(run.attempt)));
     if (next.ok()) {
-      spdlog::warn("run r{} lost on {}: now {}", run.id, agent_id, model::ToString(*next));
-      if (model::IsFinal(*next)) {
+      spdlog::warn("run r{} lost on {}: now {}", run.id, agent_id, model::ToString(next->state));
+      if (model::IsFinal(next->state)) {
         RunFinal(run.id, run.experiment_id);  // a failed run's seed is replaced
       }
     }

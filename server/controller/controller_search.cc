@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/controller/controller.h"
+#include "server/lifecycle/lifecycle.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::controller {
@@ -187,7 +188,7 @@ void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision
   while (!decisions.empty()) {
     const double now = Now();
     std::vector<model::SearchDecisionRecord> records;
-    std::vector<std::pair<int64_t, std::string>> prune;
+    std::vector<std::pair<int64_t, model::Decide>> prune;
     std::vector<model::RunRecord> stop;  // on agents now
     for (const search::Decision& d : decisions) {
       if (d.verdict == search::Verdict::kIgnored) {
@@ -207,7 +208,9 @@ void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision
         if (!run.ok() || model::IsFinal(run->state)) {
           continue;
         }
-        prune.emplace_back(run_id, absl::StrCat("pruned by [search]: ", d.reason));
+        prune.emplace_back(run_id,
+                           lifecycle::Finish(model::RunState::kPruned,
+                                             absl::StrCat("pruned by [search]: ", d.reason), now));
         if (run->state == model::RunState::kAssigned || run->state == model::RunState::kRunning) {
           stop.push_back(*run);
         }
@@ -216,7 +219,7 @@ void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision
     if (records.empty()) {
       break;
     }
-    if (absl::Status s = store_->RecordSearch(experiment_id, records, prune, now); !s.ok()) {
+    if (absl::Status s = store_->RecordSearch(experiment_id, records, prune); !s.ok()) {
       Noted(s, "store a search's decisions");
       break;  // a restart replays the points and decides them again
     }
@@ -227,7 +230,7 @@ void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision
       Release(run.id, agents);  // its end is stored: the agent's exit report changes nothing
     }
     decisions.clear();
-    for (const auto& [run_id, reason] : prune) {
+    for (const auto& [run_id, decide] : prune) {
       for (search::Decision& d : it->second.search->Ended(run_id, it->second.last_step[run_id])) {
         decisions.push_back(std::move(d));
       }

@@ -73,7 +73,7 @@ std::optional<RunTransition> RetryJobFailure(const RunRecord& run, const std::st
 absl::StatusOr<RunTransition> OnAssign(const RunRecord& run, const std::vector<std::string>& agents,
                                        double at) {
   if (agents.empty()) {
-    return absl::InvalidArgumentError("AssignRun: no agents");
+    return absl::InvalidArgumentError("assign: no agents");
   }
   if (run.state != RunState::kQueued) {
     return absl::FailedPreconditionError(
@@ -90,6 +90,9 @@ absl::StatusOr<RunTransition> OnAssign(const RunRecord& run, const std::vector<s
   t.agent_id = RunField<std::string>::Set(agents[0]);
   t.pid = RunField<int64_t>::Set(0);
   t.exit_code = RunField<int64_t>::Null();
+  if (agents.size() > 1) {
+    t.hosts = agents;
+  }
   return t;
 }
 
@@ -230,6 +233,43 @@ std::optional<RunTransition> OnRetry(const RunRecord& run, const std::string& re
   t.not_before = RunField<double>::Set(0);
   t.max_attempts = RunField<int64_t>::Set(run.attempt + budget);
   return t;
+}
+
+model::Decide Assign(std::vector<std::string> agents, double at) {
+  return [agents = std::move(agents),
+          at](const RunRecord& run) -> absl::StatusOr<std::optional<RunTransition>> {
+    absl::StatusOr<RunTransition> t = OnAssign(run, agents, at);
+    if (!t.ok()) {
+      return t.status();
+    }
+    return std::optional<RunTransition>(*std::move(t));
+  };
+}
+
+model::Decide Lost(std::string reason, double at, double retry_delay_s) {
+  return [reason = std::move(reason), at,
+          retry_delay_s](const RunRecord& run) -> absl::StatusOr<std::optional<RunTransition>> {
+    return OnLost(run, reason, at, retry_delay_s);
+  };
+}
+
+model::Decide Finish(RunState to, std::string reason, double at) {
+  return [to, reason = std::move(reason),
+          at](const RunRecord& run) -> absl::StatusOr<std::optional<RunTransition>> {
+    return OnFinish(run, to, reason, at);
+  };
+}
+
+model::Decide Retry(std::string reason, double at) {
+  return [reason = std::move(reason),
+          at](const RunRecord& run) -> absl::StatusOr<std::optional<RunTransition>> {
+    return OnRetry(run, reason, at, run.attempts_granted);
+  };
+}
+
+const model::IngestRules& IngestRules() {
+  static constexpr model::IngestRules kRules{&OnStarted, &OnExit, &OnGangExit, &RankExitCode};
+  return kRules;
 }
 
 namespace {

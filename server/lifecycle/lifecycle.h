@@ -3,7 +3,9 @@
 // Run lifecycle: every change of a run's state, decided by a pure function of the run as stored
 // and what happened. Each returns the RunTransition to write (Store::Apply writes the runs row
 // and its transition rows together), or nothing when the event changes nothing (a late or
-// duplicate report, a run already final). No I/O, no clock: `at` is passed in.
+// duplicate report, a run already final). No I/O, no clock: `at` is passed in. The controller
+// hands them to the store bound to what happened (Assign, Lost, Finish, Retry, IngestRules at the
+// end): the store reads the run, asks, and writes in one transaction.
 //
 //   queued --Assign--> assigned --Started--> running --Exit--> succeeded | failed | cancelled
 //   running --Exit (failed, resources.retry_on = "any", attempts left)--> failed --> queued
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/model/decide.h"
 #include "server/model/records.h"
 
 namespace tae::lifecycle {
@@ -34,16 +37,7 @@ using model::RunState;
 using model::RunTransition;
 
 // How a job's process ended, as its agent reported it.
-struct Exit {
-  int attempt = 0;
-  int exit_code = 0;
-  int signal = 0;
-  bool cancelled = false;
-  bool interrupted = false;  // the agent stopped it as it shut down: the attempt is lost
-  std::string text;          // the agent's reason, if it gave one
-  double at = 0;
-  bool infra = false;  // the worker failed it (staging, run dir, disk): the attempt is lost
-};
+using Exit = model::RunExit;
 
 // queued -> assigned on agents[0] (a gang: rank i on agents[i]); the attempt counts one up.
 // FailedPrecondition unless the run is queued.
@@ -83,6 +77,18 @@ std::optional<RunTransition> OnFinish(const RunRecord& run, RunState to, const s
 // Nothing for a succeeded or unfinished run.
 std::optional<RunTransition> OnRetry(const RunRecord& run, const std::string& reason, double at,
                                      int budget);
+
+// The deciders above, bound to what happened, as the store takes them (server/model/decide.h).
+// queued -> assigned (OnAssign; a gang's hosts by rank go into the transition's `hosts`).
+model::Decide Assign(std::vector<std::string> agents, double at);
+// OnLost.
+model::Decide Lost(std::string reason, double at, double retry_delay_s = 0);
+// OnFinish.
+model::Decide Finish(RunState to, std::string reason, double at);
+// OnRetry with as many attempts again as the run's spec gives (resources.max_attempts).
+model::Decide Retry(std::string reason, double at);
+// OnStarted, OnExit, OnGangExit and RankExitCode, for Store::Ingest.
+const model::IngestRules& IngestRules();
 
 // Who may write into a run (docs/security.md): an agent's events, logs, checkpoints and
 // artifacts for attempt `attempt` of `run` are taken only when it is a host of the run's current

@@ -353,6 +353,8 @@ struct RunTransition {
   RunField<double> finished_at;
   RunField<double> not_before;
   RunField<int64_t> infra_faults;
+  // A gang's assignment: the hosts of `attempt` by rank (run_hosts rows); empty for one host.
+  std::vector<std::string> hosts;
 };
 
 // A run that reached a final state while ingesting, so the scheduler can free its slot.

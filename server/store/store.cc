@@ -8,7 +8,6 @@
 #include "absl/strings/str_join.h"
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
-#include "server/lifecycle/lifecycle.h"
 #include "server/store/rows.h"
 
 namespace tae::store {
@@ -98,6 +97,19 @@ absl::Status Store::Apply(const model::RunTransition& t) {
   RETURN_IF_ERROR(stmt.Run());
   for (const model::RunTransition::Row& row : t.rows) {
     RETURN_IF_ERROR(RecordTransition(t.run_id, t.attempt, row.from, row.to, row.reason, t.at));
+  }
+  if (t.hosts.empty()) {
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(Statement rank, db_.Prepare("INSERT INTO run_hosts (run_id, attempt, rank, "
+                                               "agent_id) VALUES (?,?,?,?)"));
+  for (size_t i = 0; i < t.hosts.size(); ++i) {
+    rank.Bind(1, t.run_id)
+        .Bind(2, static_cast<int64_t>(t.attempt))
+        .Bind(3, static_cast<int64_t>(i))
+        .Bind(4, t.hosts[i]);
+    RETURN_IF_ERROR(rank.Run());
+    rank.Reset();
   }
   return absl::OkStatus();
 }
@@ -312,39 +324,34 @@ absl::StatusOr<std::vector<model::RunRecord>> Store::ActiveRuns() {
   return QueryRuns("WHERE state IN ('assigned', 'running') ORDER BY id", 0);
 }
 
-absl::StatusOr<model::RunRecord> Store::AssignRun(int64_t run_id, const std::string& agent_id,
-                                                  double now) {
-  return AssignRun(run_id, std::vector<std::string>{agent_id}, now);
-}
-
-absl::StatusOr<model::RunRecord> Store::AssignRun(int64_t run_id,
-                                                  const std::vector<std::string>& agents,
-                                                  double now) {
-  if (agents.empty()) {
-    return absl::InvalidArgumentError("AssignRun: no agents");
-  }
+absl::StatusOr<model::RunRecord> Store::Transition(int64_t run_id, const model::Decide& decide) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(model::RunRecord run, GetRun(run_id));
-  ASSIGN_OR_RETURN(model::RunTransition assign, lifecycle::OnAssign(run, agents, now));
-  RETURN_IF_ERROR(Apply(assign));
-  if (agents.size() > 1) {
-    ASSIGN_OR_RETURN(Statement rank, db_.Prepare("INSERT INTO run_hosts (run_id, attempt, rank, "
-                                                 "agent_id) VALUES (?,?,?,?)"));
-    for (size_t i = 0; i < agents.size(); ++i) {
-      rank.Bind(1, run_id)
-          .Bind(2, static_cast<int64_t>(assign.attempt))
-          .Bind(3, static_cast<int64_t>(i))
-          .Bind(4, agents[i]);
-      RETURN_IF_ERROR(rank.Run());
-      rank.Reset();
+  ASSIGN_OR_RETURN(std::optional<model::RunTransition> transition, decide(run));
+  if (!transition) {
+    return run;
+  }
+  RETURN_IF_ERROR(Apply(*transition));
+  RETURN_IF_ERROR(tx.Commit());
+  return GetRun(run_id);
+}
+
+absl::StatusOr<int> Store::TransitionAll(int64_t experiment_id, const model::Decide& decide) {
+  Transaction tx(&db_);
+  RETURN_IF_ERROR(tx.begin_status());
+  ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, ListRuns(experiment_id));
+  int changed = 0;
+  for (const model::RunRecord& run : runs) {
+    ASSIGN_OR_RETURN(std::optional<model::RunTransition> transition, decide(run));
+    if (!transition) {
+      continue;
     }
+    RETURN_IF_ERROR(Apply(*transition));
+    ++changed;
   }
   RETURN_IF_ERROR(tx.Commit());
-  run.state = model::RunState::kAssigned;
-  run.attempt = assign.attempt;
-  run.agent_id = agents[0];
-  return run;
+  return changed;
 }
 
 absl::StatusOr<std::vector<std::string>> Store::Gang(int64_t run_id, int attempt) {
@@ -370,38 +377,11 @@ absl::StatusOr<std::vector<std::string>> Store::AgentsOf(const model::RunRecord&
   return Gang(run.id, run.attempt);
 }
 
-absl::StatusOr<model::RunState> Store::LoseRun(int64_t run_id, const std::string& reason,
-                                               double now, double retry_delay_s) {
-  Transaction tx(&db_);
-  RETURN_IF_ERROR(tx.begin_status());
-  ASSIGN_OR_RETURN(model::RunRecord run, GetRun(run_id));
-  std::optional<model::RunTransition> lost = lifecycle::OnLost(run, reason, now, retry_delay_s);
-  if (!lost) {
-    return run.state;
-  }
-  RETURN_IF_ERROR(Apply(*lost));
-  RETURN_IF_ERROR(tx.Commit());
-  return lost->state;
-}
-
 absl::Status Store::SetWaitingReason(int64_t run_id, const std::string& reason) {
   ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE runs SET reason = ?1 WHERE id = ?2 AND "
                                                "state = 'queued' AND reason != ?1"));
   stmt.Bind(1, reason).Bind(2, run_id);
   return stmt.Run();
-}
-
-absl::Status Store::FinishRun(int64_t run_id, model::RunState to, const std::string& reason,
-                              double now) {
-  Transaction tx(&db_);
-  RETURN_IF_ERROR(tx.begin_status());
-  ASSIGN_OR_RETURN(model::RunRecord run, GetRun(run_id));
-  std::optional<model::RunTransition> finish = lifecycle::OnFinish(run, to, reason, now);
-  if (!finish) {
-    return absl::OkStatus();
-  }
-  RETURN_IF_ERROR(Apply(*finish));
-  return tx.Commit();
 }
 
 absl::Status Store::UpsertAgent(const model::AgentRecord& agent) {
@@ -587,25 +567,6 @@ absl::StatusOr<std::set<int64_t>> Store::PausedExperiments() {
     ids.insert(stmt.Int(0));
   }
   return ids;
-}
-
-absl::StatusOr<int> Store::RetryRuns(int64_t experiment_id, const std::string& reason, double now) {
-  Transaction tx(&db_);
-  RETURN_IF_ERROR(tx.begin_status());
-  ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, ListRuns(experiment_id));
-  int retried = 0;
-  for (const model::RunRecord& run : runs) {
-    // As many attempts again as its spec gives (resources.max_attempts).
-    std::optional<model::RunTransition> retry =
-        lifecycle::OnRetry(run, reason, now, run.attempts_granted);
-    if (!retry) {
-      continue;
-    }
-    RETURN_IF_ERROR(Apply(*retry));
-    ++retried;
-  }
-  RETURN_IF_ERROR(tx.Commit());
-  return retried;
 }
 
 }  // namespace tae::store

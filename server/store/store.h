@@ -2,7 +2,8 @@
 
 // Store: taed's one system of record. Owns the SQLite connection (WAL, foreign keys, STRICT
 // tables, migrations applied at open). Every run transition is one transaction with a reason;
-// which transition happens is decided by server/lifecycle's pure functions, and Apply writes it.
+// which transition happens is decided above the store (server/lifecycle's pure functions, handed
+// in as server/model/decide.h's values: Transition, Ingest, RecordSearch), and Apply writes it.
 // It reads only what its writers and the controller's decisions need; what is shown to people
 // (listings, summaries, logs, metric series, reports) is read by server/query.
 // Single-threaded: only taed's core thread calls it (docs/threading.md).
@@ -16,13 +17,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/model/decide.h"
 #include "server/model/records.h"
 #include "server/store/db.h"
 #include "server/store/migrations.h"
-
-namespace tae::lifecycle {
-struct Exit;
-}  // namespace tae::lifecycle
 
 namespace tae::store {
 
@@ -61,48 +59,41 @@ class Store {
   // Runs in assigned or running state (all agents).
   absl::StatusOr<std::vector<model::RunRecord>> ActiveRuns();
 
-  // queued -> assigned on agent_id; the attempt number goes up by one.
-  absl::StatusOr<model::RunRecord> AssignRun(int64_t run_id, const std::string& agent_id,
-                                             double now);
-  // A gang: rank i on agents[i] (runs.agent_id is rank 0's), recorded in run_hosts.
-  absl::StatusOr<model::RunRecord> AssignRun(int64_t run_id, const std::vector<std::string>& agents,
-                                             double now);
+  // Reads the run, asks `decide` (e.g. lifecycle::Assign(agents, now), lifecycle::Lost(why,
+  // now)) and writes the transition it returns, all in one transaction. Returns the run as it is
+  // afterwards (unchanged when the decision was nothing); `decide`'s error is returned and
+  // nothing is written.
+  absl::StatusOr<model::RunRecord> Transition(int64_t run_id, const model::Decide& decide);
+  // The same for every run of the experiment, in one transaction (lifecycle::Retry: taectl
+  // retry). Returns how many runs changed.
+  absl::StatusOr<int> TransitionAll(int64_t experiment_id, const model::Decide& decide);
   // The agents of a gang's attempt by rank (empty if that attempt was not a gang).
   absl::StatusOr<std::vector<std::string>> Gang(int64_t run_id, int attempt);
   // The agents of the run's current attempt: its gang, or {agent_id} (empty if never placed).
   absl::StatusOr<std::vector<std::string>> AgentsOf(const model::RunRecord& run);
-  // assigned/running -> lost -> queued (attempts left) or failed. Returns the new state. A
-  // requeued run is not started before now + retry_delay_s (backoff).
-  absl::StatusOr<model::RunState> LoseRun(int64_t run_id, const std::string& reason, double now,
-                                          double retry_delay_s = 0);
   // Replaces the experiment's [report] (a resubmit that changed only it).
   absl::Status SetExperimentReport(int64_t experiment_id, const model::ExperimentReport& report);
   // Paused experiments keep their runs queued (running ones go on).
   absl::Status SetExperimentPaused(int64_t experiment_id, bool paused);
   absl::StatusOr<std::set<int64_t>> PausedExperiments();
-  // failed / cancelled / lost runs of the experiment -> queued with `reason`, with as many
-  // attempts again as resources.max_attempts gives; succeeded and unfinished runs are left alone.
-  // Returns how many were requeued.
-  absl::StatusOr<int> RetryRuns(int64_t experiment_id, const std::string& reason, double now);
   // Why a queued run is still waiting (shown by `taectl runs`); no transition is recorded.
   absl::Status SetWaitingReason(int64_t run_id, const std::string& reason);
-  // Moves a non-final run straight to `to` (cancelled or failed) with reason.
-  absl::Status FinishRun(int64_t run_id, model::RunState to, const std::string& reason, double now);
-
-  // Writes a transition decided by server/lifecycle: the runs row's changed columns and its
-  // transition rows. Atomic only inside the caller's transaction (every caller here holds one).
+  // Writes a decided transition: the runs row's changed columns, its transition rows and a
+  // gang's hosts. Atomic only inside the caller's transaction (every caller here holds one).
   absl::Status Apply(const model::RunTransition& transition);
 
-  // Writes one batch of agent events in one transaction; state changes are decided by
-  // server/lifecycle. Runs that ended are returned.
-  absl::StatusOr<std::vector<model::RunEnded>> Ingest(
-      const std::string& agent_id, const std::vector<model::IngestEvent>& events);
+  // Writes one batch of agent events in one transaction; the state changes they bring are
+  // decided by `rules` (lifecycle::IngestRules()). Runs that ended are returned.
+  absl::StatusOr<std::vector<model::RunEnded>> Ingest(const std::string& agent_id,
+                                                      const std::vector<model::IngestEvent>& events,
+                                                      const model::IngestRules& rules);
 
   // [search] (store_search.cc). Writes a search's decisions in their order and, in the same
-  // transaction, ends each of `prune` (run id -> reason) that is not final yet in `pruned`.
+  // transaction, applies to each run of `prune` its decision (lifecycle::Finish(kPruned, why,
+  // now)). A run of another experiment is refused.
   absl::Status RecordSearch(int64_t experiment_id,
                             const std::vector<model::SearchDecisionRecord>& decisions,
-                            const std::vector<std::pair<int64_t, std::string>>& prune, double now);
+                            const std::vector<std::pair<int64_t, model::Decide>>& prune);
   // An experiment's stored decisions, in the order they were made.
   absl::StatusOr<std::vector<model::SearchDecisionRecord>> SearchDecisions(int64_t experiment_id);
   // Every stored point of `metric` of the experiment's runs, by run id then step.
@@ -179,12 +170,14 @@ class Store {
   };
   using SummaryBatch = std::map<std::pair<int64_t, int64_t>, PendingSummary>;
   absl::Status IngestOne(const std::string& agent_id, const model::IngestEvent& event,
-                         std::vector<model::RunEnded>* ended, SummaryBatch* batch);
+                         const model::IngestRules& rules, std::vector<model::RunEnded>* ended,
+                         SummaryBatch* batch);
   absl::Status IngestMetrics(const model::IngestEvent& event, SummaryBatch* batch);
   // A rank of a gang exited: the run ends when every rank exited 0 (succeeded) or when one did
   // not (failed, cancelled, or lost and requeued as a whole).
   absl::Status IngestGangExit(const std::string& agent_id, const model::RunRecord& run,
-                              const lifecycle::Exit& exit, std::vector<model::RunEnded>* ended);
+                              const model::RunExit& exit, const model::IngestRules& rules,
+                              std::vector<model::RunEnded>* ended);
   absl::Status WriteSummaries(const SummaryBatch& batch);
   // Merges event.meta into the run's metadata; a resend changes nothing.
   absl::Status IngestMeta(const model::RunRecord& run, const model::IngestEvent& event);

@@ -6,7 +6,6 @@
 #include "absl/strings/str_join.h"
 #include "common/status/macros.h"
 #include "nlohmann/json.hpp"
-#include "server/lifecycle/lifecycle.h"
 #include "server/store/store.h"
 
 namespace tae::store {
@@ -120,7 +119,8 @@ absl::Status Store::IngestMeta(const model::RunRecord& run, const model::IngestE
 }
 
 absl::Status Store::IngestOne(const std::string& agent_id, const model::IngestEvent& event,
-                              std::vector<model::RunEnded>* ended, SummaryBatch* batch) {
+                              const model::IngestRules& rules, std::vector<model::RunEnded>* ended,
+                              SummaryBatch* batch) {
   if (event.kind == model::IngestEvent::Kind::kMetrics) {
     // The hot path: only whether the run exists matters, not the whole row.
     ASSIGN_OR_RETURN(Statement * exists, db_.Cached(kRunExists));
@@ -154,17 +154,17 @@ absl::Status Store::IngestOne(const std::string& agent_id, const model::IngestEv
     }
     case model::IngestEvent::Kind::kStarted: {
       std::optional<model::RunTransition> started =
-          lifecycle::OnStarted(*run, event.attempt, event.pid, agent_id, event.wall_time);
+          rules.started(*run, event.attempt, event.pid, agent_id, event.wall_time);
       return started ? Apply(*started) : absl::OkStatus();
     }
     case model::IngestEvent::Kind::kExited: {
-      const lifecycle::Exit exit{event.attempt,   event.exit_code,   event.signal,
-                                 event.cancelled, event.interrupted, event.text,
-                                 event.wall_time, event.infra};
+      const model::RunExit exit{event.attempt,   event.exit_code,   event.signal,
+                                event.cancelled, event.interrupted, event.text,
+                                event.wall_time, event.infra};
       if (run->hosts > 1) {
-        return IngestGangExit(agent_id, *run, exit, ended);
+        return IngestGangExit(agent_id, *run, exit, rules, ended);
       }
-      std::optional<model::RunTransition> end = lifecycle::OnExit(*run, exit);
+      std::optional<model::RunTransition> end = rules.exited(*run, exit);
       if (!end) {
         return absl::OkStatus();
       }
@@ -177,7 +177,7 @@ absl::Status Store::IngestOne(const std::string& agent_id, const model::IngestEv
 }
 
 absl::Status Store::IngestGangExit(const std::string& agent_id, const model::RunRecord& run,
-                                   const lifecycle::Exit& exit,
+                                   const model::RunExit& exit, const model::IngestRules& rules,
                                    std::vector<model::RunEnded>* ended) {
   if (run.state == model::RunState::kQueued || IsFinal(run.state) || run.attempt != exit.attempt) {
     return absl::OkStatus();  // a late exit of an attempt that is over records nothing
@@ -191,7 +191,7 @@ absl::Status Store::IngestGangExit(const std::string& agent_id, const model::Run
   ASSIGN_OR_RETURN(Statement record,
                    db_.Prepare("UPDATE run_hosts SET exit_code = ? WHERE run_id = ? AND "
                                "attempt = ? AND rank = ? AND exit_code IS NULL"));
-  record.Bind(1, static_cast<int64_t>(lifecycle::RankExitCode(exit)))
+  record.Bind(1, static_cast<int64_t>(rules.rank_exit_code(exit)))
       .Bind(2, run.id)
       .Bind(3, static_cast<int64_t>(run.attempt))
       .Bind(4, static_cast<int64_t>(rank));
@@ -203,7 +203,7 @@ absl::Status Store::IngestGangExit(const std::string& agent_id, const model::Run
   ASSIGN_OR_RETURN(bool row, done.Step());
   const int clean = row ? static_cast<int>(done.Int(0)) : 0;
   std::optional<model::RunTransition> end =
-      lifecycle::OnGangExit(run, rank, agent_id, exit, clean, static_cast<int>(gang.size()));
+      rules.gang_exited(run, rank, agent_id, exit, clean, static_cast<int>(gang.size()));
   if (!end) {
     return absl::OkStatus();
   }
@@ -213,13 +213,14 @@ absl::Status Store::IngestGangExit(const std::string& agent_id, const model::Run
 }
 
 absl::StatusOr<std::vector<model::RunEnded>> Store::Ingest(
-    const std::string& agent_id, const std::vector<model::IngestEvent>& events) {
+    const std::string& agent_id, const std::vector<model::IngestEvent>& events,
+    const model::IngestRules& rules) {
   std::vector<model::RunEnded> ended;
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   SummaryBatch summaries;
   for (const model::IngestEvent& event : events) {
-    if (absl::Status s = IngestOne(agent_id, event, &ended, &summaries); !s.ok()) {
+    if (absl::Status s = IngestOne(agent_id, event, rules, &ended, &summaries); !s.ok()) {
       metric_key_ids_.clear();  // ids assigned inside the rolled-back transaction are void
       return s;
     }

@@ -4,15 +4,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status/macros.h"
-#include "server/lifecycle/lifecycle.h"
 #include "server/store/store.h"
 
 namespace tae::store {
 
 absl::Status Store::RecordSearch(int64_t experiment_id,
                                  const std::vector<model::SearchDecisionRecord>& decisions,
-                                 const std::vector<std::pair<int64_t, std::string>>& prune,
-                                 double now) {
+                                 const std::vector<std::pair<int64_t, model::Decide>>& prune) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(
@@ -41,14 +39,14 @@ absl::Status Store::RecordSearch(int64_t experiment_id,
     }
     RETURN_IF_ERROR(insert.Run());
   }
-  for (const auto& [run_id, reason] : prune) {
+  for (const auto& [run_id, decide] : prune) {
     ASSIGN_OR_RETURN(model::RunRecord run, GetRun(run_id));
     if (run.experiment_id != experiment_id) {
       return absl::InvalidArgumentError(
           absl::StrCat("r", run_id, " is not a run of e", experiment_id));
     }
-    if (std::optional<model::RunTransition> end =
-            lifecycle::OnFinish(run, model::RunState::kPruned, reason, now)) {
+    ASSIGN_OR_RETURN(std::optional<model::RunTransition> end, decide(run));
+    if (end) {
       RETURN_IF_ERROR(Apply(*end));
     }
   }

@@ -5,6 +5,7 @@
 
 #include "boost/asio/io_context.hpp"
 #include "server/controller/controller.h"
+#include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
 
 namespace tae::controller {
@@ -109,7 +110,10 @@ TEST_CASE(
   // taed stops after storing the two new runs' ends but before adding seeds: the ends go
   // straight into the store here, as a crash between the two would leave them.
   for (size_t i = 6; i < 8; ++i) {
-    REQUIRE(store->Ingest("a", Finished(&seq, runs[i].id, Score(runs[i].variant, 3))).ok());
+    REQUIRE(store
+                ->Ingest("a", Finished(&seq, runs[i].id, Score(runs[i].variant, 3)),
+                         lifecycle::IngestRules())
+                .ok());
   }
   REQUIRE(Runs(store.get(), exp).size() == 8);
   Controller second(&io, store.get(), Options{});

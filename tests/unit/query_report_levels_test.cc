@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
 #include "server/store/store.h"
 
@@ -33,7 +34,7 @@ int64_t Finished(store::Store* store, const std::string& name,
   uint64_t seq = 1000 * static_cast<uint64_t>(*id);
   for (size_t i = 0; i < runs->size(); ++i) {
     const int64_t run = (*runs)[i].id;
-    REQUIRE(store->AssignRun(run, "a", 2.0).ok());
+    REQUIRE(store->Transition(run, lifecycle::Assign({"a"}, 2.0)).ok());
     std::vector<model::IngestEvent> events(3);
     for (model::IngestEvent& e : events) {
       e.seq = ++seq;
@@ -46,7 +47,7 @@ int64_t Finished(store::Store* store, const std::string& name,
     REQUIRE((*runs)[i].variant == finals[i].first);
     events[1].values = {{"eval/acc", finals[i].second}};
     events[2].kind = model::IngestEvent::Kind::kExited;
-    REQUIRE(store->Ingest("a", events).ok());
+    REQUIRE(store->Ingest("a", events, lifecycle::IngestRules()).ok());
   }
   return *id;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
 #include "server/store/store.h"
 
@@ -29,7 +30,7 @@ int64_t Finished(store::Store* store, const std::string& name,
   uint64_t seq = 1000 * static_cast<uint64_t>(*id);
   for (size_t i = 0; i < runs->size(); ++i) {
     const int64_t run = (*runs)[i].id;
-    REQUIRE(store->AssignRun(run, "a", 2.0).ok());
+    REQUIRE(store->Transition(run, lifecycle::Assign({"a"}, 2.0)).ok());
     std::vector<model::IngestEvent> events;
     for (int step = 0; step < 3; ++step) {
       model::IngestEvent e;
@@ -49,7 +50,7 @@ int64_t Finished(store::Store* store, const std::string& name,
     exit.attempt = 1;
     exit.kind = model::IngestEvent::Kind::kExited;
     events.push_back(exit);
-    REQUIRE(store->Ingest("a", events).ok());
+    REQUIRE(store->Ingest("a", events, lifecycle::IngestRules()).ok());
   }
   return *id;
 }

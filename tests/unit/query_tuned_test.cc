@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
 #include "server/store/store.h"
 
@@ -37,7 +38,7 @@ int64_t Study(store::Store* store, const std::vector<PlannedRun>& planned, bool 
   uint64_t seq = 0;
   for (size_t i = 0; i < runs->size(); ++i) {
     const int64_t run = (*runs)[i].id;
-    REQUIRE(store->AssignRun(run, "a", 2.0).ok());
+    REQUIRE(store->Transition(run, lifecycle::Assign({"a"}, 2.0)).ok());
     std::vector<model::IngestEvent> events;
     model::IngestEvent started;
     started.seq = ++seq;
@@ -63,7 +64,7 @@ int64_t Study(store::Store* store, const std::vector<PlannedRun>& planned, bool 
       exit.kind = model::IngestEvent::Kind::kExited;
       events.push_back(exit);
     }
-    REQUIRE(store->Ingest("a", events).ok());
+    REQUIRE(store->Ingest("a", events, lifecycle::IngestRules()).ok());
   }
   return *id;
 }
@@ -101,10 +102,12 @@ TEST_CASE("an experiment with a [search] reports each variant at its own best gr
   const int64_t id = Study(store.get(), kRuns);
   auto exp = query.GetExperiment(id);
   REQUIRE(exp.ok());
-  REQUIRE(store
-              ->RecordSearch(id, {Decision("no-pos[lr=0.01]", 0, 2, "prune")},
-                             {{(*store->ListRuns(id))[3].id, "pruned by [search]"}}, 4.0)
-              .ok());
+  REQUIRE(
+      store
+          ->RecordSearch(id, {Decision("no-pos[lr=0.01]", 0, 2, "prune")},
+                         {{(*store->ListRuns(id))[3].id,
+                           lifecycle::Finish(model::RunState::kPruned, "pruned by [search]", 4.0)}})
+          .ok());
 
   auto tuned = query.Report("study", {"eval/loss"}, "", "spec");
   REQUIRE(tuned.ok());

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
 #include "server/store/store.h"
 
@@ -37,7 +38,7 @@ void Points(store::Store* store, int64_t run, int64_t from, int64_t to, double v
     e.values = {{"loss", value + static_cast<double>(step)}};
     events.push_back(e);
   }
-  REQUIRE(store->Ingest("a", events).ok());
+  REQUIRE(store->Ingest("a", events, lifecycle::IngestRules()).ok());
 }
 
 TEST_CASE("the series cache reads only the runs that moved, and only their new steps") {

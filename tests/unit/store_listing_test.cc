@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
 #include "server/store/store.h"
 
@@ -65,7 +66,7 @@ TEST_CASE("ls and runs issue a constant number of statements, 10 runs or 10,000"
       e.values = {{"eval/loss", 1.0 + i}};
       events.push_back(e);
     }
-    REQUIRE(store->Ingest("a", events).ok());
+    REQUIRE(store->Ingest("a", events, lifecycle::IngestRules()).ok());
   };
   ingest_one_point_per_run(1, 10);
 

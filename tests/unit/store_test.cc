@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
 #include "server/store/migrations.h"
 
@@ -169,10 +170,11 @@ TEST_CASE("run lifecycle: assign, start, metrics, exit, with a transition for ea
   REQUIRE(queued->size() == 2);
   int64_t run_id = (*queued)[0].id;
 
-  auto assigned = store.AssignRun(run_id, "agent-a", 101.0);
+  auto assigned = store.Transition(run_id, lifecycle::Assign({"agent-a"}, 101.0));
   REQUIRE(assigned.ok());
   CHECK(assigned->attempt == 1);
-  CHECK_FALSE(store.AssignRun(run_id, "agent-b", 101.5).ok());  // not queued any more
+  CHECK_FALSE(
+      store.Transition(run_id, lifecycle::Assign({"agent-b"}, 101.5)).ok());  // not queued any more
 
   auto event = [run_id](model::IngestEvent::Kind kind, uint64_t seq, double at) {
     model::IngestEvent e;
@@ -192,13 +194,13 @@ TEST_CASE("run lifecycle: assign, start, metrics, exit, with a transition for ea
   m2.step = 20;
   m2.values = {{"eval/loss", 1.5}};
   model::IngestEvent exited = event(model::IngestEvent::Kind::kExited, 4, 105.0);
-  auto ended = store.Ingest("agent-a", {started, m1, m2, exited});
+  auto ended = store.Ingest("agent-a", {started, m1, m2, exited}, lifecycle::IngestRules());
   REQUIRE(ended.ok());
   REQUIRE(ended->size() == 1);
   CHECK((*ended)[0].state == model::RunState::kSucceeded);
 
   // A resend of the same batch changes nothing.
-  auto again = store.Ingest("agent-a", {started, m1, m2, exited});
+  auto again = store.Ingest("agent-a", {started, m1, m2, exited}, lifecycle::IngestRules());
   REQUIRE(again.ok());
   CHECK(again->empty());
   CHECK(*store.db()->QueryInt("SELECT COUNT(*) FROM metrics") == 2);
@@ -232,7 +234,7 @@ TEST_CASE("run metadata merges key by key, survives a resend and ignores a past 
   REQUIRE(store.CreateExperiment(TwoRuns(), 1.0).ok());
   int64_t run_id = (*store.QueuedRuns())[0].id;
   CHECK(store.GetRun(run_id)->meta.empty());
-  REQUIRE(store.AssignRun(run_id, "a", 2.0).ok());
+  REQUIRE(store.Transition(run_id, lifecycle::Assign({"a"}, 2.0)).ok());
 
   auto meta = [run_id](uint64_t seq, int attempt, model::RunMeta values) {
     model::IngestEvent e;
@@ -252,21 +254,24 @@ TEST_CASE("run metadata merges key by key, survives a resend and ignores a past 
   metrics.values = {{"train/loss", 2.0}};
   model::IngestEvent first =
       meta(1, 1, {{"libtorch", "1.13.0"}, {"blas", "/usr/lib/libblas.so.3"}});
-  REQUIRE(store.Ingest("a", {first, metrics}).ok());
+  REQUIRE(store.Ingest("a", {first, metrics}, lifecycle::IngestRules()).ok());
   CHECK(store.GetRun(run_id)->meta ==
         model::RunMeta{{"blas", "/usr/lib/libblas.so.3"}, {"libtorch", "1.13.0"}});
 
   // A resend changes nothing; a later line adds keys and replaces the ones it repeats.
-  REQUIRE(store.Ingest("a", {first, metrics}).ok());
-  REQUIRE(store.Ingest("a", {meta(3, 1, {{"threads", "2"}, {"blas", "openblas"}})}).ok());
+  REQUIRE(store.Ingest("a", {first, metrics}, lifecycle::IngestRules()).ok());
+  REQUIRE(store
+              .Ingest("a", {meta(3, 1, {{"threads", "2"}, {"blas", "openblas"}})},
+                      lifecycle::IngestRules())
+              .ok());
   CHECK(store.GetRun(run_id)->meta ==
         model::RunMeta{{"blas", "openblas"}, {"libtorch", "1.13.0"}, {"threads", "2"}});
 
   // After a requeue, a late event of attempt 1 is ignored; attempt 2 merges over attempt 1.
-  REQUIRE(store.LoseRun(run_id, "agent a lost", 4.0).ok());
-  REQUIRE(store.AssignRun(run_id, "b", 5.0).ok());
-  REQUIRE(store.Ingest("a", {meta(4, 1, {{"threads", "8"}})}).ok());
-  REQUIRE(store.Ingest("b", {meta(1, 2, {{"blas", "mkl"}})}).ok());
+  REQUIRE(store.Transition(run_id, lifecycle::Lost("agent a lost", 4.0)).ok());
+  REQUIRE(store.Transition(run_id, lifecycle::Assign({"b"}, 5.0)).ok());
+  REQUIRE(store.Ingest("a", {meta(4, 1, {{"threads", "8"}})}, lifecycle::IngestRules()).ok());
+  REQUIRE(store.Ingest("b", {meta(1, 2, {{"blas", "mkl"}})}, lifecycle::IngestRules()).ok());
   CHECK(store.GetRun(run_id)->meta ==
         model::RunMeta{{"blas", "mkl"}, {"libtorch", "1.13.0"}, {"threads", "2"}});
 }
@@ -277,7 +282,7 @@ TEST_CASE("a run keeps a bounded number of metadata keys") {
   Store& store = **opened;
   REQUIRE(store.CreateExperiment(TwoRuns(), 1.0).ok());
   int64_t run_id = (*store.QueuedRuns())[0].id;
-  REQUIRE(store.AssignRun(run_id, "a", 2.0).ok());
+  REQUIRE(store.Transition(run_id, lifecycle::Assign({"a"}, 2.0)).ok());
   model::IngestEvent e;
   e.kind = model::IngestEvent::Kind::kMeta;
   e.seq = 1;
@@ -286,14 +291,14 @@ TEST_CASE("a run keeps a bounded number of metadata keys") {
   for (int i = 0; i < 300; ++i) {
     e.meta[absl::StrCat("k", 1000 + i)] = "v";
   }
-  REQUIRE(store.Ingest("a", {e}).ok());
+  REQUIRE(store.Ingest("a", {e}, lifecycle::IngestRules()).ok());
   model::RunMeta stored = store.GetRun(run_id)->meta;
   CHECK(stored.size() == 256);
   CHECK(stored.count("k1000") == 1);
   CHECK(stored.count("k1299") == 0);
   e.seq = 2;
   e.meta = {{"k1000", "updated"}, {"new", "dropped"}};
-  REQUIRE(store.Ingest("a", {e}).ok());
+  REQUIRE(store.Ingest("a", {e}, lifecycle::IngestRules()).ok());
   stored = store.GetRun(run_id)->meta;
   CHECK(stored.size() == 256);
   CHECK(stored.at("k1000") == "updated");
@@ -306,15 +311,15 @@ TEST_CASE("a lost run is requeued without spending its attempts") {
   Store& store = **opened;
   REQUIRE(store.CreateExperiment(TwoRuns(), 1.0).ok());
   int64_t run_id = (*store.QueuedRuns())[0].id;
-  REQUIRE(store.AssignRun(run_id, "a", 2.0).ok());
-  auto first = store.LoseRun(run_id, "agent a lost", 3.0);
+  REQUIRE(store.Transition(run_id, lifecycle::Assign({"a"}, 2.0)).ok());
+  auto first = store.Transition(run_id, lifecycle::Lost("agent a lost", 3.0));
   REQUIRE(first.ok());
-  CHECK(*first == model::RunState::kQueued);
-  REQUIRE(store.AssignRun(run_id, "a", 4.0).ok());
-  auto second = store.LoseRun(run_id, "agent a lost", 5.0);
+  CHECK(first->state == model::RunState::kQueued);
+  REQUIRE(store.Transition(run_id, lifecycle::Assign({"a"}, 4.0)).ok());
+  auto second = store.Transition(run_id, lifecycle::Lost("agent a lost", 5.0));
   REQUIRE(second.ok());
   // max_attempts = 2, both lost with their agent: the worker's fault, never the job's.
-  CHECK(*second == model::RunState::kQueued);
+  CHECK(second->state == model::RunState::kQueued);
   CHECK(store.GetRun(run_id)->attempt == 2);
   CHECK(store.GetRun(run_id)->max_attempts == 4);
   CHECK(store.GetRun(run_id)->infra_faults == 2);
@@ -351,7 +356,7 @@ TEST_CASE("QueryMetric returns raw points, or equal-step buckets with mean, min 
   query::Query query(&store);
   REQUIRE(store.CreateExperiment(TwoRuns(), 100.0).ok());
   const int64_t run_id = (*store.QueuedRuns())[0].id;
-  REQUIRE(store.AssignRun(run_id, "agent-a", 101.0).ok());
+  REQUIRE(store.Transition(run_id, lifecycle::Assign({"agent-a"}, 101.0)).ok());
   // Steps 1..100, value = step, one key; a second key with one point.
   std::vector<model::IngestEvent> events;
   for (int step = 1; step <= 100; ++step) {
@@ -368,7 +373,7 @@ TEST_CASE("QueryMetric returns raw points, or equal-step buckets with mean, min 
     }
     events.push_back(e);
   }
-  REQUIRE(store.Ingest("agent-a", events).ok());
+  REQUIRE(store.Ingest("agent-a", events, lifecycle::IngestRules()).ok());
 
   auto raw = query.QueryMetric(run_id, "train/loss", 0);
   REQUIRE(raw.ok());
@@ -474,26 +479,26 @@ struct GangFixture {
 
 TEST_CASE("a gang succeeds when every rank exited 0", "[store][gang]") {
   GangFixture f(2);
-  auto assigned = f.store->AssignRun(f.run_id, std::vector<std::string>{"w0", "w1"}, 101.0);
+  auto assigned = f.store->Transition(f.run_id, lifecycle::Assign({"w0", "w1"}, 101.0));
   REQUIRE(assigned.ok());
   CHECK(assigned->agent_id == "w0");
   CHECK(assigned->hosts == 2);
   CHECK(*f.store->Gang(f.run_id, 1) == std::vector<std::string>{"w0", "w1"});
   CHECK(*f.store->AgentsOf(*assigned) == std::vector<std::string>{"w0", "w1"});
 
-  auto first = f.store->Ingest("w1", {f.Exit(1, 1, 0)});
+  auto first = f.store->Ingest("w1", {f.Exit(1, 1, 0)}, lifecycle::IngestRules());
   REQUIRE(first.ok());
   CHECK(first->empty());  // rank 0 is still running
   CHECK(f.store->GetRun(f.run_id)->state == model::RunState::kAssigned);
-  auto resend = f.store->Ingest("w1", {f.Exit(1, 1, 0)});
+  auto resend = f.store->Ingest("w1", {f.Exit(1, 1, 0)}, lifecycle::IngestRules());
   REQUIRE(resend.ok());
   CHECK(resend->empty());  // the same rank twice does not count twice
-  auto stranger = f.store->Ingest("w9", {f.Exit(1, 1, 0)});
+  auto stranger = f.store->Ingest("w9", {f.Exit(1, 1, 0)}, lifecycle::IngestRules());
   REQUIRE(stranger.ok());
   CHECK(stranger->empty());  // not a host of this gang
   CHECK(f.store->GetRun(f.run_id)->state == model::RunState::kAssigned);
 
-  auto last = f.store->Ingest("w0", {f.Exit(1, 2, 0)});
+  auto last = f.store->Ingest("w0", {f.Exit(1, 2, 0)}, lifecycle::IngestRules());
   REQUIRE(last.ok());
   REQUIRE(last->size() == 1);
   CHECK((*last)[0].state == model::RunState::kSucceeded);
@@ -503,27 +508,27 @@ TEST_CASE("a gang succeeds when every rank exited 0", "[store][gang]") {
 
 TEST_CASE("one failing rank fails the gang, one lost rank requeues it whole", "[store][gang]") {
   GangFixture f(3);
-  REQUIRE(f.store->AssignRun(f.run_id, std::vector<std::string>{"w0", "w1", "w2"}, 101.0).ok());
+  REQUIRE(f.store->Transition(f.run_id, lifecycle::Assign({"w0", "w1", "w2"}, 101.0)).ok());
   // Rank 1's host went away with its agent (interrupted): the gang is requeued as a whole.
   model::IngestEvent lost = f.Exit(1, 1, 0);
   lost.interrupted = true;
-  auto requeued = f.store->Ingest("w1", {lost});
+  auto requeued = f.store->Ingest("w1", {lost}, lifecycle::IngestRules());
   REQUIRE(requeued.ok());
   REQUIRE(requeued->size() == 1);
   CHECK((*requeued)[0].state == model::RunState::kQueued);
   CHECK((*requeued)[0].gang.size() == 3);
   // The other ranks' exits from that attempt are then ignored.
-  auto late = f.store->Ingest("w0", {f.Exit(1, 2, 1)});
+  auto late = f.store->Ingest("w0", {f.Exit(1, 2, 1)}, lifecycle::IngestRules());
   REQUIRE(late.ok());
   CHECK(late->empty());
 
   // Attempt 2 on other hosts; rank 2 fails: the run fails naming the rank.
-  auto second = f.store->AssignRun(f.run_id, std::vector<std::string>{"w3", "w1", "w0"}, 300.0);
+  auto second = f.store->Transition(f.run_id, lifecycle::Assign({"w3", "w1", "w0"}, 300.0));
   REQUIRE(second.ok());
   CHECK(second->attempt == 2);
   CHECK(*f.store->Gang(f.run_id, 1) == std::vector<std::string>{"w0", "w1", "w2"});
-  REQUIRE(f.store->Ingest("w3", {f.Exit(2, 3, 0)}).ok());
-  auto failed = f.store->Ingest("w0", {f.Exit(2, 4, 3)});
+  REQUIRE(f.store->Ingest("w3", {f.Exit(2, 3, 0)}, lifecycle::IngestRules()).ok());
+  auto failed = f.store->Ingest("w0", {f.Exit(2, 4, 3)}, lifecycle::IngestRules());
   REQUIRE(failed.ok());
   REQUIRE(failed->size() == 1);
   CHECK((*failed)[0].state == model::RunState::kFailed);
@@ -581,13 +586,16 @@ TEST_CASE("a search's decisions are stored in order and its pruned runs end in p
   CHECK(*store->SearchedExperiments() == std::vector<int64_t>{*id});
   CHECK(store->GetExperimentSource(*id)->report.search.asha());
   auto runs = store->ListRuns(*id);
-  REQUIRE(store->AssignRun((*runs)[1].id, "a", 2.0).ok());
+  REQUIRE(store->Transition((*runs)[1].id, lifecycle::Assign({"a"}, 2.0)).ok());
   model::SearchDecisionRecord keep{"baseline", "baseline", 0, 10, 2.5,    1,
                                    "keep",     1,          1, 1,  "kept", 3.0};
   model::SearchDecisionRecord prune{"no-attn", "", 0, 10, 2.9, 1, "prune", 2, 2, 1, "rung 0", 3.0};
   model::SearchDecisionRecord nodata{"x",      "", 1, 30, std::nullopt, 0,
                                      "nodata", 0,  0, 0,  "none",       3.0};
-  REQUIRE(store->RecordSearch(*id, {keep, prune, nodata}, {{(*runs)[1].id, "pruned: rung 0"}}, 3.0)
+  REQUIRE(store
+              ->RecordSearch(*id, {keep, prune, nodata},
+                             {{(*runs)[1].id,
+                               lifecycle::Finish(model::RunState::kPruned, "pruned: rung 0", 3.0)}})
               .ok());
   auto decisions = store->SearchDecisions(*id);
   REQUIRE(decisions.ok());
@@ -604,10 +612,15 @@ TEST_CASE("a search's decisions are stored in order and its pruned runs end in p
   // A run of another experiment is refused, and the whole batch with it.
   auto other = store->CreateExperiment(TwoRuns(), 1.0);
   auto foreign = store->ListRuns(*other);
-  CHECK_FALSE(store->RecordSearch(*id, {keep}, {{foreign->front().id, "x"}}, 4.0).ok());
+  CHECK_FALSE(store
+                  ->RecordSearch(*id, {keep},
+                                 {{foreign->front().id,
+                                   lifecycle::Finish(model::RunState::kPruned, "x", 4.0)}})
+                  .ok());
   CHECK(store->SearchDecisions(*id)->size() == 3);
   // With nothing left to run, it is no longer searched.
-  REQUIRE(store->FinishRun((*runs)[0].id, model::RunState::kCancelled, "x", 5.0).ok());
+  REQUIRE(store->Transition((*runs)[0].id, lifecycle::Finish(model::RunState::kCancelled, "x", 5.0))
+              .ok());
   CHECK(store->SearchedExperiments()->empty());
 }
 
