@@ -6,14 +6,17 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/spec/checks.h"
 #include "common/spec/run_spec.h"
 
 namespace tae::train {
@@ -122,45 +125,29 @@ class Values {
     }                                         \
   } while (false)
 
-// Layer indices (already unique and >= 0) of layers that exist.
-absl::Status CheckLayers(const char* key, const std::vector<int64_t>& layers, int64_t count) {
-  for (int64_t layer : layers) {
-    if (layer >= count) {
-      return KeyError(
-          key, absl::StrCat("entries must be layer indices in [0, ", count, "), got ", layer));
-    }
+// A combination of keys that spec::CheckConfig refuses, as the run-spec error at its offending
+// key: `run spec: key "model.heads": 3 does not divide model.d_model 64` (the problem's text
+// starts with that key, which the error names once).
+absl::Status CrossKeyError(const spec::CrossProblem& problem) {
+  const std::string_view key = problem.keys.front();
+  std::string_view why = problem.what;
+  const std::string prefix = std::string(key) + ": ";
+  if (why.substr(0, prefix.size()) == prefix) {
+    why.remove_prefix(prefix.size());
   }
-  return absl::OkStatus();
+  return spec::RunSpecError(key, why);
 }
 
-// {"layer": [head, ...]} (shape checked by the schema) of existing layers and heads; a layer that
-// keeps its attention must keep at least one head.
-absl::Status ParsePrunedHeads(const json& value, ModelConfig* m) {
-  constexpr char kKey[] = "model.prune_heads";
+// {"layer": [head, ...]} (shape checked by the schema, layers and heads by spec::CheckConfig) as
+// one sorted list of pruned heads per layer.
+void ParsePrunedHeads(const json& value, ModelConfig* m) {
   m->prune_heads.assign(static_cast<size_t>(m->layers), {});
   for (const auto& [layer_text, heads] : value.items()) {
     const int64_t layer = std::strtoll(layer_text.c_str(), nullptr, 10);
-    if (layer >= m->layers) {
-      return KeyError(
-          kKey, absl::StrCat("\"", layer_text, "\" is not a layer index in [0, ", m->layers, ")"));
-    }
     std::vector<int64_t> pruned = heads.get<std::vector<int64_t>>();
     std::sort(pruned.begin(), pruned.end());
-    if (!pruned.empty() && pruned.back() >= m->heads) {
-      return KeyError(kKey, absl::StrCat("layer ", layer, ": head indices must be in [0, ",
-                                         m->heads, "), got ", pruned.back()));
-    }
-    const bool attention_kept =
-        std::find(m->drop_attention_layers.begin(), m->drop_attention_layers.end(), layer) ==
-        m->drop_attention_layers.end();
-    if (attention_kept && static_cast<int64_t>(pruned.size()) == m->heads) {
-      return KeyError(kKey, absl::StrCat("layer ", layer,
-                                         ": every head is pruned but the attention sublayer is "
-                                         "kept (use model.drop_attention_layers)"));
-    }
     m->prune_heads[static_cast<size_t>(layer)] = std::move(pruned);
   }
-  return absl::OkStatus();
 }
 
 absl::Status ParseModel(const Values& v, ModelConfig* m) {
@@ -168,6 +155,7 @@ absl::Status ParseModel(const Values& v, ModelConfig* m) {
   m->d_model = v.Int("model.d_model");
   m->heads = v.Int("model.heads");
   m->head_dim = v.Int("model.head_dim");
+  // kv_heads 0 = "as many as model.heads" (the schema's default) stays 0: KvHeads() resolves it.
   m->kv_heads = v.Int("model.kv_heads");
   m->ffn_mult = v.Int("model.ffn_mult");
   TAE_RETURN_IF_ERROR(v.Enum("model.activation", kActivations, &m->activation));
@@ -182,25 +170,8 @@ absl::Status ParseModel(const Values& v, ModelConfig* m) {
   m->bias = v.Bool("model.bias");
   m->dropout = v.Double("model.dropout");
   TAE_RETURN_IF_ERROR(v.Enum("model.init", kInits, &m->init));
-
-  // The combinations tae-train cannot build.
-  if (m->head_dim == 0 && m->d_model % m->heads != 0) {
-    return KeyError("model.heads",
-                    absl::StrCat("must divide model.d_model (", m->d_model, "), got ", m->heads));
-  }
-  // kv_heads 0 = "as many as model.heads" (the schema's default) stays 0: KvHeads() resolves it.
-  if (m->heads % KvHeads(*m) != 0) {
-    return KeyError("model.kv_heads",
-                    absl::StrCat("must divide model.heads (", m->heads, "), got ", m->kv_heads));
-  }
-  if (m->pos_encoding == PosEncoding::kRope && HeadDim(*m) % 2 != 0) {
-    return KeyError("model.pos_encoding",
-                    absl::StrCat("rope needs an even head width, got ", HeadDim(*m)));
-  }
-  TAE_RETURN_IF_ERROR(
-      CheckLayers("model.drop_attention_layers", m->drop_attention_layers, m->layers));
-  TAE_RETURN_IF_ERROR(CheckLayers("model.drop_ffn_layers", m->drop_ffn_layers, m->layers));
-  return ParsePrunedHeads(v.Json("model.prune_heads"), m);
+  ParsePrunedHeads(v.Json("model.prune_heads"), m);
+  return absl::OkStatus();
 }
 
 absl::Status ParseTraining(const Values& v, TrainingConfig* t) {
@@ -250,6 +221,10 @@ absl::StatusOr<TrainConfig> ParseTrainConfig(const json& spec) {
   absl::StatusOr<json> checked = spec::CheckRunSpec(spec, "tae-train");
   if (!checked.ok()) {
     return checked.status();
+  }
+  // The combinations of keys, checked as taed checks every run it expands.
+  if (std::optional<spec::CrossProblem> problem = spec::CheckConfig(*checked)) {
+    return CrossKeyError(*problem);
   }
   const Values values(*checked);
   TrainConfig config;

@@ -3,8 +3,10 @@
 // The typed configuration of one tae-train run, parsed from the flat run.json that taed writes
 // (keys are the experiment-file names of docs/design.md §10, e.g. "model.layers"). The keys, their
 // types, ranges, allowed values and defaults are the schema's (common/spec/schema.cc, checked by
-// common/spec/run_spec.h); what is here is their typed form and tae-train's own checks of key
-// combinations. The structs hold no defaults of their own: DefaultTrainConfig() is the schema's.
+// common/spec/run_spec.h) and the combinations of keys are checked as taed checks them
+// (spec::CheckConfig, common/spec/checks.h); what is here is their typed form and the few checks
+// of tae-train's own (bf16 and fsdp are the torch engine's). The structs hold no defaults of their
+// own: DefaultTrainConfig() is the schema's.
 // No libtorch here.
 
 #include <cstdint>
@@ -111,9 +113,11 @@ struct TrainConfig {
 // Parses and validates a run spec: its keys by the schema (spec::CheckRunSpec: every key of
 // model.*, train.* and eval.* is required except those added later, which stand for their absent
 // value when missing, e.g. model.init for gpt2; unknown keys of those tables are refused; others
-// such as resources.* are ignored), then the combinations tae-train cannot train (heads that do
-// not divide d_model, rope with an odd head width, missing layers or heads, bf16 or fsdp without
-// the torch engine). Errors are InvalidArgument with a one-line message that names the key.
+// such as resources.* are ignored), then the combinations of keys by spec::CheckConfig, as taed
+// checks them (heads that do not divide d_model, rope with an odd head width, missing layers or
+// heads, a task that does not fit seq_len or vocab, warmup > steps, ...), then tae-train's own
+// (bf16 or fsdp without the torch engine). Errors are InvalidArgument with a one-line message that
+// names the key: `run spec: key "model.heads": 3 does not divide model.d_model 64`.
 absl::StatusOr<TrainConfig> ParseTrainConfig(const nlohmann::json& spec);
 
 // The config of a run spec with every key at the schema's default (spec::DefaultRunSpec()).

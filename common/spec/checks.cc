@@ -1,5 +1,8 @@
 #include "common/spec/checks.h"
 
+#include <cstdint>
+#include <string>
+
 #include "common/spec/task_checks.h"
 #include "common/spec/text.h"
 
@@ -86,14 +89,14 @@ Result CheckPrunedHeads(const nlohmann::json& config) {
     }
     for (const nlohmann::json& head : pruned) {
       if (head.get<int64_t>() >= heads) {
-        return CrossProblem{Cat(key, ".", layer, ": head ", head.get<int64_t>(),
+        return CrossProblem{Cat(key, ": layer ", layer, ": head ", head.get<int64_t>(),
                                 " does not exist (model.heads is ", heads, ")"),
                             {key, "model.heads"}};
       }
     }
     if (static_cast<int64_t>(pruned.size()) == heads &&
         !Contains(config.at("model.drop_attention_layers"), layer)) {
-      return CrossProblem{Cat(key, ".", layer, ": all ", heads,
+      return CrossProblem{Cat(key, ": layer ", layer, ": all ", heads,
                               " heads are pruned but the layer keeps its attention (add ", layer,
                               " to model.drop_attention_layers to remove the sublayer)"),
                           {key, "model.drop_attention_layers"}};

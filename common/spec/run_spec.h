@@ -1,7 +1,7 @@
 // A run spec (run.json: the flat config taed writes for each run) read by the schema
-// (schema.h's RunSpecKeys): what tae-train checks before its own cross-key checks, and the
-// schema as JSON (`tae-train --schema`), which the torch engine (agent/python/tae_torch/spec.py)
-// reads to check a run spec the same way, with the same messages.
+// (schema.h's RunSpecKeys): what tae-train checks before the cross-key checks that taed runs too
+// (checks.h's CheckConfig), and the schema as JSON (`tae-train --schema`), which the torch engine
+// (agent/python/tae_torch/spec.py) reads to check a run spec the same way, with the same messages.
 #pragma once
 
 #include <string>

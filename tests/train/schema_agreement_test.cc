@@ -1,13 +1,17 @@
 // Whatever `taectl submit` accepts, tae-train must accept too: otherwise a study passes
-// validation and then fails on every run. Checked at the edges of every numeric range.
+// validation and then fails on every run. Checked at the edges of every numeric range, and for
+// the combinations of keys (spec::CheckConfig), which both refuse alike.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/train/config.h"
 #include "agent/train/model.h"
+#include "common/spec/checks.h"
 #include "common/spec/schema.h"
 
 namespace tae::train {
@@ -106,9 +110,14 @@ TEST_CASE("the trainer accepts every numeric key at the edges of the schema's ra
       } else {
         config[name] = edge;
       }
+      // warmup > steps is a combination both refuse: keep the other key out of its way.
       if (name == "train.warmup") {
         int64_t warmup = config[name].get<int64_t>();
         config["train.steps"] = std::max(config["train.steps"].get<int64_t>(), warmup);
+      }
+      if (name == "train.steps") {
+        int64_t steps = config[name].get<int64_t>();
+        config["train.warmup"] = std::min(config["train.warmup"].get<int64_t>(), steps);
       }
       if (name == "model.heads" || name == "model.d_model") {
         continue;  // tied by divisibility; covered by the spec's own cross-key checks
@@ -118,6 +127,42 @@ TEST_CASE("the trainer accepts every numeric key at the edges of the schema's ra
       CHECK(parsed.ok());
     }
   }
+}
+
+TEST_CASE("tae-train refuses exactly the combinations submit refuses, naming the same key") {
+  int refused = 0;
+  for (int64_t heads : {1, 3, 4, 5}) {
+    for (int64_t d_model : {12, 16, 30}) {
+      for (int64_t head_dim : {0, 7, 8}) {
+        for (int64_t kv_heads : {0, 2, 3}) {
+          for (const char* pos_encoding : {"learned", "rope"}) {
+            for (int64_t warmup : {500, 501}) {
+              nlohmann::json config = RunConfig();
+              config["model.heads"] = heads;
+              config["model.d_model"] = d_model;
+              config["model.head_dim"] = head_dim;
+              config["model.kv_heads"] = kv_heads;
+              config["model.pos_encoding"] = pos_encoding;
+              config["train.warmup"] = warmup;
+              std::optional<spec::CrossProblem> problem = spec::CheckConfig(config);
+              absl::StatusOr<TrainConfig> parsed = ParseTrainConfig(config);
+              INFO(config.dump() << ": " << parsed.status().ToString());
+              REQUIRE(problem.has_value() == !parsed.ok());
+              if (problem.has_value()) {
+                // taed says "KEY: why", tae-train `run spec: key "KEY": why`.
+                const std::string key(problem->keys.front());
+                REQUIRE(problem->what.rfind(key + ": ", 0) == 0);
+                CHECK("run spec: key \"" + key + "\": " + problem->what.substr(key.size() + 2) ==
+                      std::string(parsed.status().message()));
+                refused += 1;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(refused > 0);
 }
 
 }  // namespace tae::train

@@ -108,7 +108,8 @@ class SpecTest(unittest.TestCase):
                  ({"model.norm": "batchnorm"}, 'key "model.norm": must be one of'),
                  ({"model.frobnicate": 1}, 'key "model.frobnicate": unknown key'),
                  ({"train.warmup": 50, "train.steps": 10}, "train.warmup"),
-                 ({"model.prune_heads": {"0": [0, 1, 2, 3]}}, "layer 0: every head is pruned")]
+                 ({"model.prune_heads": {"0": [0, 1, 2, 3]}},
+                  "layer 0: all 4 heads are pruned")]
         for overrides, message in cases:
             with self.subTest(overrides=overrides):
                 with self.assertRaisesRegex(spec_lib.SpecError, message):

@@ -7,10 +7,12 @@ usage: torch_schema_agreement_test.py TAE_TRAIN PYTHON_DIR
 The cases come from the schema itself (schema.json beside the torch engine's package, which
 must be what this tae-train prints with --schema): every key missing, mistyped, at and beyond
 each bound, every allowed value and one that is not, lists with bad, out-of-range and repeated
-entries, unknown keys; and the combinations both engines refuse. tae-train checks them all in one
-`--check` run; the torch engine with tae_torch.spec.parse (no torch needed). Where the torch engine
-refuses by a rule of its own (compression, eval.*, is tae-train's; warmup past the steps; head
-scores with fsdp) the case says so and the test expects exactly that.
+entries, unknown keys; and the combinations of keys (common/spec/checks.cc, which taed runs too,
+and its port in tae_torch/spec.py), alone and several at once, so both must also find them in the
+same order. tae-train checks them all in one `--check` run; the torch engine with
+tae_torch.spec.parse (no torch needed). Where the torch engine refuses by a rule of its own
+(compression, eval.*, is tae-train's; head scores with fsdp) the case says so and the test expects
+exactly that.
 """
 
 import copy
@@ -108,25 +110,47 @@ def cases():
     for key in ("model.frobnicate", "train.frobnicate", "eval.frobnicate", "train.seeds",
                 "resources.slots", "name", "params.width"):
         with_(key, 1, "(not a run key, or ignored)")
-    # The combinations both engines refuse (each its own code; the same key and message).
+    # The combinations of keys (common/spec/checks.cc and its port in tae_torch/spec.py): the
+    # same key and message, and where several are wrong, the same one first.
     for label, changes in (
             ("heads that do not divide d_model", {"model.heads": 3}),
             ("kv_heads that do not divide heads", {"model.kv_heads": 3}),
             ("rope with an odd head width", {"model.pos_encoding": "rope", "model.head_dim": 15}),
+            ("rope with an odd width from d_model / heads",
+             {"model.pos_encoding": "rope", "model.d_model": 12, "model.heads": 4}),
             ("head_dim set, heads need not divide", {"model.heads": 3, "model.head_dim": 16}),
             ("a dropped layer that does not exist", {"model.drop_ffn_layers": [2]}),
+            ("dropped layers that do not exist, the larger first",
+             {"model.drop_attention_layers": [0, 3, 2]}),
             ("pruned heads of a missing layer", {"model.prune_heads": {"2": [0]}}),
+            ("pruned heads of missing layers 10 and 2",
+             {"model.prune_heads": {"2": [0], "10": [0]}}),
             ("a pruned head that does not exist", {"model.prune_heads": {"0": [4]}}),
+            ("pruned heads that do not exist, the larger first",
+             {"model.prune_heads": {"1": [1, 6, 5]}}),
             ("every head pruned", {"model.prune_heads": {"0": [0, 1, 2, 3]}}),
             ("every head pruned, attention dropped",
-             {"model.prune_heads": {"0": [0, 1, 2, 3]}, "model.drop_attention_layers": [0]})):
+             {"model.prune_heads": {"0": [0, 1, 2, 3]}, "model.drop_attention_layers": [0]}),
+            ("a task that needs more positions",
+             {"train.task": "assoc_recall", "train.seq_len": 7}),
+            ("a task that needs more positions (induction)",
+             {"train.task": "induction", "train.seq_len": 4}),
+            ("a task that needs more symbols", {"train.task": "assoc_recall", "train.vocab": 3}),
+            ("lm has no minimum shape", {"train.task": "lm", "train.vocab": 2}),
+            ("warmup past the steps", {"train.warmup": 600}),
+            ("warmup at the steps", {"train.warmup": 500}),
+            ("heads and warmup both wrong", {"model.heads": 3, "train.warmup": 600}),
+            ("a missing layer and a task that does not fit",
+             {"model.drop_ffn_layers": [5], "train.task": "assoc_recall", "train.seq_len": 6}),
+            ("a task that does not fit and warmup past the steps",
+             {"train.task": "assoc_recall", "train.vocab": 2, "train.seq_len": 4,
+              "train.warmup": 600})):
         spec = copy.deepcopy(base)
         spec.update(changes)
         out.append((label, spec, None))
     for label, changes, own in (
-            ("warmup past the steps", {"train.warmup": 600}, "train.warmup"),
             ("head scores with fsdp", {"train.sharding": "fsdp", "train.head_importance": True},
-             "train.head_importance")):
+             "train.head_importance"),):
         spec = copy.deepcopy(base)
         spec.update(changes)
         out.append((label, spec, own))

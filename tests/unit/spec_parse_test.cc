@@ -319,10 +319,10 @@ TEST_CASE("prune_heads, head_dim and rope are checked against the model at submi
   CHECK(ErrorOf("name = \"x\"\n[model]\nprune_heads = { \"2\" = [0] }\n") ==
         "study.toml:3:15: model.prune_heads: layer 2 does not exist (model.layers is 2)");
   CHECK(ErrorOf("name = \"x\"\n[model]\nprune_heads = { \"0\" = [4] }\n") ==
-        "study.toml:3:15: model.prune_heads.0: head 4 does not exist (model.heads is 4)");
+        "study.toml:3:15: model.prune_heads: layer 0: head 4 does not exist (model.heads is 4)");
   CHECK(ErrorOf("name = \"x\"\n[model]\nprune_heads = { \"0\" = [0, 1, 2, 3] }\n") ==
-        "study.toml:3:15: model.prune_heads.0: all 4 heads are pruned but the layer keeps its "
-        "attention (add 0 to model.drop_attention_layers to remove the sublayer)");
+        "study.toml:3:15: model.prune_heads: layer 0: all 4 heads are pruned but the layer "
+        "keeps its attention (add 0 to model.drop_attention_layers to remove the sublayer)");
   CHECK(ErrorOf("name = \"x\"\n[model]\nprune_heads = { \"x\" = [0] }\n") ==
         "study.toml:3:17: model.prune_heads: 'x' is not a layer index (write \"0\" = [1, 3])");
   CHECK(ErrorOf("name = \"x\"\n[model]\nprune_heads = { \"0\" = [1, 1] }\n") ==

@@ -6,8 +6,9 @@ run.json is the flat object taed writes for every run: experiment-file keys such
 the training trajectory) are not written here: they are the one schema, common/spec/schema.cc,
 which `tae-train --schema` prints and the build writes to schema.json beside this file
 ($TAE_SCHEMA names another copy). A spec is checked against it as tae-train checks it
-(common/spec/run_spec.cc), with the same messages; then the combinations of keys the engine
-cannot train are checked, as tae-train's agent/train/config.cc does. An error names the key.
+(common/spec/run_spec.cc), with the same messages; then the combinations of keys, as taed and
+tae-train check them (common/spec/checks.cc and task_checks.cc: the same order and messages);
+then what this engine alone refuses. An error names the key.
 """
 
 import copy
@@ -267,34 +268,84 @@ def _typed(entry, value):
     return value
 
 
-# ---- the combinations the engine cannot train (tae-train's config.cc checks the same) ----
+# ---- the combinations of keys: a port of common/spec/checks.cc and task_checks.cc, which taed
+# and tae-train run (same order, same messages; tests/train/torch_schema_agreement_test.py) ----
 
-def _check_model(m):
-    if m.head_dim == 0 and m.d_model % m.heads != 0:
-        raise _error("model.heads", f"must divide model.d_model ({m.d_model}), got {m.heads}")
-    if m.heads % m.kv() != 0:
-        raise _error("model.kv_heads", f"must divide model.heads ({m.heads}), got {m.kv_heads}")
-    if m.pos_encoding == "rope" and m.hd() % 2 != 0:
-        raise _error("model.pos_encoding", f"rope needs an even head width, got {m.hd()}")
-    for key in ("model.drop_attention_layers", "model.drop_ffn_layers"):
-        for layer in getattr(m, _leaf(key)):
-            if layer >= m.layers:
-                raise _error(key, f"entries must be layer indices in [0, {m.layers}), got {layer}")
-    for layer, heads in sorted(m.prune_heads.items(), key=lambda item: str(item[0])):
-        if layer >= m.layers:
-            raise _error("model.prune_heads",
-                         f'"{layer}" is not a layer index in [0, {m.layers})')
-        if heads and heads[-1] >= m.heads:
-            raise _error("model.prune_heads", f"layer {layer}: head indices must be in "
-                         f"[0, {m.heads}), got {heads[-1]}")
-        if len(heads) == m.heads and layer not in m.drop_attention_layers:
-            raise _error("model.prune_heads", f"layer {layer}: every head is pruned but the "
-                         "attention sublayer is kept (use model.drop_attention_layers)")
+# Of each generated task (every task but lm): the smallest train.seq_len and what the positions
+# are for, the smallest train.vocab and what the symbols are for (docs/tasks.md).
+_TASK_NEEDS = {
+    "copy": (2, "a symbol, SEP and its copy", 2, ""),
+    "reverse": (4, "a sequence of at least 2 symbols, SEP and its rearrangement", 2, ""),
+    "sort": (4, "a sequence of at least 2 symbols, SEP and its rearrangement", 2, ""),
+    "assoc_recall": (8, "2 key-value pairs, SEP and 2 queries with their answers", 4,
+                     "keys are the lower half of the symbols and values the upper half"),
+    "induction": (5, "a block of 2 or 3 symbols and its repeat, so the length can vary", 2, ""),
+    "mod_add": (4, "one problem a + b = c is 5 tokens", 2, ""),
+}
 
 
-def _check_training(t, e):
-    if t.warmup > t.steps:
-        raise _error("train.warmup", f"{t.warmup} is more than train.steps {t.steps}")
+def _check_layers(c, key):
+    layers = c["model.layers"]
+    for layer in c[key]:
+        if layer >= layers:
+            raise _error(key, f"layer {layer} does not exist (model.layers is {layers})")
+
+
+def _check_pruned_heads(c):
+    key = "model.prune_heads"
+    layers, heads = c["model.layers"], c["model.heads"]
+    for layer_text, pruned in sorted(c[key].items()):  # tae-train's JSON object keeps this order
+        layer = int(layer_text)
+        if layer >= layers:
+            raise _error(key, f"layer {layer} does not exist (model.layers is {layers})")
+        for head in pruned:
+            if head >= heads:
+                raise _error(key, f"layer {layer}: head {head} does not exist "
+                             f"(model.heads is {heads})")
+        if len(pruned) == heads and layer not in c["model.drop_attention_layers"]:
+            raise _error(key, f"layer {layer}: all {heads} heads are pruned but the layer keeps "
+                         f"its attention (add {layer} to model.drop_attention_layers to remove "
+                         "the sublayer)")
+
+
+def _check_task(c):
+    task, vocab, seq_len = c["train.task"], c["train.vocab"], c["train.seq_len"]
+    if task not in _TASK_NEEDS:
+        return
+    min_seq_len, needs, min_vocab, vocab_needs = _TASK_NEEDS[task]
+    if vocab < min_vocab:
+        why = f" ({vocab_needs})" if vocab_needs else ""
+        raise _error("train.vocab", f"task {task} needs at least {min_vocab} symbols{why}, got "
+                     f"{vocab}")
+    if seq_len < min_seq_len:
+        raise _error("train.seq_len", f"task {task} needs at least {min_seq_len} positions "
+                     f"({needs}), got {seq_len}")
+
+
+def _check_config(c):
+    """The combinations of keys of `c`, a spec that check() returned (flat, values as given)."""
+    d_model, heads, head_dim = c["model.d_model"], c["model.heads"], c["model.head_dim"]
+    if head_dim == 0 and d_model % heads != 0:
+        raise _error("model.heads", f"{heads} does not divide model.d_model {d_model}")
+    kv_heads = c["model.kv_heads"]  # 0 = "= model.heads", which always divides
+    if kv_heads != 0 and heads % kv_heads != 0:
+        raise _error("model.kv_heads", f"{kv_heads} does not divide model.heads {heads}")
+    width = head_dim if head_dim != 0 else d_model // heads
+    if c["model.pos_encoding"] == "rope" and width % 2 != 0:
+        raise _error("model.pos_encoding", f"rope needs an even head width, got {width} (set "
+                     "model.head_dim or change model.heads)")
+    _check_pruned_heads(c)
+    _check_layers(c, "model.drop_attention_layers")
+    _check_layers(c, "model.drop_ffn_layers")
+    _check_task(c)
+    if c["train.warmup"] > c["train.steps"]:
+        raise _error("train.warmup", f"{c['train.warmup']} is more than train.steps "
+                     f"{c['train.steps']}")
+
+
+# ---- what the torch engine alone refuses ----
+
+def _check_engine(t, e):
     if t.sharding == "fsdp" and t.head_importance:
         raise _error("train.head_importance", 'not supported with train.sharding = "fsdp" (head '
                      "scores take gradients of gates, not of the sharded weights)")
@@ -308,6 +359,7 @@ def _check_training(t, e):
 def parse(spec):
     """RunConfig of a run.json object; SpecError names the first bad key."""
     checked = check(spec)
+    _check_config(checked)
     tables = {"model": {}, "train": {}, "eval": {}}
     for entry in schema()["keys"]:
         name = entry["name"]
@@ -315,8 +367,7 @@ def parse(spec):
     config = RunConfig(ModelConfig(**tables["model"]), TrainingConfig(**tables["train"]),
                        EvalConfig(**tables["eval"]))
     # 0 stays "= model.heads" here (ModelConfig.kv); tae-train stores the resolved count.
-    _check_model(config.model)
-    _check_training(config.train, config.eval)
+    _check_engine(config.train, config.eval)
     return config
 
 
