@@ -8,11 +8,6 @@
 namespace tae::train {
 namespace {
 
-constexpr int64_t kMinSeqLen = 8;  // K = 2: a query has to choose between keys
-constexpr char kNeeds[] = "2 key-value pairs, SEP and 2 queries with their answers";
-constexpr int64_t kMinVocab = 4;  // 2 keys and 2 values
-constexpr char kVocabNeeds[] = "keys are the lower half of the symbols and values the upper half";
-
 class AssocRecallFormat final : public RowFormat {
  public:
   explicit AssocRecallFormat(const TaskShape& shape)
@@ -55,9 +50,7 @@ class AssocRecallFormat final : public RowFormat {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Task>> MakeAssocRecallTask(const TaskShape& shape) {
-  if (absl::Status status =
-          CheckTaskShape("assoc_recall", shape, kMinSeqLen, kNeeds, kMinVocab, kVocabNeeds);
-      !status.ok()) {
+  if (absl::Status status = CheckTaskShape("assoc_recall", shape); !status.ok()) {
     return status;
   }
   return std::unique_ptr<Task>(

@@ -6,8 +6,6 @@ namespace tae::train {
 namespace {
 
 constexpr int64_t kMinBlock = 2;   // a block of one symbol would be a constant row
-constexpr int64_t kMinSeqLen = 5;  // block lengths 2 and 3
-constexpr char kNeeds[] = "a block of 2 or 3 symbols and its repeat, so the length can vary";
 
 class InductionFormat final : public RowFormat {
  public:
@@ -35,7 +33,7 @@ class InductionFormat final : public RowFormat {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Task>> MakeInductionTask(const TaskShape& shape) {
-  if (absl::Status status = CheckTaskShape("induction", shape, kMinSeqLen, kNeeds); !status.ok()) {
+  if (absl::Status status = CheckTaskShape("induction", shape); !status.ok()) {
     return status;
   }
   return std::unique_ptr<Task>(

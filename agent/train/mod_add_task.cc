@@ -4,8 +4,6 @@ namespace tae::train {
 namespace {
 
 constexpr int64_t kProblemLen = 5;  // a PLUS b EQ c
-constexpr int64_t kMinSeqLen = kProblemLen - 1;
-constexpr char kNeeds[] = "one problem a + b = c is 5 tokens";
 
 class ModAddFormat final : public RowFormat {
  public:
@@ -36,7 +34,7 @@ class ModAddFormat final : public RowFormat {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Task>> MakeModAddTask(const TaskShape& shape) {
-  if (absl::Status status = CheckTaskShape("mod_add", shape, kMinSeqLen, kNeeds); !status.ok()) {
+  if (absl::Status status = CheckTaskShape("mod_add", shape); !status.ok()) {
     return status;
   }
   return std::unique_ptr<Task>(

@@ -5,9 +5,6 @@
 namespace tae::train {
 namespace {
 
-constexpr int64_t kMinSeqLen = 4;  // L = 2: the smallest sequence whose order can change
-constexpr char kNeeds[] = "a sequence of at least 2 symbols, SEP and its rearrangement";
-
 enum class Order { kReversed, kSorted };
 
 class OrderFormat final : public RowFormat {
@@ -39,7 +36,7 @@ class OrderFormat final : public RowFormat {
 
 absl::StatusOr<std::unique_ptr<Task>> MakeOrderTask(const char* name, Order order,
                                                     const TaskShape& shape) {
-  if (absl::Status status = CheckTaskShape(name, shape, kMinSeqLen, kNeeds); !status.ok()) {
+  if (absl::Status status = CheckTaskShape(name, shape); !status.ok()) {
     return status;
   }
   return std::unique_ptr<Task>(

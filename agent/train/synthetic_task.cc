@@ -1,24 +1,16 @@
 #include "agent/train/synthetic_task.h"
 
-#include <string>
+#include <optional>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
+#include "common/spec/task_checks.h"
 
 namespace tae::train {
 
-absl::Status CheckTaskShape(const char* task, const TaskShape& shape, int64_t min_seq_len,
-                            const char* needs, int64_t min_vocab, const char* vocab_needs) {
-  if (shape.vocab < min_vocab) {
-    const std::string why = *vocab_needs == '\0' ? "" : absl::StrCat(" (", vocab_needs, ")");
-    return absl::InvalidArgumentError(absl::StrCat("train.vocab: task ", task, " needs at least ",
-                                                   min_vocab, " symbols", why, ", got ",
-                                                   shape.vocab));
-  }
-  if (shape.seq_len < min_seq_len) {
-    return absl::InvalidArgumentError(absl::StrCat("train.seq_len: task ", task, " needs at least ",
-                                                   min_seq_len, " positions (", needs, "), got ",
-                                                   shape.seq_len));
+absl::Status CheckTaskShape(const char* task, const TaskShape& shape) {
+  if (std::optional<spec::CrossProblem> problem =
+          spec::CheckTaskShape(task, shape.vocab, shape.seq_len)) {
+    return absl::InvalidArgumentError(problem->what);
   }
   return absl::OkStatus();
 }

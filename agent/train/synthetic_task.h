@@ -42,11 +42,9 @@ struct SpecialTokens {
   int64_t eq;
 };
 
-// InvalidArgument naming train.vocab when vocab < min_vocab (`vocab_needs` says what the symbols
-// are for, "" when min_vocab is 2), or train.seq_len when seq_len < min_seq_len (`needs` says
-// what the positions are for). The texts match spec::CheckTask's.
-absl::Status CheckTaskShape(const char* task, const TaskShape& shape, int64_t min_seq_len,
-                            const char* needs, int64_t min_vocab = 2, const char* vocab_needs = "");
+// InvalidArgument naming train.vocab or train.seq_len when the shape leaves no room for the
+// task's layout: spec::CheckTaskShape, the table taed's CheckConfig uses too.
+absl::Status CheckTaskShape(const char* task, const TaskShape& shape);
 
 class RowFormat {
  public:

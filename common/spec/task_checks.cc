@@ -10,7 +10,7 @@ namespace tae::spec {
 namespace {
 
 // The smallest train.seq_len of each generated task and what the positions are for; the layouts
-// are in docs/tasks.md, and tae-train's task constructors refuse the same shapes.
+// are in docs/tasks.md. tae-train's task constructors ask the same table (CheckTaskShape).
 struct TaskNeeds {
   std::string_view task;
   int64_t min_seq_len;
@@ -32,9 +32,12 @@ constexpr TaskNeeds kNeeds[] = {
 }  // namespace
 
 std::optional<CrossProblem> CheckTask(const nlohmann::json& config) {
-  const std::string task = config.at("train.task").get<std::string>();
-  const int64_t vocab = config.at("train.vocab").get<int64_t>();
-  const int64_t seq_len = config.at("train.seq_len").get<int64_t>();
+  return CheckTaskShape(config.at("train.task").get<std::string>(),
+                        config.at("train.vocab").get<int64_t>(),
+                        config.at("train.seq_len").get<int64_t>());
+}
+
+std::optional<CrossProblem> CheckTaskShape(std::string_view task, int64_t vocab, int64_t seq_len) {
   for (const TaskNeeds& needs : kNeeds) {
     if (needs.task != task) {
       continue;

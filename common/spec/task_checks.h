@@ -2,7 +2,9 @@
 // task's layout (docs/tasks.md). Part of CheckConfig, so a bad combination is refused at submit.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "common/spec/checks.h"
 #include "nlohmann/json.hpp"
@@ -14,5 +16,9 @@ namespace tae::spec {
 // induction 5, assoc_recall 8). The message names the key, e.g. "train.seq_len: task
 // assoc_recall needs at least 8 positions (...), got 6".
 std::optional<CrossProblem> CheckTask(const nlohmann::json& config);
+
+// The same for a task and its shape, as tae-train's task constructors ask it: the one table of
+// what each task needs. Nothing for a task without needs (lm, or a name it does not know).
+std::optional<CrossProblem> CheckTaskShape(std::string_view task, int64_t vocab, int64_t seq_len);
 
 }  // namespace tae::spec

@@ -308,18 +308,25 @@ def _check_pruned_heads(c):
                          "the sublayer)")
 
 
-def _check_task(c):
-    task, vocab, seq_len = c["train.task"], c["train.vocab"], c["train.seq_len"]
+def task_shape_problem(task, vocab, seq_len):
+    """(key, why) when train.vocab or train.seq_len leaves no room for the task's layout, else
+    None: the one table of what each task needs, which tasks.py's generators ask too."""
     if task not in _TASK_NEEDS:
-        return
+        return None
     min_seq_len, needs, min_vocab, vocab_needs = _TASK_NEEDS[task]
     if vocab < min_vocab:
         why = f" ({vocab_needs})" if vocab_needs else ""
-        raise _error("train.vocab", f"task {task} needs at least {min_vocab} symbols{why}, got "
-                     f"{vocab}")
+        return "train.vocab", f"task {task} needs at least {min_vocab} symbols{why}, got {vocab}"
     if seq_len < min_seq_len:
-        raise _error("train.seq_len", f"task {task} needs at least {min_seq_len} positions "
-                     f"({needs}), got {seq_len}")
+        return "train.seq_len", (f"task {task} needs at least {min_seq_len} positions ({needs}), "
+                                 f"got {seq_len}")
+    return None
+
+
+def _check_task(c):
+    problem = task_shape_problem(c["train.task"], c["train.vocab"], c["train.seq_len"])
+    if problem:
+        raise _error(*problem)
 
 
 def _check_config(c):

@@ -14,6 +14,8 @@ import tempfile
 
 import torch
 
+from . import spec
+
 MASK64 = (1 << 64) - 1
 TRAIN_STREAM = 1
 EVAL_STREAM = 2
@@ -146,14 +148,12 @@ def _synthetic(t, hide_answers, special, fill):
     return _Stream(vocab + special, 1.0 / vocab, t.seed, t.eval_batches, generate)
 
 
-def _check_shape(task, t, min_seq_len, needs, min_vocab=2, vocab_needs=""):
-    if t.vocab < min_vocab:
-        why = f" ({vocab_needs})" if vocab_needs else ""
-        raise ValueError(f"train.vocab: task {task} needs at least {min_vocab} symbols{why}, got "
-                         f"{t.vocab}")
-    if t.seq_len < min_seq_len:
-        raise ValueError(f"train.seq_len: task {task} needs at least {min_seq_len} positions "
-                         f"({needs}), got {t.seq_len}")
+def _check_shape(task, t):
+    """ValueError naming train.vocab or train.seq_len when the shape leaves no room for the
+    task's layout (spec.py's table, the port of common/spec/task_checks.cc)."""
+    problem = spec.task_shape_problem(task, t.vocab, t.seq_len)
+    if problem:
+        raise ValueError(f"{problem[0]}: {problem[1]}")
 
 
 def _copy(t, hide_answers):
@@ -183,7 +183,7 @@ def _copy(t, hide_answers):
 
 
 def _order(name, sort, t, hide_answers):
-    _check_shape(name, t, 4, "a sequence of at least 2 symbols, SEP and its rearrangement")
+    _check_shape(name, t)
     length = t.seq_len // 2
     vocab = t.vocab
 
@@ -199,8 +199,7 @@ def _order(name, sort, t, hide_answers):
 
 
 def _assoc_recall(t, hide_answers):
-    _check_shape("assoc_recall", t, 8, "2 key-value pairs, SEP and 2 queries with their answers",
-                 4, "keys are the lower half of the symbols and values the upper half")
+    _check_shape("assoc_recall", t)
     keys = t.vocab // 2
     values = t.vocab - keys
     pairs = min(keys, t.seq_len // 4)
@@ -225,8 +224,7 @@ def _assoc_recall(t, hide_answers):
 
 
 def _induction(t, hide_answers):
-    _check_shape("induction", t, 5,
-                 "a block of 2 or 3 symbols and its repeat, so the length can vary")
+    _check_shape("induction", t)
     row_len = t.seq_len + 1
     max_block = row_len // 2
     vocab = t.vocab
@@ -244,7 +242,7 @@ def _induction(t, hide_answers):
 
 
 def _mod_add(t, hide_answers):
-    _check_shape("mod_add", t, 4, "one problem a + b = c is 5 tokens")
+    _check_shape("mod_add", t)
     vocab = t.vocab
     problems = (t.seq_len + 1) // 5
     plus, eq = vocab + 3, vocab + 4
