@@ -373,7 +373,7 @@ def parse(spec):
         tables[_table(name)][_leaf(name)] = _typed(entry, checked[name])
     config = RunConfig(ModelConfig(**tables["model"]), TrainingConfig(**tables["train"]),
                        EvalConfig(**tables["eval"]))
-    # 0 stays "= model.heads" here (ModelConfig.kv); tae-train stores the resolved count.
+    # 0 stays "= model.heads" (ModelConfig.kv resolves it, as tae-train's KvHeads does).
     _check_engine(config.train, config.eval)
     return config
 
