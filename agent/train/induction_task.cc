@@ -5,7 +5,7 @@
 namespace tae::train {
 namespace {
 
-constexpr int64_t kMinBlock = 2;   // a block of one symbol would be a constant row
+constexpr int64_t kMinBlock = 2;  // a block of one symbol would be a constant row
 
 class InductionFormat final : public RowFormat {
  public:
