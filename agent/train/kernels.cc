@@ -7,8 +7,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <limits>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace tae::train {
 
@@ -262,7 +266,47 @@ class AttentionFunction : public torch::autograd::Function<AttentionFunction> {
 
 }  // namespace
 
-bool FastKernelsEnabled() { return FindSgemm() != nullptr && g_enabled_for_test.load(); }
+bool FastKernelsTurnedOff() {
+  static const bool off = [] {
+    const char* value = std::getenv("TAE_FAST_KERNELS");
+    return value != nullptr && (std::string_view(value) == "0" || std::string_view(value) == "off");
+  }();
+  return off;
+}
+
+bool FastKernelsEnabled() {
+  return FindSgemm() != nullptr && !FastKernelsTurnedOff() && g_enabled_for_test.load();
+}
+
+std::string OneDnnIsa() {
+  using GetIsa = int (*)();
+  const auto get = reinterpret_cast<GetIsa>(::dlsym(RTLD_DEFAULT, "dnnl_get_effective_cpu_isa"));
+  if (get == nullptr) {
+    return "none";
+  }
+  // dnnl_cpu_isa_t (oneDNN 2.x, dnnl_types.h).
+  const int isa = get();
+  switch (isa) {
+    case 0x1:
+      return "sse41";
+    case 0x3:
+      return "avx";
+    case 0x7:
+      return "avx2";
+    case 0x407:
+      return "avx2_vnni";
+    case 0x27:
+      return "avx512_core";
+    case 0x67:
+      return "avx512_core_vnni";
+    case 0xe7:
+      return "avx512_core_bf16";
+    case 0x3e7:
+      return "avx512_core_amx";
+    default:
+      return absl::StrCat("isa 0x", absl::Hex(isa));
+  }
+}
 
 void SetFastKernelsEnabledForTest(bool enabled) { g_enabled_for_test.store(enabled); }
 

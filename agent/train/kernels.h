@@ -23,10 +23,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "agent/train/kernel_facts.h"
+
 namespace tae::train {
 
-// Whether the fast paths can run in this process (and were not turned off by a test).
-bool FastKernelsEnabled();
 // Tests compare the fast paths with libtorch's ops: false sends every caller to libtorch's.
 void SetFastKernelsEnabledForTest(bool enabled);
 

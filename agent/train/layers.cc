@@ -193,14 +193,18 @@ AttentionImpl::Projected AttentionImpl::Project(const torch::Tensor& x) const {
 namespace {
 
 // The additive causal mask [time, time]: 0 on and below the diagonal, -inf above; zeros when not
-// causal. Cached per thread for the last shape: every layer and step of a run asks for the same
-// one. Not a module buffer, so it is in no checkpoint.
-const torch::Tensor& MaskBias(int64_t time, bool causal) {
+// causal; in the scores' dtype (float32 in training; float64 where a test evaluates the model
+// exactly). Cached per thread for the last shape and dtype: every layer and step of a run asks
+// for the same one. Not a module buffer, so it is in no checkpoint.
+const torch::Tensor& MaskBias(int64_t time, bool causal, torch::ScalarType dtype) {
   thread_local torch::Tensor cached[2];
   torch::Tensor& bias = cached[causal ? 1 : 0];
-  if (!bias.defined() || bias.size(0) != time) {
-    bias = causal ? torch::full({time, time}, -std::numeric_limits<float>::infinity()).triu(1)
-                  : torch::zeros({time, time});
+  if (!bias.defined() || bias.size(0) != time || bias.scalar_type() != dtype) {
+    const auto options = torch::TensorOptions().dtype(dtype);
+    bias =
+        causal
+            ? torch::full({time, time}, -std::numeric_limits<double>::infinity(), options).triu(1)
+            : torch::zeros({time, time}, options);
   }
   return bias;
 }
@@ -216,12 +220,13 @@ torch::Tensor AttentionImpl::Probabilities(const torch::Tensor& q, const torch::
   const int64_t hd = options_.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
   torch::Tensor scores =
-      torch::baddbmm(MaskBias(time, options_.causal), q.reshape({batch * heads, time, hd}),
+      torch::baddbmm(MaskBias(time, options_.causal, q.scalar_type()),
+                     q.reshape({batch * heads, time, hd}),
                      k.reshape({batch * heads, time, hd}).transpose(1, 2), /*beta=*/1.0,
                      /*alpha=*/scale)
           .view({batch, heads, time, time});
   if (alibi_slopes_.defined()) {
-    torch::Tensor position = torch::arange(time, torch::kFloat);
+    torch::Tensor position = torch::arange(time, scores.options());
     torch::Tensor distance = (position.unsqueeze(1) - position.unsqueeze(0)).abs_();
     scores = scores - alibi_slopes_ * distance;
   }

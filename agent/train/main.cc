@@ -2,6 +2,7 @@
 //   tae-train --spec run.json
 //   tae-train --check run.json...   (check run specs only)
 //   tae-train --schema              (the run-spec schema as JSON, for the torch engine)
+//   tae-train --runtime             (the libraries, kernels and threads it would compute with)
 // Exit codes: 0 success, 1 runtime failure, 2 bad spec / flags / environment.
 
 #include <malloc.h>
@@ -43,6 +44,7 @@ constexpr char kUsage[] =
     "usage: tae-train --spec run.json [--checkpoint-dir DIR]\n"
     "       tae-train --check run.json...\n"
     "       tae-train --schema\n"
+    "       tae-train --runtime\n"
     "\n"
     "Trains and evaluates one Transformer ablation run described by run.json, a flat JSON object\n"
     "of experiment-file keys (\"model.layers\", \"train.lr\", ...; see docs/design.md section "
@@ -64,6 +66,9 @@ constexpr char kUsage[] =
     "                        allowed values) as JSON and exit; the build writes it to\n"
     "                        ../share/tae/python/tae_torch/schema.json, where the torch\n"
     "                        engine reads it\n"
+    "  --runtime             print what this process would compute with (libtorch, BLAS and\n"
+    "                        its kernel set, oneDNN's instruction set, the fast kernels,\n"
+    "                        threads) as JSON and exit: the same facts a run's metadata has\n"
     "\n"
     "With train.engine = \"torch\" the run is trained by the PyTorch engine instead: tae-train\n"
     "starts `python3 -m tae_torch` (from ../share/tae/python beside this program) with the same\n"
@@ -73,6 +78,9 @@ constexpr char kUsage[] =
     "  TAE_METRICS_FD      fd to write metric JSON lines to (default: stdout)\n"
     "  TAE_THREADS         CPU threads when train.threads is 0 (default: all hardware threads)\n"
     "  TAE_CHECKPOINT_DIR  checkpoint directory (the agent sets one per run)\n"
+    "  TAE_FAST_KERNELS    0 or off: libtorch's ops instead of the oneDNN fast paths\n"
+    "  ONEDNN_MAX_CPU_ISA  caps oneDNN's instruction set (e.g. AVX2); OPENBLAS_CORETYPE\n"
+    "                      picks OpenBLAS's kernels (e.g. Haswell)\n"
     "  TAE_WORLD_SIZE      processes of a data-parallel run (default 1); above 1 also:\n"
     "  TAE_RANK            this process's rank, 0..TAE_WORLD_SIZE-1 (rank 0 reports/checkpoints)\n"
     "  MASTER_ADDR         rank 0's host; MASTER_PORT: the port rank 0's TCPStore listens on\n"
@@ -134,6 +142,23 @@ bool ParseArgs(int argc, char** argv, Args* args, int* exit_code) {
     }
     if (arg == "--schema") {
       std::cout << tae::spec::RunSpecSchemaJson().dump(2) << std::endl;
+      *exit_code = 0;
+      return false;
+    }
+    if (arg == "--runtime") {
+      // As a run with train.threads = 0 would configure its pools.
+      absl::StatusOr<int> threads = tae::train::ResolveThreadCount(0, std::getenv("TAE_THREADS"));
+      if (!threads.ok()) {
+        std::cerr << "tae-train: " << threads.status().message() << "\n";
+        *exit_code = kExitUsage;
+        return false;
+      }
+      tae::train::ConfigureThreads(*threads);
+      nlohmann::json runtime = nlohmann::json::object();
+      for (const auto& [key, value] : tae::train::RuntimeMetadata()) {
+        runtime[key] = value;
+      }
+      std::cout << runtime.dump(2) << std::endl;
       *exit_code = 0;
       return false;
     }

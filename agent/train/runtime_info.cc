@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "agent/train/kernel_facts.h"
 #include "agent/train/threads.h"
 
 namespace tae::train {
@@ -25,6 +26,14 @@ std::vector<std::pair<std::string, std::string>> RuntimeMetadata() {
   if (void* symbol = ::dlsym(RTLD_DEFAULT, "openblas_get_num_threads")) {
     meta.emplace_back("openblas_threads", absl::StrCat(reinterpret_cast<GetThreads>(symbol)()));
   }
+  using GetCore = char* (*)();
+  if (void* symbol = ::dlsym(RTLD_DEFAULT, "openblas_get_corename")) {
+    meta.emplace_back("openblas_core", reinterpret_cast<GetCore>(symbol)());
+  }
+  meta.emplace_back("onednn_isa", OneDnnIsa());
+  meta.emplace_back("fast_kernels", FastKernelsEnabled()     ? "on"
+                                    : FastKernelsTurnedOff() ? "off (TAE_FAST_KERNELS)"
+                                                             : "off (no dnnl_sgemm)");
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
   meta.emplace_back("omp_wait_policy", wait_policy != nullptr ? wait_policy : "unset");
   const char* proc_bind = std::getenv("OMP_PROC_BIND");

@@ -11,9 +11,11 @@
 namespace tae::train {
 
 // In this order: libtorch ("1.13.0"), blas (the loaded library's path, or "none"), threads
-// (libtorch's intra-op pool), interop_threads, openblas_threads (only when OpenBLAS is loaded),
-// omp_wait_policy and omp_proc_bind (OMP_WAIT_POLICY / OMP_PROC_BIND, or "unset"). Call after
-// ConfigureThreads().
+// (libtorch's intra-op pool), interop_threads, openblas_threads and openblas_core (the kernel
+// set OpenBLAS picked, after OPENBLAS_CORETYPE; only when OpenBLAS is loaded), onednn_isa (the
+// instruction set of oneDNN's sgemm, after ONEDNN_MAX_CPU_ISA), fast_kernels ("on", or "off"
+// and why: kernels.h), omp_wait_policy and omp_proc_bind (OMP_WAIT_POLICY / OMP_PROC_BIND, or
+// "unset"). Call after ConfigureThreads().
 std::vector<std::pair<std::string, std::string>> RuntimeMetadata();
 
 }  // namespace tae::train

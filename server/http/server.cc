@@ -38,10 +38,6 @@ constexpr size_t kMaxBodyBytes = 64 << 10;
 constexpr uint32_t kMaxHeaderBytes = 16 << 10;
 // An answer must be taken by the client within this long (a log download is a few MB).
 constexpr auto kWriteTimeout = std::chrono::seconds(60);
-// After a failed accept (EMFILE, ENFILE, ENOBUFS: descriptors are shared with the agent listener
-// and SQLite), the next try waits this long, doubling up to the cap; a success resets it.
-constexpr auto kAcceptBackoffFirst = std::chrono::milliseconds(50);
-constexpr auto kAcceptBackoffMax = std::chrono::milliseconds(2000);
 
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';

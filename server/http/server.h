@@ -78,6 +78,13 @@ struct ServerOptions {
   double request_timeout_s = 15;
 };
 
+// After a failed accept (EMFILE, ENFILE, ENOBUFS: descriptors are shared with the agent listener
+// and SQLite), the next try waits kAcceptBackoffFirst, doubling up to kAcceptBackoffMax; a success
+// resets it. So in any interval of length T after the first failure there are at most
+// 1 + max{k : the first k waits sum to at most T} failed accepts, however loaded the machine.
+inline constexpr std::chrono::milliseconds kAcceptBackoffFirst{50};
+inline constexpr std::chrono::milliseconds kAcceptBackoffMax{2000};
+
 class Server {
  public:
   // Binds and starts serving on its own thread. A listen address beyond loopback is refused.

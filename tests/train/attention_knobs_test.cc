@@ -1,6 +1,7 @@
 // The attention knobs: prune_heads (really fewer parameters, same function as a masked head),
 // head_dim, rope/alibi attention patterns, head gates, and the analytic FLOPs formula.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include "agent/train/config.h"
 #include "agent/train/layers.h"
 #include "agent/train/model.h"
+#include "tests/train/rounding.h"
 
 namespace tae::train {
 namespace {
@@ -130,11 +132,16 @@ TEST_CASE("a head removed with prune_heads computes what masking that head at ev
       for (int64_t h : pruned_heads) {
         gate[h] = 0.0;
       }
-      full->SetHeadGates({torch::Tensor(), gate});
+      // In float64: the two models multiply matrices of different widths, whose float32 sums
+      // round differently by sgemm kernel; in float64 they agree to rounding (rounding.h).
+      full->to(torch::kDouble);
+      pruned->to(torch::kDouble);
+      full->SetHeadGates({torch::Tensor(), gate.to(torch::kDouble)});
       const torch::Tensor masked = Logits(full, Tokens());
       const torch::Tensor removed = Logits(pruned, Tokens());
       INFO("kv_heads " << kv_heads << ", pruned " << pruned_heads.size() << " head(s)");
-      CHECK(torch::allclose(masked, removed, 1e-5, 1e-5));
+      REQUIRE(masked.scalar_type() == torch::kDouble);
+      CHECK(rounding::SameInFloat64(masked, removed));
       full->ClearHeadGates();
       CHECK_FALSE(torch::allclose(Logits(full, Tokens()), removed, 1e-3, 1e-3));
     }
@@ -171,7 +178,8 @@ TEST_CASE("ALiBi slopes follow Press et al.", "[model][alibi]") {
 }
 
 // Attention of one layer over a sequence of identical vectors: every q.k is the same, so the
-// pattern is whatever the positional mechanism makes of it.
+// pattern is whatever the positional mechanism makes of it. In float64, where "the same" holds to
+// float64 rounding whatever order a kernel sums each q.k in (rounding.h).
 torch::Tensor PatternOfIdenticalTokens(PosEncoding pos_encoding) {
   AttentionOptions options;
   options.d_model = 16;
@@ -182,8 +190,9 @@ torch::Tensor PatternOfIdenticalTokens(PosEncoding pos_encoding) {
   options.max_len = 8;
   torch::manual_seed(3);
   Attention attention(options);
+  attention->to(torch::kDouble);
   torch::NoGradGuard no_grad;
-  torch::Tensor x = torch::randn({1, 1, 16}).expand({1, 8, 16}).contiguous();
+  torch::Tensor x = torch::randn({1, 1, 16}, torch::kDouble).expand({1, 8, 16}).contiguous();
   return attention->AttentionPattern(x)[0];  // [heads, 8, 8]
 }
 
@@ -193,16 +202,17 @@ TEST_CASE("none, rope and alibi give different attention patterns", "[model][pos
   const torch::Tensor alibi = PatternOfIdenticalTokens(PosEncoding::kAlibi);
   // none: uniform over the visible prefix.
   for (int64_t i = 0; i < 8; ++i) {
-    CHECK(torch::allclose(none.index({Slice(), i, Slice(0, i + 1)}),
-                          torch::full({2, i + 1}, 1.0 / static_cast<double>(i + 1)), 1e-6, 1e-6));
+    CHECK(rounding::SameInFloat64(
+        none.index({Slice(), i, Slice(0, i + 1)}),
+        torch::full({2, i + 1}, 1.0 / static_cast<double>(i + 1), torch::kDouble)));
   }
   // alibi: softmax over j <= i of -slope_h * (i - j), exactly.
   const std::vector<double> slopes = AlibiSlopes(2);
   for (int64_t h = 0; h < 2; ++h) {
     for (int64_t i = 0; i < 8; ++i) {
-      torch::Tensor distance = i - torch::arange(i + 1, torch::kFloat);
+      torch::Tensor distance = i - torch::arange(i + 1, torch::kDouble);
       torch::Tensor expected = torch::softmax(-slopes[static_cast<size_t>(h)] * distance, 0);
-      CHECK(torch::allclose(alibi.index({h, i, Slice(0, i + 1)}), expected, 1e-5, 1e-6));
+      CHECK(rounding::SameInFloat64(alibi.index({h, i, Slice(0, i + 1)}), expected));
     }
   }
   // rope: q.k depends on the relative position, so the pattern is not uniform.
@@ -210,7 +220,7 @@ TEST_CASE("none, rope and alibi give different attention patterns", "[model][pos
   CHECK_FALSE(torch::allclose(rope, alibi, 1e-3, 1e-3));
   // All three keep the causal mask.
   for (const torch::Tensor& pattern : {none, rope, alibi}) {
-    CHECK(pattern.triu(1).abs().max().item<float>() == 0.0f);
+    CHECK(pattern.triu(1).abs().max().item<double>() == 0.0);
   }
 }
 
@@ -225,13 +235,15 @@ TEST_CASE("rope scores depend on relative position only", "[model][positions]") 
   options.max_len = 12;
   torch::manual_seed(4);
   Attention attention(options);
+  // In float64: the rotations at the two places round differently in float32 (rounding.h).
+  attention->to(torch::kDouble);
   torch::NoGradGuard no_grad;
   // The same two tokens at distance 3, placed at positions (1, 4) and (6, 9) of a padded sequence
   // of one repeated filler: the filler contributes equally, the pair's mutual score is identical.
-  torch::Tensor a = torch::randn({16});
-  torch::Tensor b = torch::randn({16});
+  torch::Tensor a = torch::randn({16}, torch::kDouble);
+  torch::Tensor b = torch::randn({16}, torch::kDouble);
   auto pattern_with_pair_at = [&](int64_t first) {
-    torch::Tensor x = torch::zeros({1, 12, 16});
+    torch::Tensor x = torch::zeros({1, 12, 16}, torch::kDouble);
     x[0][first] = a;
     x[0][first + 3] = b;
     return attention->AttentionPattern(x)[0];
@@ -241,7 +253,37 @@ TEST_CASE("rope scores depend on relative position only", "[model][positions]") 
   // Logit differences are shift-invariant: p(a->b) / p(a->a) is the same at both places.
   torch::Tensor early_ratio = early.index({Slice(), 1, 4}) / early.index({Slice(), 1, 1});
   torch::Tensor late_ratio = late.index({Slice(), 6, 9}) / late.index({Slice(), 6, 6});
-  CHECK(torch::allclose(early_ratio, late_ratio, 1e-4, 1e-5));
+  // The rope tables are float32 buffers, so the rotations at the two places are exact to 2^-24
+  // only: each cos and sin is off by at most 2^-25 of itself, each rotated component by at most
+  // 2^-25 (|x1| + |x2|), so each score by at most 2^-24 scale |q|_1 |k|_1 (q and k rotated). The
+  // log-ratio is a difference of two scores at each place: within 4 times that, plus float64's
+  // own rounding.
+  const torch::Tensor qkv_weight = attention->named_parameters()["qkv.weight"];
+  const torch::Tensor qkv_bias = attention->named_parameters()["qkv.bias"];
+  const int64_t width = options.heads * options.head_dim;
+  double worst_score = 0.0;
+  for (const torch::Tensor& token : {a, b}) {
+    const torch::Tensor projected = torch::matmul(qkv_weight, token) + qkv_bias;
+    for (int64_t h = 0; h < options.heads; ++h) {
+      const double q = projected.slice(0, h * options.head_dim, (h + 1) * options.head_dim)
+                           .abs()
+                           .sum()
+                           .item<double>();
+      for (const torch::Tensor& other : {a, b}) {
+        const torch::Tensor k =
+            (torch::matmul(qkv_weight, other) + qkv_bias)
+                .slice(0, width + h * options.head_dim, width + (h + 1) * options.head_dim);
+        worst_score = std::max(worst_score, q * k.abs().sum().item<double>() /
+                                                std::sqrt(static_cast<double>(options.head_dim)));
+      }
+    }
+  }
+  const double relative = std::expm1(4.0 * 0x1p-24 * worst_score) + rounding::kFloat64Agreement;
+  INFO("ratios " << early_ratio << " and " << late_ratio << ", relative bound " << relative);
+  CHECK(((early_ratio - late_ratio).abs() <= relative * late_ratio.abs()).all().item<bool>());
+  // A score that depended on absolute position would move the ratio by far more.
+  const torch::Tensor shifted = early.index({Slice(), 1, 5}) / early.index({Slice(), 1, 1});
+  CHECK_FALSE(((early_ratio - shifted).abs() <= relative * shifted.abs()).all().item<bool>());
 }
 
 TEST_CASE("head gates carry a gradient for kept heads only", "[model][heads]") {

@@ -12,6 +12,7 @@
 
 #include "agent/train/config.h"
 #include "agent/train/layers.h"
+#include "tests/skip.h"
 
 namespace tae::train {
 namespace {
@@ -88,6 +89,9 @@ struct LinearModule : torch::nn::Module {
 };
 
 TEST_CASE("fast linear matches torch::linear, with and without bias", "[kernels]") {
+  if (FastKernelsTurnedOff()) {
+    TAE_SKIP("TAE_FAST_KERNELS turned the fast paths off in this environment: nothing to compare");
+  }
   for (bool bias : {true, false}) {
     torch::manual_seed(1);
     auto module = std::make_shared<LinearModule>(bias);
@@ -159,6 +163,9 @@ std::vector<Case> AttentionCases() {
 
 TEST_CASE("fused attention matches libtorch's ops for every attention knob",
           "[kernels][attention]") {
+  if (FastKernelsTurnedOff()) {
+    TAE_SKIP("TAE_FAST_KERNELS turned the fast paths off in this environment: nothing to compare");
+  }
   for (const Case& c : AttentionCases()) {
     SECTION(c.name) {
       torch::manual_seed(2);
@@ -175,6 +182,9 @@ TEST_CASE("fused attention matches libtorch's ops for every attention knob",
 }
 
 TEST_CASE("attention dropout in training takes libtorch's path", "[kernels][attention]") {
+  if (FastKernelsTurnedOff()) {
+    TAE_SKIP("TAE_FAST_KERNELS turned the fast paths off in this environment: nothing to compare");
+  }
   AttentionOptions options;
   options.d_model = 16;
   options.heads = 2;

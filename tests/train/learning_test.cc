@@ -50,17 +50,19 @@ double InductionAccuracy(int64_t layers, const char* init) {
 
 TEST_CASE("induction: two attention-only layers learn it, one layer does not") {
   // Measured (seed 0): gpt2 init 0.92 vs 0.36 (seeds 1, 2: 0.355, 0.355 for one layer);
-  // PyTorch's default init 0.87 vs 0.32. With tied embeddings two layers stayed at 0.30.
-  const double two = InductionAccuracy(2, "gpt2");
-  const double one = InductionAccuracy(1, "gpt2");
-  INFO("gpt2 init: 2 layers " << two << ", 1 layer " << one);
-  CHECK(two >= 0.8);
-  CHECK(one <= 0.40);
-  const double two_torch = InductionAccuracy(2, "torch");
-  const double one_torch = InductionAccuracy(1, "torch");
-  INFO("torch init: 2 layers " << two_torch << ", 1 layer " << one_torch);
-  CHECK(two_torch >= 0.8);
-  CHECK(one_torch <= 0.35);
+  // PyTorch's default init 0.87 vs 0.32; the same to 1e-4 on oneDNN AVX-512, oneDNN AVX2 and
+  // OpenBLAS. With tied embeddings two layers stayed at 0.30. The claim is the literature's: two
+  // layers learn it (>= 0.8, as docs/tasks.md's calibration checks), one layer does not (<= 0.6,
+  // the same check's bound), and the gap between them is most of the task (>= 0.4), not a
+  // threshold fitted to one trajectory.
+  for (const char* init : {"gpt2", "torch"}) {
+    const double two = InductionAccuracy(2, init);
+    const double one = InductionAccuracy(1, init);
+    INFO(init << " init: 2 layers " << two << ", 1 layer " << one);
+    CHECK(two >= 0.8);
+    CHECK(one <= 0.6);
+    CHECK(two - one >= 0.4);
+  }
 }
 
 }  // namespace

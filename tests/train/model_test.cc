@@ -3,11 +3,13 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "agent/train/config.h"
+#include "tests/train/rounding.h"
 
 namespace tae::train {
 namespace {
@@ -175,13 +177,32 @@ TEST_CASE("swiglu and geglu compute down(act(gate(x)) * up(x))", "[model]") {
       named.value().normal_(0.0, 0.5);
     }
     torch::Tensor x = torch::randn({2, 5, config.d_model});
-    torch::Tensor gate = torch::linear(x, p["gate.weight"], p["gate.bias"]);
-    gate = gated == Activation::kSwiGlu ? gate * torch::sigmoid(gate) : torch::gelu(gate);
-    torch::Tensor up = torch::linear(x, p["up.weight"], p["up.bias"]);
-    torch::Tensor expected = torch::linear(gate * up, p["down.weight"], p["down.bias"]);
+    // The formula in float64, with a bound on any float32 evaluation's rounding (rounding.h):
+    // the layer's own float32 products, whichever sgemm runs them, must land within it.
+    namespace r = rounding;
+    const r::Bounded in = r::Exact(x);
+    r::Bounded gate = r::Linear(in, p["gate.weight"], p["gate.bias"]);
+    gate =
+        gated == Activation::kSwiGlu
+            ? r::Map(
+                  gate, [](const torch::Tensor& v) { return torch::silu(v); }, r::kSiluLipschitz)
+            : r::Map(
+                  gate, [](const torch::Tensor& v) { return torch::gelu(v); }, r::kGeluLipschitz);
+    const r::Bounded up = r::Linear(in, p["up.weight"], p["up.bias"]);
+    const r::Bounded expected = r::Linear(r::Mul(gate, up), p["down.weight"], p["down.bias"]);
     torch::Tensor y = ffn(x);
     CHECK(y.sizes() == torch::IntArrayRef({2, 5, config.d_model}));
-    CHECK(torch::allclose(y, expected, 1e-4, 1e-5));
+    std::string why;
+    const bool within = r::Within(y, expected, &why);
+    INFO(why);
+    CHECK(within);
+    // A formula with the activation on the other branch is far outside the bound.
+    const r::Bounded swapped = r::Linear(
+        r::Mul(r::Linear(in, p["gate.weight"], p["gate.bias"]),
+               r::Map(
+                   up, [](const torch::Tensor& v) { return torch::silu(v); }, r::kSiluLipschitz)),
+        p["down.weight"], p["down.bias"]);
+    CHECK_FALSE(r::Within(y, swapped, &why));
   }
 }
 
@@ -282,6 +303,39 @@ TEST_CASE("grouped-query attention shrinks K/V projections by heads / kv_heads",
   CHECK(Params(config) == mha);
 }
 
+// Multi-head attention written from its formula in float64, with the bound on any float32
+// evaluation: softmax(q k^T / sqrt(head_dim) + mask) v per head, then the output projection.
+// `params` are an Attention's with as many K/V heads as query heads (qkv rows: Q, K, V).
+rounding::Bounded ReferenceAttention(const torch::Tensor& x,
+                                     const torch::OrderedDict<std::string, torch::Tensor>& params,
+                                     int64_t heads, bool causal) {
+  namespace r = rounding;
+  const int64_t batch = x.size(0);
+  const int64_t time = x.size(1);
+  const int64_t hd = x.size(2) / heads;
+  const r::Bounded qkv = r::Linear(r::Exact(x), params["qkv.weight"], params["qkv.bias"]);
+  auto part = [&](int64_t which) {  // [batch, heads, time, hd]
+    auto pick = [&](const torch::Tensor& t) {
+      return t.view({batch, time, 3, heads, hd}).select(2, which).permute({0, 2, 1, 3});
+    };
+    return r::Bounded{pick(qkv.value), pick(qkv.error)};
+  };
+  const r::Bounded q = r::Scale(part(0), 1.0 / std::sqrt(static_cast<double>(hd)));
+  const r::Bounded k = part(1);
+  r::Bounded scores = r::MatMul(q, {k.value.transpose(-1, -2), k.error.transpose(-1, -2)});
+  if (causal) {
+    const torch::Tensor future = torch::ones({time, time}, torch::kBool).triu(1);
+    scores.value = scores.value.masked_fill(future, -std::numeric_limits<double>::infinity());
+    scores.error = scores.error.masked_fill(future, 0.0);
+  }
+  const r::Bounded mixed = r::MatMul(r::Softmax(scores), part(2));
+  auto merge = [&](const torch::Tensor& t) {
+    return t.permute({0, 2, 1, 3}).reshape({batch, time, heads * hd});
+  };
+  return r::Linear({merge(mixed.value), merge(mixed.error)}, params["out.weight"],
+                   params["out.bias"]);
+}
+
 TEST_CASE("grouped-query attention equals MHA with each K/V head repeated", "[model]") {
   torch::manual_seed(6);
   AttentionOptions options;
@@ -317,7 +371,21 @@ TEST_CASE("grouped-query attention equals MHA with each K/V head repeated", "[mo
     mha->named_parameters()[name].copy_(torch::cat({q, k, v}, 0));
   }
   torch::Tensor x = torch::randn({2, 9, d});
-  CHECK(torch::allclose(gqa(x), mha(x), 1e-4, 1e-5));
+  // Both against causal MHA written out in float64 from the MHA weights, each within the bound
+  // on float32 rounding (rounding.h): equal maths, whatever kernels each path takes.
+  const rounding::Bounded expected =
+      ReferenceAttention(x, mha->named_parameters(), options.heads, /*causal=*/true);
+  std::string why;
+  const bool gqa_within = rounding::Within(gqa(x), expected, &why);
+  INFO("gqa: " << why);
+  CHECK(gqa_within);
+  const bool mha_within = rounding::Within(mha(x), expected, &why);
+  INFO("mha: " << why);
+  CHECK(mha_within);
+  // Without the causal mask it is another function, far outside the bound.
+  CHECK_FALSE(rounding::Within(
+      mha(x), ReferenceAttention(x, mha->named_parameters(), options.heads, /*causal=*/false),
+      &why));
 }
 
 TEST_CASE("the new knobs keep the causal mask and train end to end", "[model]") {

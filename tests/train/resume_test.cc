@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -210,11 +211,12 @@ TEST_CASE("head importance scores every kept head both ways", "[trainer][heads]"
 
 TEST_CASE("masking a head the model relies on costs loss, the score says which", "[heads]") {
   // A 1-layer model with one head left that has learned the copy (chance is 1/8): masking that
-  // head must hurt a lot. Seed 1: at lr 0.01 seed 0 does not settle in 400 steps (eval/acc 0.34,
-  // 0.58, 0.35 at 400, 600, 800 steps), so whether its head had learned enough to pass depended
-  // on float rounding; seeds 1-5 reach 0.89-1.0 with masking costs of 4-7.6 nats.
+  // head must hurt a lot. Whether a given seed settles within 400 steps at lr 0.01 is a matter of
+  // its trajectory, which float rounding (the CPU's sgemm kernels) can tip: seed 0 stays at
+  // eval/acc 0.34-0.58 here, seeds 1-5 reach 0.89-1.0 with masking costs of 4-7.6 nats. The
+  // property is about a head the model relies on, so the test takes the first of seeds 1-5 whose
+  // model has learned the copy, and requires that one of them has.
   nlohmann::json spec = ResumeSpec();
-  spec["train.seed"] = 1;
   spec["model.layers"] = 1;
   spec["model.heads"] = 2;
   spec["model.dropout"] = 0.0;
@@ -222,12 +224,19 @@ TEST_CASE("masking a head the model relies on costs loss, the score says which",
   spec["train.steps"] = 400;
   spec["train.lr"] = 0.01;
   spec["train.head_importance"] = true;
-  Outcome outcome = RunOnce(spec, "", nullptr);
-  REQUIRE(outcome.summary.ok());
-  REQUIRE(outcome.summary->final_eval.accuracy > 0.8);  // the head does the copy
-  INFO("eval/acc " << outcome.summary->final_eval.accuracy);
-  const double masked = outcome.points[{400, MaskedHeadKey(0, 0)}];
-  const double gradient = outcome.points[{400, GradientHeadKey(0, 0)}];
+  std::optional<Outcome> learned;
+  for (int64_t seed = 1; seed <= 5 && !learned; ++seed) {
+    spec["train.seed"] = seed;
+    Outcome outcome = RunOnce(spec, "", nullptr);
+    REQUIRE(outcome.summary.ok());
+    UNSCOPED_INFO("seed " << seed << ": eval/acc " << outcome.summary->final_eval.accuracy);
+    if (outcome.summary->final_eval.accuracy > 0.8) {  // the head does the copy
+      learned = std::move(outcome);
+    }
+  }
+  REQUIRE(learned.has_value());
+  const double masked = learned->points[{400, MaskedHeadKey(0, 0)}];
+  const double gradient = learned->points[{400, GradientHeadKey(0, 0)}];
   CHECK(masked > 0.5);  // nats, back towards ln(8) = 2.08
   CHECK(gradient == Approx(1.0));
 }
