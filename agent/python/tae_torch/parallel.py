@@ -121,15 +121,23 @@ def wrap_fsdp(model, device, block_type):
     return wrapped
 
 
+def _offload_to_cpu(model):
+    """Whether a full state dict should be gathered to host memory: only from an accelerator.
+    On the CPU there is nothing to offload, and torch 2.11's FSDP with offload_to_cpu=True on
+    CPU parameters segfaults cloning the gathered tensors (seen on rank 0 of a 2-rank gloo run)."""
+    return next(model.parameters()).device.type != "cpu"
+
+
 def full_state(model, optimizer):
     """(model state, optimizer state) of an FSDP model, gathered whole on rank 0 (None
     elsewhere): a checkpoint that any world size can load."""
     from torch.distributed.fsdp import FullStateDictConfig, StateDictType  # noqa: PLC0415
     from torch.distributed.fsdp import FullyShardedDataParallel as Fsdp  # noqa: PLC0415
     from torch.distributed.fsdp import FullOptimStateDictConfig  # noqa: PLC0415
+    offload = _offload_to_cpu(model)
     with Fsdp.state_dict_type(model, StateDictType.FULL_STATE_DICT,
-                              FullStateDictConfig(offload_to_cpu=True, rank0_only=True),
-                              FullOptimStateDictConfig(offload_to_cpu=True, rank0_only=True)):
+                              FullStateDictConfig(offload_to_cpu=offload, rank0_only=True),
+                              FullOptimStateDictConfig(offload_to_cpu=offload, rank0_only=True)):
         model_state = model.state_dict()
         optim_state = Fsdp.optim_state_dict(model, optimizer)
     return model_state, optim_state
@@ -141,7 +149,8 @@ def load_full_state(model, optimizer, model_state, optim_state):
     from torch.distributed.fsdp import FullStateDictConfig, StateDictType  # noqa: PLC0415
     from torch.distributed.fsdp import FullyShardedDataParallel as Fsdp  # noqa: PLC0415
     with Fsdp.state_dict_type(model, StateDictType.FULL_STATE_DICT,
-                              FullStateDictConfig(offload_to_cpu=True, rank0_only=False)):
+                              FullStateDictConfig(offload_to_cpu=_offload_to_cpu(model),
+                                                  rank0_only=False)):
         model.load_state_dict(model_state)
         optimizer.load_state_dict(Fsdp.optim_state_dict_to_load(model, optimizer, optim_state))
 
