@@ -48,15 +48,16 @@ int main(int argc, char** argv) {
   // inherits the enrolment token or the credential.
   ::unsetenv("TAE_AGENT_TOKEN");
   options.id = tae::cli::EnvOr("TAE_AGENT_ID", "");
-  options.work_dir = tae::cli::EnvOr("TAE_AGENT_DIR", "/tmp/tae-agent");
+  options.work_dir = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_AGENT_DIR", "/tmp/tae-agent"));
   options.train_binary = tae::cli::ProgramDir() + "/tae-train";
   // Installed layout: PREFIX/bin/tae-agent and PREFIX/share/tae/python (the build tree mirrors it).
   options.python_dir = tae::cli::ProgramDir() + "/../share/tae/python";
-  options.job_binary = tae::cli::ProgramDir() + "/tae-job";
+  options.job_binary = tae::cli::AbsolutePath(
+      tae::cli::EnvOr("TAE_JOB_BINARY", tae::cli::ProgramDir() + "/tae-job"));
   tae::tls::ClientFiles tls_files;
-  tls_files.ca = tae::cli::EnvOr("TAE_TLS_CA", "");
-  tls_files.cert = tae::cli::EnvOr("TAE_TLS_CERT", "");
-  tls_files.key = tae::cli::EnvOr("TAE_TLS_KEY", "");
+  tls_files.ca = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_TLS_CA", ""));
+  tls_files.cert = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_TLS_CERT", ""));
+  tls_files.key = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_TLS_KEY", ""));
   tls_files.server_name = tae::cli::EnvOr("TAE_TLS_SERVER_NAME", "");
   std::string labels = "accelerator=cpu";
   int threads = 0;
@@ -74,23 +75,24 @@ int main(int argc, char** argv) {
       "(deploy/make-certs.sh, docs/security.md); without it a non-loopback --taed is refused, so\n"
       "the token never crosses the network in the clear.");
   flags.String("taed", &options.taed, "taed's agent link address host:port (TAE_TAED)");
-  flags.String("tls-ca", &tls_files.ca,
-               "PEM CA that signed taed's certificate: dial with TLS (TAE_TLS_CA)");
-  flags.String("tls-cert", &tls_files.cert,
-               "PEM client certificate, for a taed with --tls-client-ca (TAE_TLS_CERT)");
-  flags.String("tls-key", &tls_files.key,
-               "PEM private key of --tls-cert, unencrypted (TAE_TLS_KEY)");
+  flags.Path("tls-ca", &tls_files.ca,
+             "PEM CA that signed taed's certificate: dial with TLS (TAE_TLS_CA)");
+  flags.Path("tls-cert", &tls_files.cert,
+             "PEM client certificate, for a taed with --tls-client-ca (TAE_TLS_CERT)");
+  flags.Path("tls-key", &tls_files.key, "PEM private key of --tls-cert, unencrypted (TAE_TLS_KEY)");
   flags.String("tls-server-name", &tls_files.server_name,
                "name taed's certificate must carry, when --taed's host is not in it, e.g. an IP "
                "(TAE_TLS_SERVER_NAME)");
   flags.String("id", &options.id, "agent id (default: hostname)");
   flags.Int("slots", &options.slots, "runs this agent runs at once");
   flags.String("labels", &labels, "comma-separated key=value labels");
-  flags.String("work-dir", &options.work_dir, "where run directories are made (TAE_AGENT_DIR)");
-  flags.String("train-binary", &options.train_binary, "path of tae-train");
+  flags.Path("work-dir", &options.work_dir, "where run directories are made (TAE_AGENT_DIR)");
+  flags.Path("train-binary", &options.train_binary, "path of tae-train");
+  flags.Path("job-binary", &options.job_binary,
+             "path of tae-job, each run's supervisor (TAE_JOB_BINARY; default: next to tae-agent)");
   flags.Int("threads", &threads, "threads per run (default: cores / slots)");
-  flags.String("python-dir", &options.python_dir,
-               "directory of tae_log.py, put on command jobs' PYTHONPATH");
+  flags.Path("python-dir", &options.python_dir,
+             "directory of tae_log.py, put on command jobs' PYTHONPATH");
   flags.Double("sys-interval", &options.sys_interval_s,
                "seconds between a run's sys/* metric points (CPU, memory, accelerators); 0 "
                "turns them off (TAE_SYS_INTERVAL, default 5)");

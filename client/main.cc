@@ -76,9 +76,9 @@ int main(int argc, char** argv) {
   for (; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--home" && i + 1 < argc) {
-      env.home = argv[++i];
+      env.home = tae::cli::AbsolutePath(argv[++i]);
     } else if (arg.rfind("--home=", 0) == 0) {
-      env.home = arg.substr(7);
+      env.home = tae::cli::AbsolutePath(arg.substr(7));
     } else if (arg == "--version") {
       std::printf("taectl %s\n", tae::version::Project());
       return 0;

@@ -20,9 +20,9 @@ int main(int argc, char** argv) {
   tae::daemon::Config config;
   config.home = tae::cli::TaeHome();
   config.agent_listen = tae::cli::EnvOr("TAE_AGENT_LISTEN", config.agent_listen);
-  config.tls.cert = tae::cli::EnvOr("TAE_TLS_CERT", "");
-  config.tls.key = tae::cli::EnvOr("TAE_TLS_KEY", "");
-  config.tls.client_ca = tae::cli::EnvOr("TAE_TLS_CLIENT_CA", "");
+  config.tls.cert = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_TLS_CERT", ""));
+  config.tls.key = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_TLS_KEY", ""));
+  config.tls.client_ca = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_TLS_CLIENT_CA", ""));
   if (!absl::SimpleAtoi(tae::cli::EnvOr("TAE_LOCAL_AGENTS", "1"), &config.local_agents) ||
       !absl::SimpleAtoi(tae::cli::EnvOr("TAE_SLOTS", "1"), &config.slots) ||
       !absl::SimpleAtod(tae::cli::EnvOr("TAE_AGENT_GRACE", "30"), &config.agent_grace_s) ||
@@ -51,15 +51,15 @@ int main(int argc, char** argv) {
       "TAE_LOCAL_AGENTS, TAE_SLOTS, TAE_AGENT_GRACE, TAE_RETRY_BACKOFF, TAE_AGENT_TIMEOUT,\n"
       "TAE_MAX_CHECKPOINT_BYTES, TAE_HTTP, "
       "TAE_LOG_LEVEL.");
-  flags.String("home", &config.home, "data dir (database, socket, logs)");
+  flags.Path("home", &config.home, "data dir (database, socket, logs)");
   flags.String("agent-listen", &config.agent_listen,
                "agent link address host:port (beyond loopback only with --tls-cert/--tls-key)");
-  flags.String("tls-cert", &config.tls.cert,
-               "PEM certificate chain of taed for the agent link (TAE_TLS_CERT)");
-  flags.String("tls-key", &config.tls.key,
-               "PEM private key of --tls-cert, unencrypted (TAE_TLS_KEY)");
-  flags.String("tls-client-ca", &config.tls.client_ca,
-               "PEM CA: agents must present a certificate it signed (mTLS; TAE_TLS_CLIENT_CA)");
+  flags.Path("tls-cert", &config.tls.cert,
+             "PEM certificate chain of taed for the agent link (TAE_TLS_CERT)");
+  flags.Path("tls-key", &config.tls.key,
+             "PEM private key of --tls-cert, unencrypted (TAE_TLS_KEY)");
+  flags.Path("tls-client-ca", &config.tls.client_ca,
+             "PEM CA: agents must present a certificate it signed (mTLS; TAE_TLS_CLIENT_CA)");
   config.http_listen = tae::cli::EnvOr("TAE_HTTP", "");
   flags.String("http", &config.http_listen,
                "the web dashboard's loopback address HOST:PORT (default: the last start's port "
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   flags.Double("retry-backoff", &config.retry_backoff_s,
                "seconds a run lost with its agent waits before its next attempt, doubling per "
                "attempt (at most 300)");
-  flags.String("agent-binary", &config.agent_binary, "path of tae-agent (default: next to taed)");
+  flags.Path("agent-binary", &config.agent_binary, "path of tae-agent (default: next to taed)");
   if (!absl::SimpleAtoi(
           tae::cli::EnvOr("TAE_MAX_CHECKPOINT_BYTES", std::to_string(config.max_checkpoint_bytes)),
           &config.max_checkpoint_bytes)) {
@@ -86,15 +86,15 @@ int main(int argc, char** argv) {
   flags.Int("max-checkpoint-bytes", &config.max_checkpoint_bytes,
             "refuse checkpoints larger than this many bytes (0: no cap); the run's log says "
             "so (TAE_MAX_CHECKPOINT_BYTES; default 64 GiB)");
-  config.ssh_hosts_path = tae::cli::EnvOr("TAE_SSH_HOSTS", "");
-  config.tpu_pools_path = tae::cli::EnvOr("TAE_TPU_POOLS", "");
-  flags.String("tpu-pools", &config.tpu_pools_path,
-               "TOML list of Cloud TPU VM pools taed creates and deletes with gcloud "
-               "(TAE_TPU_POOLS; default $TAE_HOME/tpu-pools.toml when it exists; "
-               "docs/providers.md)");
-  flags.String("ssh-hosts", &config.ssh_hosts_path,
-               "TOML list of hosts whose agents taed starts over ssh (TAE_SSH_HOSTS; default "
-               "$TAE_HOME/ssh-hosts.toml when it exists; docs/providers.md)");
+  config.ssh_hosts_path = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_SSH_HOSTS", ""));
+  config.tpu_pools_path = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_TPU_POOLS", ""));
+  flags.Path("tpu-pools", &config.tpu_pools_path,
+             "TOML list of Cloud TPU VM pools taed creates and deletes with gcloud "
+             "(TAE_TPU_POOLS; default $TAE_HOME/tpu-pools.toml when it exists; "
+             "docs/providers.md)");
+  flags.Path("ssh-hosts", &config.ssh_hosts_path,
+             "TOML list of hosts whose agents taed starts over ssh (TAE_SSH_HOSTS; default "
+             "$TAE_HOME/ssh-hosts.toml when it exists; docs/providers.md)");
   flags.String("log-level", &log_level, "trace, debug, info, warn or error");
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse({argv + 1, argv + argc}, &positional);

@@ -451,6 +451,7 @@ void Agent::RunFailedToStart(const tae::v1::StartRun& start, const std::string& 
   exited.mutable_exited()->set_reason(absl::StrCat("agent could not start it: ", why));
   exited.mutable_exited()->set_interrupted(interrupted);
   exited.mutable_exited()->set_infra(infra && !interrupted);
+  exited.mutable_exited()->set_not_started(infra && !interrupted);  // its program never ran
   OnEvent(std::move(exited));
 }
 

@@ -79,8 +79,9 @@ class Agent {
   void RequestProfile(const tae::v1::ProfileRun& request);
   void OnProfileMarked(const tae::v1::StartRun& start, metrics::ProfileMark mark);
   void ProfileFailed(int64_t run_id, int attempt, const std::string& id, const std::string& error);
-  // interrupted: the agent is going away; infra: the worker failed it (docs/reliability.md).
-  // Either way taed requeues the run without counting the attempt.
+  // interrupted: the agent is going away; infra: the worker failed it before the job ran (a start
+  // fault, docs/reliability.md). Either way taed requeues the run without counting the attempt,
+  // until the same start fault repeats.
   void RunFailedToStart(const tae::v1::StartRun& start, const std::string& why, bool interrupted,
                         bool infra = true);
   // The agent cannot go on (its journal or work dir failed): tells taed (which quarantines it

@@ -129,6 +129,22 @@ std::vector<std::pair<std::string, std::string>> GangEnv(const tae::v1::StartRun
   };
 }
 
+// What a supervisor that ended early said last (JOB_DIR/supervisor.log gets its stderr, and
+// Spawn's own when it could not be executed): the last line, at most 500 bytes of it.
+std::string SupervisorLastWords(const std::string& job_dir) {
+  const std::string path = job_dir + "/supervisor.log";
+  const absl::StatusOr<std::string> text = fs::ReadFile(path);
+  const absl::string_view trimmed =
+      text.ok() ? absl::StripTrailingAsciiWhitespace(*text) : absl::string_view();
+  if (trimmed.empty()) {
+    return absl::StrCat("it left no message in ", path);
+  }
+  const size_t newline = trimmed.rfind('\n');
+  const absl::string_view last =
+      newline == absl::string_view::npos ? trimmed : trimmed.substr(newline + 1);
+  return std::string(last.substr(0, 500));
+}
+
 }  // namespace
 
 struct Runner::Job {
@@ -736,7 +752,9 @@ void Runner::Finish(std::shared_ptr<Job> job) {
     if (absl::StatusOr<std::string> pgid = fs::ReadFile(job->job_dir + "/pgid"); pgid.ok()) {
       job->pgid = static_cast<pid_t>(ParseIntOr(*pgid, 0));
     }
-    EmitStarted(*job);
+    if (job->pgid > 0) {  // else the job never started: its supervisor failed first
+      EmitStarted(*job);
+    }
   }
   job->kill_timer.cancel();
   int exit_code = -1;
@@ -751,21 +769,28 @@ void Runner::Finish(std::shared_ptr<Job> job) {
       signo = static_cast<int>(ParseIntOr(parts[1], 0));
       gone = parts[2] == "1";
     }
+  } else if (job->pgid <= 0) {
+    // The supervisor ended before it started the job (it could not open the job's files, enter
+    // the run directory, or be executed at all): its own words are the cause.
+    reason = absl::StrCat("the job's supervisor (pid ", job->supervisor,
+                          ") could not start the job: ", SupervisorLastWords(job->job_dir));
   } else {
     // The supervisor died (kill -9, OOM) without recording the exit: stop the job too.
-    if (job->pgid > 0) {
-      kill(-job->pgid, SIGKILL);
-    }
+    kill(-job->pgid, SIGKILL);
     reason = absl::StrCat("the job's supervisor (pid ", job->supervisor,
                           ") died without recording its exit");
   }
   // A dead supervisor is the machine's fault (OOM killer, preemption), not the run's: taed
-  // requeues it like a run whose agent went away.
-  const bool lost = !exit_text.ok() && !job->cancel_requested;
+  // requeues it like a run whose agent went away. One that could not start the job is the
+  // worker's fault before the job ran, which taed stops repeating (lifecycle::OnStartFault).
+  const bool not_started = !exit_text.ok() && job->pgid <= 0 && !job->cancel_requested;
+  const bool lost = !exit_text.ok() && !job->cancel_requested && !not_started;
   tae::v1::Event event;
   tae::v1::RunExited* exited = event.mutable_exited();
   exited->set_cancelled(job->cancel_requested && !job->interrupted);
   exited->set_interrupted(job->interrupted || lost);
+  exited->set_infra(not_started && !job->interrupted);
+  exited->set_not_started(not_started);
   exited->set_exit_code(exit_code);
   exited->set_signal(signo);
   if (!reason.empty()) {

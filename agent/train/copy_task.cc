@@ -32,6 +32,15 @@ CopyTask::CopyTask(int64_t vocab, int64_t seq_len, int64_t batch_size, int64_t e
 
 Batch CopyTask::NextTrainBatch() { return Generate(train_rng_); }
 
+absl::StatusOr<std::unique_ptr<Task>> MakeCopyTask(const TaskShape& shape) {
+  if (absl::Status status = CheckTaskShape("copy", shape); !status.ok()) {
+    return status;
+  }
+  return std::unique_ptr<Task>(std::make_unique<CopyTask>(shape.vocab, shape.seq_len,
+                                                          shape.batch_size, shape.eval_batches,
+                                                          shape.seed, shape.hide_answers));
+}
+
 Batch CopyTask::Generate(TaskRng& rng) const {
   const int64_t row_len = seq_len_ + 1;
   const int64_t length = layout_.copy_length;

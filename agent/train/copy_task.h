@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "agent/train/synthetic_task.h"
 #include "agent/train/tasks.h"
 
 namespace tae::train {
@@ -54,5 +56,9 @@ class CopyTask : public Task {
   TaskRng train_rng_;
   std::vector<Batch> eval_;
 };
+
+// The copy task of `shape`, once the task table (spec::CheckTaskShape) says the shape fits, as
+// every other task is made.
+absl::StatusOr<std::unique_ptr<Task>> MakeCopyTask(const TaskShape& shape);
 
 }  // namespace tae::train

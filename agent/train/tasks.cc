@@ -59,10 +59,6 @@ absl::Status TaskRng::Restore(const std::string& state) {
 
 absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TrainConfig& config) {
   const TrainingConfig& t = config.train;
-  if (t.task == TaskKind::kCopy) {
-    return std::unique_ptr<Task>(std::make_unique<CopyTask>(
-        t.vocab, t.seq_len, t.batch_size, t.eval_batches, t.seed, !config.model.causal));
-  }
   TaskShape shape;
   shape.vocab = t.vocab;
   shape.seq_len = t.seq_len;
@@ -71,6 +67,8 @@ absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TrainConfig& config) {
   shape.seed = t.seed;
   shape.hide_answers = !config.model.causal;  // bidirectional models must not read answers
   switch (t.task) {
+    case TaskKind::kCopy:
+      return MakeCopyTask(shape);
     case TaskKind::kReverse:
       return MakeReverseTask(shape);
     case TaskKind::kSort:
@@ -81,7 +79,6 @@ absl::StatusOr<std::unique_ptr<Task>> MakeTask(const TrainConfig& config) {
       return MakeInductionTask(shape);
     case TaskKind::kModAdd:
       return MakeModAddTask(shape);
-    case TaskKind::kCopy:
     case TaskKind::kLm:
       break;
   }

@@ -96,8 +96,8 @@ int Query(const std::vector<std::string>& args) {
             "training lines per run (6 values; an eval line of 4 "
             "every 6 steps)");
   flags.Int("repeats", &options.repeats, "timed invocations of each command");
-  flags.String("data", &options.data_dir,
-               "reuse (or create) the data set in this dir instead of a temporary one");
+  flags.Path("data", &options.data_dir,
+             "reuse (or create) the data set in this dir instead of a temporary one");
   flags.Bool("keep", &options.keep, "keep the temporary TAE_HOME");
   if (int code = Parse(&flags, args); code >= 0) {
     return code;
@@ -117,7 +117,7 @@ int Dataset(const std::vector<std::string>& args) {
       "usage: tae-metrics-bench dataset --data DIR [flags]\n\n"
       "Makes the query data set in DIR (a TAE_HOME; reused when a previous call with the same\n"
       "options made it) and exits: runs submitted through a real taed, points filled in SQLite.");
-  flags.String("data", &dir, "the TAE_HOME to fill");
+  flags.Path("data", &dir, "the TAE_HOME to fill");
   flags.Int("big-runs", &options.big_runs, "runs of the one large experiment");
   flags.Int("big-variants", &options.big_variants, "variants of the large experiment");
   flags.Int("small-experiments", &options.small_experiments, "experiments of 10 runs each");

@@ -1,6 +1,5 @@
 // taectl up / down: start taed in the background with local agents, and stop it.
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -8,10 +7,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -22,7 +19,9 @@
 #include "client/commands/commands.h"
 #include "client/rpc/control_client.h"
 #include "common/cli/flags.h"
+#include "common/cli/paths.h"
 #include "common/fs/fs.h"
+#include "common/process/spawn.h"
 #include "proto/tae/v1/states.h"
 
 namespace tae::client {
@@ -46,7 +45,8 @@ absl::StatusOr<pid_t> SpawnTaed(const CommandEnv& env, int agents, int slots,
   std::error_code ec;
   std::filesystem::create_directories(env.home + "/logs", ec);
   chmod(env.home.c_str(), 0700);
-  std::string binary = cli::EnvOr("TAE_TAED_BINARY", env.binary_dir + "/taed");
+  const std::string binary =
+      cli::AbsolutePath(cli::EnvOr("TAE_TAED_BINARY", env.binary_dir + "/taed"));
   std::string log_path = env.home + "/logs/taed.log";
   std::vector<std::string> args = {
       binary, "--home", env.home, "--agents", absl::StrCat(agents), "--slots", absl::StrCat(slots)};
@@ -54,27 +54,16 @@ absl::StatusOr<pid_t> SpawnTaed(const CommandEnv& env, int agents, int slots,
     args.push_back("--slice");
     args.push_back(slice);
   }
-  std::vector<char*> argv;
-  for (std::string& a : args) {
-    argv.push_back(a.data());
+  process::SpawnRequest request;
+  request.argv = std::move(args);
+  request.log_path = log_path;
+  request.new_session = true;  // outlives this terminal
+  absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
+  if (!spawned.ok()) {
+    return absl::Status(spawned.status().code(),
+                        absl::StrCat("cannot start ", binary, ": ", spawned.status().message()));
   }
-  argv.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) {
-    return absl::InternalError("fork failed");
-  }
-  if (pid == 0) {
-    setsid();
-    int null_fd = open("/dev/null", O_RDONLY);
-    int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    dup2(null_fd, STDIN_FILENO);
-    dup2(log_fd, STDOUT_FILENO);
-    dup2(log_fd, STDERR_FILENO);
-    execv(argv[0], argv.data());
-    std::fprintf(stderr, "taectl up: cannot execute %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
-  return pid;
+  return spawned->pid;
 }
 
 // Alive and not a zombie (a zombie's parent may never reap it, e.g. PID 1 in a container).

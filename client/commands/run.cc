@@ -20,6 +20,7 @@
 #include "client/output/table.h"
 #include "client/watch/watcher.h"
 #include "common/cli/flags.h"
+#include "common/cli/paths.h"
 #include "common/snapshot/snapshot.h"
 #include "common/spec/spec.h"
 #include "common/status/macros.h"
@@ -174,10 +175,15 @@ void PrintEnd(const tae::v1::Run& run) {
       absl::StrAppend(&metrics, " ", scalar.key(), "=", FormatNumber(scalar.value()));
     }
   }
-  std::fprintf(stderr, "r%ld %s%s%s (%s)%s%s\n", static_cast<long>(run.id()),
+  // A run whose job never started (a start fault) has no duration.
+  const std::string took =
+      run.started_at() > 0
+          ? absl::StrCat(" (", FormatDuration(run.finished_at() - run.started_at()), ")")
+          : "";
+  std::fprintf(stderr, "r%ld %s%s%s%s%s%s\n", static_cast<long>(run.id()),
                tae::v1::StateName(run.state()), run.reason().empty() ? "" : ": ",
-               run.reason().c_str(), FormatDuration(run.finished_at() - run.started_at()).c_str(),
-               metrics.empty() ? "" : "; last", metrics.c_str());
+               run.reason().c_str(), took.c_str(), metrics.empty() ? "" : "; last",
+               metrics.c_str());
 }
 
 int ExitCodeOf(const tae::v1::Run& run) {
@@ -213,7 +219,7 @@ absl::Status ParseLoopArgs(const char* verb, cli::FlagSet& flags, const Args& ar
     return absl::InvalidArgumentError(absl::StrCat(
         verb, ": no command; put it after --, e.g. taectl ", verb, " . -- python3 train.py"));
   }
-  options->dir = dirs[0];
+  options->dir = cli::AbsolutePath(dirs[0]);
   options->command = CommandLine(command);
   return absl::OkStatus();
 }

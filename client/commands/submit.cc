@@ -14,6 +14,7 @@
 #include "client/rpc/control_client.h"
 #include "common/api/json.h"
 #include "common/cli/flags.h"
+#include "common/cli/paths.h"
 #include "common/fs/fs.h"
 #include "common/spec/spec.h"
 #include "proto/tae/v1/states.h"
@@ -204,7 +205,10 @@ int Submit(const CommandEnv& env, const Args& args) {
   if (!parsed.ok()) {
     return Fail(parsed);
   }
-  absl::StatusOr<std::string> text = fs::ReadFile(files[0]);
+  // Absolute from here on: taed records where the study came from, and [job] code is found
+  // beside it.
+  const std::string spec_path = cli::AbsolutePath(files[0]);
+  absl::StatusOr<std::string> text = fs::ReadFile(spec_path);
   if (!text.ok()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("cannot read ", files[0])));
   }
@@ -219,11 +223,11 @@ int Submit(const CommandEnv& env, const Args& args) {
   tae::v1::SubmitRequest request;
   if (!spec->job_code.empty()) {
     // [job] code is relative to the spec file.
-    std::string code = spec->job_code;
-    if (code[0] != '/') {
-      const size_t slash = files[0].find_last_of('/');
-      code = slash == std::string::npos ? code : absl::StrCat(files[0].substr(0, slash + 1), code);
-    }
+    const std::string code =
+        spec->job_code[0] == '/'
+            ? spec->job_code
+            : cli::AbsolutePath(absl::StrCat(spec_path.substr(0, spec_path.find_last_of('/') + 1),
+                                             spec->job_code));
     absl::StatusOr<MountResult> mount = MountTree(client, code, StderrProgress());
     if (!mount.ok()) {
       return Fail(absl::Status(mount.status().code(),
@@ -235,7 +239,7 @@ int Submit(const CommandEnv& env, const Args& args) {
     request.set_snapshot_id(mount->id);
   }
   request.set_spec_text(*text);
-  request.set_spec_path(files[0]);
+  request.set_spec_path(spec_path);
   for (const std::string& o : overrides) {
     request.add_overrides(o);
   }

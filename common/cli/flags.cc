@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/cli/paths.h"
 
 namespace tae::cli {
 
@@ -13,6 +14,14 @@ void FlagSet::String(std::string name, std::string* dest, std::string help) {
   std::string def = dest->empty() ? "" : absl::StrCat("\"", *dest, "\"");
   flags_.push_back({std::move(name), std::move(help), def, true, [dest](const std::string& v) {
                       *dest = v;
+                      return absl::OkStatus();
+                    }});
+}
+
+void FlagSet::Path(std::string name, std::string* dest, std::string help) {
+  std::string def = dest->empty() ? "" : absl::StrCat("\"", *dest, "\"");
+  flags_.push_back({std::move(name), std::move(help), def, true, [dest](const std::string& v) {
+                      *dest = AbsolutePath(v);
                       return absl::OkStatus();
                     }});
 }

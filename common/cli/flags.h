@@ -18,6 +18,9 @@ class FlagSet {
   explicit FlagSet(std::string usage);
 
   void String(std::string name, std::string* dest, std::string help);
+  // A file or directory: stored absolute (AbsolutePath, common/cli/paths.h), so whatever this
+  // program hands it to sees the file the user named.
+  void Path(std::string name, std::string* dest, std::string help);
   void Int(std::string name, int64_t* dest, std::string help);
   void Int(std::string name, int* dest, std::string help);
   void Double(std::string name, double* dest, std::string help);

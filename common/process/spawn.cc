@@ -68,9 +68,12 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
   return out;
 }
 
-// Async-signal-safe: reports a failed exec with the errno as a number.
-[[noreturn]] void ExecFailed(int error) {
-  char msg[96] = "cannot execute the program (errno ";
+// Async-signal-safe: reports a failed exec of `program` with the errno as a number.
+[[noreturn]] void ExecFailed(const char* program, int error) {
+  const char head[] = "cannot execute ";
+  (void)!write(STDERR_FILENO, head, sizeof(head) - 1);
+  (void)!write(STDERR_FILENO, program, strlen(program));
+  char msg[32] = " (errno ";
   size_t len = strlen(msg);
   char digits[12];
   int n = 0;
@@ -89,7 +92,11 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
 
 [[noreturn]] void RunChild(const SpawnRequest& request, const Fds& fds, pid_t parent,
                            char* const* argv, char* const* envp) {
-  setpgid(0, 0);
+  if (request.new_session) {
+    setsid();
+  } else {
+    setpgid(0, 0);
+  }
   for (int signo = 1; signo < NSIG; ++signo) {
     signal(signo, SIG_DFL);  // fails harmlessly for SIGKILL, SIGSTOP and unused numbers
   }
@@ -114,7 +121,7 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
     _exit(126);
   }
   execve(argv[0], argv, envp);
-  ExecFailed(errno);
+  ExecFailed(argv[0], errno);
 }
 
 absl::Status OpenFds(const SpawnRequest& request, Fds* fds) {
@@ -167,7 +174,11 @@ absl::StatusOr<SpawnedProcess> Spawn(const SpawnRequest& request) {
   if (pid < 0) {
     return absl::ResourceExhaustedError(absl::StrCat("fork: ", strerror(errno)));
   }
-  setpgid(pid, pid);  // also from the parent, so the group exists before we ever signal it
+  if (!request.new_session) {
+    // Also from the parent, so the group exists before we ever signal it. Not for a new session:
+    // setsid() fails in a child that is already a group leader.
+    setpgid(pid, pid);
+  }
   SpawnedProcess process;
   process.pid = pid;
   process.stdout_fd = Fds::Release(&fds.out[0]);

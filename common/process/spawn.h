@@ -1,8 +1,11 @@
 #pragma once
 
-// Spawn: fork/exec of a child in its own process group, for jobs (agent) and for agents
-// (taed's local provider). Everything is prepared before fork; signals are blocked across it
-// and reset to their defaults in the child, which only calls async-signal-safe functions.
+// Spawn: fork/exec of a child in its own process group (or session), the one launcher of every
+// program TAE starts and waits for: job supervisors (agent), agents (taed's local provider),
+// taed (taectl up) and the programs the integration tests drive. Short-lived tools go through
+// RunTool (tool.h); the only other fork is tae-job's own, of its job. Everything is prepared
+// before fork; signals are blocked across it and reset to their defaults in the child, which only
+// calls async-signal-safe functions.
 
 #include <sys/types.h>
 
@@ -25,11 +28,12 @@ struct SpawnRequest {
   bool metrics_pipe = false;     // a pipe on fd 3, announced as TAE_METRICS_FD=3
   bool stdin_pipe = false;       // stdin is a pipe whose write end is returned (else /dev/null)
   bool die_with_parent = false;  // `death_signal` when the spawning process dies
+  bool new_session = false;      // setsid(): a daemon, detached from our terminal
   int death_signal = 15;         // SIGTERM
 };
 
 struct SpawnedProcess {
-  pid_t pid = 0;  // also the process group id
+  pid_t pid = 0;  // also the process group id (and the session id with new_session)
   int stdout_fd = -1;
   int stderr_fd = -1;
   int metrics_fd = -1;

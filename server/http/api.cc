@@ -3,13 +3,9 @@
 #include <chrono>
 #include <future>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
-#include "common/version/version.h"
-#include "server/http/assets.h"
 #include "server/http/reply.h"
-#include "server/http/streams.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::http {
@@ -76,130 +72,45 @@ void Api::OnCore(std::function<Response()> work, std::function<void(Response)> d
 }
 
 void Api::Handle(Request request, std::function<void(Response)> done) {
-  if (request.method == "GET" && !absl::StartsWith(request.path, "/api/")) {
-    const Asset* asset = FindAsset(request.path == "/index.html" ? "/" : request.path);
-    if (asset == nullptr) {
-      done(Response::Error(404, absl::StrCat(request.path, ": no such page")));
+  for (const Route& route : Routes()) {
+    if (request.method != route.method) {
+      continue;
+    }
+    if (std::optional<PathParams> params = MatchPath(route.pattern, request.path)) {
+      Dispatch(route, std::move(request), *std::move(params), std::move(done));
       return;
     }
-    Response r;
-    r.content_type = std::string(asset->content_type);
-    r.body = std::string(asset->body);
-    r.headers.push_back(
-        {"Cache-Control", asset->immutable ? "public, max-age=31536000, immutable" : "no-cache"});
-    if (!asset->immutable) {
-      r.headers.push_back({"Content-Security-Policy", kContentSecurityPolicy});
-    }
-    done(std::move(r));
-    return;
-  }
-  if (request.method == "GET") {
-    Response error;
-    if (std::shared_ptr<EventSource> stream = OpenStream(request, &error); stream != nullptr) {
-      Response r;
-      r.stream = std::move(stream);
-      done(std::move(r));
-      return;
-    }
-    if (error.status != 200) {
-      done(std::move(error));
-      return;
-    }
-    const std::vector<std::string> p = Parts(request.path);
-    if (p.size() == 4 && p[1] == "runs" && p[3] == "logs.txt") {
-      absl::StatusOr<int64_t> run = RunId(p[2]);
-      if (!run.ok()) {
-        done(FromStatus(run.status()));
-        return;
-      }
-      RunLogText(*run, std::move(done));
-      return;
-    }
-    if (p.size() == 5 && p[1] == "runs" && p[3] == "logs" && p[4] == "search") {
-      absl::StatusOr<int64_t> run = RunId(p[2]);
-      if (!run.ok()) {
-        done(FromStatus(run.status()));
-        return;
-      }
-      const std::string q = request.Param("q");
-      if (q.empty()) {
-        done(Response::Error(400, "q: the text to search for"));
-        return;
-      }
-      SearchLogs(*run, q, std::move(done));
-      return;
-    }
-    OnCore([this, request = std::move(request)] { return Get(request); }, std::move(done));
-    return;
-  }
-  if (request.method == "POST") {
-    OnCore([this, request = std::move(request)] { return Post(request); }, std::move(done));
-    return;
   }
   done(Response::Error(405, absl::StrCat(request.method, ": only GET and POST")));
 }
 
-std::shared_ptr<EventSource> Api::OpenStream(const Request& request, Response* error) {
-  const std::vector<std::string> p = Parts(request.path);
-  if (p.size() == 2 && p[1] == "events") {
-    return MakeGlobalEvents(this);
-  }
-  if (p.size() == 4 && p[1] == "experiments" && p[3] == "events") {
-    return MakeExperimentEvents(this, query_, p[2]);
-  }
-  if (p.size() == 5 && p[1] == "runs" && p[3] == "logs" && p[4] == "stream") {
-    absl::StatusOr<int64_t> run = RunId(p[2]);
-    absl::StatusOr<int64_t> after = IntParam(request, "after", 0, 0, INT64_MAX);
-    if (!run.ok() || !after.ok()) {
-      *error = FromStatus(!run.ok() ? run.status() : after.status());
-      return nullptr;
-    }
-    return MakeLogStream(this, query_, *run, *after);
-  }
-  return nullptr;
-}
-
-Response Api::Get(const Request& request) {
-  const std::vector<std::string> p = Parts(request.path);
-  if (p.size() == 2 && p[1] == "session") {
-    return Ok({{"csrf", request.csrf}, {"version", version::Project()}});
-  }
-  if (p.size() == 2 && p[1] == "experiments") {
-    return Experiments();
-  }
-  if (p.size() == 2 && p[1] == "fleet") {
-    return Fleet();
-  }
-  if (p.size() >= 3 && p[1] == "experiments") {
-    return Experiment(request, p);
-  }
-  if (p.size() >= 3 && p[1] == "runs") {
-    return Run(request, p);
-  }
-  return Response::Error(404, absl::StrCat(request.path, ": no such endpoint"));
-}
-
-Response Api::Post(const Request& request) {
-  const std::vector<std::string> p = Parts(request.path);
-  nlohmann::json body = nlohmann::json::object();
-  if (!request.body.empty()) {
-    body = nlohmann::json::parse(request.body, nullptr, false);
-    if (!body.is_object()) {
-      return Response::Error(400, "body: expected a JSON object");
+void Api::Dispatch(const Route& route, Request request, PathParams params,
+                   std::function<void(Response)> done) {
+  if (request.method == "POST") {
+    if (absl::StatusOr<nlohmann::json> body = JsonBody(request); !body.ok()) {
+      done(FromStatus(body.status()));
+      return;
     }
   }
-  if (p.size() == 4 && p[1] == "experiments") {
-    return ExperimentAction(request, p[2], p[3]);
+  if (route.stream != nullptr) {
+    Response error;
+    std::shared_ptr<EventSource> stream = (this->*route.stream)(request, params, &error);
+    if (stream == nullptr) {
+      done(std::move(error));
+      return;
+    }
+    Response r;
+    r.stream = std::move(stream);
+    done(std::move(r));
+    return;
   }
-  if (p.size() == 4 && p[1] == "runs" && p[3] == "cancel") {
-    absl::StatusOr<int64_t> run = RunId(p[2]);
-    if (!run.ok()) return FromStatus(run.status());
-    return CancelRun(*run);
+  if (route.async != nullptr) {
+    (this->*route.async)(request, params, std::move(done));
+    return;
   }
-  if (p.size() == 4 && p[1] == "agents" && p[3] == "drain") {
-    return DrainAgent(p[2], body);
-  }
-  return Response::Error(404, absl::StrCat("POST ", request.path, ": no such action"));
+  OnCore([this, handler = route.core, request = std::move(request),
+          params = std::move(params)] { return (this->*handler)(request, params); },
+         std::move(done));
 }
 
 }  // namespace tae::http

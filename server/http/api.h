@@ -1,7 +1,9 @@
 #pragma once
 
 // The dashboard's routes (docs/dashboard.md): the page and its embedded files, the JSON
-// endpoints, Server-Sent Events streams and the actions. An adapter like the Control service:
+// endpoints, Server-Sent Events streams and the actions, in one table (Routes, api_routes.cc),
+// the only place a path is matched; each resource's handlers in a file of their own (api_*.cc).
+// An adapter like the Control service:
 // every read posts one closure to taed's core, asks server/query, converts through server/wire
 // into the Control API's messages and prints them with common/api's JSON, the shapes `taectl
 // --json` prints; actions go to the controller. Nothing here blocks the HTTP thread.
@@ -22,9 +24,12 @@
 #include "boost/asio/steady_timer.hpp"
 #include "nlohmann/json.hpp"
 #include "server/controller/controller.h"
+#include "server/curves/curves.h"
 #include "server/http/auth.h"
+#include "server/http/routes.h"
 #include "server/http/series_cache.h"
 #include "server/http/server.h"
+#include "server/http/views.h"
 #include "server/query/query.h"
 
 namespace tae::http {
@@ -41,6 +46,9 @@ class Api final : public Handler {
 
   void Handle(Request request, std::function<void(Response)> done) override;
 
+  // What GET /api/experiments/ID/curves[.csv|.svg] answers with (api_curves.cc).
+  enum class CurveFormat { kJson, kCsv, kSvg };
+
   // The last data version the core published (any thread).
   int64_t data_version() const { return version_.load(std::memory_order_acquire); }
 
@@ -55,35 +63,75 @@ class Api final : public Handler {
   }
 
  private:
-  void Publish();
-  // Dispatch (api.cc): the path picks the resource's handler; each handler file below holds one
-  // resource's routes.
-  Response Get(const Request& request);
-  Response Post(const Request& request);
-  std::shared_ptr<EventSource> OpenStream(const Request& request, Response* error);
+  // One route (the table: Routes, api_routes.cc). Exactly one handler is set: `core` runs on
+  // the core (most of them), `async` answers by itself (the page's files at once; a log's
+  // download and search a slice per turn of the core), `stream` opens a Server-Sent Events
+  // stream on the HTTP thread.
+  struct Route {
+    const char* method;
+    const char* pattern;  // MatchPath (routes.h)
+    Response (Api::*core)(const Request&, const PathParams&) = nullptr;
+    void (Api::*async)(const Request&, const PathParams&, std::function<void(Response)>) = nullptr;
+    std::shared_ptr<EventSource> (Api::*stream)(const Request&, const PathParams&,
+                                                Response* error) = nullptr;
+  };
+  static const std::vector<Route>& Routes();
+  void Dispatch(const Route& route, Request request, PathParams params,
+                std::function<void(Response)> done);
 
+  void Publish();
+
+  // api_pages.cc: the page's embedded files; GET /api/session; what no route answers.
+  void Page(const Request& request, const PathParams& params, std::function<void(Response)> done);
+  Response Session(const Request& request, const PathParams& params);
+  Response NoSuchEndpoint(const Request& request, const PathParams& params);
+  Response NoSuchAction(const Request& request, const PathParams& params);
+  // api_events.cc: the Server-Sent Events streams: GET /api/events,
+  // /api/experiments/ID/events, /api/runs/ID/logs/stream.
+  std::shared_ptr<EventSource> AllEvents(const Request& request, const PathParams& params,
+                                         Response* error);
+  std::shared_ptr<EventSource> ExperimentEvents(const Request& request, const PathParams& params,
+                                                Response* error);
+  std::shared_ptr<EventSource> RunLogStream(const Request& request, const PathParams& params,
+                                            Response* error);
   // api_experiments.cc: GET /api/experiments[/ID[/runs|metrics|report]]; POST
-  // /api/experiments/ID/ACTION (cancel, pause, resume, retry).
-  Response Experiments();
-  Response Experiment(const Request& request, const std::vector<std::string>& path);
-  Response ExperimentReport(const Request& request, int64_t id);
-  Response ExperimentAction(const Request& request, const std::string& ref,
-                            const std::string& action);
-  // api_curves.cc: GET /api/experiments/ID/curves[.csv|.svg] (what: the last path part).
-  Response Curves(const Request& request, int64_t id, const std::string& what);
+  // /api/experiments/ID/cancel|pause|resume|retry.
+  Response Experiments(const Request& request, const PathParams& params);
+  Response ExperimentDetail(const Request& request, const PathParams& params);
+  Response ExperimentRuns(const Request& request, const PathParams& params);
+  Response ExperimentMetrics(const Request& request, const PathParams& params);
+  Response ExperimentReport(const Request& request, const PathParams& params);
+  Response CancelExperiment(const Request& request, const PathParams& params);
+  Response PauseExperiment(const Request& request, const PathParams& params);
+  Response ResumeExperiment(const Request& request, const PathParams& params);
+  Response RetryExperiment(const Request& request, const PathParams& params);
+  // The experiment params["exp"] names ("e3", "3" or its name).
+  absl::StatusOr<int64_t> ExperimentOf(const PathParams& params);
+  // api_curves.cc: GET /api/experiments/ID/curves[.csv|.svg].
+  Response CurvesAsJson(const Request& request, const PathParams& params);
+  Response CurvesAsCsv(const Request& request, const PathParams& params);
+  Response CurvesAsSvg(const Request& request, const PathParams& params);
+  Response Curves(const Request& request, const PathParams& params, CurveFormat format);
+  absl::StatusOr<std::string> DefaultCurveMetric(const model::ExperimentRecord& exp);
+  absl::StatusOr<curves::Curves> BuildCurves(const model::ExperimentRecord& exp,
+                                             const CurveRequest& req);
+  // The cached answer to `key` at data version `version`, if any; Keep stores one.
+  std::optional<Response> CachedCurves(const std::string& key, int64_t version) const;
+  void KeepCurves(const std::string& key, int64_t version, const Response& response);
   // api_runs.cc: GET /api/runs/ID[/series]; POST /api/runs/ID/cancel.
-  Response Run(const Request& request, const std::vector<std::string>& path);
-  Response RunDetail(int64_t run_id);
-  Response RunSeries(const Request& request, int64_t run_id);
-  Response CancelRun(int64_t run_id);
-  // api_logs.cc: GET /api/runs/ID/logs; the whole log as text, and a search of it, a slice per
-  // turn of the core.
-  Response RunLogs(const Request& request, int64_t run_id);
-  void RunLogText(int64_t run_id, std::function<void(Response)> done);
-  void SearchLogs(int64_t run_id, const std::string& text, std::function<void(Response)> done);
+  Response RunDetail(const Request& request, const PathParams& params);
+  Response RunSeries(const Request& request, const PathParams& params);
+  Response CancelRun(const Request& request, const PathParams& params);
+  // api_logs.cc: GET /api/runs/ID/logs; the whole log as text (logs.txt), and a search of it
+  // (logs/search?q=), a slice per turn of the core.
+  Response RunLogs(const Request& request, const PathParams& params);
+  void RunLogText(const Request& request, const PathParams& params,
+                  std::function<void(Response)> done);
+  void SearchLogs(const Request& request, const PathParams& params,
+                  std::function<void(Response)> done);
   // api_fleet.cc: GET /api/fleet; POST /api/agents/ID/drain.
-  Response Fleet();
-  Response DrainAgent(const std::string& agent, const nlohmann::json& body);
+  Response Fleet(const Request& request, const PathParams& params);
+  Response DrainAgent(const Request& request, const PathParams& params);
 
   boost::asio::io_context* core_;
   controller::Controller* controller_;

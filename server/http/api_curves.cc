@@ -24,62 +24,45 @@ constexpr size_t kCurveCacheEntries = 64;
 // it is not kept.
 constexpr int64_t kCurveCacheBytes = 32 << 20;
 
-}  // namespace
-
-Response Api::Curves(const Request& request, int64_t id, const std::string& what) {
-  absl::StatusOr<CurveRequest> parsed = ParseCurveRequest(request);
-  if (!parsed.ok()) return FromStatus(parsed.status());
-  CurveRequest req = *std::move(parsed);
-  absl::StatusOr<model::ExperimentRecord> exp = query_->GetExperiment(id);
-  if (!exp.ok()) return FromStatus(exp.status());
-  if (req.metric.empty()) {
-    std::vector<std::string> defaults = exp->report.metrics;
-    if (defaults.empty()) {
-      absl::StatusOr<std::vector<std::string>> names = query_->MetricNames(id);
-      if (!names.ok()) return FromStatus(names.status());
-      defaults = metrics::DefaultMetrics(*names);
-    }
-    if (defaults.empty()) {
-      return Response::Error(404, absl::StrCat("e", id, " has no metrics yet"));
-    }
-    req.metric = defaults.front();
-  }
-  const std::string key = absl::StrCat(what, "|", req.Key(id));
-  const int64_t version = query_->DataVersion();
-  if (auto it = curve_cache_.find(key); it != curve_cache_.end() && it->second.first == version) {
-    return it->second.second;
-  }
-  absl::StatusOr<std::vector<query::RunView>> runs = query_->ListRuns(absl::StrCat(id));
-  if (!runs.ok()) return FromStatus(runs.status());
-  // From memory where nothing changed; new steps only where runs moved
-  // (server/http/series_cache.h).
-  absl::StatusOr<const std::map<int64_t, std::vector<model::MetricPoint>>*> points =
-      series_cache_.Get(id, *runs, req.metric);
-  if (!points.ok()) return FromStatus(points.status());
-  std::vector<std::string> variants = req.variants;
-  std::set<std::string> wanted(variants.begin(), variants.end());
+// The variants whose runs the curves read: those asked for and, for deltas, their baselines; all
+// when none was asked for (empty).
+std::set<std::string> WantedVariants(const CurveRequest& req) {
+  std::set<std::string> wanted(req.variants.begin(), req.variants.end());
   if (req.delta) {
     for (const std::string& v : req.variants) {
       wanted.insert(spec::BaselineFor(v, req.baseline));
     }
   }
+  return wanted;
+}
+
+// The experiment's variants in its own order, those wanted only.
+std::vector<std::string> VariantOrder(const model::ExperimentRecord& exp,
+                                      const std::set<std::string>& wanted) {
   std::vector<std::string> order;
-  for (const std::string& v : exp->variants) {
+  for (const std::string& v : exp.variants) {
     if (wanted.empty() || wanted.count(v) > 0) {
       order.push_back(v);
     }
   }
+  return order;
+}
+
+// Each wanted run's points as x (`x` kind, XValues) and y; a run without points yet has none.
+absl::StatusOr<std::vector<curves::RunSeries>> SeriesOf(
+    const std::vector<query::RunView>& runs,
+    const std::map<int64_t, std::vector<model::MetricPoint>>& points,
+    const std::set<std::string>& wanted, const std::string& x) {
   std::vector<curves::RunSeries> series;
-  for (const query::RunView& view : *runs) {
+  for (const query::RunView& view : runs) {
     if (!wanted.empty() && wanted.count(view.run.variant) == 0) {
       continue;
     }
-    auto it = (*points)->find(view.run.id);
     curves::RunSeries s{view.run.id, view.run.variant, {}, {}};
-    if (it != (*points)->end()) {
-      absl::StatusOr<std::vector<double>> x = XValues(req.x, view.run, it->second);
-      if (!x.ok()) return FromStatus(x.status());
-      s.x = *std::move(x);
+    if (auto it = points.find(view.run.id); it != points.end()) {
+      absl::StatusOr<std::vector<double>> xs = XValues(x, view.run, it->second);
+      if (!xs.ok()) return xs.status();
+      s.x = *std::move(xs);
       s.y.reserve(it->second.size());
       for (const model::MetricPoint& point : it->second) {
         s.y.push_back(point.value);
@@ -87,56 +70,151 @@ Response Api::Curves(const Request& request, int64_t id, const std::string& what
     }
     series.push_back(std::move(s));
   }
-  curves::Curves built =
-      curves::Build(series, order, {req.width * 2, req.smooth, req.x_min, req.x_max});
-  if (req.delta) {
-    curves::ToDelta(&built,
-                    [&](const std::string& v) { return spec::BaselineFor(v, req.baseline); });
-    if (!req.variants.empty()) {
-      std::set<std::string> asked(req.variants.begin(), req.variants.end());
-      std::vector<curves::Band> kept;
-      for (curves::Band& band : built.bands) {
-        if (asked.count(band.variant) > 0) {
-          kept.push_back(std::move(band));
-        }
-      }
-      built.bands = std::move(kept);
+  return series;
+}
+
+// Each band as its difference from its baseline's; the baselines read only for that are dropped
+// when variants were asked for.
+void ToDeltas(const CurveRequest& req, curves::Curves* built) {
+  curves::ToDelta(built, [&](const std::string& v) { return spec::BaselineFor(v, req.baseline); });
+  if (req.variants.empty()) {
+    return;
+  }
+  std::set<std::string> asked(req.variants.begin(), req.variants.end());
+  std::vector<curves::Band> kept;
+  for (curves::Band& band : built->bands) {
+    if (asked.count(band.variant) > 0) {
+      kept.push_back(std::move(band));
     }
   }
-  const std::string goal = report::HigherIsBetter(req.metric, exp->report.goal) ? "max" : "min";
-  Response response;
-  const bool download = request.Param("download") == "1";
+  built->bands = std::move(kept);
+}
+
+// The curves as the chart's JSON (with the metric's goal), a CSV or an SVG figure; a download
+// when asked (CSV always).
+Response RenderCurves(const model::ExperimentRecord& exp, const CurveRequest& req,
+                      const curves::Curves& built, Api::CurveFormat format, bool download) {
   const std::string stem =
-      absl::StrCat("e", id, "-", absl::StrReplaceAll(req.metric, {{"/", "_"}}));
-  if (what == "curves.csv") {
-    response.content_type = "text/csv; charset=utf-8";
-    response.body = CurvesCsv(req, built);
-    response = Download(std::move(response), stem + ".csv", true);
-  } else if (what == "curves.svg") {
-    response.content_type = "image/svg+xml";
-    response.body =
-        CurvesSvg(absl::StrCat(exp->name, ": ", req.metric,
-                               req.smooth > 0 ? absl::StrCat(" (EMA ", req.smooth, ")") : "",
-                               ", mean ± 95% CI over seeds"),
-                  req, built);
-    response = Download(std::move(response), stem + ".svg", download);
-  } else {
-    response = Response::Json(200, CurvesJson(id, req, goal, built));
-    response = Download(std::move(response), stem + ".json", download);
+      absl::StrCat("e", exp.id, "-", absl::StrReplaceAll(req.metric, {{"/", "_"}}));
+  Response response;
+  switch (format) {
+    case Api::CurveFormat::kCsv:
+      response.content_type = "text/csv; charset=utf-8";
+      response.body = CurvesCsv(req, built);
+      return Download(std::move(response), stem + ".csv", true);
+    case Api::CurveFormat::kSvg:
+      response.content_type = "image/svg+xml";
+      response.body =
+          CurvesSvg(absl::StrCat(exp.name, ": ", req.metric,
+                                 req.smooth > 0 ? absl::StrCat(" (EMA ", req.smooth, ")") : "",
+                                 ", mean ± 95% CI over seeds"),
+                    req, built);
+      return Download(std::move(response), stem + ".svg", download);
+    case Api::CurveFormat::kJson:
+      break;
   }
-  const int64_t size = static_cast<int64_t>(response.body.size() + key.size());
-  if (size <= kCurveCacheBytes / 4) {
-    if (curve_cache_.size() >= kCurveCacheEntries || curve_cache_bytes_ + size > kCurveCacheBytes) {
-      curve_cache_.clear();
-      curve_cache_bytes_ = 0;
-    }
-    if (auto old = curve_cache_.find(key); old != curve_cache_.end()) {
-      curve_cache_bytes_ -= static_cast<int64_t>(old->second.second.body.size() + key.size());
-    }
-    curve_cache_[key] = {version, response};
-    curve_cache_bytes_ += size;
+  const std::string goal = report::HigherIsBetter(req.metric, exp.report.goal) ? "max" : "min";
+  response = Response::Json(200, CurvesJson(exp.id, req, goal, built));
+  return Download(std::move(response), stem + ".json", download);
+}
+
+}  // namespace
+
+Response Api::CurvesAsJson(const Request& request, const PathParams& params) {
+  return Curves(request, params, CurveFormat::kJson);
+}
+
+Response Api::CurvesAsCsv(const Request& request, const PathParams& params) {
+  return Curves(request, params, CurveFormat::kCsv);
+}
+
+Response Api::CurvesAsSvg(const Request& request, const PathParams& params) {
+  return Curves(request, params, CurveFormat::kSvg);
+}
+
+// Asks, in order: the request (ParseCurveRequest) and its experiment; the metric, when none was
+// named (DefaultCurveMetric); the cache; else the bands (BuildCurves), drawn in `format`
+// (RenderCurves) and kept.
+Response Api::Curves(const Request& request, const PathParams& params, CurveFormat format) {
+  absl::StatusOr<CurveRequest> parsed = ParseCurveRequest(request);
+  if (!parsed.ok()) return FromStatus(parsed.status());
+  CurveRequest req = *std::move(parsed);
+  absl::StatusOr<int64_t> id = ExperimentOf(params);
+  if (!id.ok()) return FromStatus(id.status());
+  absl::StatusOr<model::ExperimentRecord> exp = query_->GetExperiment(*id);
+  if (!exp.ok()) return FromStatus(exp.status());
+  if (req.metric.empty()) {
+    absl::StatusOr<std::string> metric = DefaultCurveMetric(*exp);
+    if (!metric.ok()) return FromStatus(metric.status());
+    req.metric = *metric;
   }
+  const std::string key = absl::StrCat(static_cast<int>(format), "|", req.Key(*id));
+  const int64_t version = query_->DataVersion();
+  if (std::optional<Response> cached = CachedCurves(key, version)) {
+    return *std::move(cached);
+  }
+  absl::StatusOr<curves::Curves> built = BuildCurves(*exp, req);
+  if (!built.ok()) return FromStatus(built.status());
+  Response response = RenderCurves(*exp, req, *built, format, request.Param("download") == "1");
+  KeepCurves(key, version, response);
   return response;
+}
+
+absl::StatusOr<std::string> Api::DefaultCurveMetric(const model::ExperimentRecord& exp) {
+  std::vector<std::string> defaults = exp.report.metrics;
+  if (defaults.empty()) {
+    absl::StatusOr<std::vector<std::string>> names = query_->MetricNames(exp.id);
+    if (!names.ok()) return names.status();
+    defaults = metrics::DefaultMetrics(*names);
+  }
+  if (defaults.empty()) {
+    return absl::NotFoundError(absl::StrCat("e", exp.id, " has no metrics yet"));
+  }
+  return defaults.front();
+}
+
+absl::StatusOr<curves::Curves> Api::BuildCurves(const model::ExperimentRecord& exp,
+                                                const CurveRequest& req) {
+  absl::StatusOr<std::vector<query::RunView>> runs = query_->ListRuns(absl::StrCat(exp.id));
+  if (!runs.ok()) return runs.status();
+  // From memory where nothing changed; new steps only where runs moved
+  // (server/http/series_cache.h).
+  absl::StatusOr<const std::map<int64_t, std::vector<model::MetricPoint>>*> points =
+      series_cache_.Get(exp.id, *runs, req.metric);
+  if (!points.ok()) return points.status();
+  const std::set<std::string> wanted = WantedVariants(req);
+  absl::StatusOr<std::vector<curves::RunSeries>> series = SeriesOf(*runs, **points, wanted, req.x);
+  if (!series.ok()) return series.status();
+  curves::Curves built = curves::Build(*series, VariantOrder(exp, wanted),
+                                       {req.width * 2, req.smooth, req.x_min, req.x_max});
+  if (req.delta) {
+    ToDeltas(req, &built);
+  }
+  return built;
+}
+
+std::optional<Response> Api::CachedCurves(const std::string& key, int64_t version) const {
+  auto it = curve_cache_.find(key);
+  if (it == curve_cache_.end() || it->second.first != version) {
+    return std::nullopt;
+  }
+  return it->second.second;
+}
+
+void Api::KeepCurves(const std::string& key, int64_t version, const Response& response) {
+  const int64_t size = static_cast<int64_t>(response.body.size() + key.size());
+  if (size > kCurveCacheBytes / 4) {
+    return;
+  }
+  if (curve_cache_.size() >= kCurveCacheEntries || curve_cache_bytes_ + size > kCurveCacheBytes) {
+    curve_cache_.clear();
+    curve_cache_bytes_ = 0;
+  }
+  if (auto old = curve_cache_.find(key); old != curve_cache_.end()) {
+    curve_cache_bytes_ -= static_cast<int64_t>(old->second.second.body.size() + key.size());
+  }
+  curve_cache_[key] = {version, response};
+  curve_cache_bytes_ += size;
 }
 
 }  // namespace tae::http

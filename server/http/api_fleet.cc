@@ -1,5 +1,5 @@
-// The fleet's routes: GET /api/fleet (the agents, the providers' log and VMs, and the queue) and
-// POST /api/agents/ID/drain ({"drain": false} undrains).
+// The fleet's handlers (their routes: api_routes.cc): GET /api/fleet (the agents, the providers'
+// log and VMs, and the queue) and POST /api/agents/ID/drain ({"drain": false} undrains).
 
 #include "common/api/json.h"
 #include "server/http/api.h"
@@ -13,7 +13,7 @@ using nlohmann::ordered_json;
 
 }  // namespace
 
-Response Api::Fleet() {
+Response Api::Fleet(const Request& request, const PathParams& params) {
   tae::v1::ListAgentsResponse agents;
   for (const auto& [id, agent] : controller_->registry().agents()) {
     wire::ToProto(agent, agents.add_agents());
@@ -37,7 +37,11 @@ Response Api::Fleet() {
   return Ok(out);
 }
 
-Response Api::DrainAgent(const std::string& agent, const nlohmann::json& body) {
+Response Api::DrainAgent(const Request& request, const PathParams& params) {
+  absl::StatusOr<nlohmann::json> parsed = JsonBody(request);
+  if (!parsed.ok()) return FromStatus(parsed.status());
+  nlohmann::json& body = *parsed;
+  const std::string& agent = params.at("agent");
   const bool drain = !body.contains("drain") || body["drain"] == true;
   if (body.contains("drain") && !body["drain"].is_boolean()) {
     return Response::Error(400, "drain: true or false");

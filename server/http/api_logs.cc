@@ -1,7 +1,7 @@
 // A run's log: GET /api/runs/ID/logs (a page after a cursor, or the tail before one),
 // /api/runs/ID/logs.txt (the whole log as a download) and /api/runs/ID/logs/search?q=TEXT (the
 // cursors of matching lines). The last two run on the core a slice per turn. The live stream is
-// streams.cc's.
+// api_events.cc's.
 
 #include <memory>
 #include <optional>
@@ -48,7 +48,10 @@ void NextSlice(std::shared_ptr<Slices> slices) {
 
 }  // namespace
 
-Response Api::RunLogs(const Request& request, int64_t run_id) {
+Response Api::RunLogs(const Request& request, const PathParams& params) {
+  absl::StatusOr<int64_t> run = RunId(params.at("run"));
+  if (!run.ok()) return FromStatus(run.status());
+  const int64_t run_id = *run;
   absl::StatusOr<int64_t> after = IntParam(request, "after", 0, 0, INT64_MAX);
   if (!after.ok()) return FromStatus(after.status());
   absl::StatusOr<int64_t> limit = IntParam(request, "limit", 1000, 1, query::Query::kMaxLogLines);
@@ -68,7 +71,14 @@ Response Api::RunLogs(const Request& request, int64_t run_id) {
   return Ok(LogPageJson(*page));
 }
 
-void Api::RunLogText(int64_t run_id, std::function<void(Response)> done) {
+void Api::RunLogText(const Request& request, const PathParams& params,
+                     std::function<void(Response)> done) {
+  absl::StatusOr<int64_t> run = RunId(params.at("run"));
+  if (!run.ok()) {
+    done(FromStatus(run.status()));
+    return;
+  }
+  const int64_t run_id = *run;
   auto after = std::make_shared<int64_t>(0);
   auto text = std::make_shared<std::string>();
   auto step = [this, run_id, after, text]() -> std::optional<Response> {
@@ -101,7 +111,19 @@ void Api::RunLogText(int64_t run_id, std::function<void(Response)> done) {
   NextSlice(std::make_shared<Slices>(Slices{core_, &stopped_, std::move(step), std::move(done)}));
 }
 
-void Api::SearchLogs(int64_t run_id, const std::string& text, std::function<void(Response)> done) {
+void Api::SearchLogs(const Request& request, const PathParams& params,
+                     std::function<void(Response)> done) {
+  absl::StatusOr<int64_t> run = RunId(params.at("run"));
+  if (!run.ok()) {
+    done(FromStatus(run.status()));
+    return;
+  }
+  const int64_t run_id = *run;
+  const std::string text = request.Param("q");
+  if (text.empty()) {
+    done(Response::Error(400, "q: the text to search for"));
+    return;
+  }
   auto after = std::make_shared<int64_t>(0);
   auto matches = std::make_shared<std::vector<int64_t>>();
   auto step = [this, run_id, text, after, matches]() -> std::optional<Response> {

@@ -1,6 +1,6 @@
-// The runs' routes: GET /api/runs/ID (the run with its transitions, metric summaries and head
-// grid), /api/runs/ID/series?metric=M&width=W (one metric, downsampled to 2 x width buckets) and
-// POST /api/runs/ID/cancel. The logs are api_logs.cc's.
+// The runs' handlers (their routes: api_routes.cc): GET /api/runs/ID (the run with its transitions,
+// metric summaries and head grid), /api/runs/ID/series?metric=M&width=W (one metric, downsampled to
+// 2 x width buckets) and POST /api/runs/ID/cancel. The logs are api_logs.cc's.
 
 #include <cmath>
 
@@ -19,23 +19,10 @@ using nlohmann::ordered_json;
 
 }  // namespace
 
-Response Api::Run(const Request& request, const std::vector<std::string>& p) {
-  absl::StatusOr<int64_t> run_id = RunId(p[2]);
-  if (!run_id.ok()) return FromStatus(run_id.status());
-  const std::string what = p.size() == 3 ? "" : absl::StrJoin(p.begin() + 3, p.end(), "/");
-  if (what.empty()) {
-    return RunDetail(*run_id);
-  }
-  if (what == "series") {
-    return RunSeries(request, *run_id);
-  }
-  if (what == "logs") {
-    return RunLogs(request, *run_id);
-  }
-  return Response::Error(404, absl::StrCat(request.path, ": no such endpoint"));
-}
-
-Response Api::RunSeries(const Request& request, int64_t run_id) {
+Response Api::RunSeries(const Request& request, const PathParams& params) {
+  absl::StatusOr<int64_t> run = RunId(params.at("run"));
+  if (!run.ok()) return FromStatus(run.status());
+  const int64_t run_id = *run;
   const std::string metric = request.Param("metric");
   if (metric.empty()) {
     return Response::Error(400, "metric: required, e.g. metric=train/loss");
@@ -61,7 +48,10 @@ Response Api::RunSeries(const Request& request, int64_t run_id) {
              {"max", max}});
 }
 
-Response Api::RunDetail(int64_t run_id) {
+Response Api::RunDetail(const Request& request, const PathParams& params) {
+  absl::StatusOr<int64_t> run = RunId(params.at("run"));
+  if (!run.ok()) return FromStatus(run.status());
+  const int64_t run_id = *run;
   absl::StatusOr<query::RunDetail> detail = query_->GetRun(run_id);
   if (!detail.ok()) return FromStatus(detail.status());
   tae::v1::GetRunResponse proto;
@@ -91,9 +81,11 @@ Response Api::RunDetail(int64_t run_id) {
   return Ok(out);
 }
 
-Response Api::CancelRun(int64_t run_id) {
+Response Api::CancelRun(const Request& request, const PathParams& params) {
+  absl::StatusOr<int64_t> run = RunId(params.at("run"));
+  if (!run.ok()) return FromStatus(run.status());
   absl::StatusOr<int> n =
-      controller_->Cancel(absl::StrCat("r", run_id), "cancelled from the dashboard");
+      controller_->Cancel(absl::StrCat("r", *run), "cancelled from the dashboard");
   if (!n.ok()) return FromStatus(n.status());
   return Ok({{"ok", true}, {"cancelled", *n}});
 }

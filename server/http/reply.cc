@@ -43,6 +43,17 @@ absl::StatusOr<int64_t> RunId(const std::string& text) {
   return id;
 }
 
+absl::StatusOr<nlohmann::json> JsonBody(const Request& request) {
+  if (request.body.empty()) {
+    return nlohmann::json::object();
+  }
+  nlohmann::json body = nlohmann::json::parse(request.body, nullptr, false);
+  if (!body.is_object()) {
+    return absl::InvalidArgumentError("body: expected a JSON object");
+  }
+  return body;
+}
+
 absl::StatusOr<int64_t> IntParam(const Request& request, const std::string& name, int64_t fallback,
                                  int64_t lo, int64_t hi) {
   const std::string text = request.Param(name);

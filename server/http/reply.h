@@ -1,8 +1,8 @@
 #pragma once
 
-// How the dashboard's routes (api.cc and its api_*.cc handlers) read a request and answer: the
-// path's parts and ids, integer query parameters, a status as an HTTP error, a JSON body, a
-// download. Pure; nothing here touches the core.
+// How the dashboard's handlers (api_*.cc) read a request and answer: the path's parts and ids,
+// integer query parameters, a status as an HTTP error, a JSON body, a download. Pure; nothing here
+// touches the core.
 
 #include <cstdint>
 #include <string>
@@ -28,6 +28,8 @@ absl::StatusOr<int64_t> IntParam(const Request& request, const std::string& name
 // The status's message with its HTTP code: 400 for InvalidArgument and OutOfRange, 404 NotFound,
 // 409 FailedPrecondition and AlreadyExists, 503 Unavailable, 500 otherwise.
 Response FromStatus(const absl::Status& status);
+// A POST's body: {} when empty, else it must be a JSON object (InvalidArgument "body: ...").
+absl::StatusOr<nlohmann::json> JsonBody(const Request& request);
 // 200 with `body` as JSON text (Dump: invalid UTF-8 is replaced, never thrown).
 Response Ok(const nlohmann::ordered_json& body);
 

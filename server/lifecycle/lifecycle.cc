@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -107,12 +108,19 @@ std::optional<RunTransition> OnStarted(const RunRecord& run, int attempt, int64_
   t.state = RunState::kRunning;
   t.pid = RunField<int64_t>::Set(pid);
   t.started_at = RunField<double>::Set(at);
+  if (run.start_faults > 0) {  // the job ran: a start fault after this one is not "in a row"
+    t.start_fault = RunField<std::string>::Set("");
+    t.start_faults = RunField<int64_t>::Set(0);
+  }
   return t;
 }
 
 std::optional<RunTransition> OnExit(const RunRecord& run, const Exit& exit) {
   if (!Current(run, exit.attempt)) {
     return std::nullopt;
+  }
+  if (exit.infra && exit.not_started && !exit.interrupted && !exit.cancelled) {
+    return OnStartFault(run, run.agent_id, exit.text, exit.at);
   }
   if ((exit.interrupted || exit.infra) && !exit.cancelled) {
     return OnLost(run, exit.text.empty() ? "interrupted" : exit.text, exit.at);
@@ -144,6 +152,9 @@ std::optional<RunTransition> OnGangExit(const RunRecord& run, int rank, const st
     return std::nullopt;
   }
   const std::string host = absl::StrCat("rank ", rank, " on ", agent);
+  if (exit.infra && exit.not_started && !exit.interrupted && !exit.cancelled) {
+    return OnStartFault(run, agent, absl::StrCat(host, ": ", exit.text), exit.at);
+  }
   if ((exit.interrupted || exit.infra) && !exit.cancelled) {
     // One host went away with its agent, or its worker failed it: the whole gang goes back to
     // the queue together.
@@ -201,6 +212,48 @@ std::optional<RunTransition> OnLost(const RunRecord& run, const std::string& rea
   return t;
 }
 
+std::string StartFaultKey(const std::string& agent, const std::string& cause) {
+  std::string key = absl::StrCat(agent, ": ");
+  for (size_t i = 0; i < cause.size(); ++i) {
+    if (absl::ascii_isdigit(static_cast<unsigned char>(cause[i]))) {
+      if (i == 0 || !absl::ascii_isdigit(static_cast<unsigned char>(cause[i - 1]))) {
+        key += '#';
+      }
+    } else {
+      key += cause[i];
+    }
+  }
+  return key;
+}
+
+std::optional<RunTransition> OnStartFault(const RunRecord& run, const std::string& agent,
+                                          const std::string& cause, double at) {
+  const std::string reason = cause.empty() ? "the worker could not start the job" : cause;
+  const std::string key = StartFaultKey(agent, reason);
+  const int in_a_row = run.start_fault == key ? run.start_faults + 1 : 1;
+  std::optional<RunTransition> t;
+  if (in_a_row < kMaxRepeatedStartFaults) {
+    t = OnLost(run, reason, at);
+  } else if (run.state == RunState::kAssigned || run.state == RunState::kRunning) {
+    const std::string failed = absl::StrCat(
+        "failed: the same start fault on ", agent, " in ", in_a_row,
+        " attempts in a row, before the job ran (it would fail the same way again): ", reason);
+    t = Begin(run, run.attempt, at);
+    t->rows.push_back({run.state, RunState::kLost, reason});
+    t->rows.push_back({RunState::kLost, RunState::kFailed, failed});
+    t->state = RunState::kFailed;
+    t->reason = RunField<std::string>::Set(failed);
+    t->finished_at = RunField<double>::Set(at);
+    t->not_before = RunField<double>::Set(0.0);
+    t->infra_faults = RunField<int64_t>::Set(run.infra_faults + 1);
+  }
+  if (t) {
+    t->start_fault = RunField<std::string>::Set(key);
+    t->start_faults = RunField<int64_t>::Set(in_a_row);
+  }
+  return t;
+}
+
 std::optional<RunTransition> OnFinish(const RunRecord& run, RunState to, const std::string& reason,
                                       double at) {
   if (IsFinal(run.state)) {
@@ -232,6 +285,8 @@ std::optional<RunTransition> OnRetry(const RunRecord& run, const std::string& re
   t.finished_at = RunField<double>::Null();
   t.not_before = RunField<double>::Set(0);
   t.max_attempts = RunField<int64_t>::Set(run.attempt + budget);
+  t.start_fault = RunField<std::string>::Set("");  // a retry starts afresh
+  t.start_faults = RunField<int64_t>::Set(0);
   return t;
 }
 

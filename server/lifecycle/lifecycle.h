@@ -15,7 +15,9 @@
 // revoked) and an exit the agent marks `infra` (the code could not be staged, the run directory
 // or disk failed) are the worker's, never the job's: the run is requeued and the attempt does
 // not count against resources.max_attempts. Only after kMaxInfraFaults such attempts does the
-// run fail. The job's own failure ends the run failed unless resources.retry_on = "any".
+// run fail, or sooner when its start fails deterministically: the same fault (StartFaultKey) on
+// the same agent, before the job ran, kMaxRepeatedStartFaults attempts in a row ends it failed
+// with that cause. The job's own failure ends the run failed unless resources.retry_on = "any".
 //   any non-final --Finish--> cancelled | failed
 //   failed | cancelled | lost --Retry--> queued
 //
@@ -68,6 +70,21 @@ inline constexpr int kMaxInfraFaults = 20;
 // against max_attempts) or, after kMaxInfraFaults, failed. Nothing for a run in any other state.
 std::optional<RunTransition> OnLost(const RunRecord& run, const std::string& reason, double at,
                                     double retry_delay_s = 0);
+
+// A start fault repeated this many attempts in a row (the same StartFaultKey) fails the run:
+// it would fail the same way again. It is also where an agent's quarantine starts
+// (controller::kQuarantineAfter), so a run on a lone broken agent ends instead of waiting.
+inline constexpr int kMaxRepeatedStartFaults = 2;
+
+// What makes two start faults the same: the agent, and the cause with every number in it
+// written '#' (pids, attempt numbers and run ids in paths differ between attempts).
+std::string StartFaultKey(const std::string& agent, const std::string& cause);
+
+// The worker failed attempt run.attempt on `agent` before the job's program ran (`cause`): like
+// OnLost, unless the same start fault ended the attempts before it, kMaxRepeatedStartFaults in
+// all: then lost -> failed with the cause.
+std::optional<RunTransition> OnStartFault(const RunRecord& run, const std::string& agent,
+                                          const std::string& cause, double at);
 
 // A non-final run straight to `to` (cancelled or failed). Nothing for a final run.
 std::optional<RunTransition> OnFinish(const RunRecord& run, RunState to, const std::string& reason,

@@ -24,7 +24,8 @@ struct RunExit {
   bool interrupted = false;  // the agent stopped it as it shut down: the attempt is lost
   std::string text;          // the agent's reason, if it gave one
   double at = 0;
-  bool infra = false;  // the worker failed it (staging, run dir, disk): the attempt is lost
+  bool infra = false;        // the worker failed it (staging, run dir, disk): the attempt is lost
+  bool not_started = false;  // with infra: before the job's program ran (a start fault)
 };
 
 // One run's transition, decided from the run as stored at that moment (e.g. lifecycle::Lost(why,

@@ -184,6 +184,10 @@ struct RunRecord {
   int attempts_granted = 1;  // resources.max_attempts, what each retry grants again
   int keep_checkpoints = 2;  // resources.keep_checkpoints
   int infra_faults = 0;      // attempts requeued for the worker's faults (never spend attempts)
+  // The last attempts' start fault (lifecycle::StartFaultKey: agent and cause) and how many
+  // attempts in a row it ended before the job ran; "" and 0 once a job starts.
+  std::string start_fault;
+  int start_faults = 0;
   std::string retry_on = "infra";  // resources.retry_on: "any" retries the job's failures too
 };
 
@@ -316,6 +320,7 @@ struct IngestEvent {
   bool cancelled = false;           // kExited
   bool interrupted = false;         // kExited: the agent stopped it as it shut down; requeue
   bool infra = false;               // kExited: the worker failed it, not the job; requeue
+  bool not_started = false;         // kExited, with infra: the job's program never ran
   RunMeta meta;                     // kMeta: keys to merge into the run's metadata
 };
 
@@ -353,6 +358,8 @@ struct RunTransition {
   RunField<double> finished_at;
   RunField<double> not_before;
   RunField<int64_t> infra_faults;
+  RunField<std::string> start_fault;
+  RunField<int64_t> start_faults;
   // A gang's assignment: the hosts of `attempt` by rank (run_hosts rows); empty for one host.
   std::vector<std::string> hosts;
 };

@@ -120,7 +120,7 @@ bool HigherIsBetter(const std::string& metric, const std::map<std::string, std::
   if (auto it = goal.find(metric); it != goal.end()) {
     return it->second == "max";
   }
-  return metric.find("acc") != std::string::npos || metric == kTokensPerS;
+  return metrics::LargerIsBetterByDefault(metric);
 }
 
 ReportOptions OptionsOf(const model::ExperimentReport& report) {

@@ -85,7 +85,7 @@ struct Row {
 ReportOptions OptionsOf(const model::ExperimentReport& report);
 
 // The metrics whose larger values are better: as `goal` says ("max"; an experiment's [report]
-// goal), else accuracies and throughput; the others are losses.
+// goal), else the one default (metrics::LargerIsBetterByDefault).
 bool HigherIsBetter(const std::string& metric, const std::map<std::string, std::string>& goal = {});
 
 // The metrics BuildReport reads besides the table's own, for the size and speed columns.

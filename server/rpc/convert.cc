@@ -135,6 +135,7 @@ uint64_t FromProto(const tae::v1::EventBatch& in, double received_at,
         event.cancelled = e.exited().cancelled();
         event.interrupted = e.exited().interrupted();
         event.infra = e.exited().infra();
+        event.not_started = e.exited().not_started();
         event.text = e.exited().reason();
         break;
       case tae::v1::Event::kMeta:

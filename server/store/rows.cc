@@ -105,7 +105,7 @@ const char* const kRunColumns =
     "id, experiment_id, variant, seed, config, state, attempt, max_attempts, priority, slots, "
     "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at, "
     "meta, not_before, max_concurrent, hosts, COALESCE(snapshot_id, ''), command, "
-    "attempts_granted, keep_checkpoints, infra_faults, retry_on";
+    "attempts_granted, keep_checkpoints, infra_faults, retry_on, start_fault, start_faults";
 
 model::RunRecord ReadRun(const Statement& stmt) {
   model::RunRecord run;
@@ -139,6 +139,8 @@ model::RunRecord ReadRun(const Statement& stmt) {
   run.keep_checkpoints = static_cast<int>(stmt.Int(25));
   run.infra_faults = static_cast<int>(stmt.Int(26));
   run.retry_on = stmt.Text(27);
+  run.start_fault = stmt.Text(28);
+  run.start_faults = static_cast<int>(stmt.Int(29));
   return run;
 }
 

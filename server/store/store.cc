@@ -79,6 +79,8 @@ absl::Status Store::Apply(const model::RunTransition& t) {
   AddColumn(t.finished_at, "finished_at", &sql);
   AddColumn(t.not_before, "not_before", &sql);
   AddColumn(t.infra_faults, "infra_faults", &sql);
+  AddColumn(t.start_fault, "start_fault", &sql);
+  AddColumn(t.start_faults, "start_faults", &sql);
   sql += " WHERE id = ?";
   ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(sql));
   int index = 1;
@@ -93,6 +95,8 @@ absl::Status Store::Apply(const model::RunTransition& t) {
   BindField(t.finished_at, &stmt, &index);
   BindField(t.not_before, &stmt, &index);
   BindField(t.infra_faults, &stmt, &index);
+  BindField(t.start_fault, &stmt, &index);
+  BindField(t.start_faults, &stmt, &index);
   stmt.Bind(index, t.run_id);
   RETURN_IF_ERROR(stmt.Run());
   for (const model::RunTransition::Row& row : t.rows) {

@@ -15,6 +15,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "common/process/spawn.h"
+
 namespace tae::testing {
 
 std::string FakeTpuDir() {
@@ -78,26 +80,13 @@ FakeTpu::FakeTpu() {
   }
   std::string port_file = dir_.path() + "/port";
   std::string log = dir_.path() + "/fake_tpu.log";
-  std::vector<std::string> args = {
-      python_, FakeTpuDir() + "/fake_tpu.py", "--port", "0", "--port-file", port_file};
-  std::vector<char*> argv;
-  for (std::string& a : args) {
-    argv.push_back(a.data());
-  }
-  argv.push_back(nullptr);
-  pid_ = fork();
-  REQUIRE(pid_ >= 0);
-  if (pid_ == 0) {
-    setpgid(0, 0);
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-    }
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  setpgid(pid_, pid_);
+  process::SpawnRequest request;
+  request.argv = {python_, FakeTpuDir() + "/fake_tpu.py", "--port", "0", "--port-file", port_file};
+  request.log_path = log;  // a fresh directory's file
+  absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
+  INFO("spawn fake_tpu.py: " << spawned.status().ToString());
+  REQUIRE(spawned.ok());
+  pid_ = spawned->pid;
   bool up = WaitUntil(
       [&] {
         std::string text = ReadFile(port_file);

@@ -18,30 +18,21 @@ namespace tae::testing {
 std::string BinPath(const std::string& name) { return std::string(TAE_BIN_DIR) + "/" + name; }
 
 CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s) {
-  int out[2];
-  int err[2];
-  REQUIRE(pipe2(out, O_CLOEXEC) == 0);
-  REQUIRE(pipe2(err, O_CLOEXEC) == 0);
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargs;
-  for (std::string& a : args) {
-    cargs.push_back(a.data());
-  }
-  cargs.push_back(nullptr);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    execv(cargs[0], cargs.data());
-    _exit(127);
-  }
-  close(out[1]);
-  close(err[1]);
+  process::SpawnRequest request;
+  request.argv = argv;
+  return RunCommand(request, timeout_s);
+}
+
+CommandResult RunCommand(const process::SpawnRequest& request, double timeout_s) {
+  REQUIRE(request.log_path.empty());
+  absl::StatusOr<process::SpawnedProcess> child = process::Spawn(request);
+  INFO("spawn " << request.argv.at(0) << ": " << child.status().ToString());
+  REQUIRE(child.ok());
+  const pid_t pid = child->pid;
   CommandResult result;
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  pollfd fds[2] = {{child->stdout_fd, POLLIN, 0}, {child->stderr_fd, POLLIN, 0}};
   int open_fds = 2;
   char buf[4096];
   while (open_fds > 0) {
@@ -49,7 +40,7 @@ CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s)
                     deadline - std::chrono::steady_clock::now())
                     .count();
     if (left <= 0) {
-      kill(pid, SIGKILL);
+      kill(-pid, SIGKILL);
       break;
     }
     if (poll(fds, 2, static_cast<int>(left)) <= 0) {

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/process/spawn.h"
 #include "nlohmann/json.hpp"
 
 namespace tae::testing {
@@ -19,8 +20,12 @@ struct CommandResult {
   std::string err;
 };
 
-// Runs argv to completion (killed after timeout_s), capturing stdout and stderr.
+// Runs argv to completion (its process group killed after timeout_s), capturing stdout and
+// stderr. Started by process::Spawn, like every program TAE starts.
 CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s = 120);
+// The same with the rest of a SpawnRequest (a working directory, environment); its output is
+// always captured, so request.log_path must be empty.
+CommandResult RunCommand(const process::SpawnRequest& request, double timeout_s = 120);
 
 std::string BinPath(const std::string& name);
 

@@ -10,6 +10,9 @@
 #include <sstream>
 #include <system_error>
 
+#include "absl/strings/str_cat.h"
+#include "common/process/spawn.h"
+
 namespace tae::testing {
 namespace {
 
@@ -139,29 +142,16 @@ NsSshd::NsSshd(const std::string& netns, const std::string& listen_ip,
 
   // `ip netns exec` execs sshd in place, so pid_ is sshd's pid. Its stdio goes to /dev/null (with
   // -D it keeps what it inherits; its log is -E).
-  std::vector<std::string> args = {
-      kIp,  "netns",        "exec", netns, kSshd, "-D", "-e", "-f", d + "/sshd_config",
-      "-E", d + "/sshd.log"};
-  std::vector<char*> argv;
-  for (std::string& a : args) {
-    argv.push_back(a.data());
-  }
-  argv.push_back(nullptr);
-  pid_ = fork();
-  if (pid_ < 0) {
-    why_not_ = "fork failed";
+  process::SpawnRequest request;
+  request.argv = {kIp,  "netns",        "exec", netns, kSshd, "-D", "-e", "-f", d + "/sshd_config",
+                  "-E", d + "/sshd.log"};
+  request.log_path = "/dev/null";
+  absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
+  if (!spawned.ok()) {
+    why_not_ = absl::StrCat("cannot start sshd: ", spawned.status().message());
     return;
   }
-  if (pid_ == 0) {
-    int null = open("/dev/null", O_RDWR);
-    if (null >= 0) {
-      dup2(null, STDIN_FILENO);
-      dup2(null, STDOUT_FILENO);
-      dup2(null, STDERR_FILENO);
-    }
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
+  pid_ = spawned->pid;
   // Up when its pid file is there (written once it listens); gone early means it failed.
   bool exited = false;
   WaitUntil(

@@ -20,6 +20,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "common/process/spawn.h"
 #include "tests/integration/harness.h"
 #include "tests/skip.h"
 
@@ -74,40 +75,21 @@ class Background {
   Background(std::vector<std::string> argv,
              const std::vector<std::pair<std::string, std::string>>& env, std::string log_path)
       : log_path_(std::move(log_path)) {
-    // Everything is prepared before fork. The environment is ours without any TAE_* variable
-    // (the test decides them all), plus `env`.
-    std::vector<std::string> env_strings;
+    process::SpawnRequest request;
+    request.argv = std::move(argv);
+    request.env = env;
+    // The environment is ours without any TAE_* variable (the test decides them all).
     for (char** e = environ; *e != nullptr; ++e) {
-      if (!absl::StartsWith(*e, "TAE_")) {
-        env_strings.emplace_back(*e);
+      if (absl::StartsWith(*e, "TAE_")) {
+        const std::string entry = *e;
+        request.env_remove.push_back(entry.substr(0, entry.find('=')));
       }
     }
-    for (const auto& [key, value] : env) {
-      env_strings.push_back(key + "=" + value);
-    }
-    std::vector<char*> args;
-    for (std::string& a : argv) {
-      args.push_back(a.data());
-    }
-    args.push_back(nullptr);
-    std::vector<char*> envp;
-    for (std::string& e : env_strings) {
-      envp.push_back(e.data());
-    }
-    envp.push_back(nullptr);
-    int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    REQUIRE(log >= 0);
-    pid_ = fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      setpgid(0, 0);
-      dup2(log, STDOUT_FILENO);
-      dup2(log, STDERR_FILENO);
-      execve(args[0], args.data(), envp.data());
-      _exit(127);
-    }
-    setpgid(pid_, pid_);  // also here, so the group exists before we might signal it
-    close(log);
+    request.log_path = log_path_;
+    absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
+    INFO("spawn " << request.argv.at(0) << ": " << spawned.status().ToString());
+    REQUIRE(spawned.ok());
+    pid_ = spawned->pid;
   }
   ~Background() { Stop(); }
 

@@ -1,6 +1,11 @@
 #include "common/cli/flags.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "common/cli/paths.h"
 
 namespace tae::cli {
 
@@ -36,6 +41,42 @@ TEST_CASE("flags: errors name the flag") {
   CHECK(flags.Parse({"--count", "three"}, &positional).message() ==
         "--count: 'three' is not an integer");
   CHECK(flags.Parse({"--count"}, &positional).message() == "--count needs a value");
+}
+
+}  // namespace tae::cli
+
+namespace tae::cli {
+
+TEST_CASE("paths: a path from a user or the environment is made absolute where it enters") {
+  const std::string cwd = std::filesystem::current_path().string();
+  CHECK(AbsolutePath("relhome") == cwd + "/relhome");
+  CHECK(AbsolutePath("./relhome/") == cwd + "/relhome");
+  CHECK(AbsolutePath("a/./b//c") == cwd + "/a/b/c");
+  CHECK(AbsolutePath("../up") == cwd + "/../up");  // ".." is the kernel's (symlinks)
+  CHECK(AbsolutePath("/abs//dir/.") == "/abs/dir");
+  CHECK(AbsolutePath("/") == "/");
+  CHECK(AbsolutePath(".") == cwd);
+  CHECK(AbsolutePath("").empty());
+
+  // The flags of paths store them absolute; the environment's TAE_HOME is read so too.
+  std::string home;
+  std::string name;
+  FlagSet flags("usage");
+  flags.Path("home", &home, "data dir");
+  flags.String("name", &name, "a name, not a path");
+  std::vector<std::string> rest;
+  REQUIRE(flags.Parse({"--home", "rel", "--name", "rel"}, &rest).ok());
+  CHECK(home == cwd + "/rel");
+  CHECK(name == "rel");
+  const char* saved = getenv("TAE_HOME");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  setenv("TAE_HOME", "rel/home", 1);
+  CHECK(TaeHome() == cwd + "/rel/home");
+  if (saved != nullptr) {
+    setenv("TAE_HOME", saved_value.c_str(), 1);
+  } else {
+    unsetenv("TAE_HOME");
+  }
 }
 
 }  // namespace tae::cli

@@ -256,3 +256,92 @@ TEST_CASE("lifecycle: assign, start, finish and retry") {
     CHECK_FALSE(lifecycle::OnRetry(Run(state), "retry", 8, 1));
   }
 }
+
+TEST_CASE("lifecycle: a start fault that repeats on the same agent fails the run with its cause") {
+  // The agent's words, as two attempts of one run give them: only the numbers differ.
+  const std::string cause1 =
+      "the job's supervisor (pid 4101) could not start the job: tae-job: cannot open "
+      "rel/agents/local-0/runs/r3-a1.job/stdout: No such file or directory";
+  const std::string cause2 =
+      "the job's supervisor (pid 4187) could not start the job: tae-job: cannot open "
+      "rel/agents/local-0/runs/r3-a2.job/stdout: No such file or directory";
+  CHECK(lifecycle::StartFaultKey("local-0", cause1) == lifecycle::StartFaultKey("local-0", cause2));
+  CHECK(lifecycle::StartFaultKey("local-0", cause1) != lifecycle::StartFaultKey("local-1", cause1));
+  CHECK(lifecycle::StartFaultKey("a", "x") != lifecycle::StartFaultKey("a", "y"));
+  CHECK(lifecycle::StartFaultKey("a", "pid 12 and 7") == "a: pid # and #");
+
+  Exit fault = Exited(-1);
+  fault.infra = true;
+  fault.not_started = true;
+  fault.text = cause1;
+
+  // The first one: requeued like any fault of the worker, and remembered.
+  RunRecord run = Run(RunState::kAssigned, 1, 1);
+  run.agent_id = "local-0";
+  std::optional<RunTransition> t = lifecycle::OnExit(run, fault);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kQueued);
+  CHECK(t->max_attempts.value == 2);
+  CHECK(t->start_fault.value == lifecycle::StartFaultKey("local-0", cause1));
+  CHECK(t->start_faults.value == 1);
+
+  // The same fault on the same agent in the next attempt: failed, with the cause.
+  run.attempt = 2;
+  run.max_attempts = 2;
+  run.start_fault = t->start_fault.value;
+  run.start_faults = 1;
+  fault.attempt = 2;
+  fault.text = cause2;
+  t = lifecycle::OnExit(run, fault);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kFailed);
+  CHECK(t->finished_at.value == 100);
+  CHECK(t->reason.value ==
+        "failed: the same start fault on local-0 in 2 attempts in a row, before the job ran (it "
+        "would fail the same way again): " +
+            cause2);
+  REQUIRE(t->rows.size() == 2);
+  CHECK(t->rows[0].to == RunState::kLost);
+  CHECK(t->rows[0].reason == cause2);
+
+  // Another agent, or another fault: a new count, requeued.
+  RunRecord elsewhere = run;
+  elsewhere.agent_id = "local-1";
+  t = lifecycle::OnExit(elsewhere, fault);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kQueued);
+  CHECK(t->start_faults.value == 1);
+  Exit other = fault;
+  other.text = "cannot create the run directory: Permission denied";
+  t = lifecycle::OnExit(run, other);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kQueued);
+
+  // A fault after the job started (a supervisor killed mid-run) is no start fault.
+  Exit died = fault;
+  died.not_started = false;
+  t = lifecycle::OnExit(run, died);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kQueued);
+  CHECK(t->start_fault.op == RunField<std::string>::Op::kKeep);
+
+  // A job that started ends the row; so does a retry.
+  t = lifecycle::OnStarted(run, 2, 900, "local-0", 100);
+  REQUIRE(t);
+  CHECK(t->start_faults.value == 0);
+  CHECK(t->start_fault.value.empty());
+  RunRecord failed = run;
+  failed.state = RunState::kFailed;
+  t = lifecycle::OnRetry(failed, "retry", 100, 1);
+  REQUIRE(t);
+  CHECK(t->start_faults.value == 0);
+
+  // A gang's rank names its host, and the same rule holds per agent.
+  RunRecord gang = Run(RunState::kRunning, 2, 2, 2);
+  gang.start_fault = lifecycle::StartFaultKey("b", "rank 1 on b: " + cause1);
+  gang.start_faults = 1;
+  t = lifecycle::OnGangExit(gang, 1, "b", fault, 0, 2);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kFailed);
+  CHECK(t->reason.value.find("on b in 2 attempts in a row") != std::string::npos);
+}
