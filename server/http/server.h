@@ -119,12 +119,14 @@ class Server {
   ServerOptions options_;
   Secrets secrets_;        // derived from the token: what a sign-in is checked against
   SessionTable sessions_;  // the server's thread only
+  // Declared before io_, so that they outlive it: destroying io_ destroys the sessions its
+  // pending handlers still hold, and each takes itself off these.
+  int connections_ = 0;                  // the server's thread only
+  std::list<Session*> unauthenticated_;  // not signed in, oldest first (the server's thread only)
   boost::asio::io_context io_;
   std::unique_ptr<class Acceptor> acceptor_;
   std::unique_ptr<boost::asio::steady_timer> accept_timer_;  // the backoff after a failed accept
   std::chrono::milliseconds accept_backoff_{0};              // the server's thread only
-  int connections_ = 0;                                      // the server's thread only
-  std::list<Session*> unauthenticated_;  // not signed in, oldest first (the server's thread only)
   std::atomic<int64_t> refused_connections_{0};
   std::atomic<int64_t> evicted_connections_{0};
   std::atomic<int64_t> accept_errors_{0};

@@ -211,8 +211,8 @@ std::string StateOf(Cluster& cluster, const std::string& id) {
 }
 
 TEST_CASE(
-    "a rogue agent reads nothing it does not hold, forges no profile failure, and its revocation "
-    "ends every stream it has open; a NaN batch is acked with its other events stored",
+    "a rogue agent reads nothing it does not hold and forges no profile failure: its revocation "
+    "ends every stream it has open and a NaN batch is acked with its other events stored",
     "[security]") {
   Cluster cluster(0, 1);
   REQUIRE(cluster.started());
