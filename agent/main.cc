@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <istream>
 #include <thread>
@@ -43,6 +44,9 @@ int main(int argc, char** argv) {
   tae::agent::AgentOptions options;
   options.taed = tae::cli::EnvOr("TAE_TAED", "127.0.0.1:7733");
   options.token = tae::cli::EnvOr("TAE_AGENT_TOKEN", "");
+  // Read once, then gone from the environment: no job, and nothing else this process starts,
+  // inherits the enrolment token or the credential.
+  ::unsetenv("TAE_AGENT_TOKEN");
   options.id = tae::cli::EnvOr("TAE_AGENT_ID", "");
   options.work_dir = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_AGENT_DIR", "/tmp/tae-agent"));
   options.train_binary = tae::cli::ProgramDir() + "/tae-train";

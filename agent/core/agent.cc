@@ -14,6 +14,7 @@
 #include "agent/link/enrol.h"
 #include "boost/asio/post.hpp"
 #include "common/clock/clock.h"
+#include "common/text/utf8.h"
 #include "common/version/version.h"
 #include "nlohmann/json.hpp"
 #include "proto/tae/v1/limits.h"
@@ -530,6 +531,14 @@ void Agent::LogAgentLine(const tae::v1::StartRun& start, std::string text) {
 void Agent::OnEvent(tae::v1::Event event, std::optional<OutputMark> mark) {
   if (event.has_exited()) {
     BlameWorker(&event);
+  }
+  // A job's bytes need not be UTF-8, protobuf strings must be (a journaled event with invalid
+  // UTF-8 would not parse back): keep every line, with U+FFFD for what is not UTF-8.
+  if (event.has_log() && !text::IsValidUtf8(event.log().text())) {
+    event.mutable_log()->set_text(text::ToValidUtf8(event.log().text()));
+  }
+  if (event.has_exited() && !text::IsValidUtf8(event.exited().reason())) {
+    event.mutable_exited()->set_reason(text::ToValidUtf8(event.exited().reason()));
   }
   if (mark.has_value()) {
     pending_marks_.push_back(

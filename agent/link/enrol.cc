@@ -8,6 +8,7 @@
 #include "agent/link/link.h"
 #include "common/auth/credential.h"
 #include "common/fs/fs.h"
+#include "common/status/macros.h"
 #include "grpcpp/client_context.h"
 #include "spdlog/spdlog.h"
 #include "tae/v1/agent_link.grpc.pb.h"
@@ -45,12 +46,14 @@ absl::StatusOr<std::string> ObtainCredential(const std::string& taed, const tls:
   const auto until = std::chrono::steady_clock::now() +
                      std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000));
   auto backoff = std::chrono::milliseconds(250);
+  ASSIGN_OR_RETURN(std::string request_id, auth::NewSecret());  // one per enrolment
   while (true) {
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", "Bearer " + key);
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     tae::v1::EnrolRequest request;
     request.set_agent_id(agent_id);
+    request.set_request_id(request_id);
     tae::v1::EnrolResponse response;
     grpc::Status status = stub->Enrol(&ctx, request, &response);
     if (status.ok()) {

@@ -322,6 +322,7 @@ int Agents(const CommandEnv& env, const Args& args) {
   }
   Table table({"ID", "STATE", "SLOTS", "HOST", "LABELS", "RUNS", "LAST SEEN"});
   std::vector<std::string> quarantined;
+  std::vector<std::string> revoked;
   for (const tae::v1::AgentInfo& agent : response.agents()) {
     std::vector<std::string> labels;
     for (const auto& [key, value] : agent.labels()) {
@@ -337,6 +338,9 @@ int Agents(const CommandEnv& env, const Args& args) {
       state = "quarantined";
       quarantined.push_back(absl::StrCat(agent.id(), ": ", agent.quarantine()));
     }
+    if (!agent.revoked().empty()) {
+      revoked.push_back(absl::StrCat(agent.id(), ": ", agent.revoked()));
+    }
     table.Add({agent.id(), state, absl::StrCat(agent.busy_slots(), "/", agent.slots()),
                agent.host(), absl::StrJoin(labels, ","),
                runs.empty() ? "-" : absl::StrJoin(runs, ","), FormatTime(agent.last_seen())});
@@ -344,6 +348,9 @@ int Agents(const CommandEnv& env, const Args& args) {
   std::fputs(table.Render().c_str(), stdout);
   for (const std::string& q : quarantined) {
     std::printf("quarantined %s (taectl agents undrain ID lets it take runs again)\n", q.c_str());
+  }
+  for (const std::string& r : revoked) {
+    std::printf("revoked %s\n", r.c_str());
   }
   if (provider) {
     std::printf("\nprovider events (oldest first):\n");

@@ -135,6 +135,7 @@ nlohmann::ordered_json AgentJson(const tae::v1::AgentInfo& agent) {
       {"runs", std::vector<int64_t>(agent.run_ids().begin(), agent.run_ids().end())},
       {"drained", agent.drained()},
       {"quarantine", agent.quarantine()},
+      {"revoked", agent.revoked()},
   };
 }
 

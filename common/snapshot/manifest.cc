@@ -76,43 +76,6 @@ absl::StatusOr<Entry> ParseLine(std::string_view line, size_t line_number) {
 
 }  // namespace
 
-bool IsValidUtf8(std::string_view bytes) {
-  size_t i = 0;
-  while (i < bytes.size()) {
-    auto byte = [&](size_t k) { return static_cast<unsigned char>(bytes[k]); };
-    unsigned char lead = byte(i);
-    size_t length = 0;
-    uint32_t code = 0;
-    uint32_t min = 0;
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    } else if ((lead & 0xE0) == 0xC0) {
-      length = 2, code = lead & 0x1F, min = 0x80;
-    } else if ((lead & 0xF0) == 0xE0) {
-      length = 3, code = lead & 0x0F, min = 0x800;
-    } else if ((lead & 0xF8) == 0xF0) {
-      length = 4, code = lead & 0x07, min = 0x10000;
-    } else {
-      return false;
-    }
-    if (i + length > bytes.size()) {
-      return false;
-    }
-    for (size_t k = 1; k < length; ++k) {
-      if ((byte(i + k) & 0xC0) != 0x80) {
-        return false;
-      }
-      code = (code << 6) | (byte(i + k) & 0x3F);
-    }
-    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
-      return false;
-    }
-    i += length;
-  }
-  return true;
-}
-
 absl::Status CheckRelativePath(std::string_view path) {
   if (path.empty()) {
     return absl::InvalidArgumentError("path is empty");

@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/text/utf8.h"
 
 namespace tae::snapshot {
 
@@ -213,8 +214,8 @@ absl::StatusOr<std::vector<Entry>> ParseManifest(std::string_view text);
 // InvalidArgument names the (escaped) path and the reason.
 absl::Status CheckRelativePath(std::string_view path);
 
-// True if `bytes` is well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF).
-bool IsValidUtf8(std::string_view bytes);
+// True if `bytes` is well-formed UTF-8 (common/text).
+using text::IsValidUtf8;
 
 // SHA-256 of `data` as 64 lowercase hex digits.
 std::string Sha256Hex(std::string_view data);

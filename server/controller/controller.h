@@ -186,9 +186,19 @@ class Controller {
   // so or the attempt ended (30 s before, without the artifact); NotFound when taed does not
   // know it.
   absl::StatusOr<ProfileStatus> GetProfile(int64_t run_id, const std::string& id);
-  // The agent could not get the profile (no such run on it, the job refused).
-  void OnProfileFailed(int64_t run_id, int attempt, const std::string& id,
-                       const std::string& error);
+  // Reads are bound like writes: an agent reads only the snapshots and checkpoints of the runs
+  // it holds for their current attempt (lifecycle::MayRead). A snapshot or blob it may not read
+  // and one that does not exist get the same answer, NotFound with the same text, so the answer
+  // tells nothing about other runs.
+  absl::Status MayReadSnapshot(const std::string& agent_id, const std::string& snapshot_id);
+  // Every hash must name a file of a snapshot (checkpoints: of the newest checkpoint) of such a
+  // run.
+  absl::Status MayFetchBlobs(const std::string& agent_id, bool checkpoints,
+                             const std::vector<std::string>& hashes);
+  // The agent could not get the profile (no such run on it, the job refused). Taken only from a
+  // host of the run's attempt (lifecycle::MayReport); anyone else's is ignored and logged.
+  void OnProfileFailed(const std::string& agent_id, int64_t run_id, int attempt,
+                       const std::string& id, const std::string& error);
 
   const registry::AgentRegistry& registry() const { return registry_; }
   provider::ProviderLog* provider_log() { return &provider_log_; }
@@ -201,7 +211,12 @@ class Controller {
   // A new agent presenting the shared enrolment token: its credential "ID.SECRET". An id that
   // holds a credential already (AlreadyExists) or was revoked (PermissionDenied) is refused,
   // as is an id that is not 1-128 of [A-Za-z0-9._:-].
-  absl::StatusOr<std::string> Enrol(const std::string& agent_id);
+  // request_id: the same for every retry of one enrolment (empty: none); a retry within
+  // kEnrolRetryS of the first answer gets a fresh credential (the lost one stops working).
+  // Ids are compared without case: `LOCAL-0` beside `local-0` is refused.
+  absl::StatusOr<std::string> Enrol(const std::string& agent_id,
+                                    const std::string& request_id = "");
+  static constexpr double kEnrolRetryS = 600;
   // A provider starting agent `agent_id`: a fresh credential, replacing any earlier one (a
   // recreated VM comes back under its id). PermissionDenied for a revoked id.
   absl::StatusOr<std::string> MintCredential(const std::string& agent_id);
@@ -232,8 +247,10 @@ class Controller {
   // Places queued runs on free agent slots, then publishes the TPU pools' demand.
   void Schedule();
 
+  // options_.clock, or WallNow(). Any thread: it reads only the clock fixed at construction.
+  double Now() const;
+
  private:
-  double Now() const;  // options_.clock, or WallNow()
   // A store write whose failure has no caller to go to: logged with `what`, and counted.
   void Noted(const absl::Status& status, const char* what);
   // Adaptive seeds: the experiments a run of which ended since the last Schedule(); it asks
@@ -277,6 +294,8 @@ class Controller {
   absl::Status CancelRun(const model::RunRecord& run, const std::string& reason);
   // The agents of the run's current attempt (a gang's, by rank).
   std::vector<std::string> AgentsOfRun(const model::RunRecord& run);
+  // The runs `agent_id` may read from (lifecycle::MayRead), among those placed on it.
+  std::vector<model::RunRecord> ReadableRuns(const std::string& agent_id);
   // Asks every connected agent of `agents` but `except` to stop the attempt. Returns how many
   // were asked.
   int StopRanks(int64_t run_id, int attempt, const std::vector<std::string>& agents,
@@ -301,6 +320,8 @@ class Controller {
   std::map<std::string, PendingProfile> profiles_;  // by request id
   double wake_at_ = 0;                              // when the pending wake-up timer fires; 0: none
   int64_t store_failures_ = 0;
+  // Enrolments by the token in this process's life: id -> SHA-256 of its request_id, when.
+  std::map<std::string, std::pair<std::string, double>> enrolments_;
   int64_t refused_events_ = 0;
   boost::asio::steady_timer liveness_timer_;
   std::set<int64_t> seeds_due_;

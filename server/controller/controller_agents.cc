@@ -15,6 +15,12 @@ namespace tae::controller {
 void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, AgentHello hello) {
   TAE_CHECK_OWNER(core_);
   registry::Agent& agent = hello.agent;
+  if (options_.credentials != nullptr && !options_.credentials->Live(agent.id)) {
+    // Revoked between the stream's last check and now: a revoked id never registers again.
+    spdlog::warn("agent {}: registering refused: its credential was revoked", agent.id);
+    channel->Close();
+    return;
+  }
   double now = Now();
   agent.connected = true;
   agent.connected_at = now;

@@ -2,9 +2,13 @@
 // credentials minted by the providers, revocation, and which events an agent may report.
 
 #include <map>
+#include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/auth/credential.h"
+#include "common/snapshot/snapshot.h"
 #include "common/status/macros.h"
 #include "server/controller/controller.h"
 #include "server/lifecycle/lifecycle.h"
@@ -27,18 +31,33 @@ absl::Status CheckAgentId(const std::string& id) {
 
 }  // namespace
 
-absl::StatusOr<std::string> Controller::Enrol(const std::string& agent_id) {
+absl::StatusOr<std::string> Controller::Enrol(const std::string& agent_id,
+                                              const std::string& request_id) {
   TAE_CHECK_OWNER(core_);
   RETURN_IF_ERROR(CheckAgentId(agent_id));
   ASSIGN_OR_RETURN(std::vector<model::CredentialRecord> all, store_->ListCredentials());
   for (const model::CredentialRecord& c : all) {
-    if (c.agent_id != agent_id) {
+    if (!absl::EqualsIgnoreCase(c.agent_id, agent_id)) {
       continue;
+    }
+    if (c.agent_id != agent_id) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("agent ", agent_id, ": ", c.agent_id,
+                       " is enrolled already, and ids are compared without case: give this "
+                       "worker another --id"));
     }
     if (c.revoked_at.has_value()) {
       return absl::PermissionDeniedError(
           absl::StrCat("agent ", agent_id, " was revoked (", c.revoked_reason,
                        "); it cannot enrol again: give this worker another --id"));
+    }
+    auto retry = enrolments_.find(agent_id);
+    if (!request_id.empty() && retry != enrolments_.end() &&
+        auth::SecretEquals(retry->second.first, registry::SecretHash(request_id)) &&
+        Now() - retry->second.second <= kEnrolRetryS) {
+      // The same enrolment again: its answer was lost. A fresh credential replaces that one.
+      spdlog::info("agent {} enrolled again by a retry of its enrolment", agent_id);
+      return IssueCredential(agent_id, "token");
     }
     return absl::AlreadyExistsError(absl::StrCat(
         "agent ", agent_id,
@@ -48,6 +67,9 @@ absl::StatusOr<std::string> Controller::Enrol(const std::string& agent_id) {
         agent_id, "`, then another --id"));
   }
   ASSIGN_OR_RETURN(std::string credential, IssueCredential(agent_id, "token"));
+  if (!request_id.empty()) {
+    enrolments_[agent_id] = {registry::SecretHash(request_id), Now()};
+  }
   spdlog::info("agent {} enrolled with the enrolment token", agent_id);
   return credential;
 }
@@ -83,6 +105,11 @@ absl::StatusOr<int> Controller::Revoke(const std::string& agent_id, const std::s
   RETURN_IF_ERROR(store_->RevokeCredential(agent_id, why, Now()));
   if (options_.credentials != nullptr) {
     options_.credentials->Revoke(agent_id);
+    // Every open stream of the id ends now, registered or idle: none can register it again.
+    for (const std::shared_ptr<registry::AgentChannel>& stream :
+         options_.credentials->TakeStreams(agent_id)) {
+      stream->Close();
+    }
   }
   int requeued = 0;
   if (registry::Agent* agent = registry_.Find(agent_id); agent != nullptr) {
@@ -91,12 +118,77 @@ absl::StatusOr<int> Controller::Revoke(const std::string& agent_id, const std::s
       agent->channel->Close();
     }
     registry_.Disconnect(agent_id, agent->channel.get(), Now());
+    agent->revoked = why;
   }
   Noted(store_->SetAgentState(agent_id, "revoked", Now()), "store an agent's state");
   // Its runs go elsewhere now, as after a loss the agent caused, not the job.
   LoseUnclaimedRuns(agent_id, absl::StrCat("agent ", agent_id, " revoked: ", why));
   spdlog::warn("agent {} revoked: {}", agent_id, why);
   return requeued;
+}
+
+std::vector<model::RunRecord> Controller::ReadableRuns(const std::string& agent_id) {
+  std::vector<model::RunRecord> out;
+  const registry::Agent* agent = registry_.Find(agent_id);
+  if (agent == nullptr) {
+    return out;
+  }
+  for (const auto& [run_id, slots] : agent->runs) {
+    absl::StatusOr<model::RunRecord> run = store_->GetRun(run_id);
+    if (run.ok() && lifecycle::MayRead(*run, AgentsOfRun(*run), agent_id)) {
+      out.push_back(*std::move(run));
+    }
+  }
+  return out;
+}
+
+absl::Status Controller::MayReadSnapshot(const std::string& agent_id,
+                                         const std::string& snapshot_id) {
+  TAE_CHECK_OWNER(core_);
+  for (const model::RunRecord& run : ReadableRuns(agent_id)) {
+    if (!run.snapshot_id.empty() && run.snapshot_id == snapshot_id) {
+      return absl::OkStatus();
+    }
+  }
+  spdlog::warn("agent {}: snapshot {} refused (not one of its runs', or none)", agent_id,
+               snapshot_id.substr(0, 80));
+  return absl::NotFoundError("no such snapshot among the runs this agent holds");
+}
+
+absl::Status Controller::MayFetchBlobs(const std::string& agent_id, bool checkpoints,
+                                       const std::vector<std::string>& hashes) {
+  TAE_CHECK_OWNER(core_);
+  std::set<std::string> readable;
+  for (const model::RunRecord& run : ReadableRuns(agent_id)) {
+    std::string manifest;
+    if (checkpoints) {
+      absl::StatusOr<std::optional<model::CheckpointRecord>> latest =
+          store_->LatestCheckpoint(run.id);
+      if (latest.ok() && latest->has_value()) {
+        manifest = (*latest)->manifest;
+      }
+    } else if (!run.snapshot_id.empty()) {
+      absl::StatusOr<model::SnapshotRecord> snapshot = store_->GetSnapshot(run.snapshot_id);
+      if (snapshot.ok()) {
+        manifest = snapshot->manifest;
+      }
+    }
+    absl::StatusOr<std::vector<snapshot::Entry>> entries = snapshot::ParseManifest(manifest);
+    if (entries.ok()) {
+      for (const snapshot::Entry& entry : *entries) {
+        readable.insert(entry.sha256);
+      }
+    }
+  }
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    if (readable.count(hashes[i]) == 0) {
+      spdlog::warn("agent {}: {} blob {} refused (not one of its runs', or none)", agent_id,
+                   checkpoints ? "checkpoint" : "snapshot", hashes[i].substr(0, 80));
+      return absl::NotFoundError(
+          absl::StrCat("hashes[", i, "]: no such blob among the runs this agent holds"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::vector<model::IngestEvent> Controller::OwnEvents(

@@ -13,6 +13,8 @@
 #include "absl/strings/str_format.h"
 #include "common/status/macros.h"
 #include "server/controller/controller.h"
+#include "server/lifecycle/lifecycle.h"
+#include "spdlog/spdlog.h"
 
 namespace tae::controller {
 namespace {
@@ -131,12 +133,19 @@ absl::StatusOr<ProfileStatus> Controller::GetProfile(int64_t run_id, const std::
   return status;
 }
 
-void Controller::OnProfileFailed(int64_t run_id, int attempt, const std::string& id,
-                                 const std::string& error) {
+void Controller::OnProfileFailed(const std::string& agent_id, int64_t run_id, int attempt,
+                                 const std::string& id, const std::string& error) {
   TAE_CHECK_OWNER(core_);
   auto it = profiles_.find(id);
   if (it == profiles_.end() || it->second.run_id != run_id || it->second.attempt != attempt) {
     return;  // a request taed no longer remembers, or a self-initiated capture
+  }
+  absl::StatusOr<model::RunRecord> run = store_->GetRun(run_id);
+  if (!run.ok() || !lifecycle::MayReport(*run, AgentsOfRun(*run), agent_id, attempt, Now(),
+                                         options_.report_tail_s)) {
+    ++refused_events_;
+    spdlog::warn("agent {}: a profile failure for r{} it does not hold refused", agent_id, run_id);
+    return;
   }
   it->second.state = ProfileState::kFailed;
   it->second.error = error;

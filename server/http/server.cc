@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <deque>
+#include <list>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -15,6 +16,7 @@
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
 #include "common/clock/clock.h"
+#include "common/text/utf8.h"
 #include "common/tls/tls.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -118,11 +120,30 @@ Response Response::Error(int status, const std::string& message) {
 
 namespace {
 
+// Which part of a request is not valid UTF-8, said without quoting it; nullopt when all are.
+std::optional<std::string> NotUtf8(const Request& request) {
+  for (const auto& [name, value] : request.query) {
+    if (!text::IsValidUtf8(name)) {
+      return "a query parameter's name is not valid UTF-8";
+    }
+    if (!text::IsValidUtf8(value)) {
+      return absl::StrCat("the query parameter '", name, "' is not valid UTF-8");
+    }
+  }
+  if (!text::IsValidUtf8(request.body)) {
+    return "the request body is not valid UTF-8";
+  }
+  return std::nullopt;
+}
+
 // What a connection does with one parsed request: the sign-in rules, then the handler. `answer`
 // gets the response and whether the connection may stay open (any thread, once per call unless
 // the handler misbehaves; the Session guards against a second answer).
 // `token`: the secrets the sign-in URL's token must derive; `sessions`: who is signed in.
-void Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
+// Returns whether the request was signed in (a valid session): only such a connection leaves the
+// not-signed-in connections' cap (ServerOptions::max_unauthenticated). Every answer to a request
+// that is not signed in closes its connection.
+bool Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
             SessionTable* sessions, int port, Handler* handler,
             const std::function<void(Response, bool)>& answer) {
   const double now = clock::WallNow();
@@ -134,7 +155,7 @@ void Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
   std::optional<std::string> path = PercentDecode(target.substr(0, q), false);
   if (!path.has_value() || path->empty() || (*path)[0] != '/') {
     answer(Response::Error(400, "malformed request path"), false);
-    return;
+    return false;
   }
   request.path = *path;
   if (q != std::string_view::npos) {
@@ -164,15 +185,15 @@ void Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
     Verdict host = Check({facts.method, facts.host, "", "", "", ""}, token, port);
     if (host == Verdict::kBadHost) {
       answer(Response::Error(421, Explain(host)), false);
-      return;
+      return false;
     }
     if (!SecretEquals(DeriveSecrets(request.query["token"]).session, token.session)) {
       Response r;
       r.status = 401;
       r.content_type = "text/html; charset=utf-8";
       r.body = SignInPage("That token is not this taed's.");
-      answer(std::move(r), keep_alive);
-      return;
+      answer(std::move(r), false);
+      return false;
     }
     // Not a redirect: a redirect keeps the first hop's Sec-Fetch-Site (cross-site when the
     // link was opened from a file or another page), which the next request would be refused
@@ -180,7 +201,7 @@ void Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
     absl::StatusOr<Secrets> session = sessions->Mint(now);
     if (!session.ok()) {
       answer(Response::Error(500, std::string(session.status().message())), false);
-      return;
+      return false;
     }
     Response r;
     r.status = 200;
@@ -191,7 +212,7 @@ void Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
         "http-equiv=refresh content=\"0;url=/\"></noscript><script>location.replace('/' + "
         "location.hash)</script>Signed in: opening the dashboard...";
     answer(std::move(r), keep_alive);
-    return;
+    return false;  // signed in from its next request on, which carries the cookie
   }
   // The presented session's secrets, or none: Check never matches an empty session.
   std::optional<Secrets> session;
@@ -211,14 +232,20 @@ void Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
                               : "This page was opened from another site or another local port, "
                                 "which the dashboard refuses.");
     }
-    answer(std::move(r), keep_alive);
-    return;
+    answer(std::move(r), false);
+    return false;
   }
   if (!session.has_value()) {  // Check allows nothing without one; never go on without it
-    answer(Response::Error(401, Explain(Verdict::kNoSession)), keep_alive);
-    return;
+    answer(Response::Error(401, Explain(Verdict::kNoSession)), false);
+    return false;
   }
   request.csrf = session->csrf;
+  // Handlers take parameters and bodies as UTF-8 text (JSON needs it): anything else is the
+  // client's error, answered here once for every route, never with a library's text.
+  if (std::optional<std::string> bad = NotUtf8(request); bad.has_value()) {
+    answer(Response::Error(400, *bad), keep_alive);
+    return true;
+  }
   try {
     handler->Handle(std::move(request), [answer, keep_alive](Response response) {
       answer(std::move(response), keep_alive);
@@ -227,6 +254,7 @@ void Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
     spdlog::warn("dashboard request failed: {}", e.what());
     answer(Response::Error(500, "the request failed inside taed (see taed.log)"), false);
   }
+  return true;
 }
 
 std::shared_ptr<bhttp::response<bhttp::string_body>> BuildResponse(Response response,
@@ -350,10 +378,29 @@ class Server::Stream : public std::enable_shared_from_this<Server::Stream> {
 // One HTTP/1.1 connection: read a request, answer, repeat while keep-alive.
 class Server::Session : public std::enable_shared_from_this<Server::Session> {
  public:
+  // A new connection has not signed in: it waits in the server's list of such connections until
+  // one of its requests carries a valid session.
   Session(tcp::socket socket, Server* server) : stream_(std::move(socket)), server_(server) {
     ++server_->connections_;
+    listed_ = server_->unauthenticated_.insert(server_->unauthenticated_.end(), this);
   }
-  ~Session() { --server_->connections_; }
+  ~Session() {
+    if (counted_) {
+      --server_->connections_;
+    }
+    Unlist();
+  }
+
+  // The server took it off its list to make room for a newer connection: closed now, and no
+  // longer counted against max_connections (its last callbacks may run later).
+  void Evict() {
+    listed_.reset();
+    counted_ = false;
+    --server_->connections_;
+    beast::error_code ignored;  // the peer may have gone already
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
 
   void Read() {
     parser_.emplace();
@@ -401,15 +448,26 @@ class Server::Session : public std::enable_shared_from_this<Server::Session> {
     auto executor = stream_.get_executor();
     // A handler that throws after answering must not answer twice.
     auto answered = std::make_shared<std::atomic<bool>>(false);
-    Decide(req, server_->secrets_, &server_->sessions_, server_->port_, server_->options_.handler,
-           [self, executor, answered](Response response, bool keep_alive) {
-             if (answered->exchange(true)) {
-               return;
-             }
-             asio::post(executor, [self, response = std::move(response), keep_alive]() mutable {
-               self->Send(std::move(response), keep_alive && self->keep_alive_);
-             });
-           });
+    const bool signed_in = Decide(
+        req, server_->secrets_, &server_->sessions_, server_->port_, server_->options_.handler,
+        [self, executor, answered](Response response, bool keep_alive) {
+          if (answered->exchange(true)) {
+            return;
+          }
+          asio::post(executor, [self, response = std::move(response), keep_alive]() mutable {
+            self->Send(std::move(response), keep_alive && self->keep_alive_);
+          });
+        });
+    if (signed_in) {
+      Unlist();
+    }
+  }
+
+  void Unlist() {
+    if (listed_.has_value()) {
+      server_->unauthenticated_.erase(*listed_);
+      listed_.reset();
+    }
   }
 
   void Send(Response response, bool keep_alive) {
@@ -445,6 +503,9 @@ class Server::Session : public std::enable_shared_from_this<Server::Session> {
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   bool keep_alive_ = false;
+  // Its place in server_->unauthenticated_ until it signs in, is evicted or ends.
+  std::optional<std::list<Session*>::iterator> listed_;
+  bool counted_ = true;  // in server_->connections_
 };
 
 Server::Server(ServerOptions options)
@@ -521,6 +582,15 @@ void Server::Accept() {
       return;
     }
     accept_backoff_ = std::chrono::milliseconds(0);
+    if (!unauthenticated_.empty() &&
+        static_cast<int>(unauthenticated_.size()) >= options_.max_unauthenticated) {
+      // Connections that have not signed in have a cap of their own: the oldest makes room, so
+      // they can never hold every slot and a signed-in browser's new connection gets in.
+      Session* oldest = unauthenticated_.front();
+      unauthenticated_.pop_front();
+      oldest->Evict();
+      ++evicted_connections_;
+    }
     if (connections_ >= options_.max_connections) {
       // Over the cap: a short answer and close, so a client that opens connections without
       // end cannot take every descriptor.

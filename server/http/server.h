@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -65,6 +66,10 @@ class Handler {
   virtual void Handle(Request request, std::function<void(Response)> done) = 0;
 };
 
+// The default cap on connections that have not signed in (ServerOptions::max_unauthenticated):
+// room for a browser's six parallel connections while it signs in, and then some.
+inline constexpr int kMaxUnauthenticatedConnections = 16;
+
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // a loopback address; port 0 picks a free one
   std::string token;                   // the sign-in token (http.token)
@@ -73,6 +78,10 @@ struct ServerOptions {
   double heartbeat_s = 15;             // an SSE comment line after this long without events
   // Open connections (SSE streams included) beyond this are answered 503 and closed at once.
   int max_connections = 128;
+  // Connections that have not (yet) presented a valid session: a new one beyond this closes the
+  // oldest of them, so clients that never sign in cannot keep a signed-in browser out. Every
+  // answer to a request that is not signed in (401, 403, 421) also closes its connection.
+  int max_unauthenticated = kMaxUnauthenticatedConnections;
   // A request must arrive whole within this long of the server starting to wait for it (also an
   // idle keep-alive connection's lifetime): a client that trickles a header holds nothing long.
   double request_timeout_s = 15;
@@ -95,6 +104,8 @@ class Server {
   // Connections turned away over max_connections, and failed accepts, so far (any thread; for
   // tests and taed's log).
   int64_t refused_connections() const { return refused_connections_.load(); }
+  // Connections that had not signed in, closed to make room under max_unauthenticated.
+  int64_t evicted_connections() const { return evicted_connections_.load(); }
   int64_t accept_errors() const { return accept_errors_.load(); }
   // Closes the listener and every connection, SSE streams included, and joins the thread.
   void Stop();
@@ -108,12 +119,16 @@ class Server {
   ServerOptions options_;
   Secrets secrets_;        // derived from the token: what a sign-in is checked against
   SessionTable sessions_;  // the server's thread only
+  // Declared before io_, so that they outlive it: destroying io_ destroys the sessions its
+  // pending handlers still hold, and each takes itself off these.
+  int connections_ = 0;                  // the server's thread only
+  std::list<Session*> unauthenticated_;  // not signed in, oldest first (the server's thread only)
   boost::asio::io_context io_;
   std::unique_ptr<class Acceptor> acceptor_;
   std::unique_ptr<boost::asio::steady_timer> accept_timer_;  // the backoff after a failed accept
   std::chrono::milliseconds accept_backoff_{0};              // the server's thread only
-  int connections_ = 0;                                      // the server's thread only
   std::atomic<int64_t> refused_connections_{0};
+  std::atomic<int64_t> evicted_connections_{0};
   std::atomic<int64_t> accept_errors_{0};
   std::thread thread_;
   int port_ = 0;

@@ -354,4 +354,9 @@ bool MayCheckpoint(const RunRecord& run, const std::vector<std::string>& hosts,
   return MayReport(run, hosts, agent, attempt, now, tail_s);
 }
 
+bool MayRead(const RunRecord& run, const std::vector<std::string>& hosts,
+             const std::string& agent) {
+  return run.attempt > 0 && Live(run.state) && HostOf(hosts, agent);
+}
+
 }  // namespace tae::lifecycle

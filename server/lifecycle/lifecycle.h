@@ -123,4 +123,8 @@ bool MayReport(const RunRecord& run, const std::vector<std::string>& hosts,
 bool MayCheckpoint(const RunRecord& run, const std::vector<std::string>& hosts,
                    const std::string& agent, int attempt, double now, double tail_s);
 
+// Who may read from a run (docs/security.md): its code snapshot and its checkpoints go only to
+// a host of its current attempt (`hosts`: AgentsOf(run)) while that attempt is live.
+bool MayRead(const RunRecord& run, const std::vector<std::string>& hosts, const std::string& agent);
+
 }  // namespace tae::lifecycle

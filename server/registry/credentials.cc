@@ -30,6 +30,39 @@ void CredentialTable::Revoke(const std::string& agent_id) {
   hashes_.erase(agent_id);
 }
 
+bool CredentialTable::Live(const std::string& agent_id) const {
+  absl::MutexLock lock(&mu_);
+  return hashes_.count(agent_id) > 0;
+}
+
+void CredentialTable::AddStream(const std::string& agent_id, std::weak_ptr<AgentChannel> channel) {
+  absl::MutexLock lock(&mu_);
+  streams_.emplace(agent_id, std::move(channel));
+}
+
+void CredentialTable::RemoveStream(const std::string& agent_id, const AgentChannel* channel) {
+  absl::MutexLock lock(&mu_);
+  auto [begin, end] = streams_.equal_range(agent_id);
+  for (auto it = begin; it != end;) {
+    std::shared_ptr<AgentChannel> open = it->second.lock();
+    it = open == nullptr || open.get() == channel ? streams_.erase(it) : std::next(it);
+  }
+}
+
+std::vector<std::shared_ptr<AgentChannel>> CredentialTable::TakeStreams(
+    const std::string& agent_id) {
+  std::vector<std::shared_ptr<AgentChannel>> out;
+  absl::MutexLock lock(&mu_);
+  auto [begin, end] = streams_.equal_range(agent_id);
+  for (auto it = begin; it != end; ++it) {
+    if (std::shared_ptr<AgentChannel> open = it->second.lock()) {
+      out.push_back(std::move(open));
+    }
+  }
+  streams_.erase(agent_id);
+  return out;
+}
+
 std::optional<std::string> CredentialTable::Authenticate(std::string_view presented) const {
   std::optional<Credential> c = ParseCredential(presented);
   if (!c.has_value()) {

@@ -11,6 +11,7 @@
 // are revoked. Thread-safe. The decisions of who may enrol are the controller's.
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/auth/credential.h"
 #include "server/model/records.h"
+#include "server/registry/agent_channel.h"
 
 namespace tae::registry {
 
@@ -44,10 +46,20 @@ class CredentialTable {
   // The agent id a presented "ID.SECRET" authenticates; nullopt when it authenticates none
   // (unknown id, wrong secret, revoked). Compares in time independent of the secret.
   std::optional<std::string> Authenticate(std::string_view presented) const;
+  // Whether the agent holds a live credential (enrolled or minted, not revoked).
+  bool Live(const std::string& agent_id) const;
+
+  // Every open Connect stream is listed under the id its credential authenticated, registered
+  // or not, so a revocation ends all of them (an idle second stream included).
+  void AddStream(const std::string& agent_id, std::weak_ptr<AgentChannel> channel);
+  void RemoveStream(const std::string& agent_id, const AgentChannel* channel);
+  // The agent's open streams, taken off the list (the caller closes them).
+  std::vector<std::shared_ptr<AgentChannel>> TakeStreams(const std::string& agent_id);
 
  private:
   mutable absl::Mutex mu_;
   std::map<std::string, std::string, std::less<>> hashes_ ABSL_GUARDED_BY(mu_);  // live only
+  std::multimap<std::string, std::weak_ptr<AgentChannel>> streams_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tae::registry

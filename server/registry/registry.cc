@@ -12,6 +12,8 @@ const char* ToString(AgentState state) {
       return "draining";
     case AgentState::kLost:
       return "lost";
+    case AgentState::kRevoked:
+      return "revoked";
   }
   return "unknown";
 }
@@ -25,6 +27,9 @@ int Agent::busy_slots() const {
 }
 
 AgentState Agent::state() const {
+  if (!revoked.empty()) {
+    return AgentState::kRevoked;
+  }
   if (!connected) {
     return AgentState::kLost;
   }

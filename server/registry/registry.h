@@ -15,7 +15,7 @@
 
 namespace tae::registry {
 
-enum class AgentState { kReady, kBusy, kDraining, kLost };
+enum class AgentState { kReady, kBusy, kDraining, kLost, kRevoked };
 const char* ToString(AgentState state);
 
 struct Agent {
@@ -34,6 +34,8 @@ struct Agent {
   // Non-empty: quarantined after repeated infrastructure faults, and why. Takes no new runs
   // until `taectl agents undrain ID` (kept across reconnects and taed restarts).
   std::string quarantine;
+  // Non-empty: revoked (`taectl agents revoke`), and why. Locked out for good.
+  std::string revoked;
   int infra_faults = 0;         // infrastructure faults in a row (reset by a run that ends cleanly)
   uint64_t connections = 0;     // how many times it has registered in this taed's life
   std::map<int64_t, int> runs;  // run id -> slots it uses

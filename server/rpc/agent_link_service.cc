@@ -1,5 +1,6 @@
 #include "server/rpc/agent_link_service.h"
 
+#include <atomic>
 #include <deque>
 #include <memory>
 
@@ -128,19 +129,31 @@ std::string PeerHost(const std::string& peer) {
 
 class AgentStream final : public Reactor {
  public:
+  // caller: the id `presented` (the stream's "ID.SECRET") authenticated when it opened.
   AgentStream(boost::asio::io_context* core, controller::Controller* controller,
-              std::string peer_host, std::string caller)
+              registry::CredentialTable* credentials, std::atomic<int64_t>* dropped,
+              std::string peer_host, std::string caller, std::string presented)
       : core_(core),
         controller_(controller),
+        credentials_(credentials),
+        dropped_(dropped),
         channel_(std::make_shared<StreamChannel>(this)),
         peer_host_(std::move(peer_host)),
-        caller_(std::move(caller)) {
+        caller_(std::move(caller)),
+        presented_(std::move(presented)),
+        opened_at_(controller_->Now()) {
+    credentials_->AddStream(caller_, channel_);
     StartRead(&in_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {
       // The agent closed its side or the connection broke: end the stream from the core.
+      boost::asio::post(*core_, [channel = channel_] { channel->Close(); });
+      return;
+    }
+    if (!MayGoOn()) {
+      // Nothing more is read: the message is dropped and the stream ends.
       boost::asio::post(*core_, [channel = channel_] { channel->Close(); });
       return;
     }
@@ -153,6 +166,7 @@ class AgentStream final : public Reactor {
 
   void OnDone() override {
     channel_->Detach();
+    credentials_->RemoveStream(caller_, channel_.get());
     if (!agent_id_.empty()) {
       boost::asio::post(*core_, [controller = controller_, id = agent_id_, channel = channel_] {
         controller->OnDisconnected(id, channel.get());
@@ -162,6 +176,27 @@ class AgentStream final : public Reactor {
   }
 
  private:
+  // Identity on every message, not only at the stream's start: the credential must still be the
+  // agent's (not revoked, not replaced by a provider's new key) and the stream within its
+  // lifetime.
+  bool MayGoOn() {
+    if (credentials_->Authenticate(presented_) != std::optional<std::string>(caller_)) {
+      spdlog::warn(
+          "agent {}: its credential is no longer valid (revoked or replaced); ending "
+          "its stream",
+          caller_);
+      return false;
+    }
+    if (controller_->Now() - opened_at_ > tae::v1::kTaedStreamLifetimeS) {
+      spdlog::info(
+          "agent {}: its stream reached its lifetime of {} s; ending it (the agent "
+          "reconnects)",
+          caller_, tae::v1::kTaedStreamLifetimeS);
+      return false;
+    }
+    return true;
+  }
+
   void Dispatch(tae::v1::AgentMessage message) {
     switch (message.kind_case()) {
       case tae::v1::AgentMessage::kRegister: {
@@ -197,9 +232,19 @@ class AgentStream final : public Reactor {
         }
         auto events = std::make_shared<std::vector<model::IngestEvent>>();
         std::vector<std::string> rejected;
-        uint64_t last_seq = FromProto(message.events(), events.get(), &rejected);
-        for (const std::string& why : rejected) {
-          spdlog::error("agent {}: {}; not stored", agent_id_, why);
+        uint64_t last_seq =
+            FromProto(message.events(), controller_->Now(), events.get(), &rejected);
+        if (!rejected.empty()) {
+          // Counted, and logged with the first few: a job that reports NaN at every step
+          // must not flood the log.
+          dropped_->fetch_add(static_cast<int64_t>(rejected.size()));
+          for (size_t i = 0; i < rejected.size() && i < 3; ++i) {
+            spdlog::error("agent {}: {}", agent_id_, rejected[i]);
+          }
+          if (rejected.size() > 3) {
+            spdlog::error("agent {}: {} more bad events or values in the batch dropped", agent_id_,
+                          rejected.size() - 3);
+          }
         }
         boost::asio::post(*core_, [controller = controller_, id = agent_id_, channel = channel_,
                                    events, last_seq] {
@@ -222,10 +267,10 @@ class AgentStream final : public Reactor {
       case tae::v1::AgentMessage::kProfileFailed:
         if (!agent_id_.empty()) {
           const tae::v1::ProfileFailed& failed = message.profile_failed();
-          boost::asio::post(*core_, [controller = controller_, run_id = failed.run_id(),
-                                     attempt = failed.attempt(), id = failed.id(),
-                                     error = failed.error().substr(0, 4096)] {
-            controller->OnProfileFailed(run_id, attempt, id, error);
+          boost::asio::post(*core_, [controller = controller_, agent = agent_id_,
+                                     run_id = failed.run_id(), attempt = failed.attempt(),
+                                     id = failed.id(), error = failed.error().substr(0, 4096)] {
+            controller->OnProfileFailed(agent, run_id, attempt, id, error);
           });
         }
         return;
@@ -244,11 +289,15 @@ class AgentStream final : public Reactor {
 
   boost::asio::io_context* core_;
   controller::Controller* controller_;
+  registry::CredentialTable* credentials_;
+  std::atomic<int64_t>* dropped_;  // bad events and values left out of batches
   std::shared_ptr<StreamChannel> channel_;
   tae::v1::AgentMessage in_;
   std::string agent_id_;  // set by Register; only touched by the read chain
   const std::string peer_host_;
-  const std::string caller_;  // whose credential opened the stream
+  const std::string caller_;     // whose credential opened the stream
+  const std::string presented_;  // that credential, checked again on every message
+  const double opened_at_;
 };
 
 }  // namespace
@@ -262,7 +311,7 @@ bool TokenMatches(std::string_view header, std::string_view token) {
 AgentLinkService::AgentLinkService(boost::asio::io_context* core,
                                    controller::Controller* controller, query::Query* query,
                                    blobs::BlobWorker* blobs, blobs::BlobWorker* checkpoint_blobs,
-                                   std::string token, const registry::CredentialTable* credentials)
+                                   std::string token, registry::CredentialTable* credentials)
     : core_(core),
       controller_(controller),
       query_(query),
@@ -309,7 +358,8 @@ grpc::ServerUnaryReactor* AgentLinkService::Enrol(grpc::CallbackServerContext* c
     return reactor;
   }
   boost::asio::post(*core_, [this, reactor, request, response] {
-    absl::StatusOr<std::string> credential = controller_->Enrol(request->agent_id());
+    absl::StatusOr<std::string> credential =
+        controller_->Enrol(request->agent_id(), request->request_id());
     if (credential.ok()) {
       response->set_credential(*credential);
     }
@@ -324,18 +374,28 @@ grpc::ServerBidiReactor<tae::v1::AgentMessage, tae::v1::TaedMessage>* AgentLinkS
   if (!caller.has_value()) {
     return new Rejected(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
   }
-  return new AgentStream(core_, controller_, PeerHost(ctx->peer()), *std::move(caller));
+  constexpr std::string_view kPrefix = "Bearer ";
+  return new AgentStream(core_, controller_, credentials_, &dropped_values_, PeerHost(ctx->peer()),
+                         *std::move(caller),
+                         std::string(Authorization(ctx).substr(kPrefix.size())));
 }
 
 grpc::ServerUnaryReactor* AgentLinkService::GetManifest(grpc::CallbackServerContext* ctx,
                                                         const tae::v1::GetManifestRequest* request,
                                                         tae::v1::GetManifestResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  if (!Caller(ctx).has_value()) {
+  std::optional<std::string> caller = Caller(ctx);
+  if (!caller.has_value()) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
     return reactor;
   }
-  boost::asio::post(*core_, [this, reactor, request, response] {
+  boost::asio::post(*core_, [this, reactor, request, response, caller = *std::move(caller)] {
+    // Only a snapshot of a run the caller holds; anything else reads as missing.
+    if (absl::Status may = controller_->MayReadSnapshot(caller, request->snapshot_id());
+        !may.ok()) {
+      reactor->Finish(ToGrpc(may));
+      return;
+    }
     absl::StatusOr<std::string> manifest = query_->Manifest(request->snapshot_id());
     if (manifest.ok()) {
       response->set_manifest(std::move(*manifest));
@@ -347,11 +407,20 @@ grpc::ServerUnaryReactor* AgentLinkService::GetManifest(grpc::CallbackServerCont
 
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* AgentLinkService::FetchBlobs(
     grpc::CallbackServerContext* ctx, const tae::v1::FetchBlobsRequest* request) {
-  if (!Caller(ctx).has_value()) {
+  std::optional<std::string> caller = Caller(ctx);
+  if (!caller.has_value()) {
     return RejectedBlobFetch(
         grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
   }
-  return NewBlobFetch(request->checkpoints() ? checkpoint_blobs_ : blobs_, request);
+  // Only the blobs of the snapshots (or checkpoints) of runs the caller holds.
+  BlobFetchGate gate = [this, request,
+                        caller = *std::move(caller)](std::function<void(grpc::Status)> answer) {
+    boost::asio::post(*core_, [this, request, caller, answer = std::move(answer)] {
+      const std::vector<std::string> hashes(request->hashes().begin(), request->hashes().end());
+      answer(ToGrpc(controller_->MayFetchBlobs(caller, request->checkpoints(), hashes)));
+    });
+  };
+  return NewBlobFetch(request->checkpoints() ? checkpoint_blobs_ : blobs_, request, gate);
 }
 
 }  // namespace tae::rpc

@@ -10,6 +10,8 @@
 // and checkpoint blobs are taken only for what its own offers named (UploadGrants). Enrol alone
 // takes the shared enrolment token.
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -33,7 +35,7 @@ class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
   AgentLinkService(boost::asio::io_context* core, controller::Controller* controller,
                    query::Query* query, blobs::BlobWorker* blobs,
                    blobs::BlobWorker* checkpoint_blobs, std::string token,
-                   const registry::CredentialTable* credentials);
+                   registry::CredentialTable* credentials);
 
   grpc::ServerUnaryReactor* Enrol(grpc::CallbackServerContext* ctx,
                                   const tae::v1::EnrolRequest* request,
@@ -61,6 +63,9 @@ class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
 
   // Checkpoint blobs granted by offers (for tests).
   UploadGrants* grants() { return &grants_; }
+  // Bad events and bad values (a NaN metric, a wall_time that is not a time) left out of the
+  // event batches agents sent; the rest of each batch was taken and acked.
+  int64_t dropped_values() const { return dropped_values_.load(); }
 
  private:
   // The agent id the call's credential authenticates; nullopt (logged) when none.
@@ -72,8 +77,9 @@ class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
   blobs::BlobWorker* blobs_;             // code snapshots ($TAE_HOME/blobs)
   blobs::BlobWorker* checkpoint_blobs_;  // checkpoints ($TAE_HOME/checkpoints)
   std::string token_;
-  const registry::CredentialTable* credentials_;
+  registry::CredentialTable* credentials_;
   UploadGrants grants_;
+  std::atomic<int64_t> dropped_values_{0};
 };
 
 // Constant-time comparison of a presented "Bearer <token>" header against the expected token.

@@ -90,7 +90,8 @@ constexpr uint64_t kFetchChunk = 1 << 20;
 // One read or write is in flight at a time, so the reactor outlives every callback.
 class BlobFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk> {
  public:
-  BlobFetch(blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request)
+  BlobFetch(blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request,
+            const BlobFetchGate& gate)
       : blobs_(blobs), request_(request) {
     for (int i = 0; i < request->hashes_size(); ++i) {
       if (!blobs::IsBlobHash(request->hashes(i))) {
@@ -99,7 +100,18 @@ class BlobFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk
         return;
       }
     }
-    Next();
+    if (!gate) {
+      Next();
+      return;
+    }
+    // Nothing is in flight until the gate answers (once), so the reactor is alive for it.
+    gate([this](grpc::Status status) {
+      if (status.ok()) {
+        Next();
+      } else {
+        Finish(std::move(status));
+      }
+    });
   }
 
   void OnWriteDone(bool ok) override {
@@ -157,8 +169,9 @@ class RejectedFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsC
 }  // namespace
 
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* NewBlobFetch(
-    blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request) {
-  return new BlobFetch(blobs, request);
+    blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request,
+    const BlobFetchGate& gate) {
+  return new BlobFetch(blobs, request, gate);
 }
 
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* RejectedBlobFetch(grpc::Status status) {

@@ -5,6 +5,7 @@
 // implementation each, on the blob worker that owns the store.
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 
@@ -37,10 +38,15 @@ void PostWriteChunks(blobs::BlobWorker* blobs, const tae::v1::PutCheckpointBlobs
                      grpc::ServerUnaryReactor* reactor,
                      tae::v1::PutCheckpointBlobsResponse* response);
 
+// Asked once, with well-formed hashes, before a fetch reads anything: answers (once, from any
+// thread) OK to go on, or the status the fetch finishes with.
+using BlobFetchGate = std::function<void(std::function<void(grpc::Status)>)>;
+
 // A reactor streaming the bytes of request->hashes() from `blobs`, in 1 MiB chunks, one read on
-// the blob worker per write.
+// the blob worker per write; with a gate, only once the gate allowed it.
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* NewBlobFetch(
-    blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request);
+    blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request,
+    const BlobFetchGate& gate = nullptr);
 // A reactor that only finishes with `status`.
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* RejectedBlobFetch(grpc::Status status);
 

@@ -1,6 +1,7 @@
 #include "server/rpc/convert.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "common/metrics/metric_line.h"
@@ -24,6 +25,8 @@ controller::AgentHello FromProto(const tae::v1::Register& in) {
   }
   return hello;
 }
+
+bool IsGoodWallTime(double wall_time) { return std::isfinite(wall_time) && wall_time >= 0; }
 
 absl::Status CheckEvent(const tae::v1::Event& e) {
   if (e.seq() == 0) {
@@ -79,16 +82,18 @@ absl::Status CheckEvent(const tae::v1::Event& e) {
   return absl::OkStatus();
 }
 
-uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<model::IngestEvent>* out,
-                   std::vector<std::string>* rejected) {
+uint64_t FromProto(const tae::v1::EventBatch& in, double received_at,
+                   std::vector<model::IngestEvent>* out, std::vector<std::string>* rejected) {
+  auto reject = [&](const tae::v1::Event& e, const std::string& why) {
+    if (rejected != nullptr) {
+      rejected->push_back(absl::StrCat("event seq ", e.seq(), " of r", e.run_id(), ": ", why));
+    }
+  };
   uint64_t last_seq = 0;
   for (const tae::v1::Event& e : in.events()) {
     last_seq = std::max(last_seq, e.seq());
     if (absl::Status valid = CheckEvent(e); !valid.ok()) {
-      if (rejected != nullptr) {
-        rejected->push_back(absl::StrCat("event seq ", e.seq(), " of r", e.run_id(), ": ",
-                                         std::string(valid.message())));
-      }
+      reject(e, std::string(valid.message()));
       continue;
     }
     model::IngestEvent event;
@@ -96,12 +101,21 @@ uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<model::IngestEvent
     event.run_id = e.run_id();
     event.attempt = e.attempt();
     event.wall_time = e.wall_time();
-    last_seq = std::max(last_seq, e.seq());
+    if (!IsGoodWallTime(e.wall_time())) {
+      // The event is kept, at the time it arrived; only the bad value is dropped.
+      reject(e, absl::StrCat("wall_time: ", e.wall_time(), " is not a time; taken as received"));
+      event.wall_time = received_at;
+    }
     switch (e.kind_case()) {
       case tae::v1::Event::kMetrics:
         event.kind = model::IngestEvent::Kind::kMetrics;
         event.step = e.metrics().step();
         for (const tae::v1::Scalar& s : e.metrics().values()) {
+          if (!std::isfinite(s.value())) {
+            // One value dropped, never the batch: a NaN loss must not wedge the agent's stream.
+            reject(e, absl::StrCat("metrics.values: ", s.key(), " = ", s.value(), " dropped"));
+            continue;
+          }
           event.values.push_back({s.key(), s.value()});
         }
         break;

@@ -22,9 +22,15 @@ inline constexpr int kMaxEventsPerBatch = tae::v1::kTaedMaxEventsPerBatch;
 
 // Whether one event from an agent is within limits (metric keys, sizes, streams).
 absl::Status CheckEvent(const tae::v1::Event& event);
-// Converts a batch; returns the highest seq in it. Events that fail CheckEvent are left out (and
-// described in `rejected`): they are acked with the batch, so a bad event cannot wedge an agent.
-uint64_t FromProto(const tae::v1::EventBatch& in, std::vector<model::IngestEvent>* out,
+// Whether an event's wall_time is a time (finite, not before the epoch).
+bool IsGoodWallTime(double wall_time);
+// Converts a batch; returns the highest seq in it. Events that fail CheckEvent are left out, and
+// bad values are dropped from the events that carry them: a metric value that is NaN or
+// infinite, a wall_time that is not a time (replaced by `received_at`, when taed got the batch).
+// Each is described in `rejected`; all are acked with the batch, so a bad value cannot wedge an
+// agent.
+uint64_t FromProto(const tae::v1::EventBatch& in, double received_at,
+                   std::vector<model::IngestEvent>* out,
                    std::vector<std::string>* rejected = nullptr);
 
 }  // namespace tae::rpc

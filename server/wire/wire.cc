@@ -67,6 +67,8 @@ tae::v1::AgentState ToProto(registry::AgentState state) {
       return tae::v1::AGENT_STATE_DRAINING;
     case registry::AgentState::kLost:
       return tae::v1::AGENT_STATE_LOST;
+    case registry::AgentState::kRevoked:
+      return tae::v1::AGENT_STATE_REVOKED;
   }
   return tae::v1::AGENT_STATE_UNSPECIFIED;
 }
@@ -117,6 +119,7 @@ void ToProto(const registry::Agent& in, tae::v1::AgentInfo* out) {
   *out->mutable_facts() = in.facts;
   out->set_quarantine(in.quarantine);
   out->set_drained(in.draining || !in.quarantine.empty());
+  out->set_revoked(in.revoked);
 }
 
 void ToProto(const provider::CloudVm& in, tae::v1::CloudVm* out) {

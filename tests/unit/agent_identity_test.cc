@@ -2,6 +2,7 @@
 // revocation through the controller, and which checkpoint uploads an agent may make.
 
 #include <catch2/catch.hpp>
+#include <memory>
 #include <string>
 
 #include "boost/asio/io_context.hpp"
@@ -76,6 +77,73 @@ TEST_CASE("enrolment gives each id one credential, providers re-key, revoked ids
   for (const model::CredentialRecord& c : *stored) {
     CHECK(c.secret_sha256.find(key2->substr(3)) == std::string::npos);  // no secret stored
   }
+}
+
+class CountingChannel final : public registry::AgentChannel {
+ public:
+  void Send(const tae::v1::TaedMessage&) override {}
+  void Close() override { ++closed; }
+  int closed = 0;
+};
+
+TEST_CASE(
+    "a revocation closes every open stream of the id, registered or idle, and a revoked id never "
+    "registers again") {
+  boost::asio::io_context io;
+  auto store = store::Store::Open(":memory:");
+  REQUIRE(store.ok());
+  registry::CredentialTable table;
+  controller::Options options;
+  options.credentials = &table;
+  controller::Controller controller(&io, store->get(), options);
+  REQUIRE(controller.Enrol("w1").ok());
+  REQUIRE(controller.Enrol("w2").ok());
+  auto registered = std::make_shared<CountingChannel>();
+  auto idle = std::make_shared<CountingChannel>();
+  auto other = std::make_shared<CountingChannel>();
+  table.AddStream("w1", registered);
+  table.AddStream("w1", idle);
+  table.AddStream("w2", other);
+  controller::AgentHello hello;
+  hello.agent.id = "w1";
+  hello.agent.slots = 1;
+  controller.OnRegister(registered, hello);
+  REQUIRE(controller.registry().agents().at("w1").connected);
+
+  REQUIRE(controller.Revoke("w1", "compromised").ok());
+  CHECK(registered->closed >= 1);
+  CHECK(idle->closed == 1);
+  CHECK(other->closed == 0);
+  CHECK(controller.registry().agents().at("w1").state() == registry::AgentState::kRevoked);
+  CHECK(controller.registry().agents().at("w1").revoked == "compromised");
+  // A Register that was on its way when the revocation came: refused, its stream closed.
+  controller.OnRegister(idle, hello);
+  CHECK(idle->closed == 2);
+  CHECK(controller.registry().agents().at("w1").state() == registry::AgentState::kRevoked);
+}
+
+TEST_CASE("ids are enrolled once whatever their case, and a retried enrolment is answered again") {
+  boost::asio::io_context io;
+  auto store = store::Store::Open(":memory:");
+  REQUIRE(store.ok());
+  registry::CredentialTable table;
+  controller::Options options;
+  options.credentials = &table;
+  controller::Controller controller(&io, store->get(), options);
+  auto first = controller.Enrol("local-0", "request-1");
+  REQUIRE(first.ok());
+  CHECK(controller.Enrol("LOCAL-0").status().code() == absl::StatusCode::kAlreadyExists);
+  CHECK(controller.Enrol("Local-0", "request-1").status().code() ==
+        absl::StatusCode::kAlreadyExists);
+  // The answer to request-1 was lost: its retry gets a credential, the lost one stops working.
+  auto retried = controller.Enrol("local-0", "request-1");
+  REQUIRE(retried.ok());
+  CHECK(table.Authenticate(*retried) == std::optional<std::string>("local-0"));
+  CHECK_FALSE(table.Authenticate(*first).has_value());
+  // Another enrolment of the id (another request) is still refused.
+  CHECK(controller.Enrol("local-0", "request-2").status().code() ==
+        absl::StatusCode::kAlreadyExists);
+  CHECK(controller.Enrol("local-0").status().code() == absl::StatusCode::kAlreadyExists);
 }
 
 TEST_CASE("an agent may upload only the blobs its own offers named, at their size, in time") {

@@ -1,6 +1,7 @@
 #include "server/rpc/convert.h"
 
 #include <catch2/catch.hpp>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -19,7 +20,7 @@ TEST_CASE("a run metadata event becomes a meta ingest event, and a run's metadat
   (*event->mutable_meta()->mutable_values())["libtorch"] = "1.13.0";
   (*event->mutable_meta()->mutable_values())["threads"] = "2";
   std::vector<model::IngestEvent> events;
-  CHECK(FromProto(batch, &events) == 7);
+  CHECK(FromProto(batch, 100, &events) == 7);
   REQUIRE(events.size() == 1);
   CHECK(events[0].kind == model::IngestEvent::Kind::kMeta);
   CHECK(events[0].run_id == 3);
@@ -34,6 +35,55 @@ TEST_CASE("a run metadata event becomes a meta ingest event, and a run's metadat
   REQUIRE(run.meta().size() == 2);
   CHECK(run.meta().at("libtorch") == "1.13.0");
   CHECK(run.meta().at("threads") == "2");
+}
+
+TEST_CASE("a bad value from an agent drops that value, never its event or the batch") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double bad : {nan, inf, -inf}) {
+    tae::v1::EventBatch batch;
+    tae::v1::Event* metric = batch.add_events();
+    metric->set_seq(1);
+    metric->set_run_id(3);
+    metric->set_attempt(1);
+    metric->set_wall_time(50);
+    metric->mutable_metrics()->set_step(10);
+    tae::v1::Scalar* loss = metric->mutable_metrics()->add_values();
+    loss->set_key("train/loss");
+    loss->set_value(bad);
+    tae::v1::Scalar* lr = metric->mutable_metrics()->add_values();
+    lr->set_key("train/lr");
+    lr->set_value(0.1);
+    tae::v1::Event* log = batch.add_events();
+    log->set_seq(2);
+    log->set_run_id(3);
+    log->set_attempt(1);
+    log->set_wall_time(bad);
+    log->mutable_log()->set_stream("stdout");
+    log->mutable_log()->set_text("a line");
+    tae::v1::Event* late = batch.add_events();
+    late->set_seq(3);
+    late->set_run_id(3);
+    late->set_attempt(1);
+    late->set_wall_time(-1);
+    late->mutable_started()->set_pid(9);
+
+    std::vector<model::IngestEvent> events;
+    std::vector<std::string> rejected;
+    CHECK(FromProto(batch, 100, &events, &rejected) == 3);
+    REQUIRE(events.size() == 3);
+    REQUIRE(events[0].values.size() == 1);
+    CHECK(events[0].values[0].key == "train/lr");
+    CHECK(events[0].wall_time == 50);
+    CHECK(events[1].text == "a line");
+    CHECK(events[1].wall_time == 100);  // taken as received
+    CHECK(events[2].wall_time == 100);
+    CHECK(rejected.size() == 3);  // each dropped value is described
+  }
+  CHECK(IsGoodWallTime(0));
+  CHECK(IsGoodWallTime(1.7e9));
+  CHECK_FALSE(IsGoodWallTime(-0.5));
+  CHECK_FALSE(IsGoodWallTime(std::numeric_limits<double>::quiet_NaN()));
 }
 
 TEST_CASE("run and agent states cross the wire as enums named as taed stores them") {
@@ -51,7 +101,7 @@ TEST_CASE("run and agent states cross the wire as enums named as taed stores the
   CHECK(seen.size() == 7);  // one enum value per state
   for (registry::AgentState state :
        {registry::AgentState::kReady, registry::AgentState::kBusy, registry::AgentState::kDraining,
-        registry::AgentState::kLost}) {
+        registry::AgentState::kLost, registry::AgentState::kRevoked}) {
     CHECK(std::string(tae::v1::StateName(wire::ToProto(state))) == registry::ToString(state));
   }
   model::RunRecord record;

@@ -237,5 +237,91 @@ TEST_CASE("out of descriptors, the server backs off between accepts instead of s
   (*server)->Stop();
 }
 
+// Signs in over its own connection and returns the session cookie ("tae_session=...").
+std::string SignIn(int port) {
+  const int fd = Connect(port);
+  const std::string signin = "GET /?token=tok HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                             "\r\nConnection: close\r\n\r\n";
+  REQUIRE(write(fd, signin.data(), signin.size()) == static_cast<ssize_t>(signin.size()));
+  const std::string reply = ReadUntilClosed(fd, 120);  // the limit ends only a broken server
+  close(fd);
+  const size_t at = reply.find("tae_session=");
+  REQUIRE(at != std::string::npos);
+  return reply.substr(at, reply.find(';', at) - at);
+}
+
+TEST_CASE(
+    "connections that never sign in have a cap of their own: held at it, they cannot keep a "
+    "signed-in browser out, and each is closed after its 401") {
+  Echo echo;
+  ServerOptions options;
+  options.token = "tok";
+  options.handler = &echo;
+  options.max_connections = 8;
+  options.max_unauthenticated = 4;
+  options.request_timeout_s = 60;  // the held connections outlive the test
+  auto server = Server::Start(options);
+  REQUIRE(server.ok());
+  const int port = (*server)->port();
+  const std::string host = "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
+
+  // An unauthenticated request is answered 401 and its connection closed (a keep-alive one too).
+  {
+    const int fd = Connect(port);
+    const std::string request = "GET /api/experiments HTTP/1.1\r\n" + host + "\r\n";
+    REQUIRE(write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+    const std::string reply = ReadUntilClosed(fd, 120);
+    close(fd);
+    CHECK(reply.find("HTTP/1.1 401") == 0);
+    CHECK(reply.size() >= 8);
+    CHECK(reply.substr(reply.size() - 8) == "<closed>");
+  }
+
+  // Twice the whole cap of connections that never finish a request: without a cap of their
+  // own they would hold every slot, and the browser below would get a 503.
+  std::vector<int> held;
+  for (int i = 0; i < 2 * options.max_connections; ++i) {
+    held.push_back(Connect(port));
+    const std::string partial = "GET /api/experiments HTTP/1.1\r\n" + host;
+    REQUIRE(write(held.back(), partial.data(), partial.size()) ==
+            static_cast<ssize_t>(partial.size()));
+  }
+  const std::string cookie = SignIn(port);
+  const std::string reply = Get(port, "/api/experiments", cookie);
+  INFO(reply);
+  CHECK(reply.find("HTTP/1.1 200") == 0);
+  CHECK((*server)->refused_connections() == 0);
+  // The oldest held connections were closed to make room, the newest ones are still open.
+  CHECK((*server)->evicted_connections() >= 2 * options.max_connections - 4);
+  CHECK(ReadUntilClosed(held.front(), 5) == "<closed>");
+  for (int fd : held) {
+    close(fd);
+  }
+  (*server)->Stop();
+}
+
+TEST_CASE("a parameter that is not UTF-8 is a 400 that names it, without a library's text") {
+  Echo echo;
+  ServerOptions options;
+  options.token = "tok";
+  options.handler = &echo;
+  auto server = Server::Start(options);
+  REQUIRE(server.ok());
+  const int port = (*server)->port();
+  const std::string cookie = SignIn(port);
+  const std::string bad = Get(port, "/api/experiments/1/curves?metric=%FF", cookie);
+  INFO(bad);
+  CHECK(bad.find("HTTP/1.1 400") == 0);
+  CHECK(bad.find("the query parameter 'metric' is not valid UTF-8") != std::string::npos);
+  // No library's words in the body (the Content-Type header says application/json, rightly).
+  const std::string body = bad.substr(bad.find("\r\n\r\n") + 4);
+  CHECK(body.find("json") == std::string::npos);
+  CHECK(body.find("exception") == std::string::npos);
+  CHECK(Get(port, "/x?%C0%AF=1", cookie).find("HTTP/1.1 400") == 0);  // an overlong name
+  // Valid UTF-8 beyond ASCII passes.
+  CHECK(Get(port, "/x?metric=%C3%A9", cookie).find("HTTP/1.1 200") == 0);
+  (*server)->Stop();
+}
+
 }  // namespace
 }  // namespace tae::http

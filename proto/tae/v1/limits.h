@@ -15,6 +15,11 @@ inline constexpr int kTaedMaxEventsPerBatch = 20000;
 inline constexpr size_t kAgentMaxLogLine = 16 * 1024;
 inline constexpr size_t kTaedMaxLogText = 64 * 1024;
 
+// How long one Connect stream lives. Every message on a stream is checked against the agent's
+// credential as it is now; after this long taed also ends the stream at its next message (the
+// agent reconnects and registers again, with a fresh check of its credential).
+inline constexpr double kTaedStreamLifetimeS = 6 * 3600;
+
 static_assert(kAgentEventsPerBatch <= kTaedMaxEventsPerBatch);
 static_assert(kAgentMaxLogLine <= kTaedMaxLogText);
 

@@ -44,6 +44,8 @@ inline const char* StateName(AgentState state) {
       return "draining";
     case AGENT_STATE_LOST:
       return "lost";
+    case AGENT_STATE_REVOKED:
+      return "revoked";
     default:
       return "unknown";
   }

@@ -1,0 +1,385 @@
+// The agent link from the other side, round two (docs/security.md, docs/reliability.md), through
+// the real binaries: an agent of our own making holds a run by the ordinary protocol, and a rogue
+// with its own valid credential tries what it does not hold. A revoked agent's idle second stream
+// cannot register it again; another run's manifest, snapshot blob and checkpoint blob read as
+// missing, with the very answer a missing one gets; a forged ProfileFailed is ignored; a batch
+// with NaN in it is acked and its other events stored; a job's output that is not UTF-8 reaches
+// `taectl logs` with U+FFFD.
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/snapshot/snapshot.h"
+#include "grpcpp/create_channel.h"
+#include "tae/v1/agent_link.grpc.pb.h"
+#include "tests/integration/harness.h"
+
+namespace tae::testing {
+namespace {
+
+std::string FirstLine(const std::string& path) {
+  std::string line;
+  std::ifstream in(path);
+  std::getline(in, line);
+  return line;
+}
+
+std::shared_ptr<grpc::Channel> Dial(const Cluster& cluster) {
+  return grpc::CreateChannel(FirstLine(cluster.home() + "/agent.addr"),
+                             grpc::InsecureChannelCredentials());
+}
+
+void Prepare(grpc::ClientContext* ctx, const std::string& key) {
+  ctx->AddMetadata("authorization", "Bearer " + key);
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(150));
+}
+
+// One Connect stream, driven by hand.
+class Stream {
+ public:
+  Stream(const Cluster& cluster, const std::string& key)
+      : stub_(tae::v1::AgentLink::NewStub(Dial(cluster))) {
+    Prepare(&ctx_, key);
+    stream_ = stub_->Connect(&ctx_);
+  }
+  ~Stream() {
+    ctx_.TryCancel();
+    stream_->Finish().ok();  // cancelled by us, or ended by taed
+  }
+
+  bool Register(const std::string& id, int64_t held_run = 0) {
+    tae::v1::AgentMessage hello;
+    hello.mutable_register_()->set_agent_id(id);
+    hello.mutable_register_()->set_slots(1);
+    hello.mutable_register_()->set_host("rogue");
+    if (held_run > 0) {
+      tae::v1::HeldRun* held = hello.mutable_register_()->add_held_runs();
+      held->set_run_id(held_run);
+      held->set_attempt(1);
+    }
+    return stream_->Write(hello);
+  }
+  bool Send(const tae::v1::AgentMessage& message) { return stream_->Write(message); }
+  bool SendEvents(const tae::v1::EventBatch& batch) {
+    tae::v1::AgentMessage message;
+    *message.mutable_events() = batch;
+    return stream_->Write(message);
+  }
+  // Reads until `pred` holds for a message (true) or the stream ends (false).
+  bool ReadUntil(const std::function<bool(const tae::v1::TaedMessage&)>& pred) {
+    tae::v1::TaedMessage in;
+    while (stream_->Read(&in)) {
+      if (pred(in)) {
+        last_ = in;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool AckedUpTo(uint64_t seq) {
+    return ReadUntil(
+        [&](const tae::v1::TaedMessage& m) { return m.has_ack() && m.ack().seq() >= seq; });
+  }
+  const tae::v1::TaedMessage& last() const { return last_; }
+
+ private:
+  std::unique_ptr<tae::v1::AgentLink::Stub> stub_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<tae::v1::AgentMessage, tae::v1::TaedMessage>> stream_;
+  tae::v1::TaedMessage last_;
+};
+
+// Unary calls and blob fetches with one credential.
+class Calls {
+ public:
+  Calls(const Cluster& cluster, std::string key)
+      : stub_(tae::v1::AgentLink::NewStub(Dial(cluster))), key_(std::move(key)) {}
+
+  grpc::Status Enrol(const std::string& id, std::string* credential) {
+    grpc::ClientContext ctx;
+    Prepare(&ctx, key_);
+    tae::v1::EnrolRequest request;
+    request.set_agent_id(id);
+    tae::v1::EnrolResponse response;
+    grpc::Status status = stub_->Enrol(&ctx, request, &response);
+    *credential = response.credential();
+    return status;
+  }
+  grpc::Status Manifest(const std::string& snapshot_id) {
+    grpc::ClientContext ctx;
+    Prepare(&ctx, key_);
+    tae::v1::GetManifestRequest request;
+    request.set_snapshot_id(snapshot_id);
+    tae::v1::GetManifestResponse response;
+    return stub_->GetManifest(&ctx, request, &response);
+  }
+  // Fetches one blob whole; `data` gets its bytes.
+  grpc::Status Fetch(const std::string& hash, bool checkpoints, std::string* data = nullptr) {
+    grpc::ClientContext ctx;
+    Prepare(&ctx, key_);
+    tae::v1::FetchBlobsRequest request;
+    request.add_hashes(hash);
+    request.set_checkpoints(checkpoints);
+    auto reader = stub_->FetchBlobs(&ctx, request);
+    tae::v1::FetchBlobsChunk chunk;
+    std::string got;
+    while (reader->Read(&chunk)) {
+      got += chunk.data();
+    }
+    if (data != nullptr) {
+      *data = got;
+    }
+    return reader->Finish();
+  }
+  // Offers, uploads and commits a one-file checkpoint of `run` at step 5.
+  grpc::Status Checkpoint(int64_t run, const std::string& data) {
+    const std::string manifest =
+        snapshot::ManifestText({{"model.pt", 0644, data.size(), snapshot::Sha256Hex(data)}});
+    {
+      grpc::ClientContext ctx;
+      Prepare(&ctx, key_);
+      tae::v1::OfferCheckpointRequest request;
+      request.set_run_id(run);
+      request.set_attempt(1);
+      request.set_step(5);
+      request.set_manifest(manifest);
+      tae::v1::OfferCheckpointResponse response;
+      grpc::Status status = stub_->OfferCheckpoint(&ctx, request, &response);
+      if (!status.ok()) {
+        return status;
+      }
+    }
+    {
+      grpc::ClientContext ctx;
+      Prepare(&ctx, key_);
+      tae::v1::PutCheckpointBlobsRequest request;
+      tae::v1::BlobChunk* chunk = request.add_chunks();
+      chunk->set_hash(snapshot::Sha256Hex(data));
+      chunk->set_offset(0);
+      chunk->set_total_size(data.size());
+      chunk->set_data(data);
+      tae::v1::PutCheckpointBlobsResponse response;
+      grpc::Status status = stub_->PutCheckpointBlobs(&ctx, request, &response);
+      if (!status.ok()) {
+        return status;
+      }
+    }
+    grpc::ClientContext ctx;
+    Prepare(&ctx, key_);
+    tae::v1::CommitCheckpointRequest request;
+    request.set_run_id(run);
+    request.set_attempt(1);
+    request.set_step(5);
+    request.set_manifest(manifest);
+    tae::v1::CommitCheckpointResponse response;
+    return stub_->CommitCheckpoint(&ctx, request, &response);
+  }
+
+ private:
+  std::unique_ptr<tae::v1::AgentLink::Stub> stub_;
+  std::string key_;
+};
+
+tae::v1::Event* AddEvent(tae::v1::EventBatch* batch, uint64_t seq, int64_t run) {
+  tae::v1::Event* event = batch->add_events();
+  event->set_seq(seq);
+  event->set_run_id(run);
+  event->set_attempt(1);
+  event->set_wall_time(1.7e9);
+  return event;
+}
+
+void AddMetric(tae::v1::Event* event, int64_t step, const std::string& key, double value) {
+  event->mutable_metrics()->set_step(step);
+  tae::v1::Scalar* scalar = event->mutable_metrics()->add_values();
+  scalar->set_key(key);
+  scalar->set_value(value);
+}
+
+std::string StateOf(Cluster& cluster, const std::string& id) {
+  for (const auto& agent : cluster.TaectlJson({"agents"})) {
+    if (agent.at("id") == id) {
+      return agent.at("state");
+    }
+  }
+  return "";
+}
+
+TEST_CASE(
+    "a rogue agent reads nothing it does not hold and forges no profile failure: its revocation "
+    "ends every stream it has open and a NaN batch is acked with its other events stored",
+    "[security]") {
+  Cluster cluster(0, 1);
+  REQUIRE(cluster.started());
+  constexpr char kScript[] = "echo never run here\n";
+  std::filesystem::create_directories(cluster.dir().path() + "/job");
+  cluster.dir().Write("job/run.sh", kScript);
+  const std::string spec = cluster.dir().Write(
+      "victim.toml",
+      "name = \"victim\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\ncommand = \"sh run.sh\"\n");
+  const std::string exp =
+      std::to_string(cluster.TaectlJson({"submit", spec}).at("experiment").get<int64_t>());
+
+  Calls enrolment(cluster, FirstLine(cluster.home() + "/agent.token"));
+  std::string holder_key;
+  std::string rogue_key;
+  REQUIRE(enrolment.Enrol("holder", &holder_key).ok());
+  REQUIRE(enrolment.Enrol("rogue-1", &rogue_key).ok());
+
+  // The holder takes the run by the ordinary protocol and starts it.
+  Stream holder(cluster, holder_key);
+  REQUIRE(holder.Register("holder"));
+  REQUIRE(holder.ReadUntil([](const tae::v1::TaedMessage& m) { return m.has_start_run(); }));
+  const tae::v1::StartRun start = holder.last().start_run();
+  const int64_t run = start.run_id();
+  const std::string r = "r" + std::to_string(run);
+  REQUIRE(!start.snapshot_id().empty());
+  {
+    tae::v1::EventBatch started;
+    AddEvent(&started, 1, run)->mutable_started()->set_pid(1);
+    REQUIRE(holder.SendEvents(started));
+    REQUIRE(holder.AckedUpTo(1));
+  }
+
+  // A batch with NaN and infinity in it: acked, the bad values dropped, everything else stored.
+  {
+    tae::v1::EventBatch batch;
+    tae::v1::Event* first = AddEvent(&batch, 2, run);
+    AddMetric(first, 1, "train/loss", std::numeric_limits<double>::quiet_NaN());
+    AddMetric(first, 1, "train/acc", 0.5);
+    AddEvent(&batch, 3, run)->mutable_log()->set_stream("stdout");
+    batch.mutable_events(1)->mutable_log()->set_text("the line after the nan");
+    tae::v1::Event* third = AddEvent(&batch, 4, run);
+    third->set_wall_time(std::numeric_limits<double>::infinity());
+    AddMetric(third, 2, "train/acc", 0.75);
+    REQUIRE(holder.SendEvents(batch));
+    CHECK(holder.AckedUpTo(4));
+  }
+  CommandResult logs = cluster.Taectl({"logs", r});
+  CHECK(logs.out.find("the line after the nan") != std::string::npos);
+  CommandResult exported = cluster.Taectl({"export", exp, "--format", "csv"});
+  INFO(exported.out);
+  CHECK(exported.out.find("train/acc") != std::string::npos);
+  CHECK(exported.out.find("0.75") != std::string::npos);
+
+  // Reads: the holder reads its run's snapshot; the rogue gets for it exactly what it gets for
+  // one that does not exist.
+  Calls owner(cluster, holder_key);
+  Calls rogue(cluster, rogue_key);
+  CHECK(owner.Manifest(start.snapshot_id()).ok());
+  const grpc::Status theirs = rogue.Manifest(start.snapshot_id());
+  const grpc::Status missing = rogue.Manifest(std::string(64, 'a'));
+  CHECK(theirs.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(missing.error_code() == theirs.error_code());
+  CHECK(missing.error_message() == theirs.error_message());
+
+  const std::string script_hash = snapshot::Sha256Hex(kScript);
+  std::string got;
+  CHECK(owner.Fetch(script_hash, false, &got).ok());
+  CHECK(got == kScript);
+  const grpc::Status their_blob = rogue.Fetch(script_hash, false, &got);
+  const grpc::Status no_blob = rogue.Fetch(std::string(64, 'b'), false);
+  CHECK(their_blob.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(got.empty());
+  CHECK(no_blob.error_code() == their_blob.error_code());
+  CHECK(no_blob.error_message() == their_blob.error_message());
+
+  const std::string weights = "the victim's weights";
+  {
+    grpc::Status committed = owner.Checkpoint(run, weights);
+    INFO(committed.error_message());
+    REQUIRE(committed.ok());
+  }
+  CHECK(owner.Fetch(snapshot::Sha256Hex(weights), true, &got).ok());
+  CHECK(got == weights);
+  const grpc::Status their_checkpoint = rogue.Fetch(snapshot::Sha256Hex(weights), true, &got);
+  const grpc::Status no_checkpoint = rogue.Fetch(std::string(64, 'c'), true);
+  CHECK(their_checkpoint.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(got.empty());
+  CHECK(no_checkpoint.error_code() == their_checkpoint.error_code());
+  CHECK(no_checkpoint.error_message() == their_checkpoint.error_message());
+
+  // The rogue registers on one stream and keeps a second one idle.
+  Stream registered(cluster, rogue_key);
+  Stream idle(cluster, rogue_key);
+  REQUIRE(registered.Register("rogue-1"));
+  REQUIRE(registered.ReadUntil([](const tae::v1::TaedMessage& m) { return m.has_registered(); }));
+
+  // A profile of the run: the rogue's forged failure comes first and is ignored; the holder's
+  // own answer is the one taectl reports.
+  CommandResult profiled;
+  std::thread profile([&] { profiled = cluster.Taectl({"profile", r, "--seconds", "1"}, 120); });
+  REQUIRE(holder.ReadUntil([](const tae::v1::TaedMessage& m) { return m.has_profile_run(); }));
+  const tae::v1::ProfileRun asked = holder.last().profile_run();
+  {
+    tae::v1::AgentMessage forged;
+    forged.mutable_profile_failed()->set_run_id(run);
+    forged.mutable_profile_failed()->set_attempt(1);
+    forged.mutable_profile_failed()->set_id(asked.id());
+    forged.mutable_profile_failed()->set_error("forged by the rogue");
+    REQUIRE(registered.Send(forged));
+    // Messages of one stream are taken in order: once this batch is acked, the forgery was seen.
+    tae::v1::EventBatch empty;
+    AddEvent(&empty, 1, run)->mutable_log()->set_stream("stdout");
+    empty.mutable_events(0)->mutable_log()->set_text("a rogue line");
+    REQUIRE(registered.SendEvents(empty));
+    REQUIRE(registered.AckedUpTo(1));
+  }
+  {
+    tae::v1::AgentMessage failed;
+    failed.mutable_profile_failed()->set_run_id(run);
+    failed.mutable_profile_failed()->set_attempt(1);
+    failed.mutable_profile_failed()->set_id(asked.id());
+    failed.mutable_profile_failed()->set_error("the holder's own answer");
+    REQUIRE(holder.Send(failed));
+  }
+  profile.join();
+  INFO(profiled.out << profiled.err);
+  CHECK(profiled.exit_code != 0);
+  CHECK((profiled.out + profiled.err).find("the holder's own answer") != std::string::npos);
+  CHECK((profiled.out + profiled.err).find("forged") == std::string::npos);
+  CHECK(cluster.Taectl({"logs", r}).out.find("a rogue line") == std::string::npos);
+
+  // Revoked: both of its streams end, the idle one included, and nothing registers it again.
+  CHECK(StateOf(cluster, "rogue-1") == "ready");
+  CommandResult revoked = cluster.Taectl({"agents", "revoke", "rogue-1", "caught reading"});
+  INFO(revoked.out << revoked.err);
+  REQUIRE(revoked.exit_code == 0);
+  CHECK_FALSE(registered.ReadUntil([](const tae::v1::TaedMessage&) { return false; }));
+  CHECK_FALSE(idle.ReadUntil([](const tae::v1::TaedMessage&) { return false; }));
+  idle.Register("rogue-1");  // a write to the ended stream goes nowhere
+  Stream again(cluster, rogue_key);
+  again.Register("rogue-1");
+  CHECK_FALSE(again.ReadUntil([](const tae::v1::TaedMessage& m) { return m.has_registered(); }));
+  CHECK(StateOf(cluster, "rogue-1") == "revoked");
+  // The holder is not affected.
+  CHECK(owner.Manifest(start.snapshot_id()).ok());
+}
+
+TEST_CASE("a job's output that is not UTF-8 reaches taectl logs with U+FFFD", "[security]") {
+  Cluster cluster(1, 1);
+  REQUIRE(cluster.started());
+  std::filesystem::create_directories(cluster.dir().path() + "/job");
+  cluster.dir().Write("job/run.sh", "printf 'bad \\377 utf8\\n'\necho 'a good line'\n");
+  const std::string spec = cluster.dir().Write(
+      "bytes.toml",
+      "name = \"bytes\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\ncommand = \"sh run.sh\"\n");
+  const std::string exp =
+      std::to_string(cluster.TaectlJson({"submit", spec}).at("experiment").get<int64_t>());
+  CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "120"}, 150);
+  INFO(waited.out << waited.err);
+  CHECK(waited.exit_code == 0);
+  const int64_t run = cluster.TaectlJson({"runs", exp}).at(0).at("id");
+  CommandResult logs = cluster.Taectl({"logs", "r" + std::to_string(run)});
+  INFO(logs.out);
+  CHECK(logs.out.find("bad \xEF\xBF\xBD utf8") != std::string::npos);
+  CHECK(logs.out.find("a good line") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace tae::testing
