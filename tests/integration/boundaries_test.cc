@@ -17,13 +17,6 @@
 namespace tae::testing {
 namespace {
 
-std::string FirstLine(const std::string& path) {
-  std::string line;
-  std::ifstream in(path);
-  std::getline(in, line);
-  return line;
-}
-
 // A job that logs and reports a metric, then waits for its gate file.
 constexpr char kGatedJob[] =
     "#!/bin/sh\n"

@@ -30,13 +30,6 @@ std::string ReadAll(const std::string& path) {
   return out.str();
 }
 
-std::string FirstLine(const std::string& path) {
-  std::string line;
-  std::ifstream in(path);
-  std::getline(in, line);
-  return line;
-}
-
 // Environment for the taed a Cluster starts, unset again once it is up.
 class ScopedEnv {
  public:

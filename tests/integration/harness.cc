@@ -17,6 +17,13 @@ namespace tae::testing {
 
 std::string BinPath(const std::string& name) { return std::string(TAE_BIN_DIR) + "/" + name; }
 
+std::string FirstLine(const std::string& path) {
+  std::string line;
+  std::ifstream in(path);
+  std::getline(in, line);
+  return line;
+}
+
 CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s) {
   process::SpawnRequest request;
   request.argv = argv;

@@ -28,6 +28,8 @@ CommandResult RunCommand(const std::vector<std::string>& argv, double timeout_s 
 CommandResult RunCommand(const process::SpawnRequest& request, double timeout_s = 120);
 
 std::string BinPath(const std::string& name);
+// The first line of a file (an address, a token, a pid), or "" when it cannot be read.
+std::string FirstLine(const std::string& path);
 
 // A temporary directory, removed with everything in it on destruction.
 class TempDir {

@@ -22,13 +22,6 @@
 namespace tae::testing {
 namespace {
 
-std::string FirstLine(const std::string& path) {
-  std::string line;
-  std::ifstream in(path);
-  std::getline(in, line);
-  return line;
-}
-
 std::shared_ptr<grpc::Channel> Dial(const Cluster& cluster) {
   return grpc::CreateChannel(FirstLine(cluster.home() + "/agent.addr"),
                              grpc::InsecureChannelCredentials());
