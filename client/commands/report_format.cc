@@ -40,6 +40,10 @@ std::string Compact(double value) {
 }
 
 std::string MeanCi(const tae::v1::ReportCell& cell, const std::string& pm) {
+  if (cell.diverged() > 0) {
+    return absl::StrCat("diverged ", cell.diverged(), "/", cell.diverged() + cell.n(), " (step ",
+                        cell.diverged_step(), ")");
+  }
   if (cell.n() == 0) {
     return "-";
   }

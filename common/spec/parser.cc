@@ -614,6 +614,10 @@ SearchPlan SearchOf(const Draft& draft) {
       values.at("search.within") == "study" ? SearchWithin::kStudy : SearchWithin::kVariant;
   plan.min_steps = values.at("search.min_steps").get<int64_t>();
   plan.reduction = values.at("search.reduction").get<int64_t>();
+  const int64_t bootstrap = values.at("search.bootstrap").get<int64_t>();
+  plan.bootstrap = bootstrap > 0 ? bootstrap : plan.reduction;
+  plan.shuffle = values.at("search.order") != "listed";
+  plan.order_seed = values.at("search.order_seed").get<int64_t>();
   const auto metric = values.at("search.metric").get<std::string>();
   const auto report_metrics = values.at("report.metrics").get<std::vector<std::string>>();
   if (!metric.empty()) {

@@ -255,6 +255,14 @@ std::vector<KeyInfo> BuildSchema() {
                      "asha: the step of the first rung (required, below train.steps)")),
       Experiment(Int("search.reduction", "3", 2, 1000,
                      "asha: eta, each rung keeps the best 1/eta of the points that reached it")),
+      Experiment(Int("search.bootstrap", "0", 0, 1e6,
+                     "asha: a rung judges no point until this many points reached it (or every "
+                     "point that still can); the first ones wait, running on. 0: reduction")),
+      Experiment(Enum("search.order", R"("shuffled")", "shuffled|listed",
+                      "asha: the order grid points start in: shuffled (by search.order_seed, the "
+                      "same on every submit), or as the file lists them")),
+      Experiment(Int("search.order_seed", "0", 0, 9e15,
+                     "asha: the seed of the shuffled order of grid points")),
       Experiment(Enum("search.within", R"("variant")", "variant|study",
                       "asha: which points compete: each variant's grid points among themselves, "
                       "or all points of the study")),

@@ -79,6 +79,7 @@ model::ExperimentReport ReportOf(const spec::Spec& spec) {
   report.search.goal = search.goal;
   report.search.min_steps = search.min_steps;
   report.search.reduction = search.reduction;
+  report.search.bootstrap = search.bootstrap;
   report.search.within = search.within == spec::SearchWithin::kStudy ? "study" : "variant";
   return report;
 }

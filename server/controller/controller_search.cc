@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 #include "server/controller/controller.h"
 #include "server/lifecycle/lifecycle.h"
 #include "spdlog/spdlog.h"
@@ -18,6 +19,7 @@ search::AshaRule RuleOf(const model::SearchSettings& s) {
   rule.maximize = s.goal == "max";
   rule.min_steps = s.min_steps;
   rule.reduction = s.reduction;
+  rule.bootstrap = s.bootstrap;
   return rule;
 }
 
@@ -28,7 +30,7 @@ model::SearchDecisionRecord ToRecord(const search::Decision& d, double at) {
   r.rung = d.rung;
   r.step = d.step;
   if (d.verdict != search::Verdict::kNoData && !std::isnan(d.value)) {
-    r.value = d.value;
+    r.value = d.value;  // +-inf: a worst value (a seed diverged or failed)
   }
   r.seeds = d.seeds;
   r.verdict = search::VerdictName(d.verdict);
@@ -44,6 +46,7 @@ search::Decision FromRecord(const model::SearchDecisionRecord& r) {
   search::Decision d;
   d.verdict = r.verdict == "prune"    ? search::Verdict::kPrune
               : r.verdict == "nodata" ? search::Verdict::kNoData
+              : r.verdict == "wait"   ? search::Verdict::kWait
                                       : search::Verdict::kKeep;
   d.point = r.point;
   d.group = r.group;
@@ -79,7 +82,13 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
   }
   std::vector<search::SearchRun> searched;
   for (const model::RunRecord& run : *runs) {
-    searched.push_back({run.id, run.variant});
+    const nlohmann::json config =
+        nlohmann::json::parse(run.config_json, nullptr, /*allow_exceptions=*/false);
+    const auto steps = config.is_object() ? config.find("train.steps") : config.end();
+    searched.push_back({run.id, run.variant,
+                        steps != config.end() && steps->is_number_integer()
+                            ? steps->get<int64_t>()
+                            : 0});
   }
   ActiveSearch active;
   active.metric = settings.metric;
@@ -118,7 +127,9 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
     }
     for (const model::RunRecord& run : *runs) {
       if (model::IsFinal(run.state)) {
-        for (search::Decision& d : active.search->Ended(run.id, active.last_step[run.id])) {
+        for (search::Decision& d :
+             active.search->Ended(run.id, active.last_step[run.id],
+                                  run.state == model::RunState::kFailed)) {
           fresh.push_back(std::move(d));
         }
       }
@@ -175,7 +186,10 @@ void Controller::EndSearchRun(int64_t run_id) {
     return;
   }
   ActiveSearch& active = it->second;
-  ApplySearch(owner->second, active.search->Ended(run_id, active.last_step[run_id]));
+  absl::StatusOr<model::RunRecord> run = store_->GetRun(run_id);
+  Noted(run.status(), "read an ended run for its search");
+  const bool failed = run.ok() && run->state == model::RunState::kFailed;
+  ApplySearch(owner->second, active.search->Ended(run_id, active.last_step[run_id], failed));
 }
 
 void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision> decisions) {

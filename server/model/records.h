@@ -60,6 +60,8 @@ struct SearchSettings {
   std::string goal = "min";  // "min" | "max"
   int64_t min_steps = 0;
   int64_t reduction = 3;
+  // A rung waits for this many points; 1 when absent: what experiments stored before it had.
+  int64_t bootstrap = 1;
   std::string within = "variant";  // "variant" | "study"
   bool asha() const { return method == "asha"; }
 };
@@ -95,8 +97,12 @@ struct SearchDecisionRecord {
 struct RunPoint {
   int64_t run_id = 0;
   int64_t step = 0;
-  double value = 0;
+  double value = 0;  // NaN or +-inf: the run's metric diverged here
 };
+
+// A non-finite metric value as stored: "nan", "inf", "-inf"; and back (anything else: NaN).
+std::string NonFiniteText(double value);
+double NonFiniteFromText(std::string_view text);
 
 struct ExperimentRecord {
   int64_t id = 0;
@@ -271,9 +277,12 @@ struct FinalValue {
   int64_t seed = 0;
   RunState state = RunState::kQueued;
   std::string key;
-  double value = 0;      // the last point's
-  double min_value = 0;  // over the run's whole series
+  double value = 0;      // the last point's; NaN when the run diverged
+  double min_value = 0;  // over the run's finite points (NaN: none)
   double max_value = 0;
+  // Its first non-finite report of the key: the run diverged, and `value` is NaN, never the last
+  // finite value before it.
+  std::optional<int64_t> diverged_step;
 };
 
 struct AgentRecord {

@@ -24,6 +24,8 @@ constexpr const char* kTokensPerS = tae::metrics::kTokensPerS;
 struct Samples {
   std::vector<double> last;
   std::vector<double> best;
+  int diverged = 0;
+  int64_t diverged_step = 0;  // the earliest
 };
 
 double Mean(const std::vector<double>& xs) { return xs.empty() ? kNaN : stats::Summarize(xs).mean; }
@@ -165,6 +167,12 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
   for (const model::FinalValue& v : values) {
     if (v.state == model::RunState::kSucceeded) {
       Samples& s = samples[{v.variant, v.key}];
+      if (v.diverged_step.has_value()) {
+        s.diverged_step = s.diverged == 0 ? *v.diverged_step
+                                          : std::min(s.diverged_step, *v.diverged_step);
+        s.diverged += 1;
+        continue;
+      }
       s.last.push_back(v.value);
       s.best.push_back(HigherIsBetter(v.key, goal) ? v.max_value : v.min_value);
     }
@@ -179,7 +187,9 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
       Cell cell;
       cell.metric = metric;
       cell.n = static_cast<int>(s.last.size());
-      if (cell.n > 0) {
+      cell.diverged = s.diverged;
+      cell.diverged_step = s.diverged_step;
+      if (cell.n > 0 && cell.diverged == 0) {
         stats::Summary summary = stats::Summarize(s.last);
         cell.mean = summary.mean;
         cell.std = summary.stddev;
@@ -203,10 +213,11 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
       continue;  // its own baseline: nothing to compare
     }
     for (Cell& cell : row.cells) {
-      const std::vector<double>& base = samples[{row.baseline, cell.metric}].last;
+      const Samples& base_samples = samples[{row.baseline, cell.metric}];
+      const std::vector<double>& base = base_samples.last;
       const std::vector<double>& mine = samples[{row.variant, cell.metric}].last;
-      if (base.empty() || mine.empty()) {
-        continue;
+      if (base.empty() || mine.empty() || cell.diverged > 0 || base_samples.diverged > 0) {
+        continue;  // a diverged side has no mean to compare
       }
       const double base_mean = Mean(base);
       cell.has_delta = true;
@@ -224,7 +235,7 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
   for (Row& row : out) {
     if (row.variant == row.baseline) {
       for (Cell& cell : row.cells) {
-        if (cell.n > 0) {
+        if (cell.n > 0 && cell.diverged == 0) {
           cell.has_delta = true;
           cell.delta = 0.0;
           cell.rel_delta = 0.0;

@@ -20,7 +20,12 @@ inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct Cell {
   std::string metric;
-  int n = 0;           // succeeded runs with a value
+  int n = 0;           // succeeded runs with a finite value
+  // Succeeded runs whose metric diverged (NaN or +-inf; model::FinalValue::diverged_step), and
+  // the earliest step one did. While any did, mean, CI, best and delta stay NaN: the variant is
+  // "diverged k of n", never the mean of the seeds that happened not to.
+  int diverged = 0;
+  int64_t diverged_step = 0;
   double mean = kNaN;  // of the final values
   double std = kNaN;   // sample standard deviation (n - 1); NaN when n < 2
   double ci95 = kNaN;  // half-width of the 95% CI of the mean; NaN when n < 2

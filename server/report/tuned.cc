@@ -35,7 +35,8 @@ std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
   for (const model::FinalValue& v : values) {
     if (v.key == metric && v.state == model::RunState::kSucceeded) {
       Sum& sum = sums[v.variant];
-      sum.total += v.value;
+      // A diverged seed (NaN) makes its point's score NaN: never a candidate.
+      sum.total += v.diverged_step.has_value() ? kNaN : v.value;
       ++sum.n;
     }
   }
@@ -54,11 +55,11 @@ std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
       continue;
     }
     const double score = sum->second.total / sum->second.n;
+    if (!std::isfinite(score)) {
+      continue;  // a seed diverged: the point cannot be chosen
+    }
     ++choice.candidates;
-    // A diverged point (NaN) is never better than one with a number.
-    const bool better =
-        !std::isnan(score) &&
-        (std::isnan(choice.score) || (maximize ? score > choice.score : score < choice.score));
+    const bool better = maximize ? score > choice.score : score < choice.score;
     if (choice.variant.empty() || better) {
       choice.variant = variant;
       choice.point = split.point;

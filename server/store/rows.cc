@@ -25,7 +25,8 @@ std::string ReportToJson(const model::ExperimentReport& report) {
   if (report.search.declared) {
     doc["search"] = {{"method", report.search.method},       {"metric", report.search.metric},
                      {"goal", report.search.goal},           {"min_steps", report.search.min_steps},
-                     {"reduction", report.search.reduction}, {"within", report.search.within}};
+                     {"reduction", report.search.reduction}, {"within", report.search.within},
+                     {"bootstrap", report.search.bootstrap}};
   }
   if (report.min_seeds > 0) {
     doc["seeds"] = {{"min", report.min_seeds},
@@ -83,6 +84,7 @@ model::ExperimentReport ReportFromJson(const std::string& text) {
     s.goal = it->value("goal", s.goal);
     s.min_steps = it->value("min_steps", s.min_steps);
     s.reduction = it->value("reduction", s.reduction);
+    s.bootstrap = it->value("bootstrap", s.bootstrap);
     s.within = it->value("within", s.within);
   }
   return report;

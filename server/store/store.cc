@@ -1,6 +1,7 @@
 #include "server/store/store.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -236,9 +237,14 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
   ASSIGN_OR_RETURN(
       Statement * stmt,
       db_.Cached("SELECT r.id, r.variant, r.seed, r.state, k.name, s.last_value, s.min_value, "
-                 "s.max_value FROM runs r JOIN run_summaries s ON s.run_id = r.id JOIN "
-                 "metric_keys k ON k.id = s.key_id WHERE r.experiment_id = ? AND k.name = ? "
-                 "ORDER BY r.id"));
+                 "s.max_value, d.step FROM runs r JOIN metric_keys k ON k.name = ?2 JOIN "
+                 "run_summaries s ON s.run_id = r.id AND s.key_id = k.id LEFT JOIN "
+                 "metric_divergence d ON d.run_id = r.id AND d.key_id = k.id WHERE "
+                 "r.experiment_id = ?1 UNION ALL SELECT r.id, r.variant, r.seed, r.state, k.name, "
+                 "NULL, NULL, NULL, d.step FROM runs r JOIN metric_keys k ON k.name = ?2 JOIN "
+                 "metric_divergence d ON d.run_id = r.id AND d.key_id = k.id WHERE "
+                 "r.experiment_id = ?1 AND NOT EXISTS (SELECT 1 FROM run_summaries s WHERE "
+                 "s.run_id = r.id AND s.key_id = k.id) ORDER BY 1"));
   std::vector<model::FinalValue> out;
   for (const std::string& key : keys) {
     stmt->Reset();
@@ -248,9 +254,22 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
       if (!more) {
         break;
       }
-      out.push_back({stmt->Int(0), stmt->Text(1), stmt->Int(2),
-                     model::RunStateFromString(stmt->Text(3)).value_or(model::RunState::kQueued),
-                     stmt->Text(4), stmt->Double(5), stmt->Double(6), stmt->Double(7)});
+      constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+      model::FinalValue value{
+          stmt->Int(0),
+          stmt->Text(1),
+          stmt->Int(2),
+          model::RunStateFromString(stmt->Text(3)).value_or(model::RunState::kQueued),
+          stmt->Text(4),
+          stmt->IsNull(5) ? kNaN : stmt->Double(5),
+          stmt->IsNull(6) ? kNaN : stmt->Double(6),
+          stmt->IsNull(7) ? kNaN : stmt->Double(7),
+          std::nullopt};
+      if (!stmt->IsNull(8)) {
+        value.diverged_step = stmt->Int(8);
+        value.value = kNaN;  // never the last finite value before it
+      }
+      out.push_back(std::move(value));
     }
   }
   return out;

@@ -249,6 +249,8 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
       c->set_level_kind(cell.level_kind);
       c->set_level(cell.level);
       c->set_level_what(cell.level_what);
+      c->set_diverged(cell.diverged);
+      c->set_diverged_step(cell.diverged_step);
     }
   }
   for (const std::string& banner : in.banners) {

@@ -27,7 +27,8 @@ void AddRuns(const std::string& variant, const std::string& config, const std::s
     run.state = RunState::kSucceeded;
     run.config_json = config;
     runs->push_back(run);
-    values->push_back({run.id, variant, 0, RunState::kSucceeded, metric, value, value, value});
+    values->push_back(
+        {run.id, variant, 0, RunState::kSucceeded, metric, value, value, value, std::nullopt});
   }
 }
 

@@ -28,7 +28,7 @@ struct Study {
     run.state = state;
     runs.push_back(run);
     if (state == model::RunState::kSucceeded && report) {
-      values.push_back({run.id, variant, seed, state, "score", value, value, value});
+      values.push_back({run.id, variant, seed, state, "score", value, value, value, std::nullopt});
     }
     return run.id;
   }

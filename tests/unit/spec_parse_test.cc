@@ -114,7 +114,7 @@ TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
   std::vector<std::string> keys = KnownKeys();
   // 48 + [report] metrics and goal + train.profile_* and [eval] + train.log_every, precision,
   // sharding + resources.retry_on + report.floor + [search] (6)
-  CHECK(keys.size() == 66);
+  CHECK(keys.size() == 69);
   CHECK(keys.front() == "name");
   CHECK(keys[1] == "description");
   for (const char* key :

@@ -209,7 +209,10 @@ export function mount(root, route, app) {
           ...rungs.map((r) => {
             const d = cells.get(r);
             if (!d) return h("td.num.faint", "");
-            const text = d.value === null ? DASH : fmtMetric(d.value);
+            // A worst value (a seed diverged or failed; +-inf, which JSON carries as null) says
+            // which; a rung still waiting for its bootstrap shows the value it recorded.
+            const worst = /: \S+ (diverged|failed) at step/.exec(d.reason || "");
+            const text = worst ? worst[1] : d.value === null ? DASH : fmtMetric(d.value);
             const title = d.reason || `${d.verdict} at rung ${d.rung} (step ${d.step}): ${metric} ${text}, ${d.rank} of ${d.competitors}, keeps best ${d.keeps}`;
             return h(`td.num.rung-${d.verdict}`, { title, dataset: { verdict: d.verdict } },
               text, d.verdict === "prune" ? h("span.rung-mark", ` ✕ ${d.rank}/${d.competitors}`) : null);
