@@ -58,8 +58,8 @@ absl::StatusOr<Bar> ParseBar(const std::string& expression) {
     return BarError(expression, "no operator");
   }
   size_t op_end = op_at;
-  while (op_end < expression.size() && std::string("<>=!").find(expression[op_end]) !=
-                                           std::string::npos) {
+  while (op_end < expression.size() &&
+         std::string("<>=!").find(expression[op_end]) != std::string::npos) {
     ++op_end;
   }
   const std::string op = expression.substr(op_at, op_end - op_at);
@@ -168,8 +168,7 @@ std::string ClearsName(Clears clears) {
   return "?";
 }
 
-Frontier BuildFrontier(const std::vector<Row>& rows, const Bar& bar, CostAxis cost,
-                       bool maximize) {
+Frontier BuildFrontier(const std::vector<Row>& rows, const Bar& bar, CostAxis cost, bool maximize) {
   Frontier frontier;
   frontier.bar = bar;
   frontier.cost = cost;

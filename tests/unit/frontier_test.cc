@@ -140,10 +140,9 @@ TEST_CASE("equal costs that both clear go to the better mean", "[frontier]") {
 //   r  30  0.05 ± 0.01  [0.04, 0.06]    front
 //   s  40  0.06 ± 0.001 [0.059, 0.061]  r is cheaper and better
 std::vector<Row> LossRows() {
-  return {MakeRow("s", 40, "eval/loss", 4, 0.06, 0.001),
-          MakeRow("r", 30, "eval/loss", 4, 0.05, 0.01),
-          MakeRow("q", 20, "eval/loss", 4, 0.08, 0.03),
-          MakeRow("p", 10, "eval/loss", 4, 0.12, 0.01)};
+  return {
+      MakeRow("s", 40, "eval/loss", 4, 0.06, 0.001), MakeRow("r", 30, "eval/loss", 4, 0.05, 0.01),
+      MakeRow("q", 20, "eval/loss", 4, 0.08, 0.03), MakeRow("p", 10, "eval/loss", 4, 0.12, 0.01)};
 }
 
 TEST_CASE("the front and the cheapest clearing variant of a minimize metric", "[frontier]") {
@@ -158,16 +157,15 @@ TEST_CASE("the front and the cheapest clearing variant of a minimize metric", "[
       BuildFrontier(LossRows(), MustParse("eval/loss<0.0605"), CostAxis::kFlops, false);
   CHECK(Point(lt, "r").clears == Clears::kYes);
   CHECK(Point(lt, "s").clears == Clears::kMeanOnly);
-  CHECK(Cheapest(BuildFrontier(LossRows(), MustParse("eval/loss<0.05"), CostAxis::kFlops,
-                               false)) == "none");
+  CHECK(Cheapest(BuildFrontier(LossRows(), MustParse("eval/loss<0.05"), CostAxis::kFlops, false)) ==
+        "none");
 }
 
 TEST_CASE("tokens per second is cheaper when higher", "[frontier]") {
   const std::vector<Row> rows = {MakeRow("slow", 1000, "eval/acc", 3, 0.995, 0.001),
                                  MakeRow("fast", 2000, "eval/acc", 3, 0.993, 0.001),
                                  MakeRow("fastest", 4000, "eval/acc", 3, 0.98, 0.001)};
-  const Frontier f =
-      BuildFrontier(rows, MustParse("eval/acc>=0.99"), CostAxis::kTokensPerS, true);
+  const Frontier f = BuildFrontier(rows, MustParse("eval/acc>=0.99"), CostAxis::kTokensPerS, true);
   CHECK(Order(f) == std::vector<std::string>{"fastest", "fast", "slow"});
   CHECK(Front(f) == std::vector<std::string>{"fastest", "fast", "slow"});
   CHECK(Cheapest(f) == "fast");
