@@ -365,20 +365,16 @@ std::string RenderFrontier(const tae::v1::ReportResponse& report) {
   const bool faster = !f.lower_is_cheaper();
   const std::string bar =
       absl::StrCat(f.metric(), " ", f.op(), " ", absl::StrFormat("%g", f.value()));
-  std::string out = absl::StrCat(
-      "e", report.experiment().id(), " ", report.experiment().name(), ": ", f.metric(), " (",
-      f.goal() == "max" ? "higher" : "lower", " is better) against ", label, " (",
-      faster ? "higher is faster, so cheaper" : "lower is cheaper", ")
-");
+  std::string out =
+      absl::StrCat("e", report.experiment().id(), " ", report.experiment().name(), ": ", f.metric(),
+                   " (", f.goal() == "max" ? "higher" : "lower", " is better) against ", label,
+                   " (", faster ? "higher is faster, so cheaper" : "lower is cheaper", ")\n");
   if (report.view() == "tuned") {
     absl::StrAppend(&out, "each variant at its best grid point on ", report.search_metric(), " (",
-                    report.search_goal(), ")
-");
+                    report.search_goal(), ")\n");
   }
   absl::StrAppend(&out, "bar: ", bar, ", cleared when the whole 95% CI is ",
-                  f.op()[0] == '>' ? "above" : "below", " it
-
-");
+                  f.op()[0] == '>' ? "above" : "below", " it\n\n");
   Table table({"variant", label, absl::StrCat(f.metric(), " ± 95% CI"), "95% CI", "bar", "front"});
   std::vector<std::string> unknown;
   std::vector<std::string> unknown_clear;
@@ -406,35 +402,29 @@ std::string RenderFrontier(const tae::v1::ReportResponse& report) {
     table.Add({p.variant(), known ? Compact(p.cost()) : "unknown", mean, ci, ClearsText(p.clears()),
                p.on_front() ? "*" : ""});
   }
-  absl::StrAppend(&out, table.Render(), "
-");
+  absl::StrAppend(&out, table.Render(), "\n");
   const std::string which = faster ? "fastest" : "cheapest";
   if (cheapest != nullptr) {
-    absl::StrAppend(&out, which, " that clears ", bar, ": ", PointText(*cheapest, label, f.metric()),
-                    "
-");
+    absl::StrAppend(&out, which, " that clears ", bar, ": ",
+                    PointText(*cheapest, label, f.metric()), "\n");
   } else {
     absl::StrAppend(&out, "none clears ", bar, " with its whole 95% CI");
     if (!mean_only.empty()) {
       absl::StrAppend(&out, "; only the mean of ", absl::StrJoin(mean_only, ", "),
                       " does (more seeds may tell)");
     }
-    absl::StrAppend(&out, "
-");
+    absl::StrAppend(&out, "\n");
   }
   if (!unknown.empty()) {
     absl::StrAppend(&out, "cost unknown (their runs report no ", source,
-                    "): ", absl::StrJoin(unknown, ", "), "
-");
+                    "): ", absl::StrJoin(unknown, ", "), "\n");
   }
   if (!unknown_clear.empty()) {
     absl::StrAppend(&out, "these clear it but cannot be ranked by cost: ",
-                    absl::StrJoin(unknown_clear, ", "), "
-");
+                    absl::StrJoin(unknown_clear, ", "), "\n");
   }
-  absl::StrAppend(&out, "* on the Pareto front: no other variant is as ",
-                  faster ? "fast" : "cheap", " and at least as good
-");
+  absl::StrAppend(&out, "* on the Pareto front: no other variant of known cost is at least as ",
+                  faster ? "fast" : "cheap", " and as good, and better in one\n");
   return out;
 }
 

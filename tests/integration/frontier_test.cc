@@ -132,7 +132,7 @@ TEST_CASE("the cheapest variant whose CI clears a bar through taed taectl and th
     CHECK_THAT(text.out, Catch::Contains("mean only (CI straddles)"));
     CHECK_THAT(text.out, Catch::Contains(
                              "cheapest that clears eval/acc >= 0.99: w4[lr=2] (params 4k; eval/acc "
-                             "0.995 ± "));
+                             "0.9950 ± 0.0025)"));
     CHECK_THAT(text.out,
                Catch::Contains("cost unknown (their runs report no model/params): nocost[lr=2]"));
     CHECK_THAT(text.out,
