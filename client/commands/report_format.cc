@@ -325,6 +325,113 @@ std::string SavingsText(const tae::v1::SearchSavings& savings) {
                       " point(s) in all\n");
 }
 
+namespace {
+
+// "params", "FLOPs/token", "tokens/s", with the metric each comes from.
+std::pair<std::string, std::string> CostLabel(const std::string& axis) {
+  if (axis == "flops") {
+    return {"FLOPs/token", "model/flops_per_token"};
+  }
+  if (axis == "tokens_per_s") {
+    return {"tokens/s", "perf/tokens_per_s"};
+  }
+  return {"params", "model/params"};
+}
+
+std::string ClearsText(const std::string& clears) {
+  if (clears == "yes") {
+    return "clears";
+  }
+  if (clears == "mean_only") {
+    return "mean only (CI straddles)";
+  }
+  if (clears == "no_ci") {
+    return "mean only (1 seed, no CI)";
+  }
+  if (clears == "no_value") {
+    return "no value";
+  }
+  return "no";
+}
+
+std::string PointText(const tae::v1::FrontierPoint& p, const std::string& label,
+                      const std::string& metric) {
+  const std::string ci = std::isnan(p.ci95()) ? "" : absl::StrCat(" ± ", Num(p.ci95()));
+  return absl::StrCat(p.variant(), " (", label, " ", Compact(p.cost()), "; ", metric, " ",
+                      Num(p.mean()), ci, ")");
+}
+
+}  // namespace
+
+std::string RenderFrontier(const tae::v1::ReportResponse& report) {
+  const tae::v1::ReportFrontier& f = report.frontier();
+  const auto [label, source] = CostLabel(f.cost());
+  const bool faster = !f.lower_is_cheaper();
+  const std::string bar =
+      absl::StrCat(f.metric(), " ", f.op(), " ", absl::StrFormat("%g", f.value()));
+  std::string out =
+      absl::StrCat("e", report.experiment().id(), " ", report.experiment().name(), ": ", f.metric(),
+                   " (", f.goal() == "max" ? "higher" : "lower", " is better) against ", label,
+                   " (", faster ? "higher is faster, so cheaper" : "lower is cheaper", ")\n");
+  if (report.view() == "tuned") {
+    absl::StrAppend(&out, "each variant at its best grid point on ", report.search_metric(), " (",
+                    report.search_goal(), ")\n");
+  }
+  absl::StrAppend(&out, "bar: ", bar, ", cleared when the whole 95% CI is ",
+                  f.op()[0] == '>' ? "above" : "below", " it\n\n");
+  Table table({"variant", label, absl::StrCat(f.metric(), " ± 95% CI"), "95% CI", "bar", "front"});
+  std::vector<std::string> unknown;
+  std::vector<std::string> unknown_clear;
+  std::vector<std::string> mean_only;
+  const tae::v1::FrontierPoint* cheapest = nullptr;
+  for (const tae::v1::FrontierPoint& p : f.points()) {
+    const bool known = !std::isnan(p.cost());
+    if (!known) {
+      unknown.push_back(p.variant());
+      if (p.clears() == "yes") {
+        unknown_clear.push_back(p.variant());
+      }
+    } else if (p.clears() == "mean_only" || p.clears() == "no_ci") {
+      mean_only.push_back(p.variant());
+    }
+    if (p.variant() == f.cheapest()) {
+      cheapest = &p;
+    }
+    const std::string mean =
+        p.n() == 0 ? "-"
+                   : absl::StrCat(Num(p.mean()),
+                                  std::isnan(p.ci95()) ? "" : absl::StrCat(" ± ", Num(p.ci95())));
+    const std::string ci =
+        std::isnan(p.ci95()) ? "-" : absl::StrCat("[", Num(p.lo()), ", ", Num(p.hi()), "]");
+    table.Add({p.variant(), known ? Compact(p.cost()) : "unknown", mean, ci, ClearsText(p.clears()),
+               p.on_front() ? "*" : ""});
+  }
+  absl::StrAppend(&out, table.Render(), "\n");
+  const std::string which = faster ? "fastest" : "cheapest";
+  if (cheapest != nullptr) {
+    absl::StrAppend(&out, which, " that clears ", bar, ": ",
+                    PointText(*cheapest, label, f.metric()), "\n");
+  } else {
+    absl::StrAppend(&out, "none clears ", bar, " with its whole 95% CI");
+    if (!mean_only.empty()) {
+      absl::StrAppend(&out, "; only the mean of ", absl::StrJoin(mean_only, ", "),
+                      " does (more seeds may tell)");
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  if (!unknown.empty()) {
+    absl::StrAppend(&out, "cost unknown (their runs report no ", source,
+                    "): ", absl::StrJoin(unknown, ", "), "\n");
+  }
+  if (!unknown_clear.empty()) {
+    absl::StrAppend(&out, "these clear it but cannot be ranked by cost: ",
+                    absl::StrJoin(unknown_clear, ", "), "\n");
+  }
+  absl::StrAppend(&out, "* on the Pareto front: no other variant of known cost is at least as ",
+                  faster ? "fast" : "cheap", " and as good, and better in one\n");
+  return out;
+}
+
 absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
                                          const std::string& format) {
   if (format == "csv") {

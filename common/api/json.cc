@@ -251,8 +251,43 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
     }
     out["decisions"] = decisions;
   }
+  if (report.has_frontier()) {
+    out["frontier"] = FrontierJson(report.frontier());
+  }
   out["rows"] = rows;
   return out;
+}
+
+nlohmann::ordered_json FrontierJson(const tae::v1::ReportFrontier& frontier) {
+  auto number = [](double x) {
+    return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json();
+  };
+  nlohmann::ordered_json points = nlohmann::ordered_json::array();
+  nlohmann::ordered_json cheapest;
+  for (const tae::v1::FrontierPoint& p : frontier.points()) {
+    points.push_back({{"variant", p.variant()},
+                      {"cost", number(p.cost())},
+                      {"n", p.n()},
+                      {"mean", number(p.mean())},
+                      {"ci95", number(p.ci95())},
+                      {"lo", number(p.lo())},
+                      {"hi", number(p.hi())},
+                      {"on_front", p.on_front()},
+                      {"clears", p.clears()}});
+    if (!frontier.cheapest().empty() && p.variant() == frontier.cheapest()) {
+      cheapest = points.back();
+    }
+  }
+  return {
+      {"bar",
+       {{"metric", frontier.metric()},
+        {"op", frontier.op()},
+        {"value", frontier.value()},
+        {"goal", frontier.goal()}}},
+      {"cost",
+       {{"axis", frontier.cost()}, {"cheaper", frontier.lower_is_cheaper() ? "lower" : "higher"}}},
+      {"cheapest", cheapest},
+      {"points", points}};
 }
 
 nlohmann::ordered_json HeadGridJson(int64_t run_id, const HeadGrid& grid) {

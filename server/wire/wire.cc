@@ -260,6 +260,31 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
   out->set_view(in.view);
   out->set_search_metric(in.search_metric);
   out->set_search_goal(in.search_goal);
+  if (in.frontier) {
+    const report::Frontier& f = *in.frontier;
+    tae::v1::ReportFrontier* frontier = out->mutable_frontier();
+    frontier->set_metric(f.bar.metric);
+    frontier->set_op(report::OpText(f.bar.op));
+    frontier->set_value(f.bar.value);
+    frontier->set_cost(report::CostName(f.cost));
+    frontier->set_lower_is_cheaper(report::LowerIsCheaper(f.cost));
+    frontier->set_goal(f.maximize ? "max" : "min");
+    for (const report::FrontierPoint& p : f.points) {
+      tae::v1::FrontierPoint* point = frontier->add_points();
+      point->set_variant(p.variant);
+      point->set_cost(p.cost);
+      point->set_n(p.n);
+      point->set_mean(p.mean);
+      point->set_ci95(p.ci95);
+      point->set_lo(p.lo);
+      point->set_hi(p.hi);
+      point->set_on_front(p.on_front);
+      point->set_clears(report::ClearsName(p.clears));
+    }
+    if (f.cheapest) {
+      frontier->set_cheapest(f.points[*f.cheapest].variant);
+    }
+  }
   if (in.savings) {
     ToProto(*in.savings, out->mutable_experiment()->mutable_search_savings());
   }

@@ -59,7 +59,9 @@ export function mount(root, route, app) {
     h("kbd", "Enter"), " curves, ", h("kbd", "b"), " make baseline, ", h("kbd", "g"), " pivot."), runsSlot);
 
   const curvesLink = h("a.btn", { title: "Curves of every variant" }, "Curves");
-  const head = experimentHeader({ refresh: () => refetch(), extra: [curvesLink] });
+  const frontierLink = h("a.btn.frontier-link", { title: "The cheapest variant that clears a bar, and the cost frontier" },
+    "Frontier");
+  const head = experimentHeader({ refresh: () => refetch(), extra: [curvesLink, frontierLink] });
   const runsOpen = () => (q.runs ? q.runs === "1" : (exp?.counts?.total ?? 0) <= 100);
 
   function crumbs() {
@@ -375,6 +377,7 @@ export function mount(root, route, app) {
     }
     if (!head.parentNode) headSlot.append(head);
     curvesLink.href = hashFor(`${hashBase}/curves`, { metric: metricsShown()[0], baseline: q.baseline });
+    frontierLink.href = hashFor(`${hashBase}/frontier`, {});
     head.update(exp);
     patch(toolSlot, JSON.stringify([q, metricList, exp.variants, report.metrics, report.baseline, report.view, varyingKeys(report), menuOpen]), toolbar);
     patch(bannerSlot, error ? error.message : "", () => error ? h("div.banner.error", `${error.message}: showing the last answer`) : null);
