@@ -37,7 +37,7 @@ struct Options {
   SequentialDesign design;
   unsigned long long seed = 1;
   int planner_studies = 20000;
-  double fail_rate = 0.05;
+  double fail_rate = 0.02;
   bool planner_only = false;
 };
 
@@ -234,6 +234,7 @@ void PrintPlanner(const SequentialDesign& design, const Options& options) {
   const std::vector<Scenario> scenarios = {
       {"null, no failures", {0, 0, 0}, 0},
       {"null, failures", {0, 0, 0}, options.fail_rate},
+      {"v1 at 1 sigma, no failures", {1, 0, 0}, 0},
       {"v1 at 1 sigma, failures", {1, 0, 0}, options.fail_rate},
   };
   std::printf(

@@ -180,11 +180,11 @@ struct ArmStats {
 };
 
 ArmStats StatsOf(const std::vector<double>& values) {
-  const Summary summary = Summarize(values);
+  const Moments moments = MomentsOf(values);
   ArmStats stats;
-  stats.n = static_cast<double>(summary.n);
-  stats.mean = summary.mean;
-  stats.se2 = summary.stddev * summary.stddev / stats.n;
+  stats.n = static_cast<double>(moments.n);
+  stats.mean = moments.mean;
+  stats.se2 = moments.stddev * moments.stddev / stats.n;
   return stats;
 }
 
@@ -380,10 +380,15 @@ Course FollowLooks(const SequentialDesign& design, const Boundaries& boundaries,
 }
 
 std::vector<SeedTarget> SeedsNeeded(const SequentialDesign& design, const Boundaries& boundaries,
-                                    const std::vector<Point>& points) {
+                                    const std::vector<Point>& points,
+                                    std::vector<std::vector<Course>>* courses) {
   std::vector<SeedTarget> targets;
+  if (courses != nullptr) {
+    courses->assign(points.size(), {});
+  }
   const int max_runs = boundaries.max_seeds;
-  for (const Point& point : points) {
+  for (size_t p = 0; p < points.size(); ++p) {
+    const Point& point = points[p];
     const int baseline_runs = static_cast<int>(point.baseline.seeds.size());
     int baseline_target = std::max(baseline_runs, boundaries.min_seeds);
     std::vector<int> variant_targets;
@@ -392,6 +397,9 @@ std::vector<SeedTarget> SeedsNeeded(const SequentialDesign& design, const Bounda
       int target = std::max(runs, boundaries.min_seeds);
       const Course course =
           FollowLooks(design, boundaries, variant.seeds, point.baseline.seeds);
+      if (courses != nullptr) {
+        (*courses)[p].push_back(course);
+      }
       if (course.wants > 0) {
         const int want = std::min(course.wants, max_runs);
         target = std::max(target, want);

@@ -214,7 +214,10 @@ struct SeedTarget {
 // comparison and a final one want nothing; a failed seed is never replaced, so no arm grows past
 // max runs. Targets are absolute counts: asking twice is asking once, which makes the scheduler's
 // "add a seed" idempotent across restarts. In the order of `points`, each point's baseline first.
+// courses, when not null, receives each comparison's course, per point per variant (to say why
+// without following the looks twice).
 std::vector<SeedTarget> SeedsNeeded(const SequentialDesign& design, const Boundaries& boundaries,
-                                    const std::vector<Point>& points);
+                                    const std::vector<Point>& points,
+                                    std::vector<std::vector<Course>>* courses = nullptr);
 
 }  // namespace tae::stats

@@ -176,12 +176,16 @@ Plan PlanSeeds(const model::ExperimentReport& report, const stats::Boundaries& b
     }
     points[it->second].variants.push_back(stats::Arm{variant, outcomes[variant]});
   }
+  std::vector<std::vector<stats::Course>> courses;
+  const std::vector<stats::SeedTarget> targets =
+      stats::SeedsNeeded(design, boundaries, points, &courses);
   // Why each arm grows: the comparisons it is in that want more seeds than it has.
   std::map<std::string, std::vector<std::string>> why;
-  for (const stats::Point& point : points) {
-    for (const stats::Arm& variant : point.variants) {
-      const stats::Course course =
-          stats::FollowLooks(design, boundaries, variant.seeds, point.baseline.seeds);
+  for (size_t p = 0; p < points.size(); ++p) {
+    const stats::Point& point = points[p];
+    for (size_t i = 0; i < point.variants.size(); ++i) {
+      const stats::Arm& variant = point.variants[i];
+      const stats::Course& course = courses[p][i];
       if (!course.held.empty()) {
         plan.held.push_back(
             absl::StrCat(variant.variant, " vs ", point.baseline.variant, ": ", course.held));
@@ -199,7 +203,7 @@ Plan PlanSeeds(const model::ExperimentReport& report, const stats::Boundaries& b
       }
     }
   }
-  for (const stats::SeedTarget& target : stats::SeedsNeeded(design, boundaries, points)) {
+  for (const stats::SeedTarget& target : targets) {
     const ArmRuns& a = arms.at(target.variant);
     const int runs_now = static_cast<int>(outcomes[target.variant].size());
     NewSeeds add;
