@@ -61,9 +61,12 @@ std::string Delta(const tae::v1::ReportRow& row, const tae::v1::ReportCell& cell
     return "";
   }
   // Only a decided difference is shown as a number: an undecided delta is not "no effect".
+  // A comparison held at a failed seed says so, whatever its last look decided.
+  const std::string held =
+      cell.decision_held().empty() ? "" : absl::StrCat(", held: ", cell.decision_held());
   if (cell.decision() == "undecided") {
     return absl::StrCat("undecided (n=", cell.decision_n(),
-                        cell.decision_futile() ? ", futile" : "", ")");
+                        cell.decision_futile() ? ", futile" : "", held, ")");
   }
   if (cell.decision() == "equivalent") {
     return absl::StrFormat("equivalent within ±%g (n=%d)", cell.margin(), cell.decision_n());
@@ -146,7 +149,8 @@ std::vector<std::string> HumanRow(const tae::v1::ReportResponse& report,
   }
   cells.push_back(
       absl::StrCat(row.runs(), "/", row.runs_total(),
-                   row.runs_pruned() > 0 ? absl::StrCat(" (", row.runs_pruned(), " pruned)") : ""));
+                   row.runs_pruned() > 0 ? absl::StrCat(" (", row.runs_pruned(), " pruned)") : "",
+                   row.runs_failed() > 0 ? absl::StrCat(" (", row.runs_failed(), " failed)") : ""));
   for (const tae::v1::ReportCell& cell : row.cells()) {
     cells.push_back(MeanCi(cell, pm));
     cells.push_back(cell.n() > 0 ? Num(cell.best()) : "-");

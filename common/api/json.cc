@@ -188,6 +188,9 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
                                                     : nlohmann::ordered_json(cell.decision_n());
       value["decision_final"] = cell.decision_final();
       value["decision_futile"] = cell.decision_futile();
+      value["decision_held"] = cell.decision_held().empty()
+                                   ? nlohmann::ordered_json()
+                                   : nlohmann::ordered_json(cell.decision_held());
       value["margin"] = cell.margin() > 0 ? nlohmann::ordered_json(cell.margin()) : nullptr;
       value["level"] = cell.level_kind().empty()
                            ? nlohmann::ordered_json()
@@ -204,6 +207,7 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
                     {"runs", row.runs()},
                     {"runs_total", row.runs_total()},
                     {"runs_pruned", row.runs_pruned()},
+                    {"runs_failed", row.runs_failed()},
                     {"metrics", metrics},
                     {"params", number(row.params())},
                     {"flops_per_token", number(row.flops_per_token())},

@@ -13,6 +13,7 @@
 #include "common/stats/stats.h"
 #include "nlohmann/json.hpp"
 #include "server/report/task_levels.h"
+#include "server/seeds/seeds.h"
 
 namespace tae::report {
 namespace {
@@ -79,29 +80,48 @@ class Decider {
  public:
   explicit Decider(const ReportOptions& options) : options_(options) {}
 
+  // With a list of seeds: one test at alpha over every value there is.
   void Decide(const std::vector<double>& mine, const std::vector<double>& base, Cell* cell) {
-    stats::SequentialDesign design = options_.design;
-    if (auto it = options_.margin.find(cell->metric); it != options_.margin.end()) {
-      design.margin = it->second;
-    }
-    cell->margin = design.margin;
+    stats::SequentialDesign design = DesignFor(cell);
     const int n = static_cast<int>(std::min(mine.size(), base.size()));
-    if (!options_.adaptive) {
-      design.alpha = options_.alpha;
-      design.min_seeds = design.max_seeds = std::max(n, 2);
-      design.futility = 0;
-    }
+    design.alpha = options_.alpha;
+    design.min_seeds = design.max_seeds = std::max(n, 2);
+    design.futility = 0;
     stats::Verdict verdict;
     if (!stats::DesignError(design)) {
       verdict = stats::Decide(design, BoundariesOf(design), mine, base);
     }
     cell->decision = std::string(stats::DecisionName(verdict.decision));
     cell->decision_n = n;
-    cell->decision_final = options_.adaptive ? verdict.final : true;
-    cell->decision_futile = options_.adaptive && verdict.futile;
+    cell->decision_final = true;
+  }
+
+  // With adaptive seeds: the course of the comparison over its looks, the rule the planner
+  // follows (stats::FollowLooks), so the table says what made the planner stop or go on.
+  void Follow(const std::vector<stats::Outcome>& mine, const std::vector<stats::Outcome>& base,
+              Cell* cell) {
+    const stats::SequentialDesign design = DesignFor(cell);
+    stats::Course course;
+    if (!stats::DesignError(design)) {
+      course = stats::FollowLooks(design, BoundariesOf(design), mine, base);
+    }
+    cell->decision = std::string(stats::DecisionName(course.verdict.decision));
+    cell->decision_n = course.verdict.n;
+    cell->decision_final = course.verdict.final;
+    cell->decision_futile = course.verdict.futile;
+    cell->decision_held = course.held;
   }
 
  private:
+  stats::SequentialDesign DesignFor(Cell* cell) const {
+    stats::SequentialDesign design = options_.design;
+    if (auto it = options_.margin.find(cell->metric); it != options_.margin.end()) {
+      design.margin = it->second;
+    }
+    cell->margin = design.margin;
+    return design;
+  }
+
   const stats::Boundaries& BoundariesOf(const stats::SequentialDesign& design) {
     const auto key = std::make_pair(design.min_seeds, design.max_seeds);
     auto it = cache_.find(key);
@@ -147,6 +167,8 @@ void CountRun(const model::RunRecord& run, Row* row) {
     row->runs += 1;
   } else if (run.state == model::RunState::kPruned) {
     row->runs_pruned += 1;
+  } else if (run.state == model::RunState::kFailed) {
+    row->runs_failed += 1;
   }
 }
 
@@ -208,6 +230,13 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
     out.push_back(std::move(row));
   }
   Decider decider(options);
+  // Adaptive seeds: per metric, each variant's seeds in seed order (server/seeds).
+  std::map<std::string, std::map<std::string, std::vector<stats::Outcome>>> outcomes;
+  if (options.adaptive) {
+    for (const std::string& metric : metrics) {
+      outcomes[metric] = seeds::SeedOutcomes(runs, values, metric);
+    }
+  }
   for (Row& row : out) {
     if (row.variant == row.baseline) {
       continue;  // its own baseline: nothing to compare
@@ -228,7 +257,12 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
         cell.p_value = test->p_two_sided;
         cell.mark = stats::SignificanceMark(test->p_two_sided);
       }
-      decider.Decide(mine, base, &cell);
+      if (options.adaptive) {
+        std::map<std::string, std::vector<stats::Outcome>>& arms = outcomes[cell.metric];
+        decider.Follow(arms[row.variant], arms[row.baseline], &cell);
+      } else {
+        decider.Decide(mine, base, &cell);
+      }
     }
   }
   // A baseline compared with itself shows a zero delta.

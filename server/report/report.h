@@ -44,6 +44,9 @@ struct Cell {
   int decision_n = 0;            // seeds per arm it was decided on (the smaller arm)
   bool decision_final = false;   // another seed would not change it (decided, or at max)
   bool decision_futile = false;  // undecided, final before max by adaptive seeds' futility rule
+  // Adaptive seeds: the comparison's next look needs a seed that ended without a value, so it is
+  // held at its last look ("r12 failed"; stats::FollowLooks); "" when not held.
+  std::string decision_held;
   double margin = 0;             // the metric's equivalence margin; 0: none
   // The chance, shortcut or floor level the mean sits at (within its 95% CI, or within
   // kLevelTolerance of it), else kind "".
@@ -74,6 +77,7 @@ struct Row {
   int runs = 0;          // succeeded runs
   int runs_total = 0;    // all runs of the variant
   int runs_pruned = 0;   // runs an asha [search] stopped (state pruned)
+  int runs_failed = 0;   // runs that ended failed (their seeds are not replaced)
   std::vector<Cell> cells;
   double params = kNaN;           // mean model/params of its succeeded runs
   double flops_per_token = kNaN;  // mean model/flops_per_token
@@ -96,7 +100,8 @@ bool HigherIsBetter(const std::string& metric, const std::map<std::string, std::
 // The metrics BuildReport reads besides the table's own, for the size and speed columns.
 std::vector<std::string> ExtraMetrics();
 
-// Counts `run` in `row`'s runs_total, and in runs (succeeded) or runs_pruned by its state.
+// Counts `run` in `row`'s runs_total, and in runs (succeeded), runs_pruned or runs_failed by its
+// state.
 void CountRun(const model::RunRecord& run, Row* row);
 
 // variants: in display order (baseline first); runs: every run of the experiment; values: the

@@ -227,6 +227,7 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
     r->set_points(row.points);
     r->set_candidates(row.candidates);
     r->set_runs_pruned(row.runs_pruned);
+    r->set_runs_failed(row.runs_failed);
     for (const report::Cell& cell : row.cells) {
       tae::v1::ReportCell* c = r->add_cells();
       c->set_metric(cell.metric);
@@ -245,6 +246,7 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
       c->set_decision_n(cell.decision_n);
       c->set_decision_final(cell.decision_final);
       c->set_decision_futile(cell.decision_futile);
+      c->set_decision_held(cell.decision_held);
       c->set_margin(cell.margin);
       c->set_level_kind(cell.level_kind);
       c->set_level(cell.level);

@@ -259,7 +259,8 @@ export function mount(root, route, app) {
       tuned ? h("td.num", { title: `${r.points - r.candidates} of ${r.points} points without a score` }, `${r.candidates}/${r.points}`) : null,
       keys.map((k) => h("td.cfg", fmtVal(vary[r.variant]?.[k]))),
       h("td.num", h("span" + (r.runs < r.runs_total ? ".muted" : ""), `${r.runs ?? 0}/${r.runs_total ?? 0}`),
-        r.runs_pruned ? h("span.chip-pruned", { title: `${r.runs_pruned} run(s) stopped early by the asha [search]` }, "pruned") : null),
+        r.runs_pruned ? h("span.chip-pruned", { title: `${r.runs_pruned} run(s) stopped early by the asha [search]` }, "pruned") : null,
+        r.runs_failed ? h("span.chip-pruned", { title: `${r.runs_failed} run(s) failed; their seeds are not replaced, and a comparison whose next look needs one is held` }, `${r.runs_failed} failed`) : null),
       metrics.map((m) => {
         const s = r.metrics?.[m] || {};
         const cls = judge(goal[m], s.delta);
@@ -276,7 +277,7 @@ export function mount(root, route, app) {
           h("td.num", fmtMetric(s.best)),
           h("td.num.delta", isBase || !isNum(s.delta) ? "" :
             // only a decided difference is a number; an undecided delta is not "no effect"
-            s.decision === "undecided" ? h("span.undecided", { title: `the comparison is not decided at ${s.decision_n} seeds per arm${s.decision_futile ? "; adaptive seeds stopped it: max seeds would very likely not decide it either" : s.decision_final ? "" : "; more seeds are coming"}` }, `undecided (n=${s.decision_n}${s.decision_futile ? ", futile" : ""})`) :
+            s.decision === "undecided" ? h("span.undecided", { title: `the comparison is not decided at ${s.decision_n} seeds per arm${s.decision_held ? `; held: its next look needs a seed without a value (${s.decision_held})` : s.decision_futile ? "; adaptive seeds stopped it: max seeds would very likely not decide it either" : s.decision_final ? "" : "; more seeds are coming"}` }, `undecided (n=${s.decision_n}${s.decision_futile ? ", futile" : ""}${s.decision_held ? `, held: ${s.decision_held}` : ""})`) :
             s.decision === "equivalent" ? h("span.undecided", { title: "two one-sided tests put the delta within the margin" }, `equivalent within ±${s.margin} (n=${s.decision_n})`) :
             h("span" + (cls ? "." + cls : ""), { style: sig ? null : { opacity: 0.75 } }, fmtSigned(s.delta), h("span.pct", isNum(s.rel_delta) ? `(${fmtPct(s.rel_delta)})` : ""))),
           h("td.sig", { title: isNum(s.p_value) ? `p = ${s.p_value.toPrecision(3)}` : "" }, sig),
