@@ -192,6 +192,10 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
                                    ? nlohmann::ordered_json()
                                    : nlohmann::ordered_json(cell.decision_held());
       value["margin"] = cell.margin() > 0 ? nlohmann::ordered_json(cell.margin()) : nullptr;
+      // Seeds whose metric went NaN or infinite, and the earliest step one did (null: none).
+      value["diverged"] = cell.diverged();
+      value["diverged_step"] =
+          cell.diverged() > 0 ? nlohmann::ordered_json(cell.diverged_step()) : nullptr;
       value["level"] = cell.level_kind().empty()
                            ? nlohmann::ordered_json()
                            : nlohmann::ordered_json({{"kind", cell.level_kind()},

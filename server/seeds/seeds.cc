@@ -63,9 +63,13 @@ std::map<std::string, std::vector<stats::Outcome>> SeedOutcomes(
     const std::vector<model::RunRecord>& runs, const std::vector<model::FinalValue>& values,
     const std::string& metric) {
   std::map<int64_t, double> value_of;
+  std::map<int64_t, int64_t> diverged_at;  // a diverged seed is held like a failed one
   for (const model::FinalValue& value : values) {
     if (value.key == metric) {
       value_of[value.run_id] = value.value;
+      if (value.diverged_step.has_value()) {
+        diverged_at[value.run_id] = *value.diverged_step;
+      }
     }
   }
   std::vector<const model::RunRecord*> ordered;
@@ -83,6 +87,9 @@ std::map<std::string, std::vector<stats::Outcome>> SeedOutcomes(
     auto value = value_of.find(run->id);
     if (!model::IsFinal(run->state)) {
       arm.push_back(stats::Outcome::Pending());
+    } else if (auto diverged = diverged_at.find(run->id); diverged != diverged_at.end()) {
+      arm.push_back(stats::Outcome::Missing(
+          absl::StrCat("r", run->id, " diverged at step ", diverged->second)));
     } else if (std::optional<std::string> why =
                    WhyMissing(*run, value != value_of.end(), metric)) {
       arm.push_back(stats::Outcome::Missing(std::move(*why)));

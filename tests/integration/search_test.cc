@@ -42,6 +42,8 @@ method = "asha"
 metric = "loss"
 min_steps = 5
 reduction = 3
+bootstrap = 1
+order = "listed"
 [resources]
 hosts = 2
 [job]
@@ -50,6 +52,34 @@ command = "sh job.sh )" +
          pids + R"( {train.lr}"
 )";
 }
+
+// A learning-rate sweep listed in ascending order whose learning rates >= 1 diverge: from step 3
+// they print loss=nan. The others: loss = (log10(lr) + 2)^2 + 3 / sqrt(step), best at 0.01.
+constexpr char kDivergingJob[] = R"(#!/bin/sh
+i=1
+while [ $i -le 60 ]; do
+  awk -v lr="$1" -v i=$i 'BEGIN { if (lr >= 1 && i >= 3) print "step=" i " loss=nan";
+    else printf "step=%d loss=%.6f\n", i, (log(lr) / log(10) + 2) ^ 2 + 3 / sqrt(i) }'
+  i=$((i + 1))
+  sleep 0.02
+done
+)";
+
+constexpr char kDivergingSpec[] = R"(name = "diverging-sweep"
+[train]
+seeds = [0, 1]
+steps = 60
+[grid]
+"train.lr" = [0.001, 0.003, 0.01, 0.03, 0.1, 1.0, 10.0]
+[search]
+method = "asha"
+metric = "loss"
+min_steps = 5
+reduction = 3
+[job]
+code = "src"
+command = "sh job.sh {train.lr}"
+)";
 
 bool Alive(long pid) { return pid > 0 && kill(static_cast<pid_t>(pid), 0) == 0; }
 
@@ -158,6 +188,77 @@ int64_t StepsRun(const nlohmann::json& runs) {
 }
 
 }  // namespace
+
+TEST_CASE("a diverged grid point is pruned at its first rung as the worst and the search goes on") {
+  Cluster cluster(1, 4);
+  std::filesystem::create_directories(cluster.home() + "/study/src");
+  std::ofstream(cluster.home() + "/study/src/job.sh") << kDivergingJob;
+  const std::string spec = cluster.dir().Write("study/diverging.toml", kDivergingSpec);
+  CommandResult submitted = cluster.Taectl({"submit", spec, "--wait", "--timeout", "300"}, 330);
+  INFO(submitted.out << submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  const nlohmann::json runs = cluster.TaectlJson({"runs", "diverging-sweep"});
+  REQUIRE(runs.size() == 14);
+  int diverged_pruned = 0;
+  for (const auto& run : runs) {
+    const std::string point = run.at("variant");
+    const nlohmann::json shown =
+        cluster.TaectlJson({"show", "r" + std::to_string(run.at("id").get<int64_t>())});
+    const std::string reason = shown.at("reason");
+    INFO(point << ": " << run.at("state") << ": " << reason);
+    if (point == "baseline[lr=1.0]" || point == "baseline[lr=10.0]") {
+      // Pruned at rung 0 as the worst, as soon as its first seed went NaN (step 3), whatever
+      // the bootstrap: a diverged point never waits.
+      CHECK(run.at("state") == "pruned");
+      CHECK(reason.find("rung 0 (step 5): loss diverged at step 3") != std::string::npos);
+      diverged_pruned += run.at("state") == "pruned" ? 1 : 0;
+    }
+  }
+  CHECK(diverged_pruned == 4);
+  // The rest of the search went on: the best point ran to the end and is the one chosen.
+  CommandResult report = cluster.Taectl({"report", "diverging-sweep", "--json"});
+  INFO(report.out << report.err);
+  REQUIRE(report.exit_code == 0);
+  const nlohmann::json tuned = nlohmann::json::parse(report.out);
+  REQUIRE(tuned.at("rows").size() == 1);
+  CHECK(tuned.at("rows")[0].at("point_name") == "lr=0.01");
+  bool diverged_in_rung_view = false;
+  for (const auto& d : tuned.at("decisions")) {
+    diverged_in_rung_view |= d.at("reason").get<std::string>().find("diverged at step 3") !=
+                             std::string::npos;
+  }
+  CHECK(diverged_in_rung_view);
+
+  // The same grid run to the end: the diverged runs succeed (the job exits 0), but their final
+  // value is "diverged", never the last finite loss (step 2's 2.12 for lr=1.0, lower than every
+  // healthy point's), and the tuned table cannot choose them.
+  nlohmann::json full = cluster.TaectlJson(
+      {"submit", spec, "--set", "search.method=grid", "--wait", "--timeout", "300"});
+  const std::string grid = std::to_string(full.at("experiment").get<int64_t>());
+  CommandResult at_grid = cluster.Taectl({"report", grid, "--at-grid", "--json"});
+  INFO(at_grid.out << at_grid.err);
+  REQUIRE(at_grid.exit_code == 0);
+  int diverged_rows = 0;
+  for (const auto& row : nlohmann::json::parse(at_grid.out).at("rows")) {
+    const nlohmann::json& cell = row.at("metrics").at("loss");
+    const std::string variant = row.at("variant");
+    INFO(variant << ": " << cell.dump());
+    if (variant == "baseline[lr=1.0]" || variant == "baseline[lr=10.0]") {
+      CHECK(cell.at("diverged") == 2);
+      CHECK(cell.at("diverged_step") == 3);
+      CHECK(cell.at("mean").is_null());
+      ++diverged_rows;
+    } else {
+      CHECK(cell.at("diverged") == 0);
+    }
+  }
+  CHECK(diverged_rows == 2);
+  CommandResult text = cluster.Taectl({"report", grid, "--at-grid"});
+  CHECK(text.out.find("diverged 2/2 (step 3)") != std::string::npos);
+  const nlohmann::json grid_tuned =
+      nlohmann::json::parse(cluster.Taectl({"report", grid, "--tuned", "--json"}).out);
+  CHECK(grid_tuned.at("rows")[0].at("point_name") == "lr=0.01");
+}
 
 TEST_CASE(
     "asha picks each variant's best point with a fraction of the grid's steps, across a kill -9 of "
