@@ -61,6 +61,9 @@ struct SearchSettings {
   int64_t min_steps = 0;
   int64_t reduction = 3;
   std::string within = "variant";  // "variant" | "study"
+  // search.confirm: fresh seeds each variant's chosen point gets once the search is over
+  // (server/seeds/confirm.h); 0: none, and the tuned table's estimates are optimistic.
+  int confirm = 0;
   bool asha() const { return method == "asha"; }
 };
 
@@ -135,6 +138,7 @@ struct NewRun {
   std::string config_json;
   RunResources resources;
   std::string reason = "submitted";  // its first transition's
+  bool confirm = false;              // a confirmation run (RunRecord::confirm)
 };
 
 // What an experiment was submitted from: enough to parse its spec again.
@@ -189,6 +193,10 @@ struct RunRecord {
   std::string start_fault;
   int start_faults = 0;
   std::string retry_on = "infra";  // resources.retry_on: "any" retries the job's failures too
+  // Added by search.confirm (server/seeds/confirm.h): a fresh seed at its variant's chosen grid
+  // point, after the search. Its seed is not one of the search's: the search, adaptive seeds
+  // and every table but the tuned one's confirmed rows leave it out.
+  bool confirm = false;
 };
 
 struct TransitionRecord {
@@ -274,6 +282,7 @@ struct FinalValue {
   double value = 0;      // the last point's
   double min_value = 0;  // over the run's whole series
   double max_value = 0;
+  bool confirm = false;  // the run is a confirmation run (RunRecord::confirm)
 };
 
 struct AgentRecord {

@@ -146,8 +146,8 @@ absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<model::N
                                               "config, state, max_attempts, priority, slots, "
                                               "labels, created_at, max_concurrent, hosts, "
                                               "snapshot_id, command, attempts_granted, "
-                                              "keep_checkpoints, retry_on) "
-                                              "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?,?)"));
+                                              "keep_checkpoints, retry_on, confirm) "
+                                              "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(Statement transition,
                    db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
                                "to_state, reason, at) VALUES (?, 0, '', 'queued', ?, ?)"));
@@ -167,7 +167,8 @@ absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<model::N
         .Bind(13, r.command)
         .Bind(14, static_cast<int64_t>(r.max_attempts))
         .Bind(15, static_cast<int64_t>(r.keep_checkpoints))
-        .Bind(16, r.retry_on);
+        .Bind(16, r.retry_on)
+        .Bind(17, static_cast<int64_t>(new_run.confirm ? 1 : 0));
     if (r.snapshot_id.empty()) {
       run.BindNull(12);
     } else {
@@ -231,12 +232,18 @@ absl::StatusOr<std::vector<int64_t>> Store::AdaptiveExperiments() {
       "json_extract(report, '$.seeds.min') > 0 ORDER BY id");
 }
 
+absl::StatusOr<std::vector<int64_t>> Store::ConfirmingExperiments() {
+  return db_.QueryInts(
+      "SELECT id FROM experiments WHERE json_valid(report) AND "
+      "json_extract(report, '$.search.confirm') > 0 ORDER BY id");
+}
+
 absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
     int64_t experiment_id, const std::vector<std::string>& keys) {
   ASSIGN_OR_RETURN(
       Statement * stmt,
       db_.Cached("SELECT r.id, r.variant, r.seed, r.state, k.name, s.last_value, s.min_value, "
-                 "s.max_value FROM runs r JOIN run_summaries s ON s.run_id = r.id JOIN "
+                 "s.max_value, r.confirm FROM runs r JOIN run_summaries s ON s.run_id = r.id JOIN "
                  "metric_keys k ON k.id = s.key_id WHERE r.experiment_id = ? AND k.name = ? "
                  "ORDER BY r.id"));
   std::vector<model::FinalValue> out;
@@ -250,7 +257,8 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
       }
       out.push_back({stmt->Int(0), stmt->Text(1), stmt->Int(2),
                      model::RunStateFromString(stmt->Text(3)).value_or(model::RunState::kQueued),
-                     stmt->Text(4), stmt->Double(5), stmt->Double(6), stmt->Double(7)});
+                     stmt->Text(4), stmt->Double(5), stmt->Double(6), stmt->Double(7),
+                     stmt->Int(8) != 0});
     }
   }
   return out;
