@@ -74,7 +74,7 @@ TEST_CASE("search.confirm is refused without a grid or with adaptive seeds",
   std::string ablations;
   for (int i = 0; i < 4; ++i) {
     ablations += "[[ablation]]\nname = \"a" + std::to_string(i) + "\"\nmodel.layers = " +
-                 std::to_string(i + 1) + "\n";
+                 std::to_string(i + 3) + "\n";
   }
   std::string seeds = "train.seeds=[0";
   for (int i = 1; i < 500; ++i) {

@@ -394,7 +394,7 @@ export function mount(root, route, app) {
             ? `Estimates ${est}: each row's runs, mean, CI and Δ come from ${confirm} fresh seeds at its chosen point, not the seeds it was chosen on.`
             : `Confirmation ${est}: each row will show its chosen point's ${confirm} fresh seeds alone, added once the search is over.`)
           : `Estimates ${est || "optimistic: chosen on the same seeds"}: each point was chosen on the seeds whose mean it shows, so the mean and Δ lean toward luck (search.confirm = N re-runs the chosen points on N fresh seeds).`;
-        parts.push(h("div.view-note.estimates" + (confirm > 0 && est.startsWith("confirmed") ? ".muted" : ".warn"), { style: { margin: "8px" } }, estText));
+        parts.push(h("div.view-note.estimates" + (confirm > 0 && est.startsWith("confirmed") ? ".muted" : ".estimates-warn"), { style: { margin: "8px" } }, estText));
       }
       const saved = savingsLine();
       if (saved) parts.push(saved);
