@@ -175,6 +175,21 @@ std::string Legend(const tae::v1::ReportResponse& report) {
                     " mean final value over seeds); points: those with a score of the variant's "
                     "points (pruned, failed and unfinished ones have none); --at-grid shows every "
                     "point.");
+    const int confirm = report.search_confirm();
+    if (confirm <= 0) {
+      absl::StrAppend(&legend,
+                      " Estimates optimistic: each point was chosen on the same seeds whose mean "
+                      "it shows, so the mean and Δ lean toward luck (search.confirm = N re-runs "
+                      "the chosen points on N fresh seeds).");
+    } else if (absl::StartsWith(report.estimates(), "confirmed")) {
+      absl::StrAppend(&legend, " Estimates confirmed: each row's runs, mean, CI and Δ are ",
+                      confirm,
+                      " fresh seeds at its chosen point, not the seeds it was chosen on.");
+    } else {
+      absl::StrAppend(&legend, " Confirmation ", report.estimates(),
+                      ": each row's runs, mean, CI and Δ will be its chosen point's ", confirm,
+                      " fresh seeds alone, added once the search is over.");
+    }
   }
   bool decided = false;
   bool marked = false;

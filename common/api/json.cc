@@ -101,6 +101,7 @@ nlohmann::ordered_json RunJson(const tae::v1::Run& run) {
       {"experiment", run.experiment_id()},
       {"variant", run.variant()},
       {"seed", run.seed()},
+      {"confirm", run.confirm()},
       {"state", tae::v1::StateName(run.state())},
       {"attempt", run.attempt()},
       {"agent", OrNull(run.agent_id(), !run.agent_id().empty())},
@@ -223,6 +224,10 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
       r["point"] = row.point().empty() ? nlohmann::ordered_json() : PointJson(row.point());
       r["points"] = row.points();
       r["candidates"] = row.candidates();
+      if (report.search_confirm() > 0) {
+        r["confirm_runs"] = row.confirm_runs();
+        r["confirm_pending"] = row.confirm_pending();
+      }
     }
   }
   nlohmann::ordered_json out = {
@@ -236,7 +241,10 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
       {"banners", std::vector<std::string>(report.banners().begin(), report.banners().end())},
       {"view", report.view()}};
   if (report.view() == "tuned") {
-    out["search"] = {{"metric", report.search_metric()}, {"goal", report.search_goal()}};
+    out["search"] = {{"metric", report.search_metric()},
+                     {"goal", report.search_goal()},
+                     {"confirm", report.search_confirm()}};
+    out["estimates"] = report.estimates();
   }
   if (report.experiment().has_search_savings()) {
     out["savings"] = SavingsJson(report.experiment().search_savings());

@@ -16,7 +16,10 @@ nlohmann::ordered_json AgentJson(const tae::v1::AgentInfo& agent);
 //  "vms": [{provider, pool, name, zone, state}]}
 nlohmann::ordered_json FleetJson(const tae::v1::ListAgentsResponse& response);
 // `view` ("tuned" | "grid"), each row's chosen `point` ({"lr": 0.001}; null in the grid view)
-// and, for an asha [search], `savings` (SavingsJson).
+// and, for an asha [search], `savings` (SavingsJson). The tuned view also has "search":
+// {"metric", "goal", "confirm"} and "estimates" (report::TunedEstimates: "optimistic: chosen on
+// the same seeds", "confirmed: 3 fresh seeds", "pending: ..."); with search.confirm its rows have
+// "confirm_runs" and "confirm_pending".
 // With a frontier (ReportRequest.frontier), also `frontier`: FrontierJson.
 nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report);
 // The cost frontier (server/report/frontier.h):

@@ -266,6 +266,10 @@ std::vector<KeyInfo> BuildSchema() {
       Experiment(Enum("search.within", R"("variant")", "variant|study",
                       "asha: which points compete: each variant's grid points among themselves, "
                       "or all points of the study")),
+      Experiment(Int("search.confirm", "0", 0, 1000,
+                     "fresh seeds each variant's chosen [grid] point gets once the search is "
+                     "over; the tuned table then reports those seeds alone (0: none, and its "
+                     "estimates are optimistic: chosen on the same seeds)")),
   };
 }
 

@@ -270,6 +270,13 @@ std::string SpecHash(const Spec& spec) {
         {"order", spec.search.shuffle ? "shuffled" : "listed"},
         {"order_seed", spec.search.order_seed}};
   }
+  if (spec.search.confirm > 0) {  // absent at 0: the hashes of the specs stored before stay
+    nlohmann::json& search = canonical["search"];
+    if (!spec.search.asha()) {  // which point is confirmed is chosen on the metric and goal
+      search = {{"method", "grid"}, {"metric", spec.search.metric}, {"goal", spec.search.goal}};
+    }
+    search["confirm"] = spec.search.confirm;
+  }
   std::string text = std::string(kHashVersion) +
                      canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return absl::StrCat(absl::Hex(Fnv1a64(text), absl::kZeroPad16));

@@ -83,6 +83,8 @@ struct SearchPlan {
   bool shuffle = true;
   int64_t order_seed = 0;
   SearchWithin within = SearchWithin::kVariant;
+  // search.confirm: fresh seeds per variant at its chosen point once the search is over; 0: none.
+  int64_t confirm = 0;
 
   bool asha() const { return method == SearchMethod::kAsha; }
   bool maximize() const { return goal == "max"; }
@@ -171,6 +173,7 @@ std::string BaselineFor(std::string_view variant, std::string_view baseline = kB
 // run), nor does a grid [search] (it only changes which point the tuned table shows); an asha
 // [search] does, whole: it decides which runs are stopped early, so the same file run with
 // `--set search.method=grid` is another experiment, with runs and results of its own.
+// search.confirm > 0 enters it with the metric and goal (it adds runs at the points they choose).
 std::string SpecHash(const Spec& spec);
 
 // The placeholder keys of a [job] command template, in order ("{train.lr}" -> "train.lr"; "{{"

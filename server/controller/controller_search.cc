@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -80,6 +81,10 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
     Noted(runs.status(), "read an experiment's runs for its search");
     return;
   }
+  // Confirmation runs (search.confirm) come after the search and are none of its points' seeds.
+  runs->erase(std::remove_if(runs->begin(), runs->end(),
+                             [](const model::RunRecord& run) { return run.confirm; }),
+              runs->end());
   std::vector<search::SearchRun> searched;
   for (const model::RunRecord& run : *runs) {
     const nlohmann::json config =
@@ -117,7 +122,14 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
                     experiment_id, restored.ToString());
       return;
     }
+    std::set<int64_t> searched_ids;
+    for (const model::RunRecord& run : *runs) {
+      searched_ids.insert(run.id);
+    }
     for (const model::RunPoint& point : *points) {
+      if (searched_ids.count(point.run_id) == 0) {
+        continue;  // a confirmation run's
+      }
       int64_t& last = active.last_step[point.run_id];
       last = std::max(last, point.step);
       for (search::Decision& d :
@@ -238,6 +250,9 @@ void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision
       break;  // a restart replays the points and decides them again
     }
     freed = freed || !prune.empty();
+    if (!prune.empty()) {
+      SeedsDue(experiment_id);  // the pruned runs may have been the search's last (search.confirm)
+    }
     for (const model::RunRecord& run : stop) {
       const std::vector<std::string> agents = AgentsOfRun(run);
       StopRanks(run.id, run.attempt, agents, "", "pruned by [search]");

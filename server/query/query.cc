@@ -397,6 +397,8 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
     result.rows = report::BuildTunedReport(variants, runs, values, metrics, result.search_metric,
                                            result.search_goal == "max", ablation,
                                            result.experiment.report.goal, options);
+    result.search_confirm = options.confirm;
+    result.estimates = report::TunedEstimates(options.confirm, result.rows);
   } else {
     result.rows = report::BuildReport(variants, runs, values, metrics, baseline,
                                       result.experiment.report.goal, options);
@@ -439,6 +441,9 @@ absl::StatusOr<std::optional<report::SearchSavings>> Query::SearchSavings(
   std::vector<report::RunSteps> steps;
   steps.reserve(runs.size());
   for (const model::RunRecord& run : runs) {
+    if (run.confirm) {
+      continue;  // search.confirm's runs come after the search: not what it saved or spent
+    }
     report::RunSteps& s = steps.emplace_back();
     s.config_json = run.config_json;
     if (auto it = summaries.find(run.id); it != summaries.end()) {

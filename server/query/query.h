@@ -67,6 +67,8 @@ struct ReportResult {
   std::string view;                              // "tuned" or "grid"
   std::string search_metric;                     // tuned: chosen on this metric, in this direction
   std::string search_goal;                       // "min" | "max"
+  int search_confirm = 0;                        // tuned: search.confirm
+  std::string estimates;                         // tuned: report::TunedEstimates
   std::optional<report::SearchSavings> savings;  // an asha [search] only
   std::vector<model::SearchDecisionRecord> decisions;  // an asha [search] only, in decision order
   std::optional<report::Frontier> frontier;            // asked for a frontier only

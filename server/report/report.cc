@@ -150,6 +150,7 @@ ReportOptions OptionsOf(const model::ExperimentReport& report) {
   options.floor = report.floor;
   options.margin = report.margin;
   options.alpha = report.alpha;
+  options.confirm = report.search.confirm;
   if (report.min_seeds > 0) {
     options.adaptive = true;
     options.design.min_seeds = report.min_seeds;
@@ -181,13 +182,16 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
   std::map<std::string, Row> counts;
   std::map<std::string, const std::string*> config_of;  // variant -> its first run's config
   for (const model::RunRecord& run : runs) {
+    if (run.confirm != options.confirmation_runs) {
+      continue;
+    }
     config_of.emplace(run.variant, &run.config_json);
     CountRun(run, &counts[run.variant]);
   }
   // (variant, metric) -> values of succeeded runs
   std::map<std::pair<std::string, std::string>, Samples> samples;
   for (const model::FinalValue& v : values) {
-    if (v.state == model::RunState::kSucceeded) {
+    if (v.state == model::RunState::kSucceeded && v.confirm == options.confirmation_runs) {
       Samples& s = samples[{v.variant, v.key}];
       if (v.diverged_step.has_value()) {
         s.diverged_step = s.diverged == 0 ? *v.diverged_step

@@ -69,6 +69,11 @@ struct ReportOptions {
   double alpha = 0.05;
   std::map<std::string, double> margin;  // per metric; absent: no equivalence decision
   std::map<std::string, double> floor;   // [report] floor: below it (above for losses) is noise
+  // search.confirm: fresh seeds per variant at its chosen point (tuned.h); 0: none.
+  int confirm = 0;
+  // Which runs BuildReport counts: the search's (false: every run but search.confirm's
+  // confirmation runs) or the confirmation runs alone (true: the tuned table's confirmed rows).
+  bool confirmation_runs = false;
 };
 
 struct Row {
@@ -88,6 +93,10 @@ struct Row {
   std::string point;
   int points = 0;
   int candidates = 0;
+  // The tuned table with search.confirm: the confirmation runs at the chosen point (whose seeds
+  // alone give the row's runs, values and delta) and how many of them are not final.
+  int confirm_runs = 0;
+  int confirm_pending = 0;
 };
 
 // The floors and decision rule of an experiment's stored [report] and train.seeds.
@@ -105,7 +114,8 @@ std::vector<std::string> ExtraMetrics();
 void CountRun(const model::RunRecord& run, Row* row);
 
 // variants: in display order (baseline first); runs: every run of the experiment; values: the
-// final values of `metrics` and ExtraMetrics(); only succeeded runs count. Each variant is compared
+// final values of `metrics` and ExtraMetrics(); only succeeded runs count, and of the runs and
+// values only those options.confirmation_runs selects (by default: none of search.confirm's). Each variant is compared
 // with spec::BaselineFor(variant, baseline).
 // Cells are decided and marked by `options` and by the task levels of each variant's first run's
 // config (report/task_levels.h).

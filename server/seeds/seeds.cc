@@ -135,6 +135,9 @@ Plan PlanSeeds(const model::ExperimentReport& report, const stats::Boundaries& b
   std::vector<std::string> order;  // variants by first run
   std::map<std::string, ArmRuns> arms;
   for (const model::RunRecord& run : runs) {
+    if (run.confirm) {
+      continue;  // search.confirm's: not a seed of the point's comparisons
+    }
     auto [it, fresh] = arms.try_emplace(run.variant);
     ArmRuns& a = it->second;
     if (fresh) {

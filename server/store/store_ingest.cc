@@ -31,7 +31,7 @@ constexpr char kUpsertSummary[] =
     "excluded.last_step >= last_step THEN excluded.last_value ELSE last_value END, last_step = "
     "MAX(last_step, excluded.last_step), min_value = MIN(min_value, excluded.min_value), "
     "max_value = MAX(max_value, excluded.max_value), count = count + excluded.count";
-// The earliest non-finite report of a (run, key) stays (migration 0014).
+// The earliest non-finite report of a (run, key) stays (migration 0015).
 constexpr char kInsertDivergence[] =
     "INSERT INTO metric_divergence (run_id, key_id, step, value, attempt, wall_time) VALUES "
     "(?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET step = excluded.step, value = excluded.value, "

@@ -88,6 +88,7 @@ void ToProto(const model::RunRecord& in, tae::v1::Run* out) {
   out->set_finished_at(in.finished_at.value_or(0));
   out->set_config_json(in.config_json);
   out->set_pid(in.pid);
+  out->set_confirm(in.confirm);
   for (const auto& [key, value] : in.meta) {
     (*out->mutable_meta())[key] = value;
   }
@@ -228,6 +229,8 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
     r->set_candidates(row.candidates);
     r->set_runs_pruned(row.runs_pruned);
     r->set_runs_failed(row.runs_failed);
+    r->set_confirm_runs(row.confirm_runs);
+    r->set_confirm_pending(row.confirm_pending);
     for (const report::Cell& cell : row.cells) {
       tae::v1::ReportCell* c = r->add_cells();
       c->set_metric(cell.metric);
@@ -287,6 +290,8 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
       frontier->set_cheapest(f.points[*f.cheapest].variant);
     }
   }
+  out->set_search_confirm(in.search_confirm);
+  out->set_estimates(in.estimates);
   if (in.savings) {
     ToProto(*in.savings, out->mutable_experiment()->mutable_search_savings());
   }

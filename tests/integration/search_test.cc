@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -318,6 +319,99 @@ TEST_CASE(
   for (size_t i = 0; i < before.size(); ++i) {
     CHECK(after[i] == before[i]);  // the restart changed no decision
   }
+}
+
+TEST_CASE("search.confirm re-runs each variant's chosen point on fresh seeds and reports them alone",
+          "[confirm]") {
+  Cluster cluster(1, 4);
+  const std::string spec = kSweepSpec;
+  const nlohmann::json submitted =
+      cluster.TaectlJson({"submit", spec, "--set", "search.confirm=2"});
+  const std::string exp = std::to_string(submitted.at("experiment").get<int64_t>());
+  // The search's 36 runs, then 2 confirmation runs per variant, all final.
+  nlohmann::json runs;
+  REQUIRE(WaitUntil(
+      [&] {
+        runs = cluster.TaectlJson({"runs", exp});
+        for (const auto& run : runs) {
+          const std::string state = run.at("state");
+          if (state == "queued" || state == "assigned" || state == "running") {
+            return false;
+          }
+        }
+        return runs.size() == 40;
+      },
+      300));
+  // The confirmation runs: at each variant's chosen point (lr 0.01, as the full grid picks it),
+  // on seeds no run of the point had, succeeded.
+  std::map<std::string, std::vector<double>> confirmed;  // point -> confirmation runs' losses
+  std::map<std::string, std::vector<int64_t>> search_seeds;
+  for (const auto& run : runs) {
+    if (!run.at("confirm").get<bool>()) {
+      search_seeds[run.at("variant")].push_back(run.at("seed"));
+    }
+  }
+  int confirmations = 0;
+  for (const auto& run : runs) {
+    if (!run.at("confirm").get<bool>()) {
+      continue;
+    }
+    ++confirmations;
+    const std::string point = run.at("variant");
+    INFO(point << " seed " << run.at("seed"));
+    CHECK((point == "baseline[lr=0.01]" || point == "worse[lr=0.01]"));
+    CHECK(run.at("state") == "succeeded");
+    const std::vector<int64_t>& used = search_seeds[point];
+    CHECK(std::find(used.begin(), used.end(), run.at("seed").get<int64_t>()) == used.end());
+    CHECK(run.at("seed").get<int64_t>() >= 2);
+    CHECK(run.at("config").at("train.seed") == run.at("seed"));
+    confirmed[point].push_back(run.at("final_metrics").at("loss").get<double>());
+  }
+  CHECK(confirmations == 4);
+  REQUIRE(confirmed.size() == 2);
+
+  // The tuned table: chosen on the search's seeds, its values the confirmation runs' alone.
+  const nlohmann::json report = cluster.TaectlJson({"report", exp, "--sort", "spec"});
+  CHECK(report.at("view") == "tuned");
+  CHECK(report.at("estimates") == "confirmed: 2 fresh seeds");
+  CHECK(report.at("search").at("confirm") == 2);
+  REQUIRE(report.at("rows").size() == 2);
+  auto mean = [](const std::vector<double>& xs) {
+    double sum = 0;
+    for (double x : xs) {
+      sum += x;
+    }
+    return sum / static_cast<double>(xs.size());
+  };
+  for (const auto& row : report.at("rows")) {
+    const std::string point = row.at("variant");
+    INFO(point);
+    REQUIRE(confirmed.count(point) == 1);
+    CHECK(row.at("confirm_runs") == 2);
+    CHECK(row.at("confirm_pending") == 0);
+    CHECK(row.at("runs") == 2);
+    const nlohmann::json& loss = row.at("metrics").at("loss");
+    CHECK(loss.at("n") == 2);
+    CHECK(loss.at("mean").get<double>() == Approx(mean(confirmed[point])));
+  }
+  const nlohmann::json& worse = report.at("rows").at(1).at("metrics").at("loss");
+  CHECK(worse.at("delta").get<double>() ==
+        Approx(mean(confirmed["worse[lr=0.01]"]) - mean(confirmed["baseline[lr=0.01]"])));
+  // The grid view is the search's seeds alone: the chosen point has its 2, not 4.
+  const nlohmann::json grid = cluster.TaectlJson({"report", exp, "--at-grid", "--sort", "spec"});
+  bool seen = false;
+  for (const auto& row : grid.at("rows")) {
+    if (row.at("variant") == "baseline[lr=0.01]") {
+      seen = true;
+      CHECK(row.at("metrics").at("loss").at("n") == 2);
+      CHECK(row.at("runs_total") == 2);
+    }
+  }
+  CHECK(seen);
+  // The human table says where its values come from.
+  CommandResult human = cluster.Taectl({"report", exp});
+  CHECK(human.out.find("Estimates confirmed") != std::string::npos);
+  CHECK(cluster.Taectl({"down"}).exit_code == 0);
 }
 
 }  // namespace tae::testing

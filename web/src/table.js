@@ -354,7 +354,7 @@ export function mount(root, route, app) {
         h("th.num", "started"), h("th.num", "duration"), h("th", "reason"))),
       h("tbody", sorted.map((r) => h("tr.link", { onclick: (ev) => { if (!ev.target.closest("a")) app.go(`#/r/${r.id}`); } },
         h("td.num", h("a", { href: `#/r/${r.id}` }, `r${r.id}`)),
-        h("td.vname", r.variant), h("td.num", r.seed), h("td", badge(r.state)), h("td.num", r.attempt ?? ""),
+        h("td.vname", r.variant), h("td.num", { title: r.confirm ? "a confirmation run (search.confirm): a fresh seed at the chosen point" : null }, r.confirm ? `${r.seed} confirm` : r.seed), h("td", badge(r.state)), h("td.num", r.attempt ?? ""),
         h("td.mono", r.agent || ""), h("td.num", r.last_step ?? ""),
         metrics.map((m) => h("td.num", fmtMetric(r.final_metrics?.[m]))),
         h("td.num", { title: fmtTime(r.started_at) }, r.started_at ? fmtAgo(r.started_at, now) : ""),
@@ -393,6 +393,15 @@ export function mount(root, route, app) {
       if (report.view === "tuned") {
         parts.push(h("div.view-note.muted", { style: { margin: "8px" } },
           `Each variant at its own best grid point on ${report.search?.metric ?? metricsShown()[0]}; Δ against ${report.rows?.find((r) => r.variant === r.baseline)?.variant ?? "the baseline"} at its own best point.`));
+        // what the values are: optimistic (chosen on the same seeds), confirmed or pending
+        const est = report.estimates || "";
+        const confirm = report.search?.confirm || 0;
+        const estText = confirm > 0
+          ? (est.startsWith("confirmed")
+            ? `Estimates ${est}: each row's runs, mean, CI and Δ come from ${confirm} fresh seeds at its chosen point, not the seeds it was chosen on.`
+            : `Confirmation ${est}: each row will show its chosen point's ${confirm} fresh seeds alone, added once the search is over.`)
+          : `Estimates ${est || "optimistic: chosen on the same seeds"}: each point was chosen on the seeds whose mean it shows, so the mean and Δ lean toward luck (search.confirm = N re-runs the chosen points on N fresh seeds).`;
+        parts.push(h("div.view-note.estimates" + (confirm > 0 && est.startsWith("confirmed") ? ".muted" : ".estimates-warn"), { style: { margin: "8px" } }, estText));
       }
       const saved = savingsLine();
       if (saved) parts.push(saved);
