@@ -84,7 +84,8 @@ void OneStudy(const PlannerStudy& study, const model::ExperimentReport& report,
       const size_t arm =
           std::find(variants.begin(), variants.end(), run.variant) - variants.begin();
       const double value = (arm == 0 ? 0 : study.effects[arm - 1]) + random.Next();
-      values.push_back({run.id, run.variant, run.seed, run.state, kMetric, value, value, value});
+      values.push_back({run.id, run.variant, run.seed, run.state, kMetric, value, value, value,
+                        false, std::nullopt});
     }
     const seeds::Plan plan = seeds::PlanSeeds(report, boundaries, runs, values);
     for (const seeds::NewSeeds& seeds : plan.add) {

@@ -49,7 +49,8 @@ struct Study {
       variants.push_back(variant);
     }
     if (state == RunState::kSucceeded) {
-      values.push_back({run.id, variant, seed, state, kMetric, value, value, value, confirm});
+      values.push_back({run.id, variant, seed, state, kMetric, value, value, value, confirm,
+                        std::nullopt});
     }
     return run.id;
   }
@@ -124,7 +125,8 @@ TEST_CASE("confirm adds nothing twice and its runs never move the choice", "[con
   for (model::RunRecord& run : s.runs) {
     if (run.confirm) {
       run.state = kDone;
-      s.values.push_back({run.id, run.variant, run.seed, kDone, kMetric, 9.0, 9.0, 9.0, true});
+      s.values.push_back({run.id, run.variant, run.seed, kDone, kMetric, 9.0, 9.0, 9.0, true,
+                          std::nullopt});
     }
   }
   const ConfirmPlan again = PlanConfirm(Confirm(3), s.runs, s.values);
@@ -215,7 +217,7 @@ TEST_CASE("the confirmed tuned table is the chosen points' confirmation runs alo
     if (run.confirm && run.seed == 3) {
       run.state = RunState::kSucceeded;
       s.values.push_back({run.id, run.variant, run.seed, run.state, seeds::kMetric,
-                          confirmed[i], confirmed[i], confirmed[i], true});
+                          confirmed[i], confirmed[i], confirmed[i], true, std::nullopt});
       i += 2;
     }
   }
@@ -232,7 +234,7 @@ TEST_CASE("the confirmed tuned table is the chosen points' confirmation runs alo
     if (run.confirm && run.seed == 4) {
       run.state = RunState::kSucceeded;
       s.values.push_back({run.id, run.variant, run.seed, run.state, seeds::kMetric,
-                          confirmed[i], confirmed[i], confirmed[i], true});
+                          confirmed[i], confirmed[i], confirmed[i], true, std::nullopt});
       i += 2;
     }
   }

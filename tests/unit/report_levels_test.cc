@@ -28,7 +28,8 @@ void AddRuns(const std::string& variant, const std::string& config, const std::s
     run.config_json = config;
     runs->push_back(run);
     values->push_back(
-        {run.id, variant, 0, RunState::kSucceeded, metric, value, value, value, std::nullopt});
+        {run.id, variant, 0, RunState::kSucceeded, metric, value, value, value, false,
+         std::nullopt});
   }
 }
 
@@ -190,7 +191,8 @@ TEST_CASE("an adaptive verdict follows the planner's looks: seed order and faile
     run.state = state;
     runs.push_back(run);
     if (state == RunState::kSucceeded) {
-      values.push_back({run.id, variant, seed, state, "score", value, value, value});
+      values.push_back(
+          {run.id, variant, seed, state, "score", value, value, value, false, std::nullopt});
     }
   };
   // "a" is futile at its look at 3 (0.01 on a spread of 0.1); the baseline grew to 6 seeds for

@@ -30,7 +30,8 @@ struct Study {
     run.state = state;
     runs.push_back(run);
     if (state == model::RunState::kSucceeded && report) {
-      values.push_back({run.id, variant, seed, state, "score", value, value, value, std::nullopt});
+      values.push_back({run.id, variant, seed, state, "score", value, value, value, false,
+                        std::nullopt});
     }
     return run.id;
   }
@@ -218,7 +219,7 @@ TEST_CASE("planning again after the plan was applied adds nothing twice") {
   CHECK(PlanSeeds(Adaptive(3, 6), s.runs, s.values).add.empty());
   s.runs.back().state = kDone;
   s.values.push_back({s.runs.back().id, s.runs.back().variant, s.runs.back().seed, kDone, "score",
-                      1.3, 1.3, 1.3});
+                      1.3, 1.3, 1.3, false, std::nullopt});
   CHECK(PlanSeeds(Adaptive(3, 6), s.runs, s.values).add.empty());
 }
 

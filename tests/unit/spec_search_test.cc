@@ -76,7 +76,9 @@ TEST_CASE("an asha grid starts its points in a seeded shuffled order with a boot
   }
   std::vector<std::string> got;
   for (const RunPlan& run : ExpandRuns(spec)) {
-    got.push_back(run.variant);
+    if (got.empty() || got.back() != run.variant) {  // a variant's seeds come together
+      got.push_back(run.variant);
+    }
   }
   CHECK(got == expected);
   // The same file gives the same order (and hash); order_seed another; "listed" the file's.
