@@ -215,7 +215,8 @@ std::vector<Decision> AshaJudge::Judge(const RungValue& given, bool fire) {
   rung.recorded.push_back(value.value);
   point.waiting = true;
   point.value = value;
-  if (!fire && !Full(value.group, value.rung)) {
+  // A worst value never waits: whatever the others bring, it is pruned.
+  if (!fire && value.worst.empty() && !Full(value.group, value.rung)) {
     rung.waiting.push_back(value.point);
     Decision d;
     d.verdict = Verdict::kWait;

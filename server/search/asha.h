@@ -36,8 +36,9 @@
 //    value at every later rung: a run's first non-finite report ends its series for the search),
 //    or that ended failed before the rung's step, makes its point's value the worst possible
 //    (+inf, or -inf with goal max) as soon as it is known, without waiting for the other seeds.
-//    Such a value is recorded (it is a competitor that lost) and its point is always pruned, with
-//    "diverged at step N" or "failed at step N" in the reason.
+//    Such a value is recorded (it is a competitor that lost) and its point is always pruned, at
+//    once (it never waits for the bootstrap), with "diverged at step N" or "failed at step N" in
+//    the reason.
 //  - A point's rungs are judged in order. One report past several rungs completes each of them
 //    with the same value, judged in turn until the point is pruned (Optuna's loop).
 //  - Missing data never prunes: a point whose runs all ended (not failed) without a value at a

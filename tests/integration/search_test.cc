@@ -240,7 +240,8 @@ TEST_CASE("a diverged grid point is pruned at its first rung as the worst and th
   INFO(at_grid.out << at_grid.err);
   REQUIRE(at_grid.exit_code == 0);
   int diverged_rows = 0;
-  for (const auto& row : nlohmann::json::parse(at_grid.out).at("rows")) {
+  const nlohmann::json grid_report = nlohmann::json::parse(at_grid.out);
+  for (const auto& row : grid_report.at("rows")) {
     const nlohmann::json& cell = row.at("metrics").at("loss");
     const std::string variant = row.at("variant");
     INFO(variant << ": " << cell.dump());

@@ -377,6 +377,17 @@ TEST_CASE("a diverged seed is its point's worst value at once and the point is p
   CHECK(d[0].reason.find("diverged at step 20 (r2: inf)") != std::string::npos);
   // Its later finite reports change nothing: the series ended there for the search.
   CHECK(later.Observe(2, "eval/loss", 30, 0.9).empty());
+  // A diverged point never waits for the bootstrap: pruned at once, and its worst value counts
+  // toward filling the rung for the points that wait.
+  GridSearch boot(Rule(10, 3, false, /*bootstrap=*/2), spec::SearchWithin::kVariant,
+                  {{1, "baseline[x=1]"}, {2, "baseline[x=2]"}, {3, "baseline[x=3]"}});
+  CHECK(One(boot.Observe(1, "eval/loss", 10, 1.0)).verdict == Verdict::kWait);
+  d = boot.Observe(2, "eval/loss", 4, std::nan(""));
+  REQUIRE(d.size() == 2);
+  CHECK(d[0].point == "baseline[x=2]");
+  CHECK(d[0].verdict == Verdict::kPrune);
+  CHECK(d[1].point == "baseline[x=1]");
+  CHECK(d[1].verdict == Verdict::kKeep);
 }
 
 TEST_CASE("a seed that failed before a rung is its point's worst value there", "[search]") {
