@@ -80,12 +80,13 @@ def chosen(runs, metric):
     return {v: p for v, (_, p) in best.items()}
 
 
-def one(name, path, metric, steps, home, binary):
+def one(name, path, metric, steps, home, binary, sets=()):
     result = {}
     for method in ("asha", "grid"):
         started = time.time()
-        submitted = json.loads(taectl(["submit", path, "--set", f"search.method={method}",
-                                       "--wait", "--json"], home, binary))
+        extra = [arg for kv in sets for arg in ("--set", kv)]
+        submitted = json.loads(taectl(["submit", path, "--set", f"search.method={method}"] +
+                                      extra + ["--wait", "--json"], home, binary))
         exp = str(submitted["experiment"])
         runs = json.loads(taectl(["runs", exp, "--json"], home, binary))
         result[method] = {
@@ -129,6 +130,9 @@ def main():
     parser.add_argument("--order", choices=list(ORDERS),
                         help="only the tae-train grids listed in this order (405 steps for "
                              "sorted and reversed)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="passed to both submits, e.g. search.bootstrap=1 (a design to "
+                             "compare)")
     args = parser.parse_args()
     binary = os.path.abspath(args.bin)
     home = tempfile.mkdtemp(prefix="tae-search-bench-home-")
@@ -145,10 +149,11 @@ def main():
                     f.write(TRAIN_GRID.format(steps=steps, min_steps=min_steps,
                                               lrs=json.dumps(ORDERS[order])))
                 one(f"tae-train lm grid, lr listed {order} (9 lr x 2 variants x 2 seeds, {steps} "
-                    f"steps, min_steps {min_steps})", train_grid, "eval/loss", steps, home, binary)
+                    f"steps, min_steps {min_steps})", train_grid, "eval/loss", steps, home, binary,
+                    args.set)
         if args.only in (None, "job"):
             one("command job sweep (9 lr x 2 variants x 2 seeds, 150 steps)", JOB_GRID, "loss",
-                150, home, binary)
+                150, home, binary, args.set)
     finally:
         subprocess.run([os.path.join(binary, "taectl"), "--home", home, "down"],
                        capture_output=True, timeout=120)

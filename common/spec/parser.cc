@@ -614,8 +614,7 @@ SearchPlan SearchOf(const Draft& draft) {
       values.at("search.within") == "study" ? SearchWithin::kStudy : SearchWithin::kVariant;
   plan.min_steps = values.at("search.min_steps").get<int64_t>();
   plan.reduction = values.at("search.reduction").get<int64_t>();
-  const int64_t bootstrap = values.at("search.bootstrap").get<int64_t>();
-  plan.bootstrap = bootstrap > 0 ? bootstrap : plan.reduction;
+  plan.bootstrap = values.at("search.bootstrap").get<int64_t>();
   plan.shuffle = values.at("search.order") != "listed";
   plan.order_seed = values.at("search.order_seed").get<int64_t>();
   plan.confirm = values.at("search.confirm").get<int64_t>();

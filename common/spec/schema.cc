@@ -255,9 +255,9 @@ std::vector<KeyInfo> BuildSchema() {
                      "asha: the step of the first rung (required, below train.steps)")),
       Experiment(Int("search.reduction", "3", 2, 1000,
                      "asha: eta, each rung keeps the best 1/eta of the points that reached it")),
-      Experiment(Int("search.bootstrap", "0", 0, 1e6,
+      Experiment(Int("search.bootstrap", "2", 1, 1e6,
                      "asha: a rung judges no point until this many points reached it (or every "
-                     "point that still can); the first ones wait, running on. 0: reduction")),
+                     "point that still can); the first ones wait, running on. 1: Optuna's rule")),
       Experiment(Enum("search.order", R"("shuffled")", "shuffled|listed",
                       "asha: the order grid points start in: shuffled (by search.order_seed, the "
                       "same on every submit), or as the file lists them")),
