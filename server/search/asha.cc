@@ -123,14 +123,20 @@ bool AshaJudge::Full(const std::string& group, int rung) const {
   return true;
 }
 
-Decision AshaJudge::Rank(PointState& point, const RungValue& value) {
+Decision AshaJudge::DecisionAt(const RungValue& value, Verdict verdict) const {
   Decision d;
+  d.verdict = verdict;
   d.point = value.point;
   d.group = value.group;
   d.rung = value.rung;
   d.step = RungStep(rule_, value.rung);
   d.value = value.value;
   d.seeds = value.seeds;
+  return d;
+}
+
+Decision AshaJudge::Rank(PointState& point, const RungValue& value) {
+  Decision d = DecisionAt(value, Verdict::kKeep);
   const std::vector<double>& recorded = rungs_[{value.group, value.rung}].recorded;
   int better = 0;
   for (double other : recorded) {
@@ -189,14 +195,7 @@ std::vector<Decision> AshaJudge::FireReady(const std::string& group) {
 std::vector<Decision> AshaJudge::Judge(const RungValue& given, bool fire) {
   PointState& point = Point(given.point, given.group);
   if (point.pruned || point.closed || point.waiting || given.rung != point.next_rung) {
-    Decision d;
-    d.verdict = Verdict::kIgnored;
-    d.point = given.point;
-    d.group = given.group;
-    d.rung = given.rung;
-    d.step = RungStep(rule_, given.rung);
-    d.value = given.value;
-    d.seeds = given.seeds;
+    Decision d = DecisionAt(given, Verdict::kIgnored);
     d.reason = point.pruned    ? absl::StrCat("already pruned at rung ", point.next_rung - 1)
                : point.closed  ? "already closed without data"
                : point.waiting ? absl::StrCat("waits at rung ", point.next_rung)
@@ -218,14 +217,7 @@ std::vector<Decision> AshaJudge::Judge(const RungValue& given, bool fire) {
   // A worst value never waits: whatever the others bring, it is pruned.
   if (!fire && value.worst.empty() && !Full(value.group, value.rung)) {
     rung.waiting.push_back(value.point);
-    Decision d;
-    d.verdict = Verdict::kWait;
-    d.point = value.point;
-    d.group = value.group;
-    d.rung = value.rung;
-    d.step = RungStep(rule_, value.rung);
-    d.value = value.value;
-    d.seeds = value.seeds;
+    Decision d = DecisionAt(value, Verdict::kWait);
     d.competitors = static_cast<int>(rung.recorded.size());
     d.reason = absl::StrCat(RungText(d.rung, d.step), ": ", rule_.metric, " ",
                             value.worst.empty() ? absl::StrFormat("%.4g", value.value)

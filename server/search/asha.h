@@ -196,6 +196,8 @@ class AshaJudge {
   PointState& Point(const std::string& point, const std::string& group);
   double Worst() const;  // +inf, or -inf with goal max
   bool Full(const std::string& group, int rung) const;
+  // A decision about `value` with its point, rung, step, value and seeds filled in.
+  Decision DecisionAt(const RungValue& value, Verdict verdict) const;
   Decision Rank(PointState& point, const RungValue& value);
   std::vector<Decision> FireReady(const std::string& group);
 

@@ -401,8 +401,12 @@ class Dashboard(unittest.TestCase):
         self.assertEqual(means, [r["metrics"]["loss"]["mean"] for r in report["rows"]])
         self.assertIn("of the full grid's steps", self.d.find_element(By.CSS_SELECTOR, ".savings").text)
         self.assertIn("on", self.d.find_element(By.CSS_SELECTOR, ".view-toggle [data-view=tuned]").get_attribute("class"))
-        # The rung view: each stored decision as one cell (point x rung), its verdict marked.
-        decisions = report["decisions"]
+        # The rung view: one cell per point and rung, the last decision there (a rung that waited
+        # for its bootstrap stores "wait" and later the point's keep or prune), its verdict marked.
+        last = {}
+        for d in report["decisions"]:
+            last[(d["point"], d["rung"])] = d
+        decisions = list(last.values())
         self.assertTrue(decisions)
         cells = self.d.execute_script("""
             return [...document.querySelectorAll('.rung-table td[data-verdict]')].map(td => [
