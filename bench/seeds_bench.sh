@@ -9,8 +9,11 @@
 # adaptive design, by max seeds tested once, and by testing p < alpha at every look, and the runs
 # each uses; the design next to the alternatives it was chosen from at max 12 and at its max; the
 # design at 1 sigma for max 20..32; then a summary for the design and for min 3, max 12, with the
-# acceptance criterion's verdict. Deterministic: the same flags print the same numbers. Takes
-# about 50 s on the 2-core development box.
+# acceptance criterion's verdict; then the real planner (seeds::PlanSeeds) as it runs: three
+# variants vs one shared baseline, runs ending in random order, failing runs (--fail P, 0.02),
+# --planner-studies N (20,000) per scenario, with each comparison's false-positive rate +- SE
+# (--planner-only runs just that). Deterministic: the same flags print the same numbers. Takes
+# about 2.5 min alone on the 2-core development box.
 # Environment: TAE_BUILD_DIR (build).
 set -euo pipefail
 

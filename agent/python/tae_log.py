@@ -15,7 +15,9 @@ the agent reads, journals and streams to taed (exactly once, across reconnects).
 shape TAE also parses from a job's stdout, so the same script runs unchanged on a laptop.
 
 Keys are 1-128 printable ASCII characters without spaces or '='; values are int, float or bool
-(NaN and infinities are sent as null: JSON has no such numbers, and TAE skips them). `step` is
+(NaN and infinities are sent as the strings "nan", "inf" and "-inf", which TAE reads as a
+diverged metric: a search counts it as the worst value, a report never shows the last finite
+value before it as the run's final one). `step` is
 an int >= 0; without it the agent uses the run's last step.
 
 Profiles on demand: the agent asks by writing {"id": "p3", "steps": 5, "seconds": 0} to the
@@ -63,7 +65,9 @@ def _number(key, value):
         return 1.0 if value else 0.0
     if isinstance(value, (int, float)):
         value = float(value)
-        return value if math.isfinite(value) else None
+        if math.isfinite(value):
+            return value
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     raise ValueError(f"tae_log: {key}={value!r} is not a number")
 
 
@@ -79,7 +83,7 @@ def log(step=None, **values):
     if out:
         out.write(json.dumps(record, separators=(",", ":")) + "\n")
     else:
-        parts = [f"{k}={'nan' if v is None else repr(v)}" for k, v in record.items()]
+        parts = [f"{k}={v if isinstance(v, str) else repr(v)}" for k, v in record.items()]
         print(" ".join(parts), file=sys.stdout, flush=True)
 
 

@@ -25,6 +25,8 @@ std::string FormatMetricLine(int64_t step, const MetricValues& values) {
   line["step"] = step;
   for (const auto& [name, value] : values) {
     if (!std::isfinite(value)) {
+      // A diverged value goes as a string the agent reads back as it (JSON has no NaN).
+      line[name] = std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
       continue;
     }
     if (std::floor(value) == value && std::fabs(value) < kMaxExactInteger) {

@@ -4,8 +4,11 @@
 // otherwise) or equivalent, next to max seeds tested once, and the runs each uses; then the
 // designs compared, and a summary of the figures the design is judged by.
 //
+// Then the planner as taed runs it (planner.h): three variants against one shared baseline, runs
+// finishing in random order with several in flight, runs failing, seeds::PlanSeeds deciding.
+//
 //   tae-seeds-bench [--studies N] [--min N] [--max N] [--alpha A] [--seed S] [--gamma G | --obf]
-//                   [--futility F]
+//                   [--futility F] [--planner-studies N] [--fail P] [--planner-only]
 
 #include <cmath>
 #include <cstdio>
@@ -13,7 +16,9 @@
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
+#include "bench/seeds/planner.h"
 #include "common/stats/sequential.h"
 #include "common/stats/simulate.h"
 
@@ -31,6 +36,9 @@ struct Options {
   int studies = 10000;
   SequentialDesign design;
   unsigned long long seed = 1;
+  int planner_studies = 20000;
+  double fail_rate = 0.02;
+  bool planner_only = false;
 };
 
 bool ParseOptions(int argc, char** argv, Options* options) {
@@ -39,6 +47,10 @@ bool ParseOptions(int argc, char** argv, Options* options) {
     const std::string flag = argv[i];
     if (flag == "--obf") {
       options->design.spending.family = Spending::Family::kOBrienFleming;
+      continue;
+    }
+    if (flag == "--planner-only") {
+      options->planner_only = true;
       continue;
     }
     if (flag == "--help" || flag == "-h" || i + 1 >= argc) {
@@ -61,6 +73,10 @@ bool ParseOptions(int argc, char** argv, Options* options) {
       options->design.spending.gamma = std::strtod(value, &end);
     } else if (flag == "--futility") {
       options->design.futility = std::strtod(value, &end);
+    } else if (flag == "--planner-studies") {
+      options->planner_studies = static_cast<int>(std::strtol(value, &end, 10));
+    } else if (flag == "--fail") {
+      options->fail_rate = std::strtod(value, &end);
     } else {
       return false;
     }
@@ -68,7 +84,8 @@ bool ParseOptions(int argc, char** argv, Options* options) {
       return false;
     }
   }
-  return options->studies > 0;
+  return options->studies > 0 && options->planner_studies > 0 && options->fail_rate >= 0 &&
+         options->fail_rate < 1;
 }
 
 std::string SpendingName(const Spending& spending) {
@@ -205,6 +222,61 @@ void PrintSummary(const SequentialDesign& design, const Options& options,
   }
 }
 
+// The planner as it runs: per scenario (true effects of the three variants, failure rate) each
+// comparison's share of studies called different, with its Monte-Carlo standard error, stopped as
+// futile or held at a failed seed, and the runs against every arm at max seeds.
+void PrintPlanner(const SequentialDesign& design, const Options& options) {
+  struct Scenario {
+    const char* name;
+    std::vector<double> effects;
+    double fail_rate;
+  };
+  const std::vector<Scenario> scenarios = {
+      {"null, no failures", {0, 0, 0}, 0},
+      {"null, failures", {0, 0, 0}, options.fail_rate},
+      {"v1 at 1 sigma, no failures", {1, 0, 0}, 0},
+      {"v1 at 1 sigma, failures", {1, 0, 0}, options.fail_rate},
+  };
+  std::printf(
+      "\nThe planner as it runs (seeds::PlanSeeds; %s): 3 variants vs one shared baseline, runs "
+      "finishing in random order, %d studies per scenario\n\n",
+      DesignName(design).c_str(), options.planner_studies);
+  std::printf(
+      "| scenario | fail | comparison | effect | different | +- SE | <= alpha + 2 SE | futile | "
+      "held | runs / study | fixed max | runs / fixed | failed / study | in flight |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  uint64_t seed = 5000;
+  bool all_ok = true;
+  for (const Scenario& scenario : scenarios) {
+    tae::bench::PlannerStudy study;
+    study.design = design;
+    study.effects = scenario.effects;
+    study.fail_rate = scenario.fail_rate;
+    study.studies = options.planner_studies;
+    study.seed = seed;
+    seed += static_cast<uint64_t>(options.planner_studies);
+    const tae::bench::PlannerResult result = tae::bench::SimulatePlanner(study);
+    for (size_t i = 0; i < scenario.effects.size(); ++i) {
+      const double rate = result.different[i];
+      const double se = std::sqrt(rate * (1 - rate) / options.planner_studies);
+      const double alpha_se = std::sqrt(design.alpha * (1 - design.alpha) / options.planner_studies);
+      const bool null = scenario.effects[i] == 0;
+      const bool ok = !null || rate <= design.alpha + 2 * alpha_se;
+      all_ok = all_ok && ok;
+      std::printf("| %s | %g | v%zu | %.1f sigma | %.4f | %.4f | %s | %.4f | %.4f | %.2f | %d | "
+                  "%.3f | %.2f | %.1f |\n",
+                  scenario.name, scenario.fail_rate, i + 1, scenario.effects[i], rate, se,
+                  null ? (ok ? "yes" : "NO") : "(power)", result.futile[i], result.held[i],
+                  result.mean_runs, result.fixed_runs, result.mean_runs / result.fixed_runs,
+                  result.mean_failed, result.mean_in_flight);
+    }
+  }
+  std::printf(
+      "\n  planner: every null comparison's false-positive rate <= alpha + 2 SE (SE of alpha over "
+      "%d studies): %s\n",
+      options.planner_studies, all_ok ? "met" : "NOT met");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -212,13 +284,18 @@ int main(int argc, char** argv) {
   if (!ParseOptions(argc, argv, &options)) {
     std::fprintf(stderr,
                  "usage: tae-seeds-bench [--studies N] [--min N] [--max N] [--alpha A] "
-                 "[--seed S] [--gamma G | --obf] [--futility F]\n");
+                 "[--seed S] [--gamma G | --obf] [--futility F] [--planner-studies N] [--fail P] "
+                 "[--planner-only]\n");
     return 2;
   }
   const SequentialDesign& design = options.design;
   if (const auto error = tae::stats::DesignError(design)) {
     std::fprintf(stderr, "tae-seeds-bench: %s\n", error->c_str());
     return 2;
+  }
+  if (options.planner_only) {
+    PrintPlanner(design, options);
+    return 0;
   }
   PrintLooks(design);
   PrintEffects("Adaptive seeds", design, options, {0.0, 0.5, 1.0, 1.5, 2.0});
@@ -234,5 +311,6 @@ int main(int argc, char** argv) {
     twelve.max_seeds = 12;
     PrintSummary(twelve, options, {1.0, 1.5});
   }
+  PrintPlanner(design, options);
   return 0;
 }

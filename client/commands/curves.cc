@@ -17,8 +17,10 @@
 #include "client/export/tensorboard.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
+#include "common/api/frontier_figure.h"
 #include "common/cli/flags.h"
 #include "common/metrics/names.h"
+#include "common/plot/frontier_svg.h"
 #include "common/plot/svg_plot.h"
 #include "nlohmann/json.hpp"
 
@@ -127,6 +129,39 @@ std::string RunDirName(const tae::v1::Run& run) {
                              {{"/", "_"}});
 }
 
+// taectl plot --frontier: the report's cost frontier (ReportRequest.frontier) as an SVG.
+int PlotFrontier(const CommandEnv& env, const std::string& experiment, const std::string& bar,
+                 const std::string& cost, const std::string& view, std::string output,
+                 const std::string& title) {
+  ControlClient client(env.home);
+  tae::v1::ReportRequest request;
+  request.set_experiment(experiment);
+  request.set_frontier(bar);
+  request.set_cost(cost);
+  request.set_view(view);
+  tae::v1::ReportResponse report;
+  absl::Status s =
+      client.Check(client.stub()->Report(ControlClient::Context().get(), request, &report));
+  if (!s.ok()) {
+    return Fail(s);
+  }
+  plot::FrontierFigure figure = api::FrontierFigureOf(report);
+  if (!title.empty()) {
+    figure.title = title;
+  }
+  const tae::v1::ReportFrontier& f = report.frontier();
+  if (output.empty()) {
+    output = absl::StrCat(report.experiment().name(), "-frontier-",
+                          absl::StrReplaceAll(f.metric(), {{"/", "_"}}), ".svg");
+  }
+  if (!WriteFile(output, plot::RenderFrontierSvg(figure))) {
+    return Fail(absl::InternalError(absl::StrCat("cannot write ", output)));
+  }
+  std::printf("wrote %s: %s against %s, %d variants; %s\n", output.c_str(), f.metric().c_str(),
+              f.cost().c_str(), f.points_size(), figure.verdict.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int Plot(const CommandEnv& env, const Args& args) {
@@ -136,14 +171,27 @@ int Plot(const CommandEnv& env, const Args& args) {
   int max_points = 300;
   bool log_y = false;
   bool pruning = false;
+  std::string frontier;
+  std::string cost;
+  bool tuned = false;
+  bool at_grid = false;
   cli::FlagSet flags(
       "usage: taectl plot EXP [--metric NAME] [-o FILE.svg] [--log-y] [--max-points N]\n"
-      "       taectl plot EXP --pruning [--metric prune/eval/acc]\n\n"
+      "       taectl plot EXP --pruning [--metric prune/eval/acc]\n"
+      "       taectl plot EXP --frontier \"METRIC>=VALUE\" [--cost params|flops|tokens_per_s]\n"
+      "                       [--tuned|--at-grid] [-o FILE.svg]\n\n"
       "Writes the curves of one metric as an SVG figure: one line per variant (the mean over its\n"
       "seeds at each step) with a shaded band from the lowest to the highest seed. Long series\n"
       "are downsampled by taed to about N points per run (mean of each bucket).\n\n"
       "--pruning plots eval loss against the number of heads kept when the least important\n"
-      "are masked (eval.prune_heads_by_importance; Michel et al. 2019's figure).");
+      "are masked (eval.prune_heads_by_importance; Michel et al. 2019's figure).\n\n"
+      "--frontier plots the metric's mean ± 95% CI of each variant against its cost with the bar,\n"
+      "the Pareto front and the cheapest variant whose whole CI clears the bar ringed (taectl\n"
+      "report --frontier prints the same as a table).");
+  flags.String("frontier", &frontier, "a bar METRIC OP VALUE (>=, >, <=, <): the cost frontier");
+  flags.String("cost", &cost, "the frontier's cost: params, flops or tokens_per_s [params]");
+  flags.Bool("tuned", &tuned, "with --frontier: each variant at its own best grid point");
+  flags.Bool("at-grid", &at_grid, "with --frontier: every grid point");
   flags.Bool("pruning", &pruning, "eval/loss against heads kept (prune/eval/loss)");
   flags.String("metric", &metric,
                "metric to plot; default: eval/loss, or the runs' own first metric without it");
@@ -163,8 +211,21 @@ int Plot(const CommandEnv& env, const Args& args) {
   if (parsed.ok() && max_points < 0) {
     parsed = absl::InvalidArgumentError("--max-points: must be >= 0");
   }
+  if (parsed.ok() && tuned && at_grid) {
+    parsed = absl::InvalidArgumentError("--tuned and --at-grid: choose one");
+  }
+  if (parsed.ok() && frontier.empty() && (!cost.empty() || tuned || at_grid)) {
+    parsed = absl::InvalidArgumentError("--cost, --tuned and --at-grid go with --frontier");
+  }
+  if (parsed.ok() && !frontier.empty() && (pruning || !metric.empty())) {
+    parsed = absl::InvalidArgumentError("--frontier names its metric in the bar; drop --metric");
+  }
   if (!parsed.ok()) {
     return Fail(parsed);
+  }
+  if (!frontier.empty()) {
+    return PlotFrontier(env, rest[0], frontier, cost, tuned ? "tuned" : (at_grid ? "grid" : ""),
+                        output, title);
   }
   ControlClient client(env.home);
   tae::v1::GetExperimentRequest get;

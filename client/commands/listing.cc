@@ -63,7 +63,9 @@ void PrintRuns(const tae::v1::ListRunsResponse& runs, const tae::v1::Experiment&
   for (const tae::v1::Run& run : runs.runs()) {
     std::vector<std::string> row = {
         absl::StrCat("r", run.id()),  run.variant(),
-        absl::StrCat(run.seed()),     tae::v1::StateName(run.state()),
+        // A confirmation run (search.confirm) says so beside its fresh seed.
+        absl::StrCat(run.seed(), run.confirm() ? " confirm" : ""),
+        tae::v1::StateName(run.state()),
         absl::StrCat(run.attempt()),  run.agent_id().empty() ? "-" : run.agent_id(),
         absl::StrCat(run.last_step())};
     for (const std::string& key : shown) {
@@ -99,9 +101,10 @@ int ShowRun(ControlClient& client, int64_t run_id, bool json) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("run r%ld  experiment e%ld  variant %s  seed %ld\n", static_cast<long>(run.id()),
+  std::printf("run r%ld  experiment e%ld  variant %s  seed %ld%s\n", static_cast<long>(run.id()),
               static_cast<long>(run.experiment_id()), run.variant().c_str(),
-              static_cast<long>(run.seed()));
+              static_cast<long>(run.seed()),
+              run.confirm() ? "  (confirms its search: search.confirm)" : "");
   std::printf("state %s  attempt %d  agent %s  pid %ld  last step %ld\n",
               tae::v1::StateName(run.state()), run.attempt(),
               run.agent_id().empty() ? "-" : run.agent_id().c_str(), static_cast<long>(run.pid()),

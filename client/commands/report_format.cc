@@ -40,6 +40,10 @@ std::string Compact(double value) {
 }
 
 std::string MeanCi(const tae::v1::ReportCell& cell, const std::string& pm) {
+  if (cell.diverged() > 0) {
+    return absl::StrCat("diverged ", cell.diverged(), "/", cell.diverged() + cell.n(), " (step ",
+                        cell.diverged_step(), ")");
+  }
   if (cell.n() == 0) {
     return "-";
   }
@@ -57,9 +61,12 @@ std::string Delta(const tae::v1::ReportRow& row, const tae::v1::ReportCell& cell
     return "";
   }
   // Only a decided difference is shown as a number: an undecided delta is not "no effect".
+  // A comparison held at a failed seed says so, whatever its last look decided.
+  const std::string held =
+      cell.decision_held().empty() ? "" : absl::StrCat(", held: ", cell.decision_held());
   if (cell.decision() == "undecided") {
     return absl::StrCat("undecided (n=", cell.decision_n(),
-                        cell.decision_futile() ? ", futile" : "", ")");
+                        cell.decision_futile() ? ", futile" : "", held, ")");
   }
   if (cell.decision() == "equivalent") {
     return absl::StrFormat("equivalent within ±%g (n=%d)", cell.margin(), cell.decision_n());
@@ -142,7 +149,8 @@ std::vector<std::string> HumanRow(const tae::v1::ReportResponse& report,
   }
   cells.push_back(
       absl::StrCat(row.runs(), "/", row.runs_total(),
-                   row.runs_pruned() > 0 ? absl::StrCat(" (", row.runs_pruned(), " pruned)") : ""));
+                   row.runs_pruned() > 0 ? absl::StrCat(" (", row.runs_pruned(), " pruned)") : "",
+                   row.runs_failed() > 0 ? absl::StrCat(" (", row.runs_failed(), " failed)") : ""));
   for (const tae::v1::ReportCell& cell : row.cells()) {
     cells.push_back(MeanCi(cell, pm));
     cells.push_back(cell.n() > 0 ? Num(cell.best()) : "-");
@@ -167,6 +175,21 @@ std::string Legend(const tae::v1::ReportResponse& report) {
                     " mean final value over seeds); points: those with a score of the variant's "
                     "points (pruned, failed and unfinished ones have none); --at-grid shows every "
                     "point.");
+    const int confirm = report.search_confirm();
+    if (confirm <= 0) {
+      absl::StrAppend(&legend,
+                      " Estimates optimistic: each point was chosen on the same seeds whose mean "
+                      "it shows, so the mean and Δ lean toward luck (search.confirm = N re-runs "
+                      "the chosen points on N fresh seeds).");
+    } else if (absl::StartsWith(report.estimates(), "confirmed")) {
+      absl::StrAppend(&legend, " Estimates confirmed: each row's runs, mean, CI and Δ are ",
+                      confirm,
+                      " fresh seeds at its chosen point, not the seeds it was chosen on.");
+    } else {
+      absl::StrAppend(&legend, " Confirmation ", report.estimates(),
+                      ": each row's runs, mean, CI and Δ will be its chosen point's ", confirm,
+                      " fresh seeds alone, added once the search is over.");
+    }
   }
   bool decided = false;
   bool marked = false;
@@ -319,6 +342,113 @@ std::string SavingsText(const tae::v1::SearchSavings& savings) {
   }
   return absl::StrCat(out, "pruned: ", absl::StrJoin(rungs, ", "), "; ", savings.points_pruned(),
                       " point(s) in all\n");
+}
+
+namespace {
+
+// "params", "FLOPs/token", "tokens/s", with the metric each comes from.
+std::pair<std::string, std::string> CostLabel(const std::string& axis) {
+  if (axis == "flops") {
+    return {"FLOPs/token", "model/flops_per_token"};
+  }
+  if (axis == "tokens_per_s") {
+    return {"tokens/s", "perf/tokens_per_s"};
+  }
+  return {"params", "model/params"};
+}
+
+std::string ClearsText(const std::string& clears) {
+  if (clears == "yes") {
+    return "clears";
+  }
+  if (clears == "mean_only") {
+    return "mean only (CI straddles)";
+  }
+  if (clears == "no_ci") {
+    return "mean only (1 seed, no CI)";
+  }
+  if (clears == "no_value") {
+    return "no value";
+  }
+  return "no";
+}
+
+std::string PointText(const tae::v1::FrontierPoint& p, const std::string& label,
+                      const std::string& metric) {
+  const std::string ci = std::isnan(p.ci95()) ? "" : absl::StrCat(" ± ", Num(p.ci95()));
+  return absl::StrCat(p.variant(), " (", label, " ", Compact(p.cost()), "; ", metric, " ",
+                      Num(p.mean()), ci, ")");
+}
+
+}  // namespace
+
+std::string RenderFrontier(const tae::v1::ReportResponse& report) {
+  const tae::v1::ReportFrontier& f = report.frontier();
+  const auto [label, source] = CostLabel(f.cost());
+  const bool faster = !f.lower_is_cheaper();
+  const std::string bar =
+      absl::StrCat(f.metric(), " ", f.op(), " ", absl::StrFormat("%g", f.value()));
+  std::string out =
+      absl::StrCat("e", report.experiment().id(), " ", report.experiment().name(), ": ", f.metric(),
+                   " (", f.goal() == "max" ? "higher" : "lower", " is better) against ", label,
+                   " (", faster ? "higher is faster, so cheaper" : "lower is cheaper", ")\n");
+  if (report.view() == "tuned") {
+    absl::StrAppend(&out, "each variant at its best grid point on ", report.search_metric(), " (",
+                    report.search_goal(), ")\n");
+  }
+  absl::StrAppend(&out, "bar: ", bar, ", cleared when the whole 95% CI is ",
+                  f.op()[0] == '>' ? "above" : "below", " it\n\n");
+  Table table({"variant", label, absl::StrCat(f.metric(), " ± 95% CI"), "95% CI", "bar", "front"});
+  std::vector<std::string> unknown;
+  std::vector<std::string> unknown_clear;
+  std::vector<std::string> mean_only;
+  const tae::v1::FrontierPoint* cheapest = nullptr;
+  for (const tae::v1::FrontierPoint& p : f.points()) {
+    const bool known = !std::isnan(p.cost());
+    if (!known) {
+      unknown.push_back(p.variant());
+      if (p.clears() == "yes") {
+        unknown_clear.push_back(p.variant());
+      }
+    } else if (p.clears() == "mean_only" || p.clears() == "no_ci") {
+      mean_only.push_back(p.variant());
+    }
+    if (p.variant() == f.cheapest()) {
+      cheapest = &p;
+    }
+    const std::string mean =
+        p.n() == 0 ? "-"
+                   : absl::StrCat(Num(p.mean()),
+                                  std::isnan(p.ci95()) ? "" : absl::StrCat(" ± ", Num(p.ci95())));
+    const std::string ci =
+        std::isnan(p.ci95()) ? "-" : absl::StrCat("[", Num(p.lo()), ", ", Num(p.hi()), "]");
+    table.Add({p.variant(), known ? Compact(p.cost()) : "unknown", mean, ci, ClearsText(p.clears()),
+               p.on_front() ? "*" : ""});
+  }
+  absl::StrAppend(&out, table.Render(), "\n");
+  const std::string which = faster ? "fastest" : "cheapest";
+  if (cheapest != nullptr) {
+    absl::StrAppend(&out, which, " that clears ", bar, ": ",
+                    PointText(*cheapest, label, f.metric()), "\n");
+  } else {
+    absl::StrAppend(&out, "none clears ", bar, " with its whole 95% CI");
+    if (!mean_only.empty()) {
+      absl::StrAppend(&out, "; only the mean of ", absl::StrJoin(mean_only, ", "),
+                      " does (more seeds may tell)");
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  if (!unknown.empty()) {
+    absl::StrAppend(&out, "cost unknown (their runs report no ", source,
+                    "): ", absl::StrJoin(unknown, ", "), "\n");
+  }
+  if (!unknown_clear.empty()) {
+    absl::StrAppend(&out, "these clear it but cannot be ranked by cost: ",
+                    absl::StrJoin(unknown_clear, ", "), "\n");
+  }
+  absl::StrAppend(&out, "* on the Pareto front: no other variant of known cost is at least as ",
+                  faster ? "fast" : "cheap", " and as good, and better in one\n");
+  return out;
 }
 
 absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,

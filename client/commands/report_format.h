@@ -20,6 +20,13 @@ namespace tae::client {
 absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
                                          const std::string& format);
 
+// The cost frontier of a report asked with a frontier (report.has_frontier()): a header naming
+// the bar, the cost axis and which way is cheaper; one line per variant, cheapest first (variant,
+// cost, mean ± CI, the CI's bounds, where it sits against the bar, "*" on the Pareto front); then
+// the cheapest variant whose whole CI clears the bar, or "none clears it", and the variants whose
+// cost is unknown.
+std::string RenderFrontier(const tae::v1::ReportResponse& report);
+
 // "search: 31% of the full grid's steps (12400 of 40000; ...)\npruned: rung 0 (step 100) 6 of
 // 9, rung 1 (step 300) 2 of 3; 8 point(s) in all\n".
 std::string SavingsText(const tae::v1::SearchSavings& savings);

@@ -121,10 +121,14 @@ int Report(const CommandEnv& env, const Args& args) {
   bool json = false;
   bool tuned = false;
   bool at_grid = false;
+  std::string frontier;
+  std::string cost;
   cli::FlagSet flags(
       "usage: taectl report EXP [--metric M]... [--baseline V] [--sort effect|spec]\n"
       "                         [--tuned|--at-grid] [--format table|md|csv|latex|json]\n"
-      "                         [--pivot A×B]\n\n"
+      "                         [--pivot A×B]\n"
+      "       taectl report EXP --frontier \"METRIC>=VALUE\" [--cost params|flops|tokens_per_s]\n"
+      "                         [--tuned|--at-grid] [--json]\n\n"
       "The ablation table. Per variant: runs succeeded/total; per metric the mean over seeds of\n"
       "each run's final value ± the 95% confidence interval (t distribution), the mean of each\n"
       "run's best value, and the delta against the baseline at the same grid point, absolute,\n"
@@ -138,7 +142,14 @@ int Report(const CommandEnv& env, const Args& args) {
       "steps run against the full grid's and the points pruned per rung.\n\n"
       "--pivot A×B tabulates the first metric over two keys instead: rows by A, columns by B,\n"
       "each 'variant' (the ablation, without the grid point) or a spec key such as train.task or\n"
-      "model.layers, e.g. --pivot variant×train.task.");
+      "model.layers, e.g. --pivot variant×train.task.\n\n"
+      "--frontier \"eval/acc>=0.99\" (operators >=, >, <=, <) lists the variants cheapest first\n"
+      "with the metric's mean ± 95% CI, marks the Pareto front of cost against the metric, and\n"
+      "names the cheapest variant whose whole CI clears the bar (a mean that clears with a CI\n"
+      "that straddles the bar does not count), or says none does. --cost: params (default) or\n"
+      "flops, lower is cheaper; tokens_per_s, higher is cheaper (faster). A variant whose runs\n"
+      "report no cost is listed as unknown, never ranked. With a [grid], each variant is at its\n"
+      "tuned point unless --at-grid.");
   flags.String("format", &format, "table, md, csv, latex or json");
   flags.Bool("json", &json, "same as --format json");
   flags.Repeated("metric", &metrics, "metric to show (repeatable) [eval/loss, eval/acc]");
@@ -147,6 +158,8 @@ int Report(const CommandEnv& env, const Args& args) {
   flags.String("pivot", &pivot, "two keys A×B (or A,B): one metric over both");
   flags.Bool("tuned", &tuned, "each variant at its own best grid point");
   flags.Bool("at-grid", &at_grid, "every grid point");
+  flags.String("frontier", &frontier, "a bar METRIC OP VALUE: the cheapest variant clearing it");
+  flags.String("cost", &cost, "the frontier's cost: params, flops or tokens_per_s [params]");
   Args rest;
   if (int code = ParseOrExit(flags, args, 1, 1, &rest); code >= 0) {
     return code;
@@ -161,6 +174,16 @@ int Report(const CommandEnv& env, const Args& args) {
   if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
     return Fail(absl::InvalidArgumentError(
         absl::StrCat("--format: '", format, "' is not one of table, md, csv, latex, json")));
+  }
+  if (!frontier.empty() && !pivot.empty()) {
+    return Fail(absl::InvalidArgumentError("--frontier and --pivot: choose one"));
+  }
+  if (!frontier.empty() && format != "table" && format != "json") {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--frontier prints a table or --json, not --format ", format)));
+  }
+  if (frontier.empty() && !cost.empty()) {
+    return Fail(absl::InvalidArgumentError("--cost is the axis of --frontier; give --frontier"));
   }
   ControlClient client(env.home);
   if (!pivot.empty()) {
@@ -196,11 +219,28 @@ int Report(const CommandEnv& env, const Args& args) {
   request.set_baseline(baseline);
   request.set_sort(sort);
   request.set_view(tuned ? "tuned" : (at_grid ? "grid" : ""));
+  request.set_frontier(frontier);
+  request.set_cost(cost);
   tae::v1::ReportResponse report;
   absl::Status s =
       client.Check(client.stub()->Report(ControlClient::Context().get(), request, &report));
   if (!s.ok()) {
     return Fail(s);
+  }
+  if (!frontier.empty()) {
+    if (format == "json") {
+      nlohmann::ordered_json out = {{"experiment", report.experiment().id()},
+                                    {"name", report.experiment().name()},
+                                    {"view", report.view()}};
+      if (report.view() == "tuned") {
+        out["search"] = {{"metric", report.search_metric()}, {"goal", report.search_goal()}};
+      }
+      out.update(api::FrontierJson(report.frontier()));
+      std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
+    std::fputs(RenderFrontier(report).c_str(), stdout);
+    return 0;
   }
   if (format == "json") {
     std::printf("%s\n", api::ReportJson(report).dump(2).c_str());

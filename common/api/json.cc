@@ -101,6 +101,7 @@ nlohmann::ordered_json RunJson(const tae::v1::Run& run) {
       {"experiment", run.experiment_id()},
       {"variant", run.variant()},
       {"seed", run.seed()},
+      {"confirm", run.confirm()},
       {"state", tae::v1::StateName(run.state())},
       {"attempt", run.attempt()},
       {"agent", OrNull(run.agent_id(), !run.agent_id().empty())},
@@ -188,7 +189,14 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
                                                     : nlohmann::ordered_json(cell.decision_n());
       value["decision_final"] = cell.decision_final();
       value["decision_futile"] = cell.decision_futile();
+      value["decision_held"] = cell.decision_held().empty()
+                                   ? nlohmann::ordered_json()
+                                   : nlohmann::ordered_json(cell.decision_held());
       value["margin"] = cell.margin() > 0 ? nlohmann::ordered_json(cell.margin()) : nullptr;
+      // Seeds whose metric went NaN or infinite, and the earliest step one did (null: none).
+      value["diverged"] = cell.diverged();
+      value["diverged_step"] =
+          cell.diverged() > 0 ? nlohmann::ordered_json(cell.diverged_step()) : nullptr;
       value["level"] = cell.level_kind().empty()
                            ? nlohmann::ordered_json()
                            : nlohmann::ordered_json({{"kind", cell.level_kind()},
@@ -204,6 +212,7 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
                     {"runs", row.runs()},
                     {"runs_total", row.runs_total()},
                     {"runs_pruned", row.runs_pruned()},
+                    {"runs_failed", row.runs_failed()},
                     {"metrics", metrics},
                     {"params", number(row.params())},
                     {"flops_per_token", number(row.flops_per_token())},
@@ -215,6 +224,10 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
       r["point"] = row.point().empty() ? nlohmann::ordered_json() : PointJson(row.point());
       r["points"] = row.points();
       r["candidates"] = row.candidates();
+      if (report.search_confirm() > 0) {
+        r["confirm_runs"] = row.confirm_runs();
+        r["confirm_pending"] = row.confirm_pending();
+      }
     }
   }
   nlohmann::ordered_json out = {
@@ -228,7 +241,10 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
       {"banners", std::vector<std::string>(report.banners().begin(), report.banners().end())},
       {"view", report.view()}};
   if (report.view() == "tuned") {
-    out["search"] = {{"metric", report.search_metric()}, {"goal", report.search_goal()}};
+    out["search"] = {{"metric", report.search_metric()},
+                     {"goal", report.search_goal()},
+                     {"confirm", report.search_confirm()}};
+    out["estimates"] = report.estimates();
   }
   if (report.experiment().has_search_savings()) {
     out["savings"] = SavingsJson(report.experiment().search_savings());
@@ -251,8 +267,43 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
     }
     out["decisions"] = decisions;
   }
+  if (report.has_frontier()) {
+    out["frontier"] = FrontierJson(report.frontier());
+  }
   out["rows"] = rows;
   return out;
+}
+
+nlohmann::ordered_json FrontierJson(const tae::v1::ReportFrontier& frontier) {
+  auto number = [](double x) {
+    return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json();
+  };
+  nlohmann::ordered_json points = nlohmann::ordered_json::array();
+  nlohmann::ordered_json cheapest;
+  for (const tae::v1::FrontierPoint& p : frontier.points()) {
+    points.push_back({{"variant", p.variant()},
+                      {"cost", number(p.cost())},
+                      {"n", p.n()},
+                      {"mean", number(p.mean())},
+                      {"ci95", number(p.ci95())},
+                      {"lo", number(p.lo())},
+                      {"hi", number(p.hi())},
+                      {"on_front", p.on_front()},
+                      {"clears", p.clears()}});
+    if (!frontier.cheapest().empty() && p.variant() == frontier.cheapest()) {
+      cheapest = points.back();
+    }
+  }
+  return {
+      {"bar",
+       {{"metric", frontier.metric()},
+        {"op", frontier.op()},
+        {"value", frontier.value()},
+        {"goal", frontier.goal()}}},
+      {"cost",
+       {{"axis", frontier.cost()}, {"cheaper", frontier.lower_is_cheaper() ? "lower" : "higher"}}},
+      {"cheapest", cheapest},
+      {"points", points}};
 }
 
 nlohmann::ordered_json HeadGridJson(int64_t run_id, const HeadGrid& grid) {

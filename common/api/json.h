@@ -16,8 +16,17 @@ nlohmann::ordered_json AgentJson(const tae::v1::AgentInfo& agent);
 //  "vms": [{provider, pool, name, zone, state}]}
 nlohmann::ordered_json FleetJson(const tae::v1::ListAgentsResponse& response);
 // `view` ("tuned" | "grid"), each row's chosen `point` ({"lr": 0.001}; null in the grid view)
-// and, for an asha [search], `savings` (SavingsJson).
+// and, for an asha [search], `savings` (SavingsJson). The tuned view also has "search":
+// {"metric", "goal", "confirm"} and "estimates" (report::TunedEstimates: "optimistic: chosen on
+// the same seeds", "confirmed: 3 fresh seeds", "pending: ..."); with search.confirm its rows have
+// "confirm_runs" and "confirm_pending".
+// With a frontier (ReportRequest.frontier), also `frontier`: FrontierJson.
 nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report);
+// The cost frontier (server/report/frontier.h):
+// {"bar": {"metric", "op", "value", "goal"}, "cost": {"axis", "cheaper": "lower"|"higher"},
+//  "cheapest": FrontierPoint | null, "points": [{"variant", "cost", "n", "mean", "ci95", "lo",
+//  "hi", "on_front", "clears"}]}; points cheapest first, unknown numbers null.
+nlohmann::ordered_json FrontierJson(const tae::v1::ReportFrontier& frontier);
 // {"steps_run", "steps_full", "fraction", "runs", "runs_without_steps", "points_pruned",
 //  "rungs": [{"rung", "step", "judged", "pruned", "nodata"}]}; fraction null without steps_full.
 nlohmann::ordered_json SavingsJson(const tae::v1::SearchSavings& savings);

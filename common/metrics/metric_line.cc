@@ -4,6 +4,9 @@
 #include <cstdlib>
 #include <limits>
 
+#include <optional>
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -131,7 +134,63 @@ absl::StatusOr<int64_t> StepFromJson(const nlohmann::ordered_json& value) {
   return absl::InvalidArgumentError("metric line: \"step\" must be a non-negative integer");
 }
 
+// Python's json.dumps writes NaN, Infinity and -Infinity bare, which is not JSON: each such token
+// outside a string becomes the string the parser reads as that value. nullopt: none there.
+std::optional<std::string> QuoteBareNonFinite(std::string_view line) {
+  std::string out;
+  bool changed = false;
+  bool in_string = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < line.size()) {
+        out += line[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    bool replaced = false;
+    for (std::string_view token : {"-Infinity", "Infinity", "NaN"}) {
+      if (line.substr(i, token.size()) == token) {
+        out += token == "NaN" ? "\"nan\"" : token == "Infinity" ? "\"inf\"" : "\"-inf\"";
+        i += token.size() - 1;
+        replaced = changed = true;
+        break;
+      }
+    }
+    if (!replaced) {
+      out += c;
+    }
+  }
+  return changed ? std::optional<std::string>(std::move(out)) : std::nullopt;
+}
+
 }  // namespace
+
+std::optional<double> NonFiniteWord(std::string_view word) {
+  std::string lower;
+  for (char c : word) {
+    lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (lower == "nan") {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  if (lower == "inf" || lower == "+inf" || lower == "infinity" || lower == "+infinity") {
+    return kInf;
+  }
+  if (lower == "-inf" || lower == "-infinity") {
+    return -kInf;
+  }
+  return std::nullopt;
+}
 
 bool IsValidMetricKey(std::string_view key) {
   if (key.empty() || key.size() > kMaxKeyLength) {
@@ -148,6 +207,11 @@ bool IsValidMetricKey(std::string_view key) {
 absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line) {
   nlohmann::ordered_json doc =
       nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    if (std::optional<std::string> quoted = QuoteBareNonFinite(line)) {
+      doc = nlohmann::ordered_json::parse(*quoted, nullptr, /*allow_exceptions=*/false);
+    }
+  }
   if (doc.is_discarded()) {
     return absl::InvalidArgumentError("metric line: not valid JSON");
   }
@@ -195,6 +259,12 @@ absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line) {
     if (value.is_null()) {
       continue;
     }
+    if (value.is_string()) {
+      if (std::optional<double> diverged = NonFiniteWord(value.get<std::string>())) {
+        record.values.emplace_back(key, *diverged);
+        continue;
+      }
+    }
     if (!value.is_number()) {
       return absl::InvalidArgumentError(
           absl::StrCat("metric line: value of '", key, "' is not a number"));
@@ -222,8 +292,13 @@ std::optional<MetricRecord> ParseKeyValueLine(std::string_view line) {
       continue;
     }
     double value = 0;
-    if (!IsValidMetricKey(key) || !absl::SimpleAtod(text, &value) || !std::isfinite(value)) {
+    if (!IsValidMetricKey(key)) {
       continue;
+    }
+    if (std::optional<double> diverged = NonFiniteWord(std::string_view(text.data(), text.size()))) {
+      value = *diverged;
+    } else if (!absl::SimpleAtod(text, &value) || !std::isfinite(value)) {
+      continue;  // not a number; "1e999" and the like are not a report of divergence
     }
     record.values.emplace_back(std::string(key), value);
   }

@@ -47,7 +47,10 @@ struct MetricRecord {
 };
 
 // Parses one JSON metric line: an object with an optional integer "step" and numeric values,
-// e.g. {"step": 10, "train/loss": 2.31}. null values are skipped (a job may write null for NaN).
+// e.g. {"step": 10, "train/loss": 2.31}. A diverged value is written as the string "nan", "inf"
+// or "-inf" (any case; "+inf", "infinity" too), or as the bare NaN, Infinity and -Infinity that
+// Python's json.dumps writes; it is kept as that non-finite double, which says "diverged here",
+// unlike null, which is skipped ("not reported").
 // An optional "meta" object holds run metadata, e.g. {"meta": {"libtorch": "1.13.0"}}: its keys
 // follow the metric key rules, its values are strings (a number or bool becomes its JSON text, a
 // null is skipped) of at most kMaxMetaValueLength bytes. A "checkpoint" object,
@@ -56,9 +59,14 @@ struct MetricRecord {
 // (ProfileMark). Errors name the offending key.
 absl::StatusOr<MetricRecord> ParseJsonLine(std::string_view line);
 
-// Parses a `Key=Value Key=Value` line; numeric values become metrics, `Step`/`step` the step.
-// Returns nullopt when the line holds no numeric key=value pair.
+// Parses a `Key=Value Key=Value` line; numeric values become metrics (nan, inf and -inf too: a
+// diverged value), `Step`/`step` the step. Returns nullopt when the line holds no numeric
+// key=value pair.
 std::optional<MetricRecord> ParseKeyValueLine(std::string_view line);
+
+// The non-finite value a word names ("nan", "inf", "-inf", "+inf", "infinity", "-infinity", any
+// case), or nullopt.
+std::optional<double> NonFiniteWord(std::string_view word);
 
 // A metric key is 1..kMaxKeyLength printable non-space ASCII characters.
 bool IsValidMetricKey(std::string_view key);

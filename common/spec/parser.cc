@@ -614,6 +614,10 @@ SearchPlan SearchOf(const Draft& draft) {
       values.at("search.within") == "study" ? SearchWithin::kStudy : SearchWithin::kVariant;
   plan.min_steps = values.at("search.min_steps").get<int64_t>();
   plan.reduction = values.at("search.reduction").get<int64_t>();
+  plan.bootstrap = values.at("search.bootstrap").get<int64_t>();
+  plan.shuffle = values.at("search.order") != "listed";
+  plan.order_seed = values.at("search.order_seed").get<int64_t>();
+  plan.confirm = values.at("search.confirm").get<int64_t>();
   const auto metric = values.at("search.metric").get<std::string>();
   const auto report_metrics = values.at("report.metrics").get<std::vector<std::string>>();
   if (!metric.empty()) {
@@ -704,6 +708,46 @@ absl::Status CheckSearch(std::string_view path, const Draft& draft) {
   return absl::OkStatus();
 }
 
+// search.confirm: fresh seeds at each variant's chosen [grid] point once the search is over. It
+// needs a [grid] (without one nothing is chosen, so nothing is biased by a choice) and a list of
+// seeds (adaptive seeds keep adding seeds to the points, so the search has no end to confirm
+// after).
+absl::Status CheckConfirm(std::string_view path, const Draft& draft) {
+  const int64_t confirm = draft.values.at("search.confirm").get<int64_t>();
+  if (confirm == 0) {
+    return absl::OkStatus();
+  }
+  const Origin* origin = FindOrigin(&draft.origins, "search.confirm");
+  const Origin where = origin != nullptr ? *origin : Origin{};
+  if (draft.grid.empty()) {
+    return Error(path, where,
+                 "search.confirm needs a [grid]: it re-runs each variant's chosen grid point on "
+                 "fresh seeds, and without a [grid] there is one point per variant and no choice "
+                 "to confirm (add seeds to train.seeds instead)");
+  }
+  if (draft.values.at(std::string(kSeedsKey)).is_object()) {
+    return Error(path, where,
+                 Cat("search.confirm with adaptive ", kSeedsKey,
+                     " is not supported: adaptive seeds keep adding seeds to the grid points, so "
+                     "the search has no end after which to confirm; give ",
+                     kSeedsKey, " as a list"));
+  }
+  double points = 1;
+  for (const ParsedAxis& axis : draft.grid) {
+    points *= static_cast<double>(axis.values.size());
+  }
+  const auto variants = static_cast<double>(1 + draft.ablations.size());
+  const auto seeds = static_cast<double>(draft.values.at(std::string(kSeedsKey)).size());
+  const double runs = variants * (points * seeds + static_cast<double>(confirm));
+  if (runs > static_cast<double>(kMaxRuns)) {
+    return Error(path, where,
+                 absl::StrFormat("search.confirm: with %d confirmation runs per variant the "
+                                 "experiment grows to %.0f runs; at most %d are allowed",
+                                 confirm, runs, kMaxRuns));
+  }
+  return absl::OkStatus();
+}
+
 Spec BuildSpec(Draft draft) {
   Spec spec;
   nlohmann::json& values = draft.values;
@@ -780,6 +824,9 @@ absl::StatusOr<Spec> ParseSpec(std::string_view text, std::string_view path,
     return status;
   }
   if (absl::Status status = CheckSearch(path, draft); !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = CheckConfirm(path, draft); !status.ok()) {
     return status;
   }
   return BuildSpec(std::move(draft));

@@ -255,9 +255,21 @@ std::vector<KeyInfo> BuildSchema() {
                      "asha: the step of the first rung (required, below train.steps)")),
       Experiment(Int("search.reduction", "3", 2, 1000,
                      "asha: eta, each rung keeps the best 1/eta of the points that reached it")),
+      Experiment(Int("search.bootstrap", "2", 1, 1e6,
+                     "asha: a rung judges no point until this many points reached it (or every "
+                     "point that still can); the first ones wait, running on. 1: Optuna's rule")),
+      Experiment(Enum("search.order", R"("shuffled")", "shuffled|listed",
+                      "asha: the order grid points start in: shuffled (by search.order_seed, the "
+                      "same on every submit), or as the file lists them")),
+      Experiment(Int("search.order_seed", "0", 0, 9e15,
+                     "asha: the seed of the shuffled order of grid points")),
       Experiment(Enum("search.within", R"("variant")", "variant|study",
                       "asha: which points compete: each variant's grid points among themselves, "
                       "or all points of the study")),
+      Experiment(Int("search.confirm", "0", 0, 1000,
+                     "fresh seeds each variant's chosen [grid] point gets once the search is "
+                     "over; the tuned table then reports those seeds alone (0: none, and its "
+                     "estimates are optimistic: chosen on the same seeds)")),
   };
 }
 

@@ -138,12 +138,44 @@ std::string BaselineFor(std::string_view variant, std::string_view baseline) {
                       absl::string_view(variant.data() + bracket, variant.size() - bracket));
 }
 
+std::vector<size_t> GridOrder(size_t points, int64_t seed) {
+  std::vector<size_t> order(points);
+  for (size_t i = 0; i < points; ++i) {
+    order[i] = i;
+  }
+  uint64_t state = static_cast<uint64_t>(seed);
+  const auto next = [&state] {  // SplitMix64 (Steele, Lea & Flood 2014)
+    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  for (size_t i = points; i > 1; --i) {
+    // Unbiased: reject draws from the incomplete last block of 2^64.
+    const uint64_t n = i;
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+    uint64_t r = next();
+    while (r >= limit) {
+      r = next();
+    }
+    std::swap(order[i - 1], order[r % n]);
+  }
+  return order;
+}
+
 std::vector<RunPlan> ExpandRuns(const Spec& spec) {
   std::vector<std::string_view> variants = {kBaselineName};
   for (const Variant& ablation : spec.ablations) {
     variants.push_back(ablation.name);
   }
-  const std::vector<nlohmann::json> points = GridPoints(spec.grid);
+  std::vector<nlohmann::json> points = GridPoints(spec.grid);
+  if (spec.search.asha() && spec.search.shuffle) {
+    std::vector<nlohmann::json> listed = std::move(points);
+    points.clear();
+    for (size_t i : GridOrder(listed.size(), spec.search.order_seed)) {
+      points.push_back(std::move(listed[i]));
+    }
+  }
   std::vector<RunPlan> runs;
   runs.reserve(points.size() * variants.size() * spec.seeds.size());
   for (const nlohmann::json& point : points) {
@@ -233,7 +265,17 @@ std::string SpecHash(const Spec& spec) {
         {"goal", spec.search.goal},
         {"min_steps", spec.search.min_steps},
         {"reduction", spec.search.reduction},
-        {"within", spec.search.within == SearchWithin::kStudy ? "study" : "variant"}};
+        {"within", spec.search.within == SearchWithin::kStudy ? "study" : "variant"},
+        {"bootstrap", spec.search.bootstrap},
+        {"order", spec.search.shuffle ? "shuffled" : "listed"},
+        {"order_seed", spec.search.order_seed}};
+  }
+  if (spec.search.confirm > 0) {  // absent at 0: the hashes of the specs stored before stay
+    nlohmann::json& search = canonical["search"];
+    if (!spec.search.asha()) {  // which point is confirmed is chosen on the metric and goal
+      search = {{"method", "grid"}, {"metric", spec.search.metric}, {"goal", spec.search.goal}};
+    }
+    search["confirm"] = spec.search.confirm;
   }
   std::string text = std::string(kHashVersion) +
                      canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -75,7 +75,15 @@ struct SearchPlan {
   std::string goal = "min";
   int64_t min_steps = 0;  // asha: the first rung's step, >= 1 and below every run's train.steps
   int64_t reduction = 3;  // eta >= 2
+  // asha: a rung judges no point until this many reached it (or all that still can).
+  int64_t bootstrap = 2;
+  // asha: the order the grid points start in: shuffled by `order_seed` (the same on every
+  // submit), or as the file lists them.
+  bool shuffle = true;
+  int64_t order_seed = 0;
   SearchWithin within = SearchWithin::kVariant;
+  // search.confirm: fresh seeds per variant at its chosen point once the search is over; 0: none.
+  int64_t confirm = 0;
 
   bool asha() const { return method == SearchMethod::kAsha; }
   bool maximize() const { return goal == "max"; }
@@ -121,12 +129,19 @@ absl::StatusOr<Spec> ParseSpecFile(const std::string& path,
                                    const std::vector<std::string>& overrides);
 
 // The runs of a spec: for each grid point (the cartesian product of the [grid] axes, the first
-// axis varying slowest; one empty point without a grid), the baseline and then the ablations in
-// file order, each once per seed, seeds in order. A run's config is the baseline, then the grid
+// axis varying slowest; one empty point without a grid; with an asha [search] whose points are
+// shuffled, in the order GridOrder gives), the baseline and then the ablations in file order,
+// each once per seed, seeds in order. Runs start in this order. A run's config is the baseline, then the grid
 // point, then the ablation's overrides (which never touch a grid key), then train.seed; with a
 // [job], also "job.command" (ExpandCommand of the template) and "job.snapshot" (snapshot_id).
 // Size: grid points x (1 + ablations) x seeds.
 std::vector<RunPlan> ExpandRuns(const Spec& spec);
+
+// The order an asha search starts `points` grid points in: a permutation of 0..points-1,
+// Fisher–Yates driven by SplitMix64 seeded with `seed` (portable: the same on every machine and
+// compiler). Listing a grid in ascending order of a hyperparameter that quality follows would
+// otherwise make every point the best so far at its rung when it arrives (docs/design.md).
+std::vector<size_t> GridOrder(size_t points, int64_t seed);
 
 // The config of `variant` ("baseline" or an ablation name) at `seed` and grid point `grid`
 // (key -> value; empty without a grid); null if no such variant.
@@ -157,6 +172,7 @@ std::string BaselineFor(std::string_view variant, std::string_view baseline = kB
 // run), nor does a grid [search] (it only changes which point the tuned table shows); an asha
 // [search] does, whole: it decides which runs are stopped early, so the same file run with
 // `--set search.method=grid` is another experiment, with runs and results of its own.
+// search.confirm > 0 enters it with the metric and goal (it adds runs at the points they choose).
 std::string SpecHash(const Spec& spec);
 
 // The placeholder keys of a [job] command template, in order ("{train.lr}" -> "train.lr"; "{{"

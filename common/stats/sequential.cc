@@ -180,11 +180,11 @@ struct ArmStats {
 };
 
 ArmStats StatsOf(const std::vector<double>& values) {
-  const Summary summary = Summarize(values);
+  const Moments moments = MomentsOf(values);
   ArmStats stats;
-  stats.n = static_cast<double>(summary.n);
-  stats.mean = summary.mean;
-  stats.se2 = summary.stddev * summary.stddev / stats.n;
+  stats.n = static_cast<double>(moments.n);
+  stats.mean = moments.mean;
+  stats.se2 = moments.stddev * moments.stddev / stats.n;
   return stats;
 }
 
@@ -335,38 +335,83 @@ Verdict Decide(const SequentialDesign& design, const Boundaries& boundaries,
   return verdict;
 }
 
-std::vector<SeedTarget> SeedsNeeded(const SequentialDesign& design, const Boundaries& boundaries,
-                                    const std::vector<Point>& points) {
-  std::vector<SeedTarget> targets;
-  const int max_runs = boundaries.max_seeds;
-  // Runs that bring an arm to `values` values, at most max runs.
-  auto runs_for = [&](const Arm& arm, int values) {
-    const int lacking = values - static_cast<int>(arm.values.size());
-    return std::min(max_runs, arm.runs + std::max(0, lacking));
+Course FollowLooks(const SequentialDesign& design, const Boundaries& boundaries,
+                   const std::vector<Outcome>& variant, const std::vector<Outcome>& baseline) {
+  Course course;
+  if (boundaries.z.empty()) {
+    return course;
+  }
+  // The first seeds with values in both arms: the looks that can be taken.
+  size_t usable = 0;
+  while (usable < variant.size() && usable < baseline.size() &&
+         variant[usable].state == Outcome::State::kValue &&
+         baseline[usable].state == Outcome::State::kValue) {
+    ++usable;
+  }
+  auto values = [](const std::vector<Outcome>& arm, size_t n) {
+    std::vector<double> out;
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      out.push_back(arm[i].value);
+    }
+    return out;
   };
-  for (const Point& point : points) {
-    int baseline_target = std::max(point.baseline.runs, boundaries.min_seeds);
+  const size_t first = static_cast<size_t>(boundaries.min_seeds);
+  const size_t last = static_cast<size_t>(boundaries.max_seeds);
+  if (usable < first) {
+    course.verdict = Decide(design, boundaries, values(variant, usable), values(baseline, usable));
+  }
+  for (size_t n = first; n <= std::min(usable, last); ++n) {
+    course.verdict = Decide(design, boundaries, values(variant, n), values(baseline, n));
+    if (course.verdict.final) {
+      return course;
+    }
+  }
+  // Undecided at the last look taken: the next one needs seed `usable` of both arms.
+  const size_t next = std::max(usable + 1, first);
+  for (const std::vector<Outcome>* arm : {&variant, &baseline}) {
+    if (usable < arm->size() && (*arm)[usable].state == Outcome::State::kMissing) {
+      course.held = (*arm)[usable].missing;
+      return course;
+    }
+  }
+  course.wants = static_cast<int>(next);
+  return course;
+}
+
+std::vector<SeedTarget> SeedsNeeded(const SequentialDesign& design, const Boundaries& boundaries,
+                                    const std::vector<Point>& points,
+                                    std::vector<std::vector<Course>>* courses) {
+  std::vector<SeedTarget> targets;
+  if (courses != nullptr) {
+    courses->assign(points.size(), {});
+  }
+  const int max_runs = boundaries.max_seeds;
+  for (size_t p = 0; p < points.size(); ++p) {
+    const Point& point = points[p];
+    const int baseline_runs = static_cast<int>(point.baseline.seeds.size());
+    int baseline_target = std::max(baseline_runs, boundaries.min_seeds);
     std::vector<int> variant_targets;
     for (const Arm& variant : point.variants) {
-      int target = std::max(variant.runs, boundaries.min_seeds);
-      const bool ready = variant.pending == 0 && point.baseline.pending == 0 &&
-                         variant.runs >= boundaries.min_seeds &&
-                         point.baseline.runs >= boundaries.min_seeds;
-      if (ready) {
-        const Verdict verdict = Decide(design, boundaries, variant.values, point.baseline.values);
-        if (!verdict.final) {
-          const int want = std::max(verdict.n + 1, boundaries.min_seeds);
-          target = std::max(target, runs_for(variant, want));
-          baseline_target = std::max(baseline_target, runs_for(point.baseline, want));
-        }
+      const int runs = static_cast<int>(variant.seeds.size());
+      int target = std::max(runs, boundaries.min_seeds);
+      const Course course =
+          FollowLooks(design, boundaries, variant.seeds, point.baseline.seeds);
+      if (courses != nullptr) {
+        (*courses)[p].push_back(course);
+      }
+      if (course.wants > 0) {
+        const int want = std::min(course.wants, max_runs);
+        target = std::max(target, want);
+        baseline_target = std::max(baseline_target, want);
       }
       variant_targets.push_back(target);
     }
-    if (baseline_target > point.baseline.runs) {
+    if (baseline_target > baseline_runs) {
       targets.push_back({point.point, point.baseline.variant, baseline_target});
     }
     for (size_t i = 0; i < point.variants.size(); ++i) {
-      if (variant_targets[i] > point.variants[i].runs) {
+      if (variant_targets[i] > static_cast<int>(point.variants[i].seeds.size())) {
         targets.push_back({point.point, point.variants[i].variant, variant_targets[i]});
       }
     }

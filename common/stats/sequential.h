@@ -63,6 +63,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tae::stats {
@@ -146,12 +147,52 @@ struct Verdict {
 Verdict Decide(const SequentialDesign& design, const Boundaries& boundaries,
                const std::vector<double>& variant, const std::vector<double>& baseline);
 
+// One seed of an arm, as the sequential test sees it. An arm is its seeds in seed order.
+struct Outcome {
+  enum class State {
+    kPending,  // created, not finished: its look waits for it
+    kValue,    // finished with a value of the metric
+    kMissing,  // finished without one (failed, cancelled, did not report it): never a value
+  };
+  State state = State::kPending;
+  double value = 0;     // kValue
+  std::string missing;  // kMissing: why, "r12 failed"
+
+  static Outcome Pending() { return {}; }
+  static Outcome Value(double value) { return {State::kValue, value, ""}; }
+  static Outcome Missing(std::string why) { return {State::kMissing, 0, std::move(why)}; }
+};
+
+// A comparison followed over the looks its design budgeted.
+struct Course {
+  // At the last look taken; before min, Decide on the seeds that have values in both arms (not
+  // final, n below min).
+  Verdict verdict;
+  // Seeds per arm the next look needs (they may exist and be pending): 0 when the verdict is final
+  // or the comparison is held.
+  int wants = 0;
+  // The next look needs a seed that will never have a value: why ("r12 failed"; the variant's
+  // before the baseline's), and the comparison stops there, undecided unless a look decided it.
+  std::string held;
+};
+
+// The one rule that turns a comparison's seeds into its verdict, shared by the planner
+// (SeedsNeeded, server/seeds) and the table (server/report). The looks are n = min, min + 1, ...,
+// max, taken in order; look n is Decide on the first n seeds of each arm in seed order, and is
+// taken only once those 2n seeds all have values. The course stops at the first final verdict:
+// values past it (a baseline that grew for a sibling comparison, a seed still in flight) never
+// change it, so a decided comparison stays decided and each look is the one its spending function
+// budgeted, whatever its baseline does for others. It also stops where the next look needs a
+// seed that has no value and never will: a failed seed is not skipped or replaced (a variant that
+// fails at some seeds would otherwise be judged on its lucky ones), it holds the comparison at the
+// last look whose seeds all succeeded.
+Course FollowLooks(const SequentialDesign& design, const Boundaries& boundaries,
+                   const std::vector<Outcome>& variant, const std::vector<Outcome>& baseline);
+
 // One variant (or the baseline) of one grid point, as the scheduler sees it.
 struct Arm {
   std::string variant;
-  std::vector<double> values;  // the primary metric of each succeeded run
-  int runs = 0;                // runs created so far (succeeded, failed, pending), i.e. seeds used
-  int pending = 0;             // of those, not finished yet
+  std::vector<Outcome> seeds;  // every run created so far, in seed order
 };
 
 struct Point {
@@ -160,7 +201,7 @@ struct Point {
   std::vector<Arm> variants;
 };
 
-// How many runs (seeds 0 .. runs - 1) an arm should have: more than it has now.
+// How many runs (seeds) an arm should have: more than it has now.
 struct SeedTarget {
   std::string point;
   std::string variant;
@@ -168,13 +209,15 @@ struct SeedTarget {
 };
 
 // Which arms need more runs. Every arm gets min runs. A comparison (variant vs its point's
-// baseline) whose arms have nothing pending and whose verdict is undecided and not final asks for
-// one more value in each arm; the baseline, shared by the point's comparisons, grows once for all.
-// A failed run gives no value and its seed is not reused, so an arm asks for as many extra runs as
-// values it lacks, never past max runs. Targets are absolute counts: asking twice is asking once,
-// which makes the scheduler's "add a seed" idempotent across restarts. In the order of `points`,
-// each point's baseline first.
+// baseline) whose course (FollowLooks) wants n seeds per arm brings both arms to n; the baseline,
+// shared by the point's comparisons, grows once for all, to the most any of them wants. A held
+// comparison and a final one want nothing; a failed seed is never replaced, so no arm grows past
+// max runs. Targets are absolute counts: asking twice is asking once, which makes the scheduler's
+// "add a seed" idempotent across restarts. In the order of `points`, each point's baseline first.
+// courses, when not null, receives each comparison's course, per point per variant (to say why
+// without following the looks twice).
 std::vector<SeedTarget> SeedsNeeded(const SequentialDesign& design, const Boundaries& boundaries,
-                                    const std::vector<Point>& points);
+                                    const std::vector<Point>& points,
+                                    std::vector<std::vector<Course>>* courses = nullptr);
 
 }  // namespace tae::stats

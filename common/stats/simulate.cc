@@ -11,35 +11,26 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-// Standard normal draws from mt19937_64 by Box–Muller, identical on every platform (the standard
-// fixes mt19937_64's output but not std::normal_distribution's algorithm).
-class NormalSource {
- public:
-  explicit NormalSource(uint64_t seed) : engine_(seed) {}
+}  // namespace
 
-  double Next() {
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    const double u = Uniform();
-    const double v = Uniform();
-    const double radius = std::sqrt(-2 * std::log(u));
-    spare_ = radius * std::sin(2 * kPi * v);
-    has_spare_ = true;
-    return radius * std::cos(2 * kPi * v);
+double NormalSource::Next() {
+  if (has_spare_) {
+    has_spare_ = false;
+    return spare_;
   }
+  const double u = Uniform();
+  const double v = Uniform();
+  const double radius = std::sqrt(-2 * std::log(u));
+  spare_ = radius * std::sin(2 * kPi * v);
+  has_spare_ = true;
+  return radius * std::cos(2 * kPi * v);
+}
 
- private:
-  // In (0, 1): 53 random bits, centred in their interval so that 0 never comes out.
-  double Uniform() {
-    return (static_cast<double>(engine_() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-  }
+double NormalSource::Uniform() {
+  return (static_cast<double>(engine_() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
 
-  std::mt19937_64 engine_;
-  bool has_spare_ = false;
-  double spare_ = 0;
-};
+namespace {
 
 // The fixed design's decision on all max values.
 Decision FixedDecision(const SequentialDesign& design, const std::vector<double>& variant,

@@ -10,10 +10,27 @@
 // written here, so every platform draws the same numbers.
 
 #include <cstdint>
+#include <random>
 
 #include "common/stats/sequential.h"
 
 namespace tae::stats {
+
+// Standard normal draws from mt19937_64 by Box–Muller, identical on every platform (the standard
+// fixes mt19937_64's output but not std::normal_distribution's algorithm).
+class NormalSource {
+ public:
+  explicit NormalSource(uint64_t seed) : engine_(seed) {}
+
+  double Next();
+  // In (0, 1): 53 random bits, centred in their interval so that 0 never comes out.
+  double Uniform();
+
+ private:
+  std::mt19937_64 engine_;
+  bool has_spare_ = false;
+  double spare_ = 0;
+};
 
 struct Simulation {
   int studies = 0;

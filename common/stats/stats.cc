@@ -214,6 +214,21 @@ double SampleVariance(const std::vector<double>& values, double mean) {
 
 }  // namespace
 
+Moments MomentsOf(const std::vector<double>& values) {
+  Moments moments;
+  moments.n = static_cast<int64_t>(values.size());
+  moments.mean = moments.stddev = kNaN;
+  if (values.empty() ||
+      std::any_of(values.begin(), values.end(), [](double value) { return std::isnan(value); })) {
+    return moments;
+  }
+  moments.mean = Mean(values);
+  if (values.size() >= 2) {
+    moments.stddev = std::sqrt(SampleVariance(values, moments.mean));
+  }
+  return moments;
+}
+
 Summary Summarize(const std::vector<double>& values) {
   Summary summary;
   summary.n = static_cast<int64_t>(values.size());
@@ -227,11 +242,12 @@ Summary Summarize(const std::vector<double>& values) {
   const auto [min, max] = std::minmax_element(values.begin(), values.end());
   summary.min = *min;
   summary.max = *max;
-  summary.mean = Mean(values);
+  const Moments moments = MomentsOf(values);
+  summary.mean = moments.mean;
   if (values.size() < 2) {
     return summary;
   }
-  summary.stddev = std::sqrt(SampleVariance(values, summary.mean));
+  summary.stddev = moments.stddev;
   const double n = static_cast<double>(values.size());
   summary.ci95 = StudentTQuantile(0.975, n - 1) * summary.stddev / std::sqrt(n);
   return summary;

@@ -28,6 +28,15 @@ struct Summary {
 // Any NaN value makes mean, stddev, ci95, min and max NaN.
 Summary Summarize(const std::vector<double>& values);
 
+// Count, mean and sample standard deviation of `values` as Summarize has them, without the CI
+// (whose t quantile costs most of Summarize): for tests run many times (stats::Decide).
+struct Moments {
+  int64_t n = 0;
+  double mean = 0;    // NaN when n == 0 or any value is NaN
+  double stddev = 0;  // NaN when n < 2 or any value is NaN
+};
+Moments MomentsOf(const std::vector<double>& values);
+
 // P(T <= t) for Student's t distribution with `dof` degrees of freedom (any real dof > 0;
 // dof = +inf gives the standard normal), to about 1e-13 relative also far in the tails and for
 // large dof. Returns NaN if t or dof is NaN or dof <= 0.

@@ -17,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "server/lifecycle/lifecycle.h"
 #include "server/scheduler/scheduler.h"
+#include "server/seeds/confirm.h"
 #include "server/seeds/seeds.h"
 #include "spdlog/spdlog.h"
 
@@ -79,7 +80,9 @@ model::ExperimentReport ReportOf(const spec::Spec& spec) {
   report.search.goal = search.goal;
   report.search.min_steps = search.min_steps;
   report.search.reduction = search.reduction;
+  report.search.bootstrap = search.bootstrap;
   report.search.within = search.within == spec::SearchWithin::kStudy ? "study" : "variant";
+  report.search.confirm = static_cast<int>(search.confirm);
   return report;
 }
 
@@ -450,11 +453,16 @@ void Controller::AddDueSeeds() {
 
 void Controller::GrowSeeds(int64_t experiment_id) {
   absl::StatusOr<model::ExperimentSource> source = store_->GetExperimentSource(experiment_id);
-  if (!source.ok() || source->report.min_seeds <= 0) {
+  if (!source.ok()) {
     Noted(source.status(), "read an experiment for adaptive seeds");
-    return;  // a list of seeds: nothing to add
+    return;
   }
-  const std::string metric = seeds::PrimaryMetric(source->report);
+  const model::ExperimentReport& report = source->report;
+  const bool adaptive = report.min_seeds > 0;
+  if (!adaptive && report.search.confirm <= 0) {
+    return;  // a list of seeds and no confirmation: nothing to add
+  }
+  const std::string metric = adaptive ? seeds::PrimaryMetric(report) : report.search.metric;
   absl::StatusOr<std::vector<model::RunRecord>> runs = store_->ListRuns(experiment_id);
   absl::StatusOr<std::vector<model::FinalValue>> values =
       runs.ok() ? store_->FinalValues(experiment_id, {metric})
@@ -463,24 +471,49 @@ void Controller::GrowSeeds(int64_t experiment_id) {
     Noted(values.status(), "read an experiment's runs for adaptive seeds");
     return;
   }
-  const seeds::Plan plan = seeds::PlanSeeds(source->report, *runs, *values);
-  std::string held = absl::StrJoin(plan.held, "; ");
+  std::vector<SeedsToAdd> adds;
+  std::string held;
+  if (adaptive) {
+    seeds::Plan plan = seeds::PlanSeeds(report, *runs, *values);
+    held = absl::StrJoin(plan.held, "; ");
+    for (seeds::NewSeeds& add : plan.add) {
+      spdlog::info("e{}: adaptive seeds add {} seed(s) to {}: {}", experiment_id, add.seeds.size(),
+                   add.variant, add.why);
+      adds.push_back({std::move(add.variant), std::move(add.seeds), add.like_run,
+                      absl::StrCat("added by adaptive seeds: ", add.why), false});
+    }
+  } else {
+    seeds::ConfirmPlan plan = seeds::PlanConfirm(report.search, *runs, *values);
+    held = std::move(plan.held);
+    for (seeds::ConfirmRuns& add : plan.add) {
+      spdlog::info("e{}: search.confirm adds {} fresh seed(s) to {}: {}", experiment_id,
+                   add.seeds.size(), add.variant, add.why);
+      adds.push_back({std::move(add.variant), std::move(add.seeds), add.like_run,
+                      absl::StrCat("confirms the search: ", add.why), true});
+    }
+  }
   if (std::string& before = seeds_held_[experiment_id]; before != held) {
     if (!held.empty()) {
-      spdlog::warn("e{}: adaptive seeds hold back {}", experiment_id, held);
+      spdlog::warn("e{}: {} hold back {}", experiment_id,
+                   adaptive ? "adaptive seeds" : "search.confirm", held);
     }
     before = std::move(held);
   }
-  if (plan.add.empty()) {
-    return;
+  if (!adds.empty()) {
+    AddRunsAtSeeds(experiment_id, *source, *runs, adds);
   }
+}
+
+void Controller::AddRunsAtSeeds(int64_t experiment_id, const model::ExperimentSource& source,
+                                const std::vector<model::RunRecord>& runs,
+                                const std::vector<SeedsToAdd>& adds) {
   std::map<int64_t, const model::RunRecord*> by_id;
-  for (const model::RunRecord& run : *runs) {
+  for (const model::RunRecord& run : runs) {
     by_id[run.id] = &run;
   }
   std::vector<model::NewRun> added;
   std::optional<std::string> job_command;
-  for (const seeds::NewSeeds& add : plan.add) {
+  for (const SeedsToAdd& add : adds) {
     const nlohmann::json like =
         nlohmann::json::parse(by_id.at(add.like_run)->config_json, nullptr, false);
     if (!like.is_object()) {
@@ -491,10 +524,10 @@ void Controller::GrowSeeds(int64_t experiment_id) {
     // The [job] command template (a command may name {train.seed}), read once per call.
     if (like.contains("job.command") && !job_command.has_value()) {
       absl::StatusOr<spec::Spec> spec =
-          spec::ParseSpec(source->spec_text, source->spec_path, source->overrides);
+          spec::ParseSpec(source.spec_text, source.spec_path, source.overrides);
       if (!spec.ok()) {
-        spdlog::error("e{}: adaptive seeds cannot read its spec again, so add no seeds: {}",
-                      experiment_id, spec.status().ToString());
+        spdlog::error("e{}: cannot read its spec again, so add no seeds: {}", experiment_id,
+                      spec.status().ToString());
         return;
       }
       job_command = spec->job_command;
@@ -507,13 +540,12 @@ void Controller::GrowSeeds(int64_t experiment_id) {
       run.seed = seed;
       run.config_json = config.dump();
       run.resources = ResourcesOf(config);
-      run.reason = absl::StrCat("added by adaptive seeds: ", add.why);
+      run.reason = add.reason;
+      run.confirm = add.confirm;
       added.push_back(std::move(run));
     }
-    spdlog::info("e{}: adaptive seeds add {} seed(s) to {}: {}", experiment_id, add.seeds.size(),
-                 add.variant, add.why);
   }
-  Noted(store_->AddRuns(experiment_id, added, Now()), "add adaptive seeds");
+  Noted(store_->AddRuns(experiment_id, added, Now()), "add seeds to an experiment");
 }
 
 double Controller::RetryDelay(int attempt) const {

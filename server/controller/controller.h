@@ -255,9 +255,23 @@ class Controller {
   void Noted(const absl::Status& status, const char* what);
   // Adaptive seeds: the experiments a run of which ended since the last Schedule(); it asks
   // server/seeds what each adds and adds it in one transaction.
+  // search.confirm (server/seeds/confirm.h) takes the same path: once the search is over, the
+  // experiment's next pass adds the confirmation runs.
   void SeedsDue(int64_t experiment_id) { seeds_due_.insert(experiment_id); }
   void AddDueSeeds();
   void GrowSeeds(int64_t experiment_id);
+  // Runs at new seeds, each a copy of a run's config at its seed (spec::ConfigAtSeed), added in
+  // one transaction.
+  struct SeedsToAdd {
+    std::string variant;
+    std::vector<int64_t> seeds;
+    int64_t like_run = 0;  // the run whose config each copies
+    std::string reason;    // the first transition's
+    bool confirm = false;  // confirmation runs (RunRecord::confirm)
+  };
+  void AddRunsAtSeeds(int64_t experiment_id, const model::ExperimentSource& source,
+                      const std::vector<model::RunRecord>& runs,
+                      const std::vector<SeedsToAdd>& adds);
   // A run of `experiment_id` reached a final state: adaptive seeds and the search hear of it.
   void RunFinal(int64_t run_id, int64_t experiment_id);
   // [search] method = "asha" (controller_search.cc): an experiment's server/search::GridSearch,
@@ -325,7 +339,7 @@ class Controller {
   int64_t refused_events_ = 0;
   boost::asio::steady_timer liveness_timer_;
   std::set<int64_t> seeds_due_;
-  // Per experiment, what adaptive seeds last held back (logged when it changes).
+  // Per experiment, what adaptive seeds or search.confirm last held back (logged when it changes).
   std::map<int64_t, std::string> seeds_held_;
   struct ActiveSearch {
     std::unique_ptr<search::GridSearch> search;

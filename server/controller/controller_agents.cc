@@ -272,6 +272,13 @@ void Controller::Recover() {
   } else {
     Noted(adaptive.status(), "list the experiments with adaptive seeds");
   }
+  // Likewise the confirmation of a search that ended while taed was down (or just before).
+  if (absl::StatusOr<std::vector<int64_t>> confirming = store_->ConfirmingExperiments();
+      confirming.ok()) {
+    seeds_due_.insert(confirming->begin(), confirming->end());
+  } else {
+    Noted(confirming.status(), "list the experiments with search.confirm");
+  }
   // Searches under way resume from their stored decisions and points.
   if (absl::StatusOr<std::vector<int64_t>> searched = store_->SearchedExperiments();
       searched.ok()) {

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 #include "server/controller/controller.h"
 #include "server/lifecycle/lifecycle.h"
 #include "spdlog/spdlog.h"
@@ -18,6 +20,7 @@ search::AshaRule RuleOf(const model::SearchSettings& s) {
   rule.maximize = s.goal == "max";
   rule.min_steps = s.min_steps;
   rule.reduction = s.reduction;
+  rule.bootstrap = s.bootstrap;
   return rule;
 }
 
@@ -28,7 +31,7 @@ model::SearchDecisionRecord ToRecord(const search::Decision& d, double at) {
   r.rung = d.rung;
   r.step = d.step;
   if (d.verdict != search::Verdict::kNoData && !std::isnan(d.value)) {
-    r.value = d.value;
+    r.value = d.value;  // +-inf: a worst value (a seed diverged or failed)
   }
   r.seeds = d.seeds;
   r.verdict = search::VerdictName(d.verdict);
@@ -44,6 +47,7 @@ search::Decision FromRecord(const model::SearchDecisionRecord& r) {
   search::Decision d;
   d.verdict = r.verdict == "prune"    ? search::Verdict::kPrune
               : r.verdict == "nodata" ? search::Verdict::kNoData
+              : r.verdict == "wait"   ? search::Verdict::kWait
                                       : search::Verdict::kKeep;
   d.point = r.point;
   d.group = r.group;
@@ -77,9 +81,19 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
     Noted(runs.status(), "read an experiment's runs for its search");
     return;
   }
+  // Confirmation runs (search.confirm) come after the search and are none of its points' seeds.
+  runs->erase(std::remove_if(runs->begin(), runs->end(),
+                             [](const model::RunRecord& run) { return run.confirm; }),
+              runs->end());
   std::vector<search::SearchRun> searched;
   for (const model::RunRecord& run : *runs) {
-    searched.push_back({run.id, run.variant});
+    const nlohmann::json config =
+        nlohmann::json::parse(run.config_json, nullptr, /*allow_exceptions=*/false);
+    const auto steps = config.is_object() ? config.find("train.steps") : config.end();
+    searched.push_back({run.id, run.variant,
+                        steps != config.end() && steps->is_number_integer()
+                            ? steps->get<int64_t>()
+                            : 0});
   }
   ActiveSearch active;
   active.metric = settings.metric;
@@ -108,7 +122,14 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
                     experiment_id, restored.ToString());
       return;
     }
+    std::set<int64_t> searched_ids;
+    for (const model::RunRecord& run : *runs) {
+      searched_ids.insert(run.id);
+    }
     for (const model::RunPoint& point : *points) {
+      if (searched_ids.count(point.run_id) == 0) {
+        continue;  // a confirmation run's
+      }
       int64_t& last = active.last_step[point.run_id];
       last = std::max(last, point.step);
       for (search::Decision& d :
@@ -118,7 +139,9 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
     }
     for (const model::RunRecord& run : *runs) {
       if (model::IsFinal(run.state)) {
-        for (search::Decision& d : active.search->Ended(run.id, active.last_step[run.id])) {
+        for (search::Decision& d :
+             active.search->Ended(run.id, active.last_step[run.id],
+                                  run.state == model::RunState::kFailed)) {
           fresh.push_back(std::move(d));
         }
       }
@@ -175,7 +198,10 @@ void Controller::EndSearchRun(int64_t run_id) {
     return;
   }
   ActiveSearch& active = it->second;
-  ApplySearch(owner->second, active.search->Ended(run_id, active.last_step[run_id]));
+  absl::StatusOr<model::RunRecord> run = store_->GetRun(run_id);
+  Noted(run.status(), "read an ended run for its search");
+  const bool failed = run.ok() && run->state == model::RunState::kFailed;
+  ApplySearch(owner->second, active.search->Ended(run_id, active.last_step[run_id], failed));
 }
 
 void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision> decisions) {
@@ -224,6 +250,9 @@ void Controller::ApplySearch(int64_t experiment_id, std::vector<search::Decision
       break;  // a restart replays the points and decides them again
     }
     freed = freed || !prune.empty();
+    if (!prune.empty()) {
+      SeedsDue(experiment_id);  // the pruned runs may have been the search's last (search.confirm)
+    }
     for (const model::RunRecord& run : stop) {
       const std::vector<std::string> agents = AgentsOfRun(run);
       StopRanks(run.id, run.attempt, agents, "", "pruned by [search]");

@@ -1,14 +1,18 @@
 // The experiments' handlers (their routes: api_routes.cc): GET /api/experiments,
 // /api/experiments/ID (with its search savings), /api/experiments/ID/runs, /metrics (the names and
-// the default ones) and /report (with each metric's goal and the config keys that tell the variants
-// apart); POST /api/experiments/ID/cancel|pause|resume|retry. The curves are api_curves.cc's.
+// the default ones), /report (with each metric's goal and the config keys that tell the variants
+// apart; ?frontier= adds the cost frontier) and /frontier.svg (its figure); POST
+// /api/experiments/ID/cancel|pause|resume|retry. The curves are api_curves.cc's.
 
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/api/frontier_figure.h"
 #include "common/api/json.h"
 #include "common/metrics/names.h"
+#include "common/status/macros.h"
 #include "server/http/api.h"
 #include "server/http/reply.h"
 #include "server/http/views.h"
@@ -81,14 +85,17 @@ Response Api::ExperimentMetrics(const Request& request, const PathParams& params
   return Ok({{"metrics", *names}, {"default", defaults}});
 }
 
-Response Api::ExperimentReport(const Request& request, const PathParams& params) {
-  absl::StatusOr<int64_t> id = ExperimentOf(params);
-  if (!id.ok()) return FromStatus(id.status());
+absl::StatusOr<query::ReportResult> Api::ReportOf(const Request& request,
+                                                  const PathParams& params) {
+  ASSIGN_OR_RETURN(int64_t id, ExperimentOf(params));
   std::vector<std::string> metrics =
       absl::StrSplit(request.Param("metrics"), ',', absl::SkipEmpty());
-  absl::StatusOr<query::ReportResult> report =
-      query_->Report(absl::StrCat(*id), metrics, request.Param("baseline"), request.Param("sort"),
-                     request.Param("view"));
+  return query_->Report(absl::StrCat(id), metrics, request.Param("baseline"), request.Param("sort"),
+                        request.Param("view"), request.Param("frontier"), request.Param("cost"));
+}
+
+Response Api::ExperimentReport(const Request& request, const PathParams& params) {
+  absl::StatusOr<query::ReportResult> report = ReportOf(request, params);
   if (!report.ok()) return FromStatus(report.status());
   tae::v1::ReportResponse proto;
   wire::ToProto(*report, &proto);
@@ -98,10 +105,31 @@ Response Api::ExperimentReport(const Request& request, const PathParams& params)
     goal[metric] = report::HigherIsBetter(metric, report->experiment.report.goal) ? "max" : "min";
   }
   out["goal"] = goal;
-  absl::StatusOr<std::vector<query::RunView>> runs = query_->ListRuns(absl::StrCat(*id));
+  absl::StatusOr<std::vector<query::RunView>> runs =
+      query_->ListRuns(absl::StrCat(report->experiment.id));
   if (!runs.ok()) return FromStatus(runs.status());
   out["varying"] = VaryingKeys(*runs);
   return Ok(out);
+}
+
+Response Api::FrontierSvg(const Request& request, const PathParams& params) {
+  if (request.Param("frontier").empty()) {
+    return FromStatus(absl::InvalidArgumentError(
+        absl::StrCat("frontier: a bar such as eval/acc>=0.99 is required (operators ",
+                     report::kBarOperators, ")")));
+  }
+  absl::StatusOr<query::ReportResult> report = ReportOf(request, params);
+  if (!report.ok()) return FromStatus(report.status());
+  tae::v1::ReportResponse proto;
+  wire::ToProto(*report, &proto);
+  Response response;
+  response.content_type = "image/svg+xml";
+  response.body = plot::RenderFrontierSvg(api::FrontierFigureOf(proto));
+  return Download(
+      std::move(response),
+      absl::StrCat("e", report->experiment.id, "-frontier-",
+                   absl::StrReplaceAll(proto.frontier().metric(), {{"/", "_"}}), ".svg"),
+      request.Param("download") == "1");
 }
 
 Response Api::CancelExperiment(const Request& request, const PathParams& params) {

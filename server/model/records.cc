@@ -1,5 +1,8 @@
 #include "server/model/records.h"
 
+#include <cmath>
+#include <limits>
+
 namespace tae::model {
 namespace {
 
@@ -55,6 +58,27 @@ std::string ExperimentState(const RunCounts& counts) {
     return "cancelled";
   }
   return "succeeded";
+}
+
+}  // namespace tae::model
+
+namespace tae::model {
+
+std::string NonFiniteText(double value) {
+  if (std::isnan(value)) {
+    return "nan";
+  }
+  return value > 0 ? "inf" : "-inf";
+}
+
+double NonFiniteFromText(std::string_view text) {
+  if (text == "inf") {
+    return std::numeric_limits<double>::infinity();
+  }
+  if (text == "-inf") {
+    return -std::numeric_limits<double>::infinity();
+  }
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace tae::model

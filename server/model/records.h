@@ -60,7 +60,12 @@ struct SearchSettings {
   std::string goal = "min";  // "min" | "max"
   int64_t min_steps = 0;
   int64_t reduction = 3;
+  // A rung waits for this many points; 1 when absent: what experiments stored before it had.
+  int64_t bootstrap = 1;
   std::string within = "variant";  // "variant" | "study"
+  // search.confirm: fresh seeds each variant's chosen point gets once the search is over
+  // (server/seeds/confirm.h); 0: none, and the tuned table's estimates are optimistic.
+  int confirm = 0;
   bool asha() const { return method == "asha"; }
 };
 
@@ -95,8 +100,12 @@ struct SearchDecisionRecord {
 struct RunPoint {
   int64_t run_id = 0;
   int64_t step = 0;
-  double value = 0;
+  double value = 0;  // NaN or +-inf: the run's metric diverged here
 };
+
+// A non-finite metric value as stored: "nan", "inf", "-inf"; and back (anything else: NaN).
+std::string NonFiniteText(double value);
+double NonFiniteFromText(std::string_view text);
 
 struct ExperimentRecord {
   int64_t id = 0;
@@ -135,6 +144,7 @@ struct NewRun {
   std::string config_json;
   RunResources resources;
   std::string reason = "submitted";  // its first transition's
+  bool confirm = false;              // a confirmation run (RunRecord::confirm)
 };
 
 // What an experiment was submitted from: enough to parse its spec again.
@@ -189,6 +199,10 @@ struct RunRecord {
   std::string start_fault;
   int start_faults = 0;
   std::string retry_on = "infra";  // resources.retry_on: "any" retries the job's failures too
+  // Added by search.confirm (server/seeds/confirm.h): a fresh seed at its variant's chosen grid
+  // point, after the search. Its seed is not one of the search's: the search, adaptive seeds
+  // and every table but the tuned one's confirmed rows leave it out.
+  bool confirm = false;
 };
 
 struct TransitionRecord {
@@ -271,9 +285,13 @@ struct FinalValue {
   int64_t seed = 0;
   RunState state = RunState::kQueued;
   std::string key;
-  double value = 0;      // the last point's
-  double min_value = 0;  // over the run's whole series
+  double value = 0;      // the last point's; NaN when the run diverged
+  double min_value = 0;  // over the run's finite points (NaN: none)
   double max_value = 0;
+  bool confirm = false;  // the run is a confirmation run (RunRecord::confirm)
+  // Its first non-finite report of the key: the run diverged, and `value` is NaN, never the last
+  // finite value before it.
+  std::optional<int64_t> diverged_step;
 };
 
 struct AgentRecord {

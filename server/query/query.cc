@@ -304,8 +304,17 @@ absl::StatusOr<std::vector<MetricSeries>> Query::Metrics(const MetricsRequest& r
 
 absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
                                            std::vector<std::string> metrics, std::string baseline,
-                                           std::string sort, std::string view) {
+                                           std::string sort, std::string view,
+                                           const std::string& frontier, const std::string& cost) {
   TAE_CHECK_OWNER(core_);
+  std::optional<report::Bar> bar;
+  report::CostAxis cost_axis = report::CostAxis::kParams;
+  if (!frontier.empty()) {
+    ASSIGN_OR_RETURN(bar, report::ParseBar(frontier));
+    ASSIGN_OR_RETURN(cost_axis, report::ParseCost(cost));
+  } else if (!cost.empty()) {
+    return absl::InvalidArgumentError("cost: names the axis of a frontier; give the frontier too");
+  }
   if (sort.empty()) {
     sort = "effect";
   }
@@ -334,10 +343,25 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
       result.metrics_source = "default";  // with the compression columns the runs have
     }
   }
+  if (bar) {
+    ASSIGN_OR_RETURN(std::vector<std::string> present, MetricNames(id));
+    if (std::find(present.begin(), present.end(), bar->metric) == present.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--frontier '", frontier, "': e", id, " has no metric '", bar->metric, "'; ",
+          present.empty() ? "its runs have stored no metric yet"
+                          : absl::StrCat("its runs have: ", absl::StrJoin(present, ", "))));
+    }
+    if (std::find(metrics.begin(), metrics.end(), bar->metric) == metrics.end()) {
+      metrics.push_back(bar->metric);
+    }
+  }
   ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, store_->ListRuns(id));
   const std::vector<std::string>& variants = result.experiment.variants;
   const model::SearchSettings& search = result.experiment.report.search;
-  result.view = view.empty() ? (search.declared ? "tuned" : "grid") : view;
+  const bool grid = std::any_of(variants.begin(), variants.end(), [](const std::string& v) {
+    return v.find('[') != std::string::npos;
+  });
+  result.view = !view.empty() ? view : (search.declared || (bar && grid) ? "tuned" : "grid");
   const bool tuned = result.view == "tuned";
   if (tuned) {
     result.search_metric = search.declared ? search.metric : metrics.front();
@@ -373,11 +397,18 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
     result.rows = report::BuildTunedReport(variants, runs, values, metrics, result.search_metric,
                                            result.search_goal == "max", ablation,
                                            result.experiment.report.goal, options);
+    result.search_confirm = options.confirm;
+    result.estimates = report::TunedEstimates(options.confirm, result.rows);
   } else {
     result.rows = report::BuildReport(variants, runs, values, metrics, baseline,
                                       result.experiment.report.goal, options);
   }
   ASSIGN_OR_RETURN(result.savings, SearchSavings(result.experiment, &result.decisions));
+  if (bar) {
+    result.frontier =
+        report::BuildFrontier(result.rows, *bar, cost_axis,
+                              report::HigherIsBetter(bar->metric, result.experiment.report.goal));
+  }
   result.banners = report::Banners(result.rows);
   result.adaptive = options.adaptive;
   if (sort == "effect") {
@@ -410,6 +441,9 @@ absl::StatusOr<std::optional<report::SearchSavings>> Query::SearchSavings(
   std::vector<report::RunSteps> steps;
   steps.reserve(runs.size());
   for (const model::RunRecord& run : runs) {
+    if (run.confirm) {
+      continue;  // search.confirm's runs come after the search: not what it saved or spent
+    }
     report::RunSteps& s = steps.emplace_back();
     s.config_json = run.config_json;
     if (auto it = summaries.find(run.id); it != summaries.end()) {

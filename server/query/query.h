@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "common/thread/owner.h"
 #include "server/model/records.h"
+#include "server/report/frontier.h"
 #include "server/report/report.h"
 #include "server/report/savings.h"
 #include "server/report/tuned.h"
@@ -66,8 +67,11 @@ struct ReportResult {
   std::string view;                              // "tuned" or "grid"
   std::string search_metric;                     // tuned: chosen on this metric, in this direction
   std::string search_goal;                       // "min" | "max"
+  int search_confirm = 0;                        // tuned: search.confirm
+  std::string estimates;                         // tuned: report::TunedEstimates
   std::optional<report::SearchSavings> savings;  // an asha [search] only
   std::vector<model::SearchDecisionRecord> decisions;  // an asha [search] only, in decision order
+  std::optional<report::Frontier> frontier;            // asked for a frontier only
 };
 
 struct SnapshotView {
@@ -102,9 +106,15 @@ class Query {
   // baseline to "baseline". view: "tuned" (each variant at its own best grid point on the
   // [search] metric, else on the first metric; report/tuned.h), "grid" (every point), or ""
   // (tuned when the experiment declares a [search]).
+  // frontier: a bar ("eval/acc>=0.99", report::ParseBar) adds the cost frontier on the `cost`
+  // axis (report::ParseCost) over the rows, and the bar's metric to `metrics` when missing; view
+  // "" is then tuned when the experiment has grid points (each variant at its tuned point). A
+  // metric no run has is InvalidArgument listing those they have.
   absl::StatusOr<ReportResult> Report(const std::string& experiment,
                                       std::vector<std::string> metrics, std::string baseline,
-                                      std::string sort = "", std::string view = "");
+                                      std::string sort = "", std::string view = "",
+                                      const std::string& frontier = "",
+                                      const std::string& cost = "");
   // What an asha [search] saved so far (report/savings.h); nullopt for any other experiment.
   // Three statements however many runs.
   absl::StatusOr<std::optional<report::SearchSavings>> SearchSavings(

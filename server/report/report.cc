@@ -13,6 +13,7 @@
 #include "common/stats/stats.h"
 #include "nlohmann/json.hpp"
 #include "server/report/task_levels.h"
+#include "server/seeds/seeds.h"
 
 namespace tae::report {
 namespace {
@@ -24,6 +25,8 @@ constexpr const char* kTokensPerS = tae::metrics::kTokensPerS;
 struct Samples {
   std::vector<double> last;
   std::vector<double> best;
+  int diverged = 0;
+  int64_t diverged_step = 0;  // the earliest
 };
 
 double Mean(const std::vector<double>& xs) { return xs.empty() ? kNaN : stats::Summarize(xs).mean; }
@@ -77,29 +80,48 @@ class Decider {
  public:
   explicit Decider(const ReportOptions& options) : options_(options) {}
 
+  // With a list of seeds: one test at alpha over every value there is.
   void Decide(const std::vector<double>& mine, const std::vector<double>& base, Cell* cell) {
-    stats::SequentialDesign design = options_.design;
-    if (auto it = options_.margin.find(cell->metric); it != options_.margin.end()) {
-      design.margin = it->second;
-    }
-    cell->margin = design.margin;
+    stats::SequentialDesign design = DesignFor(cell);
     const int n = static_cast<int>(std::min(mine.size(), base.size()));
-    if (!options_.adaptive) {
-      design.alpha = options_.alpha;
-      design.min_seeds = design.max_seeds = std::max(n, 2);
-      design.futility = 0;
-    }
+    design.alpha = options_.alpha;
+    design.min_seeds = design.max_seeds = std::max(n, 2);
+    design.futility = 0;
     stats::Verdict verdict;
     if (!stats::DesignError(design)) {
       verdict = stats::Decide(design, BoundariesOf(design), mine, base);
     }
     cell->decision = std::string(stats::DecisionName(verdict.decision));
     cell->decision_n = n;
-    cell->decision_final = options_.adaptive ? verdict.final : true;
-    cell->decision_futile = options_.adaptive && verdict.futile;
+    cell->decision_final = true;
+  }
+
+  // With adaptive seeds: the course of the comparison over its looks, the rule the planner
+  // follows (stats::FollowLooks), so the table says what made the planner stop or go on.
+  void Follow(const std::vector<stats::Outcome>& mine, const std::vector<stats::Outcome>& base,
+              Cell* cell) {
+    const stats::SequentialDesign design = DesignFor(cell);
+    stats::Course course;
+    if (!stats::DesignError(design)) {
+      course = stats::FollowLooks(design, BoundariesOf(design), mine, base);
+    }
+    cell->decision = std::string(stats::DecisionName(course.verdict.decision));
+    cell->decision_n = course.verdict.n;
+    cell->decision_final = course.verdict.final;
+    cell->decision_futile = course.verdict.futile;
+    cell->decision_held = course.held;
   }
 
  private:
+  stats::SequentialDesign DesignFor(Cell* cell) const {
+    stats::SequentialDesign design = options_.design;
+    if (auto it = options_.margin.find(cell->metric); it != options_.margin.end()) {
+      design.margin = it->second;
+    }
+    cell->margin = design.margin;
+    return design;
+  }
+
   const stats::Boundaries& BoundariesOf(const stats::SequentialDesign& design) {
     const auto key = std::make_pair(design.min_seeds, design.max_seeds);
     auto it = cache_.find(key);
@@ -128,6 +150,7 @@ ReportOptions OptionsOf(const model::ExperimentReport& report) {
   options.floor = report.floor;
   options.margin = report.margin;
   options.alpha = report.alpha;
+  options.confirm = report.search.confirm;
   if (report.min_seeds > 0) {
     options.adaptive = true;
     options.design.min_seeds = report.min_seeds;
@@ -145,6 +168,8 @@ void CountRun(const model::RunRecord& run, Row* row) {
     row->runs += 1;
   } else if (run.state == model::RunState::kPruned) {
     row->runs_pruned += 1;
+  } else if (run.state == model::RunState::kFailed) {
+    row->runs_failed += 1;
   }
 }
 
@@ -157,14 +182,23 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
   std::map<std::string, Row> counts;
   std::map<std::string, const std::string*> config_of;  // variant -> its first run's config
   for (const model::RunRecord& run : runs) {
+    if (run.confirm != options.confirmation_runs) {
+      continue;
+    }
     config_of.emplace(run.variant, &run.config_json);
     CountRun(run, &counts[run.variant]);
   }
   // (variant, metric) -> values of succeeded runs
   std::map<std::pair<std::string, std::string>, Samples> samples;
   for (const model::FinalValue& v : values) {
-    if (v.state == model::RunState::kSucceeded) {
+    if (v.state == model::RunState::kSucceeded && v.confirm == options.confirmation_runs) {
       Samples& s = samples[{v.variant, v.key}];
+      if (v.diverged_step.has_value()) {
+        s.diverged_step = s.diverged == 0 ? *v.diverged_step
+                                          : std::min(s.diverged_step, *v.diverged_step);
+        s.diverged += 1;
+        continue;
+      }
       s.last.push_back(v.value);
       s.best.push_back(HigherIsBetter(v.key, goal) ? v.max_value : v.min_value);
     }
@@ -179,7 +213,9 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
       Cell cell;
       cell.metric = metric;
       cell.n = static_cast<int>(s.last.size());
-      if (cell.n > 0) {
+      cell.diverged = s.diverged;
+      cell.diverged_step = s.diverged_step;
+      if (cell.n > 0 && cell.diverged == 0) {
         stats::Summary summary = stats::Summarize(s.last);
         cell.mean = summary.mean;
         cell.std = summary.stddev;
@@ -198,15 +234,23 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
     out.push_back(std::move(row));
   }
   Decider decider(options);
+  // Adaptive seeds: per metric, each variant's seeds in seed order (server/seeds).
+  std::map<std::string, std::map<std::string, std::vector<stats::Outcome>>> outcomes;
+  if (options.adaptive) {
+    for (const std::string& metric : metrics) {
+      outcomes[metric] = seeds::SeedOutcomes(runs, values, metric);
+    }
+  }
   for (Row& row : out) {
     if (row.variant == row.baseline) {
       continue;  // its own baseline: nothing to compare
     }
     for (Cell& cell : row.cells) {
-      const std::vector<double>& base = samples[{row.baseline, cell.metric}].last;
+      const Samples& base_samples = samples[{row.baseline, cell.metric}];
+      const std::vector<double>& base = base_samples.last;
       const std::vector<double>& mine = samples[{row.variant, cell.metric}].last;
-      if (base.empty() || mine.empty()) {
-        continue;
+      if (base.empty() || mine.empty() || cell.diverged > 0 || base_samples.diverged > 0) {
+        continue;  // a diverged side has no mean to compare
       }
       const double base_mean = Mean(base);
       cell.has_delta = true;
@@ -217,14 +261,19 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
         cell.p_value = test->p_two_sided;
         cell.mark = stats::SignificanceMark(test->p_two_sided);
       }
-      decider.Decide(mine, base, &cell);
+      if (options.adaptive) {
+        std::map<std::string, std::vector<stats::Outcome>>& arms = outcomes[cell.metric];
+        decider.Follow(arms[row.variant], arms[row.baseline], &cell);
+      } else {
+        decider.Decide(mine, base, &cell);
+      }
     }
   }
   // A baseline compared with itself shows a zero delta.
   for (Row& row : out) {
     if (row.variant == row.baseline) {
       for (Cell& cell : row.cells) {
-        if (cell.n > 0) {
+        if (cell.n > 0 && cell.diverged == 0) {
           cell.has_delta = true;
           cell.delta = 0.0;
           cell.rel_delta = 0.0;

@@ -20,7 +20,12 @@ inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct Cell {
   std::string metric;
-  int n = 0;           // succeeded runs with a value
+  int n = 0;           // succeeded runs with a finite value
+  // Succeeded runs whose metric diverged (NaN or +-inf; model::FinalValue::diverged_step), and
+  // the earliest step one did. While any did, mean, CI, best and delta stay NaN: the variant is
+  // "diverged k of n", never the mean of the seeds that happened not to.
+  int diverged = 0;
+  int64_t diverged_step = 0;
   double mean = kNaN;  // of the final values
   double std = kNaN;   // sample standard deviation (n - 1); NaN when n < 2
   double ci95 = kNaN;  // half-width of the 95% CI of the mean; NaN when n < 2
@@ -39,6 +44,9 @@ struct Cell {
   int decision_n = 0;            // seeds per arm it was decided on (the smaller arm)
   bool decision_final = false;   // another seed would not change it (decided, or at max)
   bool decision_futile = false;  // undecided, final before max by adaptive seeds' futility rule
+  // Adaptive seeds: the comparison's next look needs a seed that ended without a value, so it is
+  // held at its last look ("r12 failed"; stats::FollowLooks); "" when not held.
+  std::string decision_held;
   double margin = 0;             // the metric's equivalence margin; 0: none
   // The chance, shortcut or floor level the mean sits at (within its 95% CI, or within
   // kLevelTolerance of it), else kind "".
@@ -61,6 +69,11 @@ struct ReportOptions {
   double alpha = 0.05;
   std::map<std::string, double> margin;  // per metric; absent: no equivalence decision
   std::map<std::string, double> floor;   // [report] floor: below it (above for losses) is noise
+  // search.confirm: fresh seeds per variant at its chosen point (tuned.h); 0: none.
+  int confirm = 0;
+  // Which runs BuildReport counts: the search's (false: every run but search.confirm's
+  // confirmation runs) or the confirmation runs alone (true: the tuned table's confirmed rows).
+  bool confirmation_runs = false;
 };
 
 struct Row {
@@ -69,6 +82,7 @@ struct Row {
   int runs = 0;          // succeeded runs
   int runs_total = 0;    // all runs of the variant
   int runs_pruned = 0;   // runs an asha [search] stopped (state pruned)
+  int runs_failed = 0;   // runs that ended failed (their seeds are not replaced)
   std::vector<Cell> cells;
   double params = kNaN;           // mean model/params of its succeeded runs
   double flops_per_token = kNaN;  // mean model/flops_per_token
@@ -79,6 +93,10 @@ struct Row {
   std::string point;
   int points = 0;
   int candidates = 0;
+  // The tuned table with search.confirm: the confirmation runs at the chosen point (whose seeds
+  // alone give the row's runs, values and delta) and how many of them are not final.
+  int confirm_runs = 0;
+  int confirm_pending = 0;
 };
 
 // The floors and decision rule of an experiment's stored [report] and train.seeds.
@@ -91,11 +109,13 @@ bool HigherIsBetter(const std::string& metric, const std::map<std::string, std::
 // The metrics BuildReport reads besides the table's own, for the size and speed columns.
 std::vector<std::string> ExtraMetrics();
 
-// Counts `run` in `row`'s runs_total, and in runs (succeeded) or runs_pruned by its state.
+// Counts `run` in `row`'s runs_total, and in runs (succeeded), runs_pruned or runs_failed by its
+// state.
 void CountRun(const model::RunRecord& run, Row* row);
 
 // variants: in display order (baseline first); runs: every run of the experiment; values: the
-// final values of `metrics` and ExtraMetrics(); only succeeded runs count. Each variant is compared
+// final values of `metrics` and ExtraMetrics(); only succeeded runs count, and of the runs and
+// values only those options.confirmation_runs selects (by default: none of search.confirm's). Each variant is compared
 // with spec::BaselineFor(variant, baseline).
 // Cells are decided and marked by `options` and by the task levels of each variant's first run's
 // config (report/task_levels.h).

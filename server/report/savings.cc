@@ -32,6 +32,9 @@ SearchSavings SavingsOf(const std::vector<RunSteps>& runs,
     RungSavings& rung = rungs[d.rung];
     rung.rung = d.rung;
     rung.step = d.step;
+    if (d.verdict == "wait") {
+      continue;  // its keep or prune comes when the rung fills
+    }
     if (d.verdict == "nodata") {
       ++rung.nodata;
       continue;

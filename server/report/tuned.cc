@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "absl/strings/str_cat.h"
+
 namespace tae::report {
 namespace {
 
@@ -35,7 +37,8 @@ std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
   for (const model::FinalValue& v : values) {
     if (v.key == metric && v.state == model::RunState::kSucceeded) {
       Sum& sum = sums[v.variant];
-      sum.total += v.value;
+      // A diverged seed (NaN) makes its point's score NaN: never a candidate.
+      sum.total += v.diverged_step.has_value() ? kNaN : v.value;
       ++sum.n;
     }
   }
@@ -54,11 +57,11 @@ std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
       continue;
     }
     const double score = sum->second.total / sum->second.n;
+    if (!std::isfinite(score)) {
+      continue;  // a seed diverged: the point cannot be chosen
+    }
     ++choice.candidates;
-    // A diverged point (NaN) is never better than one with a number.
-    const bool better =
-        !std::isnan(score) &&
-        (std::isnan(choice.score) || (maximize ? score > choice.score : score < choice.score));
+    const bool better = maximize ? score > choice.score : score < choice.score;
     if (choice.variant.empty() || better) {
       choice.variant = variant;
       choice.point = split.point;
@@ -77,8 +80,15 @@ std::vector<Row> BuildTunedReport(
     const std::string& search_metric, bool maximize, const std::string& baseline,
     const std::map<std::string, std::string>& goal, const ReportOptions& options) {
   const std::string base_ablation = SplitVariant(baseline).ablation;
+  // The choice rests on the search's seeds alone, never on a confirmation run's.
+  std::vector<model::FinalValue> searched;
+  for (const model::FinalValue& value : values) {
+    if (!value.confirm && value.key == search_metric) {
+      searched.push_back(value);
+    }
+  }
   const std::vector<TunedChoice> choices =
-      ChooseTuned(variants, values, search_metric, maximize, base_ablation);
+      ChooseTuned(variants, searched, search_metric, maximize, base_ablation);
   std::vector<std::string> chosen;
   std::string base_variant = base_ablation;
   for (const TunedChoice& choice : choices) {
@@ -87,24 +97,55 @@ std::vector<Row> BuildTunedReport(
       base_variant = chosen.back();
     }
   }
-  std::vector<Row> rows = BuildReport(chosen, runs, values, metrics, base_variant, goal, options);
+  // With search.confirm, each row is its chosen point's confirmation runs alone.
+  ReportOptions rows_of = options;
+  rows_of.confirmation_runs = options.confirm > 0;
+  std::vector<Row> rows = BuildReport(chosen, runs, values, metrics, base_variant, goal, rows_of);
   for (size_t i = 0; i < rows.size() && i < choices.size(); ++i) {
     rows[i].ablation = choices[i].ablation;
     rows[i].point = choices[i].point;
     rows[i].points = choices[i].points;
     rows[i].candidates = choices[i].candidates;
     if (!choices[i].variant.empty()) {
+      if (options.confirm > 0) {
+        for (const model::RunRecord& run : runs) {
+          if (run.confirm && run.variant == choices[i].variant) {
+            ++rows[i].confirm_runs;
+            rows[i].confirm_pending += model::IsFinal(run.state) ? 0 : 1;
+          }
+        }
+      }
       continue;
     }
     // No point has a score: the row says what became of the ablation's runs at all its points
     // ("0/18 (18 pruned)"), not "0/0", which reads as if it never ran.
     for (const model::RunRecord& run : runs) {
-      if (SplitVariant(run.variant).ablation == choices[i].ablation) {
+      if (!run.confirm && SplitVariant(run.variant).ablation == choices[i].ablation) {
         CountRun(run, &rows[i]);
       }
     }
   }
   return rows;
+}
+
+std::string TunedEstimates(int confirm, const std::vector<Row>& rows) {
+  if (confirm <= 0) {
+    return "optimistic: chosen on the same seeds";
+  }
+  int due = 0;      // confirmation runs the chosen points are to have
+  int missing = 0;  // of which not added yet (the search is still running) or not final
+  for (const Row& row : rows) {
+    if (row.candidates == 0) {
+      continue;  // nothing to confirm
+    }
+    due += confirm;
+    missing += std::max(0, confirm - row.confirm_runs) + row.confirm_pending;
+  }
+  if (missing == 0) {
+    return absl::StrCat("confirmed: ", confirm, " fresh seeds");
+  }
+  return absl::StrCat("pending: ", missing, " of ", due, " confirmation runs (", confirm,
+                      " fresh seeds per chosen point) not finished");
 }
 
 }  // namespace tae::report

@@ -51,10 +51,23 @@ std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
 // their ablation, point, points and candidates; an ablation without a candidate point gets a row
 // named by the ablation alone, without values, whose run counts are over all its points. `values`
 // must hold `search_metric`'s final values.
+//
+// The choice is made on the search runs alone (never on a confirmation run, RunRecord::confirm).
+// With options.confirm > 0 (search.confirm) each row's run counts, values, n and delta (against
+// the baseline's chosen point, likewise) come from the confirmation runs at its chosen point
+// alone, and the row counts them (confirm_runs) and those not final (confirm_pending); until the
+// search is over there are none, and the rows have no values. Without it the values are those
+// of the seeds the point was chosen on: biased toward luck (server/seeds/confirm.h).
 std::vector<Row> BuildTunedReport(
     const std::vector<std::string>& variants, const std::vector<model::RunRecord>& runs,
     const std::vector<model::FinalValue>& values, const std::vector<std::string>& metrics,
     const std::string& search_metric, bool maximize, const std::string& baseline,
     const std::map<std::string, std::string>& goal = {}, const ReportOptions& options = {});
+
+// What the tuned table's values are, for its legend and --json (`confirm`: search.confirm; `rows`:
+// BuildTunedReport's): "optimistic: chosen on the same seeds" (no confirmation), "confirmed: 3
+// fresh seeds" (every chosen point has its confirmation runs, all final), or "pending: 4 of 6
+// confirmation runs (3 fresh seeds per chosen point) not finished" (not added yet, or running).
+std::string TunedEstimates(int confirm, const std::vector<Row>& rows);
 
 }  // namespace tae::report

@@ -125,7 +125,8 @@ grpc::ServerUnaryReactor* ControlService::Report(grpc::CallbackServerContext* ct
     ASSIGN_OR_RETURN(query::ReportResult result,
                      query_->Report(request->experiment(),
                                     {request->metrics().begin(), request->metrics().end()},
-                                    request->baseline(), request->sort(), request->view()));
+                                    request->baseline(), request->sort(), request->view(),
+                                    request->frontier(), request->cost()));
     wire::ToProto(result, response);
     return absl::OkStatus();
   });

@@ -111,11 +111,8 @@ uint64_t FromProto(const tae::v1::EventBatch& in, double received_at,
         event.kind = model::IngestEvent::Kind::kMetrics;
         event.step = e.metrics().step();
         for (const tae::v1::Scalar& s : e.metrics().values()) {
-          if (!std::isfinite(s.value())) {
-            // One value dropped, never the batch: a NaN loss must not wedge the agent's stream.
-            reject(e, absl::StrCat("metrics.values: ", s.key(), " = ", s.value(), " dropped"));
-            continue;
-          }
+          // NaN and +-inf pass: a diverged metric is data (the store records where it diverged;
+          // a search counts it as the worst value), not a value to drop.
           event.values.push_back({s.key(), s.value()});
         }
         break;

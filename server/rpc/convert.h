@@ -25,8 +25,9 @@ absl::Status CheckEvent(const tae::v1::Event& event);
 // Whether an event's wall_time is a time (finite, not before the epoch).
 bool IsGoodWallTime(double wall_time);
 // Converts a batch; returns the highest seq in it. Events that fail CheckEvent are left out, and
-// bad values are dropped from the events that carry them: a metric value that is NaN or
-// infinite, a wall_time that is not a time (replaced by `received_at`, when taed got the batch).
+// bad values are dropped from the events that carry them: a wall_time that is not a time
+// (replaced by `received_at`, when taed got the batch). A metric value that is NaN or infinite is
+// kept: it says the metric diverged there.
 // Each is described in `rejected`; all are acked with the batch, so a bad value cannot wedge an
 // agent.
 uint64_t FromProto(const tae::v1::EventBatch& in, double received_at,

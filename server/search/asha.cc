@@ -41,7 +41,7 @@ std::string RungText(int rung, int64_t step) {
 }  // namespace
 
 AshaRule RuleOf(const spec::SearchPlan& plan) {
-  return AshaRule{plan.metric, plan.maximize(), plan.min_steps, plan.reduction};
+  return AshaRule{plan.metric, plan.maximize(), plan.min_steps, plan.reduction, plan.bootstrap};
 }
 
 int64_t RungStep(const AshaRule& rule, int rung) {
@@ -82,40 +82,62 @@ const char* VerdictName(Verdict verdict) {
       return "prune";
     case Verdict::kNoData:
       return "nodata";
+    case Verdict::kWait:
+      return "wait";
     case Verdict::kIgnored:
       return "ignored";
   }
   return "?";
 }
 
-Decision AshaJudge::Judge(const RungValue& value) {
-  PointState& point = points_[value.point];
+double AshaJudge::Worst() const {
+  return rule_.maximize ? -std::numeric_limits<double>::infinity()
+                        : std::numeric_limits<double>::infinity();
+}
+
+AshaJudge::PointState& AshaJudge::Point(const std::string& point, const std::string& group) {
+  auto [it, fresh] = points_.try_emplace(point);
+  if (fresh) {
+    it->second.group = group;
+  }
+  return it->second;
+}
+
+void AshaJudge::AddPoint(const std::string& point, const std::string& group) {
+  Point(point, group);
+}
+
+bool AshaJudge::Full(const std::string& group, int rung) const {
+  auto it = rungs_.find({group, rung});
+  const size_t recorded = it == rungs_.end() ? 0 : it->second.recorded.size();
+  if (recorded >= static_cast<size_t>(std::max<int64_t>(1, rule_.bootstrap))) {
+    return true;
+  }
+  // Or no other point of the group can still bring a value to the rung.
+  for (const auto& [name, point] : points_) {
+    if (point.group == group && !point.pruned && !point.closed &&
+        (point.next_rung < rung || (point.next_rung == rung && !point.waiting))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Decision AshaJudge::DecisionAt(const RungValue& value, Verdict verdict) const {
   Decision d;
+  d.verdict = verdict;
   d.point = value.point;
   d.group = value.group;
   d.rung = value.rung;
   d.step = RungStep(rule_, value.rung);
   d.value = value.value;
   d.seeds = value.seeds;
-  if (point.pruned || point.closed || value.rung != point.next_rung) {
-    d.verdict = Verdict::kIgnored;
-    d.reason = point.pruned   ? absl::StrCat("already pruned at rung ", point.next_rung - 1)
-               : point.closed ? "already closed without data"
-                              : absl::StrCat("rung ", value.rung, " is not the point's next (",
-                                             point.next_rung, ")");
-    return d;
-  }
-  ++point.next_rung;
-  const std::string head = absl::StrCat(RungText(d.rung, d.step), ": ", rule_.metric, " ",
-                                        absl::StrFormat("%.4g", d.value));
-  if (std::isnan(value.value)) {
-    point.pruned = true;
-    d.verdict = Verdict::kPrune;
-    d.reason = absl::StrCat(head, ", not a number");
-    return d;
-  }
-  std::vector<double>& recorded = recorded_[{value.group, value.rung}];
-  recorded.push_back(value.value);
+  return d;
+}
+
+Decision AshaJudge::Rank(PointState& point, const RungValue& value) {
+  Decision d = DecisionAt(value, Verdict::kKeep);
+  const std::vector<double>& recorded = rungs_[{value.group, value.rung}].recorded;
   int better = 0;
   for (double other : recorded) {
     if (rule_.maximize ? other > value.value : other < value.value) {
@@ -125,15 +147,98 @@ Decision AshaJudge::Judge(const RungValue& value) {
   d.competitors = static_cast<int>(recorded.size());
   d.keeps = std::max<int>(1, d.competitors / static_cast<int>(rule_.reduction));
   d.rank = better + 1;
-  d.verdict = d.rank <= d.keeps ? Verdict::kKeep : Verdict::kPrune;
+  const bool worst = !value.worst.empty();
+  d.verdict = !worst && d.rank <= d.keeps ? Verdict::kKeep : Verdict::kPrune;
+  point.waiting = false;
   point.pruned = d.verdict == Verdict::kPrune;
-  d.reason =
-      absl::StrCat(head, ", ", Ordinal(d.rank), " of ", d.competitors, ", keeps best ", d.keeps);
+  point.next_rung = value.rung + 1;
+  const std::string shown =
+      worst ? value.worst : absl::StrFormat("%.4g", value.value);
+  d.reason = absl::StrCat(RungText(d.rung, d.step), ": ", rule_.metric, " ", shown, ", ",
+                          Ordinal(d.rank), " of ", d.competitors, ", keeps best ", d.keeps);
   return d;
 }
 
-Decision AshaJudge::NoData(const std::string& point_name, const std::string& group, int rung) {
-  PointState& point = points_[point_name];
+std::vector<Decision> AshaJudge::Fire(const std::string& group, int rung) {
+  std::vector<Decision> out;
+  auto it = rungs_.find({group, rung});
+  if (it == rungs_.end()) {
+    return out;
+  }
+  std::vector<std::string> waiting = std::move(it->second.waiting);
+  it->second.waiting.clear();
+  for (const std::string& name : waiting) {
+    PointState& point = points_.at(name);
+    out.push_back(Rank(point, point.value));
+  }
+  return out;
+}
+
+std::vector<Decision> AshaJudge::FireReady(const std::string& group) {
+  std::vector<Decision> out;
+  // A rung judged (its points pruned) can let a higher one of the group fire: until none does.
+  for (bool fired = true; fired;) {
+    fired = false;
+    for (auto& [key, rung] : rungs_) {
+      if (key.first == group && !rung.waiting.empty() && Full(group, key.second)) {
+        for (Decision& d : Fire(group, key.second)) {
+          out.push_back(std::move(d));
+        }
+        fired = true;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Decision> AshaJudge::Judge(const RungValue& given, bool fire) {
+  PointState& point = Point(given.point, given.group);
+  if (point.pruned || point.closed || point.waiting || given.rung != point.next_rung) {
+    Decision d = DecisionAt(given, Verdict::kIgnored);
+    d.reason = point.pruned    ? absl::StrCat("already pruned at rung ", point.next_rung - 1)
+               : point.closed  ? "already closed without data"
+               : point.waiting ? absl::StrCat("waits at rung ", point.next_rung)
+                               : absl::StrCat("rung ", given.rung, " is not the point's next (",
+                                              point.next_rung, ")");
+    return {d};
+  }
+  RungValue value = given;
+  if (!value.worst.empty() || !std::isfinite(value.value)) {
+    if (value.worst.empty()) {
+      value.worst = absl::StrFormat("%g", value.value);
+    }
+    value.value = Worst();
+  }
+  RungState& rung = rungs_[{value.group, value.rung}];
+  rung.recorded.push_back(value.value);
+  point.waiting = true;
+  point.value = value;
+  // A worst value never waits: whatever the others bring, it is pruned.
+  if (!fire && value.worst.empty() && !Full(value.group, value.rung)) {
+    rung.waiting.push_back(value.point);
+    Decision d = DecisionAt(value, Verdict::kWait);
+    d.competitors = static_cast<int>(rung.recorded.size());
+    d.reason = absl::StrCat(RungText(d.rung, d.step), ": ", rule_.metric, " ",
+                            value.worst.empty() ? absl::StrFormat("%.4g", value.value)
+                                                : value.worst,
+                            ", waits for ", rule_.bootstrap, " points at the rung (",
+                            d.competitors, " so far)");
+    return {d};
+  }
+  std::vector<Decision> out = {Rank(point, value)};
+  for (Decision& d : Fire(value.group, value.rung)) {
+    out.push_back(std::move(d));
+  }
+  for (Decision& d : FireReady(value.group)) {
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<Decision> AshaJudge::NoData(const std::string& point_name, const std::string& group,
+                                        int rung) {
+  PointState& point = Point(point_name, group);
   Decision d;
   d.verdict = Verdict::kNoData;
   d.point = point_name;
@@ -145,7 +250,20 @@ Decision AshaJudge::NoData(const std::string& point_name, const std::string& gro
   d.reason = absl::StrCat(RungText(rung, d.step), ": no run of the point reported ", rule_.metric,
                           " at or after step ", d.step, "; not judged");
   point.closed = true;
-  return d;
+  std::vector<Decision> out = {d};
+  for (Decision& fired : FireReady(group)) {
+    out.push_back(std::move(fired));
+  }
+  return out;
+}
+
+std::vector<Decision> AshaJudge::Close(const std::string& point_name) {
+  auto it = points_.find(point_name);
+  if (it == points_.end() || it->second.closed || it->second.waiting || it->second.pruned) {
+    return {};
+  }
+  it->second.closed = true;
+  return FireReady(it->second.group);
 }
 
 int AshaJudge::NextRung(const std::string& point) const {
@@ -158,9 +276,14 @@ bool AshaJudge::Pruned(const std::string& point) const {
   return it != points_.end() && it->second.pruned;
 }
 
+bool AshaJudge::Waiting(const std::string& point) const {
+  auto it = points_.find(point);
+  return it != points_.end() && it->second.waiting;
+}
+
 std::vector<double> AshaJudge::Recorded(const std::string& group, int rung) const {
-  auto it = recorded_.find({group, rung});
-  return it == recorded_.end() ? std::vector<double>() : it->second;
+  auto it = rungs_.find({group, rung});
+  return it == rungs_.end() ? std::vector<double>() : it->second.recorded;
 }
 
 GridSearch::GridSearch(AshaRule rule, spec::SearchWithin within, std::vector<SearchRun> runs)
@@ -169,6 +292,8 @@ GridSearch::GridSearch(AshaRule rule, spec::SearchWithin within, std::vector<Sea
     Point& point = points_[run.variant];
     point.group = GroupOf(within, run.variant);
     point.runs.push_back(run.run_id);
+    judge_.AddPoint(run.variant, point.group);
+    runs_[run.run_id].steps = run.steps;
     runs_[run.run_id].point = std::move(run.variant);
   }
 }
@@ -186,8 +311,14 @@ std::vector<Decision> GridSearch::Observe(int64_t run_id, std::string_view metri
   }
   Run& run = it->second;
   const Point& point = points_.at(run.point);
-  if (point.closed || judge_.Pruned(run.point)) {
+  if (point.closed || judge_.Pruned(run.point) || run.diverged_step.has_value()) {
     return {};
+  }
+  if (!std::isfinite(value)) {
+    // Every rung it has no value for yet is its worst, known now.
+    run.diverged_step = step;
+    run.diverged_value = value;
+    return Advance(run.point);
   }
   bool filled = false;
   for (int k = 0;; ++k) {
@@ -203,49 +334,104 @@ std::vector<Decision> GridSearch::Observe(int64_t run_id, std::string_view metri
   return filled ? Advance(run.point) : std::vector<Decision>();
 }
 
-std::vector<Decision> GridSearch::Ended(int64_t run_id, int64_t last_step) {
+std::vector<Decision> GridSearch::Ended(int64_t run_id, int64_t last_step, bool failed) {
   auto it = runs_.find(run_id);
   if (it == runs_.end() || it->second.ended) {
     return {};
   }
   it->second.ended = true;
+  it->second.failed = failed;
   it->second.last_step = last_step;
   return Advance(it->second.point);
 }
 
-std::vector<Decision> GridSearch::Advance(const std::string& point_name) {
+std::optional<RungValue> GridSearch::NextValue(const std::string& point_name, bool* no_data) {
+  *no_data = false;
+  const Point& point = points_.at(point_name);
+  const int rung = judge_.NextRung(point_name);
+  const int64_t rung_step = RungStep(judge_.rule(), rung);
+  double sum = 0;
+  int seeds = 0;
+  bool reached = false;
+  bool pending = false;
+  for (int64_t run_id : point.runs) {
+    const Run& run = runs_.at(run_id);
+    if (auto value = run.values.find(rung); value != run.values.end()) {
+      sum += value->second;
+      ++seeds;
+    } else if (run.diverged_step.has_value() && (run.steps <= 0 || rung_step <= run.steps)) {
+      // One diverged seed decides the point: no need to wait for the others.
+      return RungValue{point_name, point.group, rung, 0, 1,
+                       absl::StrFormat("diverged at step %d (r%d: %g)", *run.diverged_step,
+                                       run_id, run.diverged_value)};
+    } else if (!run.ended && !run.diverged_step.has_value()) {
+      pending = true;  // this run may still report the rung
+    } else if (run.failed && (run.steps <= 0 || rung_step <= run.steps)) {
+      return RungValue{point_name, point.group, rung, 0, 1,
+                       absl::StrFormat("failed at step %d (r%d)", run.last_step, run_id)};
+    } else {
+      reached |= run.last_step >= rung_step;
+    }
+  }
+  if (pending) {
+    return std::nullopt;
+  }
+  if (seeds == 0) {
+    *no_data = reached;
+    return std::nullopt;
+  }
+  return RungValue{point_name, point.group, rung, sum / seeds, seeds, ""};
+}
+
+std::vector<Decision> GridSearch::AdvanceOne(const std::string& point_name) {
   std::vector<Decision> out;
   Point& point = points_.at(point_name);
-  while (!point.closed && !judge_.Pruned(point_name)) {
-    const int rung = judge_.NextRung(point_name);
-    const int64_t rung_step = RungStep(judge_.rule(), rung);
-    double sum = 0;
-    int seeds = 0;
-    bool reached = false;
-    for (int64_t run_id : point.runs) {
-      const Run& run = runs_.at(run_id);
-      if (auto value = run.values.find(rung); value != run.values.end()) {
-        sum += value->second;
-        ++seeds;
-      } else if (!run.ended) {
-        return out;  // this run may still report the rung
-      } else {
-        reached |= run.last_step >= rung_step;
+  while (!point.closed && !judge_.Pruned(point_name) && !judge_.Waiting(point_name)) {
+    bool no_data = false;
+    std::optional<RungValue> value = NextValue(point_name, &no_data);
+    if (!value.has_value()) {
+      bool ended = true;
+      for (int64_t run_id : point.runs) {
+        ended = ended && runs_.at(run_id).ended;
       }
-    }
-    if (seeds == 0) {
+      if (!ended) {
+        return out;  // a run may still report the rung
+      }
       point.closed = true;
-      if (reached) {
-        out.push_back(judge_.NoData(point_name, point.group, rung));
-      }
+      const std::vector<Decision> closed =
+          no_data ? judge_.NoData(point_name, point.group, judge_.NextRung(point_name))
+                  : judge_.Close(point_name);
+      out.insert(out.end(), closed.begin(), closed.end());
       return out;
     }
-    out.push_back(judge_.Judge(RungValue{point_name, point.group, rung, sum / seeds, seeds}));
+    for (Decision& d : judge_.Judge(*value)) {
+      out.push_back(std::move(d));
+    }
+  }
+  return out;
+}
+
+std::vector<Decision> GridSearch::Advance(const std::string& point_name) {
+  std::vector<Decision> out;
+  std::vector<std::string> work = {point_name};
+  // A decision that fills a rung can keep points that waited there: they go on to their next.
+  for (size_t i = 0; i < work.size(); ++i) {
+    const size_t first = out.size();
+    for (Decision& d : AdvanceOne(work[i])) {
+      out.push_back(std::move(d));
+    }
+    for (size_t j = first; j < out.size(); ++j) {
+      if (out[j].verdict == Verdict::kKeep && out[j].point != work[i]) {
+        work.push_back(out[j].point);
+      }
+    }
   }
   return out;
 }
 
 absl::Status GridSearch::Restore(const std::vector<Decision>& decisions) {
+  std::vector<Decision> expected;  // what the last judgement decided beyond its own point
+  size_t next_expected = 0;
   for (size_t i = 0; i < decisions.size(); ++i) {
     const Decision& stored = decisions[i];
     auto it = points_.find(stored.point);
@@ -254,18 +440,39 @@ absl::Status GridSearch::Restore(const std::vector<Decision>& decisions) {
           "stored decision ", i + 1, " is about ", stored.point, ", not a point of the search"));
     }
     Decision now;
-    if (stored.verdict == Verdict::kNoData) {
-      now = judge_.NoData(stored.point, it->second.group, stored.rung);
-      it->second.closed = true;
+    if (next_expected < expected.size()) {
+      now = expected[next_expected++];
     } else {
-      now = judge_.Judge(
-          RungValue{stored.point, it->second.group, stored.rung, stored.value, stored.seeds});
+      expected.clear();
+      next_expected = 0;
+      if (stored.verdict == Verdict::kNoData) {
+        expected = judge_.NoData(stored.point, it->second.group, stored.rung);
+        it->second.closed = true;
+      } else if (judge_.Waiting(stored.point)) {
+        // Judged when its rung filled by an event that is not a decision (a point closed).
+        expected = judge_.Fire(it->second.group, judge_.NextRung(stored.point));
+      } else {
+        RungValue value{stored.point, it->second.group, stored.rung, stored.value, stored.seeds,
+                        ""};
+        expected = judge_.Judge(value, /*fire=*/stored.verdict != Verdict::kWait);
+      }
+      if (expected.empty()) {
+        return absl::FailedPreconditionError(absl::StrCat("stored decision ", i + 1, " (",
+                                                          stored.point, ") decides nothing now"));
+      }
+      now = expected[next_expected++];
     }
-    if (now.verdict != stored.verdict) {
+    if (now.verdict != stored.verdict || now.point != stored.point || now.rung != stored.rung) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "stored decision ", i + 1, " (", stored.point, " ", VerdictName(stored.verdict), ": ",
-          stored.reason, ") is now ", VerdictName(now.verdict), ": ", now.reason));
+          "stored decision ", i + 1, " (", stored.point, " rung ", stored.rung, " ",
+          VerdictName(stored.verdict), ": ", stored.reason, ") is now ", now.point, " rung ",
+          now.rung, " ", VerdictName(now.verdict), ": ", now.reason));
     }
+  }
+  if (next_expected < expected.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the stored decisions end before ", expected[next_expected].point,
+                     "'s, which the rule now makes"));
   }
   return absl::OkStatus();
 }

@@ -1,10 +1,14 @@
 #pragma once
 
 // ASHA over a [grid]: which grid points to stop early (issue 27). The stopping form of
-// asynchronous successive halving, exactly as Optuna's SuccessiveHalvingPruner (3.1) implements
-// it with min_resource = search.min_steps, reduction_factor = search.reduction (eta),
-// min_early_stopping_rate = 0 and bootstrap_count = 0; tests/search/asha_oracle_test.py replays
-// randomised studies through both and requires the same decisions.
+// asynchronous successive halving as Optuna's SuccessiveHalvingPruner (3.1) implements it with
+// min_resource = search.min_steps, reduction_factor = search.reduction (eta) and
+// min_early_stopping_rate = 0, with three changes for finite grids (docs/design.md, "ASHA on a
+// grid"): a rung waits for `bootstrap` points before it judges (Optuna prunes the early arrivals
+// instead), a diverged or failed seed is the worst value rather than a missing one, and such a
+// point is always pruned. tests/search/asha_oracle_test.py replays randomised studies through
+// both: with bootstrap 1 every decision must be Optuna's, and with bootstrap > 1 every judgement
+// must be the one Optuna's promotion rule gives over the values recorded at that moment.
 //
 // The rule.
 //  - Rung k (k = 0, 1, ...) is at step min_steps * eta^k.
@@ -21,13 +25,25 @@
 //    group has recorded at rung k, its own included: rank = 1 + the values strictly better. It is
 //    kept when rank <= keeps = max(1, n / eta) (Optuna's promotable index n // eta - 1, with -1
 //    raised to 0: the first eta - 1 points of a rung are kept only when best so far), else pruned.
-//    Every value tied at the threshold is kept. A NaN value is pruned and not recorded (Optuna
-//    too): one diverged seed stops its point.
+//    Every value tied at the threshold is kept.
+//  - Bootstrap: a rung judges nothing until `bootstrap` points of the group have recorded a value
+//    there, or every point of the group that can still reach it has (not pruned, not closed, not
+//    past it). Until then an arriving point's value is recorded and it gets kWait: its runs go
+//    on. When the rung fills, the arriving point is judged, then the waiting ones in the order
+//    they arrived, each against every value recorded there then. bootstrap 1 is Optuna's rule
+//    with bootstrap_count 0.
+//  - Diverged is worst: a seed whose value is NaN or +-inf at a rung (a diverged seed keeps that
+//    value at every later rung: a run's first non-finite report ends its series for the search),
+//    or that ended failed before the rung's step, makes its point's value the worst possible
+//    (+inf, or -inf with goal max) as soon as it is known, without waiting for the other seeds.
+//    Such a value is recorded (it is a competitor that lost) and its point is always pruned, at
+//    once (it never waits for the bootstrap), with "diverged at step N" or "failed at step N" in
+//    the reason.
 //  - A point's rungs are judged in order. One report past several rungs completes each of them
 //    with the same value, judged in turn until the point is pruned (Optuna's loop).
-//  - Missing data never prunes: a point whose runs all ended without a value at a rung some of
-//    them reached gets a kNoData decision ("not judged"); a run that never reports the metric
-//    holds its point's rung open until it ends.
+//  - Missing data never prunes: a point whose runs all ended (not failed) without a value at a
+//    rung some of them reached gets a kNoData decision ("not judged"); a run that never reports
+//    the metric holds its point's rung open until it ends.
 //  - Rungs are not capped at train.steps: a run's last report also completes the rungs up to its
 //    last step, and its value there is recorded for the points judged after it (as in Optuna). A
 //    kPrune for a point whose runs have all ended changes nothing but the record.
@@ -37,15 +53,16 @@
 //  - AshaJudge: one RungValue (point, group, rung, value) in, one Decision out.
 //  - GridSearch: what taed's wiring feeds. Built from an experiment's runs (run id + variant
 //    name); Observe(run, metric, step, value) for each stored metric point as it arrives and
-//    Ended(run, last_step) when a run reaches a final state (succeeded, failed, cancelled, pruned;
-//    not lost: a lost run comes back as a new attempt, and its rung values so far stay), each
-//    returning the decisions it completes, in order.
+//    Ended(run, last_step, failed) when a run reaches a final state (succeeded, failed, cancelled,
+//    pruned; not lost: a lost run comes back as a new attempt, and its rung values so far stay),
+//    each returning the decisions it completes, in order.
 //
 // What the wiring does with a Decision: store it (point, rung, step, value, seeds, verdict,
 // reason) in the same statement batch as its effect; kPrune: every run of the point that is not
 // final (Runs(point): queued ones too, all hosts of a gang) ends in state `pruned` with the
-// decision's reason; kKeep: nothing (it is the rung view's data); kNoData: a line in the point's
-// runs' logs. Later reports of a pruned point's runs are ignored here.
+// decision's reason; kKeep and kWait: nothing (they are the rung view's data); kNoData: a line in
+// the point's runs' logs. Later reports of a pruned point's runs are ignored here. A worst value
+// is +-inf and is stored so.
 //
 // After a taed restart: build a new GridSearch with the same runs in the same order, Restore()
 // the stored decisions in their stored order (it re-judges each and checks it gets the same
@@ -59,6 +76,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +91,7 @@ struct AshaRule {
   bool maximize = false;             // goal "max"
   int64_t min_steps = 1;             // >= 1: rung 0's step
   int64_t reduction = 3;             // eta >= 2
+  int64_t bootstrap = 1;             // >= 1: values a rung waits for before it judges
 };
 
 // The rule of an experiment's [search] (meaningful when plan.asha()).
@@ -96,16 +115,20 @@ struct RungValue {
   int rung = 0;
   double value = 0;  // the mean over `seeds` runs
   int seeds = 1;
+  // Set: the value is the worst (a seed diverged or failed), and why: "diverged at step 30 (r4:
+  // nan)", "failed at step 20 (r7)". A non-finite `value` without it counts as worst too.
+  std::string worst;
 };
 
 enum class Verdict {
   kKeep,     // in the best 1/eta at its rung: it runs on to the next
   kPrune,    // stop every run of the point
   kNoData,   // its runs ended without a value at a rung they reached: not judged
+  kWait,     // its value is recorded; the rung judges it once `bootstrap` points reached it
   kIgnored,  // AshaJudge only: the point was pruned already, or the rung is not its next
 };
 
-const char* VerdictName(Verdict verdict);  // "keep", "prune", "nodata", "ignored"
+const char* VerdictName(Verdict verdict);  // "keep", "prune", "nodata", "wait", "ignored"
 
 struct Decision {
   Verdict verdict = Verdict::kKeep;
@@ -119,43 +142,76 @@ struct Decision {
   int competitors = 0;
   int keeps = 0;  // the best this many (and ties) are kept
   // "rung 2 (step 270): eval/loss 1.93, 7th of 9, keeps best 3"; "rung 0 (step 30): eval/loss
-  // nan, not a number"; "rung 1 (step 90): no run of the point reported eval/loss at or after
-  // step 90; not judged".
+  // diverged at step 24 (r4: nan), 9th of 9, keeps best 3"; "rung 0 (step 30): eval/loss 2.1,
+  // waits for 3 points at the rung (1 so far)"; "rung 1 (step 90): no run of the point reported
+  // eval/loss at or after step 90; not judged".
   std::string reason;
 };
 
 // The point-level rule: the values recorded at each rung of each group, and each point's next
-// rung. Deterministic in the order of Judge calls.
+// rung. Deterministic in the order of calls.
 class AshaJudge {
  public:
   explicit AshaJudge(AshaRule rule) : rule_(std::move(rule)) {}
 
-  // Judges `value` at its rung, which must be its point's next (0 first); otherwise, or when the
-  // point was pruned, kIgnored with a reason and nothing recorded.
-  Decision Judge(const RungValue& value);
+  // A point of `group` that may reach rungs: what "every point that can still reach it" counts.
+  // A point first named by Judge or NoData is added then.
+  void AddPoint(const std::string& point, const std::string& group);
+
+  // Records `value` at its rung, which must be its point's next (0 first); otherwise, or when the
+  // point was pruned or waits, one kIgnored with a reason and nothing recorded. Returns the
+  // point's own decision first (kWait while the rung is not full), then those of the points that
+  // waited at the rung, if this filled it. `fire`: judge the rung now whatever the bootstrap says
+  // (Restore, where the stored decisions say it was judged).
+  std::vector<Decision> Judge(const RungValue& value, bool fire = false);
   // The point's rung was reached without data (kNoData): it is not judged and not judged again.
-  Decision NoData(const std::string& point, const std::string& group, int rung);
+  // Then the decisions of rungs that no longer wait for it.
+  std::vector<Decision> NoData(const std::string& point, const std::string& group, int rung);
+  // The point reaches no more rungs (its runs ended before its next rung's step): the decisions
+  // of rungs that no longer wait for it. A waiting point stays waiting.
+  std::vector<Decision> Close(const std::string& point);
+  // Judges the points waiting at `rung` of `group` now (Restore).
+  std::vector<Decision> Fire(const std::string& group, int rung);
 
   int NextRung(const std::string& point) const;
   bool Pruned(const std::string& point) const;
-  // The values recorded at `rung` in `group`, in the order they were judged.
+  bool Waiting(const std::string& point) const;
+  // The values recorded at `rung` in `group`, in the order they were recorded.
   std::vector<double> Recorded(const std::string& group, int rung) const;
   const AshaRule& rule() const { return rule_; }
 
  private:
   struct PointState {
+    std::string group;
     int next_rung = 0;
     bool pruned = false;
-    bool closed = false;  // kNoData: nothing more to judge
+    bool closed = false;   // kNoData or Close: nothing more to judge
+    bool waiting = false;  // its value at next_rung is recorded; the rung has not judged it
+    RungValue value;       // while waiting
   };
+  struct RungState {
+    std::vector<double> recorded;
+    std::vector<std::string> waiting;  // in arrival order
+  };
+  PointState& Point(const std::string& point, const std::string& group);
+  double Worst() const;  // +inf, or -inf with goal max
+  bool Full(const std::string& group, int rung) const;
+  // A decision about `value` with its point, rung, step, value and seeds filled in.
+  Decision DecisionAt(const RungValue& value, Verdict verdict) const;
+  Decision Rank(PointState& point, const RungValue& value);
+  std::vector<Decision> FireReady(const std::string& group);
+
   AshaRule rule_;
   std::map<std::string, PointState> points_;
-  std::map<std::pair<std::string, int>, std::vector<double>> recorded_;  // (group, rung)
+  std::map<std::pair<std::string, int>, RungState> rungs_;  // (group, rung)
 };
 
 struct SearchRun {
   int64_t run_id = 0;
   std::string variant;  // its grid point's variant name ("no-pos[lr=0.001]")
+  // Its train.steps (0: not known). A run that failed or diverged counts as the worst only at
+  // rungs it was meant to reach: a rung past its last step judges nothing of it.
+  int64_t steps = 0;
 };
 
 // The run-level search of one experiment (see the top of this file).
@@ -169,11 +225,12 @@ class GridSearch {
   // pruned point are ignored. Returns the decisions it completes, in order.
   std::vector<Decision> Observe(int64_t run_id, std::string_view metric, int64_t step,
                                 double value);
-  // The run reached a final state at `last_step` (its last step; 0 if it never started).
-  std::vector<Decision> Ended(int64_t run_id, int64_t last_step);
+  // The run reached a final state at `last_step` (its last step; 0 if it never started);
+  // `failed`: it failed (the job's fault), so the rungs it did not reach count as its worst.
+  std::vector<Decision> Ended(int64_t run_id, int64_t last_step, bool failed = false);
 
-  // Replays stored decisions (kKeep, kPrune, kNoData; in their stored order) into a new search.
-  // FailedPrecondition naming the first one that the rule now judges differently.
+  // Replays stored decisions (kKeep, kPrune, kNoData, kWait; in their stored order) into a new
+  // search. FailedPrecondition naming the first one that the rule now judges differently.
   absl::Status Restore(const std::vector<Decision>& decisions);
 
   bool Pruned(const std::string& point) const { return judge_.Pruned(point); }
@@ -186,14 +243,23 @@ class GridSearch {
     std::string point;
     std::map<int, double> values;  // rung -> its first value at or past the rung's step
     bool ended = false;
+    bool failed = false;
     int64_t last_step = 0;
+    int64_t steps = 0;  // SearchRun::steps
+    // Its first non-finite report: the run's series ends there for the search.
+    std::optional<int64_t> diverged_step;
+    double diverged_value = 0;
   };
   struct Point {
     std::string group;
     std::vector<int64_t> runs;
     bool closed = false;  // every run ended past its last rung, or kNoData
   };
+  // Judges what the point's runs complete, then what that frees (points a filled rung kept).
   std::vector<Decision> Advance(const std::string& point_name);
+  std::vector<Decision> AdvanceOne(const std::string& point_name);
+  // The value of the point's next rung if its runs complete it; nullopt while one may still.
+  std::optional<RungValue> NextValue(const std::string& point_name, bool* no_data);
 
   AshaJudge judge_;
   std::map<int64_t, Run> runs_;

@@ -1,13 +1,13 @@
 #include "server/seeds/seeds.h"
 
-#include <map>
+#include <algorithm>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/spec/spec.h"
-#include "common/stats/sequential.h"
 
 namespace tae::seeds {
 namespace {
@@ -16,12 +16,31 @@ constexpr char kDefaultMetric[] = "eval/loss";
 
 // One variant's runs as adaptive seeds see them.
 struct ArmRuns {
-  stats::Arm arm;
   int64_t like_run = 0;  // the lowest-seed run
   int64_t lowest_seed = 0;
   int64_t highest_seed = 0;
-  std::string held;  // why it may not grow; "" if it may
+  std::string held;  // why it may not grow ("r3 was cancelled"); "" if it may
 };
+
+// Why a finished run of `metric` has no value, or nullopt when it has one (or is not finished).
+std::optional<std::string> WhyMissing(const model::RunRecord& run, bool has_value,
+                                      const std::string& metric) {
+  switch (run.state) {
+    case model::RunState::kSucceeded:
+      if (has_value) {
+        return std::nullopt;
+      }
+      return absl::StrCat("r", run.id, " succeeded without reporting ", metric);
+    case model::RunState::kFailed:
+      return absl::StrCat("r", run.id, " failed");
+    case model::RunState::kCancelled:
+      return absl::StrCat("r", run.id, " was cancelled");
+    case model::RunState::kPruned:
+      return absl::StrCat("r", run.id, " was pruned");
+    default:
+      return std::nullopt;
+  }
+}
 
 }  // namespace
 
@@ -29,13 +48,7 @@ std::string PrimaryMetric(const model::ExperimentReport& report) {
   return report.metrics.empty() ? kDefaultMetric : report.metrics.front();
 }
 
-Plan PlanSeeds(const model::ExperimentReport& report, const std::vector<model::RunRecord>& runs,
-               const std::vector<model::FinalValue>& values) {
-  Plan plan;
-  if (report.min_seeds <= 0) {
-    return plan;
-  }
-  const std::string metric = PrimaryMetric(report);
+stats::SequentialDesign DesignOf(const model::ExperimentReport& report, const std::string& metric) {
   stats::SequentialDesign design;
   design.min_seeds = report.min_seeds;
   design.max_seeds = report.max_seeds;
@@ -43,24 +56,92 @@ Plan PlanSeeds(const model::ExperimentReport& report, const std::vector<model::R
   if (auto it = report.margin.find(metric); it != report.margin.end()) {
     design.margin = it->second;
   }
+  return design;
+}
+
+std::map<std::string, std::vector<stats::Outcome>> SeedOutcomes(
+    const std::vector<model::RunRecord>& runs, const std::vector<model::FinalValue>& values,
+    const std::string& metric) {
+  std::map<int64_t, double> value_of;
+  std::map<int64_t, int64_t> diverged_at;  // a diverged seed is held like a failed one
+  for (const model::FinalValue& value : values) {
+    if (value.key == metric) {
+      value_of[value.run_id] = value.value;
+      if (value.diverged_step.has_value()) {
+        diverged_at[value.run_id] = *value.diverged_step;
+      }
+    }
+  }
+  std::vector<const model::RunRecord*> ordered;
+  ordered.reserve(runs.size());
+  for (const model::RunRecord& run : runs) {
+    ordered.push_back(&run);
+  }
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const model::RunRecord* a, const model::RunRecord* b) {
+                     return a->seed < b->seed;
+                   });
+  std::map<std::string, std::vector<stats::Outcome>> arms;
+  for (const model::RunRecord* run : ordered) {
+    std::vector<stats::Outcome>& arm = arms[run->variant];
+    auto value = value_of.find(run->id);
+    if (!model::IsFinal(run->state)) {
+      arm.push_back(stats::Outcome::Pending());
+    } else if (auto diverged = diverged_at.find(run->id); diverged != diverged_at.end()) {
+      arm.push_back(stats::Outcome::Missing(
+          absl::StrCat("r", run->id, " diverged at step ", diverged->second)));
+    } else if (std::optional<std::string> why =
+                   WhyMissing(*run, value != value_of.end(), metric)) {
+      arm.push_back(stats::Outcome::Missing(std::move(*why)));
+    } else {
+      arm.push_back(stats::Outcome::Value(value->second));
+    }
+  }
+  return arms;
+}
+
+Plan PlanSeeds(const model::ExperimentReport& report, const std::vector<model::RunRecord>& runs,
+               const std::vector<model::FinalValue>& values) {
+  if (report.min_seeds <= 0) {
+    return {};
+  }
+  const stats::SequentialDesign design = DesignOf(report, PrimaryMetric(report));
+  const stats::Boundaries boundaries =
+      stats::DesignError(design) ? stats::Boundaries{} : stats::ComputeBoundaries(design);
+  return PlanSeeds(report, boundaries, runs, values);
+}
+
+Plan PlanSeeds(const model::ExperimentReport& report, const stats::Boundaries& boundaries,
+               const std::vector<model::RunRecord>& runs,
+               const std::vector<model::FinalValue>& values) {
+  Plan plan;
+  if (report.min_seeds <= 0) {
+    return plan;
+  }
+  const std::string metric = PrimaryMetric(report);
+  const stats::SequentialDesign design = DesignOf(report, metric);
   if (std::optional<std::string> error = stats::DesignError(design)) {
     plan.held.push_back(*error);
     return plan;
   }
-  std::map<int64_t, double> value_of;
+  std::map<std::string, std::vector<stats::Outcome>> outcomes =
+      SeedOutcomes(runs, values, metric);
+  std::set<int64_t> reported;  // runs with a value of the metric
   for (const model::FinalValue& value : values) {
     if (value.key == metric) {
-      value_of[value.run_id] = value.value;
+      reported.insert(value.run_id);
     }
   }
   std::vector<std::string> order;  // variants by first run
   std::map<std::string, ArmRuns> arms;
   for (const model::RunRecord& run : runs) {
+    if (run.confirm) {
+      continue;  // search.confirm's: not a seed of the point's comparisons
+    }
     auto [it, fresh] = arms.try_emplace(run.variant);
     ArmRuns& a = it->second;
     if (fresh) {
       order.push_back(run.variant);
-      a.arm.variant = run.variant;
       a.like_run = run.id;
       a.lowest_seed = a.highest_seed = run.seed;
     }
@@ -69,15 +150,13 @@ Plan PlanSeeds(const model::ExperimentReport& report, const std::vector<model::R
       a.like_run = run.id;
     }
     a.highest_seed = std::max(a.highest_seed, run.seed);
-    a.arm.runs += 1;
-    if (!model::IsFinal(run.state)) {
-      a.arm.pending += 1;
-    } else if (run.state == model::RunState::kCancelled && a.held.empty()) {
+    if (!a.held.empty()) {
+      continue;
+    }
+    if (run.state == model::RunState::kCancelled) {
       a.held = absl::StrCat("r", run.id, " was cancelled");
     } else if (run.state == model::RunState::kSucceeded) {
-      if (auto v = value_of.find(run.id); v != value_of.end()) {
-        a.arm.values.push_back(v->second);
-      } else if (a.held.empty()) {
+      if (reported.count(run.id) == 0) {
         a.held = absl::StrCat("r", run.id, " succeeded without reporting ", metric);
       }
     }
@@ -103,38 +182,44 @@ Plan PlanSeeds(const model::ExperimentReport& report, const std::vector<model::R
     }
     auto [it, fresh] = point_of.try_emplace(base, points.size());
     if (fresh) {
-      points.push_back(stats::Point{base, b->second.arm, {}});
+      points.push_back(stats::Point{base, stats::Arm{base, outcomes[base]}, {}});
     }
-    points[it->second].variants.push_back(v.arm);
+    points[it->second].variants.push_back(stats::Arm{variant, outcomes[variant]});
   }
-  const stats::Boundaries boundaries = stats::ComputeBoundaries(design);
-  // Why each arm grows: the comparisons it is in that are still undecided.
+  std::vector<std::vector<stats::Course>> courses;
+  const std::vector<stats::SeedTarget> targets =
+      stats::SeedsNeeded(design, boundaries, points, &courses);
+  // Why each arm grows: the comparisons it is in that want more seeds than it has.
   std::map<std::string, std::vector<std::string>> why;
-  for (const stats::Point& point : points) {
-    for (const stats::Arm& variant : point.variants) {
-      const bool ready = variant.pending == 0 && point.baseline.pending == 0 &&
-                         variant.runs >= design.min_seeds &&
-                         point.baseline.runs >= design.min_seeds;
-      if (!ready) {
+  for (size_t p = 0; p < points.size(); ++p) {
+    const stats::Point& point = points[p];
+    for (size_t i = 0; i < point.variants.size(); ++i) {
+      const stats::Arm& variant = point.variants[i];
+      const stats::Course& course = courses[p][i];
+      if (!course.held.empty()) {
+        plan.held.push_back(
+            absl::StrCat(variant.variant, " vs ", point.baseline.variant, ": ", course.held));
+      }
+      if (course.wants == 0 || course.verdict.n < design.min_seeds) {
         continue;  // SeedsNeeded only brings it to min seeds
       }
-      const stats::Verdict verdict =
-          stats::Decide(design, boundaries, variant.values, point.baseline.values);
-      if (!verdict.final) {
-        const std::string reason =
-            absl::StrFormat("%s vs %s undecided at n=%d (p=%.2g)", variant.variant,
-                            point.baseline.variant, verdict.n, verdict.p);
-        why[variant.variant].push_back(reason);
-        why[point.baseline.variant].push_back(reason);
+      const std::string reason =
+          absl::StrFormat("%s vs %s undecided at n=%d (p=%.2g)", variant.variant,
+                          point.baseline.variant, course.verdict.n, course.verdict.p);
+      for (const stats::Arm* arm : {&variant, &point.baseline}) {
+        if (static_cast<int>(arm->seeds.size()) < course.wants) {
+          why[arm->variant].push_back(reason);
+        }
       }
     }
   }
-  for (const stats::SeedTarget& target : stats::SeedsNeeded(design, boundaries, points)) {
+  for (const stats::SeedTarget& target : targets) {
     const ArmRuns& a = arms.at(target.variant);
+    const int runs_now = static_cast<int>(outcomes[target.variant].size());
     NewSeeds add;
     add.variant = target.variant;
     add.like_run = a.like_run;
-    for (int i = 0; i < target.runs - a.arm.runs; ++i) {
+    for (int i = 0; i < target.runs - runs_now; ++i) {
       add.seeds.push_back(a.highest_seed + 1 + i);
     }
     const std::vector<std::string>& reasons = why[target.variant];

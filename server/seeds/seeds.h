@@ -4,13 +4,26 @@
 //
 // Every variant starts with `min` seeds (submit). Whenever a run of the experiment ends, taed asks
 // PlanSeeds what to add: for each grid point, each comparison "variant vs the point's baseline" on
-// the primary metric is decided by the group-sequential test (common/stats/sequential.h), and a
-// comparison still undecided, with nothing pending in either arm, adds one seed to each arm (the
-// baseline once for all its comparisons), never past `max` runs per arm. A failed run gives no
-// value and its seed is not reused: the arm gets another seed in its place.
+// the primary metric is followed over its looks by stats::FollowLooks (common/stats/sequential.h),
+// and a comparison whose next look needs more seeds brings each arm to that many (the baseline to
+// the most any of its comparisons wants), never past `max` runs per arm. A comparison's look n
+// uses the first n seeds of each arm in seed order and the course stops at its first final
+// verdict, so a baseline that gains seeds for a sibling neither re-tests nor flips a comparison
+// already decided or stopped as futile. The table (server/report) follows the same course.
 //
-// Held, i.e. never grown: an arm with a cancelled run (someone said stop), and a comparison whose
-// succeeded runs did not report the primary metric (more seeds would not report it either).
+// A failed seed is reported, never replaced. A run that ends failed is a result of its variant at
+// that seed, not a value missing at random: a variant that diverges at some seeds and is judged on
+// the others looks better than it is, and replacing the seed hides exactly that. So the
+// comparison whose next look needs a failed seed is held at its last look whose seeds all
+// succeeded (the look its spending function budgeted, no test added or skipped), listed in
+// Plan::held ("no-pos vs baseline: r12 failed"), and the report counts the variant's failed runs
+// next to that verdict. A baseline's failed seed holds every comparison that reaches it; a failure
+// beyond a comparison's final look changes nothing. Holding never adds a look, so it cannot raise
+// the false-positive rate; it costs power, which is the honest price of a failing variant. Fix the
+// cause and submit again, or read the held verdict for what it is.
+//
+// Also held, i.e. never grown: an arm with a cancelled run (someone said stop), and a comparison
+// whose succeeded runs did not report the primary metric (more seeds would not report it either).
 //
 // The plan is a pure function of the stored runs and their final values, and it asks for
 // absolute counts: computing it twice, or again after a restart, adds nothing twice. New seeds
@@ -18,9 +31,11 @@
 // run (spec::ConfigAtSeed), so a taed upgraded mid-study keeps the study's settings.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "common/stats/sequential.h"
 #include "server/model/records.h"
 
 namespace tae::seeds {
@@ -44,10 +59,29 @@ struct Plan {
   std::vector<std::string> held;
 };
 
+// The design of an adaptive experiment for `metric` (its margin from report.margin); check it
+// with stats::DesignError.
+stats::SequentialDesign DesignOf(const model::ExperimentReport& report, const std::string& metric);
+
+// Each variant's seeds in seed order as the sequential test sees `metric`: a succeeded run's final
+// value; "r12 failed", "r12 was cancelled", "r12 was pruned" or "r12 succeeded without reporting
+// eval/loss" for a run that ended without one; pending for a run not finished. values: final
+// values of any metrics (others are ignored).
+std::map<std::string, std::vector<stats::Outcome>> SeedOutcomes(
+    const std::vector<model::RunRecord>& runs, const std::vector<model::FinalValue>& values,
+    const std::string& metric);
+
 // What an adaptive experiment adds now (nothing when report.min_seeds is 0: a list of seeds).
 // runs: all of the experiment's runs; values: their final values of PrimaryMetric(report) (others
 // are ignored).
 Plan PlanSeeds(const model::ExperimentReport& report, const std::vector<model::RunRecord>& runs,
+               const std::vector<model::FinalValue>& values);
+
+// The same with the design's boundaries computed once by the caller
+// (stats::ComputeBoundaries(DesignOf(report, PrimaryMetric(report)))), for callers that plan the
+// same experiment many times (bench/seeds).
+Plan PlanSeeds(const model::ExperimentReport& report, const stats::Boundaries& boundaries,
+               const std::vector<model::RunRecord>& runs,
                const std::vector<model::FinalValue>& values);
 
 }  // namespace tae::seeds

@@ -25,7 +25,11 @@ std::string ReportToJson(const model::ExperimentReport& report) {
   if (report.search.declared) {
     doc["search"] = {{"method", report.search.method},       {"metric", report.search.metric},
                      {"goal", report.search.goal},           {"min_steps", report.search.min_steps},
-                     {"reduction", report.search.reduction}, {"within", report.search.within}};
+                     {"reduction", report.search.reduction}, {"within", report.search.within},
+                     {"bootstrap", report.search.bootstrap}};
+    if (report.search.confirm > 0) {
+      doc["search"]["confirm"] = report.search.confirm;
+    }
   }
   if (report.min_seeds > 0) {
     doc["seeds"] = {{"min", report.min_seeds},
@@ -83,7 +87,9 @@ model::ExperimentReport ReportFromJson(const std::string& text) {
     s.goal = it->value("goal", s.goal);
     s.min_steps = it->value("min_steps", s.min_steps);
     s.reduction = it->value("reduction", s.reduction);
+    s.bootstrap = it->value("bootstrap", s.bootstrap);
     s.within = it->value("within", s.within);
+    s.confirm = it->value("confirm", s.confirm);
   }
   return report;
 }
@@ -105,7 +111,8 @@ const char* const kRunColumns =
     "id, experiment_id, variant, seed, config, state, attempt, max_attempts, priority, slots, "
     "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at, "
     "meta, not_before, max_concurrent, hosts, COALESCE(snapshot_id, ''), command, "
-    "attempts_granted, keep_checkpoints, infra_faults, retry_on, start_fault, start_faults";
+    "attempts_granted, keep_checkpoints, infra_faults, retry_on, start_fault, start_faults, "
+    "confirm";
 
 model::RunRecord ReadRun(const Statement& stmt) {
   model::RunRecord run;
@@ -141,6 +148,7 @@ model::RunRecord ReadRun(const Statement& stmt) {
   run.retry_on = stmt.Text(27);
   run.start_fault = stmt.Text(28);
   run.start_faults = static_cast<int>(stmt.Int(29));
+  run.confirm = stmt.Int(30) != 0;
   return run;
 }
 

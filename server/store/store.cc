@@ -1,6 +1,7 @@
 #include "server/store/store.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -146,8 +147,8 @@ absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<model::N
                                               "config, state, max_attempts, priority, slots, "
                                               "labels, created_at, max_concurrent, hosts, "
                                               "snapshot_id, command, attempts_granted, "
-                                              "keep_checkpoints, retry_on) "
-                                              "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?,?)"));
+                                              "keep_checkpoints, retry_on, confirm) "
+                                              "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(Statement transition,
                    db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
                                "to_state, reason, at) VALUES (?, 0, '', 'queued', ?, ?)"));
@@ -167,7 +168,8 @@ absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<model::N
         .Bind(13, r.command)
         .Bind(14, static_cast<int64_t>(r.max_attempts))
         .Bind(15, static_cast<int64_t>(r.keep_checkpoints))
-        .Bind(16, r.retry_on);
+        .Bind(16, r.retry_on)
+        .Bind(17, static_cast<int64_t>(new_run.confirm ? 1 : 0));
     if (r.snapshot_id.empty()) {
       run.BindNull(12);
     } else {
@@ -231,14 +233,25 @@ absl::StatusOr<std::vector<int64_t>> Store::AdaptiveExperiments() {
       "json_extract(report, '$.seeds.min') > 0 ORDER BY id");
 }
 
+absl::StatusOr<std::vector<int64_t>> Store::ConfirmingExperiments() {
+  return db_.QueryInts(
+      "SELECT id FROM experiments WHERE json_valid(report) AND "
+      "json_extract(report, '$.search.confirm') > 0 ORDER BY id");
+}
+
 absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
     int64_t experiment_id, const std::vector<std::string>& keys) {
   ASSIGN_OR_RETURN(
       Statement * stmt,
       db_.Cached("SELECT r.id, r.variant, r.seed, r.state, k.name, s.last_value, s.min_value, "
-                 "s.max_value FROM runs r JOIN run_summaries s ON s.run_id = r.id JOIN "
-                 "metric_keys k ON k.id = s.key_id WHERE r.experiment_id = ? AND k.name = ? "
-                 "ORDER BY r.id"));
+                 "s.max_value, d.step, r.confirm FROM runs r JOIN metric_keys k ON k.name = ?2 "
+                 "JOIN run_summaries s ON s.run_id = r.id AND s.key_id = k.id LEFT JOIN "
+                 "metric_divergence d ON d.run_id = r.id AND d.key_id = k.id WHERE "
+                 "r.experiment_id = ?1 UNION ALL SELECT r.id, r.variant, r.seed, r.state, k.name, "
+                 "NULL, NULL, NULL, d.step, r.confirm FROM runs r JOIN metric_keys k ON k.name = "
+                 "?2 JOIN metric_divergence d ON d.run_id = r.id AND d.key_id = k.id WHERE "
+                 "r.experiment_id = ?1 AND NOT EXISTS (SELECT 1 FROM run_summaries s WHERE "
+                 "s.run_id = r.id AND s.key_id = k.id) ORDER BY 1"));
   std::vector<model::FinalValue> out;
   for (const std::string& key : keys) {
     stmt->Reset();
@@ -248,9 +261,23 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
       if (!more) {
         break;
       }
-      out.push_back({stmt->Int(0), stmt->Text(1), stmt->Int(2),
-                     model::RunStateFromString(stmt->Text(3)).value_or(model::RunState::kQueued),
-                     stmt->Text(4), stmt->Double(5), stmt->Double(6), stmt->Double(7)});
+      constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+      model::FinalValue value{
+          stmt->Int(0),
+          stmt->Text(1),
+          stmt->Int(2),
+          model::RunStateFromString(stmt->Text(3)).value_or(model::RunState::kQueued),
+          stmt->Text(4),
+          stmt->IsNull(5) ? kNaN : stmt->Double(5),
+          stmt->IsNull(6) ? kNaN : stmt->Double(6),
+          stmt->IsNull(7) ? kNaN : stmt->Double(7),
+          stmt->Int(9) != 0,
+          std::nullopt};
+      if (!stmt->IsNull(8)) {
+        value.diverged_step = stmt->Int(8);
+        value.value = kNaN;  // never the last finite value before it
+      }
+      out.push_back(std::move(value));
     }
   }
   return out;

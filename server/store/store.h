@@ -40,6 +40,8 @@ class Store {
   absl::StatusOr<model::ExperimentSource> GetExperimentSource(int64_t experiment_id);
   // Experiments with adaptive seeds (train.seeds = { min, max }), oldest first.
   absl::StatusOr<std::vector<int64_t>> AdaptiveExperiments();
+  // Experiments with search.confirm > 0 (server/seeds/confirm.h), oldest first.
+  absl::StatusOr<std::vector<int64_t>> ConfirmingExperiments();
   // Experiments with an asha [search] and runs that are not final yet, oldest first.
   absl::StatusOr<std::vector<int64_t>> SearchedExperiments();
   // Adds queued runs to an experiment in one transaction, each with a first transition that says

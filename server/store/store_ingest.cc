@@ -1,6 +1,7 @@
 // Store: ingest of agent events (metrics, logs, exits, meta) in batched transactions.
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -30,6 +31,11 @@ constexpr char kUpsertSummary[] =
     "excluded.last_step >= last_step THEN excluded.last_value ELSE last_value END, last_step = "
     "MAX(last_step, excluded.last_step), min_value = MIN(min_value, excluded.min_value), "
     "max_value = MAX(max_value, excluded.max_value), count = count + excluded.count";
+// The earliest non-finite report of a (run, key) stays (migration 0015).
+constexpr char kInsertDivergence[] =
+    "INSERT INTO metric_divergence (run_id, key_id, step, value, attempt, wall_time) VALUES "
+    "(?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET step = excluded.step, value = excluded.value, "
+    "attempt = excluded.attempt, wall_time = excluded.wall_time WHERE excluded.step < step";
 constexpr char kRunExists[] = "SELECT 1 FROM runs WHERE id = ?";
 constexpr char kInsertLog[] =
     "INSERT OR IGNORE INTO logs (run_id, attempt, seq, agent_id, stream, line, wall_time) "
@@ -58,6 +64,17 @@ absl::Status Store::IngestMetrics(const model::IngestEvent& event, SummaryBatch*
   ASSIGN_OR_RETURN(Statement * insert, db_.Cached(kInsertMetric));
   for (const model::MetricValue& value : event.values) {
     ASSIGN_OR_RETURN(int64_t key_id, MetricKeyId(value.key));
+    if (!std::isfinite(value.value)) {
+      ASSIGN_OR_RETURN(Statement * diverged, db_.Cached(kInsertDivergence));
+      diverged->Bind(1, event.run_id)
+          .Bind(2, key_id)
+          .Bind(3, event.step)
+          .Bind(4, model::NonFiniteText(value.value))
+          .Bind(5, static_cast<int64_t>(event.attempt))
+          .Bind(6, event.wall_time);
+      RETURN_IF_ERROR(diverged->Run());
+      continue;
+    }
     insert->Bind(1, event.run_id)
         .Bind(2, key_id)
         .Bind(3, event.step)

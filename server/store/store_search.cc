@@ -32,7 +32,7 @@ absl::Status Store::RecordSearch(int64_t experiment_id,
         .Bind(11, static_cast<int64_t>(d.keeps))
         .Bind(12, d.reason)
         .Bind(13, d.at);
-    if (d.value.has_value() && std::isfinite(*d.value)) {
+    if (d.value.has_value() && !std::isnan(*d.value)) {  // +-inf: a worst value
       insert.Bind(6, *d.value);
     } else {
       insert.BindNull(6);
@@ -97,9 +97,12 @@ absl::StatusOr<std::vector<model::RunPoint>> Store::MetricPoints(int64_t experim
                                                                  const std::string& metric) {
   ASSIGN_OR_RETURN(
       Statement stmt,
-      db_.Prepare("SELECT m.run_id, m.step, m.value FROM runs r JOIN metrics m ON m.run_id = r.id "
-                  "AND m.key_id = (SELECT id FROM metric_keys WHERE name = ?) WHERE "
-                  "r.experiment_id = ? ORDER BY r.id, m.step"));
+      db_.Prepare("SELECT m.run_id, m.step, m.value, NULL FROM runs r JOIN metrics m ON "
+                  "m.run_id = r.id AND m.key_id = (SELECT id FROM metric_keys WHERE name = ?1) "
+                  "WHERE r.experiment_id = ?2 UNION ALL SELECT d.run_id, d.step, NULL, d.value "
+                  "FROM runs r JOIN metric_divergence d ON d.run_id = r.id AND d.key_id = "
+                  "(SELECT id FROM metric_keys WHERE name = ?1) WHERE r.experiment_id = ?2 "
+                  "ORDER BY 1, 2"));
   stmt.Bind(1, metric).Bind(2, experiment_id);
   std::vector<model::RunPoint> out;
   while (true) {
@@ -107,7 +110,8 @@ absl::StatusOr<std::vector<model::RunPoint>> Store::MetricPoints(int64_t experim
     if (!more) {
       return out;
     }
-    out.push_back({stmt.Int(0), stmt.Int(1), stmt.Double(2)});
+    out.push_back({stmt.Int(0), stmt.Int(1),
+                   stmt.IsNull(3) ? stmt.Double(2) : model::NonFiniteFromText(stmt.Text(3))});
   }
 }
 

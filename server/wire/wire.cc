@@ -88,6 +88,7 @@ void ToProto(const model::RunRecord& in, tae::v1::Run* out) {
   out->set_finished_at(in.finished_at.value_or(0));
   out->set_config_json(in.config_json);
   out->set_pid(in.pid);
+  out->set_confirm(in.confirm);
   for (const auto& [key, value] : in.meta) {
     (*out->mutable_meta())[key] = value;
   }
@@ -227,6 +228,9 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
     r->set_points(row.points);
     r->set_candidates(row.candidates);
     r->set_runs_pruned(row.runs_pruned);
+    r->set_runs_failed(row.runs_failed);
+    r->set_confirm_runs(row.confirm_runs);
+    r->set_confirm_pending(row.confirm_pending);
     for (const report::Cell& cell : row.cells) {
       tae::v1::ReportCell* c = r->add_cells();
       c->set_metric(cell.metric);
@@ -245,10 +249,13 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
       c->set_decision_n(cell.decision_n);
       c->set_decision_final(cell.decision_final);
       c->set_decision_futile(cell.decision_futile);
+      c->set_decision_held(cell.decision_held);
       c->set_margin(cell.margin);
       c->set_level_kind(cell.level_kind);
       c->set_level(cell.level);
       c->set_level_what(cell.level_what);
+      c->set_diverged(cell.diverged);
+      c->set_diverged_step(cell.diverged_step);
     }
   }
   for (const std::string& banner : in.banners) {
@@ -258,6 +265,33 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
   out->set_view(in.view);
   out->set_search_metric(in.search_metric);
   out->set_search_goal(in.search_goal);
+  if (in.frontier) {
+    const report::Frontier& f = *in.frontier;
+    tae::v1::ReportFrontier* frontier = out->mutable_frontier();
+    frontier->set_metric(f.bar.metric);
+    frontier->set_op(report::OpText(f.bar.op));
+    frontier->set_value(f.bar.value);
+    frontier->set_cost(report::CostName(f.cost));
+    frontier->set_lower_is_cheaper(report::LowerIsCheaper(f.cost));
+    frontier->set_goal(f.maximize ? "max" : "min");
+    for (const report::FrontierPoint& p : f.points) {
+      tae::v1::FrontierPoint* point = frontier->add_points();
+      point->set_variant(p.variant);
+      point->set_cost(p.cost);
+      point->set_n(p.n);
+      point->set_mean(p.mean);
+      point->set_ci95(p.ci95);
+      point->set_lo(p.lo);
+      point->set_hi(p.hi);
+      point->set_on_front(p.on_front);
+      point->set_clears(report::ClearsName(p.clears));
+    }
+    if (f.cheapest) {
+      frontier->set_cheapest(f.points[*f.cheapest].variant);
+    }
+  }
+  out->set_search_confirm(in.search_confirm);
+  out->set_estimates(in.estimates);
   if (in.savings) {
     ToProto(*in.savings, out->mutable_experiment()->mutable_search_savings());
   }

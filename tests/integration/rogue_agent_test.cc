@@ -239,7 +239,8 @@ TEST_CASE(
     REQUIRE(holder.AckedUpTo(1));
   }
 
-  // A batch with NaN and infinity in it: acked, the bad values dropped, everything else stored.
+  // A batch with NaN and infinity in it: acked, the bad time dropped, everything else stored (the
+  // NaN loss as the run's divergence).
   {
     tae::v1::EventBatch batch;
     tae::v1::Event* first = AddEvent(&batch, 2, run);

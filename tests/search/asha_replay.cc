@@ -3,13 +3,14 @@
 //
 // stdin, JSON lines, any number of studies one after another:
 //   {"study": {"metric": "m", "min_steps": 10, "reduction": 3, "maximize": false,
-//              "within": "variant" | "study", "runs": [[run_id, "variant[x=1]"], ...],
-//              "restart_every": 0}}
+//              "bootstrap": 1, "train_steps": 90, "within": "variant" | "study",
+//              "runs": [[run_id, "variant[x=1]"], ...], "restart_every": 0}}
 //   {"run": 7, "step": 30, "value": 1.25}      a metric point (value null: NaN)
-//   {"end": 7, "last_step": 90}                 the run reached a final state
+//   {"end": 7, "last_step": 90, "failed": false} the run reached a final state
 //   {"done": true}                              the study is over
 // stdout, one JSON line per decision: {"event": i (0-based, within the study), "verdict",
-// "point", "rung", "step", "value" (null for NaN), "seeds", "reason"}, then {"done": true} per
+// "point", "group", "rung", "step", "value" (null for NaN, "inf" and "-inf" for a worst value),
+// "seeds", "reason"}, then {"done": true} per
 // study. With restart_every = N > 0, after every N events the search is rebuilt as a restarted
 // taed would (asha.h): Restore(the decisions so far), then every event so far replayed, metric
 // points first, then ends; a decision that replay makes, or a failed Restore, is printed as
@@ -39,12 +40,18 @@ struct Study {
 };
 
 nlohmann::json Number(double value) {
-  return std::isnan(value) ? nlohmann::json(nullptr) : nlohmann::json(value);
+  if (std::isnan(value)) {
+    return nullptr;
+  }
+  if (std::isinf(value)) {
+    return value > 0 ? "inf" : "-inf";
+  }
+  return value;
 }
 
 void Print(size_t event, const Decision& d) {
   std::cout << nlohmann::json{{"event", event},   {"verdict", tae::search::VerdictName(d.verdict)},
-                              {"point", d.point}, {"rung", d.rung},
+                              {"point", d.point}, {"group", d.group}, {"rung", d.rung},
                               {"step", d.step},   {"value", Number(d.value)},
                               {"seeds", d.seeds}, {"reason", d.reason}}
                    .dump()
@@ -58,7 +65,8 @@ std::vector<Decision> Apply(GridSearch& search, const Study& study, const nlohma
                           event.at("step").get<int64_t>(),
                           value.is_null() ? std::nan("") : value.get<double>());
   }
-  return search.Ended(event.at("end").get<int64_t>(), event.at("last_step").get<int64_t>());
+  return search.Ended(event.at("end").get<int64_t>(), event.at("last_step").get<int64_t>(),
+                      event.value("failed", false));
 }
 
 void Restart(Study& study) {
@@ -98,10 +106,12 @@ int main() {
       study->rule.min_steps = s.at("min_steps").get<int64_t>();
       study->rule.reduction = s.at("reduction").get<int64_t>();
       study->rule.maximize = s.at("maximize").get<bool>();
+      study->rule.bootstrap = s.value("bootstrap", 1);
       study->within = s.at("within") == "study" ? tae::spec::SearchWithin::kStudy
                                                 : tae::spec::SearchWithin::kVariant;
       for (const nlohmann::json& run : s.at("runs")) {
-        study->runs.push_back({run.at(0).get<int64_t>(), run.at(1).get<std::string>()});
+        study->runs.push_back({run.at(0).get<int64_t>(), run.at(1).get<std::string>(),
+                               s.value("train_steps", int64_t{0})});
       }
       study->restart_every = s.value("restart_every", 0);
       study->search.emplace(study->rule, study->within, study->runs);

@@ -27,8 +27,12 @@ TEST_CASE("metric lines are one JSON object with step first", "[metrics]") {
   const std::string line =
       FormatMetricLine(100, {{"train/loss", 2.31},
                              {"model/params", 103296.0},
-                             {"eval/loss", std::numeric_limits<double>::quiet_NaN()}});
-  CHECK(line == R"({"step":100,"train/loss":2.31,"model/params":103296})");
+                             {"eval/loss", std::numeric_limits<double>::quiet_NaN()},
+                             {"train/grad_norm", std::numeric_limits<double>::infinity()}});
+  // A diverged value is a string the agent's parser reads back as that value, not left out.
+  CHECK(line ==
+        R"({"step":100,"train/loss":2.31,"model/params":103296,"eval/loss":"nan",)"
+        R"("train/grad_norm":"inf"})");
   CHECK(line.find('\n') == std::string::npos);
 }
 

@@ -1,6 +1,7 @@
 #include "server/rpc/convert.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <limits>
 #include <set>
 #include <string>
@@ -37,7 +38,7 @@ TEST_CASE("a run metadata event becomes a meta ingest event, and a run's metadat
   CHECK(run.meta().at("threads") == "2");
 }
 
-TEST_CASE("a bad value from an agent drops that value, never its event or the batch") {
+TEST_CASE("a bad time from an agent drops that value and a non-finite metric is kept") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   for (double bad : {nan, inf, -inf}) {
@@ -72,13 +73,17 @@ TEST_CASE("a bad value from an agent drops that value, never its event or the ba
     std::vector<std::string> rejected;
     CHECK(FromProto(batch, 100, &events, &rejected) == 3);
     REQUIRE(events.size() == 3);
-    REQUIRE(events[0].values.size() == 1);
-    CHECK(events[0].values[0].key == "train/lr");
+    // A diverged loss is data: it reaches the store, which records where it diverged.
+    REQUIRE(events[0].values.size() == 2);
+    CHECK(events[0].values[0].key == "train/loss");
+    const double kept = events[0].values[0].value;
+    CHECK((std::isnan(bad) ? std::isnan(kept) : kept == bad));
+    CHECK(events[0].values[1].key == "train/lr");
     CHECK(events[0].wall_time == 50);
     CHECK(events[1].text == "a line");
     CHECK(events[1].wall_time == 100);  // taken as received
     CHECK(events[2].wall_time == 100);
-    CHECK(rejected.size() == 3);  // each dropped value is described
+    CHECK(rejected.size() == 2);  // each dropped time is described
   }
   CHECK(IsGoodWallTime(0));
   CHECK(IsGoodWallTime(1.7e9));

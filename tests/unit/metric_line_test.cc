@@ -1,8 +1,41 @@
 #include "common/metrics/metric_line.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <string>
 
 namespace tae::metrics {
+
+TEST_CASE("a diverged value stays a non-finite value in every shape a job writes it") {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // tae-train and tae_log: strings. Python's json.dumps: bare NaN and Infinity (outside strings
+  // only: a string that holds the word stays a string, an error).
+  for (const char* line : {R"({"step": 30, "loss": "nan", "acc": "-inf", "g": "Infinity"})",
+                           R"({"step": 30, "loss": NaN, "acc": -Infinity, "g": Infinity})"}) {
+    INFO(line);
+    absl::StatusOr<MetricRecord> record = ParseJsonLine(line);
+    REQUIRE(record.ok());
+    REQUIRE(record->values.size() == 3);
+    CHECK(std::isnan(record->values[0].second));
+    CHECK(record->values[1].second == -kInf);
+    CHECK(record->values[2].second == kInf);
+  }
+  CHECK_FALSE(ParseJsonLine(R"({"loss": "NaN please"})").ok());
+  absl::StatusOr<MetricRecord> quoted = ParseJsonLine(R"({"meta": {"note": "NaN"}, "x": 1})");
+  REQUIRE(quoted.ok());
+  CHECK(quoted->meta[0].second == "NaN");
+  // null is still "not reported".
+  CHECK(ParseJsonLine(R"({"loss": null, "x": 1})")->values.size() == 1);
+  // key=value on stdout: nan and inf are reports; an overflowing number is not.
+  std::optional<MetricRecord> kv = ParseKeyValueLine("step=40 loss=nan gn=inf big=1e999 lr=0.1");
+  REQUIRE(kv.has_value());
+  REQUIRE(kv->values.size() == 3);
+  CHECK(kv->values[0].first == "loss");
+  CHECK(std::isnan(kv->values[0].second));
+  CHECK(kv->values[1].second == kInf);
+  CHECK(kv->values[2].first == "lr");
+}
 
 TEST_CASE("a JSON metric line gives its step and values in order") {
   auto record = ParseJsonLine(R"({"step": 100, "train/loss": 2.5, "perf/tokens_per_s": 81234})");

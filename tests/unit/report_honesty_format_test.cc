@@ -145,4 +145,24 @@ TEST_CASE("an undecided comparison adaptive seeds stopped before max reads futil
   CHECK(api::ReportJson(report)["rows"][1]["metrics"]["eval/acc"]["decision_futile"] == true);
 }
 
+TEST_CASE("a comparison held at a failed seed says so and its row counts the failures",
+          "[report]") {
+  tae::v1::ReportResponse report = ShortcutStudy();
+  report.set_adaptive(true);
+  CHECK(api::ReportJson(report)["rows"][1]["runs_failed"] == 0);
+  CHECK(api::ReportJson(report)["rows"][1]["metrics"]["eval/acc"]["decision_held"].is_null());
+  tae::v1::ReportRow* row = report.mutable_rows(1);
+  row->set_runs_failed(1);
+  row->set_runs_total(row->runs_total() + 1);
+  row->mutable_cells(0)->set_decision_held("r12 failed");
+  absl::StatusOr<std::string> table = RenderReport(report, "table");
+  REQUIRE(table.ok());
+  INFO(*table);
+  CHECK(table->find("undecided (n=3, held: r12 failed)") != std::string::npos);
+  CHECK(table->find(" (1 failed)") != std::string::npos);
+  const nlohmann::ordered_json json = api::ReportJson(report);
+  CHECK(json["rows"][1]["runs_failed"] == 1);
+  CHECK(json["rows"][1]["metrics"]["eval/acc"]["decision_held"] == "r12 failed");
+}
+
 }  // namespace tae::client

@@ -27,7 +27,9 @@ void AddRuns(const std::string& variant, const std::string& config, const std::s
     run.state = RunState::kSucceeded;
     run.config_json = config;
     runs->push_back(run);
-    values->push_back({run.id, variant, 0, RunState::kSucceeded, metric, value, value, value});
+    values->push_back(
+        {run.id, variant, 0, RunState::kSucceeded, metric, value, value, value, false,
+         std::nullopt});
   }
 }
 
@@ -175,6 +177,59 @@ TEST_CASE("deltas are decided: different, undecided at n, equivalent within the 
   rows = BuildReport({"baseline", "same"}, runs, values, {"eval/loss"}, "baseline", {}, options);
   CHECK(rows[1].cells[0].decision_final);
   CHECK_FALSE(rows[1].cells[0].decision_futile);
+}
+
+TEST_CASE("an adaptive verdict follows the planner's looks: seed order and failed seeds",
+          "[report]") {
+  std::vector<model::RunRecord> runs;
+  std::vector<model::FinalValue> values;
+  auto add = [&](const std::string& variant, int64_t seed, RunState state, double value) {
+    model::RunRecord run;
+    run.id = static_cast<int64_t>(runs.size()) + 1;
+    run.variant = variant;
+    run.seed = seed;
+    run.state = state;
+    runs.push_back(run);
+    if (state == RunState::kSucceeded) {
+      values.push_back(
+          {run.id, variant, seed, state, "score", value, value, value, false, std::nullopt});
+    }
+  };
+  // "a" is futile at its look at 3 (0.01 on a spread of 0.1); the baseline grew to 6 seeds for
+  // "b". On every value there is (the old rule) "a" reads undecided and not final again.
+  const std::vector<double> base = {1.0, 1.1, 1.2, 1.5, 1.6, 1.55};
+  for (int seed = 5; seed >= 0; --seed) {  // stored out of seed order
+    add("baseline", seed, RunState::kSucceeded, base[seed]);
+    if (seed < 3) {
+      add("a", seed, RunState::kSucceeded, base[seed] + 0.01);
+    }
+    add("b", seed, seed == 1 ? RunState::kFailed : RunState::kSucceeded, base[seed] + 0.3);
+  }
+  ReportOptions options;
+  options.adaptive = true;
+  options.design.min_seeds = 3;
+  options.design.max_seeds = 6;
+  std::vector<Row> rows =
+      BuildReport({"baseline", "a", "b"}, runs, values, {"score"}, "baseline", {}, options);
+  REQUIRE(rows.size() == 3);
+  const Cell& a = rows[1].cells[0];
+  CHECK(a.decision == "undecided");
+  CHECK(a.decision_n == 3);
+  CHECK(a.decision_final);
+  CHECK(a.decision_futile);
+  CHECK(a.decision_held.empty());
+  CHECK(rows[1].runs_failed == 0);
+
+  // "b" failed at seed 1: no look is taken on its five survivors, and the row counts the failure.
+  const Cell& b = rows[2].cells[0];
+  CHECK(b.decision == "undecided");
+  CHECK(b.decision_n == 1);
+  CHECK_FALSE(b.decision_final);
+  CHECK(b.decision_held == "r12 failed");
+  CHECK(rows[2].runs_failed == 1);
+  CHECK(rows[2].runs == 5);
+  CHECK(rows[2].runs_total == 6);
+  CHECK(b.n == 5);  // the mean and its CI still describe the survivors
 }
 
 }  // namespace tae::report

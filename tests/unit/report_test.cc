@@ -22,7 +22,7 @@ model::RunRecord Run(int64_t id, const std::string& variant, RunState state) {
 model::FinalValue Value(int64_t run, const std::string& variant, const std::string& key,
                         double last, double min, double max,
                         RunState state = RunState::kSucceeded) {
-  return {run, variant, 0, state, key, last, min, max};
+  return {run, variant, 0, state, key, last, min, max, false, std::nullopt};
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include "server/seeds/seeds.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace tae::seeds {
 namespace {
 
@@ -28,7 +30,8 @@ struct Study {
     run.state = state;
     runs.push_back(run);
     if (state == model::RunState::kSucceeded && report) {
-      values.push_back({run.id, variant, seed, state, "score", value, value, value});
+      values.push_back({run.id, variant, seed, state, "score", value, value, value, false,
+                        std::nullopt});
     }
     return run.id;
   }
@@ -119,23 +122,105 @@ TEST_CASE("a comparison that max seeds would not decide stops growing (futility)
   CHECK(plan.held.empty());
 }
 
-TEST_CASE("a failed run's seed is replaced, never past max runs") {
+TEST_CASE("a failed seed is not replaced: the comparison is held there and says why") {
+  Study s;
+  int64_t failed_run = 0;
+  for (int seed = 0; seed < 3; ++seed) {
+    s.Add("baseline", seed, kDone, 1.0 + 0.1 * seed);
+    const int64_t id =
+        s.Add("no-pos", seed, seed == 1 ? model::RunState::kFailed : kDone, 1.05 + 0.1 * seed);
+    failed_run = seed == 1 ? id : failed_run;
+  }
+  Plan plan = PlanSeeds(Adaptive(3, 6), s.runs, s.values);
+  CHECK(plan.add.empty());  // the old rule gave no-pos seed 3 in seed 1's place
+  REQUIRE(plan.held.size() == 1);
+  CHECK(plan.held[0] == absl::StrCat("no-pos vs baseline: r", failed_run, " failed"));
+
+  // A failed baseline seed (grown for a sibling) past the comparison's next look: it still grows
+  // to the look before the failure, and is held there.
+  Study later;
+  for (int seed = 0; seed < 4; ++seed) {
+    later.Add("baseline", seed, kDone, 1.0 + 0.1 * seed);
+    if (seed < 3) {
+      later.Add("no-pos", seed, kDone, 1.05 + 0.1 * seed);
+    }
+  }
+  const int64_t lost = later.Add("baseline", 4, model::RunState::kFailed);
+  plan = PlanSeeds(Adaptive(3, 6), later.runs, later.values);
+  REQUIRE(plan.add.size() == 1);
+  CHECK(plan.add[0].variant == "no-pos");  // its look at 4 needs its seed 3
+  CHECK(plan.add[0].seeds == std::vector<int64_t>{3});
+  CHECK(plan.held.empty());
+  later.Add("no-pos", 3, kDone, 1.6);  // undecided at n = 4: its look at 5 needs r5
+  plan = PlanSeeds(Adaptive(3, 6), later.runs, later.values);
+  CHECK(plan.add.empty());
+  REQUIRE(plan.held.size() == 1);
+  CHECK(plan.held[0] == absl::StrCat("no-pos vs baseline: r", lost, " failed"));
+}
+
+TEST_CASE("a comparison decided at a look stays decided when its baseline grows for a sibling") {
+  // a vs baseline is futile at n = 3 (a delta of 0.01 on a spread of 0.1); b vs baseline is still
+  // undecided at n = 5, so the baseline grew to 5 seeds. On all five baseline values a's comparison
+  // reads undecided again (the old rule), which gave a a fourth seed and could flip its verdict.
+  const std::vector<double> base = {1.0, 1.1, 1.2, 1.5, 1.6};
+  const std::vector<double> b = {1.25, 1.2, 1.6, 1.7, 1.75};
+  Study s;
+  for (int seed = 0; seed < 5; ++seed) {
+    s.Add("baseline", seed, kDone, base[seed]);
+    if (seed < 3) {
+      s.Add("a", seed, kDone, base[seed] + 0.01);
+    }
+    s.Add("b", seed, kDone, b[seed]);
+  }
+  const model::ExperimentReport report = Adaptive(3, 6);
+  const stats::SequentialDesign design = DesignOf(report, "score");
+  const stats::Boundaries boundaries = stats::ComputeBoundaries(design);
+  REQUIRE(stats::Decide(design, boundaries, {1.01, 1.11, 1.21}, {1.0, 1.1, 1.2}).futile);
+  REQUIRE_FALSE(stats::Decide(design, boundaries, {1.01, 1.11, 1.21}, base).final);  // old rule
+
+  const Plan plan = PlanSeeds(report, s.runs, s.values);
+  REQUIRE(plan.add.size() == 2);
+  CHECK(plan.add[0].variant == "baseline");
+  CHECK(plan.add[0].seeds == std::vector<int64_t>{5});
+  CHECK(plan.add[1].variant == "b");
+  CHECK(plan.add[1].seeds == std::vector<int64_t>{5});
+  CHECK(plan.add[1].why.rfind("score: b vs baseline undecided at n=5", 0) == 0);
+  CHECK(plan.held.empty());
+
+  const auto outcomes = SeedOutcomes(s.runs, s.values, "score");
+  const stats::Course course =
+      stats::FollowLooks(design, boundaries, outcomes.at("a"), outcomes.at("baseline"));
+  CHECK(course.verdict.futile);
+  CHECK(course.verdict.n == 3);
+}
+
+TEST_CASE("planning again after the plan was applied adds nothing twice") {
   Study s;
   for (int seed = 0; seed < 3; ++seed) {
     s.Add("baseline", seed, kDone, 1.0 + 0.1 * seed);
-    s.Add("no-pos", seed, seed == 1 ? model::RunState::kFailed : kDone, 1.05 + 0.1 * seed);
+    s.Add("no-pos", seed, kDone, 1.05 + 0.1 * seed);
+    s.Add("rope", seed, kDone, 0.95 + 0.1 * seed);
   }
-  Plan plan = PlanSeeds(Adaptive(3, 6), s.runs, s.values);
-  REQUIRE(plan.add.size() == 1);  // no-pos has 2 values: it needs its third first
-  CHECK(plan.add[0].variant == "no-pos");
-  CHECK(plan.add[0].seeds == std::vector<int64_t>{3});
-
-  Study full;  // 4 runs each, max 4: undecided but nothing more to add
-  for (int seed = 0; seed < 4; ++seed) {
-    full.Add("baseline", seed, kDone, 1.0 + 0.1 * seed);
-    full.Add("no-pos", seed, seed == 1 ? model::RunState::kFailed : kDone, 1.05 + 0.1 * seed);
+  const Plan first = PlanSeeds(Adaptive(3, 6), s.runs, s.values);
+  REQUIRE(first.add.size() == 3);
+  // The same stored state planned twice (a restart before the runs were added) asks the same.
+  const Plan again = PlanSeeds(Adaptive(3, 6), s.runs, s.values);
+  REQUIRE(again.add.size() == first.add.size());
+  for (size_t i = 0; i < first.add.size(); ++i) {
+    CHECK(again.add[i].variant == first.add[i].variant);
+    CHECK(again.add[i].seeds == first.add[i].seeds);
   }
-  CHECK(PlanSeeds(Adaptive(3, 4), full.runs, full.values).add.empty());
+  // Once added (queued), a restart plans nothing more, and neither does one of them finishing.
+  for (const NewSeeds& add : first.add) {
+    for (int64_t seed : add.seeds) {
+      s.Add(add.variant, seed, model::RunState::kQueued);
+    }
+  }
+  CHECK(PlanSeeds(Adaptive(3, 6), s.runs, s.values).add.empty());
+  s.runs.back().state = kDone;
+  s.values.push_back({s.runs.back().id, s.runs.back().variant, s.runs.back().seed, kDone, "score",
+                      1.3, 1.3, 1.3, false, std::nullopt});
+  CHECK(PlanSeeds(Adaptive(3, 6), s.runs, s.values).add.empty());
 }
 
 TEST_CASE("a cancelled run or a missing metric holds its comparison back, saying why") {

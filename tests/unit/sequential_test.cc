@@ -279,6 +279,18 @@ TEST_CASE("Decide: futility ends a hopeless comparison before max", "[sequential
   CHECK_FALSE(verdict.final);
 }
 
+// An arm whose seeds all finished with these values, then `pending` seeds in flight.
+Arm Finished(const std::string& variant, const std::vector<double>& values, int pending = 0) {
+  Arm arm{variant, {}};
+  for (double value : values) {
+    arm.seeds.push_back(Outcome::Value(value));
+  }
+  for (int i = 0; i < pending; ++i) {
+    arm.seeds.push_back(Outcome::Pending());
+  }
+  return arm;
+}
+
 TEST_CASE("SeedsNeeded starts min seeds and grows only undecided comparisons", "[sequential]") {
   // Without futility, which would stop the near-null comparisons below (last section).
   const SequentialDesign design = WithoutFutility(Design(3, 5));
@@ -286,7 +298,7 @@ TEST_CASE("SeedsNeeded starts min seeds and grows only undecided comparisons", "
 
   SECTION("a new study gets min runs per arm") {
     const std::vector<SeedTarget> targets = SeedsNeeded(
-        design, boundaries, {Point{"", Arm{"baseline", {}, 0, 0}, {Arm{"no-ffn", {}, 0, 0}}}});
+        design, boundaries, {Point{"", Arm{"baseline", {}}, {Arm{"no-ffn", {}}}}});
     REQUIRE(targets.size() == 2);
     CHECK(targets[0].variant == "baseline");
     CHECK(targets[0].runs == 3);
@@ -294,9 +306,9 @@ TEST_CASE("SeedsNeeded starts min seeds and grows only undecided comparisons", "
     CHECK(targets[1].runs == 3);
   }
 
-  const Arm baseline{"baseline", {0.50, 0.52, 0.48}, 3, 0};
-  const Arm decided{"no-attn", {0.10, 0.11, 0.09}, 3, 0};
-  const Arm undecided{"no-ffn", {0.51, 0.53, 0.47}, 3, 0};
+  const Arm baseline = Finished("baseline", {0.50, 0.52, 0.48});
+  const Arm decided = Finished("no-attn", {0.10, 0.11, 0.09});
+  const Arm undecided = Finished("no-ffn", {0.51, 0.53, 0.47});
 
   SECTION("a decided comparison asks for nothing, an undecided one for one more of each") {
     CHECK(SeedsNeeded(design, boundaries, {Point{"", baseline, {decided}}}).empty());
@@ -321,49 +333,102 @@ TEST_CASE("SeedsNeeded starts min seeds and grows only undecided comparisons", "
     CHECK(targets[2].runs == 4);
   }
 
-  SECTION("pending runs make the comparison wait") {
-    Arm running = undecided;
-    running.runs = 4;
-    running.pending = 1;
-    CHECK(SeedsNeeded(design, boundaries, {Point{"", baseline, {running}}}).empty());
-    Arm baseline_running = baseline;
-    baseline_running.runs = 4;
-    baseline_running.pending = 1;
-    CHECK(SeedsNeeded(design, boundaries, {Point{"", baseline_running, {undecided}}}).empty());
-  }
-
-  SECTION("a failed run is replaced by the next seed, never past max") {
-    Arm failed = undecided;
-    failed.values = {0.51, 0.47};  // seed 1 failed
+  SECTION("a look waits for its seeds, and only for its own") {
+    // The variant's fourth seed is in flight: the look at 4 still needs the baseline's.
+    const Arm running = Finished("no-ffn", {0.51, 0.53, 0.47}, 1);
     std::vector<SeedTarget> targets =
-        SeedsNeeded(design, boundaries, {Point{"", baseline, {failed}}});
+        SeedsNeeded(design, boundaries, {Point{"", baseline, {running}}});
+    REQUIRE(targets.size() == 1);
+    CHECK(targets[0].variant == "baseline");
+    CHECK(targets[0].runs == 4);
+    // The baseline's fourth seed is in flight (a sibling asked for it): the comparison's look at
+    // 3 does not wait for it, and its look at 4 asks for the variant's fourth seed only.
+    const Arm baseline_running = Finished("baseline", {0.50, 0.52, 0.48}, 1);
+    targets = SeedsNeeded(design, boundaries, {Point{"", baseline_running, {undecided}}});
     REQUIRE(targets.size() == 1);
     CHECK(targets[0].variant == "no-ffn");
-    CHECK(targets[0].runs == 4);  // n = 2 < min: one value short of the first look
-    failed.runs = 5;
-    failed.values = {0.51, 0.47, 0.5};
-    CHECK(SeedsNeeded(design, boundaries, {Point{"", baseline, {failed}}}).size() == 1);
-    CHECK(SeedsNeeded(design, boundaries, {Point{"", baseline, {failed}}})[0].variant ==
-          "baseline");
+    CHECK(targets[0].runs == 4);
+    // Both in flight: nothing more until they end.
+    CHECK(SeedsNeeded(design, boundaries, {Point{"", baseline_running, {running}}}).empty());
+  }
+
+  SECTION("a failed seed is not replaced: its comparison is held there") {
+    Arm failed = undecided;
+    failed.seeds[1] = Outcome::Missing("r5 failed");  // below min: no look at all
+    CHECK(SeedsNeeded(design, boundaries, {Point{"", baseline, {failed}}}).empty());
+    const Course course = FollowLooks(design, boundaries, failed.seeds, baseline.seeds);
+    CHECK(course.held == "r5 failed");
+    CHECK(course.wants == 0);
+    CHECK(course.verdict.n == 1);
+    CHECK_FALSE(course.verdict.final);
+
+    // A baseline seed failed past the comparison's next look: it grows to that look, then stops.
+    Arm base = Finished("baseline", {0.50, 0.52, 0.48, 0.49});
+    base.seeds.push_back(Outcome::Missing("r9 failed"));
+    const Arm four = Finished("no-ffn", {0.51, 0.53, 0.47});
+    std::vector<SeedTarget> targets = SeedsNeeded(design, boundaries, {Point{"", base, {four}}});
+    REQUIRE(targets.size() == 1);
+    CHECK(targets[0].variant == "no-ffn");
+    CHECK(targets[0].runs == 4);
+    const Arm five = Finished("no-ffn", {0.51, 0.53, 0.47, 0.50});
+    REQUIRE_FALSE(Decide(design, boundaries, {0.51, 0.53, 0.47, 0.50}, {0.50, 0.52, 0.48, 0.49})
+                      .final);
+    CHECK(SeedsNeeded(design, boundaries, {Point{"", base, {five}}}).empty());
+    CHECK(FollowLooks(design, boundaries, five.seeds, base.seeds).held == "r9 failed");
   }
 
   SECTION("undecided at max is final") {
-    const Arm full_baseline{"baseline", {0.50, 0.52, 0.48, 0.51, 0.49}, 5, 0};
-    const Arm full{"no-ffn", {0.51, 0.53, 0.47, 0.50, 0.50}, 5, 0};
+    const Arm full_baseline = Finished("baseline", {0.50, 0.52, 0.48, 0.51, 0.49});
+    const Arm full = Finished("no-ffn", {0.51, 0.53, 0.47, 0.50, 0.50});
     CHECK(SeedsNeeded(design, boundaries, {Point{"", full_baseline, {full}}}).empty());
   }
 
   SECTION("asking again after the targets were started asks for nothing new") {
-    const Arm started_baseline{"baseline", baseline.values, 4, 1};
-    const Arm started{"no-ffn", undecided.values, 4, 1};
+    const Arm started_baseline = Finished("baseline", {0.50, 0.52, 0.48}, 1);
+    const Arm started = Finished("no-ffn", {0.51, 0.53, 0.47}, 1);
     CHECK(SeedsNeeded(design, boundaries, {Point{"", started_baseline, {started}}}).empty());
   }
 
   SECTION("a futile comparison asks for nothing") {
     const SequentialDesign futile = Design(3, 5);
-    REQUIRE(Decide(futile, boundaries, undecided.values, baseline.values).futile);
+    REQUIRE(Decide(futile, boundaries, {0.51, 0.53, 0.47}, {0.50, 0.52, 0.48}).futile);
     CHECK(SeedsNeeded(futile, boundaries, {Point{"", baseline, {undecided}}}).empty());
   }
+}
+
+TEST_CASE("FollowLooks takes the budgeted looks in seed order and stops at the first final one",
+          "[sequential]") {
+  const SequentialDesign design = Design(3, 6);
+  const Boundaries boundaries = ComputeBoundaries(design);
+  // Futile at n = 3: a delta of 0.01 on a spread of 0.1.
+  const std::vector<double> variant = {1.01, 1.11, 1.21};
+  const std::vector<double> base3 = {1.0, 1.1, 1.2};
+  REQUIRE(Decide(design, boundaries, variant, base3).futile);
+  // Later baseline seeds (grown for a sibling) that Decide on all values would read otherwise:
+  // the old rule, n = the smaller arm on every value, undoes the futile verdict.
+  const std::vector<double> base6 = {1.0, 1.1, 1.2, 1.5, 1.6, 1.55};
+  const Verdict old_rule = Decide(design, boundaries, variant, base6);
+  REQUIRE_FALSE(old_rule.final);
+
+  const Arm v = Finished("no-pos", variant);
+  Arm b = Finished("baseline", base6);
+  b.seeds.push_back(Outcome::Pending());
+  b.seeds.push_back(Outcome::Missing("r20 failed"));
+  const Course course = FollowLooks(design, boundaries, v.seeds, b.seeds);
+  CHECK(course.verdict.final);
+  CHECK(course.verdict.futile);
+  CHECK(course.verdict.n == 3);
+  CHECK(course.wants == 0);
+  CHECK(course.held.empty());
+  CHECK(SeedsNeeded(design, boundaries, {Point{"", b, {v}}}).empty());
+
+  // Values arriving out of seed order take no look until the seeds before them are in.
+  Arm gap = Finished("no-pos", {5.0, 5.1, 5.2});
+  gap.seeds[1] = Outcome::Pending();
+  const Course waiting = FollowLooks(design, boundaries, gap.seeds, Finished("b", base3).seeds);
+  CHECK_FALSE(waiting.verdict.final);
+  CHECK(waiting.verdict.n == 1);
+  CHECK(waiting.wants == 3);
 }
 
 // The simulation the design is judged by (bench/seeds_bench.sh prints the same figures).

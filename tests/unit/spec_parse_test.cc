@@ -113,8 +113,8 @@ TEST_CASE("resources.hosts asks for a gang of hosts", "[spec]") {
 TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
   std::vector<std::string> keys = KnownKeys();
   // 48 + [report] metrics and goal + train.profile_* and [eval] + train.log_every, precision,
-  // sharding + resources.retry_on + report.floor + [search] (6)
-  CHECK(keys.size() == 66);
+  // sharding + resources.retry_on + report.floor + [search] (10)
+  CHECK(keys.size() == 70);
   CHECK(keys.front() == "name");
   CHECK(keys[1] == "description");
   for (const char* key :

@@ -1,7 +1,11 @@
 // [search] in the experiment file (common/spec): its defaults, --set, the hash, and every refusal
 // with its place.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "common/spec/spec.h"
 #include "tests/unit/spec_parse.h"
@@ -53,6 +57,70 @@ TEST_CASE("an asha [search] is read whole", "[spec][search]") {
   CHECK(spec.search.min_steps == 30);
   CHECK(spec.search.reduction == 2);
   CHECK(spec.search.within == SearchWithin::kStudy);
+}
+
+TEST_CASE("an asha grid starts its points in a seeded shuffled order with a bootstrap of 2",
+          "[spec][search]") {
+  const std::string asha = "[search]\nmethod = \"asha\"\nmin_steps = 30\nreduction = 4\n";
+  const Spec spec = MustParse(Study(asha));
+  CHECK(spec.search.bootstrap == 2);
+  CHECK(spec.search.shuffle);
+  // Runs come grid point by grid point (baseline, then the ablation) in GridOrder's order.
+  const std::vector<size_t> order = GridOrder(3, 0);
+  const std::vector<std::string> listed = {"baseline[lr=0.001]", "baseline[lr=0.003]",
+                                           "baseline[lr=0.01]"};
+  std::vector<std::string> expected;
+  for (size_t i : order) {
+    expected.push_back(listed[i]);
+    expected.push_back("no-pos" + listed[i].substr(8));
+  }
+  std::vector<std::string> got;
+  for (const RunPlan& run : ExpandRuns(spec)) {
+    if (got.empty() || got.back() != run.variant) {  // a variant's seeds come together
+      got.push_back(run.variant);
+    }
+  }
+  CHECK(got == expected);
+  // The same file gives the same order (and hash); order_seed another; "listed" the file's.
+  CHECK(SpecHash(MustParse(Study(asha))) == SpecHash(spec));
+  const Spec other = MustParse(Study(asha + "order_seed = 7\n"));
+  CHECK(SpecHash(other) != SpecHash(spec));
+  const Spec listed_spec = MustParse(Study(asha + "order = \"listed\"\nbootstrap = 1\n"));
+  CHECK_FALSE(listed_spec.search.shuffle);
+  CHECK(listed_spec.search.bootstrap == 1);
+  CHECK(ExpandRuns(listed_spec).front().variant == "baseline[lr=0.001]");
+  // A grid [search] keeps the file's order: it changes nothing about which runs finish.
+  CHECK(ExpandRuns(MustParse(Study(""))).front().variant == "baseline[lr=0.001]");
+}
+
+TEST_CASE("GridOrder is a seeded permutation that moves a sorted list far from sorted",
+          "[spec][search]") {
+  for (size_t n : {0, 1, 2, 9, 50}) {
+    std::vector<size_t> order = GridOrder(n, 3);
+    std::vector<size_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < n; ++i) {
+      CHECK(sorted[i] == i);  // a permutation
+    }
+    CHECK(GridOrder(n, 3) == order);  // deterministic
+  }
+  // Over seeds, each of 9 positions takes each point about equally often (unbiased Fisher-Yates):
+  // 9,000 shuffles, 1,000 expected per cell, 5 sigma ~ 150.
+  std::vector<std::vector<int>> counts(9, std::vector<int>(9, 0));
+  for (int seed = 0; seed < 9000; ++seed) {
+    const std::vector<size_t> order = GridOrder(9, seed);
+    for (size_t position = 0; position < 9; ++position) {
+      ++counts[position][order[position]];
+    }
+  }
+  for (const std::vector<int>& row : counts) {
+    for (int count : row) {
+      CHECK(std::abs(count - 1000) < 150);
+    }
+  }
+  // The default seed does not leave an ascending grid ascending.
+  const std::vector<size_t> nine = GridOrder(9, 0);
+  CHECK_FALSE(std::is_sorted(nine.begin(), nine.end()));
 }
 
 TEST_CASE("the search metric and goal default to [report]'s, then to the metric's own way",

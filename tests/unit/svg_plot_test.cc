@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/plot/frontier_svg.h"
+
 namespace tae::plot {
 namespace {
 
@@ -321,6 +323,50 @@ TEST_CASE("RenderSvg is deterministic and compact", "[plot]") {
   CHECK(RenderSvg(input, options) == first);
   // Coordinates carry at most one decimal.
   CHECK_FALSE(std::regex_search(first, std::regex("[0-9]\\.[0-9]{2}[,LMHVZ\" ]")));
+}
+
+FrontierFigure SmallFrontier() {
+  FrontierFigure figure;
+  figure.title = "sizes (e3): eval/acc against params";
+  figure.x_label = "params (lower is cheaper)";
+  figure.y_label = "eval/acc (mean ± 95% CI)";
+  figure.bar_label = "eval/acc >= 0.99";
+  figure.bar = 0.99;
+  figure.verdict = "cheapest that clears eval/acc >= 0.99: w4<&>";
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  figure.marks = {{"w1", 1000, 0.9, 0.897, 0.903, true, false, false},
+                  {"w2", 2000, 0.992, 0.982, 1.002, true, false, false},
+                  {"w4<&>", 4000, 0.995, 0.9925, 0.9975, true, true, true},
+                  {"w8", 8000, 0.998, 0.9968, 0.9992, true, true, false},
+                  {"one-seed", 8000, 0.95, nan, nan, false, false, false},
+                  {"nocost", nan, 0.999, 0.9988, 0.9992, false, true, false}};
+  return figure;
+}
+
+TEST_CASE("RenderFrontierSvg draws every variant the bar and the front in a well-formed document",
+          "[plot][frontier]") {
+  const std::string svg = RenderFrontierSvg(SmallFrontier());
+  CHECK(XmlProblem(svg).empty());
+  CHECK(svg.rfind("<?xml", 0) == 0);
+  for (const char* name : {"w1", "w2", "w4&lt;&amp;&gt;", "w8", "one-seed"}) {
+    CHECK(svg.find(std::string("<title>") + name + "</title>") != std::string::npos);
+  }
+  CHECK(svg.find("class=\"bar\"") != std::string::npos);
+  CHECK(svg.find("eval/acc &gt;= 0.99") != std::string::npos);
+  CHECK(svg.find("class=\"front\"") != std::string::npos);
+  CHECK(svg.find("class=\"variant on-front clears cheapest\"") != std::string::npos);
+  CHECK(svg.find("not drawn (cost or value unknown): nocost") != std::string::npos);
+  CHECK(svg == RenderFrontierSvg(SmallFrontier()));  // deterministic
+}
+
+TEST_CASE("RenderFrontierSvg without a known cost says so", "[plot][frontier]") {
+  FrontierFigure figure = SmallFrontier();
+  for (FrontierMark& m : figure.marks) {
+    m.cost = std::numeric_limits<double>::quiet_NaN();
+  }
+  const std::string svg = RenderFrontierSvg(figure);
+  CHECK(XmlProblem(svg).empty());
+  CHECK(svg.find("no variant with a known cost") != std::string::npos);
 }
 
 }  // namespace

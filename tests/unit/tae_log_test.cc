@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,12 @@ TEST_CASE("tae_log writes JSON metric lines to TAE_METRICS_FD", "[metrics][tae_l
   absl::StatusOr<MetricRecord> first = ParseJsonLine(lines[0]);
   REQUIRE(first.ok());
   CHECK(first->step == 40);
-  // NaN goes as null, which the parser skips.
-  CHECK(first->values == std::vector<std::pair<std::string, double>>{{"loss", 2.31}, {"ok", 1.0}});
+  // NaN goes as "nan", which the parser reads back as NaN: the metric diverged.
+  REQUIRE(first->values.size() == 3);
+  CHECK(first->values[0] == std::pair<std::string, double>{"loss", 2.31});
+  CHECK(first->values[1] == std::pair<std::string, double>{"ok", 1.0});
+  CHECK(first->values[2].first == "bad");
+  CHECK(std::isnan(first->values[2].second));
   absl::StatusOr<MetricRecord> second = ParseJsonLine(lines[1]);
   REQUIRE(second.ok());
   CHECK_FALSE(second->step.has_value());

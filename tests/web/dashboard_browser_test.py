@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.parse
 import urllib.request
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
@@ -283,6 +284,25 @@ class Dashboard(unittest.TestCase):
         self.assertEqual(self.js_errors(), [])
         self.shot("table")
 
+    def test_frontier_view_equals_taectl_report_frontier(self):
+        bar = "eval/loss<=100"  # every variant's whole CI is under it: the cheapest clears it
+        f = json.loads(taectl(self.home, "report", "browser", "--frontier", bar, "--json"))
+        self.go("#/e/browser/frontier?bar=" + urllib.parse.quote(bar, safe="/"),
+                ".frontier-table tbody tr")
+        shown = self.d.execute_script("""
+            return [...document.querySelectorAll('.frontier-table tbody tr')].map(tr => ({
+              variant: tr.dataset.variant, cheapest: tr.classList.contains('cheapest')}))""")
+        self.assertEqual([r["variant"] for r in shown], [p["variant"] for p in f["points"]])
+        self.assertIsNotNone(f["cheapest"])
+        self.assertEqual([r["variant"] for r in shown if r["cheapest"]], [f["cheapest"]["variant"]])
+        verdict = self.d.find_element(By.CSS_SELECTOR, ".frontier-verdict").text
+        self.assertIn(f"cheapest that clears eval/loss <= 100: {f['cheapest']['variant']}", verdict)
+        # The figure is taed's /frontier.svg, drawn.
+        wait_for("the frontier figure", lambda: self.d.execute_script(
+            "const i = document.querySelector('img.frontier-svg'); return i && i.naturalWidth > 0"))
+        self.assertEqual(self.js_errors(), [])
+        self.shot("frontier")
+
     def test_url_round_trips_its_state(self):
         route = "#/e/browser/curves?metric=eval%2Floss&smooth=0.6&logy=1"
         self.go(route, ".u-over")
@@ -381,8 +401,12 @@ class Dashboard(unittest.TestCase):
         self.assertEqual(means, [r["metrics"]["loss"]["mean"] for r in report["rows"]])
         self.assertIn("of the full grid's steps", self.d.find_element(By.CSS_SELECTOR, ".savings").text)
         self.assertIn("on", self.d.find_element(By.CSS_SELECTOR, ".view-toggle [data-view=tuned]").get_attribute("class"))
-        # The rung view: each stored decision as one cell (point x rung), its verdict marked.
-        decisions = report["decisions"]
+        # The rung view: one cell per point and rung, the last decision there (a rung that waited
+        # for its bootstrap stores "wait" and later the point's keep or prune), its verdict marked.
+        last = {}
+        for d in report["decisions"]:
+            last[(d["point"], d["rung"])] = d
+        decisions = list(last.values())
         self.assertTrue(decisions)
         cells = self.d.execute_script("""
             return [...document.querySelectorAll('.rung-table td[data-verdict]')].map(td => [

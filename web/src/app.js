@@ -5,6 +5,7 @@ import * as api from "./api.js";
 import * as experiments from "./experiments.js";
 import * as table from "./table.js";
 import * as curves from "./curves.js";
+import * as frontier from "./frontier.js";
 import * as run from "./run.js";
 import * as fleet from "./fleet.js";
 
@@ -52,6 +53,7 @@ function resolve(route) {
   // an experiment by id (12, e12) or by name, as taectl takes it; a run by id (7, r7)
   if (p[0] === "e" && p.length === 2 && p[1]) return { key: "e/" + p[1], mod: table };
   if (p[0] === "e" && p.length === 3 && p[2] === "curves" && p[1]) return { key: "c/" + p[1], mod: curves };
+  if (p[0] === "e" && p.length === 3 && p[2] === "frontier" && p[1]) return { key: "f/" + p[1], mod: frontier };
   if (p[0] === "r" && p.length === 2 && /^r?\d+$/.test(p[1])) return { key: "r/" + p[1], mod: run };
   return null;
 }

@@ -59,7 +59,9 @@ export function mount(root, route, app) {
     h("kbd", "Enter"), " curves, ", h("kbd", "b"), " make baseline, ", h("kbd", "g"), " pivot."), runsSlot);
 
   const curvesLink = h("a.btn", { title: "Curves of every variant" }, "Curves");
-  const head = experimentHeader({ refresh: () => refetch(), extra: [curvesLink] });
+  const frontierLink = h("a.btn.frontier-link", { title: "The cheapest variant that clears a bar, and the cost frontier" },
+    "Frontier");
+  const head = experimentHeader({ refresh: () => refetch(), extra: [curvesLink, frontierLink] });
   const runsOpen = () => (q.runs ? q.runs === "1" : (exp?.counts?.total ?? 0) <= 100);
 
   function crumbs() {
@@ -209,7 +211,10 @@ export function mount(root, route, app) {
           ...rungs.map((r) => {
             const d = cells.get(r);
             if (!d) return h("td.num.faint", "");
-            const text = d.value === null ? DASH : fmtMetric(d.value);
+            // A worst value (a seed diverged or failed; +-inf, which JSON carries as null) says
+            // which; a rung still waiting for its bootstrap shows the value it recorded.
+            const worst = /: \S+ (diverged|failed) at step/.exec(d.reason || "");
+            const text = worst ? worst[1] : d.value === null ? DASH : fmtMetric(d.value);
             const title = d.reason || `${d.verdict} at rung ${d.rung} (step ${d.step}): ${metric} ${text}, ${d.rank} of ${d.competitors}, keeps best ${d.keeps}`;
             return h(`td.num.rung-${d.verdict}`, { title, dataset: { verdict: d.verdict } },
               text, d.verdict === "prune" ? h("span.rung-mark", ` ✕ ${d.rank}/${d.competitors}`) : null);
@@ -254,7 +259,8 @@ export function mount(root, route, app) {
       tuned ? h("td.num", { title: `${r.points - r.candidates} of ${r.points} points without a score` }, `${r.candidates}/${r.points}`) : null,
       keys.map((k) => h("td.cfg", fmtVal(vary[r.variant]?.[k]))),
       h("td.num", h("span" + (r.runs < r.runs_total ? ".muted" : ""), `${r.runs ?? 0}/${r.runs_total ?? 0}`),
-        r.runs_pruned ? h("span.chip-pruned", { title: `${r.runs_pruned} run(s) stopped early by the asha [search]` }, "pruned") : null),
+        r.runs_pruned ? h("span.chip-pruned", { title: `${r.runs_pruned} run(s) stopped early by the asha [search]` }, "pruned") : null,
+        r.runs_failed ? h("span.chip-pruned", { title: `${r.runs_failed} run(s) failed; their seeds are not replaced, and a comparison whose next look needs one is held` }, `${r.runs_failed} failed`) : null),
       metrics.map((m) => {
         const s = r.metrics?.[m] || {};
         const cls = judge(goal[m], s.delta);
@@ -271,7 +277,7 @@ export function mount(root, route, app) {
           h("td.num", fmtMetric(s.best)),
           h("td.num.delta", isBase || !isNum(s.delta) ? "" :
             // only a decided difference is a number; an undecided delta is not "no effect"
-            s.decision === "undecided" ? h("span.undecided", { title: `the comparison is not decided at ${s.decision_n} seeds per arm${s.decision_futile ? "; adaptive seeds stopped it: max seeds would very likely not decide it either" : s.decision_final ? "" : "; more seeds are coming"}` }, `undecided (n=${s.decision_n}${s.decision_futile ? ", futile" : ""})`) :
+            s.decision === "undecided" ? h("span.undecided", { title: `the comparison is not decided at ${s.decision_n} seeds per arm${s.decision_held ? `; held: its next look needs a seed without a value (${s.decision_held})` : s.decision_futile ? "; adaptive seeds stopped it: max seeds would very likely not decide it either" : s.decision_final ? "" : "; more seeds are coming"}` }, `undecided (n=${s.decision_n}${s.decision_futile ? ", futile" : ""}${s.decision_held ? `, held: ${s.decision_held}` : ""})`) :
             s.decision === "equivalent" ? h("span.undecided", { title: "two one-sided tests put the delta within the margin" }, `equivalent within ±${s.margin} (n=${s.decision_n})`) :
             h("span" + (cls ? "." + cls : ""), { style: sig ? null : { opacity: 0.75 } }, fmtSigned(s.delta), h("span.pct", isNum(s.rel_delta) ? `(${fmtPct(s.rel_delta)})` : ""))),
           h("td.sig", { title: isNum(s.p_value) ? `p = ${s.p_value.toPrecision(3)}` : "" }, sig),
@@ -348,7 +354,7 @@ export function mount(root, route, app) {
         h("th.num", "started"), h("th.num", "duration"), h("th", "reason"))),
       h("tbody", sorted.map((r) => h("tr.link", { onclick: (ev) => { if (!ev.target.closest("a")) app.go(`#/r/${r.id}`); } },
         h("td.num", h("a", { href: `#/r/${r.id}` }, `r${r.id}`)),
-        h("td.vname", r.variant), h("td.num", r.seed), h("td", badge(r.state)), h("td.num", r.attempt ?? ""),
+        h("td.vname", r.variant), h("td.num", { title: r.confirm ? "a confirmation run (search.confirm): a fresh seed at the chosen point" : null }, r.confirm ? `${r.seed} confirm` : r.seed), h("td", badge(r.state)), h("td.num", r.attempt ?? ""),
         h("td.mono", r.agent || ""), h("td.num", r.last_step ?? ""),
         metrics.map((m) => h("td.num", fmtMetric(r.final_metrics?.[m]))),
         h("td.num", { title: fmtTime(r.started_at) }, r.started_at ? fmtAgo(r.started_at, now) : ""),
@@ -372,6 +378,7 @@ export function mount(root, route, app) {
     }
     if (!head.parentNode) headSlot.append(head);
     curvesLink.href = hashFor(`${hashBase}/curves`, { metric: metricsShown()[0], baseline: q.baseline });
+    frontierLink.href = hashFor(`${hashBase}/frontier`, {});
     head.update(exp);
     patch(toolSlot, JSON.stringify([q, metricList, exp.variants, report.metrics, report.baseline, report.view, varyingKeys(report), menuOpen]), toolbar);
     patch(bannerSlot, error ? error.message : "", () => error ? h("div.banner.error", `${error.message}: showing the last answer`) : null);
@@ -386,6 +393,15 @@ export function mount(root, route, app) {
       if (report.view === "tuned") {
         parts.push(h("div.view-note.muted", { style: { margin: "8px" } },
           `Each variant at its own best grid point on ${report.search?.metric ?? metricsShown()[0]}; Δ against ${report.rows?.find((r) => r.variant === r.baseline)?.variant ?? "the baseline"} at its own best point.`));
+        // what the values are: optimistic (chosen on the same seeds), confirmed or pending
+        const est = report.estimates || "";
+        const confirm = report.search?.confirm || 0;
+        const estText = confirm > 0
+          ? (est.startsWith("confirmed")
+            ? `Estimates ${est}: each row's runs, mean, CI and Δ come from ${confirm} fresh seeds at its chosen point, not the seeds it was chosen on.`
+            : `Confirmation ${est}: each row will show its chosen point's ${confirm} fresh seeds alone, added once the search is over.`)
+          : `Estimates ${est || "optimistic: chosen on the same seeds"}: each point was chosen on the seeds whose mean it shows, so the mean and Δ lean toward luck (search.confirm = N re-runs the chosen points on N fresh seeds).`;
+        parts.push(h("div.view-note.estimates" + (confirm > 0 && est.startsWith("confirmed") ? ".muted" : ".estimates-warn"), { style: { margin: "8px" } }, estText));
       }
       const saved = savingsLine();
       if (saved) parts.push(saved);

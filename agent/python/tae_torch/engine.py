@@ -253,6 +253,8 @@ class MetricsSink:
         record = {"step": step}
         for name, value in values:
             if not math.isfinite(value):
+                # A diverged value: the agent reads "nan", "inf" and "-inf" back as that value.
+                record[name] = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
                 continue
             if float(value).is_integer() and abs(value) < MAX_EXACT_INTEGER:
                 record[name] = int(value)
