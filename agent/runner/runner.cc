@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/sysstat/sysstat.h"
+#include "common/auth/environment.h"
 #include "common/clock/clock.h"
 #include "common/fs/fs.h"
 #include "common/process/spawn.h"
@@ -305,9 +306,9 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   request.argv = {options_.job_binary, job->job_dir, job->run_dir};
   request.argv.insert(request.argv.end(), program.begin(), program.end());
   request.log_path = job->job_dir + "/supervisor.log";
-  // The job never sees the agent's credentials.
-  request.env_remove = {"TAE_AGENT_TOKEN", "TAE_TLS_CA", "TAE_TLS_CERT", "TAE_TLS_KEY",
-                        "TAE_TLS_SERVER_NAME"};
+  // The job never sees the agent's credentials, nor a TAE_HOME that leads to taed (an agent
+  // started by hand where taed runs may have one).
+  request.env_remove = auth::TaedOnlyEnv();
   request.cwd = job->run_dir;
   request.env = {
       {"TAE_RUN_ID", absl::StrCat(start.run_id())},

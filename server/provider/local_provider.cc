@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "boost/asio/steady_timer.hpp"
+#include "common/auth/environment.h"
 #include "common/process/spawn.h"
 #include "spdlog/spdlog.h"
 
@@ -136,8 +137,9 @@ absl::Status LocalProvider::Spawn(Child* child) {
                                      ",worker=", child->worker)};
   request.env = {{"TAE_AGENT_TOKEN", *key}};  // never on the command line
   // Local agents dial loopback without TLS (docs/security.md): taed's own TLS settings in the
-  // environment (TAE_TLS_CERT and TAE_TLS_KEY are its server certificate) are not theirs.
-  request.env_remove = {"TAE_TLS_CA", "TAE_TLS_CERT", "TAE_TLS_KEY", "TAE_TLS_SERVER_NAME"};
+  // environment (TAE_TLS_CERT and TAE_TLS_KEY are its server certificate) are not theirs, nor is
+  // TAE_HOME (its socket and tokens), which their jobs would otherwise inherit.
+  request.env_remove = auth::TaedOnlyEnv();
   request.log_path = absl::StrCat(options_.log_dir, "/", child->id, ".log");
   // If taed dies (crash, kill -9), its agents exit at once with SIGUSR1 but leave their runs'
   // supervisors running; the agents the next taed starts on the same work dirs adopt them.
@@ -158,8 +160,7 @@ absl::Status LocalProvider::SpawnSession(Child* child, const std::string& key) {
   request.argv = child->command.argv;
   request.env = child->command.env;
   request.stdin_pipe = true;
-  request.env_remove = {"TAE_AGENT_TOKEN", "TAE_TLS_CA",          "TAE_TLS_CERT",
-                        "TAE_TLS_KEY",     "TAE_TLS_SERVER_NAME", "TAE_TLS_CLIENT_CA"};
+  request.env_remove = auth::TaedOnlyEnv();
   request.log_path = absl::StrCat(options_.log_dir, "/", child->id, ".log");
   // taed gone: the session ends, the remote agent sees stdin close and leaves its runs to be
   // adopted.

@@ -259,5 +259,35 @@ TEST_CASE(
   CHECK(cluster.TaectlJson({"runs", exp}).at(0).at("state") == "succeeded");
 }
 
+TEST_CASE("a local agent's job gets no variable that leads to taed, its socket or a token",
+          "[security]") {
+  // A researcher's shell often exports TAE_HOME: taed, its local agents and (before) their jobs
+  // inherited it, and a job could drive taed through $TAE_HOME/taed.sock.
+  TempDir elsewhere;
+  setenv("TAE_HOME", elsewhere.path().c_str(), 1);
+  Cluster cluster(1, 1);  // its taectl and taed are given --home: TAE_HOME is only inherited
+  unsetenv("TAE_HOME");
+  REQUIRE(cluster.started());
+  std::filesystem::create_directories(cluster.dir().path() + "/job");
+  cluster.dir().Write("job/env.sh", "#!/bin/sh\nenv | sort\n");
+  const std::string spec = cluster.dir().Write(
+      "env.toml",
+      "name = \"env\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\ncommand = \"sh env.sh\"\n");
+  CommandResult submitted = cluster.Taectl({"submit", spec, "--wait", "--timeout", "120"}, 150);
+  INFO(submitted.out << submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  const int64_t run = cluster.TaectlJson({"runs", "env"}).at(0).at("id");
+  CommandResult logs = cluster.Taectl({"logs", "r" + std::to_string(run)});
+  INFO(logs.out);
+  CHECK(logs.out.find("TAE_RUN_ID=" + std::to_string(run)) != std::string::npos);
+  for (const char* name : {"TAE_HOME=", "TAE_AGENT_TOKEN=", "TAE_TLS_"}) {
+    INFO(name);
+    CHECK(logs.out.find(name) == std::string::npos);
+  }
+  CHECK(logs.out.find(elsewhere.path()) == std::string::npos);
+  // What is left is the filesystem: a local agent's work dir is under taed's directory and the
+  // job runs as the same user (docs/security.md, "What a job can reach").
+}
+
 }  // namespace
 }  // namespace tae::testing
