@@ -3,8 +3,8 @@
 // Input: one line, given to both ParseJsonLine and ParseKeyValueLine. Checks what the header
 // documents for what they accept: every metric and meta key passes IsValidMetricKey (and is
 // neither the step nor "meta" key), a step is >= 0, meta values are at most kMaxMetaValueLength
-// bytes and at most kMaxMetaEntriesPerLine; ParseKeyValueLine returns nullopt or >= 1 value, non-finite only when the text was a word
-// NonFiniteWord names.
+// bytes and at most kMaxMetaEntriesPerLine; ParseKeyValueLine returns nullopt or >= 1 value,
+// non-finite only when the text was a word NonFiniteWord names.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

@@ -17,8 +17,8 @@ namespace tae::train {
 
 using MetricValues = std::vector<std::pair<std::string, double>>;
 
-// {"step":N,"k":v,...} without a newline; a non-finite value is the string "nan", "inf" or "-inf" (JSON has no NaN), which
-// the agent's parser reads back as that value: the run diverged there.
+// {"step":N,"k":v,...} without a newline; a non-finite value is the string "nan", "inf" or "-inf"
+// (JSON has no NaN), which the agent's parser reads back as that value: the run diverged there.
 // Values that are whole numbers below 2^53 are written as integers.
 std::string FormatMetricLine(int64_t step, const MetricValues& values);
 

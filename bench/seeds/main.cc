@@ -259,16 +259,18 @@ void PrintPlanner(const SequentialDesign& design, const Options& options) {
     for (size_t i = 0; i < scenario.effects.size(); ++i) {
       const double rate = result.different[i];
       const double se = std::sqrt(rate * (1 - rate) / options.planner_studies);
-      const double alpha_se = std::sqrt(design.alpha * (1 - design.alpha) / options.planner_studies);
+      const double alpha_se =
+          std::sqrt(design.alpha * (1 - design.alpha) / options.planner_studies);
       const bool null = scenario.effects[i] == 0;
       const bool ok = !null || rate <= design.alpha + 2 * alpha_se;
       all_ok = all_ok && ok;
-      std::printf("| %s | %g | v%zu | %.1f sigma | %.4f | %.4f | %s | %.4f | %.4f | %.2f | %d | "
-                  "%.3f | %.2f | %.1f |\n",
-                  scenario.name, scenario.fail_rate, i + 1, scenario.effects[i], rate, se,
-                  null ? (ok ? "yes" : "NO") : "(power)", result.futile[i], result.held[i],
-                  result.mean_runs, result.fixed_runs, result.mean_runs / result.fixed_runs,
-                  result.mean_failed, result.mean_in_flight);
+      std::printf(
+          "| %s | %g | v%zu | %.1f sigma | %.4f | %.4f | %s | %.4f | %.4f | %.2f | %d | "
+          "%.3f | %.2f | %.1f |\n",
+          scenario.name, scenario.fail_rate, i + 1, scenario.effects[i], rate, se,
+          null ? (ok ? "yes" : "NO") : "(power)", result.futile[i], result.held[i],
+          result.mean_runs, result.fixed_runs, result.mean_runs / result.fixed_runs,
+          result.mean_failed, result.mean_in_flight);
     }
   }
   std::printf(

@@ -116,8 +116,8 @@ PlannerResult SimulatePlanner(const PlannerStudy& study) {
   const stats::Boundaries boundaries = stats::ComputeBoundaries(study.design);
   const size_t k = study.effects.size();
   const int threads = std::max(1, study.threads);
-  std::vector<Counts> counts(threads, Counts{std::vector<int>(k), std::vector<int>(k),
-                                             std::vector<int>(k), 0, 0, 0, 0});
+  std::vector<Counts> counts(
+      threads, Counts{std::vector<int>(k), std::vector<int>(k), std::vector<int>(k), 0, 0, 0, 0});
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {

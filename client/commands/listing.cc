@@ -62,11 +62,10 @@ void PrintRuns(const tae::v1::ListRunsResponse& runs, const tae::v1::Experiment&
   Table table(header);
   for (const tae::v1::Run& run : runs.runs()) {
     std::vector<std::string> row = {
-        absl::StrCat("r", run.id()),  run.variant(),
+        absl::StrCat("r", run.id()), run.variant(),
         // A confirmation run (search.confirm) says so beside its fresh seed.
-        absl::StrCat(run.seed(), run.confirm() ? " confirm" : ""),
-        tae::v1::StateName(run.state()),
-        absl::StrCat(run.attempt()),  run.agent_id().empty() ? "-" : run.agent_id(),
+        absl::StrCat(run.seed(), run.confirm() ? " confirm" : ""), tae::v1::StateName(run.state()),
+        absl::StrCat(run.attempt()), run.agent_id().empty() ? "-" : run.agent_id(),
         absl::StrCat(run.last_step())};
     for (const std::string& key : shown) {
       row.push_back(Metric(run, key));

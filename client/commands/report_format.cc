@@ -183,8 +183,7 @@ std::string Legend(const tae::v1::ReportResponse& report) {
                       "the chosen points on N fresh seeds).");
     } else if (absl::StartsWith(report.estimates(), "confirmed")) {
       absl::StrAppend(&legend, " Estimates confirmed: each row's runs, mean, CI and Δ are ",
-                      confirm,
-                      " fresh seeds at its chosen point, not the seeds it was chosen on.");
+                      confirm, " fresh seeds at its chosen point, not the seeds it was chosen on.");
     } else {
       absl::StrAppend(&legend, " Confirmation ", report.estimates(),
                       ": each row's runs, mean, CI and Δ will be its chosen point's ", confirm,

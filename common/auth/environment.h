@@ -16,7 +16,7 @@
 namespace tae::auth {
 
 inline std::vector<std::string> TaedOnlyEnv() {
-  return {"TAE_HOME",     "TAE_AGENT_TOKEN",     "TAE_TLS_CA",       "TAE_TLS_CERT",
+  return {"TAE_HOME",    "TAE_AGENT_TOKEN",     "TAE_TLS_CA",       "TAE_TLS_CERT",
           "TAE_TLS_KEY", "TAE_TLS_SERVER_NAME", "TAE_TLS_CLIENT_CA"};
 }
 

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-
 #include <optional>
 #include <string>
 
@@ -295,7 +294,8 @@ std::optional<MetricRecord> ParseKeyValueLine(std::string_view line) {
     if (!IsValidMetricKey(key)) {
       continue;
     }
-    if (std::optional<double> diverged = NonFiniteWord(std::string_view(text.data(), text.size()))) {
+    if (std::optional<double> diverged =
+            NonFiniteWord(std::string_view(text.data(), text.size()))) {
       value = *diverged;
     } else if (!absl::SimpleAtod(text, &value) || !std::isfinite(value)) {
       continue;  // not a number; "1e999" and the like are not a report of divergence

@@ -131,10 +131,10 @@ absl::StatusOr<Spec> ParseSpecFile(const std::string& path,
 // The runs of a spec: for each grid point (the cartesian product of the [grid] axes, the first
 // axis varying slowest; one empty point without a grid; with an asha [search] whose points are
 // shuffled, in the order GridOrder gives), the baseline and then the ablations in file order,
-// each once per seed, seeds in order. Runs start in this order. A run's config is the baseline, then the grid
-// point, then the ablation's overrides (which never touch a grid key), then train.seed; with a
-// [job], also "job.command" (ExpandCommand of the template) and "job.snapshot" (snapshot_id).
-// Size: grid points x (1 + ablations) x seeds.
+// each once per seed, seeds in order. Runs start in this order. A run's config is the baseline,
+// then the grid point, then the ablation's overrides (which never touch a grid key), then
+// train.seed; with a [job], also "job.command" (ExpandCommand of the template) and "job.snapshot"
+// (snapshot_id). Size: grid points x (1 + ablations) x seeds.
 std::vector<RunPlan> ExpandRuns(const Spec& spec);
 
 // The order an asha search starts `points` grid points in: a permutation of 0..points-1,

@@ -395,8 +395,7 @@ std::vector<SeedTarget> SeedsNeeded(const SequentialDesign& design, const Bounda
     for (const Arm& variant : point.variants) {
       const int runs = static_cast<int>(variant.seeds.size());
       int target = std::max(runs, boundaries.min_seeds);
-      const Course course =
-          FollowLooks(design, boundaries, variant.seeds, point.baseline.seeds);
+      const Course course = FollowLooks(design, boundaries, variant.seeds, point.baseline.seeds);
       if (courses != nullptr) {
         (*courses)[p].push_back(course);
       }

@@ -90,10 +90,9 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
     const nlohmann::json config =
         nlohmann::json::parse(run.config_json, nullptr, /*allow_exceptions=*/false);
     const auto steps = config.is_object() ? config.find("train.steps") : config.end();
-    searched.push_back({run.id, run.variant,
-                        steps != config.end() && steps->is_number_integer()
-                            ? steps->get<int64_t>()
-                            : 0});
+    searched.push_back(
+        {run.id, run.variant,
+         steps != config.end() && steps->is_number_integer() ? steps->get<int64_t>() : 0});
   }
   ActiveSearch active;
   active.metric = settings.metric;
@@ -139,9 +138,8 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
     }
     for (const model::RunRecord& run : *runs) {
       if (model::IsFinal(run.state)) {
-        for (search::Decision& d :
-             active.search->Ended(run.id, active.last_step[run.id],
-                                  run.state == model::RunState::kFailed)) {
+        for (search::Decision& d : active.search->Ended(run.id, active.last_step[run.id],
+                                                        run.state == model::RunState::kFailed)) {
           fresh.push_back(std::move(d));
         }
       }

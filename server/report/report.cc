@@ -194,8 +194,8 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
     if (v.state == model::RunState::kSucceeded && v.confirm == options.confirmation_runs) {
       Samples& s = samples[{v.variant, v.key}];
       if (v.diverged_step.has_value()) {
-        s.diverged_step = s.diverged == 0 ? *v.diverged_step
-                                          : std::min(s.diverged_step, *v.diverged_step);
+        s.diverged_step =
+            s.diverged == 0 ? *v.diverged_step : std::min(s.diverged_step, *v.diverged_step);
         s.diverged += 1;
         continue;
       }

@@ -20,7 +20,7 @@ inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct Cell {
   std::string metric;
-  int n = 0;           // succeeded runs with a finite value
+  int n = 0;  // succeeded runs with a finite value
   // Succeeded runs whose metric diverged (NaN or +-inf; model::FinalValue::diverged_step), and
   // the earliest step one did. While any did, mean, CI, best and delta stay NaN: the variant is
   // "diverged k of n", never the mean of the seeds that happened not to.
@@ -47,7 +47,7 @@ struct Cell {
   // Adaptive seeds: the comparison's next look needs a seed that ended without a value, so it is
   // held at its last look ("r12 failed"; stats::FollowLooks); "" when not held.
   std::string decision_held;
-  double margin = 0;             // the metric's equivalence margin; 0: none
+  double margin = 0;  // the metric's equivalence margin; 0: none
   // The chance, shortcut or floor level the mean sits at (within its 95% CI, or within
   // kLevelTolerance of it), else kind "".
   std::string level_kind;
@@ -115,10 +115,9 @@ void CountRun(const model::RunRecord& run, Row* row);
 
 // variants: in display order (baseline first); runs: every run of the experiment; values: the
 // final values of `metrics` and ExtraMetrics(); only succeeded runs count, and of the runs and
-// values only those options.confirmation_runs selects (by default: none of search.confirm's). Each variant is compared
-// with spec::BaselineFor(variant, baseline).
-// Cells are decided and marked by `options` and by the task levels of each variant's first run's
-// config (report/task_levels.h).
+// values only those options.confirmation_runs selects (by default: none of search.confirm's). Each
+// variant is compared with spec::BaselineFor(variant, baseline). Cells are decided and marked by
+// `options` and by the task levels of each variant's first run's config (report/task_levels.h).
 std::vector<Row> BuildReport(const std::vector<std::string>& variants,
                              const std::vector<model::RunRecord>& runs,
                              const std::vector<model::FinalValue>& values,

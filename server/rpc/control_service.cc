@@ -122,11 +122,11 @@ grpc::ServerUnaryReactor* ControlService::Report(grpc::CallbackServerContext* ct
                                                  const tae::v1::ReportRequest* request,
                                                  tae::v1::ReportResponse* response) {
   return OnCore(ctx, [this, request, response]() -> absl::Status {
-    ASSIGN_OR_RETURN(query::ReportResult result,
-                     query_->Report(request->experiment(),
-                                    {request->metrics().begin(), request->metrics().end()},
-                                    request->baseline(), request->sort(), request->view(),
-                                    request->frontier(), request->cost()));
+    ASSIGN_OR_RETURN(
+        query::ReportResult result,
+        query_->Report(request->experiment(),
+                       {request->metrics().begin(), request->metrics().end()}, request->baseline(),
+                       request->sort(), request->view(), request->frontier(), request->cost()));
     wire::ToProto(result, response);
     return absl::OkStatus();
   });

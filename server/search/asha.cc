@@ -152,8 +152,7 @@ Decision AshaJudge::Rank(PointState& point, const RungValue& value) {
   point.waiting = false;
   point.pruned = d.verdict == Verdict::kPrune;
   point.next_rung = value.rung + 1;
-  const std::string shown =
-      worst ? value.worst : absl::StrFormat("%.4g", value.value);
+  const std::string shown = worst ? value.worst : absl::StrFormat("%.4g", value.value);
   d.reason = absl::StrCat(RungText(d.rung, d.step), ": ", rule_.metric, " ", shown, ", ",
                           Ordinal(d.rank), " of ", d.competitors, ", keeps best ", d.keeps);
   return d;
@@ -219,11 +218,10 @@ std::vector<Decision> AshaJudge::Judge(const RungValue& given, bool fire) {
     rung.waiting.push_back(value.point);
     Decision d = DecisionAt(value, Verdict::kWait);
     d.competitors = static_cast<int>(rung.recorded.size());
-    d.reason = absl::StrCat(RungText(d.rung, d.step), ": ", rule_.metric, " ",
-                            value.worst.empty() ? absl::StrFormat("%.4g", value.value)
-                                                : value.worst,
-                            ", waits for ", rule_.bootstrap, " points at the rung (",
-                            d.competitors, " so far)");
+    d.reason = absl::StrCat(
+        RungText(d.rung, d.step), ": ", rule_.metric, " ",
+        value.worst.empty() ? absl::StrFormat("%.4g", value.value) : value.worst, ", waits for ",
+        rule_.bootstrap, " points at the rung (", d.competitors, " so far)");
     return {d};
   }
   std::vector<Decision> out = {Rank(point, value)};
@@ -361,14 +359,20 @@ std::optional<RungValue> GridSearch::NextValue(const std::string& point_name, bo
       ++seeds;
     } else if (run.diverged_step.has_value() && (run.steps <= 0 || rung_step <= run.steps)) {
       // One diverged seed decides the point: no need to wait for the others.
-      return RungValue{point_name, point.group, rung, 0, 1,
-                       absl::StrFormat("diverged at step %d (r%d: %g)", *run.diverged_step,
-                                       run_id, run.diverged_value)};
+      return RungValue{point_name,
+                       point.group,
+                       rung,
+                       0,
+                       1,
+                       absl::StrFormat("diverged at step %d (r%d: %g)", *run.diverged_step, run_id,
+                                       run.diverged_value)};
     } else if (!run.ended && !run.diverged_step.has_value()) {
       pending = true;  // this run may still report the rung
     } else if (run.failed && (run.steps <= 0 || rung_step <= run.steps)) {
-      return RungValue{point_name, point.group, rung, 0, 1,
-                       absl::StrFormat("failed at step %d (r%d)", run.last_step, run_id)};
+      return RungValue{
+          point_name, point.group,
+          rung,       0,
+          1,          absl::StrFormat("failed at step %d (r%d)", run.last_step, run_id)};
     } else {
       reached |= run.last_step >= rung_step;
     }
@@ -452,27 +456,27 @@ absl::Status GridSearch::Restore(const std::vector<Decision>& decisions) {
         // Judged when its rung filled by an event that is not a decision (a point closed).
         expected = judge_.Fire(it->second.group, judge_.NextRung(stored.point));
       } else {
-        RungValue value{stored.point, it->second.group, stored.rung, stored.value, stored.seeds,
-                        ""};
+        RungValue value{stored.point, it->second.group, stored.rung,
+                        stored.value, stored.seeds,     ""};
         expected = judge_.Judge(value, /*fire=*/stored.verdict != Verdict::kWait);
       }
       if (expected.empty()) {
-        return absl::FailedPreconditionError(absl::StrCat("stored decision ", i + 1, " (",
-                                                          stored.point, ") decides nothing now"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("stored decision ", i + 1, " (", stored.point, ") decides nothing now"));
       }
       now = expected[next_expected++];
     }
     if (now.verdict != stored.verdict || now.point != stored.point || now.rung != stored.rung) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "stored decision ", i + 1, " (", stored.point, " rung ", stored.rung, " ",
-          VerdictName(stored.verdict), ": ", stored.reason, ") is now ", now.point, " rung ",
-          now.rung, " ", VerdictName(now.verdict), ": ", now.reason));
+      return absl::FailedPreconditionError(
+          absl::StrCat("stored decision ", i + 1, " (", stored.point, " rung ", stored.rung, " ",
+                       VerdictName(stored.verdict), ": ", stored.reason, ") is now ", now.point,
+                       " rung ", now.rung, " ", VerdictName(now.verdict), ": ", now.reason));
     }
   }
   if (next_expected < expected.size()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the stored decisions end before ", expected[next_expected].point,
-                     "'s, which the rule now makes"));
+    return absl::FailedPreconditionError(absl::StrCat("the stored decisions end before ",
+                                                      expected[next_expected].point,
+                                                      "'s, which the rule now makes"));
   }
   return absl::OkStatus();
 }

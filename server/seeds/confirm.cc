@@ -20,7 +20,7 @@ ConfirmPlan PlanConfirm(const model::SearchSettings& search,
   std::vector<std::string> variants;  // by first run: the experiment's order
   std::set<std::string> seen;
   int64_t highest_seed = runs.front().seed;
-  std::map<std::string, int> confirmations;              // variant -> its confirmation runs
+  std::map<std::string, int> confirmations;             // variant -> its confirmation runs
   std::map<std::string, const model::RunRecord*> like;  // variant -> its lowest-seed search run
   for (const model::RunRecord& run : runs) {
     highest_seed = std::max(highest_seed, run.seed);
@@ -67,9 +67,9 @@ ConfirmPlan PlanConfirm(const model::SearchSettings& search,
     for (int i = 0; i < missing; ++i) {
       add.seeds.push_back(highest_seed + 1 + i);
     }
-    add.why = absl::StrFormat("%s chosen on %s (%s): %g over %d seeds, best of %d points",
-                              choice.point, search.metric, search.goal, choice.score, choice.n,
-                              choice.candidates);
+    add.why =
+        absl::StrFormat("%s chosen on %s (%s): %g over %d seeds, best of %d points", choice.point,
+                        search.metric, search.goal, choice.score, choice.n, choice.candidates);
     plan.add.push_back(std::move(add));
   }
   return plan;

@@ -77,10 +77,9 @@ std::map<std::string, std::vector<stats::Outcome>> SeedOutcomes(
   for (const model::RunRecord& run : runs) {
     ordered.push_back(&run);
   }
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [](const model::RunRecord* a, const model::RunRecord* b) {
-                     return a->seed < b->seed;
-                   });
+  std::stable_sort(
+      ordered.begin(), ordered.end(),
+      [](const model::RunRecord* a, const model::RunRecord* b) { return a->seed < b->seed; });
   std::map<std::string, std::vector<stats::Outcome>> arms;
   for (const model::RunRecord* run : ordered) {
     std::vector<stats::Outcome>& arm = arms[run->variant];
@@ -90,8 +89,7 @@ std::map<std::string, std::vector<stats::Outcome>> SeedOutcomes(
     } else if (auto diverged = diverged_at.find(run->id); diverged != diverged_at.end()) {
       arm.push_back(stats::Outcome::Missing(
           absl::StrCat("r", run->id, " diverged at step ", diverged->second)));
-    } else if (std::optional<std::string> why =
-                   WhyMissing(*run, value != value_of.end(), metric)) {
+    } else if (std::optional<std::string> why = WhyMissing(*run, value != value_of.end(), metric)) {
       arm.push_back(stats::Outcome::Missing(std::move(*why)));
     } else {
       arm.push_back(stats::Outcome::Value(value->second));
@@ -124,8 +122,7 @@ Plan PlanSeeds(const model::ExperimentReport& report, const stats::Boundaries& b
     plan.held.push_back(*error);
     return plan;
   }
-  std::map<std::string, std::vector<stats::Outcome>> outcomes =
-      SeedOutcomes(runs, values, metric);
+  std::map<std::string, std::vector<stats::Outcome>> outcomes = SeedOutcomes(runs, values, metric);
   std::set<int64_t> reported;  // runs with a value of the metric
   for (const model::FinalValue& value : values) {
     if (value.key == metric) {

@@ -143,12 +143,13 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const model::NewExperiment& expe
 
 absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<model::NewRun>& runs,
                                double now) {
-  ASSIGN_OR_RETURN(Statement run, db_.Prepare("INSERT INTO runs (experiment_id, variant, seed, "
-                                              "config, state, max_attempts, priority, slots, "
-                                              "labels, created_at, max_concurrent, hosts, "
-                                              "snapshot_id, command, attempts_granted, "
-                                              "keep_checkpoints, retry_on, confirm) "
-                                              "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+  ASSIGN_OR_RETURN(Statement run,
+                   db_.Prepare("INSERT INTO runs (experiment_id, variant, seed, "
+                               "config, state, max_attempts, priority, slots, "
+                               "labels, created_at, max_concurrent, hosts, "
+                               "snapshot_id, command, attempts_granted, "
+                               "keep_checkpoints, retry_on, confirm) "
+                               "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(Statement transition,
                    db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
                                "to_state, reason, at) VALUES (?, 0, '', 'queued', ?, ?)"));

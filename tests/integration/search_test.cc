@@ -225,8 +225,8 @@ TEST_CASE("a diverged grid point is pruned at its first rung as the worst and th
   CHECK(tuned.at("rows")[0].at("point_name") == "lr=0.01");
   bool diverged_in_rung_view = false;
   for (const auto& d : tuned.at("decisions")) {
-    diverged_in_rung_view |= d.at("reason").get<std::string>().find("diverged at step 3") !=
-                             std::string::npos;
+    diverged_in_rung_view |=
+        d.at("reason").get<std::string>().find("diverged at step 3") != std::string::npos;
   }
   CHECK(diverged_in_rung_view);
 
@@ -322,8 +322,9 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("search.confirm re-runs each variant's chosen point on fresh seeds and reports them alone",
-          "[confirm]") {
+TEST_CASE(
+    "search.confirm re-runs each variant's chosen point on fresh seeds and reports them alone",
+    "[confirm]") {
   Cluster cluster(1, 4);
   const std::string spec = kSweepSpec;
   const nlohmann::json submitted =

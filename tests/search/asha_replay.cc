@@ -50,10 +50,15 @@ nlohmann::json Number(double value) {
 }
 
 void Print(size_t event, const Decision& d) {
-  std::cout << nlohmann::json{{"event", event},   {"verdict", tae::search::VerdictName(d.verdict)},
-                              {"point", d.point}, {"group", d.group}, {"rung", d.rung},
-                              {"step", d.step},   {"value", Number(d.value)},
-                              {"seeds", d.seeds}, {"reason", d.reason}}
+  std::cout << nlohmann::json{{"event", event},
+                              {"verdict", tae::search::VerdictName(d.verdict)},
+                              {"point", d.point},
+                              {"group", d.group},
+                              {"rung", d.rung},
+                              {"step", d.step},
+                              {"value", Number(d.value)},
+                              {"seeds", d.seeds},
+                              {"reason", d.reason}}
                    .dump()
             << "\n";
 }
