@@ -6,7 +6,6 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "nlohmann/json.hpp"
 #include "server/controller/controller.h"
 #include "server/lifecycle/lifecycle.h"
 #include "spdlog/spdlog.h"
@@ -87,12 +86,7 @@ void Controller::StartSearch(int64_t experiment_id, bool replay) {
               runs->end());
   std::vector<search::SearchRun> searched;
   for (const model::RunRecord& run : *runs) {
-    const nlohmann::json config =
-        nlohmann::json::parse(run.config_json, nullptr, /*allow_exceptions=*/false);
-    const auto steps = config.is_object() ? config.find("train.steps") : config.end();
-    searched.push_back(
-        {run.id, run.variant,
-         steps != config.end() && steps->is_number_integer() ? steps->get<int64_t>() : 0});
+    searched.push_back({run.id, run.variant, model::TrainSteps(run.config_json).value_or(0)});
   }
   ActiveSearch active;
   active.metric = settings.metric;

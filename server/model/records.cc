@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "nlohmann/json.hpp"
+
 namespace tae::model {
 namespace {
 
@@ -63,6 +65,15 @@ std::string ExperimentState(const RunCounts& counts) {
 }  // namespace tae::model
 
 namespace tae::model {
+
+std::optional<int64_t> TrainSteps(std::string_view config_json) {
+  const nlohmann::json config = nlohmann::json::parse(config_json, nullptr, false);
+  const auto steps = config.is_object() ? config.find("train.steps") : config.end();
+  if (steps == config.end() || !steps->is_number_integer()) {
+    return std::nullopt;
+  }
+  return steps->get<int64_t>();
+}
 
 std::string NonFiniteText(double value) {
   if (std::isnan(value)) {

@@ -103,6 +103,10 @@ struct RunPoint {
   double value = 0;  // NaN or +-inf: the run's metric diverged here
 };
 
+// The train.steps of a stored run config (RunRecord::config_json), or nullopt when it has none
+// (or is not a JSON object).
+std::optional<int64_t> TrainSteps(std::string_view config_json);
+
 // A non-finite metric value as stored: "nan", "inf", "-inf"; and back (anything else: NaN).
 std::string NonFiniteText(double value);
 double NonFiniteFromText(std::string_view text);

@@ -1,10 +1,10 @@
 #include "server/report/savings.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
-#include "nlohmann/json.hpp"
 
 namespace tae::report {
 
@@ -16,15 +16,14 @@ SearchSavings SavingsOf(const std::vector<RunSteps>& runs,
                         const std::vector<model::SearchDecisionRecord>& decisions) {
   SearchSavings out;
   for (const RunSteps& run : runs) {
-    const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
-    const auto steps = config.is_object() ? config.find("train.steps") : config.end();
-    if (!config.is_object() || steps == config.end() || !steps->is_number_integer()) {
+    const std::optional<int64_t> steps = model::TrainSteps(run.config_json);
+    if (!steps.has_value()) {
       ++out.runs_without_steps;
       continue;
     }
     ++out.runs;
     out.steps_run += run.last_step;
-    out.steps_full += steps->get<int64_t>();
+    out.steps_full += *steps;
   }
   std::map<int, RungSavings> rungs;
   std::set<std::string> pruned;
