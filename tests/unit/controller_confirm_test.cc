@@ -10,20 +10,10 @@
 #include "server/controller/controller.h"
 #include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
+#include "tests/unit/start_channel.h"
 
 namespace tae::controller {
 namespace {
-
-class FakeChannel : public registry::AgentChannel {
- public:
-  void Send(const tae::v1::TaedMessage& message) override {
-    if (message.has_start_run()) {
-      starts.push_back(message.start_run());
-    }
-  }
-  void Close() override {}
-  std::vector<tae::v1::StartRun> starts;
-};
 
 constexpr const char* kConfirmed = R"(
 name = "confirmed"
