@@ -9,13 +9,10 @@
 
 #include <map>
 #include <memory>
-#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
 #include "common/clock/clock.h"
-#include "common/snapshot/snapshot.h"
-#include "proto/tae/v1/artifact.h"
 #include "server/rpc/agent_link_service.h"
 #include "server/rpc/blob_rpcs.h"
 #include "server/rpc/convert.h"
@@ -23,60 +20,6 @@
 
 namespace tae::rpc {
 namespace {
-
-constexpr size_t kMaxManifestBytes = 16 << 20;  // ~150k files
-
-// The fields of an offer or commit, checked, and its manifest parsed (on the blob worker).
-// `sizes`, when given, gets each blob's size by hash (what an offer grants uploads at).
-absl::StatusOr<controller::CheckpointOffer> ParseOffer(
-    int64_t run_id, int attempt, int64_t step, const std::string& manifest,
-    const std::string& artifact, std::map<std::string, uint64_t>* sizes = nullptr) {
-  if (run_id <= 0) {
-    return absl::InvalidArgumentError("run_id: must be > 0");
-  }
-  if (attempt <= 0) {
-    return absl::InvalidArgumentError("attempt: must be > 0");
-  }
-  if (step < 0) {
-    return absl::InvalidArgumentError("step: must be >= 0");
-  }
-  if (!artifact.empty() && !v1::IsArtifactName(artifact)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("artifact: '", artifact.substr(0, 80), "' is not an artifact name"));
-  }
-  if (manifest.empty()) {
-    return absl::InvalidArgumentError(
-        artifact.empty() ? "manifest: empty (the checkpoint directory has no files)"
-                         : "manifest: empty (the job wrote no files for the artifact)");
-  }
-  if (manifest.size() > kMaxManifestBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("manifest: larger than ", kMaxManifestBytes, " bytes"));
-  }
-  absl::StatusOr<std::vector<snapshot::Entry>> entries = snapshot::ParseManifest(manifest);
-  if (!entries.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("manifest: ", entries.status().message()));
-  }
-  controller::CheckpointOffer offer;
-  offer.run_id = run_id;
-  offer.attempt = attempt;
-  offer.step = step;
-  offer.manifest = manifest;
-  offer.artifact = artifact;
-  offer.manifest_id = snapshot::SnapshotId(*entries);
-  offer.files = static_cast<int64_t>(entries->size());
-  std::unordered_set<std::string> seen;
-  for (const snapshot::Entry& entry : *entries) {
-    offer.bytes += static_cast<int64_t>(entry.size);
-    if (seen.insert(entry.sha256).second) {
-      offer.hashes.push_back(entry.sha256);
-    }
-    if (sizes != nullptr) {
-      (*sizes)[entry.sha256] = entry.size;
-    }
-  }
-  return offer;
-}
 
 using Offer = std::shared_ptr<controller::CheckpointOffer>;
 
@@ -109,8 +52,8 @@ grpc::ServerUnaryReactor* AgentLinkService::OfferCheckpoint(
   checkpoint_blobs_->Post([this, reactor, request, response, caller = *caller](blobs::BlobStore&) {
     auto sizes = std::make_shared<std::map<std::string, uint64_t>>();
     absl::StatusOr<controller::CheckpointOffer> parsed =
-        ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest(),
-                   request->artifact(), sizes.get());
+        ParseCheckpointOffer(request->run_id(), request->attempt(), request->step(),
+                             request->manifest(), request->artifact(), sizes.get());
     if (!parsed.ok()) {
       reactor->Finish(ToGrpc(parsed.status()));
       return;
@@ -171,8 +114,8 @@ grpc::ServerUnaryReactor* AgentLinkService::CommitCheckpoint(
   }
   checkpoint_blobs_->Post([this, reactor, request, response, caller = *caller](blobs::BlobStore&) {
     absl::StatusOr<controller::CheckpointOffer> parsed =
-        ParseOffer(request->run_id(), request->attempt(), request->step(), request->manifest(),
-                   request->artifact());
+        ParseCheckpointOffer(request->run_id(), request->attempt(), request->step(),
+                             request->manifest(), request->artifact());
     if (!parsed.ok()) {
       reactor->Finish(ToGrpc(parsed.status()));
       return;

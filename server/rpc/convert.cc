@@ -2,11 +2,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "common/metrics/metric_line.h"
+#include "common/snapshot/snapshot.h"
+#include "common/text/utf8.h"
+#include "proto/tae/v1/artifact.h"
 
 namespace tae::rpc {
+namespace {
+
+constexpr size_t kMaxManifestBytes = 16 << 20;  // ~150k files
+
+// Text as stored: what is not UTF-8 becomes U+FFFD. Protobuf's parser refuses such strings on
+// the wire; this holds for any other way a message is made.
+std::string Utf8(const std::string& text) {
+  return text::IsValidUtf8(text) ? text : text::ToValidUtf8(text);
+}
+
+}  // namespace
 
 grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
@@ -119,7 +134,7 @@ uint64_t FromProto(const tae::v1::EventBatch& in, double received_at,
       case tae::v1::Event::kLog:
         event.kind = model::IngestEvent::Kind::kLog;
         event.stream = e.log().stream();
-        event.text = e.log().text();
+        event.text = Utf8(e.log().text());
         break;
       case tae::v1::Event::kStarted:
         event.kind = model::IngestEvent::Kind::kStarted;
@@ -133,7 +148,7 @@ uint64_t FromProto(const tae::v1::EventBatch& in, double received_at,
         event.interrupted = e.exited().interrupted();
         event.infra = e.exited().infra();
         event.not_started = e.exited().not_started();
-        event.text = e.exited().reason();
+        event.text = Utf8(e.exited().reason());
         break;
       case tae::v1::Event::kMeta:
         event.kind = model::IngestEvent::Kind::kMeta;
@@ -145,6 +160,56 @@ uint64_t FromProto(const tae::v1::EventBatch& in, double received_at,
     out->push_back(std::move(event));
   }
   return last_seq;
+}
+
+absl::StatusOr<controller::CheckpointOffer> ParseCheckpointOffer(
+    int64_t run_id, int attempt, int64_t step, const std::string& manifest,
+    const std::string& artifact, std::map<std::string, uint64_t>* sizes) {
+  if (run_id <= 0) {
+    return absl::InvalidArgumentError("run_id: must be > 0");
+  }
+  if (attempt <= 0) {
+    return absl::InvalidArgumentError("attempt: must be > 0");
+  }
+  if (step < 0) {
+    return absl::InvalidArgumentError("step: must be >= 0");
+  }
+  if (!artifact.empty() && !v1::IsArtifactName(artifact)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact: '", artifact.substr(0, 80), "' is not an artifact name"));
+  }
+  if (manifest.empty()) {
+    return absl::InvalidArgumentError(
+        artifact.empty() ? "manifest: empty (the checkpoint directory has no files)"
+                         : "manifest: empty (the job wrote no files for the artifact)");
+  }
+  if (manifest.size() > kMaxManifestBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("manifest: larger than ", kMaxManifestBytes, " bytes"));
+  }
+  absl::StatusOr<std::vector<snapshot::Entry>> entries = snapshot::ParseManifest(manifest);
+  if (!entries.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("manifest: ", entries.status().message()));
+  }
+  controller::CheckpointOffer offer;
+  offer.run_id = run_id;
+  offer.attempt = attempt;
+  offer.step = step;
+  offer.manifest = manifest;
+  offer.artifact = artifact;
+  offer.manifest_id = snapshot::SnapshotId(*entries);
+  offer.files = static_cast<int64_t>(entries->size());
+  std::unordered_set<std::string> seen;
+  for (const snapshot::Entry& entry : *entries) {
+    offer.bytes += static_cast<int64_t>(entry.size);
+    if (seen.insert(entry.sha256).second) {
+      offer.hashes.push_back(entry.sha256);
+    }
+    if (sizes != nullptr) {
+      (*sizes)[entry.sha256] = entry.size;
+    }
+  }
+  return offer;
 }
 
 }  // namespace tae::rpc

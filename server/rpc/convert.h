@@ -5,6 +5,9 @@
 // controller's and the store's types. Records and views become Control API messages in
 // server/wire, which the dashboard uses too.
 
+#include <map>
+#include <string>
+
 #include "grpcpp/support/status.h"
 #include "proto/tae/v1/limits.h"
 #include "server/controller/controller.h"
@@ -27,11 +30,19 @@ bool IsGoodWallTime(double wall_time);
 // Converts a batch; returns the highest seq in it. Events that fail CheckEvent are left out, and
 // bad values are dropped from the events that carry them: a wall_time that is not a time
 // (replaced by `received_at`, when taed got the batch). A metric value that is NaN or infinite is
-// kept: it says the metric diverged there.
+// kept: it says the metric diverged there. A log line or exit reason that is not UTF-8 is kept
+// with U+FFFD for what is not.
 // Each is described in `rejected`; all are acked with the batch, so a bad value cannot wedge an
 // agent.
 uint64_t FromProto(const tae::v1::EventBatch& in, double received_at,
                    std::vector<model::IngestEvent>* out,
                    std::vector<std::string>* rejected = nullptr);
+
+// An agent's checkpoint (or artifact) offer or commit: its fields checked and its manifest parsed
+// (common/snapshot), InvalidArgument saying which field is wrong. `sizes`, when given, gets each
+// blob's size by hash (what an offer grants uploads at).
+absl::StatusOr<controller::CheckpointOffer> ParseCheckpointOffer(
+    int64_t run_id, int attempt, int64_t step, const std::string& manifest,
+    const std::string& artifact, std::map<std::string, uint64_t>* sizes = nullptr);
 
 }  // namespace tae::rpc
