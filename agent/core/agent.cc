@@ -1,12 +1,12 @@
 #include "agent/core/agent.h"
 
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -444,14 +444,30 @@ void Agent::OnProfileMarked(const tae::v1::StartRun& start, metrics::ProfileMark
 void Agent::RunFailedToStart(const tae::v1::StartRun& start, const std::string& why,
                              bool interrupted, bool infra) {
   spdlog::error("run r{}: {}", start.run_id(), why);
+  // A start that failed on a disk another job here filled is that job's doing: requeued, but
+  // neither a start fault that would repeat (the space comes back when that job ends) nor the
+  // worker's fault.
+  std::optional<RunDisk> filler;
+  if (infra && !interrupted) {
+    const DiskSpace disk = DiskSpaceOf(options_.work_dir);
+    if (DiskFull(disk)) {
+      filler = DiskFiller(runner_.DiskUse(), disk);
+    }
+  }
   tae::v1::Event exited;
   exited.set_run_id(start.run_id());
   exited.set_attempt(start.attempt());
   exited.mutable_exited()->set_exit_code(-1);
-  exited.mutable_exited()->set_reason(absl::StrCat("agent could not start it: ", why));
+  exited.mutable_exited()->set_reason(
+      absl::StrCat("agent could not start it: ", why,
+                   filler ? absl::StrCat("; the worker's disk was filled by run r", filler->run_id,
+                                         " (it wrote ", ShowBytes(filler->bytes), ")")
+                          : std::string()));
   exited.mutable_exited()->set_interrupted(interrupted);
   exited.mutable_exited()->set_infra(infra && !interrupted);
-  exited.mutable_exited()->set_not_started(infra && !interrupted);  // its program never ran
+  // Its program never ran: a start fault, unless another job caused it.
+  exited.mutable_exited()->set_not_started(infra && !interrupted && !filler);
+  exited.mutable_exited()->set_by_other_job(filler.has_value());
   OnEvent(std::move(exited));
 }
 
@@ -473,20 +489,50 @@ void Agent::BlameWorker(tae::v1::Event* event) {
       !std::filesystem::exists(runner_.RunDir(event->run_id(), event->attempt()), ec)) {
     why = "its run directory was removed from the worker";
   }
-  struct statvfs fs {};
-  if (why.empty() && statvfs(options_.work_dir.c_str(), &fs) == 0) {
-    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-    const uint64_t total = static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize;
-    // Full: under 1% (at least 1 MiB) left. A job failing then most likely failed for it.
-    if (total > 0 && free_bytes < std::max<uint64_t>(total / 100, 1 << 20)) {
-      why = absl::StrCat("the worker's disk is full (", free_bytes >> 10, " KiB free in ",
-                         options_.work_dir, ")");
+  bool by_other_job = false;
+  if (why.empty()) {
+    // A job's disk use is the job's (agent/runner/disk.h): over its max_disk or filling the disk
+    // itself, it fails as its own fault; hurt by another job, it is requeued without blaming the
+    // worker; only a disk something else filled is the worker's fault.
+    const DiskSpace disk = DiskSpaceOf(options_.work_dir);
+    std::vector<RunDisk> others;
+    std::optional<RunDisk> self;
+    for (RunDisk& use : runner_.DiskUse()) {
+      if (use.run_id == event->run_id() && use.attempt == event->attempt()) {
+        self = use;
+      } else {
+        others.push_back(use);
+      }
+    }
+    const DiskVerdict verdict =
+        self ? BlameDisk(*self, others, disk, options_.work_dir) : DiskVerdict{};
+    switch (verdict.cause) {
+      case DiskCause::kNone:
+        break;
+      case DiskCause::kOverLimit:
+      case DiskCause::kFilledItself:
+        if (exited->reason().find("into its directories") == std::string::npos) {
+          exited->set_reason(absl::StrCat(exited->reason().empty()
+                                              ? absl::StrCat("exit code ", exited->exit_code())
+                                              : exited->reason(),
+                                          "; ", verdict.why));
+        }
+        runner_.ReclaimDisk(event->run_id(), event->attempt());
+        return;  // the job's failure
+      case DiskCause::kFilledByOther:
+        by_other_job = true;
+        why = verdict.why;
+        break;
+      case DiskCause::kWorkerFull:
+        why = verdict.why;
+        break;
     }
   }
   if (why.empty()) {
     return;
   }
   exited->set_infra(true);
+  exited->set_by_other_job(by_other_job);
   exited->set_reason(absl::StrCat(
       exited->reason().empty() ? absl::StrCat("exit code ", exited->exit_code()) : exited->reason(),
       "; ", why, ": the worker's fault, not the job's"));

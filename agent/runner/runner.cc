@@ -172,6 +172,10 @@ struct Runner::Job {
   bool interrupted = false;
   bool signalled = false;
   std::string cancel_reason;
+  // Stopped by the agent for the job's own doing (past resources.max_disk): reported failed with
+  // this reason, not cancelled.
+  std::string fail_reason;
+  uint64_t free_at_start = 0;  // the work dir's free bytes when the job started
   bool finishing = false;
   bool command = false;  // the user's command: its stdout's key=value lines are metrics too
   int64_t last_step = 0;
@@ -188,7 +192,8 @@ Runner::Runner(boost::asio::io_context* io, RunnerOptions options, EventSink sin
       sink_(std::move(sink)),
       sigchld_(*io, SIGCHLD),
       poll_timer_(*io),
-      sys_timer_(*io) {
+      sys_timer_(*io),
+      disk_timer_(*io) {
   // Supervisors are our children; orphans re-parented to us are reaped too.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   WatchChildren();
@@ -294,6 +299,13 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   if (job->command) {
     program = {"/bin/sh", "-c", start.command()};
   } else {
+    // A worker without the engine cannot run any tae-train run: the worker's fault, before the
+    // job ran (a start fault), not the run's.
+    if (access(options_.train_binary.c_str(), X_OK) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the engine binary ", options_.train_binary,
+                       " is missing or not executable on this worker (", strerror(errno), ")"));
+    }
     // Written beside and renamed over: a run.json in the snapshot is a hard link into the cache,
     // which writing through it would corrupt.
     RETURN_IF_ERROR(fs::WriteFileAtomically(job->run_dir + "/run.json", start.config_json() + "\n",
@@ -350,11 +362,16 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   job->supervisor = spawned->pid;
   (void)fs::WriteFileAtomically(job->job_dir + "/supervisor.pid",
                                 absl::StrCat(job->supervisor, "\n"), {0644, fs::Durability::kNone});
+  job->free_at_start = DiskSpaceOf(options_.work_dir).free_bytes;
+  (void)fs::WriteFileAtomically(job->job_dir + "/free_at_start",
+                                absl::StrCat(job->free_at_start, "\n"),
+                                {0644, fs::Durability::kNone});
   jobs_[{start.run_id(), start.attempt()}] = job;
   spdlog::info("run r{} attempt {} started: supervisor pid {} in {}", start.run_id(),
                start.attempt(), job->supervisor, job->run_dir);
   SchedulePoll();
   ScheduleSysSample();
+  ScheduleDiskCheck();
   return absl::OkStatus();
 }
 
@@ -380,6 +397,12 @@ absl::Status Runner::Adopt(const tae::v1::StartRun& start, std::array<uint64_t, 
     job->signalled = true;
     job->cancel_reason = *reason;
   }
+  if (absl::StatusOr<std::string> reason = fs::ReadFile(job->job_dir + "/fail"); reason.ok()) {
+    job->fail_reason = *reason;
+  }
+  if (absl::StatusOr<std::string> free = fs::ReadFile(job->job_dir + "/free_at_start"); free.ok()) {
+    job->free_at_start = static_cast<uint64_t>(ParseIntOr(*free, 0));
+  }
   RETURN_IF_ERROR(OpenOutputs(*job, offsets));
   jobs_[{start.run_id(), start.attempt()}] = job;
   spdlog::info(
@@ -388,6 +411,7 @@ absl::Status Runner::Adopt(const tae::v1::StartRun& start, std::array<uint64_t, 
       offsets[2]);
   SchedulePoll();
   ScheduleSysSample();
+  ScheduleDiskCheck();
   return absl::OkStatus();
 }
 
@@ -417,9 +441,76 @@ std::vector<OrphanJob> Runner::Orphans() const {
   return out;
 }
 
+std::vector<std::string> Runner::DiskDirs(int64_t run_id, int attempt) const {
+  return {RunDir(run_id, attempt), absl::StrCat(options_.work_dir, "/runs/r", run_id)};
+}
+
+std::vector<RunDisk> Runner::DiskUse() const {
+  std::vector<RunDisk> out;
+  for (const auto& [key, job] : jobs_) {
+    out.push_back({key.first, key.second, DirsBytes(DiskDirs(key.first, key.second)),
+                   job->free_at_start,
+                   static_cast<uint64_t>(std::max<int64_t>(0, job->spec.max_disk_bytes()))});
+  }
+  return out;
+}
+
+void Runner::ReclaimDisk(int64_t run_id, int attempt) { reclaim_.insert({run_id, attempt}); }
+
+void Runner::ScheduleDiskCheck() {
+  if (disk_checking_ || options_.disk_check_s <= 0) {
+    return;
+  }
+  bool limited = false;
+  for (const auto& [key, job] : jobs_) {
+    limited = limited || job->spec.max_disk_bytes() > 0;
+  }
+  if (!limited) {
+    return;
+  }
+  disk_checking_ = true;
+  disk_timer_.expires_after(
+      std::chrono::microseconds(static_cast<int64_t>(options_.disk_check_s * 1e6)));
+  disk_timer_.async_wait([this](const boost::system::error_code& error) {
+    disk_checking_ = false;
+    if (!error) {
+      CheckDisk();
+    }
+  });
+}
+
+void Runner::CheckDisk() {
+  for (auto& [key, job] : jobs_) {
+    const int64_t limit = job->spec.max_disk_bytes();
+    if (limit <= 0 || job->cancel_requested || job->finishing) {
+      continue;
+    }
+    RunDisk use{key.first, key.second, DirsBytes(DiskDirs(key.first, key.second)),
+                job->free_at_start, static_cast<uint64_t>(limit)};
+    DiskVerdict verdict = BlameDisk(use, {}, {}, options_.work_dir);
+    if (verdict.cause != DiskCause::kOverLimit) {
+      continue;
+    }
+    job->fail_reason = absl::StrCat("stopped: ", verdict.why);
+    (void)fs::WriteFileAtomically(job->job_dir + "/fail", job->fail_reason,
+                                  {0644, fs::Durability::kNone});
+    spdlog::warn("run r{}: {}", key.first, job->fail_reason);
+    Terminate(job, job->fail_reason);
+  }
+  ScheduleDiskCheck();
+}
+
 void Runner::MarkDone(int64_t run_id, int attempt) {
   const std::string dir = JobDir(run_id, attempt);
   std::ofstream(dir + "/done");
+  if (reclaim_.erase({run_id, attempt}) > 0) {
+    for (const std::string& path : DiskDirs(run_id, attempt)) {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+      spdlog::info("run r{}: {} removed to give its disk space back{}", run_id, path,
+                   ec ? absl::StrCat(" (", ec.message(), ")") : "");
+    }
+  }
   // The output is in taed now; keep start.pb and exit for the record.
   for (const char* name : kStreamFiles) {
     std::error_code ec;
@@ -761,6 +852,7 @@ void Runner::Finish(std::shared_ptr<Job> job) {
   int exit_code = -1;
   int signo = 0;
   bool gone = false;
+  bool supervisor_killed_under_job = false;
   std::string reason;
   absl::StatusOr<std::string> exit_text = fs::ReadFile(job->job_dir + "/exit");
   if (exit_text.ok()) {
@@ -776,19 +868,31 @@ void Runner::Finish(std::shared_ptr<Job> job) {
     reason = absl::StrCat("the job's supervisor (pid ", job->supervisor,
                           ") could not start the job: ", SupervisorLastWords(job->job_dir));
   } else {
-    // The supervisor died (kill -9, OOM) without recording the exit: stop the job too.
+    // The supervisor died (kill -9, OOM) without recording the exit: stop the job too. If the
+    // job was still running, something killed its supervisor and not the job: on a worker whose
+    // agent is not going away, the likeliest is the job itself (a pkill, a kill of its parent),
+    // which is the job's failure, not a lost worker.
+    supervisor_killed_under_job = !job->interrupted && kill(-job->pgid, 0) == 0;
     kill(-job->pgid, SIGKILL);
-    reason = absl::StrCat("the job's supervisor (pid ", job->supervisor,
-                          ") died without recording its exit");
+    reason = absl::StrCat(
+        "the job's supervisor (pid ", job->supervisor, ") died without recording its exit",
+        supervisor_killed_under_job ? " while the job still ran (was it killed by the job?): the "
+                                      "job's failure"
+                                    : "");
   }
   // A dead supervisor is the machine's fault (OOM killer, preemption), not the run's: taed
   // requeues it like a run whose agent went away. One that could not start the job is the
   // worker's fault before the job ran, which taed stops repeating (lifecycle::OnStartFault).
   const bool not_started = !exit_text.ok() && job->pgid <= 0 && !job->cancel_requested;
-  const bool lost = !exit_text.ok() && !job->cancel_requested && !not_started;
+  const bool lost =
+      !exit_text.ok() && !job->cancel_requested && !not_started && !supervisor_killed_under_job;
+  const bool failed_by_agent = !job->fail_reason.empty() && !job->interrupted;
+  if (failed_by_agent || supervisor_killed_under_job) {
+    exit_code = exit_code > 0 ? exit_code : -1;  // never "succeeded"
+  }
   tae::v1::Event event;
   tae::v1::RunExited* exited = event.mutable_exited();
-  exited->set_cancelled(job->cancel_requested && !job->interrupted);
+  exited->set_cancelled(job->cancel_requested && !job->interrupted && !failed_by_agent);
   exited->set_interrupted(job->interrupted || lost);
   exited->set_infra(not_started && !job->interrupted);
   exited->set_not_started(not_started);
@@ -796,6 +900,8 @@ void Runner::Finish(std::shared_ptr<Job> job) {
   exited->set_signal(signo);
   if (!reason.empty()) {
     // already says what happened
+  } else if (failed_by_agent) {
+    reason = job->fail_reason;
   } else if (job->cancel_requested) {
     reason = job->cancel_reason;
   } else if (exit_code > 0) {

@@ -17,11 +17,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "agent/runner/disk.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/signal_set.hpp"
 #include "boost/asio/steady_timer.hpp"
@@ -42,6 +44,9 @@ struct RunnerOptions {
   std::string python_dir;    // tae_log.py's directory, put on command jobs' PYTHONPATH
   std::string job_binary;    // tae-job, the per-run supervisor
   int poll_ms = 50;          // how often job files are read
+  // How often the directories of runs with a resources.max_disk are measured; one past it is
+  // stopped and reported failed.
+  double disk_check_s = 5;
   // How often each job's sys/* points are sampled (CPU, memory, accelerators); 0: never.
   double sys_interval_s = 5;
 };
@@ -87,6 +92,13 @@ class Runner {
   void InterruptAll(const std::string& reason);
 
   std::vector<std::pair<int64_t, int>> Held() const;
+  // What each held run has written into its directories (measured now), with what was free when
+  // it started and its resources.max_disk (agent/runner/disk.h).
+  std::vector<RunDisk> DiskUse() const;
+  // The attempt's directories (its run directory, and the run's checkpoint directory here) are
+  // removed once its exit is acked (MarkDone): a run that failed for its disk use gives the
+  // space back to the runs after it.
+  void ReclaimDisk(int64_t run_id, int attempt);
   bool idle() const { return jobs_.empty(); }
   std::string RunDir(int64_t run_id, int attempt) const;
   std::string JobDir(int64_t run_id, int attempt) const;
@@ -135,6 +147,11 @@ class Runner {
   void Finish(std::shared_ptr<Job> job);
   void Emit(const Job& job, tae::v1::Event event, std::optional<OutputMark> mark);
   void ScheduleSysSample();
+  // Measures the runs with a resources.max_disk every disk_check_s; stops those past it.
+  void ScheduleDiskCheck();
+  void CheckDisk();
+  // The directories a run's disk use is measured in (its run directory and r<ID>/).
+  std::vector<std::string> DiskDirs(int64_t run_id, int attempt) const;
   // One scan of /proc for every held job; emits the sys/* points of those whose step advanced.
   void SampleSys();
   absl::Status OpenOutputs(Job& job, std::array<uint64_t, 3> offsets);
@@ -149,6 +166,9 @@ class Runner {
   bool polling_ = false;
   boost::asio::steady_timer sys_timer_;
   bool sampling_ = false;
+  boost::asio::steady_timer disk_timer_;
+  bool disk_checking_ = false;
+  std::set<std::pair<int64_t, int>> reclaim_;  // attempts whose directories go at MarkDone
   std::unique_ptr<sysstat::AcceleratorProbe> accelerators_;  // null when sampling is off
   // By (run id, attempt): a requeued run can arrive while its old attempt is still stopping.
   std::map<std::pair<int64_t, int>, std::shared_ptr<Job>> jobs_;

@@ -30,6 +30,8 @@
 
 namespace {
 
+constexpr size_t kReserve = 64;  // bytes kept for the exit record
+
 int OpenOutput(const std::string& path) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -57,6 +59,10 @@ int main(int argc, char** argv) {
   int err = OpenOutput(job_dir + "/stderr");
   int met = OpenOutput(job_dir + "/metrics");
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // Room for the exit record, taken now: a job that fills the disk must not keep its exit from
+  // being recorded (the record is written into these blocks when a new file cannot be).
+  const std::string reserve = job_dir + "/exit.reserve";
+  (void)tae::fs::WriteFileAtomically(reserve, std::string(kReserve, ' '));
 
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   signal(SIGTERM, SIG_IGN);
@@ -121,8 +127,19 @@ int main(int argc, char** argv) {
   const std::string text =
       std::to_string(code) + " " + std::to_string(sig) + " " + (gone ? "1" : "0") + "\n";
   if (absl::Status s = tae::fs::WriteFileAtomically(job_dir + "/exit", text); !s.ok()) {
-    fprintf(stderr, "tae-job: %s\n", std::string(s.message()).c_str());
-    return 111;
+    // No room for a new file (the disk is full): into the reserved blocks, then renamed.
+    const int fd = open(reserve.c_str(), O_WRONLY | O_CLOEXEC);
+    std::string padded = text;
+    padded.resize(kReserve, ' ');
+    if (fd < 0 || pwrite(fd, padded.data(), padded.size(), 0) != static_cast<ssize_t>(kReserve) ||
+        fsync(fd) != 0 || rename(reserve.c_str(), (job_dir + "/exit").c_str()) != 0) {
+      fprintf(stderr, "tae-job: %s; and the reserved record: %s\n",
+              std::string(s.message()).c_str(), strerror(errno));
+      return 111;
+    }
+    close(fd);
+    return 0;
   }
+  unlink(reserve.c_str());
   return 0;
 }

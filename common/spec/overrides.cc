@@ -45,7 +45,7 @@ bool IsValidUtf8(const std::string& text) {
 
 bool WantsString(const KeyInfo& key) {
   return key.type == ValueType::kString || key.type == ValueType::kEnum ||
-         key.type == ValueType::kName;
+         key.type == ValueType::kName || key.type == ValueType::kBytes;
 }
 
 std::vector<std::string_view> AllKeyNames() {

@@ -217,6 +217,10 @@ std::vector<KeyInfo> BuildSchema() {
            "which failures requeue a run: infra = only the worker's faults (the job's own "
            "failure ends it failed), any = the job's failures too, within max_attempts"),
       Int("resources.priority", "0", -kInf, kInf, "higher runs first"),
+      Of(T::kBytes, "resources.max_disk", "0",
+         "most a run may write into its directories on a worker (e.g. \"20GB\"): past it "
+         "the job is stopped and fails, as it does when it fills the worker's disk itself; 0: "
+         "no limit"),
       Int("resources.keep_checkpoints", "2", 0, 1000,
           "checkpoints of each run taed keeps, uploaded when the job marks one complete; 0: "
           "none leave the worker"),

@@ -32,6 +32,9 @@ enum class ValueType {
   // train.seeds: a kIntArray, or a table { min, max, alpha, margin } (adaptive seeds; stored as
   // a JSON object with all four, margin a metric -> number table)
   kSeeds,
+  // A size in bytes: an integer, or a string of a number and a unit (B, kB/KB, MB, GB, TB in
+  // powers of 1000; KiB, MiB, GiB, TiB in powers of 1024), e.g. "20GB"; stored as integer bytes.
+  kBytes,
 };
 
 // Where a key lives.

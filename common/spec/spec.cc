@@ -224,6 +224,7 @@ std::string SpecHash(const Spec& spec) {
   for (const auto& [key, default_value] :
        {std::pair<const char*, nlohmann::json>{"resources.keep_checkpoints", 2},
         {"resources.retry_on", "infra"},
+        {"resources.max_disk", 0},
         {"train.profile_at", nlohmann::json::array()},
         {"train.profile_steps", 5},
         {"train.log_every", 10},

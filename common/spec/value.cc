@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "common/spec/text.h"
 
@@ -44,6 +45,8 @@ std::string_view Expected(ValueType type) {
       return "a table of metric = number";
     case ValueType::kSeeds:
       return "an array of integers or a table { min, max, alpha, margin }";
+    case ValueType::kBytes:
+      return "a size (bytes, or a string such as \"20GB\")";
   }
   return "a value";
 }
@@ -113,6 +116,31 @@ Result ConvertFloat(const KeyInfo& key, std::string_view display, const toml::no
     return OutOfRange(key, display, Cat(v), node);
   }
   *out = v;
+  return std::nullopt;
+}
+
+Result ConvertBytes(const KeyInfo& key, std::string_view display, const toml::node& node,
+                    nlohmann::json* out) {
+  std::optional<int64_t> bytes;
+  if (const toml::value<int64_t>* i = node.as_integer()) {
+    if (i->get() >= 0) {
+      bytes = i->get();
+    }
+  } else if (const toml::value<std::string>* text = node.as_string()) {
+    bytes = ParseByteSize(text->get());
+  } else {
+    return WrongType(display, Expected(key.type), node);
+  }
+  if (!bytes.has_value()) {
+    return Problem{node.source().begin,
+                   Cat(display,
+                       ": not a size (write bytes, or a number and a unit: B, KB, MB, "
+                       "GB, TB, KiB, MiB, GiB, TiB, e.g. \"20GB\")")};
+  }
+  if (!InRange(key, static_cast<double>(*bytes))) {
+    return OutOfRange(key, display, Cat(*bytes, " bytes"), node);
+  }
+  *out = *bytes;
   return std::nullopt;
 }
 
@@ -442,6 +470,8 @@ std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display
       return ConvertScalarArray(key, display, node, out);
     case ValueType::kMetricList:
       return ConvertMetricList(key, display, node, out);
+    case ValueType::kBytes:
+      return ConvertBytes(key, display, node, out);
     case ValueType::kGoalMap:
       return ConvertGoalMap(key, display, node, out);
     case ValueType::kFloorMap:
@@ -453,6 +483,44 @@ std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display
       return ConvertIntArray(key, display, node, out);
   }
   return WrongType(display, "a value", node);
+}
+
+std::optional<int64_t> ParseByteSize(std::string_view whole) {
+  const absl::string_view text =
+      absl::StripAsciiWhitespace(absl::string_view(whole.data(), whole.size()));
+  size_t number_end = 0;
+  while (number_end < text.size() &&
+         (absl::ascii_isdigit(static_cast<unsigned char>(text[number_end])) ||
+          text[number_end] == '.')) {
+    ++number_end;
+  }
+  double number = 0;
+  if (number_end == 0 || !absl::SimpleAtod(text.substr(0, number_end), &number) ||
+      !std::isfinite(number) || number < 0) {
+    return std::nullopt;
+  }
+  const std::string unit =
+      absl::AsciiStrToLower(absl::StripAsciiWhitespace(text.substr(number_end)));
+  static const std::pair<const char*, double> kUnits[] = {{"", 1},
+                                                          {"b", 1},
+                                                          {"kb", 1e3},
+                                                          {"mb", 1e6},
+                                                          {"gb", 1e9},
+                                                          {"tb", 1e12},
+                                                          {"kib", 1024.0},
+                                                          {"mib", 1048576.0},
+                                                          {"gib", 1073741824.0},
+                                                          {"tib", 1099511627776.0}};
+  for (const auto& [name, scale] : kUnits) {
+    if (unit == name) {
+      const double bytes = std::round(number * scale);
+      if (bytes >= 9.2e18) {
+        return std::nullopt;
+      }
+      return static_cast<int64_t>(bytes);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace tae::spec

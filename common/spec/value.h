@@ -26,4 +26,8 @@ std::string_view TypeName(toml::node_type type);
 std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display,
                                     const toml::node& node, nlohmann::json* out);
 
+// "20GB", "1.5 GiB", "4096" (bytes) as a number of bytes; nullopt when the text is not a size
+// (an unknown unit, a negative or non-finite number, more than 2^63 bytes).
+std::optional<int64_t> ParseByteSize(std::string_view text);
+
 }  // namespace tae::spec

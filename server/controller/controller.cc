@@ -58,6 +58,9 @@ model::RunResources ResourcesOf(const nlohmann::json& config) {
   r.snapshot_id = StringOf(config, "job.snapshot");
   r.keep_checkpoints = std::max(0, IntOf(config, "resources.keep_checkpoints", 2));
   r.retry_on = StringOf(config, "resources.retry_on") == "any" ? "any" : "infra";
+  if (auto it = config.find("resources.max_disk"); it != config.end() && it->is_number_integer()) {
+    r.max_disk = std::max<int64_t>(0, it->get<int64_t>());
+  }
   return r;
 }
 
@@ -242,6 +245,7 @@ void Controller::Noted(const absl::Status& status, const char* what) {
 
 void Controller::Schedule() {
   TAE_CHECK_OWNER(core_);
+  EndHeldGangs();
   AddDueSeeds();
   PlaceQueued();
   PublishDemand();
@@ -333,6 +337,7 @@ void Controller::PlaceQueued() {
     start->set_config_json(run->config_json);
     start->set_command(run->command);
     start->set_snapshot_id(run->snapshot_id);
+    start->set_max_disk_bytes(run->max_disk);
     // Every rank restores the run's last checkpoint (rank 0 uploaded it).
     absl::StatusOr<std::optional<model::CheckpointRecord>> checkpoint =
         store_->LatestCheckpoint(run->id);
@@ -548,6 +553,41 @@ void Controller::AddRunsAtSeeds(int64_t experiment_id, const model::ExperimentSo
   Noted(store_->AddRuns(experiment_id, added, Now()), "add seeds to an experiment");
 }
 
+double Controller::GangBlameWindow() const {
+  return options_.gang_blame_window_s > 0 ? options_.gang_blame_window_s
+                                          : options_.agent_timeout_s + options_.agent_grace_s + 10;
+}
+
+void Controller::EndHeldGangs() {
+  const double now = Now();
+  for (auto it = held_gangs_.begin(); it != held_gangs_.end();) {
+    absl::StatusOr<model::RunRecord> run = store_->GetRun(*it);
+    if (!run.ok() || run->gang_failure.empty()) {
+      it = held_gangs_.erase(it);  // ended or requeued meanwhile
+      continue;
+    }
+    const double due = run->gang_failure_at + GangBlameWindow();
+    if (now < due) {
+      WakeAt(due);
+      ++it;
+      continue;
+    }
+    const std::vector<std::string> agents = AgentsOfRun(*run);
+    absl::StatusOr<model::RunRecord> next =
+        store_->Transition(run->id, lifecycle::GangWindowEnd(now, GangBlameWindow()));
+    Noted(next.status(), "end a gang's held failure");
+    it = held_gangs_.erase(it);
+    if (next.ok() && next->state != run->state) {
+      Release(run->id, agents);
+      StopRanks(run->id, run->attempt, agents, "", "the gang's run ended (its failure was held)");
+      spdlog::info("run r{} {}: {}", run->id, model::ToString(next->state), next->reason);
+      if (model::IsFinal(next->state)) {
+        RunFinal(run->id, run->experiment_id);
+      }
+    }
+  }
+}
+
 double Controller::RetryDelay(int attempt) const {
   const double delay = options_.retry_backoff_s * std::pow(2.0, std::max(0, attempt - 1));
   return std::min(delay, options_.retry_backoff_max_s);
@@ -558,7 +598,8 @@ void Controller::WakeAt(double at) {
     return;  // an earlier wake-up runs Schedule(), which sets the next one
   }
   wake_at_ = at;
-  const double wait_s = std::max(0.0, at - Now()) + 0.05;
+  // At most a day ahead: a later wake-up is set again by the Schedule() this one runs.
+  const double wait_s = std::clamp(at - Now(), 0.0, 86400.0) + 0.05;
   auto timer = std::make_shared<boost::asio::steady_timer>(
       *io_, std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)));
   timer->async_wait([this, timer, at](const boost::system::error_code& error) {
@@ -622,6 +663,7 @@ absl::Status Controller::Drain(const std::string& agent_id, bool drain) {
     agent->quarantine.clear();
     agent->infra_faults = 0;
     RETURN_IF_ERROR(store_->SetAgentQuarantine(agent_id, ""));
+    RETURN_IF_ERROR(store_->SetAgentInfraFaults(agent_id, 0));
   }
   spdlog::info("agent {} {}", agent_id, drain ? "draining (taectl agents drain)" : "undrained");
   Schedule();

@@ -60,6 +60,10 @@ struct Options {
   // The same for a checkpoint's offer and commit (a large final checkpoint uploads after its
   // job exited).
   double checkpoint_tail_s = 3600;
+  // How long a gang's first failure is held for a host of it to be found lost (which makes the
+  // failure the worker's; lifecycle::OnGangExit). 0: long enough for a silent host to be
+  // declared lost: agent_timeout_s + agent_grace_s + 10 s.
+  double gang_blame_window_s = 0;
 };
 
 // A checkpoint an agent offers or commits (its manifest parsed by the caller).
@@ -284,6 +288,10 @@ class Controller {
   void ApplySearch(int64_t experiment_id, std::vector<search::Decision> decisions);
   // Schedule's first half: the scheduler's decision, carried out.
   void PlaceQueued();
+  // Gangs whose first failure is held (lifecycle::OnGangExit): those whose window has closed
+  // end now (lifecycle::OnGangWindowEnd); a wake-up is set for the next.
+  void EndHeldGangs();
+  double GangBlameWindow() const;
   // Computes the TPU pools' demand and publishes it (when there is a board).
   void PublishDemand();
   void StartGraceTimer(const std::string& agent_id);
@@ -348,6 +356,7 @@ class Controller {
   };
   std::map<int64_t, ActiveSearch> searches_;  // by experiment, while it is searched
   std::map<int64_t, int64_t> search_of_run_;  // run -> its experiment, for searched runs
+  std::set<int64_t> held_gangs_;              // runs whose gang failure is held
 };
 
 // An agent whose runs' attempts end by its own fault this many times in a row is quarantined.

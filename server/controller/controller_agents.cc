@@ -34,6 +34,12 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
   } else {
     spdlog::error("agent {}: {}", id, q.status().ToString());
   }
+  // Its faults in a row so far: a reconnect (or a restart of taed) does not wipe them.
+  if (absl::StatusOr<int> faults = store_->AgentInfraFaults(id); faults.ok()) {
+    agent.infra_faults = *faults;
+  } else {
+    spdlog::error("agent {}: {}", id, faults.status().ToString());
+  }
   model::AgentRecord record{agent.id,      agent.host, agent.slots, agent.labels,
                             agent.version, "ready",    now,         now};
   if (absl::Status s = store_->UpsertAgent(record); !s.ok()) {
@@ -108,6 +114,18 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
   channel->Send(ack);
   ObserveSearch(own);  // before the ends: a run's last points come first
   for (const model::RunEnded& run : *ended) {
+    if (run.failure_held) {
+      // Not ended: the other ranks are stopped while a lost host would still take the blame.
+      held_gangs_.insert(run.run_id);
+      StopRanks(run.run_id, run.attempt, run.gang, run.agent_id,
+                absl::StrCat("rank on ", run.agent_id, " of the gang failed"));
+      spdlog::info(
+          "run r{}: a rank on {} failed; the failure is held up to {:.0f} s for a lost "
+          "host",
+          run.run_id, run.agent_id, GangBlameWindow());
+      WakeAt(Now() + GangBlameWindow());
+      continue;
+    }
     if (run.gang.empty()) {
       registry_.RemoveRun(run.agent_id, run.run_id);
     } else {
@@ -133,9 +151,13 @@ void Controller::CountInfraFaults(const std::string& agent_id,
   if (agent == nullptr) {
     return;
   }
+  const int before = agent->infra_faults;
   for (const model::IngestEvent& event : events) {
     if (event.kind != model::IngestEvent::Kind::kExited) {
       continue;
+    }
+    if (event.infra && event.by_other_job) {
+      continue;  // another job's doing (it filled the disk): that job fails, not this worker
     }
     if (event.infra) {
       agent->infra_faults += 1;
@@ -147,6 +169,10 @@ void Controller::CountInfraFaults(const std::string& agent_id,
     } else if (event.exit_code == 0 && !event.cancelled && !event.interrupted) {
       agent->infra_faults = 0;
     }
+  }
+  if (agent->infra_faults != before) {
+    Noted(store_->SetAgentInfraFaults(agent_id, agent->infra_faults),
+          "store an agent's fault count");
   }
 }
 
@@ -298,6 +324,12 @@ void Controller::Recover() {
     for (const std::string& id : AgentsOfRun(run)) {
       agents.insert(id);
     }
+    if (!run.gang_failure.empty()) {
+      held_gangs_.insert(run.id);  // its window goes on from when the failure came
+    }
+  }
+  if (!held_gangs_.empty()) {
+    EndHeldGangs();
   }
   for (const std::string& agent_id : agents) {
     spdlog::info("runs of agent {} from a previous taed wait {}s for it", agent_id,

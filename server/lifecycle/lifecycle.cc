@@ -91,6 +91,7 @@ absl::StatusOr<RunTransition> OnAssign(const RunRecord& run, const std::vector<s
   t.agent_id = RunField<std::string>::Set(agents[0]);
   t.pid = RunField<int64_t>::Set(0);
   t.exit_code = RunField<int64_t>::Null();
+  t.gang_failure = RunField<std::string>::Set("");
   if (agents.size() > 1) {
     t.hosts = agents;
   }
@@ -146,11 +147,29 @@ int RankExitCode(const Exit& exit) {
   return CleanExit(exit) ? 0 : (exit.exit_code != 0 ? exit.exit_code : -1);
 }
 
+namespace {
+
+// Ends a gang's attempt with its held failure: the job's own, unless retried by retry_on = any.
+RunTransition EndHeldFailure(const RunRecord& run, const std::string& how, double at) {
+  const std::string reason = absl::StrCat(run.gang_failure, how);
+  if (std::optional<RunTransition> retry =
+          RetryJobFailure(run, reason, run.gang_failure_code, at)) {
+    retry->gang_failure = RunField<std::string>::Set("");
+    return *retry;
+  }
+  RunTransition t = End(run, RunState::kFailed, reason, run.gang_failure_code, at);
+  t.gang_failure = RunField<std::string>::Set("");
+  return t;
+}
+
+}  // namespace
+
 std::optional<RunTransition> OnGangExit(const RunRecord& run, int rank, const std::string& agent,
-                                        const Exit& exit, int clean_ranks, int gang_size) {
+                                        const Exit& exit, const model::GangTally& tally) {
   if (!Current(run, exit.attempt)) {
     return std::nullopt;
   }
+  const bool all_exited = tally.exited >= tally.size;
   const std::string host = absl::StrCat("rank ", rank, " on ", agent);
   if (exit.infra && exit.not_started && !exit.interrupted && !exit.cancelled) {
     return OnStartFault(run, agent, absl::StrCat(host, ": ", exit.text), exit.at);
@@ -161,25 +180,55 @@ std::optional<RunTransition> OnGangExit(const RunRecord& run, int rank, const st
     return OnLost(run, absl::StrCat(host, ": ", exit.text.empty() ? "interrupted" : exit.text),
                   exit.at);
   }
+  if (!run.gang_failure.empty()) {
+    // A failure is held: the others were asked to stop (their exits say cancelled) or fail in
+    // turn. Every rank has reported, so every host is alive: the failure is the job's.
+    return all_exited ? std::optional<RunTransition>(EndHeldFailure(
+                            run, absl::StrCat(" (all ", tally.size, " hosts reported)"), exit.at))
+                      : std::nullopt;
+  }
   if (exit.cancelled) {
     return End(run, RunState::kCancelled,
                absl::StrCat(host, ": ", exit.text.empty() ? "cancelled" : exit.text),
                exit.exit_code, exit.at);
   }
   if (!CleanExit(exit)) {
-    const std::string reason =
-        absl::StrCat(host, ": ", ExitText(exit), "; the other hosts are stopped");
-    if (std::optional<RunTransition> retry =
-            RetryJobFailure(run, reason, exit.exit_code, exit.at)) {
-      return retry;
+    RunRecord held = run;
+    held.gang_failure = absl::StrCat(host, ": ", ExitText(exit), "; the other hosts are stopped");
+    held.gang_failure_code = exit.exit_code;
+    held.gang_failure_at = exit.at;
+    if (all_exited) {
+      return EndHeldFailure(held, "", exit.at);
     }
-    return End(run, RunState::kFailed, reason, exit.exit_code, exit.at);
+    RunTransition t = Begin(run, run.attempt, exit.at);
+    t.state = run.state;
+    t.reason = RunField<std::string>::Set(
+        absl::StrCat(held.gang_failure, "; waiting for them to report (a host lost meanwhile ",
+                     "makes it the worker's fault)"));
+    t.gang_failure = RunField<std::string>::Set(held.gang_failure);
+    t.gang_failure_code = RunField<int64_t>::Set(exit.exit_code);
+    t.gang_failure_at = RunField<double>::Set(exit.at);
+    return t;
   }
-  if (clean_ranks < gang_size) {
+  if (tally.clean < tally.size) {
     return std::nullopt;  // the others are still running
   }
-  return End(run, RunState::kSucceeded, absl::StrCat("every host exited 0 (", gang_size, " hosts)"),
-             exit.exit_code, exit.at);
+  return End(run, RunState::kSucceeded,
+             absl::StrCat("every host exited 0 (", tally.size, " hosts)"), exit.exit_code, exit.at);
+}
+
+std::optional<RunTransition> OnGangWindowEnd(const RunRecord& run, double at, double window_s) {
+  if (run.gang_failure.empty() ||
+      (run.state != RunState::kAssigned && run.state != RunState::kRunning) ||
+      at < run.gang_failure_at + window_s) {
+    return std::nullopt;
+  }
+  return EndHeldFailure(
+      run,
+      absl::StrFormat(" (no host lost within %.0f s; the hosts that did not report were "
+                      "stopped)",
+                      window_s),
+      at);
 }
 
 std::optional<RunTransition> OnLost(const RunRecord& run, const std::string& reason, double at,
@@ -199,8 +248,18 @@ std::optional<RunTransition> OnLost(const RunRecord& run, const std::string& rea
             : absl::StrCat("failed after ", kMaxInfraFaults,
                            " attempts ended by workers' faults; the last: ", reason);
   RunTransition t = Begin(run, run.attempt, at);
-  t.rows.push_back({run.state, RunState::kLost, reason});
+  // A gang's failure held before its host was lost is put down to the loss (collective errors
+  // on the other hosts are what a lost host causes).
+  t.rows.push_back(
+      {run.state, RunState::kLost,
+       run.gang_failure.empty()
+           ? reason
+           : absl::StrCat(reason, absl::StrFormat(" (%.0f s after ", at - run.gang_failure_at),
+                          run.gang_failure, ": that failure is put down to this)")});
   t.rows.push_back({RunState::kLost, next, next_reason});
+  if (!run.gang_failure.empty()) {
+    t.gang_failure = RunField<std::string>::Set("");
+  }
   t.state = next;
   t.reason = RunField<std::string>::Set(next_reason);
   t.finished_at = retry ? RunField<double>::Null() : RunField<double>::Set(at);
@@ -264,6 +323,9 @@ std::optional<RunTransition> OnFinish(const RunRecord& run, RunState to, const s
   t.state = to;
   t.reason = RunField<std::string>::Set(reason);
   t.finished_at = RunField<double>::Set(at);
+  if (!run.gang_failure.empty()) {
+    t.gang_failure = RunField<std::string>::Set("");
+  }
   return t;
 }
 
@@ -287,6 +349,7 @@ std::optional<RunTransition> OnRetry(const RunRecord& run, const std::string& re
   t.max_attempts = RunField<int64_t>::Set(run.attempt + budget);
   t.start_fault = RunField<std::string>::Set("");  // a retry starts afresh
   t.start_faults = RunField<int64_t>::Set(0);
+  t.gang_failure = RunField<std::string>::Set("");
   return t;
 }
 
@@ -312,6 +375,12 @@ model::Decide Finish(RunState to, std::string reason, double at) {
   return [to, reason = std::move(reason),
           at](const RunRecord& run) -> absl::StatusOr<std::optional<RunTransition>> {
     return OnFinish(run, to, reason, at);
+  };
+}
+
+model::Decide GangWindowEnd(double at, double window_s) {
+  return [at, window_s](const RunRecord& run) -> absl::StatusOr<std::optional<RunTransition>> {
+    return OnGangWindowEnd(run, at, window_s);
   };
 }
 

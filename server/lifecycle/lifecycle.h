@@ -21,8 +21,13 @@
 //   any non-final --Finish--> cancelled | failed
 //   failed | cancelled | lost --Retry--> queued
 //
-// A gang (hosts > 1) ends as one: when every rank exited 0, or when the first rank did not
-// (failed or cancelled; an interrupted rank loses the whole gang, which is requeued together).
+// A gang (hosts > 1) ends as one: when every rank exited 0, or when a rank was cancelled, or is
+// requeued as a whole when a rank was interrupted or its host lost. A rank's own failure is held
+// first (OnGangExit), because on a multi-host job the loss of one host makes the others fail
+// with collective errors long before the lost host is noticed: the failure ends the run only
+// once every rank has reported (the agents that reported are alive), or when the blame window
+// after it closes (OnGangWindowEnd) with no host lost; a host lost or interrupted before then
+// makes it the worker's fault (requeued, not counted).
 
 #include <optional>
 #include <string>
@@ -53,10 +58,19 @@ std::optional<RunTransition> OnStarted(const RunRecord& run, int attempt, int64_
 // A one-host run's process exited. Ignored for a final or requeued run and for another attempt.
 std::optional<RunTransition> OnExit(const RunRecord& run, const Exit& exit);
 
-// Rank `rank` (on `agent`) of a gang exited; `clean_ranks` is how many ranks of this attempt
-// have now exited 0, this one included, of `gang_size`. Nothing while the others still run.
+// Rank `rank` (on `agent`) of a gang exited; `tally` counts this attempt's ranks that have now
+// exited, this one included. Nothing while the others still run. The first rank that fails of
+// its own accord is held, not ended: the transition keeps the run's state and records the
+// failure (gang_failure, its code and time) for OnGangWindowEnd, and the caller stops the other
+// ranks. The held failure ends the run once every rank has exited; a later interrupted rank or
+// lost host requeues it instead (OnLost says why).
 std::optional<RunTransition> OnGangExit(const RunRecord& run, int rank, const std::string& agent,
-                                        const Exit& exit, int clean_ranks, int gang_size);
+                                        const Exit& exit, const model::GangTally& tally);
+
+// The window after a gang's held failure closed (at >= gang_failure_at + window_s) and no host
+// was lost: the failure is the job's, and ends the run failed (or requeued by retry_on = "any").
+// Nothing for a run without a held failure, or before then.
+std::optional<RunTransition> OnGangWindowEnd(const RunRecord& run, double at, double window_s);
 
 // Whether a gang rank's exit was clean (exit 0, no signal, neither cancelled nor interrupted),
 // and the exit code recorded for the rank in run_hosts.
@@ -102,6 +116,8 @@ model::Decide Assign(std::vector<std::string> agents, double at);
 model::Decide Lost(std::string reason, double at, double retry_delay_s = 0);
 // OnFinish.
 model::Decide Finish(RunState to, std::string reason, double at);
+// OnGangWindowEnd.
+model::Decide GangWindowEnd(double at, double window_s);
 // OnRetry with as many attempts again as the run's spec gives (resources.max_attempts).
 model::Decide Retry(std::string reason, double at);
 // OnStarted, OnExit, OnGangExit and RankExitCode, for Store::Ingest.

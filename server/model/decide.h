@@ -16,6 +16,14 @@
 namespace tae::model {
 
 // How a job's process ended, as its agent reported it.
+// Where a gang's ranks stand once a rank's exit is recorded: of `size` ranks of the attempt,
+// `clean` exited 0 and `exited` exited at all (this one included).
+struct GangTally {
+  int clean = 0;
+  int exited = 0;
+  int size = 0;
+};
+
 struct RunExit {
   int attempt = 0;
   int exit_code = 0;
@@ -41,10 +49,10 @@ struct IngestRules {
                                           const std::string& agent, double at) = nullptr;
   // A one-host run's process exited.
   std::optional<RunTransition> (*exited)(const RunRecord& run, const RunExit& exit) = nullptr;
-  // Rank `rank` of a gang exited on `agent`; `clean_ranks` of `gang_size` have now exited 0.
+  // Rank `rank` of a gang exited on `agent`; `tally`: where the attempt's ranks stand now.
   std::optional<RunTransition> (*gang_exited)(const RunRecord& run, int rank,
                                               const std::string& agent, const RunExit& exit,
-                                              int clean_ranks, int gang_size) = nullptr;
+                                              const GangTally& tally) = nullptr;
   // The exit code recorded for a gang's rank (0 only for a clean exit).
   int (*rank_exit_code)(const RunExit& exit) = nullptr;
 };

@@ -140,6 +140,7 @@ struct RunResources {
   std::string snapshot_id{};       // job.snapshot: the code snapshot mounted for it; empty: none
   int keep_checkpoints = 2;        // resources.keep_checkpoints: kept by taed; 0: none uploaded
   std::string retry_on = "infra";  // resources.retry_on: "infra" or "any"
+  int64_t max_disk = 0;            // resources.max_disk: bytes a run may write on a worker; 0: any
 };
 
 struct NewRun {
@@ -203,6 +204,12 @@ struct RunRecord {
   std::string start_fault;
   int start_faults = 0;
   std::string retry_on = "infra";  // resources.retry_on: "any" retries the job's failures too
+  int64_t max_disk = 0;            // resources.max_disk, bytes; 0: no limit
+  // A gang's first job failure of this attempt (lifecycle::OnGangExit), held while the window
+  // for a lost host runs: its reason ("" when none), exit code and when it came.
+  std::string gang_failure;
+  int gang_failure_code = 0;
+  double gang_failure_at = 0;
   // Added by search.confirm (server/seeds/confirm.h): a fresh seed at its variant's chosen grid
   // point, after the search. Its seed is not one of the search's: the search, adaptive seeds
   // and every table but the tuned one's confirmed rows leave it out.
@@ -343,6 +350,7 @@ struct IngestEvent {
   bool interrupted = false;         // kExited: the agent stopped it as it shut down; requeue
   bool infra = false;               // kExited: the worker failed it, not the job; requeue
   bool not_started = false;         // kExited, with infra: the job's program never ran
+  bool by_other_job = false;        // kExited, with infra: another job on the worker caused it
   RunMeta meta;                     // kMeta: keys to merge into the run's metadata
 };
 
@@ -382,6 +390,9 @@ struct RunTransition {
   RunField<int64_t> infra_faults;
   RunField<std::string> start_fault;
   RunField<int64_t> start_faults;
+  RunField<std::string> gang_failure;
+  RunField<int64_t> gang_failure_code;
+  RunField<double> gang_failure_at;
   // A gang's assignment: the hosts of `attempt` by rank (run_hosts rows); empty for one host.
   std::vector<std::string> hosts;
 };
@@ -396,6 +407,10 @@ struct RunEnded {
   // ranks still running); empty for a one-host run.
   std::vector<std::string> gang;
   int64_t experiment_id = 0;
+  // Not ended yet: a gang's first failure is held (lifecycle::OnGangExit) while the others are
+  // stopped and a lost host would make it the worker's fault. The caller stops the other ranks
+  // and ends it when the window closes (lifecycle::OnGangWindowEnd).
+  bool failure_held = false;
 };
 
 }  // namespace tae::model

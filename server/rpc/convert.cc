@@ -41,7 +41,9 @@ controller::AgentHello FromProto(const tae::v1::Register& in) {
   return hello;
 }
 
-bool IsGoodWallTime(double wall_time) { return std::isfinite(wall_time) && wall_time >= 0; }
+bool IsGoodWallTime(double wall_time, double received_at) {
+  return std::isfinite(wall_time) && wall_time >= 0 && wall_time <= received_at + kMaxClockAheadS;
+}
 
 absl::Status CheckEvent(const tae::v1::Event& e) {
   if (e.seq() == 0) {
@@ -116,7 +118,7 @@ uint64_t FromProto(const tae::v1::EventBatch& in, double received_at,
     event.run_id = e.run_id();
     event.attempt = e.attempt();
     event.wall_time = e.wall_time();
-    if (!IsGoodWallTime(e.wall_time())) {
+    if (!IsGoodWallTime(e.wall_time(), received_at)) {
       // The event is kept, at the time it arrived; only the bad value is dropped.
       reject(e, absl::StrCat("wall_time: ", e.wall_time(), " is not a time; taken as received"));
       event.wall_time = received_at;
@@ -148,6 +150,7 @@ uint64_t FromProto(const tae::v1::EventBatch& in, double received_at,
         event.interrupted = e.exited().interrupted();
         event.infra = e.exited().infra();
         event.not_started = e.exited().not_started();
+        event.by_other_job = e.exited().by_other_job();
         event.text = Utf8(e.exited().reason());
         break;
       case tae::v1::Event::kMeta:

@@ -25,8 +25,11 @@ inline constexpr int kMaxEventsPerBatch = tae::v1::kTaedMaxEventsPerBatch;
 
 // Whether one event from an agent is within limits (metric keys, sizes, streams).
 absl::Status CheckEvent(const tae::v1::Event& event);
-// Whether an event's wall_time is a time (finite, not before the epoch).
-bool IsGoodWallTime(double wall_time);
+// Whether an event's wall_time is a time: finite, not before the epoch, and not more than
+// kMaxClockAheadS after `received_at` (when taed got it; a clock that far ahead is wrong, and a
+// time centuries away would overflow every timer it reaches).
+inline constexpr double kMaxClockAheadS = 300;
+bool IsGoodWallTime(double wall_time, double received_at);
 // Converts a batch; returns the highest seq in it. Events that fail CheckEvent are left out, and
 // bad values are dropped from the events that carry them: a wall_time that is not a time
 // (replaced by `received_at`, when taed got the batch). A metric value that is NaN or infinite is

@@ -1,6 +1,5 @@
 #include "server/store/db.h"
 
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -242,32 +241,6 @@ absl::StatusOr<int64_t> Db::QueryInt(std::string_view sql) {
     return absl::NotFoundError(absl::StrCat("no row for: ", std::string(sql)));
   }
   return stmt->Int(0);
-}
-
-absl::StatusOr<std::string> Db::Image() {
-  sqlite3_int64 size = 0;
-  unsigned char* bytes = sqlite3_serialize(db_, "main", &size, 0);
-  if (bytes == nullptr) {
-    return absl::InternalError("sqlite: cannot serialize the database");
-  }
-  std::string image(reinterpret_cast<const char*>(bytes), static_cast<size_t>(size));
-  sqlite3_free(bytes);
-  return image;
-}
-
-absl::Status Db::RestoreImage(const std::string& image) {
-  const auto size = static_cast<sqlite3_int64>(image.size());
-  auto* bytes = static_cast<unsigned char*>(sqlite3_malloc64(static_cast<sqlite3_uint64>(size)));
-  if (bytes == nullptr) {
-    return absl::ResourceExhaustedError("sqlite: out of memory");
-  }
-  std::memcpy(bytes, image.data(), image.size());
-  if (int rc = sqlite3_deserialize(db_, "main", bytes, size, size,
-                                   SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE);
-      rc != SQLITE_OK) {
-    return SqliteError(db_, "deserialize");
-  }
-  return absl::OkStatus();
 }
 
 Transaction::Transaction(Db* db) : db_(db), begin_status_(db->Exec("BEGIN IMMEDIATE")) {

@@ -89,11 +89,6 @@ class Db {
   // Rows changed through this connection since it opened (sqlite3_total_changes64): a version
   // of everything stored, which readers compare to learn that something changed.
   int64_t total_changes() const;
-  // The whole main database as bytes (sqlite3_serialize), and the database replaced by such
-  // bytes (sqlite3_deserialize; the statements prepared stay usable): a fuzzer resets its seeded
-  // in-memory store between inputs without migrating a new one each time.
-  absl::StatusOr<std::string> Image();
-  absl::Status RestoreImage(const std::string& image);
 
  private:
   explicit Db(sqlite3* db) : db_(db), statements_(std::make_unique<int64_t>(0)) {}

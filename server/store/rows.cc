@@ -112,7 +112,7 @@ const char* const kRunColumns =
     "labels, COALESCE(agent_id, ''), pid, exit_code, reason, created_at, started_at, finished_at, "
     "meta, not_before, max_concurrent, hosts, COALESCE(snapshot_id, ''), command, "
     "attempts_granted, keep_checkpoints, infra_faults, retry_on, start_fault, start_faults, "
-    "confirm";
+    "confirm, max_disk, gang_failure, gang_failure_code, gang_failure_at";
 
 model::RunRecord ReadRun(const Statement& stmt) {
   model::RunRecord run;
@@ -149,6 +149,10 @@ model::RunRecord ReadRun(const Statement& stmt) {
   run.start_fault = stmt.Text(28);
   run.start_faults = static_cast<int>(stmt.Int(29));
   run.confirm = stmt.Int(30) != 0;
+  run.max_disk = stmt.Int(31);
+  run.gang_failure = stmt.Text(32);
+  run.gang_failure_code = static_cast<int>(stmt.Int(33));
+  run.gang_failure_at = stmt.Double(34);
   return run;
 }
 

@@ -30,6 +30,48 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   return std::unique_ptr<Store>(new Store(std::move(db)));
 }
 
+absl::Status Store::MarkSeed() {
+  RETURN_IF_ERROR(db_.Exec("ATTACH DATABASE ':memory:' AS seed"));
+  ASSIGN_OR_RETURN(Statement tables,
+                   db_.Prepare("SELECT name FROM main.sqlite_master WHERE type = 'table' AND "
+                               "name NOT LIKE 'sqlite_%' ORDER BY name"));
+  std::vector<std::string> names;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, tables.Step());
+    if (!row) {
+      break;
+    }
+    names.push_back(tables.Text(0));
+  }
+  seed_sql_.clear();
+  for (const std::string& name : names) {
+    RETURN_IF_ERROR(db_.Exec(
+        absl::StrCat("CREATE TABLE seed.\"", name, "\" AS SELECT * FROM main.\"", name, "\"")));
+    seed_sql_.push_back(absl::StrCat("DELETE FROM main.\"", name, "\""));
+    seed_sql_.push_back(
+        absl::StrCat("INSERT INTO main.\"", name, "\" SELECT * FROM seed.\"", name, "\""));
+  }
+  seed_changes_ = db_.total_changes();
+  return absl::OkStatus();
+}
+
+absl::Status Store::ResetToSeed() {
+  metric_key_ids_.clear();
+  if (db_.total_changes() == seed_changes_) {
+    return absl::OkStatus();
+  }
+  Transaction tx(&db_);
+  RETURN_IF_ERROR(tx.begin_status());
+  RETURN_IF_ERROR(db_.Exec("PRAGMA defer_foreign_keys = ON"));  // tables go back in any order
+  for (const std::string& sql : seed_sql_) {
+    ASSIGN_OR_RETURN(Statement * stmt, db_.Cached(sql.c_str()));
+    RETURN_IF_ERROR(stmt->Run());
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  seed_changes_ = db_.total_changes();
+  return absl::OkStatus();
+}
+
 absl::Status Store::RecordTransition(int64_t run_id, int attempt, model::RunState from,
                                      model::RunState to, const std::string& reason, double now) {
   ASSIGN_OR_RETURN(Statement stmt,
@@ -82,6 +124,9 @@ absl::Status Store::Apply(const model::RunTransition& t) {
   AddColumn(t.infra_faults, "infra_faults", &sql);
   AddColumn(t.start_fault, "start_fault", &sql);
   AddColumn(t.start_faults, "start_faults", &sql);
+  AddColumn(t.gang_failure, "gang_failure", &sql);
+  AddColumn(t.gang_failure_code, "gang_failure_code", &sql);
+  AddColumn(t.gang_failure_at, "gang_failure_at", &sql);
   sql += " WHERE id = ?";
   ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(sql));
   int index = 1;
@@ -98,6 +143,9 @@ absl::Status Store::Apply(const model::RunTransition& t) {
   BindField(t.infra_faults, &stmt, &index);
   BindField(t.start_fault, &stmt, &index);
   BindField(t.start_faults, &stmt, &index);
+  BindField(t.gang_failure, &stmt, &index);
+  BindField(t.gang_failure_code, &stmt, &index);
+  BindField(t.gang_failure_at, &stmt, &index);
   stmt.Bind(index, t.run_id);
   RETURN_IF_ERROR(stmt.Run());
   for (const model::RunTransition::Row& row : t.rows) {
@@ -148,8 +196,8 @@ absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<model::N
                                "config, state, max_attempts, priority, slots, "
                                "labels, created_at, max_concurrent, hosts, "
                                "snapshot_id, command, attempts_granted, "
-                               "keep_checkpoints, retry_on, confirm) "
-                               "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                               "keep_checkpoints, retry_on, confirm, max_disk) "
+                               "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(Statement transition,
                    db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
                                "to_state, reason, at) VALUES (?, 0, '', 'queued', ?, ?)"));
@@ -170,7 +218,8 @@ absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<model::N
         .Bind(14, static_cast<int64_t>(r.max_attempts))
         .Bind(15, static_cast<int64_t>(r.keep_checkpoints))
         .Bind(16, r.retry_on)
-        .Bind(17, static_cast<int64_t>(new_run.confirm ? 1 : 0));
+        .Bind(17, static_cast<int64_t>(new_run.confirm ? 1 : 0))
+        .Bind(18, r.max_disk);
     if (r.snapshot_id.empty()) {
       run.BindNull(12);
     } else {
@@ -445,6 +494,19 @@ absl::Status Store::SetAgentQuarantine(const std::string& id, const std::string&
   ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE agents SET quarantine = ? WHERE id = ?"));
   stmt.Bind(1, why).Bind(2, id);
   return stmt.Run();
+}
+
+absl::Status Store::SetAgentInfraFaults(const std::string& id, int faults) {
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE agents SET infra_faults = ? WHERE id = ?"));
+  stmt.Bind(1, static_cast<int64_t>(faults)).Bind(2, id);
+  return stmt.Run();
+}
+
+absl::StatusOr<int> Store::AgentInfraFaults(const std::string& id) {
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("SELECT infra_faults FROM agents WHERE id = ?"));
+  stmt.Bind(1, id);
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  return row ? static_cast<int>(stmt.Int(0)) : 0;
 }
 
 absl::StatusOr<std::map<std::string, std::string>> Store::AgentQuarantines() {

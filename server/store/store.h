@@ -144,6 +144,10 @@ class Store {
   absl::Status SetAgentState(const std::string& id, const std::string& state, double now);
   // Quarantine: non-empty `why` keeps the agent from taking runs (across restarts); "" lifts it.
   absl::Status SetAgentQuarantine(const std::string& id, const std::string& why);
+  // The worker's faults in a row among the agent's run exits (controller::kQuarantineAfter): kept
+  // across its reconnects and taed's restarts. 0 for an agent never seen.
+  absl::Status SetAgentInfraFaults(const std::string& id, int faults);
+  absl::StatusOr<int> AgentInfraFaults(const std::string& id);
   // Every agent's quarantine reason, by id (those with one).
   absl::StatusOr<std::map<std::string, std::string>> AgentQuarantines();
 
@@ -154,6 +158,12 @@ class Store {
 
   // The connection, for the read side (server/query) on the same thread, and for tests.
   Db* db() { return &db_; }
+  // For fuzzers, which start every input from the same seeded store: MarkSeed copies every table
+  // into an attached in-memory schema; ResetToSeed puts every table back as it was then, in one
+  // transaction, and forgets what the store caches (metric key ids); nothing to do when nothing
+  // changed since.
+  absl::Status MarkSeed();
+  absl::Status ResetToSeed();
 
  private:
   explicit Store(Db db) : db_(std::move(db)) {}
@@ -188,6 +198,8 @@ class Store {
 
   Db db_;
   std::map<std::string, int64_t> metric_key_ids_;
+  std::vector<std::string> seed_sql_;  // MarkSeed's statements that put each table back
+  int64_t seed_changes_ = 0;           // db_.total_changes() as of the seed
 };
 
 }  // namespace tae::store

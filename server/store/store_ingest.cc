@@ -186,7 +186,8 @@ absl::Status Store::IngestOne(const std::string& agent_id, const model::IngestEv
         return absl::OkStatus();
       }
       RETURN_IF_ERROR(Apply(*end));
-      ended->push_back({event.run_id, agent_id, end->state, event.attempt, {}, run->experiment_id});
+      ended->push_back(
+          {event.run_id, agent_id, end->state, event.attempt, {}, run->experiment_id, false});
       return absl::OkStatus();
     }
   }
@@ -213,19 +214,21 @@ absl::Status Store::IngestGangExit(const std::string& agent_id, const model::Run
       .Bind(3, static_cast<int64_t>(run.attempt))
       .Bind(4, static_cast<int64_t>(rank));
   RETURN_IF_ERROR(record.Run());
-  ASSIGN_OR_RETURN(Statement done,
-                   db_.Prepare("SELECT COUNT(*) FROM run_hosts WHERE run_id = ? AND attempt = "
-                               "? AND exit_code = 0"));
+  ASSIGN_OR_RETURN(Statement done, db_.Prepare("SELECT COALESCE(SUM(exit_code = 0), 0), "
+                                               "COUNT(exit_code) FROM run_hosts WHERE run_id = ? "
+                                               "AND attempt = ?"));
   done.Bind(1, run.id).Bind(2, static_cast<int64_t>(run.attempt));
   ASSIGN_OR_RETURN(bool row, done.Step());
-  const int clean = row ? static_cast<int>(done.Int(0)) : 0;
-  std::optional<model::RunTransition> end =
-      rules.gang_exited(run, rank, agent_id, exit, clean, static_cast<int>(gang.size()));
+  const model::GangTally tally{row ? static_cast<int>(done.Int(0)) : 0,
+                               row ? static_cast<int>(done.Int(1)) : 0,
+                               static_cast<int>(gang.size())};
+  std::optional<model::RunTransition> end = rules.gang_exited(run, rank, agent_id, exit, tally);
   if (!end) {
     return absl::OkStatus();
   }
   RETURN_IF_ERROR(Apply(*end));
-  ended->push_back({run.id, agent_id, end->state, run.attempt, gang, run.experiment_id});
+  const bool held = end->state == run.state;  // a failure held, the run not ended
+  ended->push_back({run.id, agent_id, end->state, run.attempt, gang, run.experiment_id, held});
   return absl::OkStatus();
 }
 

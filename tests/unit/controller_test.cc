@@ -210,6 +210,102 @@ TEST_CASE("the retry backoff is read off the controller's clock exactly") {
   CHECK(transitions->back().at == 1010);   // requeued when the agent came back without it
 }
 
+TEST_CASE("an agent's faults in a row survive its reconnects and a restart of taed") {
+  auto store = std::move(*store::Store::Open(":memory:"));
+  boost::asio::io_context io;
+  auto infra_exit = [](const tae::v1::StartRun& start, uint64_t seq, bool by_other_job) {
+    model::IngestEvent exit = Exited(seq, start.run_id(), start.attempt(), 1);
+    exit.infra = true;
+    exit.by_other_job = by_other_job;
+    exit.text = "exit code 1; the worker's disk is full";
+    return exit;
+  };
+  {
+    Controller first(&io, store.get(), Options{});
+    auto channel = std::make_shared<FakeChannel>();
+    first.OnRegister(channel, Hello("a", 1));
+    REQUIRE(first.Submit({kSpec, "tiny.toml", {}, false, ""}).ok());
+    // Hurt by another job (it filled the disk): not this worker's fault.
+    REQUIRE(first.OnEvents("a", channel.get(), {infra_exit(channel->Starts().back(), 1, true)}, 1)
+                .ok());
+    CHECK(*store->AgentInfraFaults("a") == 0);
+    REQUIRE(first.OnEvents("a", channel.get(), {infra_exit(channel->Starts().back(), 2, false)}, 2)
+                .ok());
+    CHECK(*store->AgentInfraFaults("a") == 1);
+    // It reconnects: the count stays.
+    auto again = std::make_shared<FakeChannel>();
+    first.OnRegister(again, Hello("a", 1));
+    CHECK(first.registry().agents().at("a").infra_faults == 1);
+    CHECK(first.registry().agents().at("a").quarantine.empty());
+  }
+  // taed restarts: the count stays, and the next fault in a row quarantines the agent.
+  Controller second(&io, store.get(), Options{});
+  second.Recover();
+  auto channel = std::make_shared<FakeChannel>();
+  second.OnRegister(channel, Hello("a", 1));
+  REQUIRE(second.registry().agents().at("a").infra_faults == 1);
+  REQUIRE_FALSE(channel->Starts().empty());
+  REQUIRE(second.OnEvents("a", channel.get(), {infra_exit(channel->Starts().back(), 3, false)}, 3)
+              .ok());
+  CHECK(*store->AgentInfraFaults("a") == 2);
+  CHECK_FALSE(second.registry().agents().at("a").quarantine.empty());
+  CHECK(store->AgentQuarantines()->count("a") == 1);
+  // Undrain lifts it and starts the count again.
+  REQUIRE(second.Drain("a", false).ok());
+  CHECK(*store->AgentInfraFaults("a") == 0);
+}
+
+TEST_CASE("a gang's held failure ends at the blame window unless a host is lost first") {
+  double now = 1000;
+  Options options;
+  options.clock = [&now] { return now; };
+  options.gang_blame_window_s = 60;
+  Fixture f(options);
+  auto a = std::make_shared<FakeChannel>();
+  auto b = std::make_shared<FakeChannel>();
+  AgentHello ha = Hello("a", 1);
+  ha.agent.labels["slice"] = "s";
+  AgentHello hb = Hello("b", 1);
+  hb.agent.labels["slice"] = "s";
+  f.controller.OnRegister(a, ha);
+  f.controller.OnRegister(b, hb);
+  REQUIRE(f.controller
+              .Submit({"name = \"g\"\n[train]\nseeds = [0, 1]\n[resources]\nhosts = 2\n",
+                       "g.toml",
+                       {},
+                       false,
+                       ""})
+              .ok());
+  REQUIRE(a->Starts().size() == 1);
+  REQUIRE(b->Starts().size() == 1);
+  const int64_t run_id = a->Starts()[0].run_id();
+  REQUIRE(b->Starts()[0].rank() == 1);
+  // Rank 1 fails with what a lost peer causes; rank 0 never reports (its host is gone).
+  model::IngestEvent failed = Exited(1, run_id, 1, 3);
+  failed.wall_time = now;
+  REQUIRE(f.controller.OnEvents("b", b.get(), {failed}, 1).ok());
+  auto run = f.store->GetRun(run_id);
+  CHECK(run->state == model::RunState::kAssigned);
+  CHECK(run->gang_failure == "rank 1 on b: exit code 3; the other hosts are stopped");
+  bool stopped = false;  // rank 0 was asked to stop
+  for (const auto& m : a->sent) {
+    stopped = stopped || (m.has_cancel_run() && m.cancel_run().run_id() == run_id);
+  }
+  CHECK(stopped);
+  now = 1059;
+  f.controller.Schedule();
+  CHECK(f.store->GetRun(run_id)->state == model::RunState::kAssigned);
+  now = 1061;
+  f.controller.Schedule();
+  run = f.store->GetRun(run_id);
+  CHECK(run->state == model::RunState::kFailed);
+  CHECK(run->reason.find("rank 1 on b: exit code 3; the other hosts are stopped (no host lost "
+                         "within 60 s;") == 0);
+  // Its slots are free again: the other run of the study is placed on both hosts.
+  CHECK(a->Starts().size() == 2);
+  CHECK(b->Starts().size() == 2);
+}
+
 TEST_CASE("a reconnect that still holds its run keeps it running") {
   Fixture f;
   auto first = std::make_shared<FakeChannel>();

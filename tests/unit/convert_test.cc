@@ -85,10 +85,14 @@ TEST_CASE("a bad time from an agent drops that value and a non-finite metric is 
     CHECK(events[2].wall_time == 100);
     CHECK(rejected.size() == 2);  // each dropped time is described
   }
-  CHECK(IsGoodWallTime(0));
-  CHECK(IsGoodWallTime(1.7e9));
-  CHECK_FALSE(IsGoodWallTime(-0.5));
-  CHECK_FALSE(IsGoodWallTime(std::numeric_limits<double>::quiet_NaN()));
+  CHECK(IsGoodWallTime(0, 1.7e9));
+  CHECK(IsGoodWallTime(1.7e9, 1.7e9));
+  CHECK(IsGoodWallTime(1.7e9 + kMaxClockAheadS, 1.7e9));  // a clock a little ahead
+  CHECK_FALSE(IsGoodWallTime(1.7e9 + kMaxClockAheadS + 1, 1.7e9));
+  // Found by fuzz_agent_link: a "time" of 1e308 reached a held gang's wake-up timer.
+  CHECK_FALSE(IsGoodWallTime(1e308, 1.7e9));
+  CHECK_FALSE(IsGoodWallTime(-0.5, 1.7e9));
+  CHECK_FALSE(IsGoodWallTime(std::numeric_limits<double>::quiet_NaN(), 1.7e9));
 }
 
 TEST_CASE("run and agent states cross the wire as enums named as taed stores them") {

@@ -118,7 +118,7 @@ TEST_CASE(
   // A gang's failed rank: the same rule.
   RunRecord gang = Run(RunState::kRunning, 1, 2, 2);
   gang.retry_on = "any";
-  t = lifecycle::OnGangExit(gang, 1, "b", Exited(4), 0, 2);
+  t = lifecycle::OnGangExit(gang, 1, "b", Exited(4), {0, 2, 2});
   REQUIRE(t);
   CHECK(t->state == RunState::kQueued);
 }
@@ -178,16 +178,16 @@ TEST_CASE("lifecycle: a lost attempt is requeued without spending an attempt, wi
   }
 }
 
-TEST_CASE("lifecycle: a gang ends when every rank exited 0, or at the first that did not") {
+TEST_CASE("lifecycle: a gang ends when every rank exited 0, or when all reported after a failure") {
   const RunRecord gang = Run(RunState::kRunning, 1, 2, 2);
   // rank 0 done, rank 1 still running: nothing yet.
-  CHECK_FALSE(lifecycle::OnGangExit(gang, 0, "a", Exited(0), 1, 2));
-  std::optional<RunTransition> t = lifecycle::OnGangExit(gang, 1, "b", Exited(0), 2, 2);
+  CHECK_FALSE(lifecycle::OnGangExit(gang, 0, "a", Exited(0), {1, 1, 2}));
+  std::optional<RunTransition> t = lifecycle::OnGangExit(gang, 1, "b", Exited(0), {2, 2, 2});
   REQUIRE(t);
   CHECK(t->state == RunState::kSucceeded);
   CHECK(t->reason.value == "every host exited 0 (2 hosts)");
 
-  t = lifecycle::OnGangExit(gang, 1, "b", Exited(4), 1, 2);
+  t = lifecycle::OnGangExit(gang, 1, "b", Exited(4), {1, 2, 2});
   REQUIRE(t);
   CHECK(t->state == RunState::kFailed);
   CHECK(t->reason.value == "rank 1 on b: exit code 4; the other hosts are stopped");
@@ -200,7 +200,7 @@ TEST_CASE("lifecycle: a gang ends when every rank exited 0, or at the first that
 
   Exit interrupted = Exited(143);
   interrupted.interrupted = true;
-  t = lifecycle::OnGangExit(gang, 0, "a", interrupted, 0, 2);
+  t = lifecycle::OnGangExit(gang, 0, "a", interrupted, {0, 1, 2});
   REQUIRE(t);
   CHECK(Rows(*t) ==
         "running>lost rank 0 on a: interrupted;lost>queued requeued: attempt 1 ended by the "
@@ -208,13 +208,88 @@ TEST_CASE("lifecycle: a gang ends when every rank exited 0, or at the first that
 
   Exit cancelled = Exited(143);
   cancelled.cancelled = true;
-  t = lifecycle::OnGangExit(gang, 1, "b", cancelled, 0, 2);
+  t = lifecycle::OnGangExit(gang, 1, "b", cancelled, {0, 1, 2});
   REQUIRE(t);
   CHECK(t->state == RunState::kCancelled);
   CHECK(t->reason.value == "rank 1 on b: cancelled");
 
   // A late exit of a requeued gang's rank ends nothing.
-  CHECK_FALSE(lifecycle::OnGangExit(Run(RunState::kQueued, 1, 2, 2), 1, "b", Exited(1), 0, 2));
+  CHECK_FALSE(lifecycle::OnGangExit(Run(RunState::kQueued, 1, 2, 2), 1, "b", Exited(1), {0, 1, 2}));
+}
+
+TEST_CASE(
+    "lifecycle: a gang's failure is held until every host reports, a lost host takes the blame") {
+  const RunRecord gang = Run(RunState::kRunning, 1, 2, 2);
+  Exit failed = Exited(4);
+  failed.at = 100;
+  // Rank 1 fails while rank 0 still runs: held, the run still running.
+  std::optional<RunTransition> t = lifecycle::OnGangExit(gang, 1, "b", failed, {0, 1, 2});
+  REQUIRE(t);
+  CHECK(t->state == RunState::kRunning);
+  CHECK(t->rows.empty());
+  CHECK(t->gang_failure.value == "rank 1 on b: exit code 4; the other hosts are stopped");
+  CHECK(t->gang_failure_code.value == 4);
+  CHECK(t->gang_failure_at.value == 100);
+  CHECK(t->reason.value.find("waiting for them to report") != std::string::npos);
+
+  RunRecord held = gang;
+  held.gang_failure = t->gang_failure.value;
+  held.gang_failure_code = 4;
+  held.gang_failure_at = 100;
+  // Rank 0, stopped by taed, reports: every host is alive, so the failure is the job's.
+  Exit stopped = Exited(143);
+  stopped.cancelled = true;
+  stopped.at = 101;
+  t = lifecycle::OnGangExit(held, 0, "a", stopped, {0, 2, 2});
+  REQUIRE(t);
+  CHECK(t->state == RunState::kFailed);
+  CHECK(t->reason.value ==
+        "rank 1 on b: exit code 4; the other hosts are stopped (all 2 hosts reported)");
+  CHECK(t->exit_code.value == 4);
+  CHECK(t->gang_failure.value.empty());
+
+  // Rank 0's host goes away instead (its agent interrupted, or lost): requeued, not counted.
+  Exit interrupted = Exited(143);
+  interrupted.interrupted = true;
+  interrupted.text = "agent shutting down";
+  interrupted.at = 112;
+  t = lifecycle::OnGangExit(held, 0, "a", interrupted, {0, 2, 2});
+  REQUIRE(t);
+  CHECK(t->state == RunState::kQueued);
+  CHECK(t->max_attempts.value == 3);
+  CHECK(Rows(*t).find("rank 0 on a: agent shutting down (12 s after rank 1 on b: exit code 4; "
+                      "the other hosts are stopped: that failure is put down to this)") !=
+        std::string::npos);
+  CHECK(t->gang_failure.value.empty());
+  t = lifecycle::OnLost(held, "agent a lost", 150);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kQueued);
+  CHECK(t->max_attempts.value == 3);
+
+  // Nobody reports and nobody is lost: the window ends it as the job's failure.
+  CHECK_FALSE(lifecycle::OnGangWindowEnd(held, 159, 60));
+  CHECK_FALSE(lifecycle::OnGangWindowEnd(gang, 1000, 60));  // nothing held
+  t = lifecycle::OnGangWindowEnd(held, 160, 60);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kFailed);
+  CHECK(t->reason.value.find("(no host lost within 60 s;") != std::string::npos);
+  RunRecord retried = held;
+  retried.retry_on = "any";
+  t = lifecycle::OnGangWindowEnd(retried, 160, 60);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kQueued);
+  CHECK(t->gang_failure.value.empty());
+
+  // A held gang cancelled by its user ends cancelled; a new attempt starts with nothing held.
+  t = lifecycle::OnFinish(held, RunState::kCancelled, "cancelled by user", 120);
+  REQUIRE(t);
+  CHECK(t->gang_failure.value.empty());
+  RunRecord queued = Run(RunState::kQueued, 1, 3, 2);
+  queued.gang_failure = "stale";
+  absl::StatusOr<RunTransition> assigned = lifecycle::OnAssign(queued, {"a", "b"}, 200);
+  REQUIRE(assigned.ok());
+  CHECK(assigned->gang_failure.op == RunField<std::string>::Op::kSet);
+  CHECK(assigned->gang_failure.value.empty());
 }
 
 TEST_CASE("lifecycle: assign, start, finish and retry") {
@@ -340,7 +415,7 @@ TEST_CASE("lifecycle: a start fault that repeats on the same agent fails the run
   RunRecord gang = Run(RunState::kRunning, 2, 2, 2);
   gang.start_fault = lifecycle::StartFaultKey("b", "rank 1 on b: " + cause1);
   gang.start_faults = 1;
-  t = lifecycle::OnGangExit(gang, 1, "b", fault, 0, 2);
+  t = lifecycle::OnGangExit(gang, 1, "b", fault, {0, 1, 2});
   REQUIRE(t);
   CHECK(t->state == RunState::kFailed);
   CHECK(t->reason.value.find("on b in 2 attempts in a row") != std::string::npos);

@@ -9,6 +9,7 @@
 
 #include "common/spec/schema.h"
 #include "common/spec/spec.h"
+#include "common/spec/value.h"
 
 namespace tae::spec {
 namespace {
@@ -110,18 +111,44 @@ TEST_CASE("resources.hosts asks for a gang of hosts", "[spec]") {
   CHECK(MustParse("name = \"x\"", {"resources.hosts=2"}).base == spec.base);
 }
 
+TEST_CASE("resources.max_disk takes bytes or a size with its unit", "[spec]") {
+  CHECK(MustParse("name = \"x\"").base.at("resources.max_disk") == 0);
+  CHECK(
+      MustParse("name = \"x\"\n[resources]\nmax_disk = \"20GB\"\n").base.at("resources.max_disk") ==
+      int64_t{20'000'000'000});
+  CHECK(MustParse("name = \"x\"\n[resources]\nmax_disk = \"1.5 GiB\"\n")
+            .base.at("resources.max_disk") == int64_t{1'610'612'736});
+  CHECK(MustParse("name = \"x\"\n[resources]\nmax_disk = 4096\n").base.at("resources.max_disk") ==
+        4096);
+  CHECK(MustParse("name = \"x\"", {"resources.max_disk=2MB"}).base.at("resources.max_disk") ==
+        2'000'000);
+  CHECK(MustParse("name = \"x\"", {"resources.max_disk=512"}).base.at("resources.max_disk") == 512);
+  for (const char* bad : {"\"20 parsecs\"", "\"-1GB\"", "-5", "\"GB\"", "true"}) {
+    INFO(bad);
+    absl::StatusOr<Spec> spec =
+        ParseSpec(std::string("name = \"x\"\n[resources]\nmax_disk = ") + bad + "\n", "x.toml", {});
+    REQUIRE_FALSE(spec.ok());
+    CHECK(std::string(spec.status().message()).find("x.toml:3:") == 0);
+    CHECK(std::string(spec.status().message()).find("resources.max_disk") != std::string::npos);
+  }
+  CHECK(ParseByteSize("10 kib") == 10240);
+  CHECK(ParseByteSize("1e3") == std::nullopt);
+  CHECK(ParseByteSize("") == std::nullopt);
+  CHECK(ParseByteSize("99999999999TB") == std::nullopt);
+}
+
 TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
   std::vector<std::string> keys = KnownKeys();
   // 48 + [report] metrics and goal + train.profile_* and [eval] + train.log_every, precision,
-  // sharding + resources.retry_on + report.floor + [search] (10)
-  CHECK(keys.size() == 70);
+  // sharding + resources.retry_on + report.floor + [search] (10) + resources.max_disk
+  CHECK(keys.size() == 71);
   CHECK(keys.front() == "name");
   CHECK(keys[1] == "description");
   for (const char* key :
        {"model.layers", "model.tie_embeddings", "model.init", "train.engine", "train.seeds",
         "train.threads", "resources.labels", "resources.priority", "report.metrics", "report.goal",
-        "train.profile_at", "eval.prune_heads_by_importance", "eval.quantize",
-        "resources.retry_on"}) {
+        "train.profile_at", "eval.prune_heads_by_importance", "eval.quantize", "resources.retry_on",
+        "resources.max_disk"}) {
     CHECK(std::find(keys.begin(), keys.end(), key) != keys.end());
   }
   for (const KeyInfo& key : Schema()) {

@@ -531,9 +531,24 @@ TEST_CASE("one failing rank fails the gang, one lost rank requeues it whole", "[
   auto failed = f.store->Ingest("w0", {f.Exit(2, 4, 3)}, lifecycle::IngestRules());
   REQUIRE(failed.ok());
   REQUIRE(failed->size() == 1);
-  CHECK((*failed)[0].state == model::RunState::kFailed);
+  // Held while rank 1 still runs: a lost host would still take the blame.
+  CHECK((*failed)[0].failure_held);
+  CHECK((*failed)[0].state == model::RunState::kAssigned);  // its state as it was
+  CHECK(f.store->GetRun(f.run_id)->gang_failure ==
+        "rank 2 on w0: exit code 3; the other hosts are stopped");
+  // Rank 1 reports (stopped by taed): every host is alive, the failure is the job's.
+  model::IngestEvent stopped = f.Exit(2, 5, 143);
+  stopped.cancelled = true;
+  auto ended = f.store->Ingest("w1", {stopped}, lifecycle::IngestRules());
+  REQUIRE(ended.ok());
+  REQUIRE(ended->size() == 1);
+  CHECK_FALSE((*ended)[0].failure_held);
+  CHECK((*ended)[0].state == model::RunState::kFailed);
   auto run = f.store->GetRun(f.run_id);
-  CHECK(run->reason == "rank 2 on w0: exit code 3; the other hosts are stopped");
+  CHECK(run->reason ==
+        "rank 2 on w0: exit code 3; the other hosts are stopped (all 3 hosts reported)");
+  CHECK(run->exit_code == 3);
+  CHECK(run->gang_failure.empty());
 }
 
 TEST_CASE("added runs join their experiment queued, each once per variant and seed",
