@@ -7,8 +7,9 @@
 // The world: agent "fuzz-agent" (the rogue, whose credential the input speaks with) holds r1
 // (with a code snapshot), r2 (resources.retry_on = "any") and rank 0 of the 2-host gang r3;
 // "other-agent" holds rank 1 of r3 and r4 (with its own snapshot and a stored checkpoint); r5
-// waits in the queue. Every input starts from the same stored image (Db::RestoreImage) and a
-// new controller, so a finding replays alone.
+// waits in the queue. Every input starts from the same seeded store (Store::ResetToSeed) and a
+// new controller with no agent registered (what an agent may touch is decided from the store),
+// so a finding replays alone.
 //
 // The input is a sequence of operations, each chosen by one byte (see Op below); the values
 // they carry (run ids, attempts, seqs, metric values, texts) come from the following bytes,
