@@ -476,8 +476,40 @@ void Agent::BlameWorker(tae::v1::Event* event) {
   if (exited->exit_code() == 0 || exited->cancelled() || exited->interrupted() || exited->infra()) {
     return;
   }
+  if (runner_.StoppedForDisk(event->run_id(), event->attempt())) {
+    runner_.ReclaimDisk(event->run_id(), event->attempt());
+    RelieveDisk();
+    return;  // the job's own doing, as its reason says; its directories may be gone already
+  }
+  // The disk as this job met it, before a job that filled it is stopped and its space freed. A
+  // job's disk use is the job's (agent/runner/disk.h): over its max_disk or filling the disk
+  // itself, it fails as its own fault; hurt by another job, it is requeued without blaming the
+  // worker; only a disk something else filled is the worker's fault.
+  const DiskSpace disk = DiskSpaceOf(options_.work_dir);
+  std::vector<RunDisk> others;
+  std::optional<RunDisk> self;
+  for (const RunDisk& use : runner_.DiskUse()) {
+    if (use.run_id == event->run_id() && use.attempt == event->attempt()) {
+      self = use;
+    } else {
+      others.push_back(use);
+    }
+  }
+  const DiskVerdict verdict =
+      self ? BlameDisk(*self, others, disk, options_.work_dir) : DiskVerdict{};
+  if (verdict.cause == DiskCause::kOverLimit || verdict.cause == DiskCause::kFilledItself) {
+    if (exited->reason().find("into its directories") == std::string::npos) {
+      exited->set_reason(absl::StrCat(exited->reason().empty()
+                                          ? absl::StrCat("exit code ", exited->exit_code())
+                                          : exited->reason(),
+                                      "; ", verdict.why));
+    }
+    runner_.ReclaimDisk(event->run_id(), event->attempt());
+    return;  // the job's failure
+  }
   std::string why;
-  if (journal_ != nullptr) {
+  const bool relieved = RelieveDisk();
+  if (journal_ != nullptr && !relieved) {
     if (absl::Status healthy = journal_->Healthy(); !healthy.ok()) {
       why = absl::StrCat("the agent's journal failed (", healthy.message(), ")");
       // The agent cannot go on either; it stops once this exit is on its way.
@@ -490,43 +522,11 @@ void Agent::BlameWorker(tae::v1::Event* event) {
     why = "its run directory was removed from the worker";
   }
   bool by_other_job = false;
-  if (why.empty()) {
-    // A job's disk use is the job's (agent/runner/disk.h): over its max_disk or filling the disk
-    // itself, it fails as its own fault; hurt by another job, it is requeued without blaming the
-    // worker; only a disk something else filled is the worker's fault.
-    const DiskSpace disk = DiskSpaceOf(options_.work_dir);
-    std::vector<RunDisk> others;
-    std::optional<RunDisk> self;
-    for (RunDisk& use : runner_.DiskUse()) {
-      if (use.run_id == event->run_id() && use.attempt == event->attempt()) {
-        self = use;
-      } else {
-        others.push_back(use);
-      }
-    }
-    const DiskVerdict verdict =
-        self ? BlameDisk(*self, others, disk, options_.work_dir) : DiskVerdict{};
-    switch (verdict.cause) {
-      case DiskCause::kNone:
-        break;
-      case DiskCause::kOverLimit:
-      case DiskCause::kFilledItself:
-        if (exited->reason().find("into its directories") == std::string::npos) {
-          exited->set_reason(absl::StrCat(exited->reason().empty()
-                                              ? absl::StrCat("exit code ", exited->exit_code())
-                                              : exited->reason(),
-                                          "; ", verdict.why));
-        }
-        runner_.ReclaimDisk(event->run_id(), event->attempt());
-        return;  // the job's failure
-      case DiskCause::kFilledByOther:
-        by_other_job = true;
-        why = verdict.why;
-        break;
-      case DiskCause::kWorkerFull:
-        why = verdict.why;
-        break;
-    }
+  if (why.empty() && verdict.cause == DiskCause::kFilledByOther) {
+    by_other_job = true;
+    why = verdict.why;
+  } else if (why.empty() && verdict.cause == DiskCause::kWorkerFull) {
+    why = verdict.why;
   }
   if (why.empty()) {
     return;
@@ -536,6 +536,24 @@ void Agent::BlameWorker(tae::v1::Event* event) {
   exited->set_reason(absl::StrCat(
       exited->reason().empty() ? absl::StrCat("exit code ", exited->exit_code()) : exited->reason(),
       "; ", why, ": the worker's fault, not the job's"));
+}
+
+bool Agent::RelieveDisk() {
+  const auto now = std::chrono::steady_clock::now();
+  const DiskSpace disk = DiskSpaceOf(options_.work_dir);
+  if (DiskFull(disk)) {
+    if (std::optional<RunDisk> filler = DiskFiller(runner_.DiskUse(), disk)) {
+      runner_.StopAndReclaim(
+          filler->run_id, filler->attempt,
+          absl::StrCat("stopped: it filled the worker's disk: it wrote ", ShowBytes(filler->bytes),
+                       " into its directories (", ShowBytes(filler->free_at_start),
+                       " were free when it started); set resources.max_disk to stop it sooner"));
+      disk_relieved_at_ = now;
+    }
+  }
+  return disk_relieved_at_.has_value() &&
+         now - *disk_relieved_at_ <
+             std::chrono::milliseconds(static_cast<int64_t>(kReliefS * 1000));
 }
 
 void Agent::Fatal(const std::string& why) {
@@ -618,7 +636,9 @@ bool Agent::JournalPending() {
     // Disk full or failing: nothing is sent before it is durable; try again shortly, and give
     // up (the agent stops, taed requeues its runs elsewhere) if it does not heal.
     const auto now = std::chrono::steady_clock::now();
-    if (!journal_failing_since_.has_value()) {
+    if (RelieveDisk()) {
+      journal_failing_since_ = now;  // a job filled the disk; its space is coming back
+    } else if (!journal_failing_since_.has_value()) {
       journal_failing_since_ = now;
     } else if (now - *journal_failing_since_ >
                std::chrono::milliseconds(static_cast<int64_t>(kJournalFailingS * 1000))) {
@@ -687,7 +707,7 @@ void Agent::Flush() {
 }
 
 void Agent::Heartbeat() {
-  if (journal_ != nullptr && !fatal_) {
+  if (journal_ != nullptr && !fatal_ && !RelieveDisk()) {
     if (absl::Status healthy = journal_->Healthy(); !healthy.ok()) {
       Fatal(absl::StrCat("its journal cannot keep events: ", healthy.message()));
       return;

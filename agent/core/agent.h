@@ -90,6 +90,12 @@ class Agent {
   // A job's failure is the worker's (marked infra, with why) when, as it failed, the agent's
   // journal was failing, the run's directory had been removed, or the work dir's disk was full.
   void BlameWorker(tae::v1::Event* event);
+  // The work dir's disk is full and a job here filled it (agent/runner/disk.h DiskFiller): that
+  // job is stopped, failed with how much it wrote, and its directories removed at once. Returns
+  // whether the disk was relieved now or within the last kReliefS: journal writes that failed
+  // meanwhile are the job's doing, not a reason for the agent to stop.
+  bool RelieveDisk();
+  static constexpr double kReliefS = 15;
   void LogAgentLine(const tae::v1::StartRun& start, std::string text);
 
   // Runs whose code is being staged (fetched and materialised) before they start.
@@ -117,6 +123,7 @@ class Agent {
   bool fatal_ = false;
   std::function<void()> on_fatal_;
   std::optional<std::chrono::steady_clock::time_point> journal_failing_since_;
+  std::optional<std::chrono::steady_clock::time_point> disk_relieved_at_;
   tae::v1::AgentFacts facts_;  // gathered once in Start, sent with every Register
   bool connected_ = false;
   bool flush_scheduled_ = false;

@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/sysstat/sysstat.h"
+#include "boost/asio/post.hpp"
 #include "common/auth/environment.h"
 #include "common/clock/clock.h"
 #include "common/fs/fs.h"
@@ -456,6 +457,34 @@ std::vector<RunDisk> Runner::DiskUse() const {
 }
 
 void Runner::ReclaimDisk(int64_t run_id, int attempt) { reclaim_.insert({run_id, attempt}); }
+
+bool Runner::StoppedForDisk(int64_t run_id, int attempt) const {
+  auto it = jobs_.find({run_id, attempt});
+  return it != jobs_.end() && !it->second->fail_reason.empty();
+}
+
+void Runner::StopAndReclaim(int64_t run_id, int attempt, const std::string& reason) {
+  auto it = jobs_.find({run_id, attempt});
+  if (it == jobs_.end()) {
+    return;
+  }
+  for (const std::string& path : DiskDirs(run_id, attempt)) {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::shared_ptr<Job> job = it->second;
+  if (!job->fail_reason.empty()) {
+    return;  // being stopped already
+  }
+  job->fail_reason = reason;
+  if (job->finishing) {
+    return;  // its exit is being reported: nothing to stop
+  }
+  (void)fs::WriteFileAtomically(job->job_dir + "/fail", reason, {0644, fs::Durability::kNone});
+  spdlog::warn("run r{}: {}", run_id, reason);
+  // Not from here: the caller may be inside another job's exit.
+  boost::asio::post(*io_, [this, job, reason] { Terminate(job, reason); });
+}
 
 void Runner::ScheduleDiskCheck() {
   if (disk_checking_ || options_.disk_check_s <= 0) {

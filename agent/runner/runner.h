@@ -99,6 +99,13 @@ class Runner {
   // removed once its exit is acked (MarkDone): a run that failed for its disk use gives the
   // space back to the runs after it.
   void ReclaimDisk(int64_t run_id, int attempt);
+  // A job that filled the worker's disk: stopped and reported failed with `reason`, and its
+  // directories removed now (its output is in its job directory), so the agent's journal and
+  // the other runs get the space back before it has even exited.
+  void StopAndReclaim(int64_t run_id, int attempt, const std::string& reason);
+  // Whether the agent stopped the attempt for its disk use (past max_disk, or it filled the
+  // disk): its failure is its own, whatever else is seen on the worker.
+  bool StoppedForDisk(int64_t run_id, int attempt) const;
   bool idle() const { return jobs_.empty(); }
   std::string RunDir(int64_t run_id, int attempt) const;
   std::string JobDir(int64_t run_id, int attempt) const;

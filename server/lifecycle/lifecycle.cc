@@ -124,7 +124,8 @@ std::optional<RunTransition> OnExit(const RunRecord& run, const Exit& exit) {
     return OnStartFault(run, run.agent_id, exit.text, exit.at);
   }
   if ((exit.interrupted || exit.infra) && !exit.cancelled) {
-    return OnLost(run, exit.text.empty() ? "interrupted" : exit.text, exit.at);
+    return OnLost(run, exit.text.empty() ? "interrupted" : exit.text, exit.at,
+                  exit.infra && exit.by_other_job ? OtherJobRetryDelay(run) : 0);
   }
   const RunState to = exit.cancelled        ? RunState::kCancelled
                       : exit.exit_code == 0 ? RunState::kSucceeded
@@ -178,7 +179,7 @@ std::optional<RunTransition> OnGangExit(const RunRecord& run, int rank, const st
     // One host went away with its agent, or its worker failed it: the whole gang goes back to
     // the queue together.
     return OnLost(run, absl::StrCat(host, ": ", exit.text.empty() ? "interrupted" : exit.text),
-                  exit.at);
+                  exit.at, exit.infra && exit.by_other_job ? OtherJobRetryDelay(run) : 0);
   }
   if (!run.gang_failure.empty()) {
     // A failure is held: the others were asked to stop (their exits say cancelled) or fail in
@@ -229,6 +230,11 @@ std::optional<RunTransition> OnGangWindowEnd(const RunRecord& run, double at, do
                       "stopped)",
                       window_s),
       at);
+}
+
+double OtherJobRetryDelay(const RunRecord& run) {
+  return std::min(kOtherJobRetryMaxS,
+                  kOtherJobRetryS * static_cast<double>(1 << std::min(run.infra_faults, 8)));
 }
 
 std::optional<RunTransition> OnLost(const RunRecord& run, const std::string& reason, double at,

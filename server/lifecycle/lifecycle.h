@@ -80,6 +80,13 @@ int RankExitCode(const Exit& exit);
 // A run fails after this many attempts ended by workers' faults.
 inline constexpr int kMaxInfraFaults = 20;
 
+// A run hurt by another job on its worker (it filled the disk) waits this long before its next
+// attempt, doubling with each such fault up to kOtherJobRetryMaxS: the other job may hold the
+// disk a while, and the run must not spend its kMaxInfraFaults meanwhile.
+inline constexpr double kOtherJobRetryS = 1;
+inline constexpr double kOtherJobRetryMaxS = 120;
+double OtherJobRetryDelay(const RunRecord& run);
+
 // assigned/running -> lost -> queued (not before at + retry_delay_s; the attempt not counted
 // against max_attempts) or, after kMaxInfraFaults, failed. Nothing for a run in any other state.
 std::optional<RunTransition> OnLost(const RunRecord& run, const std::string& reason, double at,

@@ -34,6 +34,7 @@ struct RunExit {
   double at = 0;
   bool infra = false;        // the worker failed it (staging, run dir, disk): the attempt is lost
   bool not_started = false;  // with infra: before the job's program ran (a start fault)
+  bool by_other_job = false;  // with infra: another job on the worker caused it (filled its disk)
 };
 
 // One run's transition, decided from the run as stored at that moment (e.g. lifecycle::Lost(why,

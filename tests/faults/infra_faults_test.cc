@@ -138,6 +138,12 @@ TEST_CASE(
 struct SmallDisk {
   std::string path;
   bool mounted = false;
+  // The 12 MiB tmpfs as local-0's work dir under `home` (a Cluster's before_up).
+  void MountFor(const std::string& home) {
+    path = home + "/agents/local-0";
+    std::filesystem::create_directories(path);
+    mounted = mount("tmpfs", path.c_str(), "tmpfs", 0, "size=12m,mode=0700") == 0;
+  }
   ~SmallDisk() {
     if (mounted) {
       umount2(path.c_str(), MNT_DETACH);
@@ -151,11 +157,7 @@ TEST_CASE(
     "[faults]") {
   setenv("TAE_RETRY_BACKOFF", "0.2", 1);
   SmallDisk disk;
-  Cluster cluster(2, 1, [&](const std::string& home) {
-    disk.path = home + "/agents/local-0";
-    std::filesystem::create_directories(disk.path);
-    disk.mounted = mount("tmpfs", disk.path.c_str(), "tmpfs", 0, "size=12m,mode=0700") == 0;
-  });
+  Cluster cluster(2, 1, [&](const std::string& home) { disk.MountFor(home); });
   if (!disk.mounted) {
     TAE_SKIP("cannot mount a tmpfs here (not root?): the full disk was not injected");
   }
@@ -195,7 +197,7 @@ if sys.argv[1] == "hog":
                 f.flush()
     except OSError as e:
         print(f"hog: {e}", flush=True)
-    time.sleep(0.3)
+    time.sleep(2)
     sys.exit(1)
 steps = int(sys.argv[2])
 for step in range(1, steps + 1):
@@ -208,16 +210,12 @@ for step in range(1, steps + 1):
 )";
 
 TEST_CASE(
-    "a job that fills the disk fails as its own fault, the job it hurt is requeued, no agent is "
-    "quarantined",
+    "a job that fills the disk is stopped and fails as its own fault, the job beside it finishes, "
+    "no agent is quarantined",
     "[faults]") {
   setenv("TAE_RETRY_BACKOFF", "0.2", 1);
   SmallDisk disk;
-  Cluster cluster(1, 2, [&](const std::string& home) {
-    disk.path = home + "/agents/local-0";
-    std::filesystem::create_directories(disk.path);
-    disk.mounted = mount("tmpfs", disk.path.c_str(), "tmpfs", 0, "size=12m,mode=0700") == 0;
-  });
+  Cluster cluster(1, 2, [&](const std::string& home) { disk.MountFor(home); });
   if (!disk.mounted) {
     TAE_SKIP("cannot mount a tmpfs here (not root?): the full disk was not injected");
   }
@@ -240,8 +238,8 @@ TEST_CASE(
       },
       120));
   const std::string hog = submit("hog", "hog");
-  CommandResult waited_hog = cluster.Taectl({"wait", hog, "--timeout", "240"}, 300);
-  CommandResult waited = cluster.Taectl({"wait", steady, "--timeout", "240"}, 300);
+  CommandResult waited_hog = cluster.Taectl({"wait", hog, "--timeout", "120"}, 180);
+  CommandResult waited = cluster.Taectl({"wait", steady, "--timeout", "120"}, 180);
   INFO(waited_hog.out << waited.out << waited.err);
   const nlohmann::json hog_run = cluster.TaectlJson({"runs", hog}).at(0);
   const nlohmann::json steady_run = cluster.TaectlJson({"runs", steady}).at(0);
@@ -253,11 +251,17 @@ TEST_CASE(
   // The hog: failed, saying how much it wrote.
   CHECK(hog_run.at("state") == "failed");
   CHECK(hog_shown.find("it filled the worker's disk: it wrote") != std::string::npos);
-  // The steady job was hurt by it: requeued (not counted), then it finished.
+  // The steady job finished with its one attempt. The agent stops a job that filled the disk as
+  // soon as a write fails (its journal's, or a job's), so the steady job is hurt only when one of
+  // its writes came first: then it was requeued as another job's doing, not counted.
   CHECK(steady_run.at("state") == "succeeded");
-  CHECK(steady_shown.find("filled by run r" + std::to_string(hog_run.at("id").get<int64_t>())) !=
-        std::string::npos);
-  CHECK(steady_shown.find("not counted against max_attempts") != std::string::npos);
+  const bool hurt = steady_shown.find("lost") != std::string::npos;
+  WARN("the steady job " << (hurt ? "was hurt and requeued" : "was not hurt"));
+  if (hurt) {
+    CHECK(steady_shown.find("filled by run r" + std::to_string(hog_run.at("id").get<int64_t>())) !=
+          std::string::npos);
+    CHECK(steady_shown.find("not counted against max_attempts") != std::string::npos);
+  }
   CHECK(Quarantine(cluster, "local-0").empty());
   CHECK(cluster.Taectl({"down"}).exit_code == 0);
 }

@@ -292,6 +292,31 @@ TEST_CASE(
   CHECK(assigned->gang_failure.value.empty());
 }
 
+TEST_CASE("lifecycle: a run hurt by another job's disk use backs off before its next attempt") {
+  Exit hurt = Exited(1);
+  hurt.infra = true;
+  hurt.by_other_job = true;
+  hurt.text = "exit code 1; the worker's disk was filled by run r9";
+  RunRecord run = Run(RunState::kRunning, 1, 1);
+  std::optional<RunTransition> t = lifecycle::OnExit(run, hurt);
+  REQUIRE(t);
+  CHECK(t->state == RunState::kQueued);
+  CHECK(t->not_before.value == 101);  // 1 s after the exit
+  CHECK(t->max_attempts.value == 2);  // not counted
+  run.infra_faults = 3;
+  t = lifecycle::OnExit(run, hurt);
+  REQUIRE(t);
+  CHECK(t->not_before.value == 108);
+  run.infra_faults = 19;
+  CHECK(lifecycle::OtherJobRetryDelay(run) == lifecycle::kOtherJobRetryMaxS);
+  // Any other fault of the worker is retried at once, as before.
+  hurt.by_other_job = false;
+  run.infra_faults = 0;
+  t = lifecycle::OnExit(run, hurt);
+  REQUIRE(t);
+  CHECK(t->not_before.value == 100);
+}
+
 TEST_CASE("lifecycle: assign, start, finish and retry") {
   absl::StatusOr<RunTransition> assign =
       lifecycle::OnAssign(Run(RunState::kQueued, 1, 3), {"a", "b"}, 5);
