@@ -149,6 +149,9 @@ std::string SupervisorLastWords(const std::string& job_dir) {
 
 }  // namespace
 
+// How long a job's group must outlive its dead supervisor to count as having killed it.
+constexpr int kOrphanGraceMs = 1000;
+
 struct Runner::Job {
   explicit Job(boost::asio::io_context* io) : kill_timer(*io) {}
   ~Job() {
@@ -177,6 +180,10 @@ struct Runner::Job {
   // this reason, not cancelled.
   std::string fail_reason;
   uint64_t free_at_start = 0;  // the work dir's free bytes when the job started
+  // Its supervisor died without an exit while its group lived: since when, and whether the
+  // group outlived it by kOrphanGraceMs (Finish).
+  std::optional<std::chrono::steady_clock::time_point> orphaned_at;
+  bool outlived_supervisor = false;
   bool finishing = false;
   bool command = false;  // the user's command: its stdout's key=value lines are metrics too
   int64_t last_step = 0;
@@ -868,6 +875,20 @@ std::vector<std::pair<int64_t, int>> Runner::Held() const {
 }
 
 void Runner::Finish(std::shared_ptr<Job> job) {
+  // The supervisor died without recording an exit while the job's group lives. A machine going
+  // away takes both within moments; a job that killed its supervisor outlives it. So the group
+  // gets kOrphanGraceMs before it counts as having outlived it (Poll calls back meanwhile).
+  if (!job->interrupted && !job->cancel_requested && job->pgid > 0 &&
+      !std::filesystem::exists(job->job_dir + "/exit") && kill(-job->pgid, 0) == 0) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!job->orphaned_at.has_value()) {
+      job->orphaned_at = now;
+    }
+    if (now - *job->orphaned_at < std::chrono::milliseconds(kOrphanGraceMs)) {
+      return;
+    }
+    job->outlived_supervisor = true;
+  }
   job->finishing = true;
   if (!job->started_emitted) {  // it ended between two polls, before we saw its group
     if (absl::StatusOr<std::string> pgid = fs::ReadFile(job->job_dir + "/pgid"); pgid.ok()) {
@@ -901,7 +922,7 @@ void Runner::Finish(std::shared_ptr<Job> job) {
     // job was still running, something killed its supervisor and not the job: on a worker whose
     // agent is not going away, the likeliest is the job itself (a pkill, a kill of its parent),
     // which is the job's failure, not a lost worker.
-    supervisor_killed_under_job = !job->interrupted && kill(-job->pgid, 0) == 0;
+    supervisor_killed_under_job = job->outlived_supervisor && !job->interrupted;
     kill(-job->pgid, SIGKILL);
     reason = absl::StrCat(
         "the job's supervisor (pid ", job->supervisor, ") died without recording its exit",
