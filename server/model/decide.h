@@ -32,8 +32,8 @@ struct RunExit {
   bool interrupted = false;  // the agent stopped it as it shut down: the attempt is lost
   std::string text;          // the agent's reason, if it gave one
   double at = 0;
-  bool infra = false;        // the worker failed it (staging, run dir, disk): the attempt is lost
-  bool not_started = false;  // with infra: before the job's program ran (a start fault)
+  bool infra = false;         // the worker failed it (staging, run dir, disk): the attempt is lost
+  bool not_started = false;   // with infra: before the job's program ran (a start fault)
   bool by_other_job = false;  // with infra: another job on the worker caused it (filled its disk)
 };
 

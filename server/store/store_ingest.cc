@@ -175,10 +175,9 @@ absl::Status Store::IngestOne(const std::string& agent_id, const model::IngestEv
       return started ? Apply(*started) : absl::OkStatus();
     }
     case model::IngestEvent::Kind::kExited: {
-      const model::RunExit exit{event.attempt,   event.exit_code,   event.signal,
-                                event.cancelled, event.interrupted, event.text,
-                                event.wall_time, event.infra,       event.not_started,
-                                event.by_other_job};
+      const model::RunExit exit{
+          event.attempt, event.exit_code, event.signal, event.cancelled,   event.interrupted,
+          event.text,    event.wall_time, event.infra,  event.not_started, event.by_other_job};
       if (run->hosts > 1) {
         return IngestGangExit(agent_id, *run, exit, rules, ended);
       }

@@ -1,12 +1,11 @@
 // Whose fault a full disk is (agent/runner/disk.h): the rules, and what is measured.
-#include "agent/runner/disk.h"
-
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 
+#include "agent/runner/disk.h"
 #include "tests/unit/temp_dir.h"
 
 namespace tae::agent {
