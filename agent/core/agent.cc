@@ -14,6 +14,7 @@
 #include "agent/link/enrol.h"
 #include "boost/asio/post.hpp"
 #include "common/clock/clock.h"
+#include "common/text/bytes.h"
 #include "common/text/utf8.h"
 #include "common/version/version.h"
 #include "nlohmann/json.hpp"
@@ -461,7 +462,7 @@ void Agent::RunFailedToStart(const tae::v1::StartRun& start, const std::string& 
   exited.mutable_exited()->set_reason(
       absl::StrCat("agent could not start it: ", why,
                    filler ? absl::StrCat("; the worker's disk was filled by run r", filler->run_id,
-                                         " (it wrote ", ShowBytes(filler->bytes), ")")
+                                         " (it wrote ", text::FormatBytes(filler->bytes), ")")
                           : std::string()));
   exited.mutable_exited()->set_interrupted(interrupted);
   exited.mutable_exited()->set_infra(infra && !interrupted);
@@ -545,8 +546,9 @@ bool Agent::RelieveDisk() {
     if (std::optional<RunDisk> filler = DiskFiller(runner_.DiskUse(), disk)) {
       runner_.StopAndReclaim(
           filler->run_id, filler->attempt,
-          absl::StrCat("stopped: it filled the worker's disk: it wrote ", ShowBytes(filler->bytes),
-                       " into its directories (", ShowBytes(filler->free_at_start),
+          absl::StrCat("stopped: it filled the worker's disk: it wrote ",
+                       text::FormatBytes(filler->bytes), " into its directories (",
+                       text::FormatBytes(filler->free_at_start),
                        " were free when it started); set resources.max_disk to stop it sooner"));
       disk_relieved_at_ = now;
     }

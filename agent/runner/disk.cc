@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/text/bytes.h"
 
 namespace tae::agent {
 
@@ -25,38 +26,28 @@ bool DiskFull(const DiskSpace& disk) {
          disk.free_bytes < std::max<uint64_t>(disk.total_bytes / 100, uint64_t{1} << 20);
 }
 
-std::string ShowBytes(uint64_t bytes) {
-  static const char* kUnits[] = {"B", "kB", "MB", "GB", "TB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1000 && unit < 4) {
-    value /= 1000;
-    ++unit;
-  }
-  return unit == 0 ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f %s", value, kUnits[unit]);
-}
-
 DiskVerdict BlameDisk(const RunDisk& run, const std::vector<RunDisk>& others, const DiskSpace& disk,
                       const std::string& work_dir) {
   if (run.max_disk > 0 && run.bytes > run.max_disk) {
     return {DiskCause::kOverLimit, 0,
-            absl::StrCat("it wrote ", ShowBytes(run.bytes),
+            absl::StrCat("it wrote ", text::FormatBytes(run.bytes),
                          " into its directories on the worker, more than resources.max_disk = ",
-                         ShowBytes(run.max_disk))};
+                         text::FormatBytes(run.max_disk))};
   }
   if (!DiskFull(disk)) {
     return {};
   }
   if (DiskFiller({run}, disk)) {
     return {DiskCause::kFilledItself, 0,
-            absl::StrCat("it filled the worker's disk: it wrote ", ShowBytes(run.bytes),
-                         " into its directories (", ShowBytes(run.free_at_start),
+            absl::StrCat("it filled the worker's disk: it wrote ", text::FormatBytes(run.bytes),
+                         " into its directories (", text::FormatBytes(run.free_at_start),
                          " were free when it started); set resources.max_disk to stop it sooner")};
   }
   if (std::optional<RunDisk> other = DiskFiller(others, disk)) {
-    return {DiskCause::kFilledByOther, other->run_id,
-            absl::StrCat("the worker's disk was filled by run r", other->run_id, " (it wrote ",
-                         ShowBytes(other->bytes), "); not this job's fault nor the worker's")};
+    return {
+        DiskCause::kFilledByOther, other->run_id,
+        absl::StrCat("the worker's disk was filled by run r", other->run_id, " (it wrote ",
+                     text::FormatBytes(other->bytes), "); not this job's fault nor the worker's")};
   }
   return {DiskCause::kWorkerFull, 0,
           DiskFull({run.free_at_start, disk.total_bytes})

@@ -64,7 +64,4 @@ DiskVerdict BlameDisk(const RunDisk& run, const std::vector<RunDisk>& others, co
 // written by the job.
 uint64_t DirsBytes(const std::vector<std::string>& dirs);
 
-// "1.5 GB": bytes in powers of 1000, as resources.max_disk is written.
-std::string ShowBytes(uint64_t bytes);
-
 }  // namespace tae::agent

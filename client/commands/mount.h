@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/rpc/control_client.h"
+#include "common/text/bytes.h"
 
 namespace tae::client {
 
@@ -31,8 +32,7 @@ struct MountResult {
 absl::StatusOr<MountResult> MountTree(ControlClient& client, const std::string& dir,
                                       const std::function<void(const std::string&)>& progress);
 
-// "1.5 MB", "12 B" (decimal units, like du --si).
-std::string FormatBytes(uint64_t bytes);
+using text::FormatBytes;  // common/text/bytes.h
 
 // A progress printer for stderr: rewrites one line on a terminal, silent otherwise.
 std::function<void(const std::string&)> StderrProgress();

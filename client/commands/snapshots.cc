@@ -90,20 +90,6 @@ absl::Status Upload(ControlClient& client, const std::string& root,
 
 }  // namespace
 
-std::string FormatBytes(uint64_t bytes) {
-  if (bytes < 1000) {
-    return absl::StrCat(bytes, " B");
-  }
-  const char* units[] = {"kB", "MB", "GB", "TB"};
-  double value = static_cast<double>(bytes);
-  int unit = -1;
-  while (value >= 1000 && unit < 3) {
-    value /= 1000;
-    unit += 1;
-  }
-  return absl::StrFormat("%.1f %s", value, units[unit]);
-}
-
 std::function<void(const std::string&)> StderrProgress() {
   if (!isatty(STDERR_FILENO)) {
     return nullptr;

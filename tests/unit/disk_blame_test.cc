@@ -6,6 +6,7 @@
 #include <string>
 
 #include "agent/runner/disk.h"
+#include "common/text/bytes.h"
 #include "tests/unit/temp_dir.h"
 
 namespace tae::agent {
@@ -75,8 +76,8 @@ TEST_CASE("disk use counts what a job wrote, not files shared with the agent's c
   CHECK(bytes >= 150000);
   CHECK(bytes < 150000 + 2 * 65536);
   CHECK(DirsBytes({dir.Full("run"), dir.Full("missing")}) == bytes);
-  CHECK(ShowBytes(999) == "999 B");
-  CHECK(ShowBytes(1'500'000) == "1.5 MB");
+  CHECK(text::FormatBytes(999) == "999 B");
+  CHECK(text::FormatBytes(1'500'000) == "1.5 MB");
 }
 
 }  // namespace
