@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/runner/runner_job.h"
 #include "agent/sysstat/sysstat.h"
 #include "boost/asio/post.hpp"
 #include "common/auth/environment.h"
@@ -151,48 +152,6 @@ std::string SupervisorLastWords(const std::string& job_dir) {
 
 // How long a job's group must outlive its dead supervisor to count as having killed it.
 constexpr int kOrphanGraceMs = 1000;
-
-struct Runner::Job {
-  explicit Job(boost::asio::io_context* io) : kill_timer(*io) {}
-  ~Job() {
-    for (int fd : fds) {
-      if (fd >= 0) {
-        close(fd);
-      }
-    }
-  }
-  tae::v1::StartRun spec;
-  std::string run_dir;
-  std::string job_dir;
-  pid_t supervisor = 0;  // tae-job; our child unless adopted
-  bool adopted = false;
-  bool supervisor_reaped = false;
-  pid_t pgid = 0;  // the job's group, from job_dir/pgid
-  bool started_emitted = false;
-  std::array<int, 3> fds = {-1, -1, -1};
-  std::array<uint64_t, 3> offsets = {0, 0, 0};  // of the first byte not yet in `partial`
-  std::array<std::string, 3> partial;
-  bool cancel_requested = false;
-  bool interrupted = false;
-  bool signalled = false;
-  std::string cancel_reason;
-  // Stopped by the agent for the job's own doing (past resources.max_disk): reported failed with
-  // this reason, not cancelled.
-  std::string fail_reason;
-  uint64_t free_at_start = 0;  // the work dir's free bytes when the job started
-  // Its supervisor died without an exit while its group lived: since when, and whether the
-  // group outlived it by kOrphanGraceMs (Finish).
-  std::optional<std::chrono::steady_clock::time_point> orphaned_at;
-  bool outlived_supervisor = false;
-  bool finishing = false;
-  bool command = false;  // the user's command: its stdout's key=value lines are metrics too
-  int64_t last_step = 0;
-  std::string last_stderr;                                 // the likely explanation of a failure
-  std::optional<metrics::CheckpointMark> checkpoint_mark;  // the newest of the current read
-  boost::asio::steady_timer kill_timer;
-  std::unique_ptr<sysstat::JobSampler> sys;  // from the first sample that knows the group
-  std::optional<int64_t> sys_step;           // the step of the last sys/* point
-};
 
 Runner::Runner(boost::asio::io_context* io, RunnerOptions options, EventSink sink)
     : io_(io),
@@ -447,93 +406,6 @@ std::vector<OrphanJob> Runner::Orphans() const {
     out.push_back(std::move(orphan));
   }
   return out;
-}
-
-std::vector<std::string> Runner::DiskDirs(int64_t run_id, int attempt) const {
-  return {RunDir(run_id, attempt), absl::StrCat(options_.work_dir, "/runs/r", run_id)};
-}
-
-std::vector<RunDisk> Runner::DiskUse() const {
-  std::vector<RunDisk> out;
-  for (const auto& [key, job] : jobs_) {
-    out.push_back({key.first, key.second, DirsBytes(DiskDirs(key.first, key.second)),
-                   job->free_at_start,
-                   static_cast<uint64_t>(std::max<int64_t>(0, job->spec.max_disk_bytes()))});
-  }
-  return out;
-}
-
-void Runner::ReclaimDisk(int64_t run_id, int attempt) { reclaim_.insert({run_id, attempt}); }
-
-bool Runner::StoppedForDisk(int64_t run_id, int attempt) const {
-  auto it = jobs_.find({run_id, attempt});
-  return it != jobs_.end() && !it->second->fail_reason.empty();
-}
-
-void Runner::StopAndReclaim(int64_t run_id, int attempt, const std::string& reason) {
-  auto it = jobs_.find({run_id, attempt});
-  if (it == jobs_.end()) {
-    return;
-  }
-  for (const std::string& path : DiskDirs(run_id, attempt)) {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::shared_ptr<Job> job = it->second;
-  if (!job->fail_reason.empty()) {
-    return;  // being stopped already
-  }
-  job->fail_reason = reason;
-  if (job->finishing) {
-    return;  // its exit is being reported: nothing to stop
-  }
-  (void)fs::WriteFileAtomically(job->job_dir + "/fail", reason, {0644, fs::Durability::kNone});
-  spdlog::warn("run r{}: {}", run_id, reason);
-  // Not from here: the caller may be inside another job's exit.
-  boost::asio::post(*io_, [this, job, reason] { Terminate(job, reason); });
-}
-
-void Runner::ScheduleDiskCheck() {
-  if (disk_checking_ || options_.disk_check_s <= 0) {
-    return;
-  }
-  bool limited = false;
-  for (const auto& [key, job] : jobs_) {
-    limited = limited || job->spec.max_disk_bytes() > 0;
-  }
-  if (!limited) {
-    return;
-  }
-  disk_checking_ = true;
-  disk_timer_.expires_after(
-      std::chrono::microseconds(static_cast<int64_t>(options_.disk_check_s * 1e6)));
-  disk_timer_.async_wait([this](const boost::system::error_code& error) {
-    disk_checking_ = false;
-    if (!error) {
-      CheckDisk();
-    }
-  });
-}
-
-void Runner::CheckDisk() {
-  for (auto& [key, job] : jobs_) {
-    const int64_t limit = job->spec.max_disk_bytes();
-    if (limit <= 0 || job->cancel_requested || job->finishing) {
-      continue;
-    }
-    RunDisk use{key.first, key.second, DirsBytes(DiskDirs(key.first, key.second)),
-                job->free_at_start, static_cast<uint64_t>(limit)};
-    DiskVerdict verdict = BlameDisk(use, {}, {}, options_.work_dir);
-    if (verdict.cause != DiskCause::kOverLimit) {
-      continue;
-    }
-    job->fail_reason = absl::StrCat("stopped: ", verdict.why);
-    (void)fs::WriteFileAtomically(job->job_dir + "/fail", job->fail_reason,
-                                  {0644, fs::Durability::kNone});
-    spdlog::warn("run r{}: {}", key.first, job->fail_reason);
-    Terminate(job, job->fail_reason);
-  }
-  ScheduleDiskCheck();
 }
 
 void Runner::MarkDone(int64_t run_id, int attempt) {
