@@ -5,7 +5,6 @@
 #include <set>
 #include <string>
 
-
 namespace tae::report {
 
 double SearchSavings::fraction() const {

@@ -81,9 +81,9 @@ TEST_CASE("the search's end adds confirmation runs once and a restart adds the m
   uint64_t seq = 0;
   // Every search run but the last ends through the controller: nothing is added yet.
   for (size_t i = 0; i + 1 < initial.size(); ++i) {
-    REQUIRE(first.OnEvents("a", channel.get(), Finished(&seq, initial[i].id, Score(initial[i])),
-                           seq)
-                .ok());
+    REQUIRE(
+        first.OnEvents("a", channel.get(), Finished(&seq, initial[i].id, Score(initial[i])), seq)
+            .ok());
     CHECK(Runs(store.get(), exp).size() == 8);
   }
   // taed stops after storing the last end but before planning: it goes straight into the store.
