@@ -489,7 +489,12 @@ void Agent::BlameWorker(tae::v1::Event* event) {
   const DiskSpace disk = DiskSpaceOf(options_.work_dir);
   std::vector<RunDisk> others;
   std::optional<RunDisk> self;
-  for (const RunDisk& use : runner_.DiskUse()) {
+  // Measured only when it can matter: walking every run's directories is not free.
+  const std::vector<RunDisk> uses =
+      DiskFull(disk) || runner_.MaxDisk(event->run_id(), event->attempt()) > 0
+          ? runner_.DiskUse()
+          : std::vector<RunDisk>{};
+  for (const RunDisk& use : uses) {
     if (use.run_id == event->run_id() && use.attempt == event->attempt()) {
       self = use;
     } else {

@@ -95,6 +95,8 @@ class Runner {
   // What each held run has written into its directories (measured now), with what was free when
   // it started and its resources.max_disk (agent/runner/disk.h).
   std::vector<RunDisk> DiskUse() const;
+  // The attempt's resources.max_disk (0: none, or not held).
+  int64_t MaxDisk(int64_t run_id, int attempt) const;
   // The attempt's directories (its run directory, and the run's checkpoint directory here) are
   // removed once its exit is acked (MarkDone): a run that failed for its disk use gives the
   // space back to the runs after it.

@@ -27,6 +27,11 @@ std::vector<RunDisk> Runner::DiskUse() const {
   return out;
 }
 
+int64_t Runner::MaxDisk(int64_t run_id, int attempt) const {
+  auto it = jobs_.find({run_id, attempt});
+  return it == jobs_.end() ? 0 : std::max<int64_t>(0, it->second->spec.max_disk_bytes());
+}
+
 void Runner::ReclaimDisk(int64_t run_id, int attempt) { reclaim_.insert({run_id, attempt}); }
 
 bool Runner::StoppedForDisk(int64_t run_id, int attempt) const {
