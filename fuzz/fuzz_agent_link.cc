@@ -26,6 +26,10 @@
 //  - A read of another run's snapshot, snapshot blob or checkpoint blob gets the same answer as
 //    a read of one that does not exist.
 //  - No upload is granted beyond what an accepted offer asked for.
+//  - A commit cannot claim a blob another run stored by naming its hash (the read property
+//    above catches it: the blob would become readable). Only blobs the rogue uploaded in full,
+//    in order, under a grant (UploadGrants::Held) count as its own; the one it can upload is
+//    kOwnBytes.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -164,7 +168,7 @@ struct World {
     (void)controller.OnEvents(kOther, other.get(), events, seq).ok();
     auto offer =
         tae::rpc::ParseCheckpointOffer(4, 1, 10, Manifest(Hash('c'), "ckpt.pt"), "").value();
-    const int64_t id = controller.BeginCheckpoint(offer, kOther).value();
+    const int64_t id = controller.BeginCheckpoint(offer, kOther, {Hash('c')}).value();
     (void)controller.CompleteCheckpoint(4, id).value();
     events.clear();
     seq = 0;
@@ -334,8 +338,15 @@ std::string Key(Bytes* in) {
   return b < 9 ? kKeys[b] : b < 128 ? absl::StrCat("k", b) : in->Text(300);
 }
 
+// Ten bytes the rogue holds (a manifest line says 10 bytes): it can show it holds this blob.
+constexpr char kOwnBytes[] = "own bytes!";
+
 std::string Hash64(Bytes* in) {
-  switch (in->U8() % 5) {
+  const uint8_t b = in->U8();
+  if (b >= 250) {
+    return tae::snapshot::Sha256Hex(kOwnBytes);  // the rogue's own
+  }
+  switch (b % 5) {
     case 0:
       return Hash('a');  // its own snapshot's
     case 1:
@@ -527,7 +538,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           granted.insert(sizes.begin(), sizes.end());
         }
         if (in.U8() & 1) {
-          auto id = controller.BeginCheckpoint(*offer, kRogue);
+          auto id = controller.BeginCheckpoint(*offer, kRogue,
+                                               grants.Held(kRogue, offer->hashes, world.now));
           if (id.ok()) {
             if (in.U8() & 1) {
               (void)controller.CompleteCheckpoint(run, *id);
@@ -542,13 +554,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         tae::v1::PutCheckpointBlobsRequest request;
         for (int n = 1 + in.U8() % 3; n > 0; --n) {
           auto* chunk = request.add_chunks();
+          if (in.U8() < 64) {  // a piece of the bytes it holds
+            const size_t offset = in.U8() % 11;
+            chunk->set_hash(tae::snapshot::Sha256Hex(kOwnBytes));
+            chunk->set_offset(offset);
+            chunk->set_total_size(10);
+            chunk->set_data(std::string(kOwnBytes + offset, in.U8() % (11 - offset)));
+            continue;
+          }
           chunk->set_hash(Hash64(&in));
           chunk->set_offset(in.U8() < 200 ? 0 : in.U64());
           chunk->set_total_size(in.U8() < 200 ? 10 : in.U64());
           chunk->set_data(in.Text(64));
         }
         const bool taken = tae::rpc::CheckChunks(request.chunks()).ok() &&
-                           grants.Check(kRogue, request.chunks(), world.now).ok();
+                           grants.Accept(kRogue, request.chunks(), world.now).ok();
         if (taken) {
           for (const auto& chunk : request.chunks()) {
             auto it = granted.find(chunk.hash());

@@ -79,6 +79,10 @@ struct CheckpointOffer {
   std::string artifact;             // set: a run artifact of this name (docs/profiles.md)
 };
 
+// A commit's answer when `missing` of its `of` blobs are not stored, or not shown held: the same
+// words either way.
+absl::Status UnstoredBlobs(size_t missing, size_t of);
+
 // Which checkpoints a scrap removes (ScrapInput's ids name runs "r12" or experiments).
 struct CheckpointScrap {
   std::vector<std::string> removed;  // "r12 step 40" (dry run: would be)
@@ -170,8 +174,15 @@ class Controller {
   // `agent`: the caller, which must be a host of the run's current, live attempt
   // (lifecycle::MayCheckpoint; an artifact: lifecycle::MayReport); PermissionDenied otherwise.
   absl::Status CheckCheckpoint(const CheckpointOffer& offer, const std::string& agent);
+  // The offer's blobs that none of its run's complete checkpoints or artifacts names: those the
+  // agent must upload (UploadGrants) to show it holds them, stored already or not.
+  absl::StatusOr<std::vector<std::string>> NewBlobs(const CheckpointOffer& offer);
   // CheckCheckpoint, then records it incomplete; returns its id (the caller verifies its blobs).
-  absl::StatusOr<int64_t> BeginCheckpoint(const CheckpointOffer& offer, const std::string& agent);
+  // Every blob in NewBlobs must be in `held` (the hashes the agent uploaded in full); one that is
+  // not gets FailedPrecondition, the answer of a blob that is not stored, so a commit cannot
+  // claim a blob another run stored by naming its hash (and then fetch it).
+  absl::StatusOr<int64_t> BeginCheckpoint(const CheckpointOffer& offer, const std::string& agent,
+                                          const std::set<std::string>& held);
   // Its blobs are all stored: it is offered from now on; older ones beyond the run's
   // keep_checkpoints go. Returns what went.
   absl::StatusOr<model::CheckpointsDropped> CompleteCheckpoint(int64_t run_id, int64_t id);

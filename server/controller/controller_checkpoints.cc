@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/status/macros.h"
@@ -12,6 +13,12 @@
 #include "server/lifecycle/lifecycle.h"
 
 namespace tae::controller {
+
+absl::Status UnstoredBlobs(size_t missing, size_t of) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("manifest: ", missing, " of its ", of,
+                   " blobs are not stored; upload them and commit again"));
+}
 
 absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer, const std::string& agent) {
   TAE_CHECK_OWNER(core_);
@@ -53,10 +60,29 @@ absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer, const std
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<std::string>> Controller::NewBlobs(const CheckpointOffer& offer) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(std::set<std::string> named, store_->RunCheckpointBlobs(offer.run_id));
+  std::vector<std::string> out;
+  for (const std::string& hash : offer.hashes) {
+    if (named.count(hash) == 0) {
+      out.push_back(hash);
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<int64_t> Controller::BeginCheckpoint(const CheckpointOffer& offer,
-                                                    const std::string& agent) {
+                                                    const std::string& agent,
+                                                    const std::set<std::string>& held) {
   TAE_CHECK_OWNER(core_);
   RETURN_IF_ERROR(CheckCheckpoint(offer, agent));
+  ASSIGN_OR_RETURN(std::vector<std::string> fresh, NewBlobs(offer));
+  const size_t unheld = std::count_if(fresh.begin(), fresh.end(),
+                                      [&](const std::string& h) { return held.count(h) == 0; });
+  if (unheld > 0) {
+    return UnstoredBlobs(unheld, offer.hashes.size());
+  }
   model::CheckpointRecord record;
   record.run_id = offer.run_id;
   record.attempt = offer.attempt;

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "boost/asio/post.hpp"
@@ -61,18 +62,28 @@ grpc::ServerUnaryReactor* AgentLinkService::OfferCheckpoint(
     Offer offer = std::make_shared<controller::CheckpointOffer>(*std::move(parsed));
     boost::asio::post(*core_, [this, reactor, response, offer, sizes, caller] {
       absl::Status taken = controller_->CheckCheckpoint(*offer, caller);
-      if (!taken.ok()) {
-        reactor->Finish(ToGrpc(taken));
+      absl::StatusOr<std::vector<std::string>> fresh =
+          taken.ok() ? controller_->NewBlobs(*offer) : taken;
+      if (!fresh.ok()) {
+        reactor->Finish(ToGrpc(fresh.status()));
         return;
       }
+      auto upload = std::make_shared<std::set<std::string>>(fresh->begin(), fresh->end());
       checkpoint_blobs_->Post(
-          [this, reactor, response, offer, sizes, caller](blobs::BlobStore& store) {
-            std::map<std::string, uint64_t> missing;
+          [this, reactor, response, offer, sizes, caller, upload](blobs::BlobStore& store) {
+            // Missing, or new to the run: a blob another run stored is uploaded like one that
+            // is not stored (the agent shows it holds it; the answer says nothing of others).
             for (std::string& hash : store.Missing(offer->hashes)) {
-              missing[hash] = sizes->at(hash);
-              response->add_missing(std::move(hash));
+              upload->insert(std::move(hash));
             }
-            reactor->Finish(ToGrpc(grants_.Grant(caller, missing, clock::WallNow())));
+            std::map<std::string, uint64_t> granted;
+            for (const std::string& hash : offer->hashes) {
+              if (upload->count(hash) > 0) {
+                granted[hash] = sizes->at(hash);
+                response->add_missing(hash);
+              }
+            }
+            reactor->Finish(ToGrpc(grants_.Grant(caller, granted, clock::WallNow())));
           });
     });
   });
@@ -92,7 +103,7 @@ grpc::ServerUnaryReactor* AgentLinkService::PutCheckpointBlobs(
     reactor->Finish(ToGrpc(valid));
     return reactor;
   }
-  if (absl::Status granted = grants_.Check(*caller, request->chunks(), clock::WallNow());
+  if (absl::Status granted = grants_.Accept(*caller, request->chunks(), clock::WallNow());
       !granted.ok()) {
     spdlog::warn("agent {}: checkpoint upload refused: {}", *caller,
                  std::string(granted.message()));
@@ -123,7 +134,8 @@ grpc::ServerUnaryReactor* AgentLinkService::CommitCheckpoint(
     Offer offer = std::make_shared<controller::CheckpointOffer>(*std::move(parsed));
     // 1. The row, incomplete: garbage collection keeps its blobs from now on.
     boost::asio::post(*core_, [this, reactor, response, offer, caller] {
-      absl::StatusOr<int64_t> id = controller_->BeginCheckpoint(*offer, caller);
+      absl::StatusOr<int64_t> id = controller_->BeginCheckpoint(
+          *offer, caller, grants_.Held(caller, offer->hashes, clock::WallNow()));
       if (!id.ok()) {
         reactor->Finish(ToGrpc(id.status()));
         return;
@@ -139,9 +151,7 @@ grpc::ServerUnaryReactor* AgentLinkService::CommitCheckpoint(
             if (!abandoned.ok()) {
               spdlog::error("checkpoint of r{}: {}", offer->run_id, abandoned.ToString());
             }
-            reactor->Finish(ToGrpc(absl::FailedPreconditionError(
-                absl::StrCat("manifest: ", missing, " of its ", offer->hashes.size(),
-                             " blobs are not stored; upload them and commit again"))));
+            reactor->Finish(ToGrpc(controller::UnstoredBlobs(missing, offer->hashes.size())));
             return;
           }
           absl::StatusOr<model::CheckpointsDropped> dropped =

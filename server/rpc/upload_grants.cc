@@ -23,19 +23,25 @@ absl::Status UploadGrants::Grant(const std::string& agent,
                                                      "; at most ", kMaxGrantedBytes, " at a time"));
   }
   for (const auto& [hash, size] : sizes) {
-    mine[hash] = {size, now + kGrantSeconds};
+    Granted& g = mine[hash];
+    if (g.size != size) {
+      g = Granted{};
+      g.size = size;
+    }
+    g.until = now + kGrantSeconds;
   }
   return absl::OkStatus();
 }
 
-absl::Status UploadGrants::Check(
+absl::Status UploadGrants::Accept(
     const std::string& agent, const google::protobuf::RepeatedPtrField<tae::v1::BlobChunk>& chunks,
     double now) {
   absl::MutexLock lock(&mu_);
   auto mine = grants_.find(agent);
+  std::vector<Granted*> of(chunks.size());
   for (int i = 0; i < chunks.size(); ++i) {
     const tae::v1::BlobChunk& chunk = chunks[i];
-    const Granted* g = nullptr;
+    Granted* g = nullptr;
     if (mine != grants_.end()) {
       if (auto it = mine->second.find(chunk.hash()); it != mine->second.end()) {
         g = &it->second;
@@ -50,8 +56,44 @@ absl::Status UploadGrants::Check(
       return absl::InvalidArgumentError(absl::StrCat(
           "chunks[", i, "].total_size: ", chunk.total_size(), "; the offer said ", g->size));
     }
+    of[i] = g;
+  }
+  for (int i = 0; i < chunks.size(); ++i) {
+    const tae::v1::BlobChunk& chunk = chunks[i];
+    Granted& g = *of[i];
+    if (chunk.offset() == 0) {
+      g.sha = std::make_unique<snapshot::Sha256Stream>();
+      g.hashed = 0;
+    }
+    if (g.sha == nullptr || chunk.offset() != g.hashed || chunk.data().size() > g.size - g.hashed) {
+      g.sha.reset();  // out of order: nothing counts until the blob starts over at 0
+      continue;
+    }
+    g.sha->Update(chunk.data());
+    g.hashed += chunk.data().size();
+    if (g.hashed == g.size) {
+      g.held = g.held || g.sha->FinishHex() == chunk.hash();
+      g.sha.reset();
+    }
   }
   return absl::OkStatus();
+}
+
+std::set<std::string> UploadGrants::Held(const std::string& agent,
+                                         const std::vector<std::string>& hashes, double now) {
+  absl::MutexLock lock(&mu_);
+  std::set<std::string> out;
+  auto mine = grants_.find(agent);
+  if (mine == grants_.end()) {
+    return out;
+  }
+  for (const std::string& hash : hashes) {
+    auto it = mine->second.find(hash);
+    if (it != mine->second.end() && it->second.held && it->second.until >= now) {
+      out.insert(hash);
+    }
+  }
+  return out;
 }
 
 void UploadGrants::Done(const std::string& agent, const std::vector<std::string>& hashes) {

@@ -31,16 +31,64 @@ absl::Status SqliteError(sqlite3* db, std::string_view what) {
 Statement::Statement(Statement&& other) noexcept
     : db_(std::exchange(other.db_, nullptr)),
       stmt_(std::exchange(other.stmt_, nullptr)),
+      pool_(std::exchange(other.pool_, nullptr)),
       bind_status_(std::exchange(other.bind_status_, absl::OkStatus())) {}
 
 Statement& Statement::operator=(Statement&& other) noexcept {
   if (this != &other) {
-    sqlite3_finalize(stmt_);
+    Release();
     db_ = std::exchange(other.db_, nullptr);
     stmt_ = std::exchange(other.stmt_, nullptr);
+    pool_ = std::exchange(other.pool_, nullptr);
     bind_status_ = std::exchange(other.bind_status_, absl::OkStatus());
   }
   return *this;
+}
+
+void Statement::Release() {
+  if (stmt_ == nullptr) {
+    return;
+  }
+  if (pool_ != nullptr) {
+    pool_->Give(std::exchange(stmt_, nullptr));
+  } else {
+    sqlite3_finalize(std::exchange(stmt_, nullptr));
+  }
+}
+
+StatementPool::~StatementPool() {
+  for (auto& [sql, stmts] : free_) {
+    for (sqlite3_stmt* stmt : stmts) {
+      sqlite3_finalize(stmt);
+    }
+  }
+}
+
+sqlite3_stmt* StatementPool::Take(std::string_view sql) {
+  auto it = free_.find(std::string(sql));
+  if (it == free_.end() || it->second.empty()) {
+    return nullptr;
+  }
+  sqlite3_stmt* stmt = it->second.back();
+  it->second.pop_back();
+  --size_;
+  return stmt;
+}
+
+void StatementPool::Give(sqlite3_stmt* stmt) {
+  sqlite3_reset(stmt);
+  sqlite3_clear_bindings(stmt);
+  const char* sql = sqlite3_sql(stmt);
+  auto it = sql == nullptr ? free_.end() : free_.find(sql);
+  if (it == free_.end() && sql != nullptr && free_.size() < kMaxTexts) {
+    it = free_.emplace(sql, std::vector<sqlite3_stmt*>()).first;
+  }
+  if (it == free_.end() || it->second.size() >= kPerText) {
+    sqlite3_finalize(stmt);
+    return;
+  }
+  it->second.push_back(stmt);
+  ++size_;
 }
 
 void Statement::CheckBind(int rc, int index) {
@@ -50,7 +98,7 @@ void Statement::CheckBind(int rc, int index) {
   }
 }
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::~Statement() { Release(); }
 
 int Statement::Columns() const { return sqlite3_column_count(stmt_); }
 
@@ -155,21 +203,25 @@ absl::StatusOr<Db> Db::Open(const std::string& path, int busy_timeout_ms) {
 Db::Db(Db&& other) noexcept
     : db_(std::exchange(other.db_, nullptr)),
       statements_(std::move(other.statements_)),
+      pool_(std::move(other.pool_)),
       cached_(std::move(other.cached_)) {}
 
 Db& Db::operator=(Db&& other) noexcept {
   if (this != &other) {
     cached_.clear();
+    pool_.reset();
     sqlite3_close_v2(db_);
     db_ = std::exchange(other.db_, nullptr);
     statements_ = std::move(other.statements_);
+    pool_ = std::move(other.pool_);
     cached_ = std::move(other.cached_);
   }
   return *this;
 }
 
 Db::~Db() {
-  cached_.clear();
+  cached_.clear();  // gives them back to the pool, which finalizes them
+  pool_.reset();
   sqlite3_close_v2(db_);
 }
 
@@ -198,12 +250,15 @@ absl::Status Db::Exec(std::string_view sql) {
 }
 
 absl::StatusOr<Statement> Db::Prepare(std::string_view sql) {
+  if (sqlite3_stmt* pooled = pool_->Take(sql); pooled != nullptr) {
+    return Statement(db_, pooled, pool_.get());
+  }
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
       SQLITE_OK) {
     return SqliteError(db_, sql);
   }
-  return Statement(db_, stmt);
+  return Statement(db_, stmt, pool_.get());
 }
 
 int64_t Db::LastInsertId() const { return sqlite3_last_insert_rowid(db_); }

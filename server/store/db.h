@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,10 +21,14 @@
 
 namespace tae::store {
 
+class StatementPool;
+
 class Statement {
  public:
   Statement() = default;
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  // Owns `stmt`; on destruction gives it back to `pool` (if any) rather than finalizing it.
+  Statement(sqlite3* db, sqlite3_stmt* stmt, StatementPool* pool = nullptr)
+      : db_(db), stmt_(stmt), pool_(pool) {}
   Statement(Statement&& other) noexcept;
   Statement& operator=(Statement&& other) noexcept;
   Statement(const Statement&) = delete;
@@ -54,10 +59,38 @@ class Statement {
 
  private:
   void CheckBind(int rc, int index);
+  // Gives the statement back to its pool, or finalizes it.
+  void Release();
 
   sqlite3* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
+  StatementPool* pool_ = nullptr;
   absl::Status bind_status_;
+};
+
+// The prepared statements a connection's Statements gave back, by SQL text, reset and unbound,
+// for the next Prepare of the same text: parsing and planning are most of what a small statement
+// costs, and the store prepares its statements where it runs them. Bounded: at most kPerText
+// statements of one text and kMaxTexts texts; beyond that a statement is finalized.
+class StatementPool {
+ public:
+  static constexpr size_t kMaxTexts = 512;
+  static constexpr size_t kPerText = 4;
+  StatementPool() = default;
+  StatementPool(const StatementPool&) = delete;
+  StatementPool& operator=(const StatementPool&) = delete;
+  ~StatementPool();  // finalizes every statement it holds
+
+  // A statement of exactly `sql`, or nullptr.
+  sqlite3_stmt* Take(std::string_view sql);
+  // Resets `stmt` and keeps it (or finalizes it when full).
+  void Give(sqlite3_stmt* stmt);
+  // How many statements it holds.
+  size_t size() const { return size_; }
+
+ private:
+  std::unordered_map<std::string, std::vector<sqlite3_stmt*>> free_;
+  size_t size_ = 0;
 };
 
 class Db {
@@ -73,6 +106,8 @@ class Db {
   ~Db();
 
   absl::Status Exec(std::string_view sql);
+  // A statement of `sql`: one this connection prepared before and was given back when its
+  // Statement went (StatementPool), or newly prepared.
   absl::StatusOr<Statement> Prepare(std::string_view sql);
   // The statement for `sql`, a string constant (its address is the key), prepared on first use
   // and kept for the connection's life; reset and unbound on every return. For statements that
@@ -86,14 +121,20 @@ class Db {
   // How many statements have started running on this connection (SQLite's statement trace):
   // lets tests assert that a listing costs a constant number of statements.
   int64_t statements_started() const { return *statements_; }
+  // How many prepared statements wait in the pool for reuse (for tests).
+  size_t pooled_statements() const { return pool_->size(); }
   // Rows changed through this connection since it opened (sqlite3_total_changes64): a version
   // of everything stored, which readers compare to learn that something changed.
   int64_t total_changes() const;
 
  private:
-  explicit Db(sqlite3* db) : db_(db), statements_(std::make_unique<int64_t>(0)) {}
+  explicit Db(sqlite3* db)
+      : db_(db),
+        statements_(std::make_unique<int64_t>(0)),
+        pool_(std::make_unique<StatementPool>()) {}
   sqlite3* db_ = nullptr;
   std::unique_ptr<int64_t> statements_;      // on the heap: the trace callback keeps its address
+  std::unique_ptr<StatementPool> pool_;      // on the heap: Statements keep its address
   std::map<const char*, Statement> cached_;  // finalized before db_ closes
 };
 

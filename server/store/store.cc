@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -43,11 +45,47 @@ absl::Status Store::MarkSeed() {
     }
     names.push_back(tables.Text(0));
   }
-  seed_sql_.clear();
+  // Parents before children (foreign keys), so that the tables go back without deferring the
+  // checks: a PRAGMA that did would expire every prepared statement of the connection.
+  std::map<std::string, std::set<std::string>> parents;
   for (const std::string& name : names) {
+    ASSIGN_OR_RETURN(Statement fks,
+                     db_.Prepare("SELECT DISTINCT \"table\" FROM pragma_foreign_key_list(?)"));
+    fks.Bind(1, name);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, fks.Step());
+      if (!row) {
+        break;
+      }
+      if (fks.Text(0) != name) {
+        parents[name].insert(fks.Text(0));
+      }
+    }
+  }
+  std::vector<std::string> order;
+  std::set<std::string> placed;
+  while (order.size() < names.size()) {
+    const size_t before = order.size();
+    for (const std::string& name : names) {
+      const std::set<std::string>& of = parents[name];
+      if (placed.count(name) == 0 && std::all_of(of.begin(), of.end(), [&](const std::string& p) {
+            return placed.count(p) > 0 || std::find(names.begin(), names.end(), p) == names.end();
+          })) {
+        order.push_back(name);
+        placed.insert(name);
+      }
+    }
+    if (order.size() == before) {
+      return absl::InternalError("MarkSeed: the tables' foreign keys form a cycle");
+    }
+  }
+  seed_sql_.clear();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    seed_sql_.push_back(absl::StrCat("DELETE FROM main.\"", *it, "\""));
+  }
+  for (const std::string& name : order) {
     RETURN_IF_ERROR(db_.Exec(
         absl::StrCat("CREATE TABLE seed.\"", name, "\" AS SELECT * FROM main.\"", name, "\"")));
-    seed_sql_.push_back(absl::StrCat("DELETE FROM main.\"", name, "\""));
     seed_sql_.push_back(
         absl::StrCat("INSERT INTO main.\"", name, "\" SELECT * FROM seed.\"", name, "\""));
   }
@@ -62,7 +100,6 @@ absl::Status Store::ResetToSeed() {
   }
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
-  RETURN_IF_ERROR(db_.Exec("PRAGMA defer_foreign_keys = ON"));  // tables go back in any order
   for (const std::string& sql : seed_sql_) {
     ASSIGN_OR_RETURN(Statement * stmt, db_.Cached(sql.c_str()));
     RETURN_IF_ERROR(stmt->Run());

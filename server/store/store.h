@@ -138,6 +138,8 @@ class Store {
                                                                       const std::string& name);
   // Every blob hash any checkpoint row names.
   absl::StatusOr<std::set<std::string>> CheckpointBlobs();
+  // The blob hashes the run's complete checkpoints and artifacts name.
+  absl::StatusOr<std::set<std::string>> RunCheckpointBlobs(int64_t run_id);
 
   // Agents.
   absl::Status UpsertAgent(const model::AgentRecord& agent);

@@ -251,4 +251,20 @@ absl::StatusOr<std::set<std::string>> Store::CheckpointBlobs() {
   return out;
 }
 
+absl::StatusOr<std::set<std::string>> Store::RunCheckpointBlobs(int64_t run_id) {
+  ASSIGN_OR_RETURN(Statement * stmt,
+                   db_.Cached("SELECT DISTINCT b.hash FROM checkpoints c JOIN checkpoint_blobs b "
+                              "ON b.checkpoint_id = c.id WHERE c.run_id = ? AND c.complete = 1"));
+  stmt->Bind(1, run_id);
+  std::set<std::string> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    out.insert(stmt->Text(0));
+  }
+  return out;
+}
+
 }  // namespace tae::store

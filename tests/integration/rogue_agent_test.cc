@@ -1,7 +1,8 @@
 // The agent link from the other side, round two (docs/security.md, docs/reliability.md), through
 // the real binaries: an agent of our own making holds a run by the ordinary protocol, and a rogue
 // with its own valid credential tries what it does not hold. A revoked agent's idle second stream
-// cannot register it again; another run's manifest, snapshot blob and checkpoint blob read as
+// cannot register it again; a checkpoint of its own cannot claim a blob another run stored by
+// naming its hash; another run's manifest, snapshot blob and checkpoint blob read as
 // missing, with the very answer a missing one gets; a forged ProfileFailed is ignored; a batch
 // with NaN in it is acked and its other events stored; a job's output that is not UTF-8 reaches
 // `taectl logs` with U+FFFD.
@@ -129,39 +130,42 @@ class Calls {
     }
     return reader->Finish();
   }
-  // Offers, uploads and commits a one-file checkpoint of `run` at step 5.
-  grpc::Status Checkpoint(int64_t run, const std::string& data) {
-    const std::string manifest =
-        snapshot::ManifestText({{"model.pt", 0644, data.size(), snapshot::Sha256Hex(data)}});
-    {
-      grpc::ClientContext ctx;
-      Prepare(&ctx, key_);
-      tae::v1::OfferCheckpointRequest request;
-      request.set_run_id(run);
-      request.set_attempt(1);
-      request.set_step(5);
-      request.set_manifest(manifest);
-      tae::v1::OfferCheckpointResponse response;
-      grpc::Status status = stub_->OfferCheckpoint(&ctx, request, &response);
-      if (!status.ok()) {
-        return status;
-      }
+  // A one-file checkpoint manifest of `data`, named `hash` (its own unless given).
+  static std::string OneFile(const std::string& data, std::string hash = "") {
+    return snapshot::ManifestText(
+        {{"model.pt", 0644, data.size(), hash.empty() ? snapshot::Sha256Hex(data) : hash}});
+  }
+  // Offers a checkpoint of `run` at step 5; `missing` gets the blobs taed asks for.
+  grpc::Status Offer(int64_t run, const std::string& manifest,
+                     std::vector<std::string>* missing = nullptr) {
+    grpc::ClientContext ctx;
+    Prepare(&ctx, key_);
+    tae::v1::OfferCheckpointRequest request;
+    request.set_run_id(run);
+    request.set_attempt(1);
+    request.set_step(5);
+    request.set_manifest(manifest);
+    tae::v1::OfferCheckpointResponse response;
+    grpc::Status status = stub_->OfferCheckpoint(&ctx, request, &response);
+    if (missing != nullptr) {
+      missing->assign(response.missing().begin(), response.missing().end());
     }
-    {
-      grpc::ClientContext ctx;
-      Prepare(&ctx, key_);
-      tae::v1::PutCheckpointBlobsRequest request;
-      tae::v1::BlobChunk* chunk = request.add_chunks();
-      chunk->set_hash(snapshot::Sha256Hex(data));
-      chunk->set_offset(0);
-      chunk->set_total_size(data.size());
-      chunk->set_data(data);
-      tae::v1::PutCheckpointBlobsResponse response;
-      grpc::Status status = stub_->PutCheckpointBlobs(&ctx, request, &response);
-      if (!status.ok()) {
-        return status;
-      }
-    }
+    return status;
+  }
+  // Uploads `data` as one chunk of the blob `hash` (its own unless given).
+  grpc::Status Put(const std::string& data, std::string hash = "") {
+    grpc::ClientContext ctx;
+    Prepare(&ctx, key_);
+    tae::v1::PutCheckpointBlobsRequest request;
+    tae::v1::BlobChunk* chunk = request.add_chunks();
+    chunk->set_hash(hash.empty() ? snapshot::Sha256Hex(data) : hash);
+    chunk->set_offset(0);
+    chunk->set_total_size(data.size());
+    chunk->set_data(data);
+    tae::v1::PutCheckpointBlobsResponse response;
+    return stub_->PutCheckpointBlobs(&ctx, request, &response);
+  }
+  grpc::Status Commit(int64_t run, const std::string& manifest) {
     grpc::ClientContext ctx;
     Prepare(&ctx, key_);
     tae::v1::CommitCheckpointRequest request;
@@ -171,6 +175,12 @@ class Calls {
     request.set_manifest(manifest);
     tae::v1::CommitCheckpointResponse response;
     return stub_->CommitCheckpoint(&ctx, request, &response);
+  }
+  // Offers, uploads and commits a one-file checkpoint of `run` at step 5.
+  grpc::Status Checkpoint(int64_t run, const std::string& data) {
+    grpc::Status status = Offer(run, OneFile(data));
+    status = status.ok() ? Put(data) : status;
+    return status.ok() ? Commit(run, OneFile(data)) : status;
   }
 
  private:
@@ -204,8 +214,9 @@ std::string StateOf(Cluster& cluster, const std::string& id) {
 }
 
 TEST_CASE(
-    "a rogue agent reads nothing it does not hold and forges no profile failure: its revocation "
-    "ends every stream it has open and a NaN batch is acked with its other events stored",
+    "a rogue agent reads nothing it does not hold, claims no stored blob by its hash and forges no "
+    "profile failure: its revocation ends every stream it has open and a NaN batch is acked with "
+    "its other events stored",
     "[security]") {
   Cluster cluster(0, 1);
   REQUIRE(cluster.started());
@@ -304,6 +315,41 @@ TEST_CASE(
   REQUIRE(registered.Register("rogue-1"));
   REQUIRE(registered.ReadUntil([](const tae::v1::TaedMessage& m) { return m.has_registered(); }));
 
+  // A run of its own: its checkpoint may not claim the victim's stored weights by their hash.
+  // The offer asks for the blob like one never stored, a commit without the bytes (or with other
+  // bytes under that name) is refused like one naming a blob never stored, and the weights stay
+  // unreadable. Its own bytes commit as usual.
+  cluster.dir().Write("own.toml",
+                      "name = \"own\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\n"
+                      "command = \"sh run.sh\"\n");
+  REQUIRE(cluster.Taectl({"submit", cluster.dir().path() + "/own.toml"}).exit_code == 0);
+  REQUIRE(registered.ReadUntil([](const tae::v1::TaedMessage& m) { return m.has_start_run(); }));
+  const int64_t own_run = registered.last().start_run().run_id();
+  {
+    const std::string stolen = Calls::OneFile(weights);
+    const std::string never = Calls::OneFile(weights, std::string(64, 'd'));
+    std::vector<std::string> asked;
+    REQUIRE(rogue.Offer(own_run, stolen, &asked).ok());
+    CHECK(asked == std::vector<std::string>{snapshot::Sha256Hex(weights)});
+    REQUIRE(rogue.Offer(own_run, never, &asked).ok());
+    CHECK(asked == std::vector<std::string>{std::string(64, 'd')});
+    const grpc::Status claimed = rogue.Commit(own_run, stolen);
+    const grpc::Status unstored = rogue.Commit(own_run, never);
+    CHECK(claimed.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(claimed.error_code() == unstored.error_code());
+    CHECK(claimed.error_message() == unstored.error_message());
+    // Other bytes of the same size under the name: the store already has the blob and ignores
+    // them, but they do not show the rogue holds it.
+    CHECK(rogue.Put(std::string(weights.size(), 'x'), snapshot::Sha256Hex(weights)).ok());
+    CHECK(rogue.Commit(own_run, stolen).error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(rogue.Fetch(snapshot::Sha256Hex(weights), true, &got).error_code() ==
+          grpc::StatusCode::NOT_FOUND);
+    CHECK(got.empty());
+    const grpc::Status own = rogue.Checkpoint(own_run, "the rogue's own weights");
+    INFO(own.error_message());
+    CHECK(own.ok());
+  }
+
   // A profile of the run: the rogue's forged failure comes first and is ignored; the holder's
   // own answer is the one taectl reports.
   CommandResult profiled;
@@ -340,7 +386,7 @@ TEST_CASE(
   CHECK(cluster.Taectl({"logs", r}).out.find("a rogue line") == std::string::npos);
 
   // Revoked: both of its streams end, the idle one included, and nothing registers it again.
-  CHECK(StateOf(cluster, "rogue-1") == "ready");
+  CHECK(StateOf(cluster, "rogue-1") == "busy");  // registered, holding its own run
   CommandResult revoked = cluster.Taectl({"agents", "revoke", "rogue-1", "caught reading"});
   INFO(revoked.out << revoked.err);
   REQUIRE(revoked.exit_code == 0);

@@ -3,10 +3,12 @@
 
 #include <catch2/catch.hpp>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "boost/asio/io_context.hpp"
 #include "common/auth/credential.h"
+#include "common/snapshot/snapshot.h"
 #include "server/controller/controller.h"
 #include "server/registry/credentials.h"
 #include "server/rpc/agent_link_service.h"
@@ -153,24 +155,68 @@ TEST_CASE("an agent may upload only the blobs its own offers named, at their siz
   tae::v1::BlobChunk* chunk = chunks.Add();
   chunk->set_hash(hash);
   chunk->set_total_size(10);
-  CHECK(grants.Check("a", chunks, 0).code() == absl::StatusCode::kPermissionDenied);
+  CHECK(grants.Accept("a", chunks, 0).code() == absl::StatusCode::kPermissionDenied);
   REQUIRE(grants.Grant("a", {{hash, 10}}, 0).ok());
-  CHECK(grants.Check("a", chunks, 1).ok());
-  CHECK(grants.Check("b", chunks, 1).code() == absl::StatusCode::kPermissionDenied);
+  CHECK(grants.Accept("a", chunks, 1).ok());
+  CHECK(grants.Accept("b", chunks, 1).code() == absl::StatusCode::kPermissionDenied);
   chunk->set_total_size(11);
-  CHECK(grants.Check("a", chunks, 1).code() == absl::StatusCode::kInvalidArgument);
+  CHECK(grants.Accept("a", chunks, 1).code() == absl::StatusCode::kInvalidArgument);
   chunk->set_total_size(10);
   // Expired: refused, and named for its partial upload to be dropped.
   const double later = rpc::UploadGrants::kGrantSeconds + 1;
   CHECK(grants.Expire(later) == std::vector<std::string>{hash});
-  CHECK(grants.Check("a", chunks, later).code() == absl::StatusCode::kPermissionDenied);
+  CHECK(grants.Accept("a", chunks, later).code() == absl::StatusCode::kPermissionDenied);
   // Done: no longer granted.
   REQUIRE(grants.Grant("a", {{hash, 10}}, 0).ok());
   grants.Done("a", {hash});
-  CHECK(grants.Check("a", chunks, 1).code() == absl::StatusCode::kPermissionDenied);
+  CHECK(grants.Accept("a", chunks, 1).code() == absl::StatusCode::kPermissionDenied);
   // A running quota per agent.
   CHECK(grants.Grant("a", {{hash, rpc::UploadGrants::kMaxGrantedBytes + 1}}, 0).code() ==
         absl::StatusCode::kResourceExhausted);
+}
+
+TEST_CASE("an agent holds a blob only once its own chunks of it, in order, hash to its name") {
+  rpc::UploadGrants grants;
+  const std::string content = "0123456789abcdefghij";
+  const std::string hash = snapshot::Sha256Hex(content);
+  const std::string other = snapshot::Sha256Hex("another file");
+  REQUIRE(grants.Grant("a", {{hash, 20}, {other, 12}}, 0).ok());
+  REQUIRE(grants.Grant("b", {{hash, 20}}, 0).ok());
+  auto put = [&](const std::string& agent, uint64_t offset, const std::string& data,
+                 const std::string& name) {
+    google::protobuf::RepeatedPtrField<tae::v1::BlobChunk> chunks;
+    tae::v1::BlobChunk* chunk = chunks.Add();
+    chunk->set_hash(name);
+    chunk->set_offset(offset);
+    chunk->set_total_size(name == hash ? 20 : 12);
+    chunk->set_data(data);
+    return grants.Accept(agent, chunks, 1);
+  };
+  const std::vector<std::string> both = {hash, other};
+  CHECK(grants.Held("a", both, 1).empty());
+  // Knowing the hash is not enough: wrong bytes of the right size hold nothing.
+  REQUIRE(put("a", 0, std::string(20, 'x'), hash).ok());
+  CHECK(grants.Held("a", both, 1).empty());
+  // Out of order: the second half first, then the first, holds nothing either.
+  REQUIRE(put("a", 10, content.substr(10), hash).ok());
+  REQUIRE(put("a", 0, content.substr(0, 10), hash).ok());
+  CHECK(grants.Held("a", both, 1).empty());
+  // Another agent's upload of the bytes does not count for this one.
+  REQUIRE(put("b", 0, content, hash).ok());
+  CHECK(grants.Held("b", both, 1) == std::set<std::string>{hash});
+  CHECK(grants.Held("a", both, 1).empty());
+  // Started over at 0 and continued in order: held, and stays held when sent again wrongly.
+  REQUIRE(put("a", 0, content.substr(0, 7), hash).ok());
+  REQUIRE(put("a", 7, content.substr(7), hash).ok());
+  CHECK(grants.Held("a", both, 1) == std::set<std::string>{hash});
+  REQUIRE(put("a", 0, std::string(20, 'x'), hash).ok());
+  CHECK(grants.Held("a", both, 1) == std::set<std::string>{hash});
+  // A new offer of the blob at the same size keeps it held; the grant's end, or Done, drops it.
+  REQUIRE(grants.Grant("a", {{hash, 20}}, 100).ok());
+  CHECK(grants.Held("a", both, 101) == std::set<std::string>{hash});
+  CHECK(grants.Held("a", both, 101 + rpc::UploadGrants::kGrantSeconds).empty());
+  grants.Done("a", {hash});
+  CHECK(grants.Held("a", both, 101).empty());
 }
 
 }  // namespace
