@@ -666,9 +666,12 @@ bool Agent::JournalPending() {
 
 void Agent::AdoptOrphans() {
   std::map<std::pair<int64_t, int>, std::array<uint64_t, 3>> offsets;
+  std::map<std::pair<int64_t, int>, std::map<int, uint64_t>> event_files;
   for (const SourceMark& mark : journal_->Marks()) {
     if (mark.stream >= 0 && mark.stream < 3) {
       offsets[{mark.run_id, mark.attempt}][mark.stream] = mark.offset;
+    } else if (mark.stream >= kFirstEventFileStream) {
+      event_files[{mark.run_id, mark.attempt}][mark.stream] = mark.offset;
     }
   }
   for (const OrphanJob& orphan : runner_.Orphans()) {
@@ -677,7 +680,7 @@ void Agent::AdoptOrphans() {
     if (auto it = offsets.find(key); it != offsets.end()) {
       from = it->second;
     }
-    absl::Status adopted = runner_.Adopt(orphan.start, from);
+    absl::Status adopted = runner_.Adopt(orphan.start, from, event_files[key]);
     if (!adopted.ok()) {
       spdlog::error("run r{}: cannot adopt: {}", key.first, adopted.ToString());
     }

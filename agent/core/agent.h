@@ -13,6 +13,7 @@
 #include "agent/checkpoints/checkpoint_sync.h"
 #include "agent/journal/journal.h"
 #include "agent/link/link.h"
+#include "agent/runner/event_files.h"
 #include "agent/runner/runner.h"
 #include "agent/stager/stager.h"
 #include "boost/asio/io_context.hpp"

@@ -40,7 +40,7 @@ namespace tae::agent {
 struct SourceMark {
   int64_t run_id = 0;
   int32_t attempt = 0;
-  int32_t stream = 0;  // 0 stdout, 1 stderr, 2 metrics
+  int32_t stream = 0;  // 0 stdout, 1 stderr, 2 metrics; 16 on: event files (agent/runner)
   uint64_t offset = 0;
 };
 

@@ -44,20 +44,6 @@ constexpr const char* kStreamFiles[3] = {"stdout", "stderr", "metrics"};
 // Vendor tools get this long per sample; they run on the AcceleratorProbe's thread.
 constexpr int kSysToolTimeoutMs = 3000;
 
-// A metrics event: `values` at `step`, in their order.
-tae::v1::Event MetricsEvent(int64_t step,
-                            const std::vector<std::pair<std::string, double>>& values) {
-  tae::v1::Event event;
-  tae::v1::MetricLine* metrics = event.mutable_metrics();
-  metrics->set_step(step);
-  for (const auto& [key, value] : values) {
-    tae::v1::Scalar* scalar = metrics->add_values();
-    scalar->set_key(key);
-    scalar->set_value(value);
-  }
-  return event;
-}
-
 double MonotonicNow() {
   using namespace std::chrono;
   return duration_cast<duration<double>>(steady_clock::now().time_since_epoch()).count();
@@ -149,6 +135,19 @@ std::string SupervisorLastWords(const std::string& job_dir) {
 }
 
 }  // namespace
+
+tae::v1::Event MetricsEvent(int64_t step,
+                            const std::vector<std::pair<std::string, double>>& values) {
+  tae::v1::Event event;
+  tae::v1::MetricLine* metrics = event.mutable_metrics();
+  metrics->set_step(step);
+  for (const auto& [key, value] : values) {
+    tae::v1::Scalar* scalar = metrics->add_values();
+    scalar->set_key(key);
+    scalar->set_value(value);
+  }
+  return event;
+}
 
 // How long a job's group must outlive its dead supervisor to count as having killed it.
 constexpr int kOrphanGraceMs = 1000;
@@ -280,6 +279,7 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
     program = {options_.train_binary, "--spec", "run.json"};
   }
   RETURN_IF_ERROR(OpenOutputs(*job, {0, 0, 0}));
+  SetUpSources(*job, {});
 
   process::SpawnRequest request;
   request.argv = {options_.job_binary, job->job_dir, job->run_dir};
@@ -342,7 +342,8 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   return absl::OkStatus();
 }
 
-absl::Status Runner::Adopt(const tae::v1::StartRun& start, std::array<uint64_t, 3> offsets) {
+absl::Status Runner::Adopt(const tae::v1::StartRun& start, std::array<uint64_t, 3> offsets,
+                           const std::map<int, uint64_t>& event_file_offsets) {
   if (jobs_.count({start.run_id(), start.attempt()}) > 0) {
     return absl::AlreadyExistsError(absl::StrCat("run r", start.run_id(), " is already held"));
   }
@@ -371,6 +372,7 @@ absl::Status Runner::Adopt(const tae::v1::StartRun& start, std::array<uint64_t, 
     job->free_at_start = static_cast<uint64_t>(ParseIntOr(*free, 0));
   }
   RETURN_IF_ERROR(OpenOutputs(*job, offsets));
+  SetUpSources(*job, event_file_offsets);
   jobs_[{start.run_id(), start.attempt()}] = job;
   spdlog::info(
       "run r{} attempt {} adopted (supervisor pid {}, job group {}), reading from {}/{}/{}",
@@ -484,6 +486,7 @@ bool Runner::Pump(Job& job) {
     ReadStream(job, i, false);
   }
   DeliverCheckpointMark(job);
+  PollEventFiles(job, false);
   const bool exited = std::filesystem::exists(job.job_dir + "/exit");
   bool supervisor_gone = job.supervisor_reaped;
   if (!exited && !supervisor_gone && job.adopted && job.supervisor > 0) {
@@ -497,6 +500,7 @@ bool Runner::Pump(Job& job) {
     ReadStream(job, i, true);
   }
   DeliverCheckpointMark(job);
+  PollEventFiles(job, true);
   return true;
 }
 
@@ -554,6 +558,17 @@ void Runner::OnLine(Job& job, int index, std::string line, uint64_t end) {
     std::optional<metrics::MetricRecord> record;
     if (index == kStdout && job.command && reports_metrics) {
       record = metrics::ParseKeyValueLine(line);
+    }
+    if (job.command && reports_metrics) {
+      if (std::optional<metrics::MetricRecord> matched = MatchPatterns(job, index, line)) {
+        if (!record.has_value()) {
+          record = std::move(matched);
+        } else {  // both: the line's key=value pairs, then the patterns' values
+          record->step = record->step.has_value() ? record->step : matched->step;
+          record->values.insert(record->values.end(), matched->values.begin(),
+                                matched->values.end());
+        }
+      }
     }
     const bool metrics = record.has_value() && !record->values.empty();
     tae::v1::Event event;
@@ -762,6 +777,7 @@ void Runner::Finish(std::shared_ptr<Job> job) {
     job->outlived_supervisor = true;
   }
   job->finishing = true;
+  WarnUnmatchedPatterns(*job);
   if (!job->started_emitted) {  // it ended between two polls, before we saw its group
     if (absl::StatusOr<std::string> pgid = fs::ReadFile(job->job_dir + "/pgid"); pgid.ok()) {
       job->pgid = static_cast<pid_t>(ParseIntOr(*pgid, 0));

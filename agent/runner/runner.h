@@ -78,7 +78,9 @@ class Runner {
   absl::Status Start(const tae::v1::StartRun& start);
   // Takes over a job an earlier agent process started (Orphans()), reading each output file
   // from `offsets` (stdout, stderr, metrics; what the journal has already recorded).
-  absl::Status Adopt(const tae::v1::StartRun& start, std::array<uint64_t, 3> offsets);
+  // Event files (job.tensorboard) resume at `event_file_offsets` (journal stream -> offset).
+  absl::Status Adopt(const tae::v1::StartRun& start, std::array<uint64_t, 3> offsets,
+                     const std::map<int, uint64_t>& event_file_offsets = {});
   // Job directories whose exit was not yet delivered to taed (no `done` file).
   std::vector<OrphanJob> Orphans() const;
   // The exit of this run was acked by taed: its job directory is done with.
@@ -164,6 +166,15 @@ class Runner {
   // One scan of /proc for every held job; emits the sys/* points of those whose step advanced.
   void SampleSys();
   absl::Status OpenOutputs(Job& job, std::array<uint64_t, 3> offsets);
+  // runner_sources.cc: [job.metrics] patterns and job.tensorboard event files, from the run's
+  // config; event files resume at `event_file_offsets` (journal stream -> offset).
+  void SetUpSources(Job& job, const std::map<int, uint64_t>& event_file_offsets);
+  // The patterns' values of an output line (nullopt: none, or the stream is not theirs).
+  std::optional<metrics::MetricRecord> MatchPatterns(Job& job, int index, std::string_view line);
+  // Reads the job's event files (at most once a second unless `final`) and emits their points.
+  void PollEventFiles(Job& job, bool final);
+  // The patterns that never matched a line of the attempt, as a warning in its log.
+  void WarnUnmatchedPatterns(Job& job);
 
   boost::asio::io_context* io_;
   RunnerOptions options_;

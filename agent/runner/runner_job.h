@@ -11,15 +11,24 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "agent/runner/event_files.h"
 #include "agent/runner/runner.h"
 #include "agent/sysstat/sysstat.h"
 #include "boost/asio/steady_timer.hpp"
 #include "common/metrics/metric_line.h"
+#include "common/metrics/patterns.h"
 #include "tae/v1/agent_link.pb.h"
 
 namespace tae::agent {
+
+// A metrics event: `values` at `step`, in their order.
+tae::v1::Event MetricsEvent(int64_t step,
+                            const std::vector<std::pair<std::string, double>>& values);
 
 struct Runner::Job {
   explicit Job(boost::asio::io_context* io) : kill_timer(*io) {}
@@ -61,6 +70,14 @@ struct Runner::Job {
   boost::asio::steady_timer kill_timer;
   std::unique_ptr<sysstat::JobSampler> sys;  // from the first sample that knows the group
   std::optional<int64_t> sys_step;           // the step of the last sys/* point
+  // [job.metrics]: its patterns, over stdout (bit 0) and/or stderr (bit 1) (runner_sources.cc).
+  std::unique_ptr<metrics::LinePatterns> patterns;
+  int pattern_streams = 0;
+  std::string patterns_matched;  // their MatchedFlags as kept in job_dir/patterns_matched
+  // job.tensorboard: its event files, and when they are next looked at.
+  std::unique_ptr<EventFileFollower> event_files;
+  std::chrono::steady_clock::time_point event_files_due{};
+  std::set<std::string> tags_renamed;  // tags already said to be stored under another name
 };
 
 }  // namespace tae::agent

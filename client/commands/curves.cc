@@ -14,7 +14,6 @@
 #include "absl/strings/str_replace.h"
 #include "client/commands/commands.h"
 #include "client/commands/common.h"
-#include "client/export/tensorboard.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 #include "common/api/frontier_figure.h"
@@ -22,6 +21,7 @@
 #include "common/metrics/names.h"
 #include "common/plot/frontier_svg.h"
 #include "common/plot/svg_plot.h"
+#include "common/tensorboard/tensorboard.h"
 #include "nlohmann/json.hpp"
 
 namespace tae::client {

@@ -111,6 +111,17 @@ bool IsSection(std::string_view name) {
   return std::find(sections.begin(), sections.end(), name) != sections.end();
 }
 
+// A table of schema keys below a section, e.g. "job.metrics" (of job.metrics.pattern, ...).
+bool IsSubtable(std::string_view name) {
+  const std::string prefix = Cat(name, ".");
+  for (const KeyInfo& key : Schema()) {
+    if (key.name.substr(0, prefix.size()) == prefix) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Problem Unknown(std::string_view full, const toml::key& key, const toml::node& node,
                 const std::vector<std::string_view>& candidates) {
   std::string hint = DidYouMean(full, candidates);
@@ -176,7 +187,7 @@ const KeyInfo* FileWalker::Find(std::string_view name) const {
 }
 
 bool FileWalker::IsGroup(std::string_view prefix, std::string_view full) const {
-  return (prefix.empty() && IsSection(full)) || draft_.params->IsGroup(full);
+  return (prefix.empty() && IsSection(full)) || IsSubtable(full) || draft_.params->IsGroup(full);
 }
 
 std::vector<std::string_view> FileWalker::RunKeyNames() const {
@@ -360,6 +371,8 @@ void FileWalker::WalkSection(std::string_view section, const toml::node& node) {
     std::string full = Cat(section, ".", key.str());
     if (const KeyInfo* info = FindKey(full)) {
       Store(*info, info->name, value, Layer::kFile, &draft_.values, &draft_.origins);
+    } else if (IsSubtable(full) && value.is_table()) {
+      WalkSection(full, value);  // e.g. [job.metrics]
     } else {
       Add(Unknown(full, key, value, KeyNames(false)));
     }

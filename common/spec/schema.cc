@@ -233,6 +233,21 @@ std::vector<KeyInfo> BuildSchema() {
       Experiment(Of(T::kString, "job.command", R"("")",
                     "run this with /bin/sh -c in the run directory instead of tae-train; {key} "
                     "is replaced by the run's value of key (e.g. {train.lr}), {{ by {")),
+      // [job.metrics]: a command job's own output lines as metrics (docs/metrics.md)
+      OffTrajectory(
+          Of(T::kPatterns, "job.metrics.pattern", "[]",
+             "regular expressions (RE2) over the job's output lines: each named group is a "
+             "metric (its name, or job.metrics.names' for it), the group `step` the step, "
+             "e.g. 'iter (?P<step>\\d+): loss (?P<train_loss>\\S+)'; one or an array")),
+      OffTrajectory(Of(T::kStringMap, "job.metrics.names", "{}",
+                       "a pattern group -> the metric name it is stored as (e.g. train_loss = "
+                       "\"train/loss\"); unnamed groups keep their own name")),
+      OffTrajectory(Enum("job.metrics.stream", R"("both")", "stdout|stderr|both",
+                         "which of the job's output streams job.metrics.pattern reads")),
+      OffTrajectory(Of(T::kString, "job.tensorboard", R"("")",
+                       "a directory (relative to the run directory; \".\" for all of it) where the "
+                       "job writes TensorBoard event files: the agent stores their scalars as "
+                       "metrics, as it reads them; \"\": none")),
       // [report]
       Experiment(Of(T::kMetricList, "report.metrics", "[]",
                     "the metrics taectl report and plot show when none is named; empty: "

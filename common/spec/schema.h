@@ -35,6 +35,9 @@ enum class ValueType {
   // A size in bytes: an integer, or a string of a number and a unit (B, kB/KB, MB, GB, TB in
   // powers of 1000; KiB, MiB, GiB, TiB in powers of 1024), e.g. "20GB"; stored as integer bytes.
   kBytes,
+  // Regular expressions (RE2 syntax) with named groups: a string, or an array of strings; stored
+  // as an array. Each must compile and name at least one group other than `step`.
+  kPatterns,
 };
 
 // Where a key lives.

@@ -231,7 +231,11 @@ std::string SpecHash(const Spec& spec) {
         {"train.precision", "fp32"},
         {"train.sharding", "none"},
         {"eval.prune_heads_by_importance", nlohmann::json::array()},
-        {"eval.quantize", "none"}}) {
+        {"eval.quantize", "none"},
+        {"job.metrics.pattern", nlohmann::json::array()},
+        {"job.metrics.names", nlohmann::json::object()},
+        {"job.metrics.stream", "both"},
+        {"job.tensorboard", ""}}) {
     auto it = base.find(key);
     if (it != base.end() && *it == default_value) {
       base.erase(it);

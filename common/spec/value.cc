@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "common/metrics/patterns.h"
 #include "common/spec/text.h"
 
 namespace tae::spec {
@@ -47,6 +48,8 @@ std::string_view Expected(ValueType type) {
       return "an array of integers or a table { min, max, alpha, margin }";
     case ValueType::kBytes:
       return "a size (bytes, or a string such as \"20GB\")";
+    case ValueType::kPatterns:
+      return "a regular expression, or an array of them";
   }
   return "a value";
 }
@@ -348,6 +351,35 @@ static Result ConvertMetricList(const KeyInfo& key, std::string_view display,
   return std::nullopt;
 }
 
+// job.metrics.pattern: one RE2 pattern or an array of them, each checked here, at submit.
+static Result ConvertPatterns(const KeyInfo& key, std::string_view display, const toml::node& node,
+                              nlohmann::json* out) {
+  std::vector<const toml::node*> elements;
+  if (const toml::array* array = node.as_array()) {
+    for (const toml::node& element : *array) {
+      elements.push_back(&element);
+    }
+  } else {
+    elements.push_back(&node);
+  }
+  nlohmann::json patterns = nlohmann::json::array();
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const toml::value<std::string>* text = elements[i]->as_string();
+    const std::string element_display =
+        node.is_array() ? Cat(display, "[", i, "]") : std::string(display);
+    if (text == nullptr) {
+      return WrongType(element_display, Expected(key.type), *elements[i]);
+    }
+    if (absl::Status ok = metrics::CheckPattern(text->get()); !ok.ok()) {
+      return Problem{elements[i]->source().begin,
+                     Cat(element_display, ": ", std::string(ok.message()))};
+    }
+    patterns.push_back(text->get());
+  }
+  *out = std::move(patterns);
+  return std::nullopt;
+}
+
 static Result ConvertGoalMap(const KeyInfo& key, std::string_view display, const toml::node& node,
                              nlohmann::json* out) {
   const toml::table* table = node.as_table();
@@ -472,6 +504,8 @@ std::optional<Problem> ConvertValue(const KeyInfo& key, std::string_view display
       return ConvertMetricList(key, display, node, out);
     case ValueType::kBytes:
       return ConvertBytes(key, display, node, out);
+    case ValueType::kPatterns:
+      return ConvertPatterns(key, display, node, out);
     case ValueType::kGoalMap:
       return ConvertGoalMap(key, display, node, out);
     case ValueType::kFloorMap:

@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "client/export/tensorboard.h"
+#include "common/tensorboard/tensorboard.h"
 #include "server/store/db.h"
 #include "tests/integration/harness.h"
 

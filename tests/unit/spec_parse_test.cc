@@ -140,8 +140,9 @@ TEST_CASE("resources.max_disk takes bytes or a size with its unit", "[spec]") {
 TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
   std::vector<std::string> keys = KnownKeys();
   // 48 + [report] metrics and goal + train.profile_* and [eval] + train.log_every, precision,
-  // sharding + resources.retry_on + report.floor + [search] (10) + resources.max_disk
-  CHECK(keys.size() == 71);
+  // sharding + resources.retry_on + report.floor + [search] (10) + resources.max_disk +
+  // [job.metrics] (3) and job.tensorboard
+  CHECK(keys.size() == 75);
   CHECK(keys.front() == "name");
   CHECK(keys[1] == "description");
   for (const char* key :

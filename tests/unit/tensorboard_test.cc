@@ -1,4 +1,4 @@
-#include "client/export/tensorboard.h"
+#include "common/tensorboard/tensorboard.h"
 
 #include <unistd.h>
 

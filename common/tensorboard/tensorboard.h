@@ -1,6 +1,7 @@
 #pragma once
 
-// TensorBoard event files: writer and reader, for `taectl export EXP --tensorboard DIR`.
+// TensorBoard event files: the writer and a whole-file reader for `taectl export EXP --tensorboard
+// DIR`, and the incremental reader the agent follows a job's event files with (job.tensorboard).
 //
 // An event file is a sequence of TFRecord-framed records, each a serialized Event proto
 // (proto/tensorboard/event.proto, TensorBoard's field numbers). The first record is an Event with
@@ -12,6 +13,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -83,5 +85,34 @@ absl::StatusOr<std::string> WriteEventFile(const std::string& dir,
 // CRC, a truncated record or a record that is not an Event is a DataLoss error naming the byte
 // offset of the record; a missing file is NotFound.
 absl::StatusOr<std::vector<Scalar>> ReadEventFile(const std::string& path);
+
+// What ReadEventRecords found in a piece of an event file.
+struct EventRecords {
+  std::vector<Scalar> scalars;  // in file order
+  // Bytes of `data` read through: whole records, and bytes skipped as corrupt. The next read
+  // starts here; what is left is a record still being written (or too little to tell).
+  uint64_t consumed = 0;
+  // One line per corrupt record or run of bytes skipped, naming its file offset.
+  std::vector<std::string> warnings;
+};
+
+// The largest record a job's event file may hold (a header claiming more is corrupt).
+inline constexpr uint64_t kMaxRecordBytes = 64 << 20;
+
+// Reads the whole records at the start of `data`, which holds the bytes of an event file from
+// byte `offset` on, and returns the scalars in them:
+//  - simple_value (PyTorch's SummaryWriter, TF1);
+//  - a rank-0 float, double, half, bfloat16, int32 or int64 tensor (TF2's tf.summary.scalar,
+//    CLU) of a tag whose plugin is "scalars" or not named. TF2 names the plugin only with a tag's
+//    first value in a file: `plugins` (tag -> plugin) carries what earlier records named from
+//    one read of a file to the next.
+// Other events and values (file_version, graphs, histograms, text, ...) give nothing.
+// Records are checked as TFRecord defines them: a header whose length fails its masked CRC-32C
+// (or claims more than kMaxRecordBytes) is skipped byte by byte up to the next header that
+// checks; a record whose data fails its CRC, or is not an Event, is skipped whole. Each skip is a
+// warning. A last record not yet whole stops the read: reading again from `consumed` with more
+// bytes gives what one read of everything would.
+EventRecords ReadEventRecords(std::string_view data, uint64_t offset,
+                              std::map<std::string, std::string>* plugins);
 
 }  // namespace tae::tensorboard

@@ -1,10 +1,12 @@
-#include "client/export/tensorboard.h"
+#include "common/tensorboard/tensorboard.h"
 
 #include <unistd.h>
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 #include <utility>
 
@@ -226,6 +228,180 @@ absl::StatusOr<std::vector<Scalar>> ReadEventFile(const std::string& path) {
     }
     offset += kHeaderSize + data.size() + kFooterSize;
   }
+}
+
+namespace {
+
+// A half-precision (IEEE binary16) value from its bits.
+double FromHalf(uint32_t bits) {
+  const int sign = (bits >> 15) & 1;
+  const int exponent = (bits >> 10) & 0x1F;
+  const int mantissa = bits & 0x3FF;
+  double value;
+  if (exponent == 0) {
+    value = std::ldexp(mantissa, -24);
+  } else if (exponent == 31) {
+    value = mantissa == 0 ? INFINITY : NAN;
+  } else {
+    value = std::ldexp(mantissa + 1024, exponent - 25);
+  }
+  return sign ? -value : value;
+}
+
+// A bfloat16 value from its bits: the top half of a float32.
+double FromBfloat16(uint32_t bits) {
+  const uint32_t wide = (bits & 0xFFFF) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
+
+// The number a rank-0 tensor holds, or nullopt (not a number type, or not one element).
+std::optional<double> TensorScalar(const TensorProto& tensor) {
+  if (tensor.tensor_shape().unknown_rank() || tensor.tensor_shape().dim_size() != 0) {
+    return std::nullopt;
+  }
+  const std::string& raw = tensor.tensor_content();
+  auto raw_as = [&](size_t size) -> std::optional<uint64_t> {
+    if (raw.size() != size) {
+      return std::nullopt;
+    }
+    return GetLittleEndian(raw.data(), static_cast<int>(size));
+  };
+  switch (tensor.dtype()) {
+    case 1: {  // DT_FLOAT
+      if (tensor.float_val_size() == 1) {
+        return tensor.float_val(0);
+      }
+      std::optional<uint64_t> bits = raw_as(4);
+      if (!bits.has_value()) {
+        return std::nullopt;
+      }
+      const uint32_t narrow = static_cast<uint32_t>(*bits);
+      float value;
+      std::memcpy(&value, &narrow, sizeof(value));
+      return value;
+    }
+    case 2: {  // DT_DOUBLE
+      if (tensor.double_val_size() == 1) {
+        return tensor.double_val(0);
+      }
+      std::optional<uint64_t> bits = raw_as(8);
+      if (!bits.has_value()) {
+        return std::nullopt;
+      }
+      double value;
+      std::memcpy(&value, &*bits, sizeof(value));
+      return value;
+    }
+    case 3: {  // DT_INT32
+      if (tensor.int_val_size() == 1) {
+        return tensor.int_val(0);
+      }
+      std::optional<uint64_t> bits = raw_as(4);
+      return bits.has_value() ? std::optional<double>(static_cast<int32_t>(*bits)) : std::nullopt;
+    }
+    case 9: {  // DT_INT64
+      if (tensor.int64_val_size() == 1) {
+        return static_cast<double>(tensor.int64_val(0));
+      }
+      std::optional<uint64_t> bits = raw_as(8);
+      return bits.has_value() ? std::optional<double>(static_cast<int64_t>(*bits)) : std::nullopt;
+    }
+    case 14:    // DT_BFLOAT16
+    case 19: {  // DT_HALF
+      std::optional<uint64_t> bits;
+      if (tensor.half_val_size() == 1) {
+        bits = static_cast<uint32_t>(tensor.half_val(0)) & 0xFFFF;
+      } else {
+        bits = raw_as(2);
+      }
+      if (!bits.has_value()) {
+        return std::nullopt;
+      }
+      return tensor.dtype() == 19 ? FromHalf(static_cast<uint32_t>(*bits))
+                                  : FromBfloat16(static_cast<uint32_t>(*bits));
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+EventRecords ReadEventRecords(std::string_view data, uint64_t offset,
+                              std::map<std::string, std::string>* plugins) {
+  EventRecords out;
+  Event event;
+  size_t at = 0;
+  size_t skipping_from = std::string_view::npos;  // start of a run of bytes being skipped
+  auto end_skip = [&]() {
+    if (skipping_from != std::string_view::npos) {
+      out.warnings.push_back(absl::StrCat("byte offset ", offset + skipping_from, ": ",
+                                          at - skipping_from,
+                                          " bytes that are not a record (bad length checksum) "
+                                          "skipped"));
+      skipping_from = std::string_view::npos;
+    }
+  };
+  while (data.size() - at >= kHeaderSize) {
+    const char* header = data.data() + at;
+    const uint64_t length = GetLittleEndian(header, 8);
+    const uint32_t length_crc = static_cast<uint32_t>(GetLittleEndian(header + 8, 4));
+    if (length_crc != MaskedCrc32c(std::string_view(header, 8)) || length > kMaxRecordBytes) {
+      if (skipping_from == std::string_view::npos) {
+        skipping_from = at;
+      }
+      ++at;
+      out.consumed = at;
+      continue;
+    }
+    end_skip();
+    if (data.size() - at - kHeaderSize < length + kFooterSize) {
+      break;  // still being written
+    }
+    const std::string_view record = data.substr(at + kHeaderSize, length);
+    const uint32_t data_crc =
+        static_cast<uint32_t>(GetLittleEndian(record.data() + record.size(), 4));
+    const uint64_t record_offset = offset + at;
+    at += kHeaderSize + length + kFooterSize;
+    out.consumed = at;
+    if (data_crc != MaskedCrc32c(record)) {
+      out.warnings.push_back(absl::StrCat("byte offset ", record_offset, ": a record of ", length,
+                                          " bytes whose data fails its checksum skipped"));
+      continue;
+    }
+    if (!event.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
+      out.warnings.push_back(
+          absl::StrCat("byte offset ", record_offset, ": a record that is not an Event skipped"));
+      continue;
+    }
+    if (!event.has_summary()) {
+      continue;
+    }
+    for (const Summary::Value& value : event.summary().value()) {
+      std::optional<double> number;
+      if (value.value_case() == Summary::Value::kSimpleValue) {
+        number = value.simple_value();
+      } else if (value.value_case() == Summary::Value::kTensor) {
+        if (value.has_metadata() && !value.metadata().plugin_data().plugin_name().empty()) {
+          (*plugins)[value.tag()] = value.metadata().plugin_data().plugin_name();
+        }
+        auto named = plugins->find(value.tag());
+        if (named == plugins->end() || named->second == "scalars") {
+          number = TensorScalar(value.tensor());
+        }
+      }
+      if (number.has_value()) {
+        out.scalars.push_back({value.tag(), event.step(), event.wall_time(), *number});
+      }
+    }
+  }
+  if (skipping_from != std::string_view::npos && at > skipping_from) {
+    // Bytes skipped up to what is left: said now, as the next read starts after them.
+    end_skip();
+  }
+  return out;
 }
 
 }  // namespace tae::tensorboard

@@ -1,0 +1,181 @@
+// A command job reports as it already does (docs/metrics.md): [job.metrics] patterns over the
+// lines it prints in its own format, and the TensorBoard event files it writes (job.tensorboard),
+// each point stored once, also across a kill -9 of the agent while the writer is mid-record.
+// Through the real binaries; the event files come from tests/tensorboard/slow_writer.py, which
+// shares nothing with TAE.
+
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/integration/harness.h"
+
+namespace tae::testing {
+namespace {
+
+// (run id, metric) -> step -> the values stored, from `taectl export --format csv`.
+std::map<std::pair<int64_t, std::string>, std::map<int64_t, std::vector<double>>> Points(
+    Cluster& cluster, const std::string& experiment) {
+  CommandResult exported = cluster.Taectl({"export", experiment, "--format", "csv"});
+  REQUIRE(exported.exit_code == 0);
+  std::map<std::pair<int64_t, std::string>, std::map<int64_t, std::vector<double>>> out;
+  std::istringstream csv(exported.out);
+  std::string row;
+  std::getline(csv, row);  // run,variant,seed,metric,step,value,wall_time
+  while (std::getline(csv, row)) {
+    std::vector<std::string> cells;
+    std::stringstream fields(row);
+    for (std::string cell; std::getline(fields, cell, ',');) {
+      cells.push_back(cell);
+    }
+    REQUIRE(cells.size() >= 6);
+    out[{std::stoll(cells[0]), cells[3]}][std::stoll(cells[4])].push_back(std::stod(cells[5]));
+  }
+  return out;
+}
+
+std::string Logs(Cluster& cluster, int64_t run) {
+  CommandResult logs = cluster.Taectl({"logs", "r" + std::to_string(run)});
+  return logs.out + logs.err;
+}
+
+TEST_CASE(
+    "a command job's own output format becomes metrics through [job.metrics] patterns, "
+    "and a bad pattern is refused at submit where it is written") {
+  Cluster cluster(1, 2);
+  REQUIRE(cluster.started());
+  std::filesystem::create_directories(cluster.dir().path() + "/job");
+  // As nanoGPT-style scripts print: the step and the loss inside their own words; the eval on
+  // stderr, every 5 steps.
+  cluster.dir().Write("job/run.sh",
+                      "i=1\n"
+                      "while [ $i -le 20 ]; do\n"
+                      "  echo \"iter_dt 21.72ms; iter $i: train loss $i.25\"\n"
+                      "  if [ $((i % 5)) -eq 0 ]; then echo \"step $i: val acc 0.$i\" >&2; fi\n"
+                      "  i=$((i + 1))\n"
+                      "done\n");
+  const std::string patterns =
+      "[job.metrics]\n"
+      "pattern = ['iter (?P<step>\\d+): train loss (?P<train_loss>[-+.\\deE]+)',\n"
+      "           'step (?P<step>\\d+): val acc (?P<val_acc>\\S+)',\n"
+      "           'never (?P<x>\\d+)']\n"
+      "names = { train_loss = \"train/loss\", val_acc = \"val/acc\" }\n";
+  const std::string head =
+      "name = \"own-format\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\ncommand = \"sh "
+      "run.sh\"\n";
+  const std::string spec = cluster.dir().Write("own.toml", head + patterns);
+  const std::string exp =
+      std::to_string(cluster.TaectlJson({"submit", spec}).at("experiment").get<int64_t>());
+  CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "120"}, 150);
+  INFO(waited.out << waited.err);
+  REQUIRE(waited.exit_code == 0);
+  const nlohmann::json runs = cluster.TaectlJson({"runs", exp});
+  REQUIRE(runs.size() == 1);
+  const int64_t run = runs[0].at("id");
+  auto points = Points(cluster, exp);
+  const auto& loss = points[{run, "train/loss"}];
+  REQUIRE(loss.size() == 20);
+  for (int i = 1; i <= 20; ++i) {
+    INFO("step " << i);
+    REQUIRE(loss.count(i) == 1);
+    CHECK(loss.at(i) == std::vector<double>{i + 0.25});
+  }
+  const auto& acc = points[{run, "val/acc"}];
+  CHECK(acc.size() == 4);
+  CHECK(acc.at(10) == std::vector<double>{0.10});
+  CHECK(points.count({run, "x"}) == 0);
+  // The pattern that matched nothing is named in the run's log.
+  const std::string logs = Logs(cluster, run);
+  CHECK(logs.find("job.metrics.pattern 'never (?P<x>\\d+)' matched no line") != std::string::npos);
+  CHECK(logs.find("train loss 2.25") != std::string::npos);  // the lines are kept too
+
+  // A pattern RE2 refuses: file:line:col and RE2's words, nothing submitted.
+  const std::string bad = cluster.dir().Write(
+      "bad.toml", head + "[job.metrics]\npattern = ['ok (?P<a>\\d+)', 'iter (?P<step>\\d+']\n");
+  CommandResult refused = cluster.Taectl({"submit", bad});
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.err.find("bad.toml:8:") != std::string::npos);
+  CHECK(refused.err.find("job.metrics.pattern[1]: missing )") != std::string::npos);
+  CHECK(cluster.TaectlJson({"ls"}).size() == 1);
+}
+
+TEST_CASE(
+    "a job's TensorBoard event files are stored as metrics, each point once across a kill "
+    "-9 of the agent while records are half written") {
+  setenv("TAE_AGENT_GRACE", "20", 1);
+  Cluster cluster(1, 2);
+  REQUIRE(cluster.started());
+  std::filesystem::create_directories(cluster.dir().path() + "/job");
+  std::filesystem::copy_file(std::string(TAE_SOURCE_DIR) + "/tests/tensorboard/slow_writer.py",
+                             cluster.dir().path() + "/job/slow_writer.py");
+  constexpr int kSteps = 30;
+  const std::string spec =
+      cluster.dir().Write("tb.toml",
+                          "name = \"tb\"\n[train]\nseeds = [0, 1]\n[job]\ncode = \"job\"\n"
+                          "command = \"/usr/bin/python3 slow_writer.py logs/tb " +
+                              std::to_string(kSteps) +
+                              " 0.2\"\ntensorboard = \"logs\"\n[resources]\nmax_attempts = 5\n");
+  const std::string exp =
+      std::to_string(cluster.TaectlJson({"submit", spec}).at("experiment").get<int64_t>());
+  auto last_step = [&] {
+    int64_t best = 0;
+    for (const auto& run : cluster.TaectlJson({"runs", exp})) {
+      if (run.at("state") == "running") {
+        best = std::max<int64_t>(best, run.value("last_step", 0));
+      }
+    }
+    return best;
+  };
+  int kills = 0;
+  for (int round = 0; round < 2; ++round) {
+    if (!WaitUntil([&] { return last_step() >= 5 + 10 * round; }, 120)) {
+      break;
+    }
+    const long agent = FindProcess("tae-agent", cluster.home() + "/agents/local-0");
+    REQUIRE(agent > 0);
+    REQUIRE(kill(static_cast<pid_t>(agent), SIGKILL) == 0);
+    kills += 1;
+    CHECK(WaitUntil(
+        [&] {
+          const long now = FindProcess("tae-agent", cluster.home() + "/agents/local-0");
+          return now > 0 && now != agent;
+        },
+        60));
+  }
+  CHECK(kills == 2);
+  CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "240"}, 300);
+  INFO(waited.out << waited.err);
+  REQUIRE(waited.exit_code == 0);
+  auto points = Points(cluster, exp);
+  const nlohmann::json runs = cluster.TaectlJson({"runs", exp});
+  REQUIRE(runs.size() == 2);
+  for (const auto& r : runs) {
+    const int64_t run = r.at("id");
+    INFO("r" << run);
+    CHECK(r.at("state") == "succeeded");
+    CHECK(r.at("attempt") == 1);  // adopted, not restarted
+    for (const auto& [metric, per_step] :
+         std::map<std::string, double>{{"train/loss", 0.5}, {"grad_norm", 0.0}}) {
+      INFO(metric);
+      const auto& got = points[{run, metric}];
+      CHECK(got.size() == kSteps);
+      for (int s = 1; s <= kSteps; ++s) {
+        INFO("step " << s);
+        REQUIRE(got.count(s) == 1);
+        const double want = metric == "train/loss" ? s + per_step : 2.0 * s;
+        CHECK(got.at(s) == std::vector<double>{want});  // once, with its value
+      }
+    }
+    CHECK(Logs(cluster, run).find("tensorboard tag 'grad norm' is stored as metric 'grad_norm'") !=
+          std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace tae::testing
