@@ -211,6 +211,25 @@ int Runs(const CommandEnv& env, const Args& args) {
   tae::v1::Experiment exp;
   (void)client.stub()->GetExperiment(ControlClient::Context().get(), get, &exp);  // for [report]
   PrintRuns(response, exp);
+  // Every run at step 0 with nothing of its own: ask the report why (and for the output lines).
+  const bool nothing = std::all_of(
+      response.runs().begin(), response.runs().end(), [](const tae::v1::Run& run) {
+        return run.last_step() == 0 &&
+               std::all_of(run.final_metrics().begin(), run.final_metrics().end(),
+                           [](const tae::v1::Scalar& m) {
+                             return tae::metrics::DefaultMetrics({m.key()}, 1).empty() &&
+                                    m.key() != tae::metrics::kEvalLoss &&
+                                    m.key() != tae::metrics::kEvalAcc;
+                           });
+      });
+  if (nothing && response.runs_size() > 0) {
+    tae::v1::ReportRequest why;
+    why.set_experiment(rest[0]);
+    tae::v1::ReportResponse report;
+    if (client.stub()->Report(ControlClient::Context().get(), why, &report).ok()) {
+      std::fputs(NoMetricsText(report).c_str(), stderr);
+    }
+  }
   return 0;
 }
 

@@ -1,5 +1,7 @@
 #include "client/commands/report_format.h"
 
+#include "common/api/json.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -650,6 +652,22 @@ std::string RenderPivot(const Pivot& pivot, const std::string& format) {
     table.Add(row);
   }
   return absl::StrCat(table.Render(), "\n", legend, "\n");
+}
+
+std::string NoMetricsText(const tae::v1::ReportResponse& report) {
+  if (!report.no_metrics()) {
+    return "";
+  }
+  std::string out = absl::StrCat("e", report.experiment().id(), ": ", api::NoMetricsHint());
+  if (report.sample_output_size() == 0) {
+    return absl::StrCat(out, "r", report.sample_run(), " has printed nothing yet.\n");
+  }
+  absl::StrAppend(&out, "The last lines r", report.sample_run(),
+                  " printed, to write a pattern against:\n");
+  for (const std::string& line : report.sample_output()) {
+    absl::StrAppend(&out, "  | ", line, "\n");
+  }
+  return out;
 }
 
 }  // namespace tae::client

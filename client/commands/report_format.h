@@ -27,6 +27,11 @@ absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
 // cost is unknown.
 std::string RenderFrontier(const tae::v1::ReportResponse& report);
 
+// When no run reported a metric (report.no_metrics): why, how a command job reports
+// (api::NoMetricsHint), and the last lines of one run's output to write a pattern against.
+// Empty otherwise.
+std::string NoMetricsText(const tae::v1::ReportResponse& report);
+
 // "search: 31% of the full grid's steps (12400 of 40000; ...)\npruned: rung 0 (step 100) 6 of
 // 9, rung 1 (step 300) 2 of 3; 8 point(s) in all\n".
 std::string SavingsText(const tae::v1::SearchSavings& savings);

@@ -251,6 +251,8 @@ int Report(const CommandEnv& env, const Args& args) {
     return Fail(text.status());
   }
   std::fputs(text->c_str(), stdout);
+  // Said on stderr: the table on stdout keeps its shape for scripts.
+  std::fputs(NoMetricsText(report).c_str(), stderr);
   if (report.metrics_source() == "runs") {
     // Said on stderr: the table on stdout keeps its shape for scripts.
     std::fprintf(stderr,

@@ -167,6 +167,18 @@ int PrintDryRun(const spec::Spec& spec, bool json) {
   std::fputs(table.Render().c_str(), stdout);
   std::printf("%zu runs: %zu variants x %zu grid points x %zu seeds (dry run: nothing submitted)\n",
               runs.size(), 1 + spec.ablations.size(), points, spec.seeds.size());
+  // A command job that names neither patterns nor event files reports only what it writes for
+  // TAE (tae_log, key=value lines): said before anything runs, as the report would say after.
+  if (!spec.job_command.empty() && !runs.empty()) {
+    const nlohmann::json& config = runs.front().config;
+    const bool patterns = config.value("job.metrics.pattern", nlohmann::json::array()).size() > 0;
+    const bool events = !config.value("job.tensorboard", std::string()).empty();
+    if (!patterns && !events) {
+      std::printf("note: this command job sets neither [job.metrics] nor job.tensorboard, so its "
+                  "metrics are only what it writes for TAE. %s",
+                  api::NoMetricsHint().substr(api::NoMetricsHint().find("A command job")).c_str());
+    }
+  }
   return 0;
 }
 

@@ -164,6 +164,17 @@ nlohmann::ordered_json FleetJson(const tae::v1::ListAgentsResponse& response) {
   return {{"agents", agents}, {"provider_events", events}, {"vms", vms}};
 }
 
+std::string NoMetricsHint() {
+  return "No run has reported a metric. A command job reports in any of these ways "
+         "(docs/cli.md, \"Metric lines\"):\n"
+         "  - tae_log.log(step=40, loss=2.31) from agent/python/tae_log.py, or JSON lines on "
+         "$TAE_METRICS_FD;\n"
+         "  - key=value lines on stdout: step=40 loss=2.31;\n"
+         "  - [job.metrics] pattern = '...(?P<step>\\d+)...(?P<loss>\\S+)': regular expressions over "
+         "the lines it prints in its own format;\n"
+         "  - job.tensorboard = \"DIR\": the TensorBoard event files it writes there.\n";
+}
+
 nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const tae::v1::ReportRow& row : report.rows()) {
@@ -240,6 +251,12 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
       {"adaptive", report.adaptive()},
       {"banners", std::vector<std::string>(report.banners().begin(), report.banners().end())},
       {"view", report.view()}};
+  if (report.no_metrics()) {
+    out["no_metrics"] = {{"hint", NoMetricsHint()},
+                         {"sample_run", report.sample_run()},
+                         {"sample_output", std::vector<std::string>(report.sample_output().begin(),
+                                                                    report.sample_output().end())}};
+  }
   if (report.view() == "tuned") {
     out["search"] = {{"metric", report.search_metric()},
                      {"goal", report.search_goal()},

@@ -21,6 +21,11 @@ nlohmann::ordered_json FleetJson(const tae::v1::ListAgentsResponse& response);
 // the same seeds", "confirmed: 3 fresh seeds", "pending: ..."); with search.confirm its rows have
 // "confirm_runs" and "confirm_pending".
 // With a frontier (ReportRequest.frontier), also `frontier`: FrontierJson.
+// Why an experiment's table is empty when no run reported a metric (ReportResponse.no_metrics):
+// the ways a command job reports, one per line. The report's JSON carries it as
+// no_metrics.hint, with the sample run's last lines.
+std::string NoMetricsHint();
+
 nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report);
 // The cost frontier (server/report/frontier.h):
 // {"bar": {"metric", "op", "value", "goal"}, "cost": {"axis", "cheaper": "lower"|"higher"},

@@ -302,6 +302,37 @@ absl::StatusOr<std::vector<MetricSeries>> Query::Metrics(const MetricsRequest& r
   return out;
 }
 
+absl::Status Query::ExplainNoMetrics(int64_t id, const std::vector<model::RunRecord>& runs,
+                                     ReportResult* result) {
+  ASSIGN_OR_RETURN(std::vector<std::string> present, MetricNames(id));
+  const bool reported =
+      !tae::metrics::DefaultMetrics(present, 1).empty() ||
+      std::any_of(present.begin(), present.end(), [](const std::string& name) {
+        return name == tae::metrics::kEvalLoss || name == tae::metrics::kEvalAcc;
+      });
+  const model::RunRecord* sample = nullptr;
+  for (const model::RunRecord& run : runs) {  // the last one that started
+    if (run.attempt > 0 && run.state != model::RunState::kQueued) {
+      sample = &run;
+    }
+  }
+  if (reported || sample == nullptr) {
+    return absl::OkStatus();
+  }
+  result->no_metrics = true;
+  result->sample_run = sample->id;
+  ASSIGN_OR_RETURN(LogPage page, LogsBefore(sample->id, 0, 40));
+  for (const model::LogRecord& line : page.lines) {
+    if (line.stream != "agent") {
+      result->sample_output.push_back(line.text.substr(0, 300));
+    }
+  }
+  if (result->sample_output.size() > 12) {
+    result->sample_output.erase(result->sample_output.begin(), result->sample_output.end() - 12);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
                                            std::vector<std::string> metrics, std::string baseline,
                                            std::string sort, std::string view,
@@ -356,6 +387,7 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
     }
   }
   ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, store_->ListRuns(id));
+  RETURN_IF_ERROR(ExplainNoMetrics(id, runs, &result));
   const std::vector<std::string>& variants = result.experiment.variants;
   const model::SearchSettings& search = result.experiment.report.search;
   const bool grid = std::any_of(variants.begin(), variants.end(), [](const std::string& v) {

@@ -72,6 +72,10 @@ struct ReportResult {
   std::optional<report::SearchSavings> savings;  // an asha [search] only
   std::vector<model::SearchDecisionRecord> decisions;  // an asha [search] only, in decision order
   std::optional<report::Frontier> frontier;            // asked for a frontier only
+  // ReportResponse.no_metrics, sample_run, sample_output.
+  bool no_metrics = false;
+  int64_t sample_run = 0;
+  std::vector<std::string> sample_output;
 };
 
 struct SnapshotView {
@@ -188,6 +192,10 @@ class Query {
   static constexpr int kMaxLogLines = 10000;
 
  private:
+  // Sets result's no_metrics, sample_run and sample_output (ReportResponse) for the
+  // experiment's runs.
+  absl::Status ExplainNoMetrics(int64_t id, const std::vector<model::RunRecord>& runs,
+                                ReportResult* result);
   // SearchSavings, and the stored decisions it was computed from into `decisions` (not null).
   absl::StatusOr<std::optional<report::SearchSavings>> SearchSavings(
       const model::ExperimentRecord& experiment,

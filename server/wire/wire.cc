@@ -214,6 +214,11 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
   }
   out->set_baseline(in.baseline);
   out->set_metrics_source(in.metrics_source);
+  out->set_no_metrics(in.no_metrics);
+  out->set_sample_run(in.sample_run);
+  for (const std::string& line : in.sample_output) {
+    out->add_sample_output(line);
+  }
   for (const report::Row& row : in.rows) {
     tae::v1::ReportRow* r = out->add_rows();
     r->set_variant(row.variant);

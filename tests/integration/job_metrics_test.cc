@@ -106,6 +106,50 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "an empty table says why: the report, taectl runs and submit --dry-run name the ways a "
+    "command job reports, with the last lines one run printed") {
+  Cluster cluster(1, 2);
+  REQUIRE(cluster.started());
+  std::filesystem::create_directories(cluster.dir().path() + "/job");
+  cluster.dir().Write("job/run.sh",
+                      "i=1\nwhile [ $i -le 30 ]; do echo \"iter $i: train loss 2.$i\"; "
+                      "i=$((i + 1)); done\n");
+  const std::string spec = cluster.dir().Write(
+      "silent.toml", "name = \"silent\"\n[train]\nseeds = [0, 1]\n[job]\ncode = \"job\"\n"
+                     "command = \"sh run.sh\"\n");
+  CommandResult dry = cluster.Taectl({"submit", spec, "--dry-run"});
+  REQUIRE(dry.exit_code == 0);
+  CHECK(dry.out.find("sets neither [job.metrics] nor job.tensorboard") != std::string::npos);
+  CHECK(dry.out.find("[job.metrics] pattern") != std::string::npos);
+  const std::string exp =
+      std::to_string(cluster.TaectlJson({"submit", spec}).at("experiment").get<int64_t>());
+  REQUIRE(cluster.Taectl({"wait", exp, "--timeout", "120"}, 150).exit_code == 0);
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"report", exp}, std::vector<std::string>{"runs", exp}}) {
+    CommandResult said = cluster.Taectl(command);
+    INFO(command[0] << ": " << said.out << said.err);
+    CHECK(said.exit_code == 0);
+    CHECK(said.err.find("No run has reported a metric") != std::string::npos);
+    CHECK(said.err.find("job.tensorboard") != std::string::npos);
+    CHECK(said.err.find("  | iter 30: train loss 2.30") != std::string::npos);  // its last line
+    CHECK(said.err.find("iter 18:") == std::string::npos);                      // only the last
+  }
+  const nlohmann::json report = cluster.TaectlJson({"report", exp});
+  REQUIRE(report.contains("no_metrics"));
+  CHECK(report.at("no_metrics").at("sample_output").size() == 12);
+  // A study whose jobs report: nothing of the kind.
+  cluster.dir().Write("job/run.sh", "echo step=1 loss=0.5\n");
+  const std::string spoken = cluster.dir().Write(
+      "spoken.toml", "name = \"spoken\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\n"
+                     "command = \"sh run.sh\"\n");
+  const std::string exp2 =
+      std::to_string(cluster.TaectlJson({"submit", spoken}).at("experiment").get<int64_t>());
+  REQUIRE(cluster.Taectl({"wait", exp2, "--timeout", "120"}, 150).exit_code == 0);
+  CHECK(cluster.Taectl({"report", exp2}).err.find("No run has reported") == std::string::npos);
+  CHECK_FALSE(cluster.TaectlJson({"report", exp2}).contains("no_metrics"));
+}
+
+TEST_CASE(
     "a job's TensorBoard event files are stored as metrics, each point once across a kill "
     "-9 of the agent while records are half written") {
   setenv("TAE_AGENT_GRACE", "20", 1);

@@ -141,6 +141,22 @@ command = "python3 sweep.py {train.lr} {params.offset}"
 """
 
 
+# A script that prints its progress in its own words and was never told about TAE: its table is
+# empty, and says why.
+SILENT_JOB = r"""
+for step in range(1, 21):
+    print(f"iter {step}: train loss {3 - step / 10:.3f}", flush=True)
+"""
+
+SILENT = """name = "silent"
+[train]
+seeds = [0]
+[job]
+code = "src"
+command = "python3 silent.py"
+"""
+
+
 def taectl(home, *args, timeout=600):
     p = subprocess.run([os.path.join(BIN, "taectl"), "--home", home, *args], capture_output=True,
                        text=True, timeout=timeout)
@@ -187,14 +203,15 @@ class Dashboard(unittest.TestCase):
             f.write(SMALL)
         taectl(cls.home, "submit", study, "--wait")
         os.makedirs(os.path.join(cls.tmp, "src"))
-        for name, text in (("live.py", LIVE_JOB), ("sweep.py", SWEEP_JOB)):
+        for name, text in (("live.py", LIVE_JOB), ("sweep.py", SWEEP_JOB), ("silent.py", SILENT_JOB)):
             with open(os.path.join(cls.tmp, "src", name), "w") as f:
                 f.write(text)
-        for name, text in (("live.toml", LIVE), ("shortcut.toml", SHORTCUT), ("tuned.toml", TUNED)):
+        for name, text in (("live.toml", LIVE), ("shortcut.toml", SHORTCUT), ("tuned.toml", TUNED),
+                           ("silent.toml", SILENT)):
             with open(os.path.join(cls.tmp, name), "w") as f:
                 f.write(text)
             taectl(cls.home, "submit", os.path.join(cls.tmp, name))
-        for name in ("shortcut", "tuned"):  # seconds: the live job leaves two slots free
+        for name in ("shortcut", "tuned", "silent"):  # seconds: the live job leaves two slots free
             taectl(cls.home, "wait", name, "--timeout", "120")
         cls.url = taectl(cls.home, "ui").strip()
         cls.base = cls.url.split("/?")[0]
@@ -385,6 +402,19 @@ class Dashboard(unittest.TestCase):
         self.assertEqual(shown, banners)
         self.assertEqual(self.js_errors(), [])
         self.shot("table-shortcut")
+
+    def test_an_empty_table_says_why_with_the_lines_a_run_printed(self):
+        report = json.loads(taectl(self.home, "report", "silent", "--json"))
+        why = report["no_metrics"]
+        self.assertEqual(why["sample_output"][-1], "iter 20: train loss 1.000")
+        self.go("#/e/silent", ".no-metrics")
+        banner = self.d.find_element(By.CSS_SELECTOR, ".no-metrics").text
+        self.assertIn("No run has reported a metric", banner)
+        for way in ("tae_log", "key=value", "[job.metrics]", "job.tensorboard"):
+            self.assertIn(way, banner)
+        shown = self.d.find_element(By.CSS_SELECTOR, ".no-metrics .sample-output").text
+        self.assertEqual(shown.split("\n"), why["sample_output"])
+        self.assertEqual(self.js_errors(), [])
 
     def test_an_asha_search_opens_on_its_tuned_table_and_toggles_to_every_point(self):
         report = json.loads(taectl(self.home, "report", "tuned", "--json"))

@@ -387,7 +387,16 @@ export function mount(root, route, app) {
     patch(tableSlot, JSON.stringify([report, selV, q.pivot, exp.search_savings]), () => {
       if (rows.length === 0) return h("div.state-msg", "No runs yet.");
       const parts = [];
-      if (noData) parts.push(h("div.banner.warn", { style: { margin: "8px" } }, "No run has succeeded yet: the means fill in as runs finish."));
+      if (report.no_metrics) {
+        // runs ran but none reported a metric: how a command job reports, and what one printed
+        const nm = report.no_metrics;
+        parts.push(h("div.banner.warn.no-metrics", { style: { margin: "8px", whiteSpace: "pre-wrap" } },
+          nm.hint,
+          nm.sample_output.length
+            ? h("div", `The last lines r${nm.sample_run} printed, to write a pattern against:`,
+              h("pre.sample-output", nm.sample_output.join("\n")))
+            : h("div", `r${nm.sample_run} has printed nothing yet.`)));
+      } else if (noData) parts.push(h("div.banner.warn", { style: { margin: "8px" } }, "No run has succeeded yet: the means fill in as runs finish."));
       // a baseline at chance, at a shortcut or at a floor: its deltas cannot show the mechanism
       for (const b of report.banners || []) parts.push(h("div.banner.warn.level-banner", { style: { margin: "8px" } }, b));
       if (report.view === "tuned") {
