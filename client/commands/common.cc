@@ -1,5 +1,7 @@
 #include "client/commands/common.h"
 
+#include "common/spec/spec.h"
+
 #include <iostream>
 
 #include "absl/strings/numbers.h"
@@ -59,6 +61,28 @@ std::vector<std::string> RunsDefaultMetrics(const tae::v1::ListRunsResponse& run
     }
   }
   return metrics::DefaultMetrics(std::move(present), limit);
+}
+
+nlohmann::ordered_json ShownConfig(const tae::v1::Run& run,
+                                   const std::vector<std::string>& command_keys, bool all,
+                                   int* hidden) {
+  nlohmann::ordered_json config = nlohmann::ordered_json::parse(run.config_json(), nullptr, false);
+  if (hidden != nullptr) {
+    *hidden = 0;
+  }
+  if (!config.is_object() || !config.contains("job.command") ||
+      config.value("job.command", std::string()).empty() || all) {
+    return config.is_discarded() ? nlohmann::ordered_json() : config;
+  }
+  nlohmann::ordered_json shown = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : config.items()) {
+    if (spec::ReachesCommand(key, command_keys)) {
+      shown[key] = value;
+    } else if (hidden != nullptr) {
+      ++*hidden;
+    }
+  }
+  return shown;
 }
 
 }  // namespace tae::client

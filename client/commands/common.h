@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "client/commands/commands.h"
 #include "common/cli/flags.h"
+#include "nlohmann/json.hpp"
 #include "tae/v1/control.pb.h"
 
 namespace tae::client {
@@ -26,5 +27,12 @@ Args WithLongOutput(const Args& args);
 // What to show of these runs when nobody named a metric: metrics::DefaultMetrics of the final
 // metrics they have, at most `limit`.
 std::vector<std::string> RunsDefaultMetrics(const tae::v1::ListRunsResponse& runs, size_t limit);
+
+// A run's config as show and compare list it: for a command job, only the keys that reach it
+// (spec::ReachesCommand with `command_keys`, GetRunResponse.command_keys) unless `all`, with
+// `hidden` (if not null) set to how many were left out; other runs' config whole.
+nlohmann::ordered_json ShownConfig(const tae::v1::Run& run,
+                                   const std::vector<std::string>& command_keys, bool all,
+                                   int* hidden);
 
 }  // namespace tae::client

@@ -196,9 +196,12 @@ std::string RenderMetrics(const RunComparison& c) {
   return table.Render();
 }
 
-// Fetches each run in order; a missing one is NotFound naming it.
+// Fetches each run in order; a missing one is NotFound naming it. A command job's config keeps
+// only the keys that reach it unless `all` (ShownConfig); `hidden` counts the others.
 absl::StatusOr<std::vector<tae::v1::Run>> FetchRuns(ControlClient& client,
-                                                    const std::vector<int64_t>& ids) {
+                                                    const std::vector<int64_t>& ids, bool all,
+                                                    int* hidden) {
+  *hidden = 0;
   std::vector<tae::v1::Run> runs;
   for (int64_t id : ids) {
     tae::v1::GetRunRequest request;
@@ -212,7 +215,15 @@ absl::StatusOr<std::vector<tae::v1::Run>> FetchRuns(ControlClient& client,
     if (!s.ok()) {
       return s;
     }
+    int left_out = 0;
+    const nlohmann::ordered_json config = ShownConfig(
+        response.run(), {response.command_keys().begin(), response.command_keys().end()}, all,
+        &left_out);
+    *hidden = std::max(*hidden, left_out);
     runs.push_back(response.run());
+    if (left_out > 0) {
+      runs.back().set_config_json(config.dump());
+    }
   }
   return runs;
 }
@@ -288,14 +299,18 @@ nlohmann::ordered_json ComparisonJson(const RunComparison& comparison) {
 
 int Compare(const CommandEnv& env, const Args& args) {
   bool json = false;
+  bool all = false;
   std::vector<std::string> metrics;
   cli::FlagSet flags(
       "usage: taectl compare RUN RUN... [--json] [--metric M]...\n\n"
       "Shows 2 or more runs (r<ID>) side by side: variant, seed, state and last step; the config\n"
       "keys whose values differ (keys equal in every run are only counted); and each metric's\n"
       "final value per run (default: every metric any of the runs has), with the difference\n"
-      "(second minus first) and relative difference when there are exactly 2 runs.");
+      "(second minus first) and relative difference when there are exactly 2 runs. Command jobs'\n"
+      "configs are compared on the keys that reach them (their params, job.*, resources.*, the\n"
+      "seed and the keys their commands name); --all compares tae-train's keys too.");
   flags.Bool("json", &json, "print {runs, config_diff, identical_keys, metrics} (docs/cli.md)");
+  flags.Bool("all", &all, "compare every config key, also those no command job sees");
   flags.Repeated("metric", &metrics, "metric to show (repeatable) [all]");
   Args rest;
   if (int code = ParseOrExit(flags, args, 0, args.size(), &rest); code >= 0) {
@@ -306,7 +321,8 @@ int Compare(const CommandEnv& env, const Args& args) {
     return Fail(ids.status());
   }
   ControlClient client(env.home);
-  absl::StatusOr<std::vector<tae::v1::Run>> runs = FetchRuns(client, *ids);
+  int hidden = 0;
+  absl::StatusOr<std::vector<tae::v1::Run>> runs = FetchRuns(client, *ids, all, &hidden);
   if (!runs.ok()) {
     return Fail(runs.status());
   }
@@ -315,9 +331,17 @@ int Compare(const CommandEnv& env, const Args& args) {
     return Fail(comparison.status());
   }
   if (json) {
-    std::printf("%s\n", ComparisonJson(*comparison).dump(2).c_str());
+    nlohmann::ordered_json out = ComparisonJson(*comparison);
+    if (hidden > 0) {
+      out["config_hidden"] = hidden;
+    }
+    std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::fputs(RenderComparison(*comparison).c_str(), stdout);
+    if (hidden > 0) {
+      std::printf("(%d config keys, of tae-train, reach no command job here: --all compares them)\n",
+                  hidden);
+    }
   }
   return 0;
 }

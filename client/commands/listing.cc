@@ -76,7 +76,7 @@ void PrintRuns(const tae::v1::ListRunsResponse& runs, const tae::v1::Experiment&
   std::fputs(table.Render().c_str(), stdout);
 }
 
-int ShowRun(ControlClient& client, int64_t run_id, bool json) {
+int ShowRun(ControlClient& client, int64_t run_id, bool json, bool all) {
   tae::v1::GetRunRequest request;
   request.set_run_id(run_id);
   tae::v1::GetRunResponse response;
@@ -97,6 +97,12 @@ int ShowRun(ControlClient& client, int64_t run_id, bool json) {
                              {"at", t.at()}});
     }
     out["transitions"] = transitions;
+    int hidden = 0;
+    out["config"] = ShownConfig(
+        run, {response.command_keys().begin(), response.command_keys().end()}, all, &hidden);
+    if (hidden > 0) {
+      out["config_hidden"] = hidden;  // keys that never reach the command (--all shows them)
+    }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
@@ -135,7 +141,14 @@ int ShowRun(ControlClient& client, int64_t run_id, bool json) {
     }
     std::fputs(meta.Render().c_str(), stdout);
   }
-  std::printf("\nconfig: %s\n", run.config_json().c_str());
+  int hidden = 0;
+  const nlohmann::ordered_json config = ShownConfig(
+      run, {response.command_keys().begin(), response.command_keys().end()}, all, &hidden);
+  std::printf("\nconfig: %s\n", config.dump().c_str());
+  if (hidden > 0) {
+    std::printf("(%d more keys, of tae-train, never reach this command job: --all shows them)\n",
+                hidden);
+  }
   return 0;
 }
 
@@ -235,11 +248,14 @@ int Runs(const CommandEnv& env, const Args& args) {
 
 int Show(const CommandEnv& env, const Args& args) {
   bool json = false;
+  bool all = false;
   cli::FlagSet flags(
-      "usage: taectl show ID [--json]\n\n"
+      "usage: taectl show ID [--all] [--json]\n\n"
       "Shows a run (r<ID>: state, every transition with its reason, final metrics, config) or\n"
-      "an experiment (e<ID>, id or name: its runs).");
+      "an experiment (e<ID>, id or name: its runs). A command job's config lists the keys that\n"
+      "reach it: its params, job.*, resources.*, the seed and the keys its command names.");
   flags.Bool("json", &json, "print JSON");
+  flags.Bool("all", &all, "a command job's whole config, tae-train's keys too");
   Args rest;
   if (int code = ParseOrExit(flags, args, 1, 1, &rest); code >= 0) {
     return code;
@@ -248,7 +264,7 @@ int Show(const CommandEnv& env, const Args& args) {
   int64_t run_id = 0;
   if (rest[0].size() > 1 && (rest[0][0] == 'r' || rest[0][0] == 'R') &&
       absl::SimpleAtoi(rest[0].substr(1), &run_id)) {
-    return ShowRun(client, run_id, json);
+    return ShowRun(client, run_id, json, all);
   }
   tae::v1::GetExperimentRequest request;
   request.set_experiment(rest[0]);

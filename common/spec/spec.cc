@@ -213,6 +213,24 @@ nlohmann::json ConfigAtSeed(const nlohmann::json& config, int64_t seed,
   return out;
 }
 
+bool ReachesCommand(std::string_view key, const std::vector<std::string>& command_keys) {
+  for (std::string_view prefix : {"params.", "job.", "resources."}) {
+    if (key.substr(0, prefix.size()) == prefix) {
+      return true;
+    }
+  }
+  if (key == kSeedKey) {
+    return true;
+  }
+  for (const std::string& named : command_keys) {
+    // {params:argparse} names every params key (above); {model.x} names model.x.
+    if (named == key) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string SpecHash(const Spec& spec) {
   nlohmann::json ablations = nlohmann::json::array();
   for (const Variant& ablation : spec.ablations) {

@@ -175,6 +175,12 @@ std::string BaselineFor(std::string_view variant, std::string_view baseline = kB
 // search.confirm > 0 enters it with the metric and goal (it adds runs at the points they choose).
 std::string SpecHash(const Spec& spec);
 
+// Whether a run config key reaches a command job as something it may read: params.*, job.*,
+// resources.*, the seed (train.seed), or a key its command template names (`command_keys`,
+// CommandPlaceholders). The rest (tae-train's model.*, train.*, eval.*) is in every config but
+// a command job that does not name it never sees it; show and compare leave it out unless asked.
+bool ReachesCommand(std::string_view key, const std::vector<std::string>& command_keys);
+
 // The placeholder keys of a [job] command template, in order ("{train.lr}" -> "train.lr"; "{{"
 // is a literal "{" and "}}" a literal "}"). InvalidArgument for an unclosed or empty placeholder.
 absl::StatusOr<std::vector<std::string>> CommandPlaceholders(std::string_view command);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/api/head_grid.h"
 #include "common/api/json.h"
+#include "common/spec/spec.h"
 #include "server/http/api.h"
 #include "server/http/reply.h"
 #include "server/wire/wire.h"
@@ -57,6 +58,16 @@ Response Api::RunDetail(const Request& request, const PathParams& params) {
   tae::v1::GetRunResponse proto;
   wire::ToProto(*detail, &proto);
   ordered_json out = api::RunJson(proto.run());
+  // A command job: the config keys that never reach it (tae-train's), which the page folds away.
+  if (!detail->view.run.command.empty() && out["config"].is_object()) {
+    ordered_json hidden = ordered_json::array();
+    for (const auto& [key, value] : out["config"].items()) {
+      if (!spec::ReachesCommand(key, detail->command_keys)) {
+        hidden.push_back(key);
+      }
+    }
+    out["hidden_config_keys"] = hidden;
+  }
   ordered_json transitions = ordered_json::array();
   for (const model::TransitionRecord& t : detail->transitions) {
     transitions.push_back({{"attempt", t.attempt},

@@ -209,6 +209,20 @@ absl::StatusOr<RunDetail> Query::GetRun(int64_t run_id) {
   ASSIGN_OR_RETURN(detail.view.run, store_->GetRun(run_id));
   ASSIGN_OR_RETURN(detail.view.summaries, Summaries(run_id));
   ASSIGN_OR_RETURN(detail.transitions, ListTransitions(run_id));
+  if (!detail.view.run.command.empty()) {
+    // The template, from the experiment's spec as submitted (its runs hold it expanded).
+    absl::StatusOr<model::ExperimentSource> source =
+        store_->GetExperimentSource(detail.view.run.experiment_id);
+    absl::StatusOr<spec::Spec> spec =
+        source.ok() ? spec::ParseSpec(source->spec_text, source->spec_path, source->overrides)
+                    : absl::StatusOr<spec::Spec>(source.status());
+    absl::StatusOr<std::vector<std::string>> keys =
+        spec.ok() ? spec::CommandPlaceholders(spec->job_command)
+                  : absl::StatusOr<std::vector<std::string>>(spec.status());
+    if (keys.ok()) {
+      detail.command_keys = *std::move(keys);
+    }
+  }
   return detail;
 }
 

@@ -35,6 +35,7 @@ struct RunView {
 struct RunDetail {
   RunView view;
   std::vector<model::TransitionRecord> transitions;
+  std::vector<std::string> command_keys;  // GetRunResponse.command_keys
 };
 
 struct LogPage {

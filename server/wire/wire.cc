@@ -156,6 +156,9 @@ void ToProto(const query::RunDetail& in, tae::v1::GetRunResponse* out) {
   for (const model::TransitionRecord& t : in.transitions) {
     ToProto(t, out->add_transitions());
   }
+  for (const std::string& key : in.command_keys) {
+    out->add_command_keys(key);
+  }
 }
 
 void ToProto(const query::LogPage& in, tae::v1::LogsResponse* out) {

@@ -415,6 +415,17 @@ class Dashboard(unittest.TestCase):
         shown = self.d.find_element(By.CSS_SELECTOR, ".no-metrics .sample-output").text
         self.assertEqual(shown.split("\n"), why["sample_output"])
         self.assertEqual(self.js_errors(), [])
+        # Its run's config lists what reaches a command job; tae-train's keys fold away.
+        run = json.loads(taectl(self.home, "runs", "silent", "--json"))[0]["id"]
+        self.go(f"#/r/{run}", ".config-hidden")
+        keys = [e.text for e in self.d.find_elements(By.CSS_SELECTOR, "table.kv td.key")]
+        self.assertIn("job.command", keys)
+        self.assertIn("train.seed", keys)
+        self.assertNotIn("model.d_model", keys)
+        self.d.find_element(By.CSS_SELECTOR, ".config-toggle").click()
+        wait_for("every config key", lambda: "model.d_model" in [
+            e.text for e in self.d.find_elements(By.CSS_SELECTOR, "table.kv td.key")])
+        self.assertEqual(self.js_errors(), [])
 
     def test_an_asha_search_opens_on_its_tuned_table_and_toggles_to_every_point(self):
         report = json.loads(taectl(self.home, "report", "tuned", "--json"))

@@ -144,6 +144,21 @@ export function mount(root, route, app) {
             h("td.wrap", t.reason || ""), h("td.num", { title: fmtAgo(t.at) }, fmtTime(t.at))))))));
   }
 
+  // A command job's config without tae-train's keys (they never reach it), unless asked.
+  function configPanel() {
+    const hidden = new Set(run.hidden_config_keys || []);
+    const all = q.allconfig === "1" || hidden.size === 0;
+    const isHidden = (k) => [...hidden].some((hk) => k === hk || k.startsWith(hk + "."));
+    const pairs = flatten(run.config).filter(([k]) => all || !isHidden(k));
+    const panel = kvPanel("Config", pairs, "No config.");
+    if (hidden.size > 0) {
+      panel.append(h("div.muted.config-hidden", { style: { margin: "8px" } },
+        all ? "All keys, tae-train's too. " : `${hidden.size} keys of tae-train never reach this command job. `,
+        h("a.config-toggle", { href: hashFor(`/r/${run.id}`, { ...q, allconfig: all ? null : "1" }) }, all ? "Hide them" : "Show them")));
+    }
+    return panel;
+  }
+
   function kvPanel(title, pairs, empty) {
     return h("div.panel", h("div.panel-head", h("h2", title), h("span.muted", pairs.length ? String(pairs.length) : "")),
       pairs.length === 0 ? h("div.state-msg", empty) :
@@ -300,7 +315,7 @@ export function mount(root, route, app) {
     put(oTrans, "o.trans", JSON.stringify(run.transitions), transitionsPanel);
     put(oCharts, "o.charts", JSON.stringify([q.charts, summaryKeys()]), chartsPanel);
     put(oHeads, "o.heads", JSON.stringify(run.heads), () => (run.heads ? h("div", { style: { marginTop: "14px" } }, headsPanel()) : null));
-    put(oConfig, "o.config", JSON.stringify(run.config), () => kvPanel("Config", flatten(run.config), "No config."));
+    put(oConfig, "o.config", JSON.stringify([run.config, run.hidden_config_keys, q.allconfig]), configPanel);
     put(oMeta, "o.meta", JSON.stringify(run.meta), () => kvPanel("Runtime", Object.entries(run.meta || {}), "Not reported yet."));
     const ssig = JSON.stringify([run.last_step, run.state, chartMetrics(), document.documentElement.dataset.effectiveTheme]);
     if (ssig !== seriesSig) { seriesSig = ssig; loadSeries(); }
@@ -314,7 +329,8 @@ export function mount(root, route, app) {
     update(r) {
       const old = q;
       q = r.q;
-      if ((old.tab || "") !== (q.tab || "") || (old.charts || "") !== (q.charts || "")) render();
+      if ((old.tab || "") !== (q.tab || "") || (old.charts || "") !== (q.charts || "") ||
+          (old.allconfig || "") !== (q.allconfig || "")) render();
       else if (logs) { logs.update(q); put(tabsSlot, "tabs", JSON.stringify(q), tabs); }
       return true;
     },
