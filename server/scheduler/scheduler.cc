@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -107,6 +110,16 @@ std::string WhyWaiting(const QueuedRun& run, const std::vector<AgentCapacity>& a
 Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> agents,
                 Context context) {
   Decision decision;
+  // Why a run of a shape waits depends only on the agents' labels and total slots, which a pass
+  // does not change: computed once per shape (a long queue has few).
+  std::map<std::tuple<int, int, model::Labels>, std::string> why_by_shape;
+  auto why = [&](const QueuedRun& run) -> const std::string& {
+    auto [it, inserted] = why_by_shape.try_emplace({run.slots, run.hosts, run.labels});
+    if (inserted) {
+      it->second = WhyWaiting(run, agents);
+    }
+    return it->second;
+  };
   size_t begin = 0;
   while (begin < queue.size()) {
     // One priority level: [begin, end).
@@ -119,34 +132,18 @@ Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> 
     for (size_t i = begin; i < end; ++i) {
       pending[queue[i].experiment_id].push_back(i);
     }
+    // The experiments with runs left, ordered by (active runs, position of the next run): the
+    // first is the one whose turn it is. Each run costs O(log experiments), not a scan of all.
     std::map<int64_t, size_t> next;  // experiment -> index into pending[experiment]
-    while (true) {
-      // The experiment with the fewest active runs; ties: the oldest next run.
-      int64_t chosen = 0;
-      bool found = false;
-      for (const auto& [experiment, positions] : pending) {
-        const size_t k = next[experiment];
-        if (k >= positions.size()) {
-          continue;
-        }
-        if (!found) {
-          chosen = experiment;
-          found = true;
-          continue;
-        }
-        const int a = context.active[experiment];
-        const int b = context.active[chosen];
-        if (a < b || (a == b && positions[k] < pending[chosen][next[chosen]])) {
-          chosen = experiment;
-        }
-      }
-      if (!found) {
-        break;
-      }
-      const QueuedRun& run = queue[pending[chosen][next[chosen]++]];
+    std::set<std::tuple<int, size_t, int64_t>> turns;
+    for (const auto& [experiment, positions] : pending) {
+      turns.emplace(context.active[experiment], positions.front(), experiment);
+    }
+    // Places `run` of experiment `chosen`, or says why it waits.
+    auto decide = [&](const QueuedRun& run, int64_t chosen) {
       if (run.paused) {
         decision.waiting[run.run_id] = "experiment paused (taectl resume)";
-        continue;
+        return;
       }
       if (run.not_before > context.now) {
         decision.waiting[run.run_id] = absl::StrFormat(
@@ -154,13 +151,13 @@ Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> 
         if (decision.wake_at == 0 || run.not_before < decision.wake_at) {
           decision.wake_at = run.not_before;
         }
-        continue;
+        return;
       }
       if (run.max_concurrent > 0 && context.active[chosen] >= run.max_concurrent) {
         decision.waiting[run.run_id] =
             absl::StrCat("experiment e", chosen, " at its cap of ", run.max_concurrent,
                          " active runs (resources.max_concurrent)");
-        continue;
+        return;
       }
       if (run.hosts > 1) {
         // All or nothing: the first slice (by name) with enough free hosts, ranks in worker order.
@@ -172,8 +169,8 @@ Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> 
           }
         }
         if (chosen_hosts.empty()) {
-          decision.waiting[run.run_id] = WhyWaiting(run, agents);
-          continue;
+          decision.waiting[run.run_id] = why(run);
+          return;
         }
         Placement placement{run.run_id, chosen_hosts[0]->id, {}};
         for (AgentCapacity* host : chosen_hosts) {
@@ -182,7 +179,7 @@ Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> 
         }
         context.active[chosen] += 1;
         decision.placements.push_back(std::move(placement));
-        continue;
+        return;
       }
       AgentCapacity* best = nullptr;
       for (AgentCapacity& agent : agents) {
@@ -194,12 +191,22 @@ Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> 
         }
       }
       if (best == nullptr) {
-        decision.waiting[run.run_id] = WhyWaiting(run, agents);
-        continue;
+        decision.waiting[run.run_id] = why(run);
+        return;
       }
       best->free_slots -= run.slots;
       context.active[chosen] += 1;
       decision.placements.push_back({run.run_id, best->id, {}});
+    };
+    while (!turns.empty()) {
+      const int64_t chosen = std::get<2>(*turns.begin());
+      turns.erase(turns.begin());
+      const std::vector<size_t>& positions = pending[chosen];
+      size_t& k = next[chosen];
+      decide(queue[positions[k++]], chosen);
+      if (k < positions.size()) {
+        turns.emplace(context.active[chosen], positions[k], chosen);
+      }
     }
     begin = end;
   }
