@@ -518,6 +518,10 @@ void Agent::BlameWorker(tae::v1::Event* event) {
   if (journal_ != nullptr && !relieved) {
     if (absl::Status healthy = journal_->Healthy(); !healthy.ok()) {
       why = absl::StrCat("the agent's journal failed (", healthy.message(), ")");
+      if (verdict.cause == DiskCause::kWorkerFull) {
+        // A disk full of what no job wrote is the cause, the journal's failure its effect.
+        why = absl::StrCat(verdict.why, "; ", why);
+      }
       // The agent cannot go on either; it stops once this exit is on its way.
       boost::asio::post(*io_, [this, message = why] { Fatal(message); });
     }
@@ -719,7 +723,13 @@ void Agent::Flush() {
 void Agent::Heartbeat() {
   if (journal_ != nullptr && !fatal_ && !RelieveDisk()) {
     if (absl::Status healthy = journal_->Healthy(); !healthy.ok()) {
-      Fatal(absl::StrCat("its journal cannot keep events: ", healthy.message()));
+      // On a disk full of what no job wrote (RelieveDisk found no filler), the disk is the cause.
+      const DiskSpace disk = DiskSpaceOf(options_.work_dir);
+      Fatal(absl::StrCat(DiskFull(disk)
+                             ? absl::StrCat("the worker's disk is full (", disk.free_bytes >> 10,
+                                            " KiB free in ", options_.work_dir, "); ")
+                             : "",
+                         "its journal cannot keep events: ", healthy.message()));
       return;
     }
   }

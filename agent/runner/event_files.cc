@@ -19,8 +19,9 @@
 namespace tae::agent {
 namespace {
 
-// At most this much of a file is read per poll (the rest the next time).
-constexpr uint64_t kMaxReadBytes = 8 << 20;
+// At most this much of a file is read per poll (the rest the next time): room for the largest
+// record the reader takes, with its framing, so a big record cannot stall its file.
+constexpr uint64_t kMaxReadBytes = tensorboard::kMaxRecordBytes + 16;
 
 // Bytes [from, from + length) of `path` (fewer at its end); empty when it cannot be read.
 std::string ReadRange(const std::string& path, uint64_t from, uint64_t length) {
@@ -140,16 +141,16 @@ std::vector<EventFileFollower::Read> EventFileFollower::Poll(bool final) {
     read.scalars = std::move(records.scalars);
     read.warnings = std::move(records.warnings);
     for (std::string& warning : read.warnings) {
-      warning = absl::StrCat("tensorboard file ", file.path, ": ", warning);
+      warning = absl::StrCat("warning: tensorboard file ", file.path, ": ", warning);
     }
     file.offset += records.consumed;
     read.end = file.offset;
     if (final && file.offset < size && !file.torn_warned &&
         data.size() == size - (file.offset - records.consumed)) {
       file.torn_warned = true;
-      read.warnings.push_back(absl::StrCat("tensorboard file ", file.path, ": byte offset ",
-                                           file.offset, ": the last ", size - file.offset,
-                                           " bytes are not a whole record (ignored)"));
+      read.warnings.push_back(absl::StrCat(
+          "warning: tensorboard file ", file.path, ": byte offset ", file.offset, ": the last ",
+          size - file.offset, " bytes are not a whole record (ignored)"));
     }
     if (records.consumed > 0 || !read.warnings.empty()) {
       out.push_back(std::move(read));

@@ -116,6 +116,8 @@ std::optional<metrics::MetricRecord> Runner::MatchPatterns(Job& job, int index,
   }
   std::optional<metrics::MetricRecord> record = job.patterns->Match(line);
   if (std::string flags = job.patterns->MatchedFlags(); flags != job.patterns_matched) {
+    // Only for the end-of-attempt warning after an agent restart: lost, a pattern that matched
+    // before the restart may be named as unmatched, nothing more.
     (void)fs::WriteFileAtomically(job.job_dir + "/patterns_matched", flags,
                                   {0644, fs::Durability::kNone});
     job.patterns_matched = std::move(flags);

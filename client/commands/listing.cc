@@ -97,6 +97,8 @@ int ShowRun(ControlClient& client, int64_t run_id, bool json, bool all) {
                              {"at", t.at()}});
     }
     out["transitions"] = transitions;
+    out["warnings"] =
+        std::vector<std::string>(response.warnings().begin(), response.warnings().end());
     int hidden = 0;
     out["config"] = ShownConfig(
         run, {response.command_keys().begin(), response.command_keys().end()}, all, &hidden);
@@ -116,6 +118,9 @@ int ShowRun(ControlClient& client, int64_t run_id, bool json, bool all) {
               static_cast<long>(run.last_step()));
   if (!run.reason().empty()) {
     std::printf("reason: %s\n", run.reason().c_str());
+  }
+  for (const std::string& warning : response.warnings()) {
+    std::printf("warning: %s\n", warning.c_str());
   }
   std::printf("\ntransitions:\n");
   Table transitions({"  AT", "ATTEMPT", "FROM", "TO", "REASON"});
@@ -225,8 +230,8 @@ int Runs(const CommandEnv& env, const Args& args) {
   (void)client.stub()->GetExperiment(ControlClient::Context().get(), get, &exp);  // for [report]
   PrintRuns(response, exp);
   // Every run at step 0 with nothing of its own: ask the report why (and for the output lines).
-  const bool nothing = std::all_of(
-      response.runs().begin(), response.runs().end(), [](const tae::v1::Run& run) {
+  const bool nothing =
+      std::all_of(response.runs().begin(), response.runs().end(), [](const tae::v1::Run& run) {
         return run.last_step() == 0 &&
                std::all_of(run.final_metrics().begin(), run.final_metrics().end(),
                            [](const tae::v1::Scalar& m) {

@@ -59,6 +59,11 @@ constexpr char kLogs[] =
 constexpr char kLogsBefore[] =
     "SELECT id, attempt, stream, line, wall_time FROM logs WHERE run_id = ? AND id < ? ORDER BY "
     "id DESC LIMIT ?";
+// The agent's warnings about a run (an unmatched [job.metrics] pattern, a corrupt event file),
+// newest last, at most 20.
+constexpr char kRunWarnings[] =
+    "SELECT line FROM (SELECT id, line FROM logs WHERE run_id = ? AND stream = 'agent' AND "
+    "line LIKE 'warning: %' ORDER BY id DESC LIMIT 20) ORDER BY id";
 constexpr char kMetricRange[] =
     "SELECT MIN(m.step), MAX(m.step), COUNT(*) FROM metrics m JOIN metric_keys k ON k.id = "
     "m.key_id WHERE m.run_id = ? AND k.name = ?";
@@ -209,6 +214,15 @@ absl::StatusOr<RunDetail> Query::GetRun(int64_t run_id) {
   ASSIGN_OR_RETURN(detail.view.run, store_->GetRun(run_id));
   ASSIGN_OR_RETURN(detail.view.summaries, Summaries(run_id));
   ASSIGN_OR_RETURN(detail.transitions, ListTransitions(run_id));
+  ASSIGN_OR_RETURN(Statement * warnings, db_->Cached(kRunWarnings));
+  warnings->Bind(1, run_id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, warnings->Step());
+    if (!more) {
+      break;
+    }
+    detail.warnings.push_back(warnings->Text(0).substr(std::string_view("warning: ").size()));
+  }
   if (!detail.view.run.command.empty()) {
     // The template, from the experiment's spec as submitted (its runs hold it expanded).
     absl::StatusOr<model::ExperimentSource> source =
@@ -319,11 +333,10 @@ absl::StatusOr<std::vector<MetricSeries>> Query::Metrics(const MetricsRequest& r
 absl::Status Query::ExplainNoMetrics(int64_t id, const std::vector<model::RunRecord>& runs,
                                      ReportResult* result) {
   ASSIGN_OR_RETURN(std::vector<std::string> present, MetricNames(id));
-  const bool reported =
-      !tae::metrics::DefaultMetrics(present, 1).empty() ||
-      std::any_of(present.begin(), present.end(), [](const std::string& name) {
-        return name == tae::metrics::kEvalLoss || name == tae::metrics::kEvalAcc;
-      });
+  const bool reported = !tae::metrics::DefaultMetrics(present, 1).empty() ||
+                        std::any_of(present.begin(), present.end(), [](const std::string& name) {
+                          return name == tae::metrics::kEvalLoss || name == tae::metrics::kEvalAcc;
+                        });
   const model::RunRecord* sample = nullptr;
   for (const model::RunRecord& run : runs) {  // the last one that started
     if (run.attempt > 0 && run.state != model::RunState::kQueued) {

@@ -36,6 +36,7 @@ struct RunDetail {
   RunView view;
   std::vector<model::TransitionRecord> transitions;
   std::vector<std::string> command_keys;  // GetRunResponse.command_keys
+  std::vector<std::string> warnings;      // GetRunResponse.warnings
 };
 
 struct LogPage {

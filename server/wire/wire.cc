@@ -159,6 +159,9 @@ void ToProto(const query::RunDetail& in, tae::v1::GetRunResponse* out) {
   for (const std::string& key : in.command_keys) {
     out->add_command_keys(key);
   }
+  for (const std::string& warning : in.warnings) {
+    out->add_warnings(warning);
+  }
 }
 
 void ToProto(const query::LogPage& in, tae::v1::LogsResponse* out) {

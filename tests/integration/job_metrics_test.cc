@@ -94,6 +94,13 @@ TEST_CASE(
   const std::string logs = Logs(cluster, run);
   CHECK(logs.find("job.metrics.pattern 'never (?P<x>\\d+)' matched no line") != std::string::npos);
   CHECK(logs.find("train loss 2.25") != std::string::npos);  // the lines are kept too
+  // And in taectl show, as a warning on the run.
+  const nlohmann::json shown = cluster.TaectlJson({"show", "r" + std::to_string(run)});
+  CHECK(shown.at("warnings") ==
+        nlohmann::json::array(
+            {"job.metrics.pattern 'never (?P<x>\\d+)' matched no line of this attempt's output"}));
+  CHECK(cluster.Taectl({"show", "r" + std::to_string(run)})
+            .out.find("warning: job.metrics.pattern") != std::string::npos);
 
   // A pattern RE2 refuses: file:line:col and RE2's words, nothing submitted.
   const std::string bad = cluster.dir().Write(
@@ -114,9 +121,10 @@ TEST_CASE(
   cluster.dir().Write("job/run.sh",
                       "i=1\nwhile [ $i -le 30 ]; do echo \"iter $i: train loss 2.$i\"; "
                       "i=$((i + 1)); done\n");
-  const std::string spec = cluster.dir().Write(
-      "silent.toml", "name = \"silent\"\n[train]\nseeds = [0, 1]\n[job]\ncode = \"job\"\n"
-                     "command = \"sh run.sh\"\n");
+  const std::string spec =
+      cluster.dir().Write("silent.toml",
+                          "name = \"silent\"\n[train]\nseeds = [0, 1]\n[job]\ncode = \"job\"\n"
+                          "command = \"sh run.sh\"\n");
   CommandResult dry = cluster.Taectl({"submit", spec, "--dry-run"});
   REQUIRE(dry.exit_code == 0);
   CHECK(dry.out.find("sets neither [job.metrics] nor job.tensorboard") != std::string::npos);
@@ -139,9 +147,10 @@ TEST_CASE(
   CHECK(report.at("no_metrics").at("sample_output").size() == 12);
   // A study whose jobs report: nothing of the kind.
   cluster.dir().Write("job/run.sh", "echo step=1 loss=0.5\n");
-  const std::string spoken = cluster.dir().Write(
-      "spoken.toml", "name = \"spoken\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\n"
-                     "command = \"sh run.sh\"\n");
+  const std::string spoken =
+      cluster.dir().Write("spoken.toml",
+                          "name = \"spoken\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\n"
+                          "command = \"sh run.sh\"\n");
   const std::string exp2 =
       std::to_string(cluster.TaectlJson({"submit", spoken}).at("experiment").get<int64_t>());
   REQUIRE(cluster.Taectl({"wait", exp2, "--timeout", "120"}, 150).exit_code == 0);
