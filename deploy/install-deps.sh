@@ -5,7 +5,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libre2-dev
   libtorch-dev libopenblas0-pthread
   libsqlite3-dev libspdlog-dev libfmt-dev libboost-dev libssl-dev
   libtomlplusplus-dev nlohmann-json3-dev catch2
