@@ -70,7 +70,8 @@ void Runner::SetUpSources(Job& job, const std::map<int, uint64_t>& event_file_of
       tensorboard = it->get<std::string>();
     }
   } catch (const nlohmann::json::exception& error) {
-    Emit(job, AgentLine(absl::StrCat("job.metrics: ignored: ", error.what())), std::nullopt);
+    Emit(job, AgentLine(absl::StrCat("warning: job.metrics: ignored: ", error.what())),
+         std::nullopt);
     patterns.clear();
   }
   if (!patterns.empty()) {
@@ -86,24 +87,21 @@ void Runner::SetUpSources(Job& job, const std::map<int, uint64_t>& event_file_of
       }
       job.patterns_matched = job.patterns->MatchedFlags();
     } else {
-      Emit(job, AgentLine(absl::StrCat("ignored: ", compiled.status().message())), std::nullopt);
+      Emit(job, AgentLine(absl::StrCat("warning: ignored: ", compiled.status().message())),
+           std::nullopt);
     }
   }
   if (!tensorboard.empty()) {
     const std::string root = UnderRunDir(job.run_dir, tensorboard);
     if (root.empty()) {
       Emit(job,
-           AgentLine(absl::StrCat("job.tensorboard: '", tensorboard,
+           AgentLine(absl::StrCat("warning: job.tensorboard: '", tensorboard,
                                   "' is not a directory inside the run directory: ignored")),
            std::nullopt);
       return;
     }
     job.event_files = std::make_unique<EventFileFollower>(root, job.job_dir + "/tensorboard_files");
-    std::map<int, uint64_t> offsets;
-    for (const auto& [stream, offset] : event_file_offsets) {
-      offsets[stream] = offset;
-    }
-    if (absl::Status resumed = job.event_files->Resume(offsets); !resumed.ok()) {
+    if (absl::Status resumed = job.event_files->Resume(event_file_offsets); !resumed.ok()) {
       spdlog::warn("run r{}: event files: {}", job.spec.run_id(), resumed.ToString());
     }
   }

@@ -4,6 +4,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
@@ -609,6 +610,17 @@ absl::Status CheckJob(std::string_view path, const Draft& draft) {
     const Origin* code_origin = FindOrigin(&draft.origins, "job.code");
     return Error(path, code_origin != nullptr ? *code_origin : Origin{},
                  "job.code: not a usable directory path");
+  }
+  // job.tensorboard: a directory inside the run directory (the agent reads nothing outside it).
+  const std::string events = draft.values.at("job.tensorboard").get<std::string>();
+  if (!events.empty() &&
+      (events[0] == '/' || events.find('\0') != std::string::npos ||
+       std::filesystem::path(events).lexically_normal().string().rfind("..", 0) == 0)) {
+    const Origin* origin = FindOrigin(&draft.origins, "job.tensorboard");
+    return Error(path, origin != nullptr ? *origin : Origin{},
+                 Cat("job.tensorboard: '", events,
+                     "' is not a directory inside the run directory (give a relative path "
+                     "without .., or \".\" for the whole of it)"));
   }
   return absl::OkStatus();
 }

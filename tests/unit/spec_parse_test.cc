@@ -137,6 +137,31 @@ TEST_CASE("resources.max_disk takes bytes or a size with its unit", "[spec]") {
   CHECK(ParseByteSize("99999999999TB") == std::nullopt);
 }
 
+TEST_CASE("[job.metrics] and job.tensorboard: patterns checked, paths kept inside the run",
+          "[spec]") {
+  const std::string head = "name = \"x\"\n[job]\ncommand = \"sh run.sh\"\n";
+  Spec spec = MustParse(head +
+                        "tensorboard = \"logs/tb\"\n[job.metrics]\n"
+                        "pattern = 'loss (?P<loss>\\S+)'\nnames = { loss = \"train/loss\" }\n");
+  CHECK(spec.base.at("job.metrics.pattern") == nlohmann::json::array({"loss (?P<loss>\\S+)"}));
+  CHECK(spec.base.at("job.metrics.names").at("loss") == "train/loss");
+  CHECK(spec.base.at("job.metrics.stream") == "both");
+  CHECK(spec.base.at("job.tensorboard") == "logs/tb");
+  CHECK(MustParse(head + "tensorboard = \".\"\n").base.at("job.tensorboard") == ".");
+  for (const char* bad : {"\"../up\"", "\"/abs\"", "\"a/../../b\""}) {
+    INFO(bad);
+    absl::StatusOr<Spec> refused = ParseSpec(head + "tensorboard = " + bad + "\n", "x.toml", {});
+    REQUIRE_FALSE(refused.ok());
+    CHECK(std::string(refused.status().message()).find("x.toml:4:") == 0);
+    CHECK(std::string(refused.status().message()).find("inside the run directory") !=
+          std::string::npos);
+  }
+  absl::StatusOr<Spec> stream =
+      ParseSpec(head + "[job.metrics]\nstream = \"stdin\"\n", "x.toml", {});
+  REQUIRE_FALSE(stream.ok());
+  CHECK(std::string(stream.status().message()).find("x.toml:5:") == 0);
+}
+
 TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
   std::vector<std::string> keys = KnownKeys();
   // 48 + [report] metrics and goal + train.profile_* and [eval] + train.log_every, precision,
