@@ -162,17 +162,9 @@ TEST_CASE("kill -9 of an agent mid-run loses and duplicates nothing") {
     if (!mid) {
       break;  // the study finished early; the rounds so far still count
     }
-    const long agent = FindProcess("tae-agent", cluster.home() + "/agents/local-0");
-    REQUIRE(agent > 0);
-    REQUIRE(kill(static_cast<pid_t>(agent), SIGKILL) == 0);
-    kills += 1;
     // taed starts a new agent on the same work dir; it adopts the running jobs.
-    CHECK(WaitUntil(
-        [&] {
-          const long now = FindProcess("tae-agent", cluster.home() + "/agents/local-0");
-          return now > 0 && now != agent;
-        },
-        60));
+    REQUIRE(KillLocalAgent(cluster, "local-0"));
+    kills += 1;
   }
   CHECK(kills >= 2);
   WaitAllFinal(cluster, exp);

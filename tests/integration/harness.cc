@@ -196,4 +196,18 @@ long FindProcess(const std::string& name, const std::string& needle) {
 
 bool ProcessGroupExists(long pgid) { return kill(-static_cast<pid_t>(pgid), 0) == 0; }
 
+bool KillLocalAgent(const Cluster& cluster, const std::string& id) {
+  const std::string needle = cluster.home() + "/agents/" + id;
+  const long agent = FindProcess("tae-agent", needle);
+  if (agent <= 0 || kill(static_cast<pid_t>(agent), SIGKILL) != 0) {
+    return false;
+  }
+  return WaitUntil(
+      [&] {
+        const long now = FindProcess("tae-agent", needle);
+        return now > 0 && now != agent;
+      },
+      60);
+}
+
 }  // namespace tae::testing

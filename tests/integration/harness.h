@@ -78,6 +78,10 @@ bool WaitUntil(const std::function<bool()>& pred, double timeout_s);
 // The pid of a running process whose command line contains both `name` and `needle`, or 0.
 long FindProcess(const std::string& name, const std::string& needle);
 
+// kill -9 of the cluster's local agent `id` ("local-0"), then waits (up to 60 s) for taed to
+// start the next one on the same work dir. False when none ran, or none came back.
+bool KillLocalAgent(const Cluster& cluster, const std::string& id);
+
 // True while any process is in process group pgid.
 bool ProcessGroupExists(long pgid);
 

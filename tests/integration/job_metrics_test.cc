@@ -190,16 +190,8 @@ TEST_CASE(
     if (!WaitUntil([&] { return last_step() >= 5 + 10 * round; }, 120)) {
       break;
     }
-    const long agent = FindProcess("tae-agent", cluster.home() + "/agents/local-0");
-    REQUIRE(agent > 0);
-    REQUIRE(kill(static_cast<pid_t>(agent), SIGKILL) == 0);
+    REQUIRE(KillLocalAgent(cluster, "local-0"));
     kills += 1;
-    CHECK(WaitUntil(
-        [&] {
-          const long now = FindProcess("tae-agent", cluster.home() + "/agents/local-0");
-          return now > 0 && now != agent;
-        },
-        60));
   }
   CHECK(kills == 2);
   CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "240"}, 300);
