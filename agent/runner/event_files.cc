@@ -131,8 +131,8 @@ std::vector<EventFileFollower::Read> EventFileFollower::Poll(bool final) {
     if (size <= file.offset) {
       continue;
     }
-    const std::string data =
-        ReadRange(full, file.offset, std::min(size - file.offset, kMaxReadBytes));
+    const uint64_t start = file.offset;
+    const std::string data = ReadRange(full, start, std::min(size - start, kMaxReadBytes));
     tensorboard::EventRecords records =
         tensorboard::ReadEventRecords(data, file.offset, &file.plugins);
     Read read;
@@ -145,8 +145,8 @@ std::vector<EventFileFollower::Read> EventFileFollower::Poll(bool final) {
     }
     file.offset += records.consumed;
     read.end = file.offset;
-    if (final && file.offset < size && !file.torn_warned &&
-        data.size() == size - (file.offset - records.consumed)) {
+    // Read to the end of the file, and still a partial record there.
+    if (final && file.offset < size && !file.torn_warned && data.size() == size - start) {
       file.torn_warned = true;
       read.warnings.push_back(absl::StrCat(
           "warning: tensorboard file ", file.path, ": byte offset ", file.offset, ": the last ",

@@ -1,12 +1,11 @@
 #include "client/commands/common.h"
 
-#include "common/spec/spec.h"
-
 #include <iostream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/metrics/names.h"
+#include "common/spec/spec.h"
 
 namespace tae::client {
 

@@ -339,8 +339,9 @@ int Compare(const CommandEnv& env, const Args& args) {
   } else {
     std::fputs(RenderComparison(*comparison).c_str(), stdout);
     if (hidden > 0) {
-      std::printf("(%d config keys, of tae-train, reach no command job here: --all compares them)\n",
-                  hidden);
+      std::printf(
+          "(%d config keys, of tae-train, reach no command job here: --all compares them)\n",
+          hidden);
     }
   }
   return 0;

@@ -235,9 +235,7 @@ int Runs(const CommandEnv& env, const Args& args) {
         return run.last_step() == 0 &&
                std::all_of(run.final_metrics().begin(), run.final_metrics().end(),
                            [](const tae::v1::Scalar& m) {
-                             return tae::metrics::DefaultMetrics({m.key()}, 1).empty() &&
-                                    m.key() != tae::metrics::kEvalLoss &&
-                                    m.key() != tae::metrics::kEvalAcc;
+                             return tae::metrics::DefaultMetrics({m.key()}, 1).empty();
                            });
       });
   if (nothing && response.runs_size() > 0) {

@@ -1,7 +1,5 @@
 #include "client/commands/report_format.h"
 
-#include "common/api/json.h"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -14,6 +12,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "client/output/table.h"
+#include "common/api/json.h"
 #include "common/stats/stats.h"
 #include "nlohmann/json.hpp"
 #include "proto/tae/v1/states.h"

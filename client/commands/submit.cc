@@ -174,9 +174,10 @@ int PrintDryRun(const spec::Spec& spec, bool json) {
     const bool patterns = config.value("job.metrics.pattern", nlohmann::json::array()).size() > 0;
     const bool events = !config.value("job.tensorboard", std::string()).empty();
     if (!patterns && !events) {
-      std::printf("note: this command job sets neither [job.metrics] nor job.tensorboard, so its "
-                  "metrics are only what it writes for TAE. %s",
-                  api::NoMetricsHint().substr(api::NoMetricsHint().find("A command job")).c_str());
+      std::printf(
+          "note: this command job sets neither [job.metrics] nor job.tensorboard, so its "
+          "metrics are only what it writes for TAE. %s",
+          api::WaysToReport().c_str());
     }
   }
   return 0;

@@ -164,13 +164,16 @@ nlohmann::ordered_json FleetJson(const tae::v1::ListAgentsResponse& response) {
   return {{"agents", agents}, {"provider_events", events}, {"vms", vms}};
 }
 
-std::string NoMetricsHint() {
-  return "No run has reported a metric. A command job reports in any of these ways "
+std::string NoMetricsHint() { return "No run has reported a metric. " + WaysToReport(); }
+
+std::string WaysToReport() {
+  return "A command job reports in any of these ways "
          "(docs/cli.md, \"Metric lines\"):\n"
          "  - tae_log.log(step=40, loss=2.31) from agent/python/tae_log.py, or JSON lines on "
          "$TAE_METRICS_FD;\n"
          "  - key=value lines on stdout: step=40 loss=2.31;\n"
-         "  - [job.metrics] pattern = '...(?P<step>\\d+)...(?P<loss>\\S+)': regular expressions over "
+         "  - [job.metrics] pattern = '...(?P<step>\\d+)...(?P<loss>\\S+)': regular expressions "
+         "over "
          "the lines it prints in its own format;\n"
          "  - job.tensorboard = \"DIR\": the TensorBoard event files it writes there.\n";
 }

@@ -25,6 +25,8 @@ nlohmann::ordered_json FleetJson(const tae::v1::ListAgentsResponse& response);
 // the ways a command job reports, one per line. The report's JSON carries it as
 // no_metrics.hint, with the sample run's last lines.
 std::string NoMetricsHint();
+// The ways themselves (NoMetricsHint without its first sentence), for submit --dry-run.
+std::string WaysToReport();
 
 nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report);
 // The cost frontier (server/report/frontier.h):

@@ -397,10 +397,7 @@ EventRecords ReadEventRecords(std::string_view data, uint64_t offset,
       }
     }
   }
-  if (skipping_from != std::string_view::npos && at > skipping_from) {
-    // Bytes skipped up to what is left: said now, as the next read starts after them.
-    end_skip();
-  }
+  end_skip();  // bytes skipped up to what is left: said now, as the next read starts after them
   return out;
 }
 

@@ -333,10 +333,8 @@ absl::StatusOr<std::vector<MetricSeries>> Query::Metrics(const MetricsRequest& r
 absl::Status Query::ExplainNoMetrics(int64_t id, const std::vector<model::RunRecord>& runs,
                                      ReportResult* result) {
   ASSIGN_OR_RETURN(std::vector<std::string> present, MetricNames(id));
-  const bool reported = !tae::metrics::DefaultMetrics(present, 1).empty() ||
-                        std::any_of(present.begin(), present.end(), [](const std::string& name) {
-                          return name == tae::metrics::kEvalLoss || name == tae::metrics::kEvalAcc;
-                        });
+  // DefaultMetrics names eval/loss and eval/acc when present, else the runs' own metrics.
+  const bool reported = !tae::metrics::DefaultMetrics(present, 1).empty();
   const model::RunRecord* sample = nullptr;
   for (const model::RunRecord& run : runs) {  // the last one that started
     if (run.attempt > 0 && run.state != model::RunState::kQueued) {
