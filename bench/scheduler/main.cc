@@ -2,9 +2,10 @@
 // 2,001 experiments (one of 10,000 runs, 2,000 of 10), with every agent busy and with free slots,
 // through server/scheduler's Decide and through the scan it replaced (bench/scheduler/reference.h)
 // in the same process. Prints each pass's median time over 5 and the ratio; checks both decide
-// the same.
+// the same. Then the same queue through the controller and a store on disk
+// (bench/scheduler/controller_pass.h): submits and whole passes; --decide-only skips that part.
 //
-//   tae-scheduler-bench [--runs N] [--experiments N] [--repeat N]
+//   tae-scheduler-bench [--runs N] [--experiments N] [--repeat N] [--decide-only]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/scheduler/controller_pass.h"
 #include "bench/scheduler/reference.h"
 #include "server/scheduler/scheduler.h"
 
@@ -57,8 +59,15 @@ int main(int argc, char** argv) {
   int runs = 30000;
   int experiments = 2000;
   int repeat = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--runs") == 0) {
+  bool decide_only = false;
+  for (int i = 1; i < argc; i += 2) {
+    if (std::strcmp(argv[i], "--decide-only") == 0) {
+      decide_only = true;
+      --i;
+    } else if (i + 1 >= argc) {
+      std::fprintf(stderr, "tae-scheduler-bench: %s needs a value\n", argv[i]);
+      return 2;
+    } else if (std::strcmp(argv[i], "--runs") == 0) {
       runs = std::atoi(argv[i + 1]);
     } else if (std::strcmp(argv[i], "--experiments") == 0) {
       experiments = std::atoi(argv[i + 1]);
@@ -66,7 +75,8 @@ int main(int argc, char** argv) {
       repeat = std::max(1, std::atoi(argv[i + 1]));
     } else {
       std::fprintf(stderr,
-                   "usage: tae-scheduler-bench [--runs N] [--experiments N] [--repeat N]\n");
+                   "usage: tae-scheduler-bench [--runs N] [--experiments N] [--repeat N] "
+                   "[--decide-only]\n");
       return 2;
     }
   }
@@ -111,6 +121,13 @@ int main(int argc, char** argv) {
         "  %-17s Decide %9.2f ms   scan (before) %9.2f ms   %7.1fx faster  %zu placed  %s\n", name,
         heap_ms, scan_ms, scan_ms / heap_ms, heap.placements.size(),
         same ? "same decisions" : "DECISIONS DIFFER");
+  }
+  if (!decide_only) {
+    tae::bench::ControllerPassOptions options;
+    options.big_runs = big;
+    options.experiments = experiments;
+    options.repeat = std::max(repeat, 5);
+    failed += tae::bench::RunControllerPass(options) == 0 ? 0 : 1;
   }
   return failed == 0 ? 0 : 1;
 }

@@ -90,21 +90,24 @@ Decision ReferenceDecide(const std::vector<QueuedRun>& queue, std::vector<AgentC
       }
       const QueuedRun& run = queue[pending[chosen][next[chosen]++]];
       if (run.paused) {
-        decision.waiting[run.run_id] = "experiment paused (taectl resume)";
+        decision.waiting.Add(run.run_id,
+                             decision.waiting.Reason("experiment paused (taectl resume)"));
         continue;
       }
       if (run.not_before > context.now) {
-        decision.waiting[run.run_id] = absl::StrFormat(
-            "retry backoff after a lost attempt: starts in %.0fs", run.not_before - context.now);
+        decision.waiting.Add(run.run_id, decision.waiting.Reason(absl::StrFormat(
+                                             "retry backoff after a lost attempt: starts in %.0fs",
+                                             run.not_before - context.now)));
         if (decision.wake_at == 0 || run.not_before < decision.wake_at) {
           decision.wake_at = run.not_before;
         }
         continue;
       }
       if (run.max_concurrent > 0 && context.active[chosen] >= run.max_concurrent) {
-        decision.waiting[run.run_id] =
-            absl::StrCat("experiment e", chosen, " at its cap of ", run.max_concurrent,
-                         " active runs (resources.max_concurrent)");
+        decision.waiting.Add(run.run_id,
+                             decision.waiting.Reason(absl::StrCat(
+                                 "experiment e", chosen, " at its cap of ", run.max_concurrent,
+                                 " active runs (resources.max_concurrent)")));
         continue;
       }
       if (run.hosts > 1) {
@@ -117,7 +120,7 @@ Decision ReferenceDecide(const std::vector<QueuedRun>& queue, std::vector<AgentC
           }
         }
         if (chosen_hosts.empty()) {
-          decision.waiting[run.run_id] = WhyWaiting(run, agents);
+          decision.waiting.Add(run.run_id, decision.waiting.Reason(WhyWaiting(run, agents)));
           continue;
         }
         Placement placement{run.run_id, chosen_hosts[0]->id, {}};
@@ -139,7 +142,7 @@ Decision ReferenceDecide(const std::vector<QueuedRun>& queue, std::vector<AgentC
         }
       }
       if (best == nullptr) {
-        decision.waiting[run.run_id] = WhyWaiting(run, agents);
+        decision.waiting.Add(run.run_id, decision.waiting.Reason(WhyWaiting(run, agents)));
         continue;
       }
       best->free_slots -= run.slots;
@@ -148,6 +151,7 @@ Decision ReferenceDecide(const std::vector<QueuedRun>& queue, std::vector<AgentC
     }
     begin = end;
   }
+  decision.waiting.Finish();
   return decision;
 }
 

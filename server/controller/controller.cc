@@ -251,57 +251,69 @@ void Controller::Schedule() {
   PublishDemand();
 }
 
+bool Controller::RefreshQueue() {
+  model::QueueChanges changes = store_->TakeQueueChanges();
+  if (changes.all || !queue_.loaded()) {
+    absl::StatusOr<std::vector<model::QueueRow>> rows = store_->QueueRows();
+    absl::StatusOr<std::set<int64_t>> paused = store_->PausedExperiments();
+    if (!rows.ok() || !paused.ok()) {
+      Noted(rows.ok() ? paused.status() : rows.status(), "read the queue");
+      queue_.Invalidate();  // read it whole next time
+      return false;
+    }
+    queue_.Reset(std::move(*rows));
+    queue_.SetPaused(std::move(*paused));
+    return true;
+  }
+  if (!changes.runs.empty()) {
+    absl::StatusOr<std::vector<model::QueueRow>> rows = store_->QueueRows(changes.runs);
+    if (!rows.ok()) {
+      Noted(rows.status(), "read the queue's changes");
+      queue_.Invalidate();
+      return false;
+    }
+    queue_.Update(changes.runs, std::move(*rows));
+  }
+  if (changes.paused) {
+    absl::StatusOr<std::set<int64_t>> paused = store_->PausedExperiments();
+    if (!paused.ok()) {
+      Noted(paused.status(), "read the paused experiments");
+      queue_.Invalidate();
+      return false;
+    }
+    queue_.SetPaused(std::move(*paused));
+  }
+  return true;
+}
+
 void Controller::PublishDemand() {
   if (options_.demand == nullptr) {
     return;
   }
-  absl::StatusOr<std::vector<model::RunRecord>> queued = store_->QueuedRuns();
-  absl::StatusOr<std::set<int64_t>> paused = store_->PausedExperiments();
-  if (!queued.ok() || !paused.ok()) {
+  if (!RefreshQueue()) {
     // Nothing is published: the provider skips its rounds rather than act on a wrong picture.
-    Noted(queued.ok() ? paused.status() : queued.status(), "read the TPU pools' demand");
     return;
   }
-  options_.demand->Publish(TpuDemandOf(options_.demand_pools, *queued, *paused, registry_));
+  options_.demand->Publish(TpuDemandOf(options_.demand_pools, queue_.Runs(), registry_));
 }
 
 void Controller::PlaceQueued() {
-  absl::StatusOr<std::vector<model::RunRecord>> queued = store_->QueuedRuns();
-  if (!queued.ok()) {
-    spdlog::error("scheduler: {}", queued.status().ToString());
+  if (!RefreshQueue()) {
     return;
   }
-  if (queued->empty()) {
+  const std::vector<scheduler::QueuedRun>& queue = queue_.Runs();
+  if (queue.empty()) {
     return;
   }
   const double now = Now();
   scheduler::Context context;
   context.now = now;
-  absl::StatusOr<std::vector<model::RunRecord>> active = store_->ActiveRuns();
-  if (active.ok()) {
-    for (const model::RunRecord& run : *active) {
-      context.active[run.experiment_id] += 1;
-    }
-  }
-  absl::StatusOr<std::set<int64_t>> paused = store_->PausedExperiments();
-  if (!paused.ok()) {
-    spdlog::error("scheduler: {}", paused.status().ToString());
+  absl::StatusOr<std::map<int64_t, int>> active = store_->ActiveCounts();
+  if (!active.ok()) {
+    Noted(active.status(), "count the active runs");
     return;
   }
-  std::vector<scheduler::QueuedRun> queue;
-  for (const model::RunRecord& run : *queued) {
-    scheduler::QueuedRun q;
-    q.run_id = run.id;
-    q.priority = run.priority;
-    q.slots = run.slots;
-    q.labels = run.labels;
-    q.experiment_id = run.experiment_id;
-    q.not_before = run.not_before;
-    q.max_concurrent = run.max_concurrent;
-    q.hosts = run.hosts;
-    q.paused = paused->count(run.experiment_id) > 0;
-    queue.push_back(std::move(q));
-  }
+  context.active = std::move(*active);
   std::vector<scheduler::AgentCapacity> capacity;
   for (const registry::Agent* agent : registry_.Connected()) {
     capacity.push_back(
@@ -309,8 +321,10 @@ void Controller::PlaceQueued() {
   }
   scheduler::Decision decision = scheduler::Decide(queue, capacity, context);
   const std::vector<scheduler::Placement>& placements = decision.placements;
-  for (const auto& [run_id, why] : decision.waiting) {
-    Noted(store_->SetWaitingReason(run_id, why), "store why a run waits");
+  if (absl::Status stored = store_->SetWaitingReasons(queue_.ChangedReasons(decision.waiting));
+      !stored.ok()) {
+    Noted(stored, "store why runs wait");
+    queue_.Invalidate();  // what is stored is not known: read it again
   }
   if (decision.wake_at > 0) {
     WakeAt(decision.wake_at);

@@ -22,6 +22,7 @@
 #include "common/clock/clock.h"
 #include "common/thread/owner.h"
 #include "server/controller/demand.h"
+#include "server/controller/queue_cache.h"
 #include "server/provider/demand.h"
 #include "server/provider/provider_log.h"
 #include "server/registry/credentials.h"
@@ -298,6 +299,9 @@ class Controller {
   void EndSearchRun(int64_t run_id);
   void ApplySearch(int64_t experiment_id, std::vector<search::Decision> decisions);
   // Schedule's first half: the scheduler's decision, carried out.
+  // Brings queue_ up to date with the store's changes; false (and logged) when it cannot read
+  // them, and the next call reads the queue whole.
+  bool RefreshQueue();
   void PlaceQueued();
   // Gangs whose first failure is held (lifecycle::OnGangExit): those whose window has closed
   // end now (lifecycle::OnGangWindowEnd); a wake-up is set for the next.
@@ -341,6 +345,7 @@ class Controller {
   store::Store* store_;
   Options options_;
   registry::AgentRegistry registry_;
+  QueueCache queue_;  // the scheduler's view of the queue (RefreshQueue)
   provider::ProviderLog provider_log_;
   struct PendingProfile {
     int64_t run_id = 0;

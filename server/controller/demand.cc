@@ -5,14 +5,13 @@
 namespace tae::controller {
 
 provider::TpuDemand TpuDemandOf(const std::vector<DemandPool>& pools,
-                                const std::vector<model::RunRecord>& queued,
-                                const std::set<int64_t>& paused,
+                                const std::vector<scheduler::QueuedRun>& queued,
                                 const registry::AgentRegistry& agents) {
   provider::TpuDemand demand;
   for (const DemandPool& pool : pools) {
     int& waiting = demand.waiting[pool.name];
-    for (const model::RunRecord& run : queued) {
-      if (paused.count(run.experiment_id) == 0 && scheduler::LabelsMatch(run.labels, pool.labels)) {
+    for (const scheduler::QueuedRun& run : queued) {
+      if (!run.paused && scheduler::LabelsMatch(run.labels, pool.labels)) {
         ++waiting;
       }
     }

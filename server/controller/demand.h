@@ -10,6 +10,7 @@
 #include "server/model/records.h"
 #include "server/provider/demand.h"
 #include "server/registry/registry.h"
+#include "server/scheduler/scheduler.h"
 
 namespace tae::controller {
 
@@ -19,12 +20,11 @@ struct DemandPool {
   model::Labels labels;
 };
 
-// waiting[pool]: the queued runs of experiments not paused whose labels the pool's agents
-// satisfy (every pool is listed, 0 included); busy_vms[slice]: busy slots of the agents labelled
-// with that slice (a TPU VM's name).
+// waiting[pool]: the queued runs, not paused, whose labels the pool's agents satisfy (every pool
+// is listed, 0 included); busy_vms[slice]: busy slots of the agents labelled with that slice (a
+// TPU VM's name).
 provider::TpuDemand TpuDemandOf(const std::vector<DemandPool>& pools,
-                                const std::vector<model::RunRecord>& queued,
-                                const std::set<int64_t>& paused,
+                                const std::vector<scheduler::QueuedRun>& queued,
                                 const registry::AgentRegistry& agents);
 
 }  // namespace tae::controller

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -214,6 +215,26 @@ struct RunRecord {
   // point, after the search. Its seed is not one of the search's: the search, adaptive seeds
   // and every table but the tuned one's confirmed rows leave it out.
   bool confirm = false;
+};
+
+// A queued run as a scheduling pass reads it (Store::QueueRows): its scheduling fields only.
+struct QueueRow {
+  int64_t id = 0;
+  int64_t experiment_id = 0;
+  int priority = 0;
+  int slots = 1;
+  Labels labels;
+  double not_before = 0;
+  int max_concurrent = 0;
+  int hosts = 1;
+  std::string reason;  // as stored: the last waiting reason, or the transition's
+};
+
+// What may have changed for the scheduler since it last asked (Store::TakeQueueChanges).
+struct QueueChanges {
+  bool all = true;         // anything may have: read everything again
+  std::set<int64_t> runs;  // inserted or transitioned
+  bool paused = false;     // an experiment was paused or resumed
 };
 
 struct TransitionRecord {

@@ -50,10 +50,51 @@ struct Context {
   std::map<int64_t, int> active;  // experiment id -> its assigned + running runs
 };
 
+// Why each run a pass did not place waits. A long queue has few distinct reasons (one per shape,
+// pause or cap), so each is kept once and the runs point at it: filling this for 30,000 runs
+// costs a few hundred microseconds, not 30,000 strings.
+class Waiting {
+ public:
+  // Building (Decide): a reason's index, then the runs that wait for it, then Finish.
+  int Reason(std::string text);
+  void Add(int64_t run_id, int reason) { runs_.emplace_back(run_id, reason); }
+  void Finish();  // orders the runs by id (a run added twice keeps its last reason)
+
+  // Reading, as a std::map<int64_t, std::string> from run id to reason would.
+  const std::string& at(int64_t run_id) const;  // std::out_of_range when not waiting
+  size_t count(int64_t run_id) const;
+  size_t size() const { return runs_.size(); }
+  bool empty() const { return runs_.empty(); }
+  class const_iterator {
+   public:
+    const_iterator(const Waiting* owner, size_t i) : owner_(owner), i_(i) {}
+    std::pair<int64_t, const std::string&> operator*() const {
+      return {owner_->runs_[i_].first, owner_->reasons_[owner_->runs_[i_].second]};
+    }
+    const_iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const const_iterator& other) const { return i_ != other.i_; }
+
+   private:
+    const Waiting* owner_;
+    size_t i_;
+  };
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, runs_.size()}; }
+  bool operator==(const Waiting& other) const;
+  bool operator!=(const Waiting& other) const { return !(*this == other); }
+
+ private:
+  std::vector<std::string> reasons_;
+  std::vector<std::pair<int64_t, int>> runs_;  // (run id, index into reasons_)
+};
+
 struct Decision {
   std::vector<Placement> placements;
-  std::map<int64_t, std::string> waiting;  // run id -> why it was not placed
-  double wake_at = 0;                      // earliest backoff end among waiting runs; 0: none
+  Waiting waiting;     // every queued run not placed, and why
+  double wake_at = 0;  // earliest backoff end among waiting runs; 0: none
 };
 
 bool LabelsMatch(const model::Labels& wanted, const model::Labels& offered);

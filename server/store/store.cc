@@ -95,6 +95,7 @@ absl::Status Store::MarkSeed() {
 
 absl::Status Store::ResetToSeed() {
   metric_key_ids_.clear();
+  queue_changes_.all = true;
   if (db_.total_changes() == seed_changes_) {
     return absl::OkStatus();
   }
@@ -184,6 +185,7 @@ absl::Status Store::Apply(const model::RunTransition& t) {
   BindField(t.gang_failure_code, &stmt, &index);
   BindField(t.gang_failure_at, &stmt, &index);
   stmt.Bind(index, t.run_id);
+  queue_changes_.runs.insert(t.run_id);
   RETURN_IF_ERROR(stmt.Run());
   for (const model::RunTransition::Row& row : t.rows) {
     RETURN_IF_ERROR(RecordTransition(t.run_id, t.attempt, row.from, row.to, row.reason, t.at));
@@ -263,6 +265,7 @@ absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<model::N
       run.Bind(12, r.snapshot_id);
     }
     RETURN_IF_ERROR(run.Run());
+    queue_changes_.runs.insert(db_.LastInsertId());
     transition.Bind(1, db_.LastInsertId()).Bind(2, new_run.reason).Bind(3, now);
     RETURN_IF_ERROR(transition.Run());
   }
@@ -495,11 +498,93 @@ absl::StatusOr<std::vector<std::string>> Store::AgentsOf(const model::RunRecord&
   return Gang(run.id, run.attempt);
 }
 
-absl::Status Store::SetWaitingReason(int64_t run_id, const std::string& reason) {
+absl::Status Store::SetWaitingReasons(const std::vector<std::pair<int64_t, std::string>>& reasons) {
+  if (reasons.empty()) {
+    return absl::OkStatus();
+  }
+  Transaction tx(&db_);
+  RETURN_IF_ERROR(tx.begin_status());
   ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE runs SET reason = ?1 WHERE id = ?2 AND "
                                                "state = 'queued' AND reason != ?1"));
-  stmt.Bind(1, reason).Bind(2, run_id);
-  return stmt.Run();
+  for (const auto& [run_id, reason] : reasons) {
+    stmt.Bind(1, reason).Bind(2, run_id);
+    RETURN_IF_ERROR(stmt.Run());
+    stmt.Reset();
+  }
+  return tx.Commit();
+}
+
+namespace {
+
+constexpr char kQueueColumns[] =
+    "SELECT id, experiment_id, priority, slots, labels, not_before, max_concurrent, hosts, "
+    "reason FROM runs WHERE state = 'queued'";
+
+model::QueueRow ReadQueueRow(const Statement& stmt) {
+  model::QueueRow row;
+  row.id = stmt.Int(0);
+  row.experiment_id = stmt.Int(1);
+  row.priority = static_cast<int>(stmt.Int(2));
+  row.slots = static_cast<int>(stmt.Int(3));
+  const std::string labels = stmt.Text(4);
+  if (labels != "{}") {
+    row.labels = rows::LabelsFromJson(labels);
+  }
+  row.not_before = stmt.Double(5);
+  row.max_concurrent = static_cast<int>(stmt.Int(6));
+  row.hosts = static_cast<int>(stmt.Int(7));
+  row.reason = stmt.Text(8);
+  return row;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<model::QueueRow>> Store::QueueRows() {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare(absl::StrCat(kQueueColumns, " ORDER BY priority DESC, id")));
+  std::vector<model::QueueRow> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      return out;
+    }
+    out.push_back(ReadQueueRow(stmt));
+  }
+}
+
+absl::StatusOr<std::vector<model::QueueRow>> Store::QueueRows(const std::set<int64_t>& ids) {
+  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(absl::StrCat(kQueueColumns, " AND id = ?")));
+  std::vector<model::QueueRow> out;
+  for (int64_t id : ids) {
+    stmt.Reset();
+    stmt.Bind(1, id);
+    ASSIGN_OR_RETURN(bool found, stmt.Step());
+    if (found) {
+      out.push_back(ReadQueueRow(stmt));
+    }
+  }
+  return out;
+}
+
+model::QueueChanges Store::TakeQueueChanges() {
+  model::QueueChanges taken = std::move(queue_changes_);
+  queue_changes_ = model::QueueChanges{};
+  queue_changes_.all = false;
+  return taken;
+}
+
+absl::StatusOr<std::map<int64_t, int>> Store::ActiveCounts() {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("SELECT experiment_id, COUNT(*) FROM runs WHERE state IN "
+                               "('assigned', 'running') GROUP BY experiment_id"));
+  std::map<int64_t, int> counts;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt.Step());
+    if (!more) {
+      return counts;
+    }
+    counts[stmt.Int(0)] = static_cast<int>(stmt.Int(1));
+  }
 }
 
 absl::Status Store::UpsertAgent(const model::AgentRecord& agent) {
@@ -620,6 +705,7 @@ absl::Status Store::SetExperimentReport(int64_t experiment_id,
 absl::Status Store::SetExperimentPaused(int64_t experiment_id, bool paused) {
   ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE experiments SET paused = ? WHERE id = ?"));
   stmt.Bind(1, static_cast<int64_t>(paused ? 1 : 0)).Bind(2, experiment_id);
+  queue_changes_.paused = true;
   return stmt.Run();
 }
 

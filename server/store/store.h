@@ -60,6 +60,18 @@ class Store {
                                                              const std::vector<std::string>& keys);
   // Runs in assigned or running state (all agents).
   absl::StatusOr<std::vector<model::RunRecord>> ActiveRuns();
+  // How many runs of each experiment are assigned or running (experiments with none left out).
+  absl::StatusOr<std::map<int64_t, int>> ActiveCounts();
+
+  // The scheduler's view of the queue, which the controller keeps between passes: the scheduling
+  // fields of every queued run (highest priority first, then oldest), or of those of `ids` that
+  // are queued (in no order).
+  absl::StatusOr<std::vector<model::QueueRow>> QueueRows();
+  absl::StatusOr<std::vector<model::QueueRow>> QueueRows(const std::set<int64_t>& ids);
+  // What was written through this store since the last call that may change those views: runs
+  // inserted or transitioned, experiments paused or resumed; `all` after open and reset. A
+  // superset: a write its transaction rolled back is named too.
+  model::QueueChanges TakeQueueChanges();
 
   // Reads the run, asks `decide` (e.g. lifecycle::Assign(agents, now), lifecycle::Lost(why,
   // now)) and writes the transition it returns, all in one transaction. Returns the run as it is
@@ -78,8 +90,9 @@ class Store {
   // Paused experiments keep their runs queued (running ones go on).
   absl::Status SetExperimentPaused(int64_t experiment_id, bool paused);
   absl::StatusOr<std::set<int64_t>> PausedExperiments();
-  // Why a queued run is still waiting (shown by `taectl runs`); no transition is recorded.
-  absl::Status SetWaitingReason(int64_t run_id, const std::string& reason);
+  // Why queued runs are still waiting (shown by `taectl runs`), in one transaction; no
+  // transition is recorded, and a run no longer queued is left as it is.
+  absl::Status SetWaitingReasons(const std::vector<std::pair<int64_t, std::string>>& reasons);
   // Writes a decided transition: the runs row's changed columns, its transition rows and a
   // gang's hosts. Atomic only inside the caller's transaction (every caller here holds one).
   absl::Status Apply(const model::RunTransition& transition);
@@ -197,6 +210,7 @@ class Store {
   absl::Status IngestMeta(const model::RunRecord& run, const model::IngestEvent& event);
   absl::StatusOr<int64_t> MetricKeyId(const std::string& name);
   absl::StatusOr<std::vector<model::RunRecord>> QueryRuns(const std::string& where, int64_t arg);
+  model::QueueChanges queue_changes_;
 
   Db db_;
   std::map<std::string, int64_t> metric_key_ids_;

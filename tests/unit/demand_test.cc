@@ -18,11 +18,13 @@ class NullChannel : public registry::AgentChannel {
   void Close() override {}
 };
 
-model::RunRecord Queued(int64_t id, int64_t experiment, model::Labels labels) {
-  model::RunRecord run;
-  run.id = id;
+scheduler::QueuedRun Queued(int64_t id, int64_t experiment, model::Labels labels,
+                            bool paused = false) {
+  scheduler::QueuedRun run;
+  run.run_id = id;
   run.experiment_id = experiment;
   run.labels = std::move(labels);
+  run.paused = paused;
   return run;
 }
 
@@ -40,11 +42,11 @@ registry::Agent Agent(const std::string& id, model::Labels labels) {
 TEST_CASE("demand counts the queued runs each pool's agents would take, and busy slots per VM") {
   const std::vector<DemandPool> pools = {{"v4", {{"accelerator", "tpu"}, {"pool", "v4"}}},
                                          {"other", {{"accelerator", "gpu"}}}};
-  const std::vector<model::RunRecord> queued = {
-      Queued(1, 1, {{"accelerator", "tpu"}}),  // v4
-      Queued(2, 2, {}),                        // any pool
-      Queued(3, 3, {{"accelerator", "tpu"}}),  // paused experiment: wants nothing
-      Queued(4, 1, {{"accelerator", "cpu"}}),  // no pool
+  const std::vector<scheduler::QueuedRun> queued = {
+      Queued(1, 1, {{"accelerator", "tpu"}}),        // v4
+      Queued(2, 2, {}),                              // any pool
+      Queued(3, 3, {{"accelerator", "tpu"}}, true),  // paused experiment: wants nothing
+      Queued(4, 1, {{"accelerator", "cpu"}}),        // no pool
   };
   registry::AgentRegistry agents;
   agents.Connect(Agent("tae-v4-1-w0", {{"slice", "tae-v4-1"}}));
@@ -55,7 +57,7 @@ TEST_CASE("demand counts the queued runs each pool's agents would take, and busy
   agents.AddRun("tae-v4-1-w1", 10, 2);
   agents.AddRun("local-0", 11, 1);
 
-  const provider::TpuDemand demand = TpuDemandOf(pools, queued, {3}, agents);
+  const provider::TpuDemand demand = TpuDemandOf(pools, queued, agents);
   CHECK(demand.waiting == std::map<std::string, int>{{"v4", 2}, {"other", 1}});
   CHECK(demand.busy_vms == std::map<std::string, int>{{"tae-v4-1", 4}, {"tae-v4-2", 0}});
 }
