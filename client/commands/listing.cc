@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "client/commands/common.h"
 #include "client/commands/report_format.h"
 #include "client/output/table.h"
@@ -18,6 +19,8 @@
 
 namespace tae::client {
 namespace {
+
+constexpr int kRunsPage = 100;  // taectl runs: runs per page unless asked
 
 std::string Counts(const tae::v1::RunCounts& c) {
   std::string out = absl::StrCat(c.succeeded(), "/", c.total());
@@ -201,15 +204,43 @@ int Ls(const CommandEnv& env, const Args& args) {
 
 int Runs(const CommandEnv& env, const Args& args) {
   bool json = false;
-  cli::FlagSet flags("usage: taectl runs EXP [--json]\n\nLists the runs of an experiment.");
+  bool all = false;
+  int limit = -1;
+  std::string after_text;
+  cli::FlagSet flags(
+      "usage: taectl runs EXP [--limit N] [--after RUN] [--all] [--json]\n\n"
+      "Lists the runs of an experiment in id order, a page at a time: the first 100, then\n"
+      "--after the last one shown for the next page (the footer says how). --json prints every\n"
+      "run unless --limit or --after is given.");
   flags.Bool("json", &json, "print a JSON array of runs");
+  flags.Int("limit", &limit, "runs per page (0: all; default 100, with --json all)");
+  flags.String("after", &after_text, "start after this run id (r12 or 12)");
+  flags.Bool("all", &all, "every run (the same as --limit 0)");
   Args rest;
   if (int code = ParseOrExit(flags, args, 1, 1, &rest); code >= 0) {
     return code;
   }
+  int64_t after = 0;
+  if (!after_text.empty() &&
+      (!absl::SimpleAtoi(absl::StripPrefix(after_text, "r"), &after) || after < 0)) {
+    std::fprintf(stderr, "taectl runs: --after: '%s' is not a run id (r12 or 12)\n",
+                 after_text.c_str());
+    return 2;
+  }
+  if (limit < -1) {
+    std::fprintf(stderr, "taectl runs: --limit: not negative (0: every run)\n");
+    return 2;
+  }
+  if (all) {
+    limit = 0;
+  } else if (limit < 0) {
+    limit = json && after == 0 ? 0 : kRunsPage;
+  }
   ControlClient client(env.home);
   tae::v1::ListRunsRequest request;
   request.set_experiment(rest[0]);
+  request.set_limit(limit);
+  request.set_after_run(after);
   tae::v1::ListRunsResponse response;
   absl::Status s =
       client.Check(client.stub()->ListRuns(ControlClient::Context().get(), request, &response));
@@ -229,6 +260,14 @@ int Runs(const CommandEnv& env, const Args& args) {
   tae::v1::Experiment exp;
   (void)client.stub()->GetExperiment(ControlClient::Context().get(), get, &exp);  // for [report]
   PrintRuns(response, exp);
+  if (response.next_after() > 0) {
+    const std::string from = after > 0 ? absl::StrCat(" (after r", after, ")") : "";
+    std::printf(
+        "\n%d of %ld runs shown%s; next page: taectl runs %s --after %ld (--all: every "
+        "run)\n",
+        response.runs_size(), static_cast<long>(response.total()), from.c_str(), rest[0].c_str(),
+        static_cast<long>(response.next_after()));
+  }
   // Every run at step 0 with nothing of its own: ask the report why (and for the output lines).
   const bool nothing =
       std::all_of(response.runs().begin(), response.runs().end(), [](const tae::v1::Run& run) {

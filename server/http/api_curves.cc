@@ -54,13 +54,19 @@ absl::StatusOr<std::vector<curves::RunSeries>> SeriesOf(
     const std::map<int64_t, std::vector<model::MetricPoint>>& points,
     const std::set<std::string>& wanted, const std::string& x) {
   std::vector<curves::RunSeries> series;
+  // The runs are brief (Query::CurveRuns): a variant's config is its first run's.
+  std::map<std::string, const query::RunView*> first_of;
+  for (const query::RunView& view : runs) {
+    first_of.emplace(view.run.variant, &view);
+  }
   for (const query::RunView& view : runs) {
     if (!wanted.empty() && wanted.count(view.run.variant) == 0) {
       continue;
     }
     curves::RunSeries s{view.run.id, view.run.variant, {}, {}};
     if (auto it = points.find(view.run.id); it != points.end()) {
-      absl::StatusOr<std::vector<double>> xs = XValues(x, view.run, it->second);
+      absl::StatusOr<std::vector<double>> xs =
+          XValues(x, first_of.at(view.run.variant)->run, it->second);
       if (!xs.ok()) return xs.status();
       s.x = *std::move(xs);
       s.y.reserve(it->second.size());
@@ -175,7 +181,7 @@ absl::StatusOr<std::string> Api::DefaultCurveMetric(const model::ExperimentRecor
 
 absl::StatusOr<curves::Curves> Api::BuildCurves(const model::ExperimentRecord& exp,
                                                 const CurveRequest& req) {
-  absl::StatusOr<std::vector<query::RunView>> runs = query_->ListRuns(absl::StrCat(exp.id));
+  absl::StatusOr<std::vector<query::RunView>> runs = query_->CurveRuns(exp.id, req.metric);
   if (!runs.ok()) return runs.status();
   // From memory where nothing changed; new steps only where runs moved
   // (server/http/series_cache.h).

@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -60,15 +61,24 @@ Response Api::ExperimentDetail(const Request& request, const PathParams& params)
 Response Api::ExperimentRuns(const Request& request, const PathParams& params) {
   absl::StatusOr<int64_t> id = ExperimentOf(params);
   if (!id.ok()) return FromStatus(id.status());
-  absl::StatusOr<std::vector<query::RunView>> runs = query_->ListRuns(absl::StrCat(*id));
-  if (!runs.ok()) return FromStatus(runs.status());
+  // ?limit=N&after=RUN: a page (the dashboard's runs list: the first at once, more on demand).
+  int64_t limit = 0;
+  int64_t after = 0;
+  for (const auto& [name, value] : {std::pair{"limit", &limit}, std::pair{"after", &after}}) {
+    const std::string text = request.Param(name);
+    if (!text.empty() && (!absl::SimpleAtoi(text, value) || *value < 0)) {
+      return Response::Error(400, absl::StrCat(name, ": a whole number >= 0"));
+    }
+  }
+  absl::StatusOr<query::RunsPage> page = query_->ListRunsPage(absl::StrCat(*id), after, limit);
+  if (!page.ok()) return FromStatus(page.status());
   ordered_json list = ordered_json::array();
-  for (const query::RunView& run : *runs) {
+  for (const query::RunView& run : page->runs) {
     tae::v1::Run proto;
     wire::ToProto(run, &proto);
     list.push_back(api::RunJson(proto));
   }
-  return Ok({{"runs", list}});
+  return Ok({{"runs", list}, {"total", page->total}, {"next_after", page->next_after}});
 }
 
 Response Api::ExperimentMetrics(const Request& request, const PathParams& params) {

@@ -16,8 +16,16 @@ absl::StatusOr<const std::map<int64_t, std::vector<model::MetricPoint>>*> Series
   Entry& entry = it->second;
   if (fresh) {
     ++reads_;
+    std::map<int64_t, int64_t> expected;  // the summaries' counts: one allocation per run
+    for (const query::RunView& view : runs) {
+      for (const model::MetricSummary& summary : view.summaries) {
+        if (summary.key == key) {
+          expected[view.run.id] = summary.count;
+        }
+      }
+    }
     absl::StatusOr<std::map<int64_t, std::vector<model::MetricPoint>>> all =
-        query_->ExperimentSeries(experiment, key);
+        query_->ExperimentSeries(experiment, key, expected);
     if (!all.ok()) {
       entries_.erase(it);
       recent_.remove(k);

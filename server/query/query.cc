@@ -50,9 +50,21 @@ constexpr char kExperimentSummaries[] =
     "SELECT s.run_id, k.name, s.last_step, s.last_value, s.min_value, s.max_value, s.count FROM "
     "runs r JOIN run_summaries s ON s.run_id = r.id JOIN metric_keys k ON k.id = s.key_id WHERE "
     "r.experiment_id = ? ORDER BY s.run_id, k.name";
+// The same for the runs of one page: ids in (?2, ?3].
+constexpr char kPageSummaries[] =
+    "SELECT s.run_id, k.name, s.last_step, s.last_value, s.min_value, s.max_value, s.count FROM "
+    "runs r JOIN run_summaries s ON s.run_id = r.id JOIN metric_keys k ON k.id = s.key_id WHERE "
+    "r.experiment_id = ?1 AND r.id > ?2 AND r.id <= ?3 ORDER BY s.run_id, k.name";
+// One key's summary of each of the experiment's runs that has it, in run id order.
+constexpr char kKeySummaries[] =
+    "SELECT s.run_id, k.name, s.last_step, s.last_value, s.min_value, s.max_value, s.count FROM "
+    "metric_keys k JOIN runs r INDEXED BY runs_listing JOIN run_summaries s ON s.run_id = r.id "
+    "AND s.key_id = k.id WHERE k.name = ?2 AND r.experiment_id = ?1 ORDER BY r.id";
+constexpr char kRunCount[] = "SELECT COUNT(*) FROM runs WHERE experiment_id = ?";
 constexpr char kMetricNames[] =
-    "SELECT DISTINCT k.name FROM runs r JOIN run_summaries s ON s.run_id = r.id JOIN metric_keys k "
-    "ON k.id = s.key_id WHERE r.experiment_id = ? ORDER BY k.name";
+    "SELECT name FROM metric_keys WHERE id IN (SELECT s.key_id FROM runs r INDEXED BY "
+    "runs_listing JOIN run_summaries s ON s.run_id = r.id WHERE r.experiment_id = ?) ORDER BY "
+    "name";
 constexpr char kLogs[] =
     "SELECT id, attempt, stream, line, wall_time FROM logs WHERE run_id = ? AND id > ? ORDER BY "
     "id LIMIT ?";
@@ -208,6 +220,85 @@ absl::StatusOr<std::vector<RunView>> Query::ListRuns(const std::string& experime
   return out;
 }
 
+absl::StatusOr<RunsPage> Query::ListRunsPage(const std::string& experiment, int64_t after_id,
+                                             int64_t limit) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
+  RunsPage page;
+  ASSIGN_OR_RETURN(Statement * count, db_->Cached(kRunCount));
+  count->Bind(1, id);
+  ASSIGN_OR_RETURN(bool counted, count->Step());
+  page.total = counted ? count->Int(0) : 0;
+  count->Reset();
+  static const std::string sql =
+      absl::StrCat("SELECT ", store::rows::kRunColumns,
+                   " FROM runs WHERE experiment_id = ? AND id > ? ORDER BY id LIMIT ?");
+  ASSIGN_OR_RETURN(Statement * runs, db_->Cached(sql.c_str()));
+  // One more than asked for says whether another page follows.
+  runs->Bind(1, id).Bind(2, after_id).Bind(3, limit > 0 ? limit + 1 : int64_t{-1});
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, runs->Step());
+    if (!more) {
+      break;
+    }
+    page.runs.push_back({store::rows::ReadRun(*runs), {}});
+  }
+  runs->Reset();
+  if (limit > 0 && static_cast<int64_t>(page.runs.size()) > limit) {
+    page.runs.pop_back();
+    page.next_after = page.runs.back().run.id;
+  }
+  if (page.runs.empty()) {
+    return page;
+  }
+  ASSIGN_OR_RETURN(Statement * summaries, db_->Cached(kPageSummaries));
+  summaries->Bind(1, id).Bind(2, after_id).Bind(3, page.runs.back().run.id);
+  size_t next = 0;  // both in run id order: one merge
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, summaries->Step());
+    if (!more) {
+      break;
+    }
+    const int64_t run_id = summaries->Int(0);
+    while (next < page.runs.size() && page.runs[next].run.id < run_id) {
+      ++next;
+    }
+    if (next < page.runs.size() && page.runs[next].run.id == run_id) {
+      page.runs[next].summaries.push_back(ReadSummary(*summaries, 1));
+    }
+  }
+  summaries->Reset();
+  return page;
+}
+
+absl::StatusOr<std::vector<RunView>> Query::CurveRuns(int64_t experiment_id,
+                                                      const std::string& key) {
+  TAE_CHECK_OWNER(core_);
+  ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, store_->ListRunsBrief(experiment_id));
+  std::vector<RunView> out;
+  out.reserve(runs.size());
+  for (model::RunRecord& run : runs) {
+    out.push_back({std::move(run), {}});
+  }
+  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kKeySummaries));
+  stmt->Bind(1, experiment_id).Bind(2, key);
+  size_t next = 0;  // both in run id order: one merge
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      break;
+    }
+    const int64_t run_id = stmt->Int(0);
+    while (next < out.size() && out[next].run.id < run_id) {
+      ++next;
+    }
+    if (next < out.size() && out[next].run.id == run_id) {
+      out[next].summaries.push_back(ReadSummary(*stmt, 1));
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<RunDetail> Query::GetRun(int64_t run_id) {
   TAE_CHECK_OWNER(core_);
   RunDetail detail;
@@ -330,9 +421,9 @@ absl::StatusOr<std::vector<MetricSeries>> Query::Metrics(const MetricsRequest& r
   return out;
 }
 
-absl::Status Query::ExplainNoMetrics(int64_t id, const std::vector<model::RunRecord>& runs,
+absl::Status Query::ExplainNoMetrics(const std::vector<std::string>& present,
+                                     const std::vector<model::RunRecord>& runs,
                                      ReportResult* result) {
-  ASSIGN_OR_RETURN(std::vector<std::string> present, MetricNames(id));
   // DefaultMetrics names eval/loss and eval/acc when present, else the runs' own metrics.
   const bool reported = !tae::metrics::DefaultMetrics(present, 1).empty();
   const model::RunRecord* sample = nullptr;
@@ -383,14 +474,15 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
   ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
   ReportResult result;
   ASSIGN_OR_RETURN(result.experiment, GetExperiment(id));
+  // The metrics its runs have (one scan of their summaries, read once).
+  ASSIGN_OR_RETURN(const std::vector<std::string> present, MetricNames(id));
   result.metrics_source = "asked";
   if (metrics.empty() && !result.experiment.report.metrics.empty()) {
     metrics = result.experiment.report.metrics;
     result.metrics_source = "spec";
   }
   if (metrics.empty()) {
-    ASSIGN_OR_RETURN(std::vector<std::string> present, MetricNames(id));
-    metrics = tae::metrics::DefaultMetrics(std::move(present));
+    metrics = tae::metrics::DefaultMetrics(present);
     result.metrics_source = "runs";
     if (metrics.empty()) {
       metrics = {tae::metrics::kEvalLoss, tae::metrics::kEvalAcc};
@@ -400,7 +492,6 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
     }
   }
   if (bar) {
-    ASSIGN_OR_RETURN(std::vector<std::string> present, MetricNames(id));
     if (std::find(present.begin(), present.end(), bar->metric) == present.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--frontier '", frontier, "': e", id, " has no metric '", bar->metric, "'; ",
@@ -411,8 +502,8 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
       metrics.push_back(bar->metric);
     }
   }
-  ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, store_->ListRuns(id));
-  RETURN_IF_ERROR(ExplainNoMetrics(id, runs, &result));
+  ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, store_->ListRunsBrief(id));
+  RETURN_IF_ERROR(ExplainNoMetrics(present, runs, &result));
   const std::vector<std::string>& variants = result.experiment.variants;
   const model::SearchSettings& search = result.experiment.report.search;
   const bool grid = std::any_of(variants.begin(), variants.end(), [](const std::string& v) {
@@ -701,7 +792,7 @@ absl::StatusOr<model::CheckpointRecord> Query::Artifact(int64_t run_id, const st
 }
 
 absl::StatusOr<std::map<int64_t, std::vector<model::MetricPoint>>> Query::ExperimentSeries(
-    int64_t experiment_id, const std::string& key) {
+    int64_t experiment_id, const std::string& key, const std::map<int64_t, int64_t>& expected) {
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kExperimentSeries));
   stmt->Bind(1, key).Bind(2, experiment_id);
@@ -717,6 +808,9 @@ absl::StatusOr<std::map<int64_t, std::vector<model::MetricPoint>>> Query::Experi
     if (run_id != current_id) {
       current = &out[run_id];
       current_id = run_id;
+      if (auto size = expected.find(run_id); size != expected.end() && size->second > 0) {
+        current->reserve(static_cast<size_t>(size->second));  // one allocation per run
+      }
     }
     const double value = stmt->Double(2);
     current->push_back({stmt->Int(1), value, value, value, stmt->Double(3), 1});

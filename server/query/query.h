@@ -31,6 +31,13 @@ struct RunView {
   std::vector<model::MetricSummary> summaries;
 };
 
+// A page of an experiment's runs (Query::ListRunsPage).
+struct RunsPage {
+  std::vector<RunView> runs;  // in id order
+  int64_t total = 0;          // the experiment's runs, all pages
+  int64_t next_after = 0;     // the `after` of the next page; 0: this is the last
+};
+
 // One run in full: its view and every transition it took.
 struct RunDetail {
   RunView view;
@@ -98,6 +105,14 @@ class Query {
 
   // Runs. The experiment's runs with their summaries: two statements however many runs.
   absl::StatusOr<std::vector<RunView>> ListRuns(const std::string& experiment);
+  // The experiment's runs after run `after_id` (0: from the first) in id order, at most `limit`
+  // (0: all of them): the runs of a large study a page at a time, each page costing its own runs.
+  absl::StatusOr<RunsPage> ListRunsPage(const std::string& experiment, int64_t after_id,
+                                        int64_t limit);
+  // What curves of `key` need of the experiment's runs, in id order: each run brief
+  // (Store::ListRunsBrief: the config of each variant's first run only) with the summary of
+  // `key` alone, where it has one.
+  absl::StatusOr<std::vector<RunView>> CurveRuns(int64_t experiment_id, const std::string& key);
   absl::StatusOr<RunDetail> GetRun(int64_t run_id);
   // Queued runs in the scheduler's order, each with why it waits.
   absl::StatusOr<std::vector<model::RunRecord>> Queue();
@@ -163,9 +178,11 @@ class Query {
                                                               int64_t max_points);
 
   // Every point of metric `key` of every run of the experiment, by run id, in step order: one
-  // statement however many runs (the dashboard's curves).
+  // statement however many runs (the dashboard's curves). `expected`: points a run is known to
+  // have (its summary's count), reserved up front.
   absl::StatusOr<std::map<int64_t, std::vector<model::MetricPoint>>> ExperimentSeries(
-      int64_t experiment_id, const std::string& key);
+      int64_t experiment_id, const std::string& key,
+      const std::map<int64_t, int64_t>& expected = {});
   // The raw points of one run's metric `key` with step > after_step, in step order.
   absl::StatusOr<std::vector<model::MetricPoint>> QueryMetricAfter(int64_t run_id,
                                                                    const std::string& key,
@@ -195,9 +212,9 @@ class Query {
 
  private:
   // Sets result's no_metrics, sample_run and sample_output (ReportResponse) for the
-  // experiment's runs.
-  absl::Status ExplainNoMetrics(int64_t id, const std::vector<model::RunRecord>& runs,
-                                ReportResult* result);
+  // experiment's runs, given the metrics they have (`present`, MetricNames).
+  absl::Status ExplainNoMetrics(const std::vector<std::string>& present,
+                                const std::vector<model::RunRecord>& runs, ReportResult* result);
   // SearchSavings, and the stored decisions it was computed from into `decisions` (not null).
   absl::StatusOr<std::optional<report::SearchSavings>> SearchSavings(
       const model::ExperimentRecord& experiment,

@@ -85,10 +85,17 @@ grpc::ServerUnaryReactor* ControlService::ListRuns(grpc::CallbackServerContext* 
                                                    const tae::v1::ListRunsRequest* request,
                                                    tae::v1::ListRunsResponse* response) {
   return OnCore(ctx, [this, request, response]() -> absl::Status {
-    ASSIGN_OR_RETURN(std::vector<query::RunView> runs, query_->ListRuns(request->experiment()));
-    for (const query::RunView& run : runs) {
+    if (request->limit() < 0 || request->after_run() < 0) {
+      return absl::InvalidArgumentError("limit and after_run: not negative");
+    }
+    ASSIGN_OR_RETURN(
+        query::RunsPage page,
+        query_->ListRunsPage(request->experiment(), request->after_run(), request->limit()));
+    for (const query::RunView& run : page.runs) {
       wire::ToProto(run, response->add_runs());
     }
+    response->set_total(page.total);
+    response->set_next_after(page.next_after);
     return absl::OkStatus();
   });
 }

@@ -51,6 +51,10 @@ class Store {
 
   // Runs.
   absl::StatusOr<std::vector<model::RunRecord>> ListRuns(int64_t experiment_id);
+  // The same, brief: only id, experiment_id, variant, seed, state, attempt and confirm are read
+  // (from the runs_listing index, not the rows), and config_json of each variant's first run;
+  // every other field is its default. What a report needs of a 10,000-run study.
+  absl::StatusOr<std::vector<model::RunRecord>> ListRunsBrief(int64_t experiment_id);
   absl::StatusOr<model::RunRecord> GetRun(int64_t run_id);
   // Queued runs, highest priority first, then oldest first.
   absl::StatusOr<std::vector<model::RunRecord>> QueuedRuns();

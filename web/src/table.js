@@ -48,6 +48,8 @@ export function mount(root, route, app) {
   const label = () => (exp ? `e${exp.id}` : /^\d+$/.test(ref) ? `e${ref}` : ref);
   let q = route.q;
   let exp = null, report = null, metricList = null, runs = null;
+  const RUNS_PAGE = 200;
+  let runsWanted = RUNS_PAGE, runsTotal = 0;
   let error = null, fatal = null;
   let selV = null;      // the selected variant (kept by name: sorting moves rows)
   let menuOpen = false;
@@ -88,7 +90,12 @@ export function mount(root, route, app) {
       ];
       const [e, r, m] = await Promise.all(want);
       exp = e; report = r; if (m) metricList = m;
-      if (runsOpen()) runs = (await api.get(`${apiBase}/runs`, { signal: ctl.signal })).runs || [];
+      if (runsOpen()) {
+        // The first page at once; "show more" widens it (a 10,000-run study is not read whole).
+        const page = await api.get(`${apiBase}/runs?limit=${runsWanted}`, { signal: ctl.signal });
+        runs = page.runs || [];
+        runsTotal = page.total ?? runs.length;
+      }
       error = null;
     } catch (e) {
       if (e.name === "AbortError") return;
@@ -360,6 +367,11 @@ export function mount(root, route, app) {
         h("td.num", { title: fmtTime(r.started_at) }, r.started_at ? fmtAgo(r.started_at, now) : ""),
         h("td.num", r.started_at ? fmtDuration((r.finished_at || now) - r.started_at) : ""),
         h("td.muted.wrap", r.reason || "")))))));
+    if (runsTotal > runs.length) {
+      const more = Math.min(RUNS_PAGE, runsTotal - runs.length);
+      det.append(h("div.state-msg", `${runs.length} of ${runsTotal} runs shown `,
+        h("button.btn", { "data-more-runs": "", onclick: () => { runsWanted += RUNS_PAGE; refetch(); } }, `show ${more} more`)));
+    }
     return det;
   }
 

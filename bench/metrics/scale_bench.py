@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""A lab's history: taed on the 30,000-run data set (bench/README.md, "Scale").
+
+usage: scale_bench.py BIN_DIR DATA_DIR [--rounds N]
+
+DATA_DIR is a TAE_HOME made by `tae-metrics-bench dataset --big-runs 10000 --big-variants 100
+--steps 1000 --small-experiments 2000` (one 10,000-run study "query-big" of 100 variants x 100
+seeds, 2,000 studies of 10 runs, ~200 million points, every run finished). taed is started on it
+as it is (nothing here writes to it) and timed from outside, median of --rounds:
+
+- `taectl ls`, `taectl report query-big`, `taectl runs query-big` (its first page), each process
+  start to exit, beside `taectl agents` (process start plus one small RPC: the floor);
+- the dashboard's first page of the study's runs (GET /api/experiments/query-big/runs);
+- the study's curves: the first answer for each of its metrics (read from SQLite) and the same
+  request again (cached), and taed's resident memory after all of them.
+
+Every figure is printed against its goal (issue "A lab's queue and a lab's history").
+"""
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def taectl(bin_dir, home, *args, timeout=600):
+    t0 = time.perf_counter()
+    p = subprocess.run([os.path.join(bin_dir, "taectl"), "--home", home, *args],
+                       capture_output=True, text=True, timeout=timeout)
+    took = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit(f"taectl {' '.join(args)}: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    return took, p.stdout
+
+
+def taed_status(home, field):
+    pid = open(os.path.join(home, "taed.pid")).read().split()[0]
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+class Client:
+    def __init__(self, url):
+        base, token = url.split("/?token=")
+        self.conn = http.client.HTTPConnection(base.split("//")[1], timeout=300)
+        self.conn.request("GET", "/?token=" + token.split("#")[0])
+        r = self.conn.getresponse()
+        r.read()
+        self.cookie = r.getheader("Set-Cookie").split(";")[0]
+
+    def get(self, path):
+        t0 = time.perf_counter()
+        self.conn.request("GET", path, headers={"Cookie": self.cookie})
+        r = self.conn.getresponse()
+        body = r.read()
+        took = time.perf_counter() - t0
+        if r.status != 200:
+            sys.exit(f"GET {path}: {r.status} {body[:300]}")
+        return took, body
+
+
+def row(label, ms, goal_ms, extra=""):
+    met = "-" if goal_ms is None else ("met" if ms < goal_ms else "NOT met")
+    goal = "-" if goal_ms is None else f"< {goal_ms:g} ms"
+    print(f"{label:<52} {ms:10.1f} {goal:>12}  {met:<8} {extra}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bin_dir")
+    ap.add_argument("data_dir")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    home = args.data_dir
+    for stale in ("taed.pid", "taed.sock"):
+        if os.path.exists(os.path.join(home, stale)):
+            os.remove(os.path.join(home, stale))
+    print("scale: starting taed on the data set...", file=sys.stderr)
+    t0 = time.perf_counter()
+    taectl(args.bin_dir, home, "up", "--agents", "0", timeout=600)
+    up_s = time.perf_counter() - t0
+    try:
+        _, url = taectl(args.bin_dir, home, "ui")
+        client = Client(url.strip())
+        rss_start = taed_status(home, "VmRSS")
+        _, body = client.get("/api/experiments/query-big")
+        exp = json.loads(body)
+        exp_id = exp["id"]
+        total_runs = exp["counts"]["total"]
+        _, body = client.get(f"/api/experiments/{exp_id}/metrics")
+        metrics = json.loads(body)["metrics"]
+        _, listing = taectl(args.bin_dir, home, "ls", "--json")
+        experiments = len(json.loads(listing))
+
+        commands = [
+            ("taectl ls", ["ls"], 100),
+            ("taectl report query-big", ["report", "query-big"], 100),
+            ("taectl runs query-big (first page)", ["runs", "query-big"], 100),
+            ("taectl agents (floor: start + 1 small RPC)", ["agents"], None),
+        ]
+        times = {c[0]: [] for c in commands}
+        page = []
+        for r in range(args.rounds + 1):  # round 0 warms the page cache, untimed
+            for i in range(len(commands)):
+                label, argv, _ = commands[(i + r) % len(commands)]
+                took, _ = taectl(args.bin_dir, home, *argv)
+                if r > 0:
+                    times[label].append(took * 1000)
+            took, body = client.get(f"/api/experiments/{exp_id}/runs?limit=100")
+            if r > 0:
+                page.append(took * 1000)
+            print(f"  round {r}/{args.rounds}", file=sys.stderr)
+        shown = len(json.loads(body)["runs"])
+
+        # Curves: every metric of the largest study, first (from SQLite) then again (cached).
+        curves = []
+        for metric in metrics:
+            q = metric.replace("/", "%2F")
+            path = f"/api/experiments/{exp_id}/curves?metric={q}&width=1000"
+            first, body = client.get(path)
+            again = statistics.median(client.get(path)[0] for _ in range(args.rounds))
+            curves.append((metric, first * 1000, again * 1000, len(body)))
+            print(f"  {metric}: first {first * 1000:.0f} ms, cached {again * 1000:.1f} ms", file=sys.stderr)
+        rss_end = taed_status(home, "VmRSS")
+        hwm = taed_status(home, "VmHWM")
+    finally:
+        subprocess.run([os.path.join(args.bin_dir, "taectl"), "--home", home, "down"],
+                       capture_output=True, timeout=120)
+
+    print(f"\nscale: {experiments} experiments, query-big {total_runs} runs, "
+          f"{len(metrics)} metrics; taed up in {up_s:.1f} s; median of {args.rounds}\n")
+    print(f"{'':<52} {'ms':>10} {'goal':>12}  {'':<8}")
+    for label, _, goal in commands:
+        row(label, statistics.median(times[label]), goal)
+    row(f"GET .../runs?limit=100 ({shown} of {total_runs} runs)", statistics.median(page), 100)
+    firsts = [c for c in curves if c[0] in ("train/loss", "eval/loss")] or curves[:1]
+    for metric, first, again, size in firsts:
+        row(f"first curve of query-big, {metric}", first, 500, f"{size / 1e6:.2f} MB")
+        row(f"cached curve of query-big, {metric}", again, 50)
+    worst = max(curves, key=lambda c: c[1])
+    row(f"slowest first curve ({worst[0]})", worst[1], 500)
+    worst_cached = max(curves, key=lambda c: c[2])
+    row(f"slowest cached curve ({worst_cached[0]})", worst_cached[2], 50)
+    print(f"{'taed RSS at start / after curves of all ' + str(len(curves)) + ' metrics':<52} "
+          f"{rss_start:7.0f} MB / {rss_end:.0f} MB (peak {hwm:.0f} MB)   goal < 1024 MB: "
+          f"{'met' if hwm < 1024 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
