@@ -3,6 +3,9 @@
 #   bash bench/metrics_bench.sh ingest   # simulated agents -> real taed; points/s vs raw SQLite
 #   bash bench/metrics_bench.sh query    # taectl report / ls on 1,000 runs x 10,000 points
 #   bash bench/metrics_bench.sh all
+#   bash bench/metrics_bench.sh scale    # a lab: 30,000 runs, 2,001 studies, ~200M points
+#                                        # (~25 min; the data set, ~6 GB, is kept in
+#                                        # BENCH_SCALE_DATA, default /var/tmp/tae-scale-data)
 # Extra arguments (with ingest or query only) go to the benchmark; see
 # `build/bin/tae-metrics-bench ingest --help`. Exit status: 0 when the benchmark ran and its
 # checks passed, whether or not the targets were met (the tables say).
@@ -15,7 +18,7 @@ cd "$(dirname "$0")/.."
 what="${1:-all}"
 shift || true
 case "$what" in
-  ingest | query) ;;
+  ingest | query | scale) ;;
   all)
     if [ $# -gt 0 ]; then
       echo "metrics_bench: flags go with ingest or query, not all" >&2
@@ -23,7 +26,7 @@ case "$what" in
     fi
     ;;
   *)
-    echo "usage: bash bench/metrics_bench.sh ingest|query|all [benchmark flags]" >&2
+    echo "usage: bash bench/metrics_bench.sh ingest|query|scale|all [benchmark flags]" >&2
     exit 2
     ;;
 esac
@@ -34,8 +37,8 @@ if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja >/dev/null
 fi
 # The benchmark drives the real taed and taectl; build what is stale (1 job: a shared 2-core box).
-echo "metrics_bench: building tae-metrics-bench, taed, taectl (1 job)..." >&2
-cmake --build "$build" -j1 --target tae-metrics-bench taed taectl >&2
+echo "metrics_bench: building tae-metrics-bench, tae-scheduler-bench, taed, taectl (1 job)..." >&2
+cmake --build "$build" -j1 --target tae-metrics-bench tae-scheduler-bench taed taectl >&2
 
 bench="$build/bin/tae-metrics-bench"
 status=0
@@ -44,5 +47,21 @@ if [ "$what" = ingest ] || [ "$what" = all ]; then
 fi
 if [ "$what" = query ] || [ "$what" = all ]; then
   "$bench" query "$@" || status=$?
+fi
+if [ "$what" = scale ]; then
+  # The lab (bench/README.md, "Scale"): one 10,000-run study of 100 variants and 2,000
+  # studies of 10 runs, 1,000 steps each; submitted through taed, points written into SQLite.
+  data="${BENCH_SCALE_DATA:-/var/tmp/tae-scale-data}"
+  mkdir -p "$data"
+  start=$(date +%s)
+  "$bench" dataset --data "$data" --big-runs 10000 --big-variants 100 --steps 1000 \
+    --small-experiments 2000 >&2 || exit 1
+  echo "metrics_bench: the data set is ready ($(($(date +%s) - start)) s, made or reused)" >&2
+  # Submits and scheduling passes at 0, 1,000 and 2,000 queued studies (their own store).
+  "$build/bin/tae-scheduler-bench" "$@" || status=$?
+  # ls, report, runs, curves and taed's memory on the data set.
+  /usr/bin/python3 bench/metrics/scale_bench.py "$build/bin" "$data" || status=$?
+  # Ingest into a copy of that store, against raw SQLite into a fresh file.
+  "$bench" ingest --agents 4 --store "$data" || status=$?
 fi
 exit "$status"

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -210,6 +211,20 @@ absl::StatusOr<ConfigResult> RunConfig(const IngestOptions& options, int n, cons
 
   const std::string home = absl::StrCat(dir.path(), "/home-", n);
   const std::string name = absl::StrCat("ingest-bench-", n);
+  if (!options.seed_home.empty()) {
+    std::fprintf(stderr, "%d agents: copying %s/tae.db (a store of its own)...\n", n,
+                 options.seed_home.c_str());
+    std::error_code error;
+    std::filesystem::create_directories(home, error);
+    for (const char* suffix : {"", "-wal"}) {
+      const std::string from = absl::StrCat(options.seed_home, "/tae.db", suffix);
+      if (std::filesystem::exists(from) &&
+          !std::filesystem::copy_file(from, absl::StrCat(home, "/tae.db", suffix),
+                                      std::filesystem::copy_options::overwrite_existing, error)) {
+        return absl::InternalError(absl::StrCat("copy ", from, ": ", error.message()));
+      }
+    }
+  }
   std::fprintf(stderr, "%d agents: taectl up --agents 0 on %s\n", n, home.c_str());
   ASSIGN_OR_RETURN(std::unique_ptr<Taed> taed, Taed::Up(home));
   priority.Raise(taed->pid());

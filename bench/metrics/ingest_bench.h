@@ -8,6 +8,7 @@
 // references of reference.h are measured in the same invocation with the same points.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace tae::bench {
@@ -21,6 +22,10 @@ struct IngestOptions {
   int window_batches = 4;      // unacked batches per agent
   bool references = true;
   bool keep = false;  // keep the temporary TAE_HOMEs
+  // A TAE_HOME whose tae.db each configuration's taed starts from (copied: it is not changed),
+  // e.g. the 30,000-run data set of `tae-metrics-bench dataset`: ingest into a lab's store. The
+  // references still write fresh databases, so the ratio also holds what the large store costs.
+  std::string seed_home;
 };
 
 // Prints progress on stderr and the result table on stdout. Returns the exit code.

@@ -60,6 +60,9 @@ int Ingest(const std::vector<std::string>& args) {
   flags.Int("window", &options.window_batches, "unacked batches per agent");
   flags.Bool("no-references", &no_references, "skip the raw SQLite and in-process references");
   flags.Bool("keep", &options.keep, "keep the temporary TAE_HOMEs and databases");
+  flags.Path("store", &options.seed_home,
+             "start each taed from a copy of this TAE_HOME's tae.db (e.g. the data set of "
+             "`dataset`: ingest into a 30,000-run store)");
   if (int code = Parse(&flags, args); code >= 0) {
     return code;
   }
