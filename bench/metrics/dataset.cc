@@ -122,6 +122,7 @@ double Value(const std::string& key, const RunRow& run, int64_t step, int steps)
 struct Writer {
   sqlite3_stmt* metric = nullptr;
   sqlite3_stmt* summary = nullptr;
+  sqlite3_stmt* experiment_metric = nullptr;
   sqlite3_stmt* finish = nullptr;
   sqlite3_stmt* transition = nullptr;
 };
@@ -158,6 +159,9 @@ absl::Status WriteSeries(SqlFile* db, const Writer& w, const RunRow& run, int64_
   sqlite3_bind_double(w.summary, 6, max);
   sqlite3_bind_int64(w.summary, 7, count);
   RETURN_IF_ERROR(db->Run(w.summary));
+  sqlite3_bind_int64(w.experiment_metric, 1, run.id);
+  sqlite3_bind_int64(w.experiment_metric, 2, key_id);
+  RETURN_IF_ERROR(db->Run(w.experiment_metric));
   *points += count;
   return absl::OkStatus();
 }
@@ -233,6 +237,9 @@ absl::StatusOr<int64_t> Fill(const std::string& db_path, const DatasetOptions& o
   ASSIGN_OR_RETURN(w.summary,
                    db.Prepare("INSERT INTO run_summaries (run_id, key_id, last_step, last_value, "
                               "min_value, max_value, count) VALUES (?,?,?,?,?,?,?)"));
+  ASSIGN_OR_RETURN(w.experiment_metric,
+                   db.Prepare("INSERT OR IGNORE INTO experiment_metrics (experiment_id, key_id) "
+                              "SELECT experiment_id, ?2 FROM runs WHERE id = ?1"));
   ASSIGN_OR_RETURN(w.finish,
                    db.Prepare(absl::StrCat(
                        "UPDATE runs SET state = 'succeeded', attempt = 1, agent_id = '", kAgent,

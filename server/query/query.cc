@@ -62,9 +62,8 @@ constexpr char kKeySummaries[] =
     "AND s.key_id = k.id WHERE k.name = ?2 AND r.experiment_id = ?1 ORDER BY r.id";
 constexpr char kRunCount[] = "SELECT COUNT(*) FROM runs WHERE experiment_id = ?";
 constexpr char kMetricNames[] =
-    "SELECT name FROM metric_keys WHERE id IN (SELECT s.key_id FROM runs r INDEXED BY "
-    "runs_listing JOIN run_summaries s ON s.run_id = r.id WHERE r.experiment_id = ?) ORDER BY "
-    "name";
+    "SELECT k.name FROM experiment_metrics e JOIN metric_keys k ON k.id = e.key_id WHERE "
+    "e.experiment_id = ? ORDER BY k.name";
 constexpr char kLogs[] =
     "SELECT id, attempt, stream, line, wall_time FROM logs WHERE run_id = ? AND id > ? ORDER BY "
     "id LIMIT ?";

@@ -31,6 +31,10 @@ constexpr char kUpsertSummary[] =
     "excluded.last_step >= last_step THEN excluded.last_value ELSE last_value END, last_step = "
     "MAX(last_step, excluded.last_step), min_value = MIN(min_value, excluded.min_value), "
     "max_value = MAX(max_value, excluded.max_value), count = count + excluded.count";
+// The experiment's list of reported metrics (migration 0018), once per (run, key) of a batch.
+constexpr char kNoteExperimentMetric[] =
+    "INSERT OR IGNORE INTO experiment_metrics (experiment_id, key_id) SELECT experiment_id, ?2 "
+    "FROM runs WHERE id = ?1";
 // The earliest non-finite report of a (run, key) stays (migration 0015).
 constexpr char kInsertDivergence[] =
     "INSERT INTO metric_divergence (run_id, key_id, step, value, attempt, wall_time) VALUES "
@@ -100,6 +104,7 @@ absl::Status Store::IngestMetrics(const model::IngestEvent& event, SummaryBatch*
 
 absl::Status Store::WriteSummaries(const SummaryBatch& batch) {
   ASSIGN_OR_RETURN(Statement * summary, db_.Cached(kUpsertSummary));
+  ASSIGN_OR_RETURN(Statement * noted, db_.Cached(kNoteExperimentMetric));
   for (const auto& [key, pending] : batch) {
     summary->Bind(1, key.first)
         .Bind(2, key.second)
@@ -109,6 +114,8 @@ absl::Status Store::WriteSummaries(const SummaryBatch& batch) {
         .Bind(6, pending.max)
         .Bind(7, pending.count);
     RETURN_IF_ERROR(summary->Run());
+    noted->Bind(1, key.first).Bind(2, key.second);
+    RETURN_IF_ERROR(noted->Run());
   }
   return absl::OkStatus();
 }
