@@ -118,6 +118,25 @@ model::MetricSummary ReadSummary(const Statement& stmt, int first) {
           stmt.Double(first + 3), stmt.Double(first + 4), stmt.Int(first + 5)};
 }
 
+// Adds each summary row of `stmt` (run_id, then a summary as ReadSummary reads it) to its run's
+// view; both in run id order, so one merge.
+absl::Status AddSummaries(Statement* stmt, std::vector<RunView>* views) {
+  size_t next = 0;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, stmt->Step());
+    if (!more) {
+      return absl::OkStatus();
+    }
+    const int64_t run_id = stmt->Int(0);
+    while (next < views->size() && (*views)[next].run.id < run_id) {
+      ++next;
+    }
+    if (next < views->size() && (*views)[next].run.id == run_id) {
+      (*views)[next].summaries.push_back(ReadSummary(*stmt, 1));
+    }
+  }
+}
+
 }  // namespace
 
 Query::Query(store::Store* store) : store_(store), db_(store->db()) {}
@@ -252,20 +271,7 @@ absl::StatusOr<RunsPage> Query::ListRunsPage(const std::string& experiment, int6
   }
   ASSIGN_OR_RETURN(Statement * summaries, db_->Cached(kPageSummaries));
   summaries->Bind(1, id).Bind(2, after_id).Bind(3, page.runs.back().run.id);
-  size_t next = 0;  // both in run id order: one merge
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, summaries->Step());
-    if (!more) {
-      break;
-    }
-    const int64_t run_id = summaries->Int(0);
-    while (next < page.runs.size() && page.runs[next].run.id < run_id) {
-      ++next;
-    }
-    if (next < page.runs.size() && page.runs[next].run.id == run_id) {
-      page.runs[next].summaries.push_back(ReadSummary(*summaries, 1));
-    }
-  }
+  RETURN_IF_ERROR(AddSummaries(summaries, &page.runs));
   summaries->Reset();
   return page;
 }
@@ -281,20 +287,7 @@ absl::StatusOr<std::vector<RunView>> Query::CurveRuns(int64_t experiment_id,
   }
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kKeySummaries));
   stmt->Bind(1, experiment_id).Bind(2, key);
-  size_t next = 0;  // both in run id order: one merge
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, stmt->Step());
-    if (!more) {
-      break;
-    }
-    const int64_t run_id = stmt->Int(0);
-    while (next < out.size() && out[next].run.id < run_id) {
-      ++next;
-    }
-    if (next < out.size() && out[next].run.id == run_id) {
-      out[next].summaries.push_back(ReadSummary(*stmt, 1));
-    }
-  }
+  RETURN_IF_ERROR(AddSummaries(stmt, &out));
   return out;
 }
 

@@ -353,3 +353,56 @@ TEST_CASE("the dashboard's streams say when an experiment changes") {
 
 }  // namespace
 }  // namespace tae::testing
+
+namespace tae::testing {
+
+TEST_CASE("runs come a page at a time in taectl runs and the dashboard, each page in id order") {
+  Cluster cluster(0, 1);  // no agent: every run stays queued
+  const std::string spec = cluster.dir().Write(
+      "paged.toml",
+      "name = \"paged\"\n[train]\nseeds = [0, 1, 2, 3, 4, 5, 6]\n[job]\ncommand = \"true\"\n");
+  const std::string exp =
+      std::to_string(cluster.TaectlJson({"submit", spec}).at("experiment").get<int64_t>());
+  nlohmann::json all = cluster.TaectlJson({"runs", exp});  // --json: every run unless paged
+  REQUIRE(all.size() == 7);
+  std::vector<int64_t> ids;
+  for (const auto& run : all) {
+    ids.push_back(run.at("id").get<int64_t>());
+  }
+  REQUIRE(std::is_sorted(ids.begin(), ids.end()));
+  nlohmann::json first = cluster.TaectlJson({"runs", exp, "--limit", "3"});
+  REQUIRE(first.size() == 3);
+  CHECK(first[2].at("id") == ids[2]);
+  nlohmann::json second =
+      cluster.TaectlJson({"runs", exp, "--limit", "3", "--after", absl::StrCat("r", ids[2])});
+  REQUIRE(second.size() == 3);
+  CHECK(second[0].at("id") == ids[3]);
+  CHECK(cluster.TaectlJson({"runs", exp, "--after", std::to_string(ids[5])}).size() == 1);
+  // The table says how to get the next page.
+  CommandResult table = cluster.Taectl({"runs", exp, "--limit", "3"});
+  REQUIRE(table.exit_code == 0);
+  CHECK(absl::StrContains(table.out, absl::StrCat("3 of 7 runs shown; next page: taectl runs ", exp,
+                                                  " --after ", ids[2])));
+  CHECK(cluster.Taectl({"runs", exp, "--after", "rx"}).exit_code == 2);
+
+  Dashboard d = SignIn(cluster);
+  nlohmann::json page = GetJson(d, absl::StrCat("/api/experiments/", exp, "/runs?limit=4"));
+  CHECK(page.at("runs").size() == 4);
+  CHECK(page.at("total") == 7);
+  CHECK(page.at("next_after") == ids[3]);
+  nlohmann::json last =
+      GetJson(d, absl::StrCat("/api/experiments/", exp, "/runs?limit=4&after=", ids[3]));
+  CHECK(last.at("runs").size() == 3);
+  CHECK(last.at("next_after") == 0);
+  CHECK(GetJson(d, absl::StrCat("/api/experiments/", exp, "/runs")).at("runs").size() == 7);
+  for (const char* bad : {"limit=-1", "limit=x", "after=%FF", "limit=99999999999999999999"}) {
+    INFO(bad);
+    CHECK(Http(d.port, {"GET",
+                        absl::StrCat("/api/experiments/", exp, "/runs?", bad),
+                        "",
+                        {{"Cookie", d.cookie}}})
+              .status == 400);
+  }
+}
+
+}  // namespace tae::testing
