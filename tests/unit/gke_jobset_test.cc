@@ -1,0 +1,171 @@
+// The gke provider's pool file and the manifests of a slice (server/provider/gke_pools.h),
+// field by field, each with the reference it follows:
+// [JS]  JobSet API v1alpha2, https://jobset.sigs.k8s.io/docs/reference/jobset.v1alpha2/ and its
+//       concepts page (exclusive placement: the annotation on the JobSet's metadata),
+//       https://jobset.sigs.k8s.io/docs/concepts/#exclusive-job-to-topology-placement
+// [JOB] Kubernetes Job, Indexed completion mode: completions indexes 0..N-1, the index in
+//       JOB_COMPLETION_INDEX, https://kubernetes.io/docs/concepts/workloads/controllers/job/
+//       and https://kubernetes.io/docs/tasks/job/indexed-parallel-processing-static/
+// [KQ]  Kueue: a Job or JobSet is queued through the label kueue.x-k8s.io/queue-name naming a
+//       LocalQueue, kept suspended until its Workload is admitted,
+//       https://kueue.sigs.k8s.io/docs/tasks/run/jobsets/ and
+//       https://kueue.sigs.k8s.io/docs/reference/labels-and-annotations/
+// [GKE] GKE TPUs: node labels cloud.google.com/gke-tpu-accelerator and
+//       cloud.google.com/gke-tpu-topology, chips requested as google.com/tpu,
+//       https://cloud.google.com/kubernetes-engine/docs/how-to/tpus
+// [K8S] core/v1 Secret (stringData, type Opaque) and Pod (secret volumes, restartPolicy),
+//       https://kubernetes.io/docs/reference/kubernetes-api/
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "server/provider/gke_pools.h"
+
+namespace tae::provider {
+namespace {
+
+constexpr char kPools[] = R"([[pool]]
+name = "v5e"
+namespace = "ml"
+local_queue = "tpu-queue"
+priority_class = "low"
+tpu_type = "tpu-v5-lite-podslice"
+topology = "4x4"
+chips_per_host = 4
+image = "registry.example/tae-agent:1"
+taed = "taed.example.org:7733"
+tls_secret = "tae-agent-tls"
+slots = 2
+labels = { accelerator = "tpu" }
+)";
+
+GkePool Pool() {
+  absl::StatusOr<std::vector<GkePool>> pools = ParseGkePools(kPools, "gke-pools.toml");
+  REQUIRE(pools.ok());
+  REQUIRE(pools->size() == 1);
+  return (*pools)[0];
+}
+
+std::string Error(const std::string& text) {
+  absl::StatusOr<std::vector<GkePool>> pools = ParseGkePools(text, "g.toml");
+  REQUIRE_FALSE(pools.ok());
+  return std::string(pools.status().message());
+}
+
+}  // namespace
+
+TEST_CASE("gke pools: a slice's hosts come from its topology, and bad files say where and why") {
+  const GkePool pool = Pool();
+  CHECK(pool.hosts == 4);  // 4x4 = 16 chips, 4 per host
+  CHECK(pool.namespace_ == "ml");
+  CHECK(pool.labels.at("pool") == "v5e");
+  CHECK(SliceName(pool, 3) == "tae-v5e-3");
+
+  const std::string base =
+      "[[pool]]\nname = \"p\"\nlocal_queue = \"q\"\ntpu_type = \"t\"\n"
+      "image = \"i\"\ntaed = \"h:1\"\n";
+  absl::StatusOr<std::vector<GkePool>> v4 =
+      ParseGkePools(base + "topology = \"2x2x4\"\n", "g.toml");
+  REQUIRE(v4.ok());
+  CHECK((*v4)[0].hosts == 4);
+  CHECK(absl::StrContains(Error(base + "topology = \"4x4\"\nchips_per_host = 3\n"),
+                          "g.toml:1:1: [[pool]]: topology 4x4 has 16 chips, not a multiple of "
+                          "chips_per_host 3"));
+  CHECK(absl::StrContains(Error(base + "topology = \"4by4\"\n"),
+                          "g.toml:7:12: topology: expected chips per dimension"));
+  CHECK(absl::StrContains(Error(base + "topology = \"4x4\"\nname2 = 1\n"),
+                          "unknown key 'name2' in [[pool]]"));
+  CHECK(absl::StrContains(Error("[[pool]]\nname = \"p\"\n"),
+                          "name, local_queue, tpu_type, topology, image and taed are required"));
+  CHECK(absl::StrContains(Error(base + "topology = \"4x4\"\nnamespace = \"Team A\"\n"),
+                          "namespace: a Kubernetes name"));
+  std::string shell = base + "topology = \"4x4\"\n";
+  shell.replace(shell.find("image = \"i\""), 11, "image = \"x; rm -rf /\"");
+  CHECK(absl::StrContains(Error(shell), "image: no spaces, quotes, shell characters"));
+  CHECK(absl::StrContains(Error(base + "topology = \"4x4\"\n" + base + "topology = \"4x4\"\n"),
+                          "pool 'p' is defined twice"));
+}
+
+TEST_CASE("gke: a slice is one JobSet with a pod per host, queued in Kueue, on one TPU slice") {
+  const GkePool pool = Pool();
+  const nlohmann::ordered_json js = JobSetManifest(pool, "tae-v5e-1");
+  // [JS] group, version and kind.
+  CHECK(js.at("apiVersion") == "jobset.x-k8s.io/v1alpha2");
+  CHECK(js.at("kind") == "JobSet");
+  CHECK(js.at("metadata").at("name") == "tae-v5e-1");
+  CHECK(js.at("metadata").at("namespace") == "ml");
+  const auto& labels = js.at("metadata").at("labels");
+  // [KQ] the LocalQueue, and the WorkloadPriorityClass.
+  CHECK(labels.at("kueue.x-k8s.io/queue-name") == "tpu-queue");
+  CHECK(labels.at("kueue.x-k8s.io/priority-class") == "low");
+  // What TAE owns: taectl down removes what carries these labels and nothing else.
+  CHECK(labels.at(kTaeLabel) == "true");
+  CHECK(labels.at(kPoolLabel) == "v5e");
+  // [JS] exclusive placement: one JobSet's job per node pool, i.e. per TPU slice.
+  CHECK(js.at("metadata").at("annotations").at("alpha.jobset.sigs.k8s.io/exclusive-topology") ==
+        "cloud.google.com/gke-nodepool");
+  const auto& spec = js.at("spec");
+  // [KQ] created suspended; Kueue unsuspends it once admitted. [JS] failurePolicy.maxRestarts:
+  // a failed host ends the JobSet (taed replaces it) instead of restarting it in place.
+  CHECK(spec.at("suspend") == true);
+  CHECK(spec.at("failurePolicy").at("maxRestarts") == 0);
+  REQUIRE(spec.at("replicatedJobs").size() == 1);
+  const auto& rj = spec.at("replicatedJobs")[0];
+  CHECK(rj.at("name") == "slice");
+  CHECK(rj.at("replicas") == 1);  // [JS] one Job per replica: one slice
+  const auto& job = rj.at("template").at("spec");
+  // [JOB] a pod per host, indexes 0..hosts-1, no retry of a failed pod.
+  CHECK(job.at("completionMode") == "Indexed");
+  CHECK(job.at("completions") == 4);
+  CHECK(job.at("parallelism") == 4);
+  CHECK(job.at("backoffLimit") == 0);
+  const auto& pod = job.at("template");
+  CHECK(pod.at("metadata").at("labels").at(kTaeLabel) == "true");
+  const auto& pod_spec = pod.at("spec");
+  CHECK(pod_spec.at("restartPolicy") == "Never");  // [K8S] required for a Job's pods
+  // [GKE] the slice's accelerator and topology.
+  CHECK(pod_spec.at("nodeSelector").at("cloud.google.com/gke-tpu-accelerator") ==
+        "tpu-v5-lite-podslice");
+  CHECK(pod_spec.at("nodeSelector").at("cloud.google.com/gke-tpu-topology") == "4x4");
+  REQUIRE(pod_spec.at("containers").size() == 1);
+  const auto& container = pod_spec.at("containers")[0];
+  CHECK(container.at("image") == "registry.example/tae-agent:1");
+  CHECK(container.at("resources").at("limits").at("google.com/tpu") == 4);  // [GKE]
+  // The agent: SLICE-wW with labels slice and worker (the scheduler's gang labels), the
+  // credential read from the Secret's key for its [JOB] index, TLS from the pool's secret.
+  const std::string script = container.at("command")[2];
+  CHECK(container.at("command")[0] == "/bin/sh");
+  CHECK(absl::StrContains(script,
+                          "TAE_AGENT_TOKEN=\"$(cat /var/run/tae/token-$JOB_COMPLETION_INDEX)\""));
+  CHECK(absl::StrContains(script, "--id tae-v5e-1-w$JOB_COMPLETION_INDEX"));
+  CHECK(absl::StrContains(
+      script, "--labels slice=tae-v5e-1,worker=$JOB_COMPLETION_INDEX,accelerator=tpu,pool=v5e"));
+  CHECK(absl::StrContains(script, "--taed taed.example.org:7733"));
+  CHECK(absl::StrContains(script, "--slots 2"));
+  CHECK(absl::StrContains(script, "--tls-ca /etc/tae/tls/ca.crt"));
+  CHECK_FALSE(absl::StrContains(script, "--token"));  // never a flag (ps shows flags)
+  // [K8S] the Secrets as read-only volumes.
+  const auto& volumes = pod_spec.at("volumes");
+  REQUIRE(volumes.size() == 2);
+  CHECK(volumes[0].at("secret").at("secretName") == "tae-v5e-1");
+  CHECK(volumes[1].at("secret").at("secretName") == "tae-agent-tls");
+  for (const auto& mount : container.at("volumeMounts")) {
+    CHECK(mount.at("readOnly") == true);
+  }
+}
+
+TEST_CASE("gke: a slice's credentials are one Secret, a key per host index, owned by TAE") {
+  const GkePool pool = Pool();
+  const nlohmann::ordered_json secret = SecretManifest(pool, "tae-v5e-1", {"c0", "c1", "c2", "c3"});
+  CHECK(secret.at("apiVersion") == "v1");  // [K8S]
+  CHECK(secret.at("kind") == "Secret");
+  CHECK(secret.at("type") == "Opaque");
+  CHECK(secret.at("metadata").at("name") == "tae-v5e-1");
+  CHECK(secret.at("metadata").at("namespace") == "ml");
+  CHECK(secret.at("metadata").at("labels").at(kTaeLabel) == "true");
+  CHECK(secret.at("stringData").size() == 4);
+  CHECK(secret.at("stringData").at("token-3") == "c3");
+}
+
+}  // namespace tae::provider
