@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+"""A fake Kubernetes API server for tests, spoken to by the real kubectl.
+
+usage: fake_k8s.py --port-file FILE [--port N]
+
+Point kubectl at it with a kubeconfig whose cluster server is http://127.0.0.1:PORT
+(tests/integration/fake_k8s.cc writes one). Standard library only. What it serves, as a cluster
+with JobSet and Kueue installed would:
+
+  discovery:    /version, /api, /apis (legacy APIGroupList), /api/v1, /apis/GROUP/VERSION
+                for batch/v1, jobset.x-k8s.io/v1alpha2, kueue.x-k8s.io/v1beta1,
+                authorization.k8s.io/v1; /openapi/v3 and each group version's document, as
+                far as kubectl reads them to learn that the server validates fields (a PATCH
+                operation per kind with the fieldValidation query parameter): kubectl then
+                sends fieldValidation=Strict
+  objects:      namespaced CRUD (create, get, list, replace, merge patch, delete) of secrets,
+                pods, jobs, jobsets, workloads, localqueues; list with labelSelector (k=v,...)
+  validation:   a JobSet or Secret with a field the API does not define is refused with 422 and
+                the API server's strict-decoding message, whatever kubectl asked for
+  auth:         POST .../selfsubjectaccessreviews (JSON, or the Kubernetes protobuf kubectl
+                sends) answers allowed unless the verb and resource were denied through
+                /_control/deny
+
+Test-only control endpoints (JSON bodies):
+  POST /_control/deny {"verb": V, "resource": R}   `kubectl auth can-i V R` says no, and V on R
+                                                   is refused with 403
+  GET  /_control/requests                          every request so far: [{method, path}]
+"""
+import argparse
+import json
+import re
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+GROUPS = {
+    # group: (version, {plural: (kind, namespaced)})
+    "batch": ("v1", {"jobs": ("Job", True)}),
+    "jobset.x-k8s.io": ("v1alpha2", {"jobsets": ("JobSet", True)}),
+    "kueue.x-k8s.io": ("v1beta1", {"workloads": ("Workload", True),
+                                   "localqueues": ("LocalQueue", True),
+                                   "clusterqueues": ("ClusterQueue", False)}),
+    "authorization.k8s.io": ("v1", {"selfsubjectaccessreviews": ("SelfSubjectAccessReview", False)}),
+}
+CORE = {"secrets": ("Secret", True), "pods": ("Pod", True), "namespaces": ("Namespace", False)}
+
+# The fields each kind's API defines, as far as TAE's manifests go (JobSet v1alpha2, core/v1,
+# batch/v1); a field outside these is refused, as an API server with strict field validation
+# refuses it. None: any content (free-form maps).
+OBJECT_META = {"name": None, "namespace": None, "labels": None, "annotations": None,
+               "uid": None, "resourceVersion": None, "creationTimestamp": None,
+               "generation": None, "ownerReferences": None, "finalizers": None,
+               "generateName": None, "managedFields": None}
+CONTAINER = {"name": None, "image": None, "command": None, "args": None, "env": None,
+             "resources": None, "volumeMounts": None, "ports": None, "securityContext": None,
+             "workingDir": None, "imagePullPolicy": None}
+POD_SPEC = {"restartPolicy": None, "nodeSelector": None, "containers": [CONTAINER],
+            "volumes": None, "tolerations": None, "affinity": None, "subdomain": None,
+            "hostname": None, "hostNetwork": None, "dnsPolicy": None,
+            "serviceAccountName": None, "terminationGracePeriodSeconds": None,
+            "priorityClassName": None}
+POD_TEMPLATE = {"metadata": OBJECT_META, "spec": POD_SPEC}
+JOB_SPEC = {"parallelism": None, "completions": None, "completionMode": None,
+            "backoffLimit": None, "activeDeadlineSeconds": None, "ttlSecondsAfterFinished": None,
+            "suspend": None, "template": POD_TEMPLATE, "podFailurePolicy": None}
+JOBSET = {"apiVersion": None, "kind": None, "metadata": OBJECT_META, "status": None,
+          "spec": {"replicatedJobs": [{"name": None, "replicas": None,
+                                       "template": {"metadata": OBJECT_META, "spec": JOB_SPEC}}],
+                   "network": None, "successPolicy": None,
+                   "failurePolicy": {"maxRestarts": None, "rules": None,
+                                     "restartStrategy": None},
+                   "startupPolicy": None, "suspend": None, "coordinator": None,
+                   "managedBy": None, "ttlSecondsAfterFinished": None}}
+SECRET = {"apiVersion": None, "kind": None, "metadata": OBJECT_META, "type": None,
+          "data": None, "stringData": None, "immutable": None}
+SCHEMAS = {"JobSet": JOBSET, "Secret": SECRET}
+
+
+def unknown_fields(obj, schema, path=""):
+    """The dotted paths of obj's fields that schema does not define."""
+    if schema is None:
+        return []
+    if isinstance(schema, list):
+        out = []
+        for i, item in enumerate(obj if isinstance(obj, list) else []):
+            out += unknown_fields(item, schema[0], f"{path}[{i}]")
+        return out
+    if not isinstance(obj, dict):
+        return []
+    out = []
+    for key, value in obj.items():
+        where = f"{path}.{key}" if path else key
+        if key not in schema:
+            out.append(where)
+        else:
+            out += unknown_fields(value, schema[key], where)
+    return out
+
+
+class State:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.objects = {}  # (plural, namespace, name) -> object
+        self.version = 1
+        self.denied = set()  # (verb, plural)
+        self.requests = []
+
+
+STATE = State()
+
+
+def status(code, reason, message):
+    return code, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                  "message": message, "reason": reason, "code": code}
+
+
+def resource_list(group_version, resources):
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
+            "resources": [{"name": plural, "singularName": kind.lower(), "namespaced": namespaced,
+                           "kind": kind,
+                           "verbs": ["create", "delete", "deletecollection", "get", "list",
+                                     "patch", "update", "watch"]}
+                          for plural, (kind, namespaced) in resources.items()]}
+
+
+def label_match(obj, selector):
+    labels = obj.get("metadata", {}).get("labels", {}) or {}
+    for term in filter(None, selector.split(",")):
+        key, _, value = term.partition("=")
+        if labels.get(key.strip()) != value.strip():
+            return False
+    return True
+
+
+def proto_fields(data):
+    """A protobuf message's fields as {number: [value, ...]}: varints as ints, length-delimited
+    as bytes (enough for what kubectl sends as protobuf: a SelfSubjectAccessReview)."""
+    fields, i = {}, 0
+
+    def varint():
+        nonlocal i
+        shift = value = 0
+        while True:
+            b = data[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return value
+    while i < len(data):
+        key = varint()
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value = varint()
+        elif wire == 2:
+            n = varint()
+            value, i = data[i:i + n], i + n
+        elif wire == 1:
+            value, i = data[i:i + 8], i + 8
+        elif wire == 5:
+            value, i = data[i:i + 4], i + 4
+        else:
+            raise ValueError(f"protobuf wire type {wire}")
+        fields.setdefault(number, []).append(value)
+    return fields
+
+
+def access_review_from_protobuf(raw):
+    """The resourceAttributes of a SelfSubjectAccessReview sent as Kubernetes protobuf: the
+    "k8s\\0" magic, runtime.Unknown{typeMeta=1, raw=2}, the review's spec=2,
+    resourceAttributes=1 {namespace=1, verb=2, group=3, version=4, resource=5, subresource=6,
+    name=7} (k8s.io/api/authorization/v1/generated.proto)."""
+    if not raw.startswith(b"k8s\x00"):
+        raise ValueError("not Kubernetes protobuf")
+    review = proto_fields(proto_fields(raw[4:])[2][0])
+    attrs = proto_fields(proto_fields(review[2][0]).get(1, [b""])[0])
+    names = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource",
+             6: "subresource", 7: "name"}
+    return {names[n]: v[0].decode() for n, v in attrs.items() if n in names}
+
+
+def merge_patch(target, patch):
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def reply(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def raw_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def body(self):
+        raw = self.raw_body()
+        return json.loads(raw) if raw else {}
+
+    def route(self, method):
+        url = urlparse(self.path)
+        query = parse_qs(url.query)
+        with STATE.lock:
+            STATE.requests.append({"method": method, "path": self.path,
+                                   "content_type": self.headers.get("Content-Type", ""),
+                                   "accept": self.headers.get("Accept", "")})
+        if method == "DELETE":
+            self.body()  # kubectl sends its propagationPolicy: read it off the connection
+        parts = [p for p in url.path.split("/") if p]
+        if url.path == "/version":
+            return 200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0-fake",
+                         "platform": "linux/amd64"}
+        if url.path == "/api":
+            return 200, {"kind": "APIVersions", "versions": ["v1"],
+                         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                                                         "serverAddress": "127.0.0.1"}]}
+        if url.path == "/apis":
+            return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+                {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v}],
+                 "preferredVersion": {"groupVersion": f"{g}/{v}", "version": v}}
+                for g, (v, _) in GROUPS.items()]}
+        if url.path == "/api/v1":
+            return 200, resource_list("v1", CORE)
+        if len(parts) == 3 and parts[0] == "apis" and parts[1] in GROUPS:
+            version, resources = GROUPS[parts[1]]
+            if parts[2] != version:
+                return status(404, "NotFound", "the server could not find the requested resource")
+            return 200, resource_list(f"{parts[1]}/{version}", resources)
+        if url.path == "/openapi/v3":
+            # The index kubectl reads to learn that the server validates fields itself: then it
+            # sends fieldValidation=Strict and leaves unknown fields to the server.
+            gvs = ["api/v1"] + [f"apis/{g}/{v}" for g, (v, _) in GROUPS.items()]
+            return 200, {"paths": {gv: {"serverRelativeURL": f"/openapi/v3/{gv}?hash=fake"}
+                                   for gv in gvs}}
+        if url.path.startswith("/openapi/v3/"):
+            gv = url.path[len("/openapi/v3/"):]
+            if gv == "api/v1":
+                group, version, known = "", "v1", CORE
+            elif gv.startswith("apis/") and gv.split("/")[1] in GROUPS:
+                group = gv.split("/")[1]
+                version, known = GROUPS[group]
+            else:
+                return status(404, "NotFound", "the server could not find the requested resource")
+            paths = {}
+            for plural, (kind, namespaced) in known.items():
+                where = f"/{gv}/namespaces/{{namespace}}/{plural}/{{name}}" if namespaced \
+                    else f"/{gv}/{plural}/{{name}}"
+                op = {"x-kubernetes-group-version-kind":
+                      {"group": group, "version": version, "kind": kind},
+                      "parameters": [{"name": "fieldValidation", "in": "query",
+                                      "schema": {"type": "string"}}],
+                      "responses": {"200": {"description": "OK"}}}
+                paths[where] = {"patch": op, "put": op}
+            return 200, {"openapi": "3.0.0", "info": {"title": "fake_k8s", "version": version},
+                         "paths": paths, "components": {"schemas": {}}}
+        if url.path.startswith("/openapi"):
+            return status(404, "NotFound", "openapi v2 is not served by this fake")
+        if url.path == "/_control/deny" and method == "POST":
+            b = self.body()
+            with STATE.lock:
+                STATE.denied.add((b["verb"], b["resource"]))
+            return 200, {}
+        if url.path == "/_control/requests":
+            with STATE.lock:
+                return 200, list(STATE.requests)
+        # /api/v1/namespaces/NS/PLURAL[/NAME] or /apis/G/V/namespaces/NS/PLURAL[/NAME]
+        if parts[:2] == ["api", "v1"]:
+            rest, api_version, known = parts[2:], "v1", CORE
+        elif len(parts) >= 3 and parts[0] == "apis" and parts[1] in GROUPS:
+            version, known = GROUPS[parts[1]]
+            rest, api_version = parts[3:], f"{parts[1]}/{version}"
+        else:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        namespace = ""
+        if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:
+            namespace, rest = rest[1], rest[2:]
+        if not rest or rest[0] not in known:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        plural, name = rest[0], (rest[1] if len(rest) > 1 else "")
+        kind = known[plural][0]
+        verb = {"GET": "get" if name else "list", "POST": "create", "PUT": "update",
+                "PATCH": "patch", "DELETE": "delete"}[method]
+        if plural == "selfsubjectaccessreviews":
+            if "protobuf" in self.headers.get("Content-Type", ""):
+                attrs = access_review_from_protobuf(self.raw_body())
+            else:
+                attrs = self.body().get("spec", {}).get("resourceAttributes", {})
+            res = attrs.get("resource", "")
+            if attrs.get("group"):
+                res = f"{res}.{attrs['group']}"
+            allowed = (attrs.get("verb"), res) not in STATE.denied and \
+                (attrs.get("verb"), attrs.get("resource")) not in STATE.denied
+            return 201, {"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+                         "spec": {"resourceAttributes": attrs},
+                         "status": {"allowed": allowed}}
+        with STATE.lock:
+            if (verb, plural) in STATE.denied or (verb, f"{plural}.{api_version.split('/')[0]}") in STATE.denied:
+                return status(403, "Forbidden",
+                              f'{plural} is forbidden: User "fake" cannot {verb} resource '
+                              f'"{plural}" in namespace "{namespace}"')
+            key = (plural, namespace, name)
+            if method == "GET" and name:
+                if key not in STATE.objects:
+                    return status(404, "NotFound", f'{plural} "{name}" not found')
+                return 200, STATE.objects[key]
+            if method == "GET":
+                selector = query.get("labelSelector", [""])[0]
+                items = [o for (p, ns, _), o in sorted(STATE.objects.items())
+                         if p == plural and (not namespace or ns == namespace)
+                         and label_match(o, selector)]
+                return 200, {"kind": f"{kind}List", "apiVersion": api_version,
+                             "metadata": {"resourceVersion": str(STATE.version)}, "items": items}
+            if method == "DELETE":
+                if key not in STATE.objects:
+                    return status(404, "NotFound", f'{plural} "{name}" not found')
+                gone = STATE.objects.pop(key)
+                STATE.version += 1
+                return 200, gone
+            obj = self.body()
+            if method == "PATCH":
+                if key not in STATE.objects:
+                    return status(404, "NotFound", f'{plural} "{name}" not found')
+                obj = merge_patch(STATE.objects[key], obj)
+            bad = unknown_fields(obj, SCHEMAS.get(kind))
+            if bad:
+                return status(422, "Invalid",
+                              f'{kind}.{api_version.split("/")[0]} "{obj.get("metadata", {}).get("name", "")}" '
+                              f'is invalid: strict decoding error: ' +
+                              ", ".join(f'unknown field "{b}"' for b in bad))
+            meta = obj.setdefault("metadata", {})
+            if method == "POST":
+                name = meta.get("name", "")
+                key = (plural, namespace, name)
+                if key in STATE.objects:
+                    return status(409, "AlreadyExists", f'{plural} "{name}" already exists')
+                meta["uid"] = str(uuid.uuid4())
+                meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            elif key not in STATE.objects:
+                return status(404, "NotFound", f'{plural} "{name}" not found')
+            else:
+                meta.setdefault("uid", STATE.objects[key]["metadata"].get("uid"))
+            if namespace:
+                meta["namespace"] = namespace
+            STATE.version += 1
+            meta["resourceVersion"] = str(STATE.version)
+            obj.setdefault("apiVersion", api_version)
+            obj.setdefault("kind", kind)
+            STATE.objects[key] = obj
+            return (201 if method == "POST" else 200), obj
+
+    def handle_method(self, method):
+        try:
+            code, body = self.route(method)
+        except Exception as error:  # a fake's bug must show, not hang kubectl
+            code, body = status(500, "InternalError", f"fake_k8s: {error!r}")
+        self.reply(code, body)
+
+    def do_GET(self):
+        self.handle_method("GET")
+
+    def do_POST(self):
+        self.handle_method("POST")
+
+    def do_PUT(self):
+        self.handle_method("PUT")
+
+    def do_PATCH(self):
+        self.handle_method("PATCH")
+
+    def do_DELETE(self):
+        self.handle_method("DELETE")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--port-file", required=True)
+    args = ap.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    with open(args.port_file + ".tmp", "w") as f:
+        f.write(f"{server.server_address[1]}\n")
+    import os
+    os.replace(args.port_file + ".tmp", args.port_file)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
