@@ -1,0 +1,102 @@
+#include "server/provider/gke_status.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tae::provider {
+namespace {
+
+// object[key] when it is a string, else "" (what a controller wrote is read, never trusted).
+std::string Text(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// The condition of `type` in object.status.conditions, or null.
+const nlohmann::json* Condition(const nlohmann::json& object, const char* type) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  auto status = object.find("status");
+  if (status == object.end() || !status->is_object()) {
+    return nullptr;
+  }
+  auto conditions = status->find("conditions");
+  if (conditions == status->end() || !conditions->is_array()) {
+    return nullptr;
+  }
+  for (const nlohmann::json& condition : *conditions) {
+    if (condition.is_object() && Text(condition, "type") == type) {
+      return &condition;
+    }
+  }
+  return nullptr;
+}
+
+bool IsTrue(const nlohmann::json* condition) {
+  return condition != nullptr && Text(*condition, "status") == "True";
+}
+
+std::string Words(const nlohmann::json* condition) {
+  if (condition == nullptr) {
+    return "";
+  }
+  const std::string reason = Text(*condition, "reason");
+  const std::string message = Text(*condition, "message");
+  if (message.empty()) {
+    return reason;
+  }
+  return reason.empty() ? message : absl::StrCat(reason, ": ", message);
+}
+
+}  // namespace
+
+const char* SliceStateName(SliceState state) {
+  switch (state) {
+    case SliceState::kWaiting:
+      return "waiting";
+    case SliceState::kAdmitted:
+      return "admitted";
+    case SliceState::kEvicted:
+      return "evicted";
+    case SliceState::kFailed:
+      return "failed";
+    case SliceState::kFinished:
+      return "finished";
+  }
+  return "waiting";
+}
+
+SliceStatus DescribeSlice(const nlohmann::json& jobset, const nlohmann::json& workload) {
+  // The JobSet's own end first: nothing Kueue says brings it back.
+  if (const nlohmann::json* failed = Condition(jobset, "Failed"); IsTrue(failed)) {
+    return {SliceState::kFailed, absl::StrCat("the JobSet failed: ", Words(failed))};
+  }
+  if (const nlohmann::json* done = Condition(jobset, "Completed"); IsTrue(done)) {
+    return {SliceState::kFinished, absl::StrCat("the JobSet completed: ", Words(done))};
+  }
+  if (!workload.is_object()) {
+    return {SliceState::kWaiting, "waiting for Kueue to queue it (no Workload yet)"};
+  }
+  for (const char* type : {"Evicted", "Preempted"}) {
+    if (const nlohmann::json* gone = Condition(workload, type); IsTrue(gone)) {
+      return {SliceState::kEvicted,
+              absl::StrCat(type == std::string("Evicted") ? "evicted" : "preempted",
+                           " by Kueue: ", Words(gone))};
+    }
+  }
+  if (const nlohmann::json* finished = Condition(workload, "Finished"); IsTrue(finished)) {
+    return {SliceState::kFinished, absl::StrCat("finished: ", Words(finished))};
+  }
+  if (IsTrue(Condition(workload, "Admitted"))) {
+    return {SliceState::kAdmitted, "admitted by Kueue; its pods are starting"};
+  }
+  const nlohmann::json* reserved = Condition(workload, "QuotaReserved");
+  if (IsTrue(reserved)) {
+    return {SliceState::kWaiting, "quota reserved; waiting for Kueue's admission checks"};
+  }
+  const std::string why = reserved == nullptr ? "" : Text(*reserved, "message");
+  return {SliceState::kWaiting, why.empty() ? std::string("waiting for quota in Kueue")
+                                            : absl::StrCat("waiting for quota: ", why)};
+}
+
+}  // namespace tae::provider

@@ -1,0 +1,42 @@
+#pragma once
+
+// What a gke slice is doing, read from the JobSet and its Kueue Workload as `kubectl get -o json`
+// prints them: a pure function, so each Kueue and JobSet state is unit-tested with the objects
+// the controllers write (tests/unit/gke_status_test.cc), and the provider only acts on the
+// answer. Kueue decides when a slice runs and the cluster what fails; TAE shows their words.
+//
+// Kueue (kueue.x-k8s.io/v1beta1 Workload, one per JobSet, labelled kueue.x-k8s.io/job-uid with
+// the JobSet's uid): conditions QuotaReserved, Admitted, Evicted (reason Preempted,
+// PodsReadyTimeout, InactiveWorkload, ...), Preempted, Finished. JobSet
+// (jobset.x-k8s.io/v1alpha2): spec.suspend, conditions Completed, Failed, Suspended.
+
+#include <string>
+
+#include "nlohmann/json.hpp"
+
+namespace tae::provider {
+
+enum class SliceState {
+  kWaiting,   // Kueue holds it: no quota reserved yet (or no Workload yet)
+  kAdmitted,  // Kueue admitted it; its pods start (their agents register with taed)
+  kEvicted,   // Kueue evicted or preempted it: its runs are requeued as infra faults, and the
+              // JobSet is replaced
+  kFailed,    // the JobSet failed (a pod failed, a node was lost): the same as evicted
+  kFinished,  // it completed (its agents exited): deleted
+};
+
+struct SliceStatus {
+  SliceState state = SliceState::kWaiting;
+  // For taectl queue, taectl agents and the dashboard: Kueue's or the JobSet's own words, e.g.
+  // "waiting for quota: couldn't assign flavors to pod set slice: insufficient unused quota for
+  // google.com/tpu in flavor v5e, 16 more needed".
+  std::string reason;
+};
+
+const char* SliceStateName(SliceState state);
+
+// `jobset`: the JobSet object; `workload`: its Workload, or null when Kueue has not made one
+// yet. Malformed parts read as absent (never throws).
+SliceStatus DescribeSlice(const nlohmann::json& jobset, const nlohmann::json& workload);
+
+}  // namespace tae::provider
