@@ -130,6 +130,10 @@ doctor::Group ThisMachine(const CommandEnv& env, bool reachable, const grpc::Sta
   for (Check& check : doctor::CheckGcloud(access(pools.c_str(), F_OK) == 0)) {
     group.checks.push_back(std::move(check));
   }
+  // kubectl and the cluster matter when taed has GKE pools.
+  for (Check& check : doctor::CheckGke(cli::EnvOr("TAE_GKE_POOLS", env.home + "/gke-pools.toml"))) {
+    group.checks.push_back(std::move(check));
+  }
   group.detail = {{"home", env.home},
                   {"taectl_version", version::Project()},
                   {"taed_reachable", reachable},
@@ -150,7 +154,9 @@ int Doctor(const CommandEnv& env, const Args& args) {
       "free disk in the data dir and each agent's work and cache dirs; the accelerators each\n"
       "agent sees (a TPU/GPU label without a visible device is a failure); and, when taed has\n"
       "TPU pools ($TAE_HOME/tpu-pools.toml or TAE_TPU_POOLS), that gcloud is logged in with a\n"
-      "project.\n\n"
+      "project; when it has GKE pools ($TAE_HOME/gke-pools.toml or TAE_GKE_POOLS), that kubectl\n"
+      "reaches each pool's cluster, JobSet and Kueue are installed, its LocalQueue exists, and\n"
+      "you may create and delete JobSets and Secrets there.\n\n"
       "Each line is ok, warn or FAIL; problems come with the command that fixes them. Exits 1\n"
       "when any check FAILs, else 0.");
   flags.Bool("json", &json, "print the checks as JSON: {ok, failures, warnings, groups}");

@@ -77,6 +77,12 @@ std::vector<Check> CheckAcceleratorLabels(const std::map<std::string, std::strin
 // The Google Cloud pool prerequisites. Nothing is checked (and nothing is returned) unless a
 // gcloud pool is configured; then gcloud must be on PATH, logged in, and have a project.
 std::vector<Check> CheckGcloud(bool pool_configured, int timeout_ms = 10000);
+
+// taed's GKE pools (the file at `pools_path`, when it exists), each through the kubectl on PATH
+// with the pool's context and namespace: kubectl itself, the cluster answering, the JobSet and
+// Kueue APIs, the pool's LocalQueue, and that TAE may create and delete JobSets and Secrets
+// there (`kubectl auth can-i`). Each failure comes with its fix.
+std::vector<Check> CheckGke(const std::string& pools_path, int timeout_ms = 10000);
 // `gcloud auth list --format=json` -> the active account, or "" when none is.
 std::string ActiveGcloudAccount(const std::string& auth_list_json);
 

@@ -10,9 +10,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/commands/doctor.h"
+#include "common/fs/fs.h"
 #include "common/host/host.h"
 #include "common/process/tool.h"
 #include "proto/tae/v1/states.h"
+#include "server/provider/gke_pools.h"
 
 namespace tae::client::doctor {
 namespace {
@@ -350,6 +352,101 @@ std::vector<Check> CheckGcloud(bool pool_configured, int timeout_ms) {
                           "apt-get install openssh-client"));
   } else {
     checks.push_back(Ok(absl::StrCat("ssh for the TPU workers' agents: ", ssh)));
+  }
+  return checks;
+}
+
+std::vector<Check> CheckGke(const std::string& pools_path, int timeout_ms) {
+  std::vector<Check> checks;
+  absl::StatusOr<std::string> text = fs::ReadFile(pools_path);
+  if (!text.ok()) {
+    return checks;  // no GKE pools
+  }
+  absl::StatusOr<std::vector<provider::GkePool>> pools = provider::ParseGkePools(*text, pools_path);
+  if (!pools.ok()) {
+    checks.push_back(Fail(std::string(pools.status().message()),
+                          absl::StrCat("fix ", pools_path, " (docs/providers.md, \"gke\")")));
+    return checks;
+  }
+  const std::string kubectl = process::FindOnPath("kubectl");
+  if (kubectl.empty() && !pools->empty()) {
+    checks.push_back(Fail("a gke pool is configured but kubectl is not on PATH",
+                          "apt-get install kubernetes-client (or the Google Cloud CLI's kubectl)"));
+    return checks;
+  }
+  for (const provider::GkePool& pool : *pools) {
+    std::vector<std::string> base = {kubectl};
+    if (!pool.context.empty()) {
+      base.insert(base.end(), {"--context", pool.context});
+    }
+    auto run = [&](std::vector<std::string> args) {
+      std::vector<std::string> argv = base;
+      argv.insert(argv.end(), args.begin(), args.end());
+      return process::RunTool(argv, timeout_ms);
+    };
+    const std::string name = absl::StrCat("gke pool ", pool.name, ": ");
+    const std::string context = pool.context.empty() ? "kubectl's current context" : pool.context;
+    // The APIs the slices need, from the cluster's discovery.
+    process::ToolResult jobset =
+        run({"api-resources", "--api-group=jobset.x-k8s.io", "-o", "name"});
+    if (!jobset.ok) {
+      checks.push_back(Fail(
+          absl::StrCat(name, "kubectl cannot reach the cluster of ", context, ": ", jobset.error),
+          "gcloud container clusters get-credentials CLUSTER --location "
+          "LOCATION (or kubectl config use-context NAME)"));
+      continue;
+    }
+    bool failed = false;
+    if (!absl::StrContains(jobset.out, "jobsets.jobset.x-k8s.io")) {
+      checks.push_back(Fail(absl::StrCat(name, "the cluster of ", context,
+                                         " has no JobSet API (jobsets.jobset.x-k8s.io)"),
+                            "install JobSet: https://jobset.sigs.k8s.io/docs/installation/"));
+      failed = true;
+    }
+    process::ToolResult kueue = run({"api-resources", "--api-group=kueue.x-k8s.io", "-o", "name"});
+    if (!kueue.ok || !absl::StrContains(kueue.out, "localqueues.kueue.x-k8s.io") ||
+        !absl::StrContains(kueue.out, "workloads.kueue.x-k8s.io")) {
+      checks.push_back(Fail(absl::StrCat(name, "the cluster of ", context,
+                                         " has no Kueue API (localqueues, workloads)"),
+                            "install Kueue: https://kueue.sigs.k8s.io/docs/installation/"));
+      failed = true;
+    } else if (!run({"-n", pool.namespace_, "get", "localqueues.kueue.x-k8s.io", pool.local_queue,
+                     "-o", "name"})
+                    .ok) {
+      checks.push_back(Fail(
+          absl::StrCat(name, "no LocalQueue ", pool.local_queue, " in namespace ", pool.namespace_),
+          absl::StrCat("a LocalQueue ", pool.local_queue, " in ", pool.namespace_,
+                       " whose ClusterQueue has google.com/tpu quota (the cluster's admin makes "
+                       "it; docs/providers.md, \"gke\")")));
+      failed = true;
+    }
+    // What TAE does there: create and delete slices and their Secrets, read Kueue's Workloads.
+    std::vector<std::string> denied;
+    for (const auto& [verb, resource] :
+         std::vector<std::pair<std::string, std::string>>{{"create", "jobsets.jobset.x-k8s.io"},
+                                                          {"delete", "jobsets.jobset.x-k8s.io"},
+                                                          {"create", "secrets"},
+                                                          {"delete", "secrets"},
+                                                          {"list", "workloads.kueue.x-k8s.io"}}) {
+      if (!run({"-n", pool.namespace_, "auth", "can-i", verb, resource}).ok) {
+        denied.push_back(absl::StrCat(verb, " ", resource));
+      }
+    }
+    if (!denied.empty()) {
+      checks.push_back(Fail(
+          absl::StrCat(name, "not allowed in namespace ", pool.namespace_, ": ",
+                       absl::StrJoin(denied, ", ")),
+          absl::StrCat("a Role in ", pool.namespace_,
+                       " granting create, get, list, watch, delete on jobsets.jobset.x-k8s.io "
+                       "and secrets, and get, list, watch on workloads.kueue.x-k8s.io, bound to "
+                       "you (ask the cluster's admin)")));
+      failed = true;
+    }
+    if (!failed) {
+      checks.push_back(Ok(absl::StrCat(name, context, ", JobSet and Kueue installed, LocalQueue ",
+                                       pool.local_queue, " in ", pool.namespace_,
+                                       ", allowed to create and delete slices")));
+    }
   }
   return checks;
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -67,6 +68,29 @@ inline absl::Status ConfigInt(const std::string& path, const std::string& key,
   }
   *out = static_cast<int>(number->get());
   return absl::OkStatus();
+}
+
+// The [[pool]] tables of a pools file (tpu-pools.toml, gke-pools.toml) in file order, pointing
+// into `root`; anything else at the top level is an error naming FILE:LINE:COL.
+inline absl::StatusOr<std::vector<const toml::table*>> PoolTables(const toml::table& root,
+                                                                  const std::string& path) {
+  std::vector<const toml::table*> tables;
+  for (auto&& [key, node] : root) {
+    const toml::array* array = node.as_array();
+    if (key.str() != "pool" || array == nullptr) {
+      return ConfigError(
+          path, node,
+          absl::StrCat("unknown key '", std::string(key.str()), "' (expected [[pool]] tables)"));
+    }
+    for (const toml::node& item : *array) {
+      const toml::table* table = item.as_table();
+      if (table == nullptr) {
+        return ConfigError(path, item, "pool: expected a table");
+      }
+      tables.push_back(table);
+    }
+  }
+  return tables;
 }
 
 // A table of agent labels: names and values PlainText.

@@ -61,98 +61,91 @@ absl::StatusOr<std::vector<GkePool>> ParseGkePools(const std::string& text,
   }
   std::vector<GkePool> pools;
   std::set<std::string> names;
-  for (auto&& [key, node] : *parsed) {
-    const toml::array* array = node.as_array();
-    if (key.str() != "pool" || array == nullptr) {
-      return ConfigError(
-          path, node,
-          absl::StrCat("unknown key '", std::string(key.str()), "' (expected [[pool]] tables)"));
-    }
-    for (const toml::node& item : *array) {
-      const toml::table* table = item.as_table();
-      if (table == nullptr) {
-        return ConfigError(path, item, "pool: expected a table");
-      }
-      GkePool pool;
-      for (auto&& [field_key, field_value] : *table) {
-        const std::string field(field_key.str());
-        const toml::node& value = field_value;
-        absl::Status status;
-        auto string_of = [&](std::string* out) { return ConfigString(path, field, value, out); };
-        auto int_of = [&](int* out, int low, int high) {
-          return ConfigInt(path, field, value, low, high, out);
-        };
-        auto check = [&](bool ok, const std::string& what) {
-          if (status.ok() && !ok) {
-            status = ConfigError(path, value, absl::StrCat(field, ": ", what));
-          }
-        };
-        if (field == "name") {
-          status = string_of(&pool.name);
-          // tae-NAME-N and tae-NAME-N-wW must stay valid object and label names.
-          check(DnsLabel(pool.name, 30),
-                "lowercase letters, digits and '-', starting with a letter, at most 30");
-        } else if (field == "namespace" || field == "local_queue" || field == "priority_class") {
-          std::string* out = field == "namespace"     ? &pool.namespace_
-                             : field == "local_queue" ? &pool.local_queue
-                                                      : &pool.priority_class;
-          status = string_of(out);
-          check(DnsLabel(*out, 63), "a Kubernetes name: lowercase letters, digits and '-'");
-        } else if (field == "context" || field == "tpu_type" || field == "image" ||
-                   field == "taed" || field == "tls_secret") {
-          std::string* out = field == "context"    ? &pool.context
-                             : field == "tpu_type" ? &pool.tpu_type
-                             : field == "image"    ? &pool.image
-                             : field == "taed"     ? &pool.taed
-                                                   : &pool.tls_secret;
-          status = string_of(out);
-          check(Word(*out), "no spaces, quotes, shell characters, ',' or '=', nor a leading '-'");
-        } else if (field == "topology") {
-          status = string_of(&pool.topology);
-          check(TopologyChips(pool.topology).has_value(),
-                "expected chips per dimension like \"4x4\" or \"2x2x4\"");
-        } else if (field == "chips_per_host") {
-          status = int_of(&pool.chips_per_host, 1, 8);
-        } else if (field == "max_slices") {
-          status = int_of(&pool.max_slices, 1, 1000);
-        } else if (field == "slots") {
-          status = int_of(&pool.slots, 1, 4096);
-        } else if (field == "idle_timeout_s") {
-          std::optional<double> seconds = value.value<double>();
-          if (!seconds || !(*seconds >= 0) || *seconds > 7 * 86400) {
-            status = ConfigError(path, value, "idle_timeout_s: expected seconds in 0..604800");
-          } else {
-            pool.idle_timeout_s = *seconds;
-          }
-        } else if (field == "labels") {
-          status = ConfigLabels(path, value, &pool.labels);
+  absl::StatusOr<std::vector<const toml::table*>> tables = PoolTables(*parsed, path);
+  if (!tables.ok()) {
+    return tables.status();
+  }
+  for (const toml::table* table : *tables) {
+    const toml::node& item = *table;
+    GkePool pool;
+    for (auto&& [field_key, field_value] : *table) {
+      const std::string field(field_key.str());
+      const toml::node& value = field_value;
+      absl::Status status;
+      auto string_of = [&](std::string* out) { return ConfigString(path, field, value, out); };
+      auto int_of = [&](int* out, int low, int high) {
+        return ConfigInt(path, field, value, low, high, out);
+      };
+      auto check = [&](bool ok, const std::string& what) {
+        if (status.ok() && !ok) {
+          status = ConfigError(path, value, absl::StrCat(field, ": ", what));
+        }
+      };
+      if (field == "name") {
+        status = string_of(&pool.name);
+        // tae-NAME-N and tae-NAME-N-wW must stay valid object and label names.
+        check(DnsLabel(pool.name, 30),
+              "lowercase letters, digits and '-', starting with a letter, at most 30");
+      } else if (field == "namespace" || field == "local_queue" || field == "priority_class") {
+        std::string* out = field == "namespace"     ? &pool.namespace_
+                           : field == "local_queue" ? &pool.local_queue
+                                                    : &pool.priority_class;
+        status = string_of(out);
+        check(DnsLabel(*out, 63), "a Kubernetes name: lowercase letters, digits and '-'");
+      } else if (field == "context" || field == "tpu_type" || field == "image" || field == "taed" ||
+                 field == "tls_secret") {
+        std::string* out = field == "context"    ? &pool.context
+                           : field == "tpu_type" ? &pool.tpu_type
+                           : field == "image"    ? &pool.image
+                           : field == "taed"     ? &pool.taed
+                                                 : &pool.tls_secret;
+        status = string_of(out);
+        check(Word(*out), "no spaces, quotes, shell characters, ',' or '=', nor a leading '-'");
+      } else if (field == "topology") {
+        status = string_of(&pool.topology);
+        check(TopologyChips(pool.topology).has_value(),
+              "expected chips per dimension like \"4x4\" or \"2x2x4\"");
+      } else if (field == "chips_per_host") {
+        status = int_of(&pool.chips_per_host, 1, 8);
+      } else if (field == "max_slices") {
+        status = int_of(&pool.max_slices, 1, 1000);
+      } else if (field == "slots") {
+        status = int_of(&pool.slots, 1, 4096);
+      } else if (field == "idle_timeout_s") {
+        std::optional<double> seconds = value.value<double>();
+        if (!seconds || !(*seconds >= 0) || *seconds > 7 * 86400) {
+          status = ConfigError(path, value, "idle_timeout_s: expected seconds in 0..604800");
         } else {
-          status = ConfigError(path, value, absl::StrCat("unknown key '", field, "' in [[pool]]"));
+          pool.idle_timeout_s = *seconds;
         }
-        if (!status.ok()) {
-          return status;
-        }
+      } else if (field == "labels") {
+        status = ConfigLabels(path, value, &pool.labels);
+      } else {
+        status = ConfigError(path, value, absl::StrCat("unknown key '", field, "' in [[pool]]"));
       }
-      if (pool.name.empty() || pool.local_queue.empty() || pool.tpu_type.empty() ||
-          pool.topology.empty() || pool.image.empty() || pool.taed.empty()) {
-        return ConfigError(path, item,
-                           "[[pool]]: name, local_queue, tpu_type, topology, image and taed are "
-                           "required");
+      if (!status.ok()) {
+        return status;
       }
-      const int chips = *TopologyChips(pool.topology);
-      if (chips % pool.chips_per_host != 0) {
-        return ConfigError(
-            path, item,
-            absl::StrCat("[[pool]]: topology ", pool.topology, " has ", chips,
-                         " chips, not a multiple of chips_per_host ", pool.chips_per_host));
-      }
-      pool.hosts = chips / pool.chips_per_host;
-      if (!names.insert(pool.name).second) {
-        return ConfigError(path, item, absl::StrCat("pool '", pool.name, "' is defined twice"));
-      }
-      pool.labels["pool"] = pool.name;
-      pools.push_back(std::move(pool));
     }
+    if (pool.name.empty() || pool.local_queue.empty() || pool.tpu_type.empty() ||
+        pool.topology.empty() || pool.image.empty() || pool.taed.empty()) {
+      return ConfigError(path, item,
+                         "[[pool]]: name, local_queue, tpu_type, topology, image and taed are "
+                         "required");
+    }
+    const int chips = *TopologyChips(pool.topology);
+    if (chips % pool.chips_per_host != 0) {
+      return ConfigError(
+          path, item,
+          absl::StrCat("[[pool]]: topology ", pool.topology, " has ", chips,
+                       " chips, not a multiple of chips_per_host ", pool.chips_per_host));
+    }
+    pool.hosts = chips / pool.chips_per_host;
+    if (!names.insert(pool.name).second) {
+      return ConfigError(path, item, absl::StrCat("pool '", pool.name, "' is defined twice"));
+    }
+    pool.labels["pool"] = pool.name;
+    pools.push_back(std::move(pool));
   }
   return pools;
 }

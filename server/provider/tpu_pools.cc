@@ -57,132 +57,125 @@ absl::StatusOr<std::vector<TpuPool>> ParseTpuPools(const std::string& text, cons
   const toml::table& root = *parsed;
   std::vector<TpuPool> pools;
   std::set<std::string> names;
-  for (auto&& [key, node] : root) {
-    const toml::array* array = node.as_array();
-    if (key.str() != "pool" || array == nullptr) {
-      return ConfigError(
-          path, node,
-          absl::StrCat("unknown key '", std::string(key.str()), "' (expected [[pool]] tables)"));
-    }
-    for (const toml::node& item : *array) {
-      const toml::table* table = item.as_table();
-      if (table == nullptr) {
-        return ConfigError(path, item, "pool: expected a table");
-      }
-      TpuPool pool;
-      pool.agent = default_agent;
-      for (auto&& [field_key, field_value] : *table) {
-        const std::string field(field_key.str());
-        // A reference of its own: lambdas cannot capture a structured binding in C++17 (clang).
-        const toml::node& value = field_value;
-        absl::Status status;
-        auto string_of = [&](std::string* out) { return ConfigString(path, field, value, out); };
-        auto bool_of = [&](bool* out) { return ConfigBool(path, field, value, out); };
-        auto int_of = [&](int* out, int low, int high) {
-          return ConfigInt(path, field, value, low, high, out);
-        };
-        if (field == "name") {
-          status = string_of(&pool.name);
-          if (status.ok() && !ValidName(pool.name)) {
-            status =
-                ConfigError(path, value,
-                            "name: lowercase letters, digits and '-', starting with a letter, at "
-                            "most 40");
-          }
-        } else if (field == "accelerator_type") {
-          status = string_of(&pool.accelerator_type);
-        } else if (field == "runtime_version") {
-          status = string_of(&pool.runtime_version);
-        } else if (field == "project") {
-          status = string_of(&pool.project);
-        } else if (field == "spot") {
-          status = bool_of(&pool.spot);
-        } else if (field == "preemptible") {
-          status = bool_of(&pool.preemptible);
-        } else if (field == "max_vms") {
-          status = int_of(&pool.max_vms, 1, 1000);
-        } else if (field == "slots") {
-          status = int_of(&pool.slots, 1, 4096);
-        } else if (field == "tunnel_port") {
-          status = int_of(&pool.tunnel_port, 1, 65535);
-        } else if (field == "queued") {
-          status = bool_of(&pool.queued);
-        } else if (field == "internal_ip") {
-          status = bool_of(&pool.internal_ip);
-        } else if (field == "valid_until") {
-          status = string_of(&pool.valid_until);
-          if (status.ok() && !DurationText(pool.valid_until)) {
-            status = ConfigError(path, value,
-                                 "valid_until: expected a duration like \"30m\", \"6h\" or \"2d\"");
-          }
-        } else if (field == "agent" || field == "image" || field == "work_dir" ||
-                   field == "ssh_user") {
-          std::string* out = field == "agent"      ? &pool.agent
-                             : field == "image"    ? &pool.image
-                             : field == "work_dir" ? &pool.work_dir
-                                                   : &pool.ssh_user;
-          status = string_of(out);
-          if (status.ok() && (!PlainText(*out) || out->front() == '-' ||
-                              out->find_first_of(" '\"\\$`") != std::string::npos)) {
-            status = ConfigError(
-                path, value,
-                absl::StrCat(field, ": no spaces, quotes, '$', '`', ',', '=' or a leading '-'"));
-          } else if (status.ok() && field == "work_dir" && !pool.work_dir.empty() &&
-                     pool.work_dir.front() != '/') {
-            status = ConfigError(path, value, "work_dir: expected an absolute path");
-          }
-        } else if (field == "idle_timeout_s") {
-          std::optional<double> seconds = value.value<double>();
-          if (!seconds || !(*seconds >= 0) || *seconds > 7 * 86400) {
-            status = ConfigError(path, value, "idle_timeout_s: expected seconds in 0..604800");
-          } else {
-            pool.idle_timeout_s = *seconds;
-          }
-        } else if (field == "zones") {
-          const toml::array* zones = value.as_array();
-          if (zones == nullptr || zones->empty()) {
-            status = ConfigError(path, value, "zones: expected a non-empty array of zone names");
-          }
-          for (size_t i = 0; status.ok() && zones != nullptr && i < zones->size(); ++i) {
-            const toml::value<std::string>* zone = (*zones)[i].as_string();
-            if (zone == nullptr || !PlainText(zone->get())) {
-              status =
-                  ConfigError(path, (*zones)[i], "zones: expected zone names like us-central2-b");
-            } else {
-              pool.zones.push_back(zone->get());
-            }
-          }
-        } else if (field == "labels") {
-          status = ConfigLabels(path, value, &pool.labels);
+  absl::StatusOr<std::vector<const toml::table*>> tables = PoolTables(root, path);
+  if (!tables.ok()) {
+    return tables.status();
+  }
+  for (const toml::table* table : *tables) {
+    const toml::node& item = *table;
+    TpuPool pool;
+    pool.agent = default_agent;
+    for (auto&& [field_key, field_value] : *table) {
+      const std::string field(field_key.str());
+      // A reference of its own: lambdas cannot capture a structured binding in C++17 (clang).
+      const toml::node& value = field_value;
+      absl::Status status;
+      auto string_of = [&](std::string* out) { return ConfigString(path, field, value, out); };
+      auto bool_of = [&](bool* out) { return ConfigBool(path, field, value, out); };
+      auto int_of = [&](int* out, int low, int high) {
+        return ConfigInt(path, field, value, low, high, out);
+      };
+      if (field == "name") {
+        status = string_of(&pool.name);
+        if (status.ok() && !ValidName(pool.name)) {
+          status =
+              ConfigError(path, value,
+                          "name: lowercase letters, digits and '-', starting with a letter, at "
+                          "most 40");
+        }
+      } else if (field == "accelerator_type") {
+        status = string_of(&pool.accelerator_type);
+      } else if (field == "runtime_version") {
+        status = string_of(&pool.runtime_version);
+      } else if (field == "project") {
+        status = string_of(&pool.project);
+      } else if (field == "spot") {
+        status = bool_of(&pool.spot);
+      } else if (field == "preemptible") {
+        status = bool_of(&pool.preemptible);
+      } else if (field == "max_vms") {
+        status = int_of(&pool.max_vms, 1, 1000);
+      } else if (field == "slots") {
+        status = int_of(&pool.slots, 1, 4096);
+      } else if (field == "tunnel_port") {
+        status = int_of(&pool.tunnel_port, 1, 65535);
+      } else if (field == "queued") {
+        status = bool_of(&pool.queued);
+      } else if (field == "internal_ip") {
+        status = bool_of(&pool.internal_ip);
+      } else if (field == "valid_until") {
+        status = string_of(&pool.valid_until);
+        if (status.ok() && !DurationText(pool.valid_until)) {
+          status = ConfigError(path, value,
+                               "valid_until: expected a duration like \"30m\", \"6h\" or \"2d\"");
+        }
+      } else if (field == "agent" || field == "image" || field == "work_dir" ||
+                 field == "ssh_user") {
+        std::string* out = field == "agent"      ? &pool.agent
+                           : field == "image"    ? &pool.image
+                           : field == "work_dir" ? &pool.work_dir
+                                                 : &pool.ssh_user;
+        status = string_of(out);
+        if (status.ok() && (!PlainText(*out) || out->front() == '-' ||
+                            out->find_first_of(" '\"\\$`") != std::string::npos)) {
+          status = ConfigError(
+              path, value,
+              absl::StrCat(field, ": no spaces, quotes, '$', '`', ',', '=' or a leading '-'"));
+        } else if (status.ok() && field == "work_dir" && !pool.work_dir.empty() &&
+                   pool.work_dir.front() != '/') {
+          status = ConfigError(path, value, "work_dir: expected an absolute path");
+        }
+      } else if (field == "idle_timeout_s") {
+        std::optional<double> seconds = value.value<double>();
+        if (!seconds || !(*seconds >= 0) || *seconds > 7 * 86400) {
+          status = ConfigError(path, value, "idle_timeout_s: expected seconds in 0..604800");
         } else {
-          status = ConfigError(path, value, absl::StrCat("unknown key '", field, "' in [[pool]]"));
+          pool.idle_timeout_s = *seconds;
         }
-        if (!status.ok()) {
-          return status;
+      } else if (field == "zones") {
+        const toml::array* zones = value.as_array();
+        if (zones == nullptr || zones->empty()) {
+          status = ConfigError(path, value, "zones: expected a non-empty array of zone names");
         }
+        for (size_t i = 0; status.ok() && zones != nullptr && i < zones->size(); ++i) {
+          const toml::value<std::string>* zone = (*zones)[i].as_string();
+          if (zone == nullptr || !PlainText(zone->get())) {
+            status =
+                ConfigError(path, (*zones)[i], "zones: expected zone names like us-central2-b");
+          } else {
+            pool.zones.push_back(zone->get());
+          }
+        }
+      } else if (field == "labels") {
+        status = ConfigLabels(path, value, &pool.labels);
+      } else {
+        status = ConfigError(path, value, absl::StrCat("unknown key '", field, "' in [[pool]]"));
       }
-      if (pool.name.empty() || pool.accelerator_type.empty() || pool.zones.empty()) {
-        return ConfigError(path, item, "[[pool]]: name, accelerator_type and zones are required");
+      if (!status.ok()) {
+        return status;
       }
-      if (!pool.image.empty() && table->get("agent") == nullptr) {
-        pool.agent = "/opt/tae/bin/tae-agent";  // deploy/docker/Dockerfile's layout
-      }
-      if (pool.queued && pool.preemptible) {
-        return ConfigError(path, item,
-                           "[[pool]]: queued resources take spot = true, not preemptible");
-      }
-      if (!pool.valid_until.empty() && !pool.queued) {
-        return ConfigError(path, item, "[[pool]]: valid_until needs queued = true");
-      }
-      if (pool.spot && pool.preemptible) {
-        return ConfigError(path, item, "[[pool]]: spot and preemptible exclude each other");
-      }
-      if (!names.insert(pool.name).second) {
-        return ConfigError(path, item, absl::StrCat("pool '", pool.name, "' is defined twice"));
-      }
-      pool.labels["pool"] = pool.name;
-      pools.push_back(std::move(pool));
     }
+    if (pool.name.empty() || pool.accelerator_type.empty() || pool.zones.empty()) {
+      return ConfigError(path, item, "[[pool]]: name, accelerator_type and zones are required");
+    }
+    if (!pool.image.empty() && table->get("agent") == nullptr) {
+      pool.agent = "/opt/tae/bin/tae-agent";  // deploy/docker/Dockerfile's layout
+    }
+    if (pool.queued && pool.preemptible) {
+      return ConfigError(path, item,
+                         "[[pool]]: queued resources take spot = true, not preemptible");
+    }
+    if (!pool.valid_until.empty() && !pool.queued) {
+      return ConfigError(path, item, "[[pool]]: valid_until needs queued = true");
+    }
+    if (pool.spot && pool.preemptible) {
+      return ConfigError(path, item, "[[pool]]: spot and preemptible exclude each other");
+    }
+    if (!names.insert(pool.name).second) {
+      return ConfigError(path, item, absl::StrCat("pool '", pool.name, "' is defined twice"));
+    }
+    pool.labels["pool"] = pool.name;
+    pools.push_back(std::move(pool));
   }
   return pools;
 }

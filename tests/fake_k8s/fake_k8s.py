@@ -15,8 +15,10 @@ with JobSet and Kueue installed would:
                 sends fieldValidation=Strict
   objects:      namespaced CRUD (create, get, list, replace, merge patch, delete) of secrets,
                 pods, jobs, jobsets, workloads, localqueues; list with labelSelector (k=v,...)
-  validation:   a JobSet or Secret with a field the API does not define is refused with 422 and
-                the API server's strict-decoding message, whatever kubectl asked for
+  validation:   a JobSet or Secret with a field the API does not define, sent with
+                fieldValidation=Strict (kubectl >= 1.27's default), is refused with the API
+                server's strict-decoding answer (400 on create and update, 422 on patch);
+                without it the field is dropped, as a real server drops it
   auth:         POST .../selfsubjectaccessreviews (JSON, or the Kubernetes protobuf kubectl
                 sends) answers allowed unless the verb and resource were denied through
                 /_control/deny
@@ -24,6 +26,8 @@ with JobSet and Kueue installed would:
 Test-only control endpoints (JSON bodies):
   POST /_control/deny {"verb": V, "resource": R}   `kubectl auth can-i V R` says no, and V on R
                                                    is refused with 403
+  POST /_control/drop_group {"group": G}           the API group is gone from discovery, as in a
+                                                   cluster without that CRD
   GET  /_control/requests                          every request so far: [{method, path}]
 """
 import argparse
@@ -135,6 +139,14 @@ def label_match(obj, selector):
     return True
 
 
+def prune(obj, where):
+    """Removes the field at a dotted path like spec.replicatedJobs[0].template.spec.bogus."""
+    parts = re.findall(r"[^.\[\]]+|\[\d+\]", where)
+    for part in parts[:-1]:
+        obj = obj[int(part[1:-1])] if part.startswith("[") else obj[part]
+    obj.pop(parts[-1], None)
+
+
 def proto_fields(data):
     """A protobuf message's fields as {number: [value, ...]}: varints as ints, length-delimited
     as bytes (enough for what kubectl sends as protobuf: a SelfSubjectAccessReview)."""
@@ -201,9 +213,10 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def reply(self, code, body):
-        data = json.dumps(body).encode()
+        data = b"" if body is None else json.dumps(body).encode()
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type",
+                         "application/octet-stream" if body is None else "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -272,12 +285,21 @@ class Handler(BaseHTTPRequestHandler):
                 paths[where] = {"patch": op, "put": op}
             return 200, {"openapi": "3.0.0", "info": {"title": "fake_k8s", "version": version},
                          "paths": paths, "components": {"schemas": {}}}
+        if url.path == "/openapi/v2":
+            # An empty document: kubectl before 1.27 then validates nothing on the client (and
+            # sends no fieldValidation, so unknown fields are dropped, as a real server does).
+            return 200, None
         if url.path.startswith("/openapi"):
-            return status(404, "NotFound", "openapi v2 is not served by this fake")
+            return status(404, "NotFound", "the server could not find the requested resource")
         if url.path == "/_control/deny" and method == "POST":
             b = self.body()
             with STATE.lock:
                 STATE.denied.add((b["verb"], b["resource"]))
+            return 200, {}
+        if url.path == "/_control/drop_group" and method == "POST":
+            b = self.body()
+            with STATE.lock:
+                GROUPS.pop(b["group"], None)  # as a cluster without that CRD
             return 200, {}
         if url.path == "/_control/requests":
             with STATE.lock:
@@ -341,11 +363,19 @@ class Handler(BaseHTTPRequestHandler):
                     return status(404, "NotFound", f'{plural} "{name}" not found')
                 obj = merge_patch(STATE.objects[key], obj)
             bad = unknown_fields(obj, SCHEMAS.get(kind))
-            if bad:
-                return status(422, "Invalid",
-                              f'{kind}.{api_version.split("/")[0]} "{obj.get("metadata", {}).get("name", "")}" '
-                              f'is invalid: strict decoding error: ' +
-                              ", ".join(f'unknown field "{b}"' for b in bad))
+            if bad and query.get("fieldValidation", [""])[0] == "Strict":
+                # As the API server answers kubectl's fieldValidation=Strict: 400 on create and
+                # update, 422 on patch. Without it a server drops unknown fields silently.
+                unknown = ", ".join(f'unknown field "{b}"' for b in bad)
+                if method == "PATCH":
+                    return status(422, "Invalid",
+                                  f'{kind}.{api_version.split("/")[0]} "{name}" is invalid: '
+                                  f'strict decoding error: {unknown}')
+                return status(400, "BadRequest",
+                              f'{kind} in version "{api_version.split("/")[-1]}" cannot be '
+                              f'handled as a {kind}: strict decoding error: {unknown}')
+            for where in bad:
+                prune(obj, where)
             meta = obj.setdefault("metadata", {})
             if method == "POST":
                 name = meta.get("name", "")

@@ -55,14 +55,7 @@ FakeK8s::FakeK8s(const std::string& ns) {
 }
 
 FakeK8s::~FakeK8s() {
-  if (pid_ > 0) {
-    kill(-pid_, SIGTERM);
-    int status = 0;
-    if (!WaitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, 10)) {
-      kill(-pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-    }
-  }
+  StopProcessGroup(pid_);
 }
 
 std::string FakeK8s::missing() const {

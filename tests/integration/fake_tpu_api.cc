@@ -111,14 +111,7 @@ FakeTpu::FakeTpu() {
 }
 
 FakeTpu::~FakeTpu() {
-  if (pid_ > 0) {
-    kill(-pid_, SIGTERM);
-    int status = 0;
-    if (!WaitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, 10)) {
-      kill(-pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-    }
-  }
+  StopProcessGroup(pid_);
 }
 
 std::string FakeTpu::missing() const {

@@ -39,15 +39,15 @@ TEST_CASE(
   if (!k8s.missing().empty()) {
     TAE_SKIP(k8s.missing());
   }
-  // kubectl before 1.27 validates on the client from OpenAPI v2, which the fake does not serve
-  // yet (Debian 12's kubernetes-client is 1.20).
+  // kubectl before 1.27 never asks the server for strict field validation (Debian 12's
+  // kubernetes-client is 1.20): an unknown field is then dropped, not refused.
   CommandResult version = k8s.Kubectl({"version", "--client", "-o", "json"});
   const nlohmann::json client = nlohmann::json::parse(version.out, nullptr, false);
   const int minor =
       client.is_object() ? std::atoi(client["clientVersion"].value("minor", "0").c_str()) : 0;
   if (minor < 27) {
     TAE_SKIP("kubectl " << version.out.substr(0, 80)
-                        << ": the fake Kubernetes API serves OpenAPI v3 only (kubectl >= 1.27)");
+                        << ": before 1.27 kubectl sends no fieldValidation=Strict");
   }
   const provider::GkePool pool = Pool();
   const std::string slice = provider::SliceName(pool, 1);
@@ -103,6 +103,70 @@ TEST_CASE(
   CommandResult denied = k8s.Kubectl({"auth", "can-i", "create", "jobsets.jobset.x-k8s.io"});
   CHECK(denied.exit_code != 0);
   CHECK(absl::StrContains(denied.out, "no"));
+}
+
+TEST_CASE(
+    "taectl doctor checks each gke pool's cluster: the JobSet API, its LocalQueue and "
+    "what TAE may do there, each failure with its fix") {
+  FakeK8s k8s("ml");
+  if (!k8s.missing().empty()) {
+    TAE_SKIP(k8s.missing());
+  }
+  TempDir home;
+  home.Write("gke-pools.toml",
+             "[[pool]]\nname = \"v5e\"\ncontext = \"fake\"\nnamespace = \"ml\"\n"
+             "local_queue = \"tpu-queue\"\ntpu_type = \"tpu-v5-lite-podslice\"\n"
+             "topology = \"2x4\"\nimage = \"reg/tae-agent:1\"\ntaed = \"taed.example.org:7733\"\n");
+  // The gke checks of `taectl doctor --json` (no taed runs on this home: doctor still checks).
+  auto gke = [&] {
+    CommandResult doctor =
+        RunCommand({"/usr/bin/env", "KUBECONFIG=" + k8s.kubeconfig(), BinPath("taectl"), "--home",
+                    home.path(), "doctor", "--json"});
+    const nlohmann::json report = nlohmann::json::parse(doctor.out, nullptr, false);
+    INFO(doctor.out << doctor.err);
+    REQUIRE(report.is_object());
+    std::vector<nlohmann::json> checks;
+    for (const auto& group : report.at("groups")) {
+      for (const auto& check : group.at("checks")) {
+        if (absl::StrContains(check.at("what").get<std::string>(), "gke pool v5e")) {
+          checks.push_back(check);
+        }
+      }
+    }
+    return checks;
+  };
+  std::vector<nlohmann::json> checks = gke();
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].at("level") == "FAIL");
+  CHECK(absl::StrContains(checks[0].at("what").get<std::string>(),
+                          "no LocalQueue tpu-queue in namespace ml"));
+  CHECK(absl::StrContains(checks[0].at("fix").get<std::string>(), "a LocalQueue tpu-queue in ml"));
+
+  const nlohmann::ordered_json queue = {{"apiVersion", "kueue.x-k8s.io/v1beta1"},
+                                        {"kind", "LocalQueue"},
+                                        {"metadata", {{"name", "tpu-queue"}, {"namespace", "ml"}}},
+                                        {"spec", {{"clusterQueue", "tpu"}}}};
+  REQUIRE(k8s.Kubectl({"apply", "-f", Write(k8s, "queue.json", queue)}).exit_code == 0);
+  checks = gke();
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].at("level") == "ok");
+
+  k8s.Control("POST", "deny", {{"verb", "create"}, {"resource", "jobsets.jobset.x-k8s.io"}});
+  checks = gke();
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].at("level") == "FAIL");
+  CHECK(absl::StrContains(checks[0].at("what").get<std::string>(),
+                          "not allowed in namespace ml: create jobsets.jobset.x-k8s.io"));
+  CHECK(absl::StrContains(checks[0].at("fix").get<std::string>(), "a Role in ml granting"));
+
+  k8s.Control("POST", "drop_group", {{"group", "jobset.x-k8s.io"}});
+  checks = gke();
+  REQUIRE_FALSE(checks.empty());
+  CHECK(checks[0].at("level") == "FAIL");
+  CHECK(absl::StrContains(checks[0].at("what").get<std::string>(),
+                          "has no JobSet API (jobsets.jobset.x-k8s.io)"));
+  CHECK(absl::StrContains(checks[0].at("fix").get<std::string>(),
+                          "https://jobset.sigs.k8s.io/docs/installation/"));
 }
 
 }  // namespace tae::testing

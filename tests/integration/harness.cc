@@ -210,4 +210,16 @@ bool KillLocalAgent(const Cluster& cluster, const std::string& id) {
       60);
 }
 
+void StopProcessGroup(long pid) {
+  if (pid <= 0) {
+    return;
+  }
+  kill(static_cast<pid_t>(-pid), SIGTERM);
+  int status = 0;
+  if (!WaitUntil([&] { return waitpid(static_cast<pid_t>(pid), &status, WNOHANG) == pid; }, 10)) {
+    kill(static_cast<pid_t>(-pid), SIGKILL);
+    waitpid(static_cast<pid_t>(pid), &status, 0);
+  }
+}
+
 }  // namespace tae::testing

@@ -85,4 +85,8 @@ bool KillLocalAgent(const Cluster& cluster, const std::string& id);
 // True while any process is in process group pgid.
 bool ProcessGroupExists(long pgid);
 
+// SIGTERM to the process group of `pid` (a child this process spawned as a group leader), then
+// SIGKILL if it has not exited within 10 s; reaps it.
+void StopProcessGroup(long pid);
+
 }  // namespace tae::testing
