@@ -95,6 +95,10 @@ SliceStatus DescribeSlice(const nlohmann::json& jobset, const nlohmann::json& wo
     return {SliceState::kWaiting, "quota reserved; waiting for Kueue's admission checks"};
   }
   const std::string why = reserved == nullptr ? "" : Text(*reserved, "message");
+  if (reserved != nullptr && Text(*reserved, "reason") == "Inadmissible") {
+    // Not a wait for quota: Kueue cannot queue it at all (e.g. its LocalQueue is missing).
+    return {SliceState::kWaiting, absl::StrCat("Kueue cannot admit it: ", why)};
+  }
   return {SliceState::kWaiting, why.empty() ? std::string("waiting for quota in Kueue")
                                             : absl::StrCat("waiting for quota: ", why)};
 }

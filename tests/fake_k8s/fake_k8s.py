@@ -28,6 +28,16 @@ Test-only control endpoints (JSON bodies):
                                                    is refused with 403
   POST /_control/drop_group {"group": G}           the API group is gone from discovery, as in a
                                                    cluster without that CRD
+  POST /_control/quota {"chips": N}                the google.com/tpu quota Kueue admits JobSets
+                                                   into (default 0: every JobSet is held)
+  POST /_control/evict {"namespace": NS, "jobset": NAME, "reason": R, "message": M}
+                                                   Kueue evicts it (default reason Preempted):
+                                                   suspended again, Evicted=True
+Kueue, as far as the provider sees it: a JobSet labelled kueue.x-k8s.io/queue-name gets a
+Workload (jobset-NAME-HASH, label kueue.x-k8s.io/job-uid, owned by the JobSet) with Kueue's
+conditions: held (QuotaReserved=False, reason Pending, "couldn't assign flavors ...", or
+Inadmissible when its LocalQueue does not exist) until its chips fit the quota, then admitted
+(QuotaReserved and Admitted True, the JobSet unsuspended), in creation order.
   GET  /_control/requests                          every request so far: [{method, path}]
 """
 import argparse
@@ -111,6 +121,8 @@ class State:
         self.version = 1
         self.denied = set()  # (verb, plural)
         self.requests = []
+        self.tpu_quota = 0     # chips the ClusterQueue behind every LocalQueue may admit
+        self.evicted = {}      # (namespace, jobset) -> (reason, message), until it is deleted
 
 
 STATE = State()
@@ -119,6 +131,83 @@ STATE = State()
 def status(code, reason, message):
     return code, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                   "message": message, "reason": reason, "code": code}
+
+
+def condition(type_, status_, reason, message):
+    return {"type": type_, "status": status_, "reason": reason, "message": message,
+            "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def jobset_chips(jobset):
+    """google.com/tpu over the JobSet's pods: replicas x min(parallelism, completions) each."""
+    chips = 0
+    for rj in jobset.get("spec", {}).get("replicatedJobs", []):
+        job = rj.get("template", {}).get("spec", {})
+        pods = rj.get("replicas", 1) * min(job.get("parallelism", 1), job.get("completions", 1))
+        for c in job.get("template", {}).get("spec", {}).get("containers", []):
+            chips += pods * int(c.get("resources", {}).get("limits", {}).get("google.com/tpu", 0))
+    return chips
+
+
+def kueue_reconcile():
+    """What Kueue does for the JobSets labelled kueue.x-k8s.io/queue-name (STATE.lock held): a
+    Workload each (jobset-NAME-HASH, label kueue.x-k8s.io/job-uid, owned by the JobSet), admitted
+    in creation order while the chips fit STATE.tpu_quota (the JobSet unsuspended), else held
+    with Kueue's pending message; an evicted one suspended again with its reason."""
+    jobsets = sorted(((k, o) for k, o in STATE.objects.items() if k[0] == "jobsets"),
+                     key=lambda item: int(item[1]["metadata"]["resourceVersion"]))
+    used = 0
+    for (_, ns, name), js in jobsets:
+        meta = js["metadata"]
+        queue = (meta.get("labels") or {}).get("kueue.x-k8s.io/queue-name")
+        if not queue:
+            continue
+        uid = meta["uid"]
+        wname = f"jobset-{name}-{uid[:5]}"
+        wl = STATE.objects.setdefault(("workloads", ns, wname), {
+            "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+            "metadata": {"name": wname, "namespace": ns, "uid": str(uuid.uuid4()),
+                         "labels": {"kueue.x-k8s.io/job-uid": uid},
+                         "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2",
+                                              "kind": "JobSet", "name": name, "uid": uid,
+                                              "controller": True}],
+                         "resourceVersion": str(STATE.version)},
+            "spec": {"queueName": queue}, "status": {"conditions": []}})
+        chips = jobset_chips(js)
+        was = {c["type"]: c for c in wl["status"]["conditions"]}
+        if (ns, name) in STATE.evicted:
+            reason, message = STATE.evicted[(ns, name)]
+            conds = [condition("QuotaReserved", "False", "Pending", "evicted"),
+                     condition("Admitted", "False", "NoReservation",
+                               "The workload has no reservation"),
+                     condition("Evicted", "True", reason, message)]
+            js["spec"]["suspend"] = True
+        elif ("localqueues", ns, queue) not in STATE.objects:
+            conds = [condition("QuotaReserved", "False", "Inadmissible",
+                               f"LocalQueue {queue} doesn't exist")]
+        elif was.get("Admitted", {}).get("status") == "True" or used + chips <= STATE.tpu_quota:
+            used += chips
+            conds = [condition("QuotaReserved", "True", "QuotaReserved",
+                               f"Quota reserved in ClusterQueue {queue}-cq"),
+                     condition("Admitted", "True", "Admitted", "The workload is admitted")]
+            js["spec"]["suspend"] = False
+        else:
+            free = STATE.tpu_quota - used
+            conds = [condition("QuotaReserved", "False", "Pending",
+                               "couldn't assign flavors to pod set slice: insufficient unused "
+                               f"quota for google.com/tpu in flavor tpu, {chips - free} more "
+                               "needed")]
+        def key(cs):
+            return [(c["type"], c["status"], c["reason"], c["message"]) for c in cs]
+        if key(conds) != key(wl["status"]["conditions"]):
+            wl["status"]["conditions"] = conds
+            STATE.version += 1
+            wl["metadata"]["resourceVersion"] = str(STATE.version)
+    # A JobSet's Workload goes with it (its owner reference).
+    live = {o["metadata"]["uid"] for k, o in STATE.objects.items() if k[0] == "jobsets"}
+    for key in [k for k, o in STATE.objects.items() if k[0] == "workloads"
+                and o["metadata"]["labels"].get("kueue.x-k8s.io/job-uid") not in live]:
+        STATE.objects.pop(key)
 
 
 def resource_list(group_version, resources):
@@ -301,6 +390,20 @@ class Handler(BaseHTTPRequestHandler):
             with STATE.lock:
                 GROUPS.pop(b["group"], None)  # as a cluster without that CRD
             return 200, {}
+        if url.path == "/_control/quota" and method == "POST":
+            with STATE.lock:
+                STATE.tpu_quota = int(self.body()["chips"])
+                kueue_reconcile()
+            return 200, {}
+        if url.path == "/_control/evict" and method == "POST":
+            b = self.body()
+            with STATE.lock:
+                STATE.evicted[(b["namespace"], b["jobset"])] = (
+                    b.get("reason", "Preempted"),
+                    b.get("message", "Preempted to accommodate a workload (UID: 0) due to "
+                                     "prioritization in the ClusterQueue"))
+                kueue_reconcile()
+            return 200, {}
         if url.path == "/_control/requests":
             with STATE.lock:
                 return 200, list(STATE.requests)
@@ -356,6 +459,9 @@ class Handler(BaseHTTPRequestHandler):
                     return status(404, "NotFound", f'{plural} "{name}" not found')
                 gone = STATE.objects.pop(key)
                 STATE.version += 1
+                if plural == "jobsets":
+                    STATE.evicted.pop((namespace, name), None)
+                kueue_reconcile()
                 return 200, gone
             obj = self.body()
             if method == "PATCH":
@@ -395,7 +501,8 @@ class Handler(BaseHTTPRequestHandler):
             obj.setdefault("apiVersion", api_version)
             obj.setdefault("kind", kind)
             STATE.objects[key] = obj
-            return (201 if method == "POST" else 200), obj
+            kueue_reconcile()
+            return (201 if method == "POST" else 200), STATE.objects[key]
 
     def handle_method(self, method):
         try:

@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "server/provider/gke_pools.h"
+#include "server/provider/gke_status.h"
 #include "tests/integration/fake_k8s.h"
 
 namespace tae::testing {
@@ -167,6 +168,60 @@ TEST_CASE(
                           "has no JobSet API (jobsets.jobset.x-k8s.io)"));
   CHECK(absl::StrContains(checks[0].at("fix").get<std::string>(),
                           "https://jobset.sigs.k8s.io/docs/installation/"));
+}
+
+TEST_CASE("Kueue holds a gke slice until its quota, admits it, and an eviction reads as evicted") {
+  FakeK8s k8s("ml");
+  if (!k8s.missing().empty()) {
+    TAE_SKIP(k8s.missing());
+  }
+  const provider::GkePool pool = Pool();  // 2 hosts x 4 chips
+  REQUIRE(k8s.Kubectl({"apply", "-f",
+                       Write(k8s, "jobset.json", provider::JobSetManifest(pool, "tae-v5e-1"))})
+              .exit_code == 0);
+  // The slice as the provider reads it: the JobSet, and its Workload by the JobSet's uid.
+  auto describe = [&] {
+    const nlohmann::json jobset = k8s.KubectlJson({"get", "jobsets.jobset.x-k8s.io", "tae-v5e-1"});
+    const nlohmann::json workloads = k8s.KubectlJson(
+        {"get", "workloads.kueue.x-k8s.io", "-l",
+         "kueue.x-k8s.io/job-uid=" + jobset.at("metadata").at("uid").get<std::string>()});
+    const nlohmann::json& items = workloads.at("items");
+    return std::pair{provider::DescribeSlice(jobset, items.empty() ? nlohmann::json() : items[0]),
+                     jobset.at("spec").at("suspend").get<bool>()};
+  };
+  auto [no_queue, suspended] = describe();
+  CHECK(no_queue.state == provider::SliceState::kWaiting);
+  CHECK(no_queue.reason == "Kueue cannot admit it: LocalQueue tpu-queue doesn't exist");
+  CHECK(suspended);
+
+  const nlohmann::ordered_json queue = {{"apiVersion", "kueue.x-k8s.io/v1beta1"},
+                                        {"kind", "LocalQueue"},
+                                        {"metadata", {{"name", "tpu-queue"}, {"namespace", "ml"}}},
+                                        {"spec", {{"clusterQueue", "tpu"}}}};
+  REQUIRE(k8s.Kubectl({"apply", "-f", Write(k8s, "queue.json", queue)}).exit_code == 0);
+  k8s.Control("POST", "quota", {{"chips", 4}});  // half a slice
+  auto [held, still_suspended] = describe();
+  CHECK(held.state == provider::SliceState::kWaiting);
+  CHECK(absl::StrContains(held.reason,
+                          "waiting for quota: couldn't assign flavors to pod set "
+                          "slice: insufficient unused quota for google.com/tpu"));
+  CHECK(absl::StrContains(held.reason, "4 more needed"));
+  CHECK(still_suspended);
+
+  k8s.Control("POST", "quota", {{"chips", 8}});
+  auto [admitted, running] = describe();
+  CHECK(admitted.state == provider::SliceState::kAdmitted);
+  CHECK_FALSE(running);  // Kueue unsuspended it
+
+  k8s.Control("POST", "evict", {{"namespace", "ml"}, {"jobset", "tae-v5e-1"}});
+  auto [evicted, suspended_again] = describe();
+  CHECK(evicted.state == provider::SliceState::kEvicted);
+  CHECK(absl::StrContains(evicted.reason, "evicted by Kueue: Preempted: Preempted to accommodate"));
+  CHECK(suspended_again);
+
+  // Deleting the JobSet takes its Workload with it.
+  REQUIRE(k8s.Kubectl({"delete", "jobsets.jobset.x-k8s.io", "tae-v5e-1"}).exit_code == 0);
+  CHECK(k8s.KubectlJson({"get", "workloads.kueue.x-k8s.io"}).at("items").empty());
 }
 
 }  // namespace tae::testing

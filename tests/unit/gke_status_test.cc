@@ -42,6 +42,12 @@ TEST_CASE("gke status: Kueue's hold, admission, eviction and the JobSet's end, i
   CHECK(held.state == SliceState::kWaiting);
   CHECK(held.reason == "waiting for quota: " + quota);
 
+  SliceStatus inadmissible =
+      DescribeSlice(kJobSet, WithConditions({Cond("QuotaReserved", "False", "Inadmissible",
+                                                  "LocalQueue tpu doesn't exist")}));
+  CHECK(inadmissible.state == SliceState::kWaiting);
+  CHECK(inadmissible.reason == "Kueue cannot admit it: LocalQueue tpu doesn't exist");
+
   SliceStatus admitted = DescribeSlice(
       kJobSet, WithConditions({Cond("QuotaReserved", "True", "QuotaReserved",
                                     "Quota reserved in "
