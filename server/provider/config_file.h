@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,17 @@ inline absl::StatusOr<std::vector<const toml::table*>> PoolTables(const toml::ta
     }
   }
   return tables;
+}
+
+// Seconds in 0..max_s (an integer or a float).
+inline absl::Status ConfigSeconds(const std::string& path, const std::string& key,
+                                  const toml::node& value, double max_s, double* out) {
+  std::optional<double> seconds = value.value<double>();
+  if (!seconds || !(*seconds >= 0) || *seconds > max_s) {
+    return ConfigError(path, value, absl::StrCat(key, ": expected seconds in 0..", max_s));
+  }
+  *out = *seconds;
+  return absl::OkStatus();
 }
 
 // A table of agent labels: names and values PlainText.

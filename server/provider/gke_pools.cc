@@ -112,12 +112,7 @@ absl::StatusOr<std::vector<GkePool>> ParseGkePools(const std::string& text,
       } else if (field == "slots") {
         status = int_of(&pool.slots, 1, 4096);
       } else if (field == "idle_timeout_s") {
-        std::optional<double> seconds = value.value<double>();
-        if (!seconds || !(*seconds >= 0) || *seconds > 7 * 86400) {
-          status = ConfigError(path, value, "idle_timeout_s: expected seconds in 0..604800");
-        } else {
-          pool.idle_timeout_s = *seconds;
-        }
+        status = ConfigSeconds(path, field, value, 7 * 86400, &pool.idle_timeout_s);
       } else if (field == "labels") {
         status = ConfigLabels(path, value, &pool.labels);
       } else {

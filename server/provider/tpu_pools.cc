@@ -126,12 +126,7 @@ absl::StatusOr<std::vector<TpuPool>> ParseTpuPools(const std::string& text, cons
           status = ConfigError(path, value, "work_dir: expected an absolute path");
         }
       } else if (field == "idle_timeout_s") {
-        std::optional<double> seconds = value.value<double>();
-        if (!seconds || !(*seconds >= 0) || *seconds > 7 * 86400) {
-          status = ConfigError(path, value, "idle_timeout_s: expected seconds in 0..604800");
-        } else {
-          pool.idle_timeout_s = *seconds;
-        }
+        status = ConfigSeconds(path, field, value, 7 * 86400, &pool.idle_timeout_s);
       } else if (field == "zones") {
         const toml::array* zones = value.as_array();
         if (zones == nullptr || zones->empty()) {
