@@ -54,9 +54,7 @@ FakeK8s::FakeK8s(const std::string& ns) {
       ns, "\nusers:\n- name: fake\n  user:\n    token: fake\ncurrent-context: fake\n");
 }
 
-FakeK8s::~FakeK8s() {
-  StopProcessGroup(pid_);
-}
+FakeK8s::~FakeK8s() { StopProcessGroup(pid_); }
 
 std::string FakeK8s::missing() const {
   if (kubectl_.empty()) {

@@ -110,9 +110,7 @@ FakeTpu::FakeTpu() {
   REQUIRE(env_ == std::vector<std::string>{"CLOUDSDK_CONFIG=" + dir_.path() + "/gcloud"});
 }
 
-FakeTpu::~FakeTpu() {
-  StopProcessGroup(pid_);
-}
+FakeTpu::~FakeTpu() { StopProcessGroup(pid_); }
 
 std::string FakeTpu::missing() const {
   if (gcloud_.empty()) {

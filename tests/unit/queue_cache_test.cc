@@ -96,13 +96,13 @@ TEST_CASE("the kept queue matches a fresh read of the store after any sequence o
       }
     } else if (op == 3 && !queued.empty()) {
       const int64_t run = queued[pick(static_cast<int>(queued.size()))].id;
-      REQUIRE(store
-                  ->Transition(run, lifecycle::Finish(model::RunState::kCancelled, "cancelled",
-                                                      now))
-                  .ok());
+      REQUIRE(
+          store->Transition(run, lifecycle::Finish(model::RunState::kCancelled, "cancelled", now))
+              .ok());
     } else if (op == 4) {
-      REQUIRE(store->SetExperimentPaused(experiments[pick(static_cast<int>(experiments.size()))],
-                                         pick(2) == 0)
+      REQUIRE(store
+                  ->SetExperimentPaused(experiments[pick(static_cast<int>(experiments.size()))],
+                                        pick(2) == 0)
                   .ok());
     } else if (op == 5 && !queued.empty()) {
       REQUIRE(store->SetWaitingReasons({{queued[0].id, absl::StrCat("why ", step)}}).ok());
