@@ -1,8 +1,6 @@
 #include "server/store/store.h"
 
 #include <algorithm>
-#include <iterator>
-#include <limits>
 #include <map>
 #include <set>
 
@@ -330,123 +328,6 @@ absl::StatusOr<std::vector<int64_t>> Store::ConfirmingExperiments() {
       "json_extract(report, '$.search.confirm') > 0 ORDER BY id");
 }
 
-absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
-    int64_t experiment_id, const std::vector<std::string>& keys) {
-  // The wanted keys' ids, in the order asked.
-  std::map<int64_t, size_t> wanted;  // key id -> index into keys
-  ASSIGN_OR_RETURN(Statement * key_id, db_.Cached("SELECT id FROM metric_keys WHERE name = ?"));
-  for (size_t i = 0; i < keys.size(); ++i) {
-    key_id->Reset();
-    key_id->Bind(1, keys[i]);
-    ASSIGN_OR_RETURN(bool found, key_id->Step());
-    if (found) {
-      wanted.try_emplace(key_id->Int(0), i);
-    }
-  }
-  if (wanted.empty()) {
-    return std::vector<model::FinalValue>{};
-  }
-  // The experiment's runs once (the runs_listing index, in id order), then the wanted keys'
-  // summaries of them and their divergences: a few statements whatever the number of keys, and
-  // never the runs' rows.
-  struct Brief {
-    std::string variant;
-    int64_t seed = 0;
-    model::RunState state = model::RunState::kQueued;
-    bool confirm = false;
-  };
-  std::map<int64_t, Brief> runs;
-  ASSIGN_OR_RETURN(Statement * listing,
-                   db_.Cached("SELECT id, variant, seed, state, confirm FROM runs INDEXED BY "
-                              "runs_listing WHERE experiment_id = ?"));
-  listing->Bind(1, experiment_id);
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, listing->Step());
-    if (!more) {
-      break;
-    }
-    runs.emplace_hint(
-        runs.end(), listing->Int(0),
-        Brief{listing->Text(1), listing->Int(2),
-              model::RunStateFromString(listing->Text(3)).value_or(model::RunState::kQueued),
-              listing->Int(4) != 0});
-  }
-  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-  std::vector<std::vector<model::FinalValue>> by_key(keys.size());
-  auto value_of = [&](int64_t run_id, size_t key) {
-    const Brief& run = runs.at(run_id);
-    return model::FinalValue{run_id, run.variant, run.seed, run.state,   keys[key],
-                             kNaN,   kNaN,        kNaN,     run.confirm, std::nullopt};
-  };
-  ASSIGN_OR_RETURN(
-      Statement * summaries,
-      db_.Cached("SELECT s.run_id, s.key_id, s.last_value, s.min_value, s.max_value FROM runs r "
-                 "INDEXED BY runs_listing JOIN run_summaries s ON s.run_id = r.id WHERE "
-                 "r.experiment_id = ? ORDER BY r.id"));
-  summaries->Bind(1, experiment_id);
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, summaries->Step());
-    if (!more) {
-      break;
-    }
-    auto key = wanted.find(summaries->Int(1));
-    if (key == wanted.end() || runs.count(summaries->Int(0)) == 0) {
-      continue;
-    }
-    model::FinalValue value = value_of(summaries->Int(0), key->second);
-    value.value = summaries->IsNull(2) ? kNaN : summaries->Double(2);
-    value.min_value = summaries->IsNull(3) ? kNaN : summaries->Double(3);
-    value.max_value = summaries->IsNull(4) ? kNaN : summaries->Double(4);
-    by_key[key->second].push_back(std::move(value));
-  }
-  ASSIGN_OR_RETURN(Statement * diverged,
-                   db_.Cached("SELECT r.id, d.key_id, d.step FROM runs r INDEXED BY runs_listing "
-                              "JOIN metric_divergence d ON d.run_id = r.id WHERE r.experiment_id "
-                              "= ? ORDER BY r.id"));
-  diverged->Bind(1, experiment_id);
-  std::vector<size_t> summarised(by_key.size());  // each key's values in run order so far
-  for (size_t k = 0; k < by_key.size(); ++k) {
-    summarised[k] = by_key[k].size();
-  }
-  bool unsorted = false;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, diverged->Step());
-    if (!more) {
-      break;
-    }
-    auto key = wanted.find(diverged->Int(1));
-    if (key == wanted.end() || runs.count(diverged->Int(0)) == 0) {
-      continue;
-    }
-    std::vector<model::FinalValue>& values = by_key[key->second];
-    const int64_t run_id = diverged->Int(0);
-    auto end = values.begin() + static_cast<std::ptrdiff_t>(summarised[key->second]);
-    auto known =
-        std::lower_bound(values.begin(), end, run_id,
-                         [](const model::FinalValue& v, int64_t id) { return v.run_id < id; });
-    if (known == end || known->run_id != run_id) {
-      // Diverged before a finite point was summarised: no value, only the step.
-      values.push_back(value_of(run_id, key->second));
-      unsorted = true;
-      known = values.end() - 1;
-    }
-    model::FinalValue& value = *known;
-    value.diverged_step = diverged->Int(2);
-    value.value = kNaN;  // never the last finite value before it
-  }
-  std::vector<model::FinalValue> out;
-  for (std::vector<model::FinalValue>& values : by_key) {
-    if (unsorted) {
-      std::stable_sort(values.begin(), values.end(),
-                       [](const model::FinalValue& a, const model::FinalValue& b) {
-                         return a.run_id < b.run_id;
-                       });
-    }
-    std::move(values.begin(), values.end(), std::back_inserter(out));
-  }
-  return out;
-}
-
 absl::StatusOr<std::optional<int64_t>> Store::FindExperimentByHash(const std::string& spec_hash) {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("SELECT id FROM experiments WHERE spec_hash = ? ORDER BY id DESC "
@@ -546,14 +427,6 @@ absl::StatusOr<model::RunRecord> Store::GetRun(int64_t run_id) {
   return std::move(runs.front());
 }
 
-absl::StatusOr<std::vector<model::RunRecord>> Store::QueuedRuns() {
-  return QueryRuns("WHERE state = 'queued' ORDER BY priority DESC, id", 0);
-}
-
-absl::StatusOr<std::vector<model::RunRecord>> Store::ActiveRuns() {
-  return QueryRuns("WHERE state IN ('assigned', 'running') ORDER BY id", 0);
-}
-
 absl::StatusOr<model::RunRecord> Store::Transition(int64_t run_id, const model::Decide& decide) {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
@@ -605,95 +478,6 @@ absl::StatusOr<std::vector<std::string>> Store::AgentsOf(const model::RunRecord&
                                 : std::vector<std::string>{run.agent_id};
   }
   return Gang(run.id, run.attempt);
-}
-
-absl::Status Store::SetWaitingReasons(const std::vector<std::pair<int64_t, std::string>>& reasons) {
-  if (reasons.empty()) {
-    return absl::OkStatus();
-  }
-  Transaction tx(&db_);
-  RETURN_IF_ERROR(tx.begin_status());
-  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("UPDATE runs SET reason = ?1 WHERE id = ?2 AND "
-                                               "state = 'queued' AND reason != ?1"));
-  for (const auto& [run_id, reason] : reasons) {
-    stmt.Bind(1, reason).Bind(2, run_id);
-    RETURN_IF_ERROR(stmt.Run());
-    stmt.Reset();
-  }
-  return tx.Commit();
-}
-
-namespace {
-
-constexpr char kQueueColumns[] =
-    "SELECT id, experiment_id, priority, slots, labels, not_before, max_concurrent, hosts, "
-    "reason FROM runs WHERE state = 'queued'";
-
-model::QueueRow ReadQueueRow(const Statement& stmt) {
-  model::QueueRow row;
-  row.id = stmt.Int(0);
-  row.experiment_id = stmt.Int(1);
-  row.priority = static_cast<int>(stmt.Int(2));
-  row.slots = static_cast<int>(stmt.Int(3));
-  const std::string labels = stmt.Text(4);
-  if (labels != "{}") {
-    row.labels = rows::LabelsFromJson(labels);
-  }
-  row.not_before = stmt.Double(5);
-  row.max_concurrent = static_cast<int>(stmt.Int(6));
-  row.hosts = static_cast<int>(stmt.Int(7));
-  row.reason = stmt.Text(8);
-  return row;
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<model::QueueRow>> Store::QueueRows() {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare(absl::StrCat(kQueueColumns, " ORDER BY priority DESC, id")));
-  std::vector<model::QueueRow> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, stmt.Step());
-    if (!more) {
-      return out;
-    }
-    out.push_back(ReadQueueRow(stmt));
-  }
-}
-
-absl::StatusOr<std::vector<model::QueueRow>> Store::QueueRows(const std::set<int64_t>& ids) {
-  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare(absl::StrCat(kQueueColumns, " AND id = ?")));
-  std::vector<model::QueueRow> out;
-  for (int64_t id : ids) {
-    stmt.Reset();
-    stmt.Bind(1, id);
-    ASSIGN_OR_RETURN(bool found, stmt.Step());
-    if (found) {
-      out.push_back(ReadQueueRow(stmt));
-    }
-  }
-  return out;
-}
-
-model::QueueChanges Store::TakeQueueChanges() {
-  model::QueueChanges taken = std::move(queue_changes_);
-  queue_changes_ = model::QueueChanges{};
-  queue_changes_.all = false;
-  return taken;
-}
-
-absl::StatusOr<std::map<int64_t, int>> Store::ActiveCounts() {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   db_.Prepare("SELECT experiment_id, COUNT(*) FROM runs WHERE state IN "
-                               "('assigned', 'running') GROUP BY experiment_id"));
-  std::map<int64_t, int> counts;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, stmt.Step());
-    if (!more) {
-      return counts;
-    }
-    counts[stmt.Int(0)] = static_cast<int>(stmt.Int(1));
-  }
 }
 
 absl::Status Store::UpsertAgent(const model::AgentRecord& agent) {
@@ -880,19 +664,6 @@ absl::StatusOr<bool> Store::DeleteSnapshot(const std::string& id) {
   stmt.Bind(1, id);
   RETURN_IF_ERROR(stmt.Run());
   return db_.Changes() > 0;
-}
-
-absl::StatusOr<std::set<int64_t>> Store::PausedExperiments() {
-  ASSIGN_OR_RETURN(Statement stmt, db_.Prepare("SELECT id FROM experiments WHERE paused != 0"));
-  std::set<int64_t> ids;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, stmt.Step());
-    if (!more) {
-      break;
-    }
-    ids.insert(stmt.Int(0));
-  }
-  return ids;
 }
 
 }  // namespace tae::store
