@@ -18,7 +18,6 @@ with a reference measured in the same invocation:
    against the same taed with none.
 """
 import argparse
-import http.client
 import json
 import os
 import shutil
@@ -28,53 +27,15 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from taed_client import Client, rss_mb, taectl, timed  # noqa: E402  bench/taed_client.py
+
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-
-
-def taectl(bin_dir, home, *args, timeout=600):
-    p = subprocess.run([os.path.join(bin_dir, "taectl"), "--home", home, *args],
-                       capture_output=True, text=True, timeout=timeout)
-    if p.returncode != 0:
-        sys.exit(f"taectl {' '.join(args)}: exit {p.returncode}\n{p.stdout}{p.stderr}")
-    return p.stdout
-
-
-def rss_mb(home):
-    pid = open(os.path.join(home, "taed.pid")).read().split()[0]
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
-class Client:
-    def __init__(self, url):
-        base, token = url.split("/?token=")
-        self.host = base.split("//")[1]
-        self.conn = http.client.HTTPConnection(self.host, timeout=120)
-        self.conn.request("GET", "/?token=" + token.split("#")[0])
-        r = self.conn.getresponse()
-        r.read()
-        self.cookie = r.getheader("Set-Cookie").split(";")[0]
-
-    def get(self, path):
-        self.conn.request("GET", path, headers={"Cookie": self.cookie})
-        r = self.conn.getresponse()
-        body = r.read()
-        if r.status != 200:
-            sys.exit(f"GET {path}: {r.status} {body[:300]}")
-        return body
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t0, out
 
 
 def driver(profile):

@@ -21,51 +21,14 @@ time what a freshly booted machine sees); taed's own caches start empty.
 Every figure is printed against its goal (issue "A lab's queue and a lab's history").
 """
 import argparse
-import http.client
 import json
 import os
 import statistics
 import subprocess
 import sys
-import time
 
-
-def taectl(bin_dir, home, *args, timeout=600):
-    t0 = time.perf_counter()
-    p = subprocess.run([os.path.join(bin_dir, "taectl"), "--home", home, *args],
-                       capture_output=True, text=True, timeout=timeout)
-    took = time.perf_counter() - t0
-    if p.returncode != 0:
-        sys.exit(f"taectl {' '.join(args)}: exit {p.returncode}\n{p.stdout}{p.stderr}")
-    return took, p.stdout
-
-
-def taed_status(home, field):
-    pid = open(os.path.join(home, "taed.pid")).read().split()[0]
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
-class Client:
-    def __init__(self, url):
-        base, token = url.split("/?token=")
-        self.conn = http.client.HTTPConnection(base.split("//")[1], timeout=300)
-        self.conn.request("GET", "/?token=" + token.split("#")[0])
-        r = self.conn.getresponse()
-        r.read()
-        self.cookie = r.getheader("Set-Cookie").split(";")[0]
-
-    def get(self, path):
-        t0 = time.perf_counter()
-        self.conn.request("GET", path, headers={"Cookie": self.cookie})
-        r = self.conn.getresponse()
-        body = r.read()
-        took = time.perf_counter() - t0
-        if r.status != 200:
-            sys.exit(f"GET {path}: {r.status} {body[:300]}")
-        return took, body
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from taed_client import Client, taectl, taed_status_mb, timed  # noqa: E402  bench/taed_client.py
 
 
 def row(label, ms, goal_ms, extra=""):
@@ -91,20 +54,18 @@ def main():
         if os.path.exists(os.path.join(home, stale)):
             os.remove(os.path.join(home, stale))
     print("scale: starting taed on the data set...", file=sys.stderr)
-    t0 = time.perf_counter()
-    taectl(args.bin_dir, home, "up", "--agents", "0", timeout=600)
-    up_s = time.perf_counter() - t0
+    up_s, _ = timed(lambda: taectl(args.bin_dir, home, "up", "--agents", "0", timeout=600))
     try:
-        _, url = taectl(args.bin_dir, home, "ui")
-        client = Client(url.strip())
-        rss_start = taed_status(home, "VmRSS")
-        _, body = client.get("/api/experiments/query-big")
+        url = taectl(args.bin_dir, home, "ui")
+        client = Client(url.strip(), timeout=300)
+        rss_start = taed_status_mb(home, "VmRSS")
+        body = client.get("/api/experiments/query-big")
         exp = json.loads(body)
         exp_id = exp["id"]
         total_runs = exp["counts"]["total"]
-        _, body = client.get(f"/api/experiments/{exp_id}/metrics")
+        body = client.get(f"/api/experiments/{exp_id}/metrics")
         metrics = json.loads(body)["metrics"]
-        _, listing = taectl(args.bin_dir, home, "ls", "--json")
+        listing = taectl(args.bin_dir, home, "ls", "--json")
         experiments = len(json.loads(listing))
 
         commands = [
@@ -118,10 +79,10 @@ def main():
         for r in range(args.rounds + 1):  # round 0 warms the page cache, untimed
             for i in range(len(commands)):
                 label, argv, _ = commands[(i + r) % len(commands)]
-                took, _ = taectl(args.bin_dir, home, *argv)
+                took, _ = timed(lambda: taectl(args.bin_dir, home, *argv))
                 if r > 0:
                     times[label].append(took * 1000)
-            took, body = client.get(f"/api/experiments/{exp_id}/runs?limit=100")
+            took, body = timed(lambda: client.get(f"/api/experiments/{exp_id}/runs?limit=100"))
             if r > 0:
                 page.append(took * 1000)
             print(f"  round {r}/{args.rounds}", file=sys.stderr)
@@ -132,12 +93,12 @@ def main():
         for metric in metrics:
             q = metric.replace("/", "%2F")
             path = f"/api/experiments/{exp_id}/curves?metric={q}&width=1000"
-            first, body = client.get(path)
-            again = statistics.median(client.get(path)[0] for _ in range(args.rounds))
+            first, body = timed(lambda: client.get(path))
+            again = statistics.median(timed(lambda: client.get(path))[0] for _ in range(args.rounds))
             curves.append((metric, first * 1000, again * 1000, len(body)))
             print(f"  {metric}: first {first * 1000:.0f} ms, cached {again * 1000:.1f} ms", file=sys.stderr)
-        rss_end = taed_status(home, "VmRSS")
-        hwm = taed_status(home, "VmHWM")
+        rss_end = taed_status_mb(home, "VmRSS")
+        hwm = taed_status_mb(home, "VmHWM")
     finally:
         subprocess.run([os.path.join(args.bin_dir, "taectl"), "--home", home, "down"],
                        capture_output=True, timeout=120)
