@@ -501,14 +501,20 @@ void Agent::BlameWorker(tae::v1::Event* event) {
       others.push_back(use);
     }
   }
-  const DiskVerdict verdict =
-      self ? BlameDisk(*self, others, disk, options_.work_dir) : DiskVerdict{};
+  DiskVerdict verdict = self ? BlameDisk(*self, others, disk, options_.work_dir) : DiskVerdict{};
+  if (verdict.cause == DiskCause::kNone && ReliefUnderWay() && last_fill_.has_value()) {
+    // The disk has room again, but this job ran beside one that filled it moments ago.
+    verdict = BlameRecentFill(event->run_id(), event->attempt(), *last_fill_);
+  }
   if (verdict.cause == DiskCause::kOverLimit || verdict.cause == DiskCause::kFilledItself) {
     if (exited->reason().find("into its directories") == std::string::npos) {
       exited->set_reason(absl::StrCat(exited->reason().empty()
                                           ? absl::StrCat("exit code ", exited->exit_code())
                                           : exited->reason(),
                                       "; ", verdict.why));
+    }
+    if (DiskFull(disk) && DiskFiller({*self}, disk)) {
+      NoteFill(*self, uses);
     }
     runner_.ReclaimDisk(event->run_id(), event->attempt());
     return;  // the job's failure
@@ -545,26 +551,39 @@ void Agent::BlameWorker(tae::v1::Event* event) {
   exited->set_by_other_job(by_other_job);
   exited->set_reason(absl::StrCat(
       exited->reason().empty() ? absl::StrCat("exit code ", exited->exit_code()) : exited->reason(),
-      "; ", why, ": the worker's fault, not the job's"));
+      "; ", why, by_other_job ? "" : ": the worker's fault, not the job's"));
 }
 
 bool Agent::RelieveDisk() {
-  const auto now = std::chrono::steady_clock::now();
   const DiskSpace disk = DiskSpaceOf(options_.work_dir);
   if (DiskFull(disk)) {
-    if (std::optional<RunDisk> filler = DiskFiller(runner_.DiskUse(), disk)) {
+    const std::vector<RunDisk> uses = runner_.DiskUse();
+    if (std::optional<RunDisk> filler = DiskFiller(uses, disk)) {
       runner_.StopAndReclaim(
           filler->run_id, filler->attempt,
           absl::StrCat("stopped: it filled the worker's disk: it wrote ",
                        text::FormatBytes(filler->bytes), " into its directories (",
                        text::FormatBytes(filler->free_at_start),
                        " were free when it started); set resources.max_disk to stop it sooner"));
-      disk_relieved_at_ = now;
+      NoteFill(*filler, uses);
     }
   }
+  return ReliefUnderWay();
+}
+
+bool Agent::ReliefUnderWay() const {
   return disk_relieved_at_.has_value() &&
-         now - *disk_relieved_at_ <
+         std::chrono::steady_clock::now() - *disk_relieved_at_ <
              std::chrono::milliseconds(static_cast<int64_t>(kReliefS * 1000));
+}
+
+void Agent::NoteFill(const RunDisk& filler, const std::vector<RunDisk>& uses) {
+  DiskFill fill{filler, {}};
+  for (const RunDisk& use : uses) {
+    fill.beside.emplace_back(use.run_id, use.attempt);
+  }
+  last_fill_ = std::move(fill);
+  disk_relieved_at_ = std::chrono::steady_clock::now();
 }
 
 void Agent::Fatal(const std::string& why) {

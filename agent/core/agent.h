@@ -97,6 +97,11 @@ class Agent {
   // meanwhile are the job's doing, not a reason for the agent to stop.
   bool RelieveDisk();
   static constexpr double kReliefS = 15;
+  // Whether a fill was given back within the last kReliefS.
+  bool ReliefUnderWay() const;
+  // `filler` filled the disk and its space is being given back; `uses`: every run's disk use
+  // then. Starts a relief (RelieveDisk) and keeps who was beside the filler for BlameWorker.
+  void NoteFill(const RunDisk& filler, const std::vector<RunDisk>& uses);
   void LogAgentLine(const tae::v1::StartRun& start, std::string text);
 
   // Runs whose code is being staged (fetched and materialised) before they start.
@@ -125,7 +130,8 @@ class Agent {
   std::function<void()> on_fatal_;
   std::optional<std::chrono::steady_clock::time_point> journal_failing_since_;
   std::optional<std::chrono::steady_clock::time_point> disk_relieved_at_;
-  tae::v1::AgentFacts facts_;  // gathered once in Start, sent with every Register
+  std::optional<DiskFill> last_fill_;  // the fill disk_relieved_at_ gave back
+  tae::v1::AgentFacts facts_;          // gathered once in Start, sent with every Register
   bool connected_ = false;
   bool flush_scheduled_ = false;
   std::function<void()> shutdown_done_;

@@ -205,7 +205,7 @@ void Journal::WriteAcked() {
   acked_write_ = status;
 }
 
-absl::Status Journal::Healthy() const {
+absl::Status Journal::Healthy() {
   if (!durable()) {
     return absl::OkStatus();
   }
@@ -219,9 +219,9 @@ absl::Status Journal::Healthy() const {
         absl::StrCat("journal segment ", segments_.back().path, " was removed under the agent"));
   }
   if (!acked_write_.ok()) {
-    return acked_write_;
+    WriteAcked();  // a passing fault (a disk full for a moment) heals here
   }
-  return absl::OkStatus();
+  return acked_write_;
 }
 
 void Journal::DropAckedSegments() {

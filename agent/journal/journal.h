@@ -100,9 +100,11 @@ class Journal {
   bool durable() const { return !dir_.empty(); }
   // Durable mode: whether the journal can still keep what it is given. Not OK when its directory
   // is gone or unwritable, its active segment was removed (writes to an unlinked file "succeed"
-  // and are lost with the process), or the last write of its acked mark failed. An agent whose
-  // journal is not healthy must stop: it cannot promise exactly-once delivery any more.
-  absl::Status Healthy() const;
+  // and are lost with the process), or the last write of its acked mark failed and fails again
+  // now (it is written again here: a disk that was full for a moment, and has room again, leaves
+  // the journal healthy). An agent whose journal is not healthy must stop: it cannot promise
+  // exactly-once delivery any more.
+  absl::Status Healthy();
   JournalStats stats() const;
 
  private:

@@ -26,6 +26,16 @@ bool DiskFull(const DiskSpace& disk) {
          disk.free_bytes < std::max<uint64_t>(disk.total_bytes / 100, uint64_t{1} << 20);
 }
 
+namespace {
+
+DiskVerdict FilledByOther(const RunDisk& other) {
+  return {DiskCause::kFilledByOther, other.run_id,
+          absl::StrCat("the worker's disk was filled by run r", other.run_id, " (it wrote ",
+                       text::FormatBytes(other.bytes), "); not this job's fault nor the worker's")};
+}
+
+}  // namespace
+
 DiskVerdict BlameDisk(const RunDisk& run, const std::vector<RunDisk>& others, const DiskSpace& disk,
                       const std::string& work_dir) {
   if (run.max_disk > 0 && run.bytes > run.max_disk) {
@@ -44,10 +54,7 @@ DiskVerdict BlameDisk(const RunDisk& run, const std::vector<RunDisk>& others, co
                          " were free when it started); set resources.max_disk to stop it sooner")};
   }
   if (std::optional<RunDisk> other = DiskFiller(others, disk)) {
-    return {
-        DiskCause::kFilledByOther, other->run_id,
-        absl::StrCat("the worker's disk was filled by run r", other->run_id, " (it wrote ",
-                     text::FormatBytes(other->bytes), "); not this job's fault nor the worker's")};
+    return FilledByOther(*other);
   }
   return {DiskCause::kWorkerFull, 0,
           DiskFull({run.free_at_start, disk.total_bytes})
@@ -70,6 +77,15 @@ std::optional<RunDisk> DiskFiller(const std::vector<RunDisk>& runs, const DiskSp
     }
   }
   return filler;
+}
+
+DiskVerdict BlameRecentFill(int64_t run_id, int attempt, const DiskFill& fill) {
+  const std::pair<int64_t, int> self{run_id, attempt};
+  if (self == std::pair<int64_t, int>{fill.filler.run_id, fill.filler.attempt} ||
+      std::find(fill.beside.begin(), fill.beside.end(), self) == fill.beside.end()) {
+    return {};
+  }
+  return FilledByOther(fill.filler);
 }
 
 uint64_t DirsBytes(const std::vector<std::string>& dirs) {

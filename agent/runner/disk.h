@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tae::agent {
@@ -58,6 +59,18 @@ std::optional<RunDisk> DiskFiller(const std::vector<RunDisk>& runs, const DiskSp
 // `work_dir` names the disk in the reason.
 DiskVerdict BlameDisk(const RunDisk& run, const std::vector<RunDisk>& others, const DiskSpace& disk,
                       const std::string& work_dir);
+
+// A job that filled the disk, as the agent saw it when it gave that space back, and the runs that
+// were beside it then (run, attempt). A run beside it whose job fails soon after met the full
+// disk, though the disk may have room again by the time its exit is seen.
+struct DiskFill {
+  RunDisk filler;
+  std::vector<std::pair<int64_t, int>> beside;
+};
+
+// A failed run's verdict from a recent fill: kFilledByOther (the same words as BlameDisk's) when
+// the run was beside the filler, kNone otherwise.
+DiskVerdict BlameRecentFill(int64_t run_id, int attempt, const DiskFill& fill);
 
 // Bytes written into `dirs` (recursively, links not followed): the blocks of regular files with
 // one link. A file with more links is shared with the agent's cache (a snapshot's file), not

@@ -56,6 +56,22 @@ TEST_CASE("disk blame: on a full disk the run that wrote it fails, the runs it h
   CHECK(BlameDisk(small, {hog}, kRoomy, "/w").cause == DiskCause::kNone);
 }
 
+TEST_CASE("disk blame: a run beside a fill that was given back is still hurt by it, no other") {
+  // r7 filled the disk and its space came back before r8's failed exit was seen: the disk has
+  // room again, yet r8 met it full.
+  const RunDisk hog{7, 1, 59 * kGB, 60 * kGB, 0};
+  const DiskFill fill{hog, {{7, 1}, {8, 2}, {9, 1}}};
+  DiskVerdict v = BlameRecentFill(8, 2, fill);
+  CHECK(v.cause == DiskCause::kFilledByOther);
+  CHECK(v.other_run == 7);
+  CHECK(v.why == BlameDisk({8, 2, kGB / 10, 40 * kGB, 0}, {hog}, kFull, "/w").why);
+  // Not the filler itself, not another attempt of a run that was beside it, not a run started
+  // after the fill.
+  CHECK(BlameRecentFill(7, 1, fill).cause == DiskCause::kNone);
+  CHECK(BlameRecentFill(8, 3, fill).cause == DiskCause::kNone);
+  CHECK(BlameRecentFill(10, 1, fill).cause == DiskCause::kNone);
+}
+
 TEST_CASE("disk blame: full means under 1% or 1 MiB free") {
   CHECK(DiskFull({(1 << 20) - 1, 50 << 20}));
   CHECK_FALSE(DiskFull({2 << 20, 50 << 20}));

@@ -129,6 +129,33 @@ TEST_CASE("acked events are not resent after a reopen", "[journal]") {
   CHECK(journal->Append(Log("e")) == 5);
 }
 
+TEST_CASE("a failed write of the acked mark is unhealthy until a write of it succeeds again",
+          "[journal]") {
+  TempDir tmp;
+  auto journal = OpenOk(tmp.path());
+  for (const char* text : {"a", "b", "c"}) {
+    journal->Append(Log(text));
+  }
+  REQUIRE(journal->Sync().ok());
+  journal->TakeUnsent(10);
+  journal->Ack(1);
+  REQUIRE(journal->Healthy().ok());
+  // A directory where the mark goes: replacing it fails, as on a full disk.
+  fs::remove(tmp.path() + "/acked");
+  fs::create_directory(tmp.path() + "/acked");
+  fs::create_directory(tmp.path() + "/acked/in-the-way");
+  journal->Ack(2);
+  CHECK_FALSE(journal->Healthy().ok());  // written again, and failing again
+  CHECK_FALSE(journal->Healthy().ok());
+  fs::remove_all(tmp.path() + "/acked");
+  // The fault passed: Healthy writes the mark again, and the journal is whole.
+  CHECK(journal->Healthy().ok());
+  journal.reset();
+  auto reopened = OpenOk(tmp.path());
+  CHECK(reopened->acked() == 2);
+  CHECK(Texts(reopened->TakeUnsent(10)) == std::vector<std::string>{"c"});
+}
+
 TEST_CASE("appended events are takeable only once synced and lost in a crash before that",
           "[journal]") {
   TempDir tmp;
