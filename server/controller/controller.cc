@@ -316,8 +316,9 @@ void Controller::PlaceQueued() {
   context.active = std::move(*active);
   std::vector<scheduler::AgentCapacity> capacity;
   for (const registry::Agent* agent : registry_.Connected()) {
-    capacity.push_back(
-        {agent->id, agent->free_slots(), agent->draining ? 0 : agent->slots, agent->labels});
+    capacity.push_back({agent->id, agent->free_slots(),
+                        agent->draining || !agent->quarantine.empty() ? 0 : agent->slots,
+                        agent->labels});
   }
   scheduler::Decision decision = scheduler::Decide(queue, capacity, context);
   const std::vector<scheduler::Placement>& placements = decision.placements;

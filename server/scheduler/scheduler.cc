@@ -148,7 +148,7 @@ std::string WhyWaiting(const QueuedRun& run, const std::vector<AgentCapacity>& a
     return "waiting: no connected agent has " + wanted;
   }
   if (largest == 0) {
-    return "waiting: every matching agent is draining (taectl agents undrain ID)";
+    return "waiting: every matching agent is draining or quarantined (taectl agents undrain ID)";
   }
   if (largest < run.slots) {
     return "waiting: needs " + std::to_string(run.slots) +

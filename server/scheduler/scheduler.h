@@ -15,7 +15,7 @@ namespace tae::scheduler {
 struct AgentCapacity {
   std::string id;
   int free_slots = 0;
-  int total_slots = 0;
+  int total_slots = 0;  // 0 while draining or quarantined: it takes no runs until undrained
   model::Labels labels;
 };
 

@@ -43,9 +43,10 @@ TEST_CASE("drain, pause and resume decide what starts, and the queue says why ru
       std::to_string(cluster.TaectlJson({"submit", spec}).at("experiment").get<int64_t>());
   // Scheduling happens inside each call, so these states are settled when the call returns.
   CHECK(Reasons(cluster) ==
-        std::vector<std::string>(2,
-                                 "waiting: every matching agent is draining (taectl agents "
-                                 "undrain ID)"));
+        std::vector<std::string>(
+            2,
+            "waiting: every matching agent is draining or quarantined (taectl agents "
+            "undrain ID)"));
   nlohmann::json paused = cluster.TaectlJson({"pause", exp});
   CHECK(paused.at("paused") == true);
   CHECK(Reasons(cluster) == std::vector<std::string>(2, "experiment paused (taectl resume)"));

@@ -250,6 +250,13 @@ TEST_CASE("an agent's faults in a row survive its reconnects and a restart of ta
   CHECK(*store->AgentInfraFaults("a") == 2);
   CHECK_FALSE(second.registry().agents().at("a").quarantine.empty());
   CHECK(store->AgentQuarantines()->count("a") == 1);
+  // Its run, requeued, says why no agent takes it.
+  second.Schedule();
+  auto waiting = store->GetRun(channel->Starts().back().run_id());
+  REQUIRE(waiting.ok());
+  CHECK(waiting->state == model::RunState::kQueued);
+  CHECK(waiting->reason ==
+        "waiting: every matching agent is draining or quarantined (taectl agents undrain ID)");
   // Undrain lifts it and starts the count again.
   REQUIRE(second.Drain("a", false).ok());
   CHECK(*store->AgentInfraFaults("a") == 0);
