@@ -112,7 +112,7 @@ model::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec&
 }  // namespace
 
 Controller::Controller(boost::asio::io_context* io, store::Store* store, Options options)
-    : io_(io), store_(store), options_(options), liveness_timer_(*io) {}
+    : io_(io), store_(store), options_(options), liveness_timer_(*io), pack_timer_(*io) {}
 
 absl::StatusOr<SubmitResult> Controller::Submit(const SubmitInput& input) {
   TAE_CHECK_OWNER(core_);

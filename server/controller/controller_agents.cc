@@ -288,6 +288,27 @@ void Controller::CheckLiveness() {
   });
 }
 
+void Controller::PackBackfill() {
+  absl::StatusOr<std::optional<int64_t>> next = store_->PackEndedRuns(packed_up_to_, kPackSliceS);
+  if (!next.ok()) {
+    Noted(next.status(), "pack the series of ended runs");
+    return;  // curves read those runs' rows, as before packs
+  }
+  if (!next->has_value()) {
+    if (packed_up_to_ > 0) {
+      spdlog::info("the series of every ended run are packed");
+    }
+    return;
+  }
+  packed_up_to_ = **next;
+  pack_timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(kPackSliceS * 1000)));
+  pack_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) {
+      PackBackfill();
+    }
+  });
+}
+
 void Controller::Recover() {
   TAE_CHECK_OWNER(core_);
   // Seeds a previous taed decided on but did not add (it stopped between a run's end and its
@@ -315,6 +336,7 @@ void Controller::Recover() {
     Noted(searched.status(), "list the experiments with an asha [search]");
   }
   CheckLiveness();
+  PackBackfill();
   absl::StatusOr<std::vector<model::RunRecord>> active = store_->ActiveRuns();
   if (!active.ok()) {
     return;

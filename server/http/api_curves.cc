@@ -51,7 +51,7 @@ std::vector<std::string> VariantOrder(const model::ExperimentRecord& exp,
 // Each wanted run's points as x (`x` kind, XValues) and y; a run without points yet has none.
 absl::StatusOr<std::vector<curves::RunSeries>> SeriesOf(
     const std::vector<query::RunView>& runs,
-    const std::map<int64_t, std::vector<model::MetricPoint>>& points,
+    const std::map<int64_t, std::vector<model::SeriesPoint>>& points,
     const std::set<std::string>& wanted, const std::string& x) {
   std::vector<curves::RunSeries> series;
   // The runs are brief (Query::CurveRuns): a variant's config is its first run's.
@@ -70,7 +70,7 @@ absl::StatusOr<std::vector<curves::RunSeries>> SeriesOf(
       if (!xs.ok()) return xs.status();
       s.x = *std::move(xs);
       s.y.reserve(it->second.size());
-      for (const model::MetricPoint& point : it->second) {
+      for (const model::SeriesPoint& point : it->second) {
         s.y.push_back(point.value);
       }
     }
@@ -185,7 +185,7 @@ absl::StatusOr<curves::Curves> Api::BuildCurves(const model::ExperimentRecord& e
   if (!runs.ok()) return runs.status();
   // From memory where nothing changed; new steps only where runs moved
   // (server/http/series_cache.h).
-  absl::StatusOr<const std::map<int64_t, std::vector<model::MetricPoint>>*> points =
+  absl::StatusOr<const std::map<int64_t, std::vector<model::SeriesPoint>>*> points =
       series_cache_.Get(exp.id, *runs, req.metric);
   if (!points.ok()) return points.status();
   const std::set<std::string> wanted = WantedVariants(req);

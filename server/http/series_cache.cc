@@ -7,7 +7,7 @@ namespace tae::http {
 SeriesCache::SeriesCache(query::Query* query, int64_t max_bytes)
     : query_(query), max_bytes_(max_bytes) {}
 
-absl::StatusOr<const std::map<int64_t, std::vector<model::MetricPoint>>*> SeriesCache::Get(
+absl::StatusOr<const std::map<int64_t, std::vector<model::SeriesPoint>>*> SeriesCache::Get(
     int64_t experiment, const std::vector<query::RunView>& runs, const std::string& key) {
   const Key k{experiment, key};
   recent_.remove(k);
@@ -24,7 +24,7 @@ absl::StatusOr<const std::map<int64_t, std::vector<model::MetricPoint>>*> Series
         }
       }
     }
-    absl::StatusOr<std::map<int64_t, std::vector<model::MetricPoint>>> all =
+    absl::StatusOr<std::map<int64_t, std::vector<model::SeriesPoint>>> all =
         query_->ExperimentSeries(experiment, key, expected);
     if (!all.ok()) {
       entries_.erase(it);
@@ -41,7 +41,7 @@ absl::StatusOr<const std::map<int64_t, std::vector<model::MetricPoint>>*> Series
                                 [&](const model::MetricSummary& s) { return s.key == key; });
     const int64_t count = summary == view.summaries.end() ? 0 : summary->count;
     auto known = entry.attempt_count.find(view.run.id);
-    std::vector<model::MetricPoint>& points = entry.series[view.run.id];
+    std::vector<model::SeriesPoint>& points = entry.series[view.run.id];
     if (known == entry.attempt_count.end() && fresh) {
       // Read just now: what the summary says is what was read, unless ingest ran in between
       // (it cannot: both run on the core).
@@ -63,7 +63,7 @@ absl::StatusOr<const std::map<int64_t, std::vector<model::MetricPoint>>*> Series
         known != entry.attempt_count.end() && known->second.first == view.run.attempt;
     const int64_t after_step = same_attempt && !points.empty() ? points.back().step : -1;
     ++reads_;
-    absl::StatusOr<std::vector<model::MetricPoint>> more =
+    absl::StatusOr<std::vector<model::SeriesPoint>> more =
         query_->QueryMetricAfter(view.run.id, key, after_step);
     if (!more.ok()) {
       return more.status();
@@ -75,7 +75,7 @@ absl::StatusOr<const std::map<int64_t, std::vector<model::MetricPoint>>*> Series
       if (static_cast<int64_t>(points.size()) != count) {
         // Steps at or below the last one were replaced: read the whole series.
         ++reads_;
-        absl::StatusOr<std::vector<model::MetricPoint>> whole =
+        absl::StatusOr<std::vector<model::SeriesPoint>> whole =
             query_->QueryMetricAfter(view.run.id, key, -1);
         if (!whole.ok()) {
           return whole.status();

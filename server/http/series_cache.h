@@ -24,7 +24,7 @@ class SeriesCache {
   // What an entry is counted as costing: its points, a bookkeeping row per run, and a fixed
   // part plus its key, so that series without any points (a metric name nobody reports, asked
   // for again and again) are bounded too.
-  static constexpr int64_t kBytesPerPoint = sizeof(model::MetricPoint);
+  static constexpr int64_t kBytesPerPoint = sizeof(model::SeriesPoint);
   static constexpr int64_t kBytesPerRun = 64;
   static constexpr int64_t kBytesPerEntry = 256;
 
@@ -34,7 +34,7 @@ class SeriesCache {
 
   // The points of `key` of every run in `runs` (the experiment's, with their summaries), by run
   // id; a run without the metric has no entry.
-  absl::StatusOr<const std::map<int64_t, std::vector<model::MetricPoint>>*> Get(
+  absl::StatusOr<const std::map<int64_t, std::vector<model::SeriesPoint>>*> Get(
       int64_t experiment, const std::vector<query::RunView>& runs, const std::string& key);
 
   int64_t points() const { return points_; }
@@ -45,7 +45,7 @@ class SeriesCache {
 
  private:
   struct Entry {
-    std::map<int64_t, std::vector<model::MetricPoint>> series;
+    std::map<int64_t, std::vector<model::SeriesPoint>> series;
     std::map<int64_t, std::pair<int, int64_t>> attempt_count;  // run -> (attempt, count)
     int64_t points = 0;
     int64_t bytes = 0;

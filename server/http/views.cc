@@ -170,16 +170,16 @@ absl::StatusOr<CurveRequest> ParseCurveRequest(const Request& request) {
 }
 
 absl::StatusOr<std::vector<double>> XValues(const std::string& x, const model::RunRecord& run,
-                                            const std::vector<model::MetricPoint>& points) {
+                                            const std::vector<model::SeriesPoint>& points) {
   std::vector<double> out;
   out.reserve(points.size());
   if (x == "step") {
-    for (const model::MetricPoint& p : points) {
+    for (const model::SeriesPoint& p : points) {
       out.push_back(static_cast<double>(p.step));
     }
   } else if (x == "wall" || x == "rel") {
     const double origin = x == "rel" && !points.empty() ? points.front().wall_time : 0;
-    for (const model::MetricPoint& p : points) {
+    for (const model::SeriesPoint& p : points) {
       out.push_back(p.wall_time - origin);
     }
   } else {
@@ -198,7 +198,7 @@ absl::StatusOr<std::vector<double>> XValues(const std::string& x, const model::R
           " has no ", !batch ? "train.batch_size" : "train.seq_len"));
     }
     const double per_step = *batch * *seq * number("resources.hosts").value_or(1);
-    for (const model::MetricPoint& p : points) {
+    for (const model::SeriesPoint& p : points) {
       out.push_back(static_cast<double>(p.step) * per_step);
     }
   }

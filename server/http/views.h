@@ -57,7 +57,7 @@ absl::StatusOr<CurveRequest> ParseCurveRequest(const Request& request);
 // seconds; rel = seconds since the run's first point. InvalidArgument when the config lacks what
 // tokens needs.
 absl::StatusOr<std::vector<double>> XValues(const std::string& x, const model::RunRecord& run,
-                                            const std::vector<model::MetricPoint>& points);
+                                            const std::vector<model::SeriesPoint>& points);
 
 // {"experiment", "metric", "goal", "x_kind", "smooth", "delta", "baseline", "buckets", "x",
 //  "variants": [{"variant", "runs", "n_max", "mean", "lo", "hi", "min", "max", "n"}]}

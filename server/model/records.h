@@ -265,6 +265,17 @@ struct MetricPoint {
   int64_t count = 1;  // raw points in the bucket
 };
 
+// One raw point of a series as curves read it: what a chart needs and no more (a metric of a
+// 10,000-run study is 10 million of these in memory).
+struct SeriesPoint {
+  int64_t step = 0;
+  double value = 0;
+  double wall_time = 0;
+  bool operator==(const SeriesPoint& o) const {
+    return step == o.step && value == o.value && wall_time == o.wall_time;
+  }
+};
+
 struct SnapshotRecord {
   std::string id;        // SHA-256 of the manifest text
   std::string manifest;  // "mode size sha256 path" lines

@@ -10,6 +10,8 @@
 #include "common/spec/spec.h"
 #include "common/status/macros.h"
 #include "server/store/rows.h"
+#include "server/store/series_pack.h"
+#include "spdlog/spdlog.h"
 
 namespace tae::query {
 namespace {
@@ -84,10 +86,15 @@ constexpr char kMetricBuckets[] =
     "FROM metrics m JOIN metric_keys k ON k.id = m.key_id WHERE m.run_id = ? AND k.name = ? "
     "GROUP BY (m.step - ?) * ? / ? ORDER BY 1";
 
+// The rows of the experiment's runs whose series of the key has no pack (store/series_pack.h).
 constexpr char kExperimentSeries[] =
     "SELECT m.run_id, m.step, m.value, m.wall_time FROM runs r JOIN metrics m ON m.run_id = r.id "
-    "AND m.key_id = (SELECT id FROM metric_keys WHERE name = ?) WHERE r.experiment_id = ? ORDER BY "
-    "r.id, m.step";  // the order the index and the primary key give: no sort
+    "AND m.key_id = (SELECT id FROM metric_keys WHERE name = ?1) WHERE r.experiment_id = ?2 AND "
+    "NOT EXISTS (SELECT 1 FROM metric_packs p WHERE p.run_id = r.id AND p.key_id = (SELECT id "
+    "FROM metric_keys WHERE name = ?1)) ORDER BY r.id, m.step";  // index and key order: no sort
+constexpr char kExperimentPacks[] =
+    "SELECT p.run_id, p.data FROM runs r JOIN metric_packs p ON p.run_id = r.id AND p.key_id = "
+    "(SELECT id FROM metric_keys WHERE name = ?1) WHERE r.experiment_id = ?2";
 constexpr char kExperimentVersion[] =
     "SELECT COUNT(*), COALESCE(SUM(r.attempt), 0), COALESCE(SUM(r.last_state_code), 0), "
     "COALESCE((SELECT SUM(s.count) FROM run_summaries s JOIN runs q ON q.id = s.run_id WHERE "
@@ -518,7 +525,13 @@ absl::StatusOr<std::vector<model::MetricPoint>> Query::QueryMetric(int64_t run_i
   const int64_t last = range->Int(1);
   range->Reset();
   if (max_points <= 0 || count <= max_points) {
-    return QueryMetricAfter(run_id, key, std::numeric_limits<int64_t>::min());
+    ASSIGN_OR_RETURN(std::vector<model::SeriesPoint> raw,
+                     QueryMetricAfter(run_id, key, std::numeric_limits<int64_t>::min()));
+    out.reserve(raw.size());
+    for (const model::SeriesPoint& p : raw) {
+      out.push_back({p.step, p.value, p.value, p.value, p.wall_time, 1});
+    }
+    return out;
   }
   ASSIGN_OR_RETURN(Statement * buckets, db_->Cached(kMetricBuckets));
   buckets->Bind(1, run_id)
@@ -601,13 +614,39 @@ absl::StatusOr<model::CheckpointRecord> Query::Artifact(int64_t run_id, const st
                                  : absl::StrCat("; it has ", absl::StrJoin(names, ", "))));
 }
 
-absl::StatusOr<std::map<int64_t, std::vector<model::MetricPoint>>> Query::ExperimentSeries(
+absl::StatusOr<std::map<int64_t, std::vector<model::SeriesPoint>>> Query::ExperimentSeries(
     int64_t experiment_id, const std::string& key, const std::map<int64_t, int64_t>& expected) {
   TAE_CHECK_OWNER(core_);
+  std::map<int64_t, std::vector<model::SeriesPoint>> out;
+  auto reserve = [&](int64_t run_id, std::vector<model::SeriesPoint>* points) {
+    if (auto size = expected.find(run_id); size != expected.end() && size->second > 0) {
+      points->reserve(static_cast<size_t>(size->second));  // one allocation per run
+    }
+  };
+  // The ended runs' packs first (store/series_pack.h), then the rows of the runs without one.
+  std::vector<int64_t> damaged;
+  {
+    ASSIGN_OR_RETURN(Statement * packs, db_->Cached(kExperimentPacks));
+    packs->Bind(1, key).Bind(2, experiment_id);
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, packs->Step());
+      if (!more) {
+        break;
+      }
+      const int64_t run_id = packs->Int(0);
+      std::vector<model::SeriesPoint>& points = out[run_id];
+      reserve(run_id, &points);
+      if (absl::Status unpacked = store::UnpackSeries(packs->Blob(1), &points); !unpacked.ok()) {
+        spdlog::warn("run r{}, {}: {}; reading its rows", run_id, key,
+                     std::string(unpacked.message()));
+        out.erase(run_id);
+        damaged.push_back(run_id);
+      }
+    }
+  }
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kExperimentSeries));
   stmt->Bind(1, key).Bind(2, experiment_id);
-  std::map<int64_t, std::vector<model::MetricPoint>> out;
-  std::vector<model::MetricPoint>* current = nullptr;
+  std::vector<model::SeriesPoint>* current = nullptr;
   int64_t current_id = -1;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt->Step());
@@ -618,30 +657,32 @@ absl::StatusOr<std::map<int64_t, std::vector<model::MetricPoint>>> Query::Experi
     if (run_id != current_id) {
       current = &out[run_id];
       current_id = run_id;
-      if (auto size = expected.find(run_id); size != expected.end() && size->second > 0) {
-        current->reserve(static_cast<size_t>(size->second));  // one allocation per run
-      }
+      reserve(run_id, current);
     }
-    const double value = stmt->Double(2);
-    current->push_back({stmt->Int(1), value, value, value, stmt->Double(3), 1});
+    current->push_back({stmt->Int(1), stmt->Double(2), stmt->Double(3)});
+  }
+  for (int64_t run_id : damaged) {
+    ASSIGN_OR_RETURN(std::vector<model::SeriesPoint> points, QueryMetricAfter(run_id, key, -1));
+    if (!points.empty()) {
+      out[run_id] = std::move(points);
+    }
   }
   return out;
 }
 
-absl::StatusOr<std::vector<model::MetricPoint>> Query::QueryMetricAfter(int64_t run_id,
+absl::StatusOr<std::vector<model::SeriesPoint>> Query::QueryMetricAfter(int64_t run_id,
                                                                         const std::string& key,
                                                                         int64_t after_step) {
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kMetricPointsAfter));
   stmt->Bind(1, run_id).Bind(2, key).Bind(3, after_step);
-  std::vector<model::MetricPoint> out;
+  std::vector<model::SeriesPoint> out;
   while (true) {
     ASSIGN_OR_RETURN(bool more, stmt->Step());
     if (!more) {
       break;
     }
-    const double value = stmt->Double(1);
-    out.push_back({stmt->Int(0), value, value, value, stmt->Double(2), 1});
+    out.push_back({stmt->Int(0), stmt->Double(1), stmt->Double(2)});
   }
   return out;
 }

@@ -177,14 +177,15 @@ class Query {
                                                               const std::string& key,
                                                               int64_t max_points);
 
-  // Every point of metric `key` of every run of the experiment, by run id, in step order: one
-  // statement however many runs (the dashboard's curves). `expected`: points a run is known to
-  // have (its summary's count), reserved up front.
-  absl::StatusOr<std::map<int64_t, std::vector<model::MetricPoint>>> ExperimentSeries(
+  // Every point of metric `key` of every run of the experiment, by run id, in step order (the
+  // dashboard's curves): the ended runs' packs (store/series_pack.h) and the other runs' rows,
+  // two statements however many runs; a damaged pack is logged and its run's rows read instead.
+  // `expected`: points a run is known to have (its summary's count), reserved up front.
+  absl::StatusOr<std::map<int64_t, std::vector<model::SeriesPoint>>> ExperimentSeries(
       int64_t experiment_id, const std::string& key,
       const std::map<int64_t, int64_t>& expected = {});
   // The raw points of one run's metric `key` with step > after_step, in step order.
-  absl::StatusOr<std::vector<model::MetricPoint>> QueryMetricAfter(int64_t run_id,
+  absl::StatusOr<std::vector<model::SeriesPoint>> QueryMetricAfter(int64_t run_id,
                                                                    const std::string& key,
                                                                    int64_t after_step);
   // Changes whenever anything is stored (Db::total_changes).

@@ -119,6 +119,11 @@ Statement& Statement::Bind(int index, std::string_view value) {
   return *this;
 }
 
+Statement& Statement::BindBlob(int index, std::string_view bytes) {
+  CheckBind(sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT), index);
+  return *this;
+}
+
 Statement& Statement::BindNull(int index) {
   CheckBind(sqlite3_bind_null(stmt_, index), index);
   return *this;
@@ -166,6 +171,14 @@ std::string Statement::Text(int column) const {
   const unsigned char* text = sqlite3_column_text(stmt_, column);
   int size = sqlite3_column_bytes(stmt_, column);
   return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text), size);
+}
+
+std::string_view Statement::Blob(int column) const {
+  const void* bytes = sqlite3_column_blob(stmt_, column);
+  const int size = sqlite3_column_bytes(stmt_, column);
+  return bytes == nullptr
+             ? std::string_view()
+             : std::string_view(static_cast<const char*>(bytes), static_cast<size_t>(size));
 }
 
 bool Statement::IsNull(int column) const {

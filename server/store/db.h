@@ -41,6 +41,7 @@ class Statement {
   Statement& Bind(int index, double value);
   Statement& Bind(int index, std::string_view value);
   Statement& BindNull(int index);
+  Statement& BindBlob(int index, std::string_view bytes);
 
   // Steps once: true when a row is available, false when done; errors as status.
   absl::StatusOr<bool> Step();
@@ -52,6 +53,8 @@ class Statement {
   int64_t Int(int column) const;
   double Double(int column) const;
   std::string Text(int column) const;
+  // A BLOB (or text) column's bytes, valid until the next Step or Reset.
+  std::string_view Blob(int column) const;
   bool IsNull(int column) const;
   std::optional<double> OptionalDouble(int column) const;
   // How many columns a row of this statement has.

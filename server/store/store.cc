@@ -94,6 +94,7 @@ absl::Status Store::MarkSeed() {
 
 absl::Status Store::ResetToSeed() {
   metric_key_ids_.clear();
+  packs_due_.clear();
   queue_changes_.all = true;
   if (db_.total_changes() == seed_changes_) {
     return absl::OkStatus();
@@ -186,6 +187,14 @@ absl::Status Store::Apply(const model::RunTransition& t) {
   stmt.Bind(index, t.run_id);
   queue_changes_.runs.insert(t.run_id);
   RETURN_IF_ERROR(stmt.Run());
+  if (model::IsFinal(t.state)) {
+    packs_due_.insert(t.run_id);  // packed before the transaction commits (PackEnded)
+  } else if (t.state == model::RunState::kQueued) {
+    // Its next attempt's points will replace these.
+    ASSIGN_OR_RETURN(Statement * unpack, db_.Cached("DELETE FROM metric_packs WHERE run_id = ?"));
+    unpack->Bind(1, t.run_id);
+    RETURN_IF_ERROR(unpack->Run());
+  }
   for (const model::RunTransition::Row& row : t.rows) {
     RETURN_IF_ERROR(RecordTransition(t.run_id, t.attempt, row.from, row.to, row.reason, t.at));
   }
@@ -436,6 +445,7 @@ absl::StatusOr<model::RunRecord> Store::Transition(int64_t run_id, const model::
     return run;
   }
   RETURN_IF_ERROR(Apply(*transition));
+  RETURN_IF_ERROR(PackEnded());
   RETURN_IF_ERROR(tx.Commit());
   return GetRun(run_id);
 }
@@ -453,6 +463,7 @@ absl::StatusOr<int> Store::TransitionAll(int64_t experiment_id, const model::Dec
     RETURN_IF_ERROR(Apply(*transition));
     ++changed;
   }
+  RETURN_IF_ERROR(PackEnded());
   RETURN_IF_ERROR(tx.Commit());
   return changed;
 }

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -158,6 +159,14 @@ class Store {
   // The blob hashes the run's complete checkpoints and artifacts name.
   absl::StatusOr<std::set<std::string>> RunCheckpointBlobs(int64_t run_id);
 
+  // Packed series (series_pack.h, migration 0019): a run's series are packed in the transaction
+  // that ends it (after its last points), and a (run, metric)'s pack is dropped when a point of
+  // it is stored afterwards or the run is queued again. Packs ended runs whose series have no
+  // pack, in run id order from after `after`, in one transaction until about `budget_s` of work
+  // is done; returns the run id to go on after, nullopt when none is left. For runs that ended
+  // before packs existed.
+  absl::StatusOr<std::optional<int64_t>> PackEndedRuns(int64_t after, double budget_s);
+
   // Agents.
   absl::Status UpsertAgent(const model::AgentRecord& agent);
   absl::Status SetAgentState(const std::string& id, const std::string& state, double now);
@@ -214,7 +223,12 @@ class Store {
   absl::Status IngestMeta(const model::RunRecord& run, const model::IngestEvent& event);
   absl::StatusOr<int64_t> MetricKeyId(const std::string& name);
   absl::StatusOr<std::vector<model::RunRecord>> QueryRuns(const std::string& where, int64_t arg);
+  // Packs every series of `run_id` (replacing its packs).
+  absl::Status PackRun(int64_t run_id);
+  // Packs the runs that ended in this transaction (packs_due_); called before it commits.
+  absl::Status PackEnded();
   model::QueueChanges queue_changes_;
+  std::set<int64_t> packs_due_;  // runs Apply ended in the open transaction
 
   Db db_;
   std::map<std::string, int64_t> metric_key_ids_;

@@ -40,6 +40,7 @@ constexpr char kInsertDivergence[] =
     "INSERT INTO metric_divergence (run_id, key_id, step, value, attempt, wall_time) VALUES "
     "(?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET step = excluded.step, value = excluded.value, "
     "attempt = excluded.attempt, wall_time = excluded.wall_time WHERE excluded.step < step";
+constexpr char kDropPack[] = "DELETE FROM metric_packs WHERE run_id = ?1 AND key_id = ?2";
 constexpr char kRunExists[] = "SELECT 1 FROM runs WHERE id = ?";
 constexpr char kInsertLog[] =
     "INSERT OR IGNORE INTO logs (run_id, attempt, seq, agent_id, stream, line, wall_time) "
@@ -105,6 +106,7 @@ absl::Status Store::IngestMetrics(const model::IngestEvent& event, SummaryBatch*
 absl::Status Store::WriteSummaries(const SummaryBatch& batch) {
   ASSIGN_OR_RETURN(Statement * summary, db_.Cached(kUpsertSummary));
   ASSIGN_OR_RETURN(Statement * noted, db_.Cached(kNoteExperimentMetric));
+  ASSIGN_OR_RETURN(Statement * unpack, db_.Cached(kDropPack));
   for (const auto& [key, pending] : batch) {
     summary->Bind(1, key.first)
         .Bind(2, key.second)
@@ -116,6 +118,9 @@ absl::Status Store::WriteSummaries(const SummaryBatch& batch) {
     RETURN_IF_ERROR(summary->Run());
     noted->Bind(1, key.first).Bind(2, key.second);
     RETURN_IF_ERROR(noted->Run());
+    // A point stored after the run's series were packed: the pack no longer says it all.
+    unpack->Bind(1, key.first).Bind(2, key.second);
+    RETURN_IF_ERROR(unpack->Run());
   }
   return absl::OkStatus();
 }
@@ -253,6 +258,10 @@ absl::StatusOr<std::vector<model::RunEnded>> Store::Ingest(
     }
   }
   if (absl::Status s = WriteSummaries(summaries); !s.ok()) {
+    metric_key_ids_.clear();
+    return s;
+  }
+  if (absl::Status s = PackEnded(); !s.ok()) {  // after the summaries: a pack drops with them
     metric_key_ids_.clear();
     return s;
   }

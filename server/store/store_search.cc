@@ -50,6 +50,7 @@ absl::Status Store::RecordSearch(int64_t experiment_id,
       RETURN_IF_ERROR(Apply(*end));
     }
   }
+  RETURN_IF_ERROR(PackEnded());
   return tx.Commit();
 }
 

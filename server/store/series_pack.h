@@ -1,0 +1,30 @@
+#pragma once
+
+// A finished run's series of one metric as one blob (table metric_packs, migration 0019), so
+// that a curve reads a 10,000-run study's 10 million points of a metric at a few ns each instead
+// of ~150 ns per SQLite row. Exact: steps and values as stored, wall times bit for bit.
+//
+// Layout, version 1: a version byte (1); the point count (varint); the steps as zigzag varint
+// deltas (the first from 0); the values as little-endian IEEE-754 doubles; the wall times' bit
+// patterns as zigzag varint deltas (the first from 0: consecutive times share their high bits,
+// so a delta of one second at 2026's clock takes 4 bytes). About 13 bytes a point.
+//
+// Pure: the store writes packs when a run ends and drops them when its points change
+// (store.h); the query reads them (query.h).
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/model/records.h"
+
+namespace tae::store {
+
+std::string PackSeries(const std::vector<model::SeriesPoint>& points);
+
+// Appends the blob's points to `out`. DataLoss, with `out` as it was, for a blob that is not a
+// whole version-1 pack (truncated, trailing bytes, a count its bytes cannot hold).
+absl::Status UnpackSeries(std::string_view blob, std::vector<model::SeriesPoint>* out);
+
+}  // namespace tae::store

@@ -1,0 +1,257 @@
+// Packed series (server/store/series_pack.h): exact round trips, damage refused whole, and the
+// store's packs kept true to the rows (written when a run ends, dropped when its points change).
+
+#include "server/store/series_pack.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "server/lifecycle/lifecycle.h"
+#include "server/query/query.h"
+#include "server/store/store.h"
+
+namespace tae::store {
+namespace {
+
+std::vector<model::SeriesPoint> RandomSeries(std::mt19937_64& rng, size_t n) {
+  std::vector<model::SeriesPoint> points;
+  std::uniform_int_distribution<int> gap(1, 50);
+  std::normal_distribution<double> noise(0, 1);
+  int64_t step = std::uniform_int_distribution<int64_t>(-5, 1000)(rng);
+  double wall = 1.79e9 + noise(rng) * 1e6;
+  for (size_t i = 0; i < n; ++i) {
+    model::SeriesPoint p;
+    p.step = step;
+    p.value = noise(rng) * std::pow(10.0, std::uniform_int_distribution<int>(-300, 300)(rng));
+    p.wall_time = wall;
+    points.push_back(p);
+    step += gap(rng);
+    wall += std::abs(noise(rng)) * 3;  // seconds apart, never exactly regular
+  }
+  return points;
+}
+
+TEST_CASE("a packed series comes back exactly, in about 13 bytes a point") {
+  std::mt19937_64 rng(7);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{1000}, size_t{4097}}) {
+    std::vector<model::SeriesPoint> points = RandomSeries(rng, n);
+    const std::string blob = PackSeries(points);
+    std::vector<model::SeriesPoint> back = {{-1, -1, -1}};  // unpacking appends
+    REQUIRE(UnpackSeries(blob, &back).ok());
+    REQUIRE(back.size() == n + 1);
+    back.erase(back.begin());
+    CHECK(back == points);
+    if (n >= 1000) {
+      CHECK(static_cast<double>(blob.size()) / n < 14.0);
+    }
+  }
+  // Extremes: any step, any finite value, -0.0 kept, wall times going back.
+  const std::vector<model::SeriesPoint> odd = {
+      {std::numeric_limits<int64_t>::min(), -0.0, 0.0},
+      {std::numeric_limits<int64_t>::max(), std::numeric_limits<double>::max(), 1.7e9},
+      {0, std::numeric_limits<double>::denorm_min(), -3.5},
+      {0, -std::numeric_limits<double>::max(), 1e300},
+  };
+  std::vector<model::SeriesPoint> back;
+  REQUIRE(UnpackSeries(PackSeries(odd), &back).ok());
+  REQUIRE(back.size() == odd.size());
+  CHECK(back == odd);
+  CHECK(std::signbit(back[0].value));
+}
+
+TEST_CASE("a damaged pack is refused whole and nothing is appended") {
+  std::mt19937_64 rng(11);
+  const std::string blob = PackSeries(RandomSeries(rng, 300));
+  const std::vector<model::SeriesPoint> before = {{1, 2, 3}};
+  // Every truncation, and every extension, is refused.
+  for (size_t cut = 0; cut < blob.size(); ++cut) {
+    std::vector<model::SeriesPoint> out = before;
+    absl::Status s = UnpackSeries(std::string_view(blob).substr(0, cut), &out);
+    INFO("cut at " << cut);
+    CHECK(absl::IsDataLoss(s));
+    CHECK(out == before);
+  }
+  std::vector<model::SeriesPoint> out = before;
+  CHECK(absl::IsDataLoss(UnpackSeries(blob + "x", &out)));
+  CHECK(out == before);
+  // Another version, and a count its bytes cannot hold (no huge allocation).
+  std::string other = blob;
+  other[0] = 2;
+  CHECK(absl::IsDataLoss(UnpackSeries(other, &out)));
+  CHECK(absl::IsDataLoss(
+      UnpackSeries(std::string("\x01\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10), &out)));
+  CHECK(out == before);
+  // Any one byte changed: refused, or points that unpack (a changed value), never a crash.
+  for (size_t at = 0; at < blob.size(); ++at) {
+    std::string flipped = blob;
+    flipped[at] = static_cast<char>(flipped[at] ^ (1 + at % 251));
+    std::vector<model::SeriesPoint> any;
+    absl::Status s = UnpackSeries(flipped, &any);
+    CHECK((s.ok() || absl::IsDataLoss(s)));
+    CHECK((s.ok() || any.empty()));
+  }
+}
+
+// A store with one experiment of `runs` runs, each with points of "loss" and "acc".
+struct Fixture {
+  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
+  query::Query query{store.get()};
+  int64_t exp = 0;
+  uint64_t seq = 0;
+
+  explicit Fixture(int runs) {
+    model::NewExperiment e;
+    e.name = e.spec_hash = "packs";
+    e.spec_text = "name = \"packs\"";
+    for (int i = 0; i < runs; ++i) {
+      e.runs.push_back({"baseline", i, "{}", {1, 0, 1, {}}});
+    }
+    exp = *store->CreateExperiment(e, 1.0);
+  }
+  void Start(int64_t run) { REQUIRE(store->Transition(run, lifecycle::Assign({"a"}, 2.0)).ok()); }
+  void Points(int64_t run, int64_t from, int64_t to, double base, int attempt = 1) {
+    std::vector<model::IngestEvent> events;
+    for (int64_t step = from; step <= to; ++step) {
+      model::IngestEvent e;
+      e.kind = model::IngestEvent::Kind::kMetrics;
+      e.seq = ++seq;
+      e.run_id = run;
+      e.attempt = attempt;
+      e.step = step;
+      e.wall_time = 1.79e9 + static_cast<double>(step) * 0.37;
+      e.values = {{"loss", base / static_cast<double>(step + 1)}, {"acc", base * step}};
+      events.push_back(e);
+    }
+    REQUIRE(store->Ingest("a", events, lifecycle::IngestRules()).ok());
+  }
+  // The run's exit, in the same batch as its last points (as an agent sends them).
+  void EndWithPoints(int64_t run, int64_t from, int64_t to, double base, int attempt = 1) {
+    model::IngestEvent started;
+    started.kind = model::IngestEvent::Kind::kStarted;
+    started.seq = ++seq;
+    started.run_id = run;
+    started.attempt = attempt;
+    started.pid = 42;
+    REQUIRE(store->Ingest("a", {started}, lifecycle::IngestRules()).ok());
+    std::vector<model::IngestEvent> events;
+    for (int64_t step = from; step <= to; ++step) {
+      model::IngestEvent e;
+      e.kind = model::IngestEvent::Kind::kMetrics;
+      e.seq = ++seq;
+      e.run_id = run;
+      e.attempt = attempt;
+      e.step = step;
+      e.wall_time = 1.79e9 + static_cast<double>(step) * 0.37;
+      e.values = {{"loss", base / static_cast<double>(step + 1)}, {"acc", base * step}};
+      events.push_back(e);
+    }
+    model::IngestEvent exited;
+    exited.kind = model::IngestEvent::Kind::kExited;
+    exited.seq = ++seq;
+    exited.run_id = run;
+    exited.attempt = attempt;
+    exited.exit_code = 0;
+    events.push_back(exited);
+    REQUIRE(store->Ingest("a", events, lifecycle::IngestRules()).ok());
+  }
+  int64_t Packs() { return *store->db()->QueryInt("SELECT COUNT(*) FROM metric_packs"); }
+  // The experiment's series of `key` as read (packs where there are), and from the rows alone.
+  void CheckSeriesAgree(const std::string& key) {
+    auto read = query.ExperimentSeries(exp, key);
+    REQUIRE(read.ok());
+    std::map<int64_t, std::vector<model::SeriesPoint>> rows;
+    for (const auto& [run, points] : *read) {
+      auto raw = query.QueryMetricAfter(run, key, std::numeric_limits<int64_t>::min());
+      REQUIRE(raw.ok());
+      rows[run] = *raw;
+    }
+    CHECK(*read == rows);
+    auto listed = query.ListRuns("packs");
+    REQUIRE(listed.ok());
+    size_t with_points = 0;
+    for (const query::RunView& view : *listed) {
+      auto raw = query.QueryMetricAfter(view.run.id, key, std::numeric_limits<int64_t>::min());
+      with_points += raw->empty() ? 0 : 1;
+    }
+    CHECK(read->size() == with_points);
+  }
+};
+
+TEST_CASE("a run's series are packed as it ends, and a curve reads them as the rows say") {
+  Fixture f(3);
+  for (int64_t run : {1, 2, 3}) {
+    f.Start(run);
+  }
+  f.Points(1, 0, 400, 10.0);
+  f.EndWithPoints(1, 401, 500, 10.0);  // its last points and its exit in one batch
+  f.Points(2, 0, 300, 20.0);           // still running: rows only
+  f.Points(3, 0, 200, 30.0);
+  REQUIRE(f.store->Transition(3, lifecycle::Finish(model::RunState::kCancelled, "x", 3.0)).ok());
+  CHECK(f.Packs() == 4);  // runs 1 and 3, two metrics each
+  f.CheckSeriesAgree("loss");
+  f.CheckSeriesAgree("acc");
+  auto read = f.query.ExperimentSeries(f.exp, "loss");
+  REQUIRE(read.ok());
+  CHECK(read->at(1).size() == 501);  // every point, the last batch's too
+  CHECK(read->at(2).size() == 301);
+  CHECK(read->count(4) == 0);
+  CHECK(f.query.ExperimentSeries(f.exp, "nothing")->empty());
+
+  // A late point of an ended run (an old attempt's resend) drops that series' pack only.
+  f.Points(1, 501, 501, 10.0);
+  CHECK(f.Packs() == 2);  // run 1's loss and acc both had a point
+  f.CheckSeriesAgree("loss");
+  CHECK(f.query.ExperimentSeries(f.exp, "loss")->at(1).size() == 502);
+
+  // Retried: queued again, its packs go; the next attempt's points replace steps; its end packs
+  // what the rows then say.
+  REQUIRE(f.store->Transition(3, lifecycle::Retry("again", 4.0)).ok());
+  CHECK(*f.store->db()->QueryInt("SELECT COUNT(*) FROM metric_packs WHERE run_id = 3") == 0);
+  f.Start(3);
+  f.EndWithPoints(3, 100, 250, 99.0, 2);
+  CHECK(*f.store->db()->QueryInt("SELECT COUNT(*) FROM metric_packs WHERE run_id = 3") == 2);
+  f.CheckSeriesAgree("loss");
+  auto retried = f.query.ExperimentSeries(f.exp, "loss");
+  REQUIRE(retried->at(3).size() == 251);
+  CHECK(retried->at(3)[150].value == 99.0 / 151);  // step 150, the second attempt's
+  CHECK(retried->at(3)[50].value == 30.0 / 51);    // step 50, the first's
+}
+
+TEST_CASE("ended runs without packs are packed in slices, and a damaged pack reads the rows") {
+  Fixture f(40);
+  for (int64_t run = 1; run <= 40; ++run) {
+    f.Start(run);
+    f.EndWithPoints(run, 0, 50 + run, 1.0 + run);
+  }
+  REQUIRE(f.store->db()->Exec("DELETE FROM metric_packs WHERE run_id % 3 = 0").ok());
+  const int64_t missing = 80 - f.Packs();
+  REQUIRE(missing == 26);
+  f.CheckSeriesAgree("loss");  // packs and rows together
+  // No time at all: nothing done, and the same place to go on from.
+  auto none = f.store->PackEndedRuns(0, 0.0);
+  REQUIRE(none.ok());
+  REQUIRE(none->has_value());
+  CHECK(**none == 0);
+  int slices = 0;
+  std::optional<int64_t> after = 0;
+  while (after.has_value() && slices < 1000) {
+    auto next = f.store->PackEndedRuns(*after, 1e-6);  // about one run a slice
+    REQUIRE(next.ok());
+    after = *next;
+    ++slices;
+  }
+  CHECK(slices > 5);
+  CHECK(f.Packs() == 80);
+  f.CheckSeriesAgree("acc");
+  // A damaged pack: logged, and that run's rows are read.
+  REQUIRE(f.store->db()->Exec("UPDATE metric_packs SET data = X'0105' WHERE run_id = 7").ok());
+  f.CheckSeriesAgree("loss");
+  CHECK(f.query.ExperimentSeries(f.exp, "loss")->at(7).size() == 58);
+}
+
+}  // namespace
+}  // namespace tae::store
