@@ -4,11 +4,11 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 
 #include "common/stats/stats.h"
 
 namespace tae::curves {
-namespace {
 
 // Maps x to a bucket: one per integer x when the x are integers that fit, else equal widths.
 class Bucketer {
@@ -54,6 +54,8 @@ struct Accumulator {
   }
 };
 
+namespace {
+
 double HalfWidth(int n, double m2, std::map<int, double>* t_cache) {
   if (n < 2) {
     return 0;
@@ -84,101 +86,94 @@ std::vector<double> SmoothEma(const std::vector<double>& y, double weight) {
   return out;
 }
 
-Curves Build(const std::vector<RunSeries>& series, const std::vector<std::string>& variants,
-             const Options& options) {
-  Curves out;
-  std::map<std::string, size_t> band_of;
+Builder::Builder(const std::vector<std::string>& variants, const Options& options)
+    : options_(options) {
   for (const std::string& variant : variants) {
-    if (band_of.emplace(variant, out.bands.size()).second) {
+    if (band_of_.emplace(variant, out_.bands.size()).second) {
       Band band;
       band.variant = variant;
-      out.bands.push_back(std::move(band));
+      out_.bands.push_back(std::move(band));
     }
   }
-  double lo = std::numeric_limits<double>::infinity();
-  double hi = -std::numeric_limits<double>::infinity();
-  bool integral = true;
-  auto in_range = [&](double x) {
-    return std::isfinite(x) && x >= options.x_min && x <= options.x_max;
-  };
-  for (const RunSeries& run : series) {
-    for (double x : run.x) {
-      if (in_range(x)) {
-        lo = std::min(lo, x);
-        hi = std::max(hi, x);
-        integral = integral && x == std::floor(x);
-      }
-    }
-  }
-  if (!(lo <= hi)) {
-    for (const RunSeries& run : series) {
-      auto it = band_of.find(run.variant);
-      if (it != band_of.end()) {
-        out.bands[it->second].runs.push_back(run.run_id);
-      }
-    }
-    for (Band& band : out.bands) {
-      std::sort(band.runs.begin(), band.runs.end());
-    }
-    return out;
-  }
-  const Bucketer bucketer(lo, hi, integral, std::max(1, options.buckets));
-  const int count = bucketer.count();
-  std::vector<std::vector<Accumulator>> acc(out.bands.size(), std::vector<Accumulator>(count));
-  std::vector<double> bucket_x(count, -std::numeric_limits<double>::infinity());
+}
 
-  const bool smooth = options.smooth > 0 && options.smooth < 1;
-  for (const RunSeries& run : series) {
-    auto it = band_of.find(run.variant);
-    if (it == band_of.end()) {
+bool Builder::InRange(double x) const {
+  return std::isfinite(x) && x >= options_.x_min && x <= options_.x_max;
+}
+
+void Builder::Range(const std::vector<double>& x) {
+  for (double v : x) {
+    if (InRange(v)) {
+      lo_ = std::min(lo_, v);
+      hi_ = std::max(hi_, v);
+      integral_ = integral_ && v == std::floor(v);
+    }
+  }
+}
+
+void Builder::Add(int64_t run_id, const std::string& variant, const std::vector<double>& x,
+                  const std::vector<double>& y) {
+  auto it = band_of_.find(variant);
+  if (it == band_of_.end()) {
+    return;
+  }
+  out_.bands[it->second].runs.push_back(run_id);
+  if (!(lo_ <= hi_)) {
+    return;  // no point in range anywhere: the bands list their runs only
+  }
+  if (!bucketer_) {
+    bucketer_ = std::make_unique<Bucketer>(lo_, hi_, integral_, std::max(1, options_.buckets));
+    acc_.assign(out_.bands.size(), std::vector<Accumulator>(bucketer_->count()));
+    bucket_x_.assign(bucketer_->count(), -std::numeric_limits<double>::infinity());
+  }
+  const bool smooth = options_.smooth > 0 && options_.smooth < 1;
+  std::vector<double> smoothed;
+  const std::vector<double>& ys = smooth ? (smoothed = SmoothEma(y, options_.smooth)) : y;
+  std::vector<Accumulator>& acc = acc_[it->second];
+  // One pass over the run: its points arrive in x order, so each bucket's points are adjacent.
+  int current = -1;
+  double sum = 0, min = 0, max = 0;
+  int n = 0;
+  auto flush = [&] {
+    if (n > 0) {
+      acc[current].Add(sum / n, min, max);
+    }
+  };
+  for (size_t i = 0; i < x.size() && i < ys.size(); ++i) {
+    if (!InRange(x[i]) || !std::isfinite(ys[i])) {
       continue;
     }
-    Band& band = out.bands[it->second];
-    band.runs.push_back(run.run_id);
-    std::vector<double> smoothed;
-    const std::vector<double>& y = smooth ? (smoothed = SmoothEma(run.y, options.smooth)) : run.y;
-    // One pass over the run: its points arrive in x order, so each bucket's points are adjacent.
-    int current = -1;
-    double sum = 0, min = 0, max = 0;
-    int n = 0;
-    auto flush = [&] {
-      if (n > 0) {
-        acc[it->second][current].Add(sum / n, min, max);
-      }
-    };
-    for (size_t i = 0; i < run.x.size() && i < y.size(); ++i) {
-      if (!in_range(run.x[i]) || !std::isfinite(y[i])) {
-        continue;
-      }
-      const int b = bucketer.Of(run.x[i]);
-      bucket_x[b] = std::max(bucket_x[b], run.x[i]);
-      if (b != current) {
-        flush();
-        current = b;
-        sum = 0;
-        n = 0;
-        min = max = y[i];
-      }
-      sum += y[i];
-      ++n;
-      min = std::min(min, y[i]);
-      max = std::max(max, y[i]);
+    const int b = bucketer_->Of(x[i]);
+    bucket_x_[b] = std::max(bucket_x_[b], x[i]);
+    if (b != current) {
+      flush();
+      current = b;
+      sum = 0;
+      n = 0;
+      min = max = ys[i];
     }
-    flush();
+    sum += ys[i];
+    ++n;
+    min = std::min(min, ys[i]);
+    max = std::max(max, ys[i]);
   }
+  flush();
+}
 
+Curves Builder::Finish() {
+  Curves out = std::move(out_);
   std::map<int, double> t_cache;
-  for (int b = 0; b < count; ++b) {
+  for (size_t b = 0; b < bucket_x_.size(); ++b) {
     bool any = false;
-    for (const auto& per_band : acc) {
+    for (const auto& per_band : acc_) {
       any = any || per_band[b].n > 0;
     }
     if (!any) {
       continue;
     }
-    out.x.push_back(bucket_x[b]);
+    out.x.push_back(bucket_x_[b]);
     for (size_t i = 0; i < out.bands.size(); ++i) {
-      const Accumulator& a = acc[i][b];
+      const Accumulator& a = acc_[i][b];
       Band& band = out.bands[i];
       band.n.push_back(a.n);
       band.n_max = std::max(band.n_max, a.n);
@@ -200,6 +195,20 @@ Curves Build(const std::vector<RunSeries>& series, const std::vector<std::string
     std::sort(band.runs.begin(), band.runs.end());
   }
   return out;
+}
+
+Builder::~Builder() = default;
+
+Curves Build(const std::vector<RunSeries>& series, const std::vector<std::string>& variants,
+             const Options& options) {
+  Builder builder(variants, options);
+  for (const RunSeries& run : series) {
+    builder.Range(run.x);
+  }
+  for (const RunSeries& run : series) {
+    builder.Add(run.run_id, run.variant, run.x, run.y);
+  }
+  return builder.Finish();
 }
 
 void ToDeltaByIndex(Curves* curves, const std::vector<int>& base) {

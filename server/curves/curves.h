@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +66,35 @@ std::vector<double> SmoothEma(const std::vector<double>& y, double weight);
 // get an empty band). Non-finite y values are skipped.
 Curves Build(const std::vector<RunSeries>& series, const std::vector<std::string>& variants,
              const Options& options);
+
+class Bucketer;
+struct Accumulator;
+
+// Build one run at a time, so that a caller need not hold every run's x and y at once (a metric
+// of a 10,000-run study is 10 million points): first Range with every run's x (the buckets depend
+// on all of them), then Add each run, then Finish. Build is Range, Add and Finish over `series`.
+class Builder {
+ public:
+  Builder(const std::vector<std::string>& variants, const Options& options);
+  ~Builder();
+  void Range(const std::vector<double>& x);
+  void Add(int64_t run_id, const std::string& variant, const std::vector<double>& x,
+           const std::vector<double>& y);
+  Curves Finish();
+
+ private:
+  bool InRange(double x) const;
+
+  Options options_;
+  Curves out_;
+  std::map<std::string, size_t> band_of_;
+  double lo_ = std::numeric_limits<double>::infinity();
+  double hi_ = -std::numeric_limits<double>::infinity();
+  bool integral_ = true;
+  std::unique_ptr<Bucketer> bucketer_;
+  std::vector<std::vector<Accumulator>> acc_;  // per band, per bucket
+  std::vector<double> bucket_x_;
+};
 
 // Each band minus the band of its baseline (`baseline_of(variant)`) at the same x: mean is the
 // difference of the means, lo/hi that difference -/+ sqrt(ci_a^2 + ci_b^2) (the half-widths of

@@ -48,35 +48,45 @@ std::vector<std::string> VariantOrder(const model::ExperimentRecord& exp,
   return order;
 }
 
-// Each wanted run's points as x (`x` kind, XValues) and y; a run without points yet has none.
-absl::StatusOr<std::vector<curves::RunSeries>> SeriesOf(
-    const std::vector<query::RunView>& runs,
-    const std::map<int64_t, std::vector<model::SeriesPoint>>& points,
-    const std::set<std::string>& wanted, const std::string& x) {
-  std::vector<curves::RunSeries> series;
+// Each wanted run's points as x (`x` kind, XValues) and y into `builder`, one run at a time: its
+// x range first (every run's), then its points. A run without points yet is listed in its band.
+absl::Status FeedRuns(const std::vector<query::RunView>& runs,
+                      const std::map<int64_t, std::vector<model::SeriesPoint>>& points,
+                      const std::set<std::string>& wanted, const std::string& x,
+                      curves::Builder* builder) {
   // The runs are brief (Query::CurveRuns): a variant's config is its first run's.
   std::map<std::string, const query::RunView*> first_of;
   for (const query::RunView& view : runs) {
     first_of.emplace(view.run.variant, &view);
   }
-  for (const query::RunView& view : runs) {
-    if (!wanted.empty() && wanted.count(view.run.variant) == 0) {
-      continue;
-    }
-    curves::RunSeries s{view.run.id, view.run.variant, {}, {}};
-    if (auto it = points.find(view.run.id); it != points.end()) {
+  std::vector<double> y;
+  for (const bool ranging : {true, false}) {
+    for (const query::RunView& view : runs) {
+      if (!wanted.empty() && wanted.count(view.run.variant) == 0) {
+        continue;
+      }
+      auto it = points.find(view.run.id);
+      if (it == points.end()) {
+        if (!ranging) {
+          builder->Add(view.run.id, view.run.variant, {}, {});
+        }
+        continue;
+      }
       absl::StatusOr<std::vector<double>> xs =
           XValues(x, first_of.at(view.run.variant)->run, it->second);
       if (!xs.ok()) return xs.status();
-      s.x = *std::move(xs);
-      s.y.reserve(it->second.size());
-      for (const model::SeriesPoint& point : it->second) {
-        s.y.push_back(point.value);
+      if (ranging) {
+        builder->Range(*xs);
+        continue;
       }
+      y.clear();
+      for (const model::SeriesPoint& point : it->second) {
+        y.push_back(point.value);
+      }
+      builder->Add(view.run.id, view.run.variant, *xs, y);
     }
-    series.push_back(std::move(s));
   }
-  return series;
+  return absl::OkStatus();
 }
 
 // Each band as its difference from its baseline's; the baselines read only for that are dropped
@@ -189,10 +199,12 @@ absl::StatusOr<curves::Curves> Api::BuildCurves(const model::ExperimentRecord& e
       series_cache_.Get(exp.id, *runs, req.metric);
   if (!points.ok()) return points.status();
   const std::set<std::string> wanted = WantedVariants(req);
-  absl::StatusOr<std::vector<curves::RunSeries>> series = SeriesOf(*runs, **points, wanted, req.x);
-  if (!series.ok()) return series.status();
-  curves::Curves built = curves::Build(*series, VariantOrder(exp, wanted),
-                                       {req.width * 2, req.smooth, req.x_min, req.x_max});
+  curves::Builder builder(VariantOrder(exp, wanted),
+                          {req.width * 2, req.smooth, req.x_min, req.x_max});
+  if (absl::Status fed = FeedRuns(*runs, **points, wanted, req.x, &builder); !fed.ok()) {
+    return fed;
+  }
+  curves::Curves built = builder.Finish();
   if (req.delta) {
     ToDeltas(req, &built);
   }
