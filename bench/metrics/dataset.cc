@@ -284,18 +284,15 @@ absl::StatusOr<int64_t> Fill(const std::string& db_path, const DatasetOptions& o
 }
 
 // The packed series a store that ingested these runs has (written as each ended), made by what
-// taed runs for runs that ended before packs existed (Store::PackEndedRuns). Quick when they are
+// taed runs for runs that ended before packs existed (Store::PackSome). Quick when they are
 // there already: one look at each run.
 absl::Status Pack(const std::string& db_path) {
   ASSIGN_OR_RETURN(std::unique_ptr<store::Store> store, store::Store::Open(db_path));
   const double start = SteadyNow();
-  std::optional<int64_t> after = 0;
-  while (after.has_value()) {
-    ASSIGN_OR_RETURN(after, store->PackEndedRuns(*after, 2.0));
-    if (after.has_value()) {
-      std::fprintf(stderr, "  packed the series of runs up to r%lld in %.1f s\n",
-                   static_cast<long long>(*after), SteadyNow() - start);
-    }
+  bool more = true;
+  while (more) {
+    ASSIGN_OR_RETURN(more, store->PackSome(2.0));
+    std::fprintf(stderr, "  packing the runs' series: %.1f s\n", SteadyNow() - start);
   }
   return store->db()->Exec("PRAGMA wal_checkpoint(TRUNCATE)");
 }

@@ -249,6 +249,7 @@ void Controller::Schedule() {
   AddDueSeeds();
   PlaceQueued();
   PublishDemand();
+  MaybePack();
 }
 
 bool Controller::RefreshQueue() {

@@ -311,10 +311,12 @@ class Controller {
   void PublishDemand();
   void StartGraceTimer(const std::string& agent_id);
   void CheckLiveness();
-  // Packs the series of runs that ended before packs existed (Store::PackEndedRuns), a slice of
-  // about kPackSliceS at a time with as long a pause between, until none is left: once per taed
-  // start, beside everything else the core does.
-  void PackBackfill();
+  // Packs the series of ended runs (Store::PackSome) a slice of about kPackSliceS at a time,
+  // with as long a pause between, while any is due: ingest and the rest of the core's work never
+  // wait for a whole study's packing. Started at Recover and whenever the store has packs due
+  // (MaybePack, after ingest and scheduling).
+  void PackSlice();
+  void MaybePack();
   static constexpr double kPackSliceS = 0.05;
   // Runs Schedule() at `at` (wall time) unless a wake-up is already due by then.
   void WakeAt(double at);
@@ -368,7 +370,7 @@ class Controller {
   int64_t refused_events_ = 0;
   boost::asio::steady_timer liveness_timer_;
   boost::asio::steady_timer pack_timer_;
-  int64_t packed_up_to_ = 0;  // PackBackfill's position (a run id)
+  bool packing_ = false;  // a PackSlice is due on pack_timer_
   std::set<int64_t> seeds_due_;
   // Per experiment, what adaptive seeds or search.confirm last held back (logged when it changes).
   std::map<int64_t, std::string> seeds_held_;

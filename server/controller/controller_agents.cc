@@ -288,25 +288,28 @@ void Controller::CheckLiveness() {
   });
 }
 
-void Controller::PackBackfill() {
-  absl::StatusOr<std::optional<int64_t>> next = store_->PackEndedRuns(packed_up_to_, kPackSliceS);
-  if (!next.ok()) {
-    Noted(next.status(), "pack the series of ended runs");
-    return;  // curves read those runs' rows, as before packs
-  }
-  if (!next->has_value()) {
-    if (packed_up_to_ > 0) {
-      spdlog::info("the series of every ended run are packed");
-    }
+void Controller::MaybePack() {
+  if (packing_ || !store_->packs_due()) {
     return;
   }
-  packed_up_to_ = **next;
+  packing_ = true;
   pack_timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(kPackSliceS * 1000)));
   pack_timer_.async_wait([this](const boost::system::error_code& error) {
+    packing_ = false;
     if (!error) {
-      PackBackfill();
+      PackSlice();
     }
   });
+}
+
+void Controller::PackSlice() {
+  absl::StatusOr<bool> more = store_->PackSome(kPackSliceS);
+  if (!more.ok()) {
+    // Curves read those runs' rows meanwhile; the next scheduling pass tries again.
+    Noted(more.status(), "pack the series of ended runs");
+    return;
+  }
+  MaybePack();
 }
 
 void Controller::Recover() {
@@ -336,7 +339,7 @@ void Controller::Recover() {
     Noted(searched.status(), "list the experiments with an asha [search]");
   }
   CheckLiveness();
-  PackBackfill();
+  MaybePack();
   absl::StatusOr<std::vector<model::RunRecord>> active = store_->ActiveRuns();
   if (!active.ok()) {
     return;

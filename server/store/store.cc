@@ -188,7 +188,7 @@ absl::Status Store::Apply(const model::RunTransition& t) {
   queue_changes_.runs.insert(t.run_id);
   RETURN_IF_ERROR(stmt.Run());
   if (model::IsFinal(t.state)) {
-    packs_due_.insert(t.run_id);  // packed before the transaction commits (PackEnded)
+    packs_due_.push_back(t.run_id);  // packed by PackSome, after this transaction
   } else if (t.state == model::RunState::kQueued) {
     // Its next attempt's points will replace these.
     ASSIGN_OR_RETURN(Statement * unpack, db_.Cached("DELETE FROM metric_packs WHERE run_id = ?"));
@@ -445,7 +445,6 @@ absl::StatusOr<model::RunRecord> Store::Transition(int64_t run_id, const model::
     return run;
   }
   RETURN_IF_ERROR(Apply(*transition));
-  RETURN_IF_ERROR(PackEnded());
   RETURN_IF_ERROR(tx.Commit());
   return GetRun(run_id);
 }
@@ -463,7 +462,6 @@ absl::StatusOr<int> Store::TransitionAll(int64_t experiment_id, const model::Dec
     RETURN_IF_ERROR(Apply(*transition));
     ++changed;
   }
-  RETURN_IF_ERROR(PackEnded());
   RETURN_IF_ERROR(tx.Commit());
   return changed;
 }

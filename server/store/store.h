@@ -8,6 +8,7 @@
 // (listings, summaries, logs, metric series, reports) is read by server/query.
 // Single-threaded: only taed's core thread calls it (docs/threading.md).
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -159,13 +160,14 @@ class Store {
   // The blob hashes the run's complete checkpoints and artifacts name.
   absl::StatusOr<std::set<std::string>> RunCheckpointBlobs(int64_t run_id);
 
-  // Packed series (series_pack.h, migration 0019): a run's series are packed in the transaction
-  // that ends it (after its last points), and a (run, metric)'s pack is dropped when a point of
-  // it is stored afterwards or the run is queued again. Packs ended runs whose series have no
-  // pack, in run id order from after `after`, in one transaction until about `budget_s` of work
-  // is done; returns the run id to go on after, nullopt when none is left. For runs that ended
-  // before packs existed.
-  absl::StatusOr<std::optional<int64_t>> PackEndedRuns(int64_t after, double budget_s);
+  // Packed series (series_pack.h, migration 0019). A (run, metric)'s pack is dropped when a point
+  // of it is stored afterwards or the run is queued again. PackSome packs, in one transaction of
+  // about `budget_s` (at least one run when one is due), the runs that ended since the store was
+  // opened, oldest end first, then those that ended before and have a series without a pack (a
+  // scan by run id, once per open: runs from before packs existed); returns packs_due(). Ingest
+  // never waits on it: the controller calls it in slices.
+  absl::StatusOr<bool> PackSome(double budget_s);
+  bool packs_due() const { return !packs_due_.empty() || !pack_scan_done_; }
 
   // Agents.
   absl::Status UpsertAgent(const model::AgentRecord& agent);
@@ -225,10 +227,10 @@ class Store {
   absl::StatusOr<std::vector<model::RunRecord>> QueryRuns(const std::string& where, int64_t arg);
   // Packs every series of `run_id` (replacing its packs).
   absl::Status PackRun(int64_t run_id);
-  // Packs the runs that ended in this transaction (packs_due_); called before it commits.
-  absl::Status PackEnded();
   model::QueueChanges queue_changes_;
-  std::set<int64_t> packs_due_;  // runs Apply ended in the open transaction
+  std::deque<int64_t> packs_due_;  // runs Apply ended, in the order they ended
+  int64_t pack_scan_after_ = 0;    // PackSome's scan: run ids up to here are looked at
+  bool pack_scan_done_ = false;
 
   Db db_;
   std::map<std::string, int64_t> metric_key_ids_;

@@ -261,10 +261,6 @@ absl::StatusOr<std::vector<model::RunEnded>> Store::Ingest(
     metric_key_ids_.clear();
     return s;
   }
-  if (absl::Status s = PackEnded(); !s.ok()) {  // after the summaries: a pack drops with them
-    metric_key_ids_.clear();
-    return s;
-  }
   if (absl::Status s = tx.Commit(); !s.ok()) {
     metric_key_ids_.clear();
     return s;

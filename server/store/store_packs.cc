@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -25,6 +24,8 @@ constexpr char kUnpackedRuns[] =
     "'failed', 'cancelled') AND EXISTS (SELECT 1 FROM run_summaries s WHERE s.run_id = r.id AND "
     "NOT EXISTS (SELECT 1 FROM metric_packs p WHERE p.run_id = s.run_id AND p.key_id = "
     "s.key_id)) ORDER BY r.id";
+constexpr char kEnded[] =
+    "SELECT 1 FROM runs WHERE id = ? AND state IN ('succeeded', 'failed', 'cancelled')";
 // Run ids looked at per statement: a store whose runs are all packed is gone through in steps of
 // a few ms.
 constexpr int64_t kWindow = 64;
@@ -70,58 +71,73 @@ absl::Status Store::PackRun(int64_t run_id) {
   return flush();
 }
 
-absl::Status Store::PackEnded() {
-  std::set<int64_t> due = std::move(packs_due_);
-  packs_due_.clear();
-  for (int64_t run_id : due) {
-    RETURN_IF_ERROR(PackRun(run_id));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::optional<int64_t>> Store::PackEndedRuns(int64_t after, double budget_s) {
+absl::StatusOr<bool> Store::PackSome(double budget_s) {
   const auto start = std::chrono::steady_clock::now();
   const auto spent = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
+  if (budget_s <= 0) {
+    return packs_due();
+  }
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
-  ASSIGN_OR_RETURN(int64_t newest, db_.QueryInt("SELECT COALESCE(MAX(id), 0) FROM runs"));
-  bool done = after >= newest;
-  // At least one window when there is any time at all: every call with time goes forward.
-  for (bool first = true; !done && (first ? budget_s > 0 : spent() < budget_s); first = false) {
-    ASSIGN_OR_RETURN(Statement * unpacked, db_.Cached(kUnpackedRuns));
-    const int64_t window_end = std::min(after + kWindow, newest);
-    unpacked->Bind(1, after).Bind(2, window_end);
-    std::vector<int64_t> runs;
-    while (true) {
-      absl::StatusOr<bool> more = unpacked->Step();
-      if (!more.ok()) {
-        unpacked->Reset();
-        return more.status();
-      }
-      if (!*more) {
-        break;
-      }
-      runs.push_back(unpacked->Int(0));
-    }
-    unpacked->Reset();
-    bool whole_window = true;
-    for (int64_t run_id : runs) {
+  // The runs that ended since the store was opened, oldest end first; one requeued since is not
+  // packed (its next end is).
+  bool worked = false;  // every call with time goes forward: one run or one window at least
+  while (!packs_due_.empty()) {
+    worked = true;
+    const int64_t run_id = packs_due_.front();
+    packs_due_.pop_front();
+    ASSIGN_OR_RETURN(Statement * ended, db_.Cached(kEnded));
+    ended->Bind(1, run_id);
+    ASSIGN_OR_RETURN(bool still_ended, ended->Step());
+    ended->Reset();
+    if (still_ended) {
       RETURN_IF_ERROR(PackRun(run_id));
-      after = run_id;
-      if (spent() >= budget_s) {
-        whole_window = run_id == runs.back();
-        break;
+    }
+    if (spent() >= budget_s) {
+      break;
+    }
+  }
+  // Then those that ended before packs existed, by run id in windows.
+  if (!pack_scan_done_ && (!worked || spent() < budget_s)) {
+    ASSIGN_OR_RETURN(int64_t newest, db_.QueryInt("SELECT COALESCE(MAX(id), 0) FROM runs"));
+    pack_scan_done_ = pack_scan_after_ >= newest;
+    while (!pack_scan_done_ && (!worked || spent() < budget_s)) {
+      worked = true;
+      ASSIGN_OR_RETURN(Statement * unpacked, db_.Cached(kUnpackedRuns));
+      const int64_t window_end = std::min(pack_scan_after_ + kWindow, newest);
+      unpacked->Bind(1, pack_scan_after_).Bind(2, window_end);
+      std::vector<int64_t> runs;
+      while (true) {
+        absl::StatusOr<bool> more = unpacked->Step();
+        if (!more.ok()) {
+          unpacked->Reset();
+          return more.status();
+        }
+        if (!*more) {
+          break;
+        }
+        runs.push_back(unpacked->Int(0));
       }
+      unpacked->Reset();
+      bool whole_window = true;
+      for (int64_t run_id : runs) {
+        RETURN_IF_ERROR(PackRun(run_id));
+        pack_scan_after_ = run_id;
+        if (spent() >= budget_s) {
+          whole_window = run_id == runs.back();
+          break;
+        }
+      }
+      if (whole_window) {
+        pack_scan_after_ = window_end;
+      }
+      pack_scan_done_ = pack_scan_after_ >= newest;
     }
-    if (whole_window) {
-      after = window_end;
-    }
-    done = after >= newest;
   }
   RETURN_IF_ERROR(tx.Commit());
-  return done ? std::nullopt : std::optional<int64_t>(after);
+  return packs_due();
 }
 
 }  // namespace tae::store

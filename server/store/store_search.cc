@@ -50,7 +50,6 @@ absl::Status Store::RecordSearch(int64_t experiment_id,
       RETURN_IF_ERROR(Apply(*end));
     }
   }
-  RETURN_IF_ERROR(PackEnded());
   return tx.Commit();
 }
 

@@ -355,3 +355,46 @@ TEST_CASE("agent tokens are compared exactly") {
 }
 
 }  // namespace tae::controller
+
+namespace tae::controller {
+namespace {
+
+TEST_CASE("taed packs the series of ended runs in slices after ingest, not during it") {
+  Fixture f;
+  auto channel = std::make_shared<FakeChannel>();
+  f.controller.OnRegister(channel, Hello("a", 4));
+  REQUIRE(f.controller.Submit({kSpec, "tiny.toml", {}, false, ""}).ok());
+  REQUIRE(channel->Starts().size() == 4);
+  uint64_t seq = 0;
+  for (const tae::v1::StartRun& start : channel->Starts()) {
+    std::vector<model::IngestEvent> events;
+    for (int64_t step = 1; step <= 30; ++step) {
+      model::IngestEvent point;
+      point.kind = model::IngestEvent::Kind::kMetrics;
+      point.seq = ++seq;
+      point.run_id = start.run_id();
+      point.attempt = start.attempt();
+      point.step = step;
+      point.values = {{"loss", 1.0 / static_cast<double>(step)}, {"acc", 0.01 * step}};
+      events.push_back(point);
+    }
+    events.push_back(Exited(++seq, start.run_id(), start.attempt(), 0));
+    REQUIRE(f.controller.OnEvents("a", channel.get(), events, seq).ok());
+  }
+  auto packs = [&] { return *f.store->db()->QueryInt("SELECT COUNT(*) FROM metric_packs"); };
+  CHECK(packs() == 0);  // ingest did not wait for them
+  CHECK(f.store->packs_due());
+  // The core packs them in slices between its other work.
+  for (int i = 0; i < 500 && f.store->packs_due(); ++i) {
+    f.io.run_for(std::chrono::milliseconds(10));
+  }
+  CHECK(packs() == 8);
+  auto series = f.query.ExperimentSeries(1, "loss");
+  REQUIRE(series.ok());
+  REQUIRE(series->size() == 4);
+  CHECK(series->begin()->second.size() == 30);
+  CHECK(series->begin()->second.back().value == 1.0 / 30);
+}
+
+}  // namespace
+}  // namespace tae::controller

@@ -13,6 +13,7 @@
 #include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
 #include "server/store/store.h"
+#include "tests/unit/temp_dir.h"
 
 namespace tae::store {
 namespace {
@@ -98,12 +99,19 @@ TEST_CASE("a damaged pack is refused whole and nothing is appended") {
 
 // A store with one experiment of `runs` runs, each with points of "loss" and "acc".
 struct Fixture {
-  std::unique_ptr<Store> store = std::move(*Store::Open(":memory:"));
-  query::Query query{store.get()};
+  std::unique_ptr<Store> store;
+  std::unique_ptr<query::Query> query_holder;
+  query::Query& query;
   int64_t exp = 0;
   uint64_t seq = 0;
 
-  explicit Fixture(int runs) {
+  explicit Fixture(int runs, const std::string& path = ":memory:")
+      : store(std::move(*Store::Open(path))),
+        query_holder(std::make_unique<query::Query>(store.get())),
+        query(*query_holder) {
+    if (runs == 0) {
+      return;  // a store opened again
+    }
     model::NewExperiment e;
     e.name = e.spec_hash = "packs";
     e.spec_text = "name = \"packs\"";
@@ -159,6 +167,18 @@ struct Fixture {
     REQUIRE(store->Ingest("a", events, lifecycle::IngestRules()).ok());
   }
   int64_t Packs() { return *store->db()->QueryInt("SELECT COUNT(*) FROM metric_packs"); }
+  // What the controller's slices do, all at once; how many slices it took.
+  int PackAll(double slice_s = 1.0) {
+    int slices = 0;
+    bool more = true;
+    while (more && slices < 10000) {
+      absl::StatusOr<bool> next = store->PackSome(slice_s);
+      REQUIRE(next.ok());
+      more = *next;
+      ++slices;
+    }
+    return slices;
+  }
   // The experiment's series of `key` as read (packs where there are), and from the rows alone.
   void CheckSeriesAgree(const std::string& key) {
     auto read = query.ExperimentSeries(exp, key);
@@ -191,6 +211,10 @@ TEST_CASE("a run's series are packed as it ends, and a curve reads them as the r
   f.Points(2, 0, 300, 20.0);           // still running: rows only
   f.Points(3, 0, 200, 30.0);
   REQUIRE(f.store->Transition(3, lifecycle::Finish(model::RunState::kCancelled, "x", 3.0)).ok());
+  CHECK(f.Packs() == 0);  // ingest and transitions never pack
+  CHECK(f.store->packs_due());
+  f.PackAll();
+  CHECK_FALSE(f.store->packs_due());
   CHECK(f.Packs() == 4);  // runs 1 and 3, two metrics each
   f.CheckSeriesAgree("loss");
   f.CheckSeriesAgree("acc");
@@ -213,6 +237,7 @@ TEST_CASE("a run's series are packed as it ends, and a curve reads them as the r
   CHECK(*f.store->db()->QueryInt("SELECT COUNT(*) FROM metric_packs WHERE run_id = 3") == 0);
   f.Start(3);
   f.EndWithPoints(3, 100, 250, 99.0, 2);
+  f.PackAll();
   CHECK(*f.store->db()->QueryInt("SELECT COUNT(*) FROM metric_packs WHERE run_id = 3") == 2);
   f.CheckSeriesAgree("loss");
   auto retried = f.query.ExperimentSeries(f.exp, "loss");
@@ -222,30 +247,34 @@ TEST_CASE("a run's series are packed as it ends, and a curve reads them as the r
 }
 
 TEST_CASE("ended runs without packs are packed in slices, and a damaged pack reads the rows") {
-  Fixture f(40);
-  for (int64_t run = 1; run <= 40; ++run) {
-    f.Start(run);
-    f.EndWithPoints(run, 0, 50 + run, 1.0 + run);
+  tae::testing::TempDir dir;
+  const std::string path = dir.path() + "/tae.db";
+  {
+    Fixture f(40, path);
+    for (int64_t run = 1; run <= 39; ++run) {
+      f.Start(run);
+      f.EndWithPoints(run, 0, 50 + run, 1.0 + run);
+    }
+    // A run that ends and is queued again before its slice: not packed.
+    f.Start(40);
+    f.Points(40, 0, 90, 41.0);
+    REQUIRE(f.store->Transition(40, lifecycle::Finish(model::RunState::kFailed, "x", 4.0)).ok());
+    REQUIRE(f.store->Transition(40, lifecycle::Retry("again", 5.0))->state ==
+            model::RunState::kQueued);
+    f.PackAll();
+    CHECK(f.Packs() == 78);
+    // As a store from before packs: some runs' packs missing.
+    REQUIRE(f.store->db()->Exec("DELETE FROM metric_packs WHERE run_id % 3 = 0").ok());
+    REQUIRE(f.Packs() == 52);
+    f.CheckSeriesAgree("loss");  // packs and rows together
   }
-  REQUIRE(f.store->db()->Exec("DELETE FROM metric_packs WHERE run_id % 3 = 0").ok());
-  const int64_t missing = 80 - f.Packs();
-  REQUIRE(missing == 26);
-  f.CheckSeriesAgree("loss");  // packs and rows together
-  // No time at all: nothing done, and the same place to go on from.
-  auto none = f.store->PackEndedRuns(0, 0.0);
-  REQUIRE(none.ok());
-  REQUIRE(none->has_value());
-  CHECK(**none == 0);
-  int slices = 0;
-  std::optional<int64_t> after = 0;
-  while (after.has_value() && slices < 1000) {
-    auto next = f.store->PackEndedRuns(*after, 1e-6);  // about one run a slice
-    REQUIRE(next.ok());
-    after = *next;
-    ++slices;
-  }
-  CHECK(slices > 5);
-  CHECK(f.Packs() == 80);
+  Fixture f(0, path);  // opened again: the scan finds them
+  f.exp = 1;
+  CHECK(f.store->packs_due());
+  CHECK(f.store->PackSome(0.0).ok());  // no time: nothing done
+  CHECK(f.Packs() == 52);
+  CHECK(f.PackAll(1e-6) > 5);  // about a run a slice, every slice going forward
+  CHECK(f.Packs() == 78);
   f.CheckSeriesAgree("acc");
   // A damaged pack: logged, and that run's rows are read.
   REQUIRE(f.store->db()->Exec("UPDATE metric_packs SET data = X'0105' WHERE run_id = 7").ok());
