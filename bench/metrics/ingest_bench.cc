@@ -224,6 +224,7 @@ absl::StatusOr<ConfigResult> RunConfig(const IngestOptions& options, int n, cons
         return absl::InternalError(absl::StrCat("copy ", from, ": ", error.message()));
       }
     }
+    ::sync();  // the copy's gigabytes written back now, not while the points stream
   }
   std::fprintf(stderr, "%d agents: taectl up --agents 0 on %s\n", n, home.c_str());
   ASSIGN_OR_RETURN(std::unique_ptr<Taed> taed, Taed::Up(home));

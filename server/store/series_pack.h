@@ -9,7 +9,7 @@
 // patterns as zigzag varint deltas (the first from 0: consecutive times share their high bits,
 // so a delta of one second at 2026's clock takes 4 bytes). About 13 bytes a point.
 //
-// Pure: the store writes packs when a run ends and drops them when its points change
+// Pure: the store writes packs soon after a run ends and drops them when its points change
 // (store.h); the query reads them (query.h).
 
 #include <string>
