@@ -4,7 +4,7 @@
 #   bash bench/metrics_bench.sh query    # taectl report / ls on 1,000 runs x 10,000 points
 #   bash bench/metrics_bench.sh all
 #   bash bench/metrics_bench.sh scale    # a lab: 30,000 runs, 2,001 studies, ~200M points
-#                                        # (~25 min; the data set, ~6 GB, is kept in
+#                                        # (~11 min; the data set, ~8.5 GB, is kept in
 #                                        # BENCH_SCALE_DATA, default /var/tmp/tae-scale-data)
 # Extra arguments (with ingest or query only) go to the benchmark; see
 # `build/bin/tae-metrics-bench ingest --help`. Exit status: 0 when the benchmark ran and its

@@ -121,7 +121,9 @@ struct Fixture {
     exp = *store->CreateExperiment(e, 1.0);
   }
   void Start(int64_t run) { REQUIRE(store->Transition(run, lifecycle::Assign({"a"}, 2.0)).ok()); }
-  void Points(int64_t run, int64_t from, int64_t to, double base, int attempt = 1) {
+  // Steps from..to of "loss" and "acc", as ingest takes them.
+  std::vector<model::IngestEvent> PointEvents(int64_t run, int64_t from, int64_t to, double base,
+                                              int attempt) {
     std::vector<model::IngestEvent> events;
     for (int64_t step = from; step <= to; ++step) {
       model::IngestEvent e;
@@ -134,9 +136,13 @@ struct Fixture {
       e.values = {{"loss", base / static_cast<double>(step + 1)}, {"acc", base * step}};
       events.push_back(e);
     }
-    REQUIRE(store->Ingest("a", events, lifecycle::IngestRules()).ok());
+    return events;
   }
-  // The run's exit, in the same batch as its last points (as an agent sends them).
+  void Points(int64_t run, int64_t from, int64_t to, double base, int attempt = 1) {
+    REQUIRE(store->Ingest("a", PointEvents(run, from, to, base, attempt), lifecycle::IngestRules())
+                .ok());
+  }
+  // The run's start, then its last points and its exit in one batch (as an agent sends them).
   void EndWithPoints(int64_t run, int64_t from, int64_t to, double base, int attempt = 1) {
     model::IngestEvent started;
     started.kind = model::IngestEvent::Kind::kStarted;
@@ -145,18 +151,7 @@ struct Fixture {
     started.attempt = attempt;
     started.pid = 42;
     REQUIRE(store->Ingest("a", {started}, lifecycle::IngestRules()).ok());
-    std::vector<model::IngestEvent> events;
-    for (int64_t step = from; step <= to; ++step) {
-      model::IngestEvent e;
-      e.kind = model::IngestEvent::Kind::kMetrics;
-      e.seq = ++seq;
-      e.run_id = run;
-      e.attempt = attempt;
-      e.step = step;
-      e.wall_time = 1.79e9 + static_cast<double>(step) * 0.37;
-      e.values = {{"loss", base / static_cast<double>(step + 1)}, {"acc", base * step}};
-      events.push_back(e);
-    }
+    std::vector<model::IngestEvent> events = PointEvents(run, from, to, base, attempt);
     model::IngestEvent exited;
     exited.kind = model::IngestEvent::Kind::kExited;
     exited.seq = ++seq;
