@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -38,6 +39,10 @@ absl::Status ParseLabels(const std::string& text, std::map<std::string, std::str
   return absl::OkStatus();
 }
 
+// A stop signal before the io loop's handlers are installed (while Start waits for taed).
+volatile std::sig_atomic_t stop_signal = 0;
+void OnStopSignal(int signo) { stop_signal = signo; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,7 +75,8 @@ int main(int argc, char** argv) {
       "runs each run as a child process and streams its metrics and logs back. TAE_AGENT_TOKEN\n"
       "(never a flag, so it does not show in ps) is either taed's enrolment token\n"
       "($TAE_HOME/agent.token): the agent enrols once and keeps its own credential in\n"
-      "WORK_DIR/agent.credential; or a credential taed's provider made for it (ID.SECRET).\n\n"
+      "WORK_DIR/agent.credential; or a credential taed's provider made for it (ID.SECRET).\n"
+      "Enrolling waits up to 5 minutes for taed to answer; SIGTERM or Ctrl-C stops it at once.\n\n"
       "Beyond loopback the link needs TLS: --tls-ca names the CA that signed taed's certificate\n"
       "(deploy/make-certs.sh, docs/security.md); without it a non-loopback --taed is refused, so\n"
       "the token never crosses the network in the clear.");
@@ -169,25 +175,6 @@ int main(int argc, char** argv) {
 
   boost::asio::io_context io;
   tae::agent::Agent agent(&io, options);
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& error, int signo) {
-    if (error) {
-      return;
-    }
-    spdlog::info("signal {}: stopping runs and exiting", signo);
-    agent.Shutdown([&io] { io.stop(); });
-  });
-  // taed (our parent, for local agents) died: leave the runs to their supervisors and exit; the
-  // agent the next taed starts on this work dir adopts them.
-  boost::asio::signal_set abandon(io, SIGUSR1);
-  abandon.async_wait([&](const boost::system::error_code& error, int) {
-    if (error) {
-      return;
-    }
-    spdlog::warn("taed went away: exiting, runs go on under their supervisors");
-    agent.Abandon();
-    io.stop();
-  });
   // --stdin: the ssh session is the agent's lifeline (see the flag's help).
   boost::asio::posix::stream_descriptor lifeline(io);
   boost::asio::streambuf lifeline_buffer;
@@ -220,9 +207,38 @@ int main(int argc, char** argv) {
   // A fault of the agent's own (its journal or work dir failed): it has told taed and stopped its
   // runs; exit non-zero so whoever supervises it sees the failure.
   agent.set_on_fatal([&io] { io.stop(); });
-  if (absl::Status started = agent.Start(); !started.ok()) {
+  // Until the io loop runs, a stop signal only sets a flag, which the wait for taed asks.
+  std::signal(SIGINT, OnStopSignal);
+  std::signal(SIGTERM, OnStopSignal);
+  if (absl::Status started = agent.Start([] { return stop_signal != 0; }); !started.ok()) {
+    if (stop_signal != 0) {
+      spdlog::info("signal {} before taed was reached: exiting", static_cast<int>(stop_signal));
+      return 0;
+    }
     std::fprintf(stderr, "tae-agent: %s\n", std::string(started.message()).c_str());
     return 1;
+  }
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& error, int signo) {
+    if (error) {
+      return;
+    }
+    spdlog::info("signal {}: stopping runs and exiting", signo);
+    agent.Shutdown([&io] { io.stop(); });
+  });
+  // taed (our parent, for local agents) died: leave the runs to their supervisors and exit; the
+  // agent the next taed starts on this work dir adopts them.
+  boost::asio::signal_set abandon(io, SIGUSR1);
+  abandon.async_wait([&](const boost::system::error_code& error, int) {
+    if (error) {
+      return;
+    }
+    spdlog::warn("taed went away: exiting, runs go on under their supervisors");
+    agent.Abandon();
+    io.stop();
+  });
+  if (stop_signal != 0) {
+    raise(stop_signal);  // came as it started: the io loop's handler takes it
   }
   spdlog::info("agent {} ({} slots, {} threads per run) dialing {} ({})", options.id, options.slots,
                options.threads_per_run, options.taed,

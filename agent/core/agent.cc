@@ -48,7 +48,7 @@ Agent::Agent(boost::asio::io_context* io, AgentOptions options)
       heartbeat_timer_(*io),
       retry_timer_(*io) {}
 
-absl::Status Agent::Start() {
+absl::Status Agent::Start(const std::function<bool()>& stopping) {
   std::error_code ec;
   std::filesystem::create_directories(options_.work_dir + "/runs", ec);
   if (ec) {
@@ -57,7 +57,8 @@ absl::Status Agent::Start() {
   }
   // Every call from here on presents this agent's own credential (agent/link/enrol.h).
   absl::StatusOr<std::string> credential =
-      ObtainCredential(options_.taed, options_.tls, options_.token, options_.id, options_.work_dir);
+      ObtainCredential(options_.taed, options_.tls, options_.token, options_.id, options_.work_dir,
+                       /*wait_s=*/300, stopping);
   if (!credential.ok()) {
     return credential.status();
   }

@@ -43,7 +43,10 @@ class Agent {
  public:
   Agent(boost::asio::io_context* io, AgentOptions options);
 
-  absl::Status Start();
+  // Obtains the agent's credential (enrolling when it has none: agent/link/enrol.h), opens its
+  // journal and starts its link. Blocking, before the io loop runs; `stopping` is asked while it
+  // waits for taed (a stop signal): then it returns Cancelled.
+  absl::Status Start(const std::function<bool()>& stopping = {});
   // Cancels every run, waits (up to grace) for their exits to be acked, then calls done.
   void Shutdown(std::function<void()> done, int grace_ms = 8000);
   // Exits without stopping runs: journals what is pending so a later agent adopts the jobs.

@@ -17,7 +17,8 @@ namespace tae::agent {
 
 absl::StatusOr<std::string> ObtainCredential(const std::string& taed, const tls::ClientConfig& tls,
                                              const std::string& key, const std::string& agent_id,
-                                             const std::string& work_dir, double wait_s) {
+                                             const std::string& work_dir, double wait_s,
+                                             const std::function<bool()>& stopping) {
   const std::string path = absl::StrCat(work_dir, "/", kCredentialFile);
   if (std::optional<auth::Credential> given = auth::ParseCredential(key); given.has_value()) {
     if (given->agent_id != agent_id) {
@@ -80,7 +81,14 @@ absl::StatusOr<std::string> ObtainCredential(const std::string& taed, const tls:
     // The link's words for the same trouble: an operator (and a test) looks for them.
     spdlog::warn("cannot reach taed at {} to enrol as {}: {}; retrying in {} ms", taed, agent_id,
                  status.error_message(), backoff.count());
-    std::this_thread::sleep_for(backoff);
+    const auto wake = std::chrono::steady_clock::now() + backoff;
+    while (std::chrono::steady_clock::now() < wake) {
+      if (stopping && stopping()) {
+        return absl::CancelledError(absl::StrCat("asked to stop while enrolling as ", agent_id));
+      }
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+          std::chrono::milliseconds(100), wake - std::chrono::steady_clock::now()));
+    }
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
   }
 }

@@ -9,6 +9,7 @@
 //    its answer saved there before anything else happens.
 // From then on every call presents the credential; the enrolment token is not kept.
 
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -20,9 +21,11 @@ inline constexpr char kCredentialFile[] = "agent.credential";
 
 // The credential to present. Unavailable from taed (not up yet) is retried with backoff for up
 // to wait_s seconds; a refusal (an id enrolled elsewhere, revoked, a bad token) is returned at
-// once with taed's reason.
+// once with taed's reason. `stopping` (when set) is asked between tries, every 100 ms while
+// waiting: once it says true, Cancelled is returned (the agent was asked to stop).
 absl::StatusOr<std::string> ObtainCredential(const std::string& taed, const tls::ClientConfig& tls,
                                              const std::string& key, const std::string& agent_id,
-                                             const std::string& work_dir, double wait_s = 300);
+                                             const std::string& work_dir, double wait_s = 300,
+                                             const std::function<bool()>& stopping = {});
 
 }  // namespace tae::agent

@@ -339,6 +339,23 @@ TEST_CASE("agents without TLS or trusting another CA never register with a TLS l
   stranger->Stop();
 }
 
+TEST_CASE("an agent still waiting to reach taed stops when asked, not at its enrolment deadline",
+          "[agent]") {
+  TempDir dir;
+  // Nothing listens on port 1: every try is refused, and the agent waits to try again (for up to
+  // five minutes) before its io loop, and its signal handlers, run.
+  Background agent({BinPath("tae-agent"), "--taed", "127.0.0.1:1", "--id", "waiting", "--slots",
+                    "1", "--work-dir", dir.path() + "/work"},
+                   {{"TAE_AGENT_TOKEN", "an-enrolment-token"}}, dir.path() + "/agent.log");
+  REQUIRE(WaitUntil(
+      [&] { return agent.Log().find("cannot reach taed at 127.0.0.1:1") != std::string::npos; },
+      60));
+  agent.Stop(/*grace_s=*/30);  // SIGTERM; SIGKILL only if it is still there after 30 s
+  INFO(agent.Log());
+  CHECK(agent.ExitCode() == 0);  // it exited by itself
+  CHECK(agent.Log().find("signal 15 before taed was reached: exiting") != std::string::npos);
+}
+
 TEST_CASE("with a client CA taed accepts only agents that present a certificate it signed",
           "[tls]") {
   if (!HaveOpenssl()) {
