@@ -132,9 +132,13 @@ class Agent {
   bool fatal_ = false;
   std::function<void()> on_fatal_;
   std::optional<std::chrono::steady_clock::time_point> journal_failing_since_;
-  std::optional<std::chrono::steady_clock::time_point> disk_relieved_at_;
-  std::optional<DiskFill> last_fill_;  // the fill disk_relieved_at_ gave back
-  tae::v1::AgentFacts facts_;          // gathered once in Start, sent with every Register
+  // The last fill NoteFill saw given back, and when.
+  struct GivenBack {
+    DiskFill fill;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::optional<GivenBack> last_fill_;
+  tae::v1::AgentFacts facts_;  // gathered once in Start, sent with every Register
   bool connected_ = false;
   bool flush_scheduled_ = false;
   std::function<void()> shutdown_done_;

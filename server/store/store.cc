@@ -190,10 +190,7 @@ absl::Status Store::Apply(const model::RunTransition& t) {
   if (model::IsFinal(t.state)) {
     packs_due_.push_back(t.run_id);  // packed by PackSome, after this transaction
   } else if (t.state == model::RunState::kQueued) {
-    // Its next attempt's points will replace these.
-    ASSIGN_OR_RETURN(Statement * unpack, db_.Cached("DELETE FROM metric_packs WHERE run_id = ?"));
-    unpack->Bind(1, t.run_id);
-    RETURN_IF_ERROR(unpack->Run());
+    RETURN_IF_ERROR(DropPacks(t.run_id));  // its next attempt's points will replace these
   }
   for (const model::RunTransition::Row& row : t.rows) {
     RETURN_IF_ERROR(RecordTransition(t.run_id, t.attempt, row.from, row.to, row.reason, t.at));

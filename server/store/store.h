@@ -227,6 +227,8 @@ class Store {
   absl::StatusOr<std::vector<model::RunRecord>> QueryRuns(const std::string& where, int64_t arg);
   // Packs every series of `run_id` (replacing its packs).
   absl::Status PackRun(int64_t run_id);
+  // Drops every pack of `run_id`.
+  absl::Status DropPacks(int64_t run_id);
   model::QueueChanges queue_changes_;
   std::deque<int64_t> packs_due_;  // runs Apply ended, in the order they ended
   int64_t pack_scan_after_ = 0;    // PackSome's scan: run ids up to here are looked at

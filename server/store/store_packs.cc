@@ -32,10 +32,14 @@ constexpr int64_t kWindow = 64;
 
 }  // namespace
 
-absl::Status Store::PackRun(int64_t run_id) {
+absl::Status Store::DropPacks(int64_t run_id) {
   ASSIGN_OR_RETURN(Statement * drop, db_.Cached(kDropRunPacks));
   drop->Bind(1, run_id);
-  RETURN_IF_ERROR(drop->Run());
+  return drop->Run();
+}
+
+absl::Status Store::PackRun(int64_t run_id) {
+  RETURN_IF_ERROR(DropPacks(run_id));
   ASSIGN_OR_RETURN(Statement * points, db_.Cached(kRunPoints));
   ASSIGN_OR_RETURN(Statement * put, db_.Cached(kPutPack));
   points->Bind(1, run_id);
