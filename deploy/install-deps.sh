@@ -20,6 +20,12 @@ PACKAGES=(
 if ! command -v npm >/dev/null 2>&1; then
   PACKAGES+=(nodejs npm)
 fi
+# kubectl for the gke provider (and its tests): Debian's kubernetes-client only where no kubectl
+# is on PATH. The Google Cloud CLI's kubectl package owns /usr/bin/kubectl, and installing
+# Debian's over it fails.
+if ! command -v kubectl >/dev/null 2>&1; then
+  PACKAGES+=(kubernetes-client)
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

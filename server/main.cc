@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
       "browser in, and `taectl ui` prints the URL that carries it.\n\n"
       "Environment: TAE_HOME, TAE_AGENT_LISTEN, TAE_TLS_CERT, TAE_TLS_KEY, TAE_TLS_CLIENT_CA,\n"
       "TAE_LOCAL_AGENTS, TAE_SLOTS, TAE_AGENT_GRACE, TAE_RETRY_BACKOFF, TAE_AGENT_TIMEOUT,\n"
+      "TAE_TPU_POLL (seconds between the TPU and GKE providers' rounds), "
       "TAE_MAX_CHECKPOINT_BYTES, TAE_HTTP, "
       "TAE_LOG_LEVEL.");
   flags.Path("home", &config.home, "data dir (database, socket, logs)");
@@ -91,6 +92,11 @@ int main(int argc, char** argv) {
   flags.Path("tpu-pools", &config.tpu_pools_path,
              "TOML list of Cloud TPU VM pools taed creates and deletes with gcloud "
              "(TAE_TPU_POOLS; default $TAE_HOME/tpu-pools.toml when it exists; "
+             "docs/providers.md)");
+  config.gke_pools_path = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_GKE_POOLS", ""));
+  flags.Path("gke-pools", &config.gke_pools_path,
+             "TOML list of GKE TPU pools: taed asks for slices as JobSets that Kueue admits, "
+             "with kubectl (TAE_GKE_POOLS; default $TAE_HOME/gke-pools.toml when it exists; "
              "docs/providers.md)");
   flags.Path("ssh-hosts", &config.ssh_hosts_path,
              "TOML list of hosts whose agents taed starts over ssh (TAE_SSH_HOSTS; default "

@@ -444,8 +444,9 @@ int Agents(const CommandEnv& env, const Args& args) {
     if (!response.vms().empty()) {
       std::printf("\ncloud VMs (as last listed):\n");
       for (const tae::v1::CloudVm& vm : response.vms()) {
-        std::printf("  %s  %s  %s  %s  pool %s\n", vm.provider().c_str(), vm.name().c_str(),
-                    vm.zone().c_str(), vm.state().c_str(), vm.pool().c_str());
+        std::printf("  %s  %s  %s  %s  pool %s%s%s\n", vm.provider().c_str(), vm.name().c_str(),
+                    vm.zone().c_str(), vm.state().c_str(), vm.pool().c_str(),
+                    vm.detail().empty() ? "" : ": ", vm.detail().c_str());
       }
     }
   }

@@ -159,6 +159,7 @@ nlohmann::ordered_json FleetJson(const tae::v1::ListAgentsResponse& response) {
                    {"pool", vm.pool()},
                    {"name", vm.name()},
                    {"zone", vm.zone()},
+                   {"detail", vm.detail()},
                    {"state", vm.state()}});
   }
   return {{"agents", agents}, {"provider_events", events}, {"vms", vms}};

@@ -287,6 +287,13 @@ bool Controller::RefreshQueue() {
   return true;
 }
 
+void Controller::SetPoolSlices(const std::string& pool, std::vector<provider::CloudVm> slices) {
+  core_.Check("Controller::SetPoolSlices");
+  if (provider_log_.SetVms(pool, std::move(slices))) {
+    Schedule();
+  }
+}
+
 void Controller::PublishDemand() {
   if (options_.demand == nullptr) {
     return;
@@ -315,6 +322,7 @@ void Controller::PlaceQueued() {
     return;
   }
   context.active = std::move(*active);
+  context.pool_notes = PoolNotesOf(options_.demand_pools, provider_log_.vms());
   std::vector<scheduler::AgentCapacity> capacity;
   for (const registry::Agent* agent : registry_.Connected()) {
     capacity.push_back({agent->id, agent->free_slots(),

@@ -216,6 +216,10 @@ class Controller {
   void OnProfileFailed(const std::string& agent_id, int64_t run_id, int attempt,
                        const std::string& id, const std::string& error);
 
+  // A provider's last listing of a pool's slices (gke): shown by `taectl agents` and the
+  // dashboard, and in the reasons of the runs that wait for them (a pass runs when they change).
+  void SetPoolSlices(const std::string& pool, std::vector<provider::CloudVm> slices);
+
   const registry::AgentRegistry& registry() const { return registry_; }
   provider::ProviderLog* provider_log() { return &provider_log_; }
   // Store writes that failed where there is no caller to return the error to (logged each time).

@@ -1,8 +1,25 @@
 #include "server/controller/demand.h"
 
+#include "absl/strings/str_cat.h"
 #include "server/scheduler/scheduler.h"
 
 namespace tae::controller {
+
+std::vector<scheduler::PoolNote> PoolNotesOf(const std::vector<DemandPool>& pools,
+                                             const std::vector<provider::CloudVm>& slices) {
+  std::vector<scheduler::PoolNote> notes;
+  for (const DemandPool& pool : pools) {
+    for (const provider::CloudVm& slice : slices) {
+      if (slice.pool == pool.name && slice.state == "waiting") {
+        notes.push_back(
+            {pool.labels, absl::StrCat(slice.provider, " slice ", slice.name, ": ",
+                                       slice.detail.empty() ? slice.state : slice.detail)});
+        break;
+      }
+    }
+  }
+  return notes;
+}
 
 provider::TpuDemand TpuDemandOf(const std::vector<DemandPool>& pools,
                                 const std::vector<scheduler::QueuedRun>& queued,

@@ -9,6 +9,7 @@
 
 #include "server/model/records.h"
 #include "server/provider/demand.h"
+#include "server/provider/provider_log.h"
 #include "server/registry/registry.h"
 #include "server/scheduler/scheduler.h"
 
@@ -23,6 +24,11 @@ struct DemandPool {
 // waiting[pool]: the queued runs, not paused, whose labels the pool's agents satisfy (every pool
 // is listed, 0 included); busy_vms[slice]: busy slots of the agents labelled with that slice (a
 // TPU VM's name).
+// For the queue's reasons: per pool, its first slice a provider shows waiting (a gke slice Kueue
+// holds), as "gke slice NAME: DETAIL".
+std::vector<scheduler::PoolNote> PoolNotesOf(const std::vector<DemandPool>& pools,
+                                             const std::vector<provider::CloudVm>& slices);
+
 provider::TpuDemand TpuDemandOf(const std::vector<DemandPool>& pools,
                                 const std::vector<scheduler::QueuedRun>& queued,
                                 const registry::AgentRegistry& agents);

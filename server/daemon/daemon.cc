@@ -66,6 +66,18 @@ static absl::StatusOr<std::vector<provider::TpuPool>> LoadTpuPools(const Config&
   return provider::ParseTpuPools(text, path, config.agent_binary);
 }
 
+static absl::StatusOr<std::vector<provider::GkePool>> LoadGkePools(const Config& config) {
+  std::string path = config.gke_pools_path;
+  if (path.empty()) {
+    path = config.home + "/gke-pools.toml";
+    if (access(path.c_str(), F_OK) != 0) {
+      return std::vector<provider::GkePool>{};
+    }
+  }
+  ASSIGN_OR_RETURN(std::string text, ReadConfigFile(path, "gke pools file "));
+  return provider::ParseGkePools(text, path);
+}
+
 static absl::StatusOr<std::vector<provider::SshHost>> LoadSshHosts(const Config& config) {
   std::string path = config.ssh_hosts_path;
   if (path.empty()) {
@@ -121,6 +133,25 @@ absl::Status Daemon::Init() {
           "(https://cloud.google.com/sdk/docs/install), then `gcloud auth login`");
     }
   }
+  ASSIGN_OR_RETURN(gke_pools_, LoadGkePools(config_));
+  std::string kubectl;
+  if (!gke_pools_.empty()) {
+    kubectl = process::FindOnPath("kubectl");
+    if (kubectl.empty()) {
+      return absl::FailedPreconditionError(
+          "GKE pools are configured but kubectl is not on PATH: apt-get install "
+          "kubernetes-client (or the Google Cloud CLI's kubectl), then `gcloud container "
+          "clusters get-credentials CLUSTER`; `taectl doctor` checks the rest");
+    }
+    for (const provider::GkePool& gke : gke_pools_) {
+      for (const provider::TpuPool& tpu : tpu_pools_) {
+        if (gke.name == tpu.name) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "pool ", gke.name, " is both a TPU pool and a GKE pool: give one another name"));
+        }
+      }
+    }
+  }
   RETURN_IF_ERROR(EnsurePrivateDir(config_.home));
   ASSIGN_OR_RETURN(HomeLock lock, HomeLock::Acquire(config_.home));
   lock_.emplace(std::move(lock));
@@ -143,6 +174,10 @@ absl::Status Daemon::Init() {
     for (const provider::TpuPool& pool : tpu_pools_) {
       options.demand_pools.push_back({pool.name, pool.labels});
     }
+    options.demand = &demand_;
+  }
+  for (const provider::GkePool& pool : gke_pools_) {
+    options.demand_pools.push_back({pool.name, pool.labels});
     options.demand = &demand_;
   }
   controller_ = std::make_unique<controller::Controller>(&core_, store_.get(), options);
@@ -239,6 +274,9 @@ absl::Status Daemon::Init() {
     tpu_provider_->Start();
     spdlog::info("gcloud-tpu provider: {} pool(s), gcloud {}", tpu_pools_.size(), gcloud);
   }
+  if (!gke_pools_.empty()) {
+    StartGkeProvider(kubectl);
+  }
   spdlog::info(
       "taed ready: control {}, agents on {} port {} ({}){}, data {}", control_address(),
       config_.agent_listen, agent_port_, AgentLinkSecurity(config_.tls),
@@ -247,6 +285,52 @@ absl::Status Daemon::Init() {
           : absl::StrCat(", local agents on 127.0.0.1:", local_agent_port_, " (plaintext)"),
       config_.home);
   return absl::OkStatus();
+}
+
+void Daemon::StartGkeProvider(const std::string& kubectl) {
+  provider::GkeProviderOptions gke;
+  gke.pools = gke_pools_;
+  gke.kubectl = kubectl;
+  gke.poll_s = config_.tpu_poll_s;
+  gke.demand = [this]() { return demand_.Latest(std::chrono::seconds(30)); };
+  gke.slices = [this](std::string pool, std::vector<provider::CloudVm> slices) {
+    boost::asio::post(core_, [this, pool = std::move(pool), slices = std::move(slices)]() mutable {
+      controller_->SetPoolSlices(pool, std::move(slices));
+    });
+  };
+  gke.log = [this](std::string subject, std::string event, std::string detail) {
+    boost::asio::post(core_, [this, subject = std::move(subject), event = std::move(event),
+                              detail = std::move(detail)]() mutable {
+      controller_->provider_log()->Add("gke", std::move(subject), std::move(event),
+                                       std::move(detail));
+    });
+  };
+  // Credentials are minted on the core (the store and the credential table live there); the
+  // provider's thread waits for them, never for long.
+  gke.mint = [this](std::vector<std::string> ids) -> absl::StatusOr<std::vector<std::string>> {
+    using Minted = absl::StatusOr<std::vector<std::string>>;
+    auto promise = std::make_shared<std::promise<Minted>>();
+    std::future<Minted> future = promise->get_future();
+    boost::asio::post(core_, [this, ids = std::move(ids), promise] {
+      std::vector<std::string> credentials;
+      for (const std::string& id : ids) {
+        absl::StatusOr<std::string> credential = controller_->MintCredential(id);
+        if (!credential.ok()) {
+          promise->set_value(credential.status());
+          return;
+        }
+        credentials.push_back(*std::move(credential));
+      }
+      promise->set_value(std::move(credentials));
+    });
+    if (future.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+      return absl::DeadlineExceededError("taed's core did not answer within 30 s");
+    }
+    return future.get();
+  };
+  gke_provider_ = std::make_unique<provider::GkeProvider>(std::move(gke));
+  gke_provider_->Start();
+  spdlog::info("gke provider: {} pool(s), kubectl {}", gke_pools_.size(), kubectl);
 }
 
 absl::Status Daemon::StartHttp() {
@@ -380,6 +464,13 @@ void Daemon::Stop() {
           "gcloud-tpu provider stopped; its VMs are left running (taectl down --delete-vms, or "
           "deploy/tpu/teardown.sh)");
     }
+  }
+  if (gke_provider_ != nullptr) {
+    // A slice's agents without taed only hold the team's quota: every slice goes, always
+    // (docs/providers.md, "gke"). Before the local agents stop; the pods' agents stop with them.
+    gke_provider_->Stop();
+    spdlog::info("gke provider: giving back every pool's slices");
+    spdlog::info("gke provider: {} slice(s) deleted", gke_provider_->DeleteAll());
   }
   if (provider_ != nullptr) {
     std::promise<void> prepared;

@@ -20,6 +20,7 @@
 #include "server/http/api.h"
 #include "server/http/server.h"
 #include "server/provider/local_provider.h"
+#include "server/provider/gke_provider.h"
 #include "server/provider/tpu_provider.h"
 #include "server/rpc/agent_link_service.h"
 #include "server/rpc/control_service.h"
@@ -46,7 +47,10 @@ struct Config {
   // The gcloud-tpu provider's pools (server/provider/tpu_pools.h); "": $TAE_HOME/tpu-pools.toml
   // if it exists.
   std::string tpu_pools_path;
-  double tpu_poll_s = 10;  // between the provider's rounds of gcloud calls
+  double tpu_poll_s = 10;  // between the providers' rounds of gcloud (and kubectl) calls
+  // The gke provider's pools (server/provider/gke_pools.h); "": $TAE_HOME/gke-pools.toml if it
+  // exists.
+  std::string gke_pools_path;
   // The dashboard's listener (docs/dashboard.md): a loopback HOST:PORT; "" = 127.0.0.1 at the
   // port of the last start ($TAE_HOME/http.addr), else a free one; "off" = none.
   std::string http_listen;
@@ -74,6 +78,7 @@ class Daemon {
   explicit Daemon(Config config) : config_(std::move(config)) {}
   absl::Status Init();
   absl::Status StartHttp();
+  void StartGkeProvider(const std::string& kubectl);
   absl::Status StartServers(const std::string& token,
                             std::shared_ptr<grpc::ServerCredentials> agent_credentials);
   void Stop();
@@ -98,6 +103,8 @@ class Daemon {
   std::unique_ptr<provider::LocalProvider> provider_;
   std::vector<provider::TpuPool> tpu_pools_;
   std::unique_ptr<provider::TpuProvider> tpu_provider_;
+  std::vector<provider::GkePool> gke_pools_;
+  std::unique_ptr<provider::GkeProvider> gke_provider_;
   std::thread core_thread_;
   int agent_port_ = 0;
   int local_agent_port_ = 0;

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -26,11 +27,12 @@ struct ProviderEvent {
 
 // A cloud VM as its provider last listed it.
 struct CloudVm {
-  std::string provider;  // "gcloud-tpu"
+  std::string provider;  // "gcloud-tpu", "gke"
   std::string pool;
   std::string name;
-  std::string zone;
-  std::string state;
+  std::string zone;    // gke: the namespace
+  std::string state;   // gke: SliceStateName
+  std::string detail;  // gke: Kueue's or the JobSet's words (gke_status.h)
 };
 
 class ProviderLog {
@@ -47,8 +49,20 @@ class ProviderLog {
   }
   const std::deque<ProviderEvent>& events() const { return events_; }
 
-  // The VMs of one pool, as its provider's last complete listing found them.
-  void SetVms(const std::string& pool, std::vector<CloudVm> vms) { vms_[pool] = std::move(vms); }
+  // The VMs of one pool, as its provider's last complete listing found them. Returns whether
+  // anything shown of them changed.
+  bool SetVms(const std::string& pool, std::vector<CloudVm> vms) {
+    auto key = [](const CloudVm& vm) {
+      return std::tie(vm.provider, vm.pool, vm.name, vm.zone, vm.state, vm.detail);
+    };
+    std::vector<CloudVm>& now = vms_[pool];
+    bool changed = now.size() != vms.size();
+    for (size_t i = 0; !changed && i < vms.size(); ++i) {
+      changed = key(now[i]) != key(vms[i]);
+    }
+    now = std::move(vms);
+    return changed;
+  }
   std::vector<CloudVm> vms() const {
     std::vector<CloudVm> all;
     for (const auto& [pool, vms] : vms_) {

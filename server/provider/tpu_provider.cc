@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "common/fs/fs.h"
 #include "common/process/spawn.h"
+#include "server/provider/cli_call.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -26,28 +27,6 @@ namespace {
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// What gcloud said went wrong: its "ERROR:" line (progress lines like "Create request issued"
-// come first), else its last non-empty line.
-std::string ErrorLine(const std::string& text) {
-  std::string last;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) {
-      end = text.size();
-    }
-    const std::string line = text.substr(start, end - start);
-    if (line.rfind("ERROR:", 0) == 0) {
-      return line;
-    }
-    if (line.find_first_not_of(" \r") != std::string::npos) {
-      last = line;
-    }
-    start = end + 1;
-  }
-  return last;
 }
 
 // obj[key] when it is a string (or a number, as text), else "": gcloud's JSON is read without
@@ -146,79 +125,20 @@ void TpuProvider::Loop() {
 
 TpuProvider::Result TpuProvider::Run(const std::string& subject, const std::string& event,
                                      std::vector<std::string> argv, bool gcloud) {
-  Result result;
-  process::SpawnRequest request;
   if (gcloud) {
     argv.insert(argv.begin(), options_.gcloud);
   }
-  request.argv = argv;
-  request.env_remove = {"TAE_AGENT_TOKEN", "TAE_TLS_KEY"};
-  const double start = Now();
-  absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
-  if (!spawned.ok()) {
-    result.err = std::string(spawned.status().message());
-  } else {
-    // Both pipes until EOF (or the deadline), then the exit status of this very pid.
-    std::string* sinks[2] = {&result.out, &result.err};
-    int fds[2] = {spawned->stdout_fd, spawned->stderr_fd};
-    const double deadline = start + options_.call_timeout_s;
-    bool timed_out = false;
-    while (fds[0] >= 0 || fds[1] >= 0) {
-      pollfd pfds[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
-      const double left = deadline - Now();
-      if (left <= 0 || CallsAborted()) {
-        timed_out = true;
-        break;
-      }
-      if (poll(pfds, 2, static_cast<int>(std::min(left, 1.0) * 1000)) <= 0) {
-        continue;
-      }
-      for (int i = 0; i < 2; ++i) {
-        if (fds[i] < 0 || pfds[i].revents == 0) {
-          continue;
-        }
-        char buf[8192];
-        ssize_t n = read(fds[i], buf, sizeof(buf));
-        if (n < 0 && errno == EINTR) {
-          continue;
-        }
-        if (n <= 0) {
-          close(fds[i]);
-          fds[i] = -1;
-        } else if (sinks[i]->size() < (16 << 20)) {
-          sinks[i]->append(buf, static_cast<size_t>(n));
-        }
-      }
-    }
-    for (int fd : fds) {
-      if (fd >= 0) {
-        close(fd);
-      }
-    }
-    if (timed_out) {
-      kill(-spawned->pid, SIGKILL);
-    }
-    int status = 0;
-    while (waitpid(spawned->pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    result.ok = !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (timed_out) {
-      result.err = CallsAborted() ? absl::StrCat("taed is stopping; ", result.err)
-                                  : absl::StrCat("no answer within ", options_.call_timeout_s,
-                                                 " s; ", result.err);
-    }
-  }
+  const CliResult called =
+      RunCli(argv, "", options_.call_timeout_s, [this] { return CallsAborted(); });
   const std::string command =
       gcloud ? absl::StrCat("gcloud ", absl::StrJoin(argv.begin() + 1, argv.end(), " "))
              : absl::StrJoin(argv, " ");
-  const std::string outcome =
-      result.ok ? absl::StrFormat("ok in %.1f s", Now() - start)
-                : absl::StrCat("failed: ", ErrorLine(result.err.empty() ? result.out : result.err));
+  const std::string outcome = CallOutcome(called);
   spdlog::info("gcloud-tpu: {} -> {}", command, outcome);
   if (options_.log) {
     options_.log(subject, event, absl::StrCat(command, " -> ", outcome));
   }
-  return result;
+  return {called.ok, called.out, called.err};
 }
 
 TpuProvider::Listing TpuProvider::List(const TpuPool& pool) {
@@ -573,7 +493,7 @@ void TpuProvider::Round() {
       std::vector<CloudVm> shown;
       for (const Vm& vm : live) {
         if (idle_deleted.count(vm.name) == 0) {
-          shown.push_back({"gcloud-tpu", pool.name, vm.name, vm.zone, vm.state});
+          shown.push_back({"gcloud-tpu", pool.name, vm.name, vm.zone, vm.state, ""});
         }
       }
       options_.vms(pool.name, std::move(shown));

@@ -200,7 +200,14 @@ Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> 
   auto why = [&](const QueuedRun& run) {
     auto [it, inserted] = why_by_shape.try_emplace(&run, 0);
     if (inserted) {
-      it->second = waiting.Reason(WhyWaiting(run, agents));
+      std::string reason = WhyWaiting(run, agents);
+      for (const PoolNote& pool : context.pool_notes) {
+        if (LabelsMatch(run.labels, pool.labels)) {
+          absl::StrAppend(&reason, "; ", pool.note);
+          break;
+        }
+      }
+      it->second = waiting.Reason(std::move(reason));
     }
     return it->second;
   };

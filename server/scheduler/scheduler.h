@@ -44,10 +44,19 @@ struct Placement {
 inline constexpr char kSliceLabel[] = "slice";
 inline constexpr char kWorkerLabel[] = "worker";
 
+// What a provider says of the agents a pool of its will bring, e.g. "gke slice tae-v5e-1:
+// waiting for quota: ..." while Kueue holds it: added to the reason of every waiting run the
+// pool's agents (`labels`) would take.
+struct PoolNote {
+  model::Labels labels;
+  std::string note;
+};
+
 // Everything Decide needs besides the queue and the agents.
 struct Context {
   double now = 0;
   std::map<int64_t, int> active;  // experiment id -> its assigned + running runs
+  std::vector<PoolNote> pool_notes;
 };
 
 // Why each run a pass did not place waits. A long queue has few distinct reasons (one per shape,

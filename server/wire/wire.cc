@@ -129,6 +129,7 @@ void ToProto(const provider::CloudVm& in, tae::v1::CloudVm* out) {
   out->set_name(in.name);
   out->set_zone(in.zone);
   out->set_state(in.state);
+  out->set_detail(in.detail);
 }
 
 void ToProto(const provider::ProviderEvent& in, tae::v1::ProviderEvent* out) {

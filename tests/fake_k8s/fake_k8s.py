@@ -2,6 +2,7 @@
 """A fake Kubernetes API server for tests, spoken to by the real kubectl.
 
 usage: fake_k8s.py --port-file FILE [--port N]
+                   [--kubelet-root DIR --image-path PATH=DIR ... --pod-local PATH ...]
 
 Point kubectl at it with a kubeconfig whose cluster server is http://127.0.0.1:PORT
 (tests/integration/fake_k8s.cc writes one). Standard library only. What it serves, as a cluster
@@ -39,6 +40,23 @@ conditions: held (QuotaReserved=False, reason Pending, "couldn't assign flavors 
 Inadmissible when its LocalQueue does not exist) until its chips fit the quota, then admitted
 (QuotaReserved and Admitted True, the JobSet unsuspended), in creation order.
   GET  /_control/requests                          every request so far: [{method, path}]
+
+A kubelet, with --kubelet-root: an admitted (unsuspended) JobSet's pods run as local processes,
+one per completion index of each replicated job (JOB_COMPLETION_INDEX set), the container's
+command as given, with its paths mapped: each Secret volume's mountPath to a directory holding
+the Secret's keys as files, each --image-path PATH (a directory of the image) to DIR, and each
+--pod-local PATH (the container's own filesystem, e.g. /var/tmp) to a directory of the pod's. A
+pod's exit ends it Succeeded or Failed; a failed pod fails its JobSet (failurePolicy maxRestarts
+0: condition Failed, reason FailedJobs) and its other pods are stopped; all succeeded: Completed.
+A JobSet suspended again (evicted) or deleted has its pods stopped: SIGTERM, then SIGKILL after
+5 s, as the kubelet's grace period.
+  POST /_control/node_lost {"namespace": NS, "jobset": NAME}
+                                                   the node under its pods is gone: their
+                                                   processes are SIGKILLed at once, the pods
+                                                   fail, and so does the JobSet
+  POST /_control/fail_pods {"count": N}            the next N pods to start fail at once (exit 1,
+                                                   as an image that cannot start)
+  GET  /_control/pods                              [{namespace, name, jobset, index, phase, pid}]
 """
 import argparse
 import json
@@ -116,6 +134,11 @@ def unknown_fields(obj, schema, path=""):
 
 class State:
     def __init__(self):
+        self.kubelet_root = None  # set: the kubelet runs admitted JobSets' pods
+        self.image_paths = {}     # image path -> local directory
+        self.pod_local = []       # paths of the container's own filesystem
+        self.pods = {}            # (namespace, pod name) -> Pod
+        self.fail_next = 0
         self.lock = threading.Lock()
         self.objects = {}  # (plural, namespace, name) -> object
         self.version = 1
@@ -208,6 +231,176 @@ def kueue_reconcile():
     for key in [k for k, o in STATE.objects.items() if k[0] == "workloads"
                 and o["metadata"]["labels"].get("kueue.x-k8s.io/job-uid") not in live]:
         STATE.objects.pop(key)
+
+
+class Pod:
+    def __init__(self, namespace, name, jobset, index):
+        self.namespace, self.name, self.jobset, self.index = namespace, name, jobset, index
+        self.proc = None
+        self.phase = "Pending"
+        self.exit_code = None
+        self.stop_at = None  # when SIGKILL follows the SIGTERM
+
+
+def map_paths(text, mapping):
+    """text with every mapped path prefix (longest first) replaced by its local directory."""
+    for src in sorted(mapping, key=len, reverse=True):
+        text = re.sub(re.escape(src) + r"(?=/|\b|$)", mapping[src], text)
+    return text
+
+
+def start_pod(ns, js, rj_name, job_index, pod_spec):
+    """Runs one pod of a JobSet's replicated job as a local process (STATE.lock held)."""
+    import base64
+    import os
+    import subprocess
+    name = f"{js['metadata']['name']}-{rj_name}-0-{job_index}-{uuid.uuid4().hex[:5]}"
+    pod = Pod(ns, name, js["metadata"]["name"], job_index)
+    root = os.path.join(STATE.kubelet_root, ns, name)
+    os.makedirs(root, exist_ok=True)
+    mapping = dict(STATE.image_paths)
+    for local in STATE.pod_local:
+        mapping[local] = os.path.join(root, "fs", local.strip("/"))
+        os.makedirs(mapping[local], exist_ok=True)
+    container = (pod_spec.get("containers") or [{}])[0]
+    volumes = {v.get("name"): v for v in pod_spec.get("volumes") or []}
+    missing = []
+    for mount in container.get("volumeMounts") or []:
+        volume = volumes.get(mount.get("name"), {})
+        secret_name = (volume.get("secret") or {}).get("secretName")
+        where = os.path.join(root, "volumes", mount.get("name", "v"))
+        os.makedirs(where, exist_ok=True)
+        mapping[mount["mountPath"]] = where
+        if secret_name:
+            secret = STATE.objects.get(("secrets", ns, secret_name))
+            if secret is None:
+                missing.append(secret_name)
+                continue
+            files = {k: v.encode() for k, v in (secret.get("stringData") or {}).items()}
+            files.update({k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()})
+            for key, value in files.items():
+                with open(os.path.join(where, key), "wb") as f:
+                    f.write(value)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAE_")}
+    env["JOB_COMPLETION_INDEX"] = str(job_index)
+    env["HOME"] = mapping.get("/root", root)
+    for item in container.get("env") or []:
+        env[item["name"]] = str(item.get("value", ""))
+    command = [map_paths(arg, mapping) for arg in
+               (container.get("command") or []) + (container.get("args") or [])]
+    STATE.pods[(ns, name)] = pod
+    STATE.objects[("pods", ns, name)] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "uid": str(uuid.uuid4()),
+                     "labels": {"jobset.sigs.k8s.io/jobset-name": pod.jobset,
+                                "batch.kubernetes.io/job-completion-index": str(job_index)},
+                     "resourceVersion": str(STATE.version)},
+        "spec": pod_spec, "status": {"phase": "Pending"}}
+    if missing or STATE.fail_next > 0 or not command:
+        if not missing and command:
+            STATE.fail_next -= 1
+        pod.phase, pod.exit_code = "Failed", 1
+    else:
+        with open(os.path.join(root, "log"), "ab") as log:
+            pod.proc = subprocess.Popen(command, env=env, cwd=root, stdin=subprocess.DEVNULL,
+                                        stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        pod.phase = "Running"
+    STATE.objects[("pods", ns, name)]["status"]["phase"] = pod.phase
+
+
+def signal_pod(pod, sig):
+    import os
+    if pod.proc is not None and pod.proc.poll() is None:
+        try:
+            os.killpg(pod.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def stop_pod(pod, hard=False):
+    """The kubelet stops a pod: SIGTERM, SIGKILL after the grace (at once when hard)."""
+    import signal as sig
+    if pod.stop_at is None:
+        pod.stop_at = time.time() + (0 if hard else 5)
+        signal_pod(pod, sig.SIGKILL if hard else sig.SIGTERM)
+
+
+def set_jobset_condition(js, type_, reason, message):
+    status = js.setdefault("status", {})
+    conds = [c for c in status.get("conditions", []) if c.get("type") != type_]
+    conds.append(condition(type_, "True", reason, message))
+    status["conditions"] = conds
+    STATE.version += 1
+    js["metadata"]["resourceVersion"] = str(STATE.version)
+
+
+def jobset_done(js):
+    return any(c.get("type") in ("Failed", "Completed") and c.get("status") == "True"
+               for c in (js.get("status") or {}).get("conditions", []))
+
+
+def kubelet_reconcile():
+    """Pods for admitted JobSets, stops for suspended, deleted or failed ones, and each pod's end
+    into its JobSet's status (STATE.lock held)."""
+    import signal as sig
+    if STATE.kubelet_root is None:
+        return
+    for pod in STATE.pods.values():
+        if pod.proc is not None and pod.exit_code is None and pod.proc.poll() is not None:
+            pod.exit_code = pod.proc.returncode
+            pod.phase = "Succeeded" if pod.exit_code == 0 and pod.stop_at is None else "Failed"
+            obj = STATE.objects.get(("pods", pod.namespace, pod.name))
+            if obj is not None:
+                obj["status"]["phase"] = pod.phase
+        if pod.stop_at is not None and pod.exit_code is None and time.time() >= pod.stop_at:
+            signal_pod(pod, sig.SIGKILL)
+    for (plural, ns, name), js in list(STATE.objects.items()):
+        if plural != "jobsets":
+            continue
+        mine = [p for p in STATE.pods.values() if p.namespace == ns and p.jobset == name]
+        if js.get("spec", {}).get("suspend") or jobset_done(js):
+            for pod in mine:
+                stop_pod(pod)
+            continue
+        if not mine:
+            for rj in js.get("spec", {}).get("replicatedJobs", []):
+                job = rj.get("template", {}).get("spec", {})
+                for i in range(min(job.get("parallelism", 1), job.get("completions", 1))):
+                    start_pod(ns, js, rj.get("name", "job"), i, job.get("template", {}).get("spec", {}))
+            continue
+        failed = [p for p in mine if p.phase == "Failed" and p.stop_at is None]
+        if failed:
+            set_jobset_condition(js, "Failed", "FailedJobs",
+                                 f"jobset failed: pod {failed[0].name} exited with code "
+                                 f"{failed[0].exit_code} (failurePolicy.maxRestarts 0)")
+            for pod in mine:
+                stop_pod(pod)
+        elif all(p.phase == "Succeeded" for p in mine):
+            set_jobset_condition(js, "Completed", "AllJobsCompleted", "jobset completed successfully")
+    # A deleted JobSet's pods go with it.
+    live = {(ns, name) for (plural, ns, name) in STATE.objects if plural == "jobsets"}
+    for key, pod in list(STATE.pods.items()):
+        if (pod.namespace, pod.jobset) not in live:
+            stop_pod(pod)
+            if pod.exit_code is not None or pod.proc is None:
+                STATE.pods.pop(key)
+                STATE.objects.pop(("pods", pod.namespace, pod.name), None)
+
+
+def kubelet_loop():
+    while True:
+        with STATE.lock:
+            kubelet_reconcile()
+        time.sleep(0.2)
+
+
+def stop_all_pods(*_):
+    import signal as sig
+    with STATE.lock:
+        for pod in STATE.pods.values():
+            signal_pod(pod, sig.SIGKILL)
+    sys.exit(0)
 
 
 def resource_list(group_version, resources):
@@ -404,6 +597,31 @@ class Handler(BaseHTTPRequestHandler):
                                      "prioritization in the ClusterQueue"))
                 kueue_reconcile()
             return 200, {}
+        if url.path == "/_control/node_lost" and method == "POST":
+            b = self.body()
+            with STATE.lock:
+                js = STATE.objects.get(("jobsets", b["namespace"], b["jobset"]))
+                if js is None:
+                    return status(404, "NotFound", f'jobsets "{b["jobset"]}" not found')
+                killed = []
+                for pod in STATE.pods.values():
+                    if pod.namespace == b["namespace"] and pod.jobset == b["jobset"]:
+                        if pod.proc is not None and pod.proc.poll() is None:
+                            killed.append(pod.proc.pid)
+                        stop_pod(pod, hard=True)
+                set_jobset_condition(js, "Failed", "FailedJobs",
+                                     "jobset failed: node gke-tpu-0 was lost (NodeLost)")
+            return 200, {"killed": killed}
+        if url.path == "/_control/fail_pods" and method == "POST":
+            with STATE.lock:
+                STATE.fail_next = int(self.body()["count"])
+            return 200, {}
+        if url.path == "/_control/pods":
+            with STATE.lock:
+                return 200, [{"namespace": p.namespace, "name": p.name, "jobset": p.jobset,
+                              "index": p.index, "phase": p.phase,
+                              "pid": p.proc.pid if p.proc is not None else 0}
+                             for p in STATE.pods.values()]
         if url.path == "/_control/requests":
             with STATE.lock:
                 return 200, list(STATE.requests)
@@ -482,6 +700,12 @@ class Handler(BaseHTTPRequestHandler):
                               f'handled as a {kind}: strict decoding error: {unknown}')
             for where in bad:
                 prune(obj, where)
+            if kind == "Secret" and obj.get("stringData"):
+                # As the API server stores it: stringData merged into data, base64.
+                import base64
+                data = obj.setdefault("data", {})
+                for k, v in obj.pop("stringData").items():
+                    data[k] = base64.b64encode(str(v).encode()).decode()
             meta = obj.setdefault("metadata", {})
             if method == "POST":
                 name = meta.get("name", "")
@@ -531,7 +755,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file", required=True)
+    ap.add_argument("--kubelet-root")
+    ap.add_argument("--image-path", action="append", default=[], metavar="PATH=DIR")
+    ap.add_argument("--pod-local", action="append", default=[], metavar="PATH")
     args = ap.parse_args()
+    if args.kubelet_root:
+        import signal as sig
+        STATE.kubelet_root = args.kubelet_root
+        STATE.image_paths = dict(item.split("=", 1) for item in args.image_path)
+        STATE.pod_local = args.pod_local
+        sig.signal(sig.SIGTERM, stop_all_pods)
+        threading.Thread(target=kubelet_loop, daemon=True).start()
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     with open(args.port_file + ".tmp", "w") as f:
         f.write(f"{server.server_address[1]}\n")

@@ -20,7 +20,7 @@ std::string FakeK8sScript() {
 
 }  // namespace
 
-FakeK8s::FakeK8s(const std::string& ns) {
+FakeK8s::FakeK8s(const std::string& ns, bool kubelet) {
   kubectl_ = FindOnPath("kubectl");
   python_ = FindOnPath("python3");
   if (kubectl_.empty() || python_.empty()) {
@@ -30,6 +30,13 @@ FakeK8s::FakeK8s(const std::string& ns) {
   const std::string log = dir_.path() + "/fake_k8s.log";
   process::SpawnRequest request;
   request.argv = {python_, FakeK8sScript(), "--port-file", port_file};
+  if (kubelet) {
+    const std::string pods = dir_.path() + "/pods";
+    std::filesystem::create_directories(pods);
+    request.argv.insert(request.argv.end(),
+                        {"--kubelet-root", pods, "--image-path",
+                         absl::StrCat("/opt/tae/bin=", TAE_BIN_DIR), "--pod-local", "/var/tmp"});
+  }
   request.log_path = log;
   absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
   INFO("spawn fake_k8s.py: " << spawned.status().ToString());
@@ -64,6 +71,14 @@ std::string FakeK8s::missing() const {
     return "python3 for the fake Kubernetes API server is not on PATH";
   }
   return "";
+}
+
+void FakeK8s::SetEnv(bool set) const {
+  if (set) {
+    setenv("KUBECONFIG", kubeconfig_.c_str(), 1);
+  } else {
+    unsetenv("KUBECONFIG");
+  }
 }
 
 CommandResult FakeK8s::Kubectl(const std::vector<std::string>& args) const {

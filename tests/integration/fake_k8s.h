@@ -17,8 +17,10 @@ namespace tae::testing {
 
 class FakeK8s {
  public:
-  // Serves namespace `ns` as the kubeconfig context's default.
-  explicit FakeK8s(const std::string& ns = "default");
+  // Serves namespace `ns` as the kubeconfig context's default. With `kubelet`, an admitted
+  // JobSet's pods run as local processes (fake_k8s.py's kubelet): the image's /opt/tae/bin is
+  // the build's bin directory, and each pod has a /var/tmp of its own.
+  explicit FakeK8s(const std::string& ns = "default", bool kubelet = false);
   ~FakeK8s();
   FakeK8s(const FakeK8s&) = delete;
   FakeK8s& operator=(const FakeK8s&) = delete;
@@ -33,6 +35,9 @@ class FakeK8s {
   CommandResult Kubectl(const std::vector<std::string>& args) const;
   // `kubectl ARGS -o json`, which must succeed, parsed.
   nlohmann::json KubectlJson(std::vector<std::string> args) const;
+  // Sets KUBECONFIG to kubeconfig() in this process's environment (set) or removes it: a taed
+  // started meanwhile inherits it.
+  void SetEnv(bool set) const;
   // METHOD /_control/WHAT with a JSON body.
   nlohmann::json Control(const std::string& method, const std::string& what,
                          const nlohmann::json& body = nullptr) const;

@@ -108,3 +108,26 @@ labels = { accelerator = "cpu" }
 }
 
 }  // namespace tae::controller
+
+namespace tae::controller {
+
+TEST_CASE(
+    "a pool's slice that Kueue holds is noted, with Kueue's words, for the runs its agents would "
+    "take, and other pools and slices that run are not") {
+  const std::vector<DemandPool> pools = {{"v5e", {{"pool", "v5e"}, {"accelerator", "tpu"}}},
+                                         {"cpu", {{"pool", "cpu"}}}};
+  const std::vector<provider::CloudVm> slices = {
+      {"gke", "v5e", "tae-v5e-2", "ml", "admitted", "admitted by Kueue; its pods are starting"},
+      {"gke", "v5e", "tae-v5e-3", "ml", "waiting",
+       "waiting for quota: couldn't assign flavors to pod set slice"},
+      {"gke", "v5e", "tae-v5e-4", "ml", "waiting", "waiting for quota: second"},
+      {"gke", "cpu", "tae-cpu-1", "ml", "admitted", "admitted by Kueue; its pods are starting"}};
+  const std::vector<scheduler::PoolNote> notes = PoolNotesOf(pools, slices);
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0].labels == pools[0].labels);
+  CHECK(notes[0].note ==
+        "gke slice tae-v5e-3: waiting for quota: couldn't assign flavors to pod set slice");
+  CHECK(PoolNotesOf(pools, {}).empty());
+}
+
+}  // namespace tae::controller

@@ -17,9 +17,15 @@
 //       https://kubernetes.io/docs/reference/kubernetes-api/
 
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "server/provider/gke_pools.h"
 
 namespace tae::provider {
@@ -166,6 +172,63 @@ TEST_CASE("gke: a slice's credentials are one Secret, a key per host index, owne
   CHECK(secret.at("metadata").at("labels").at(kTaeLabel) == "true");
   CHECK(secret.at("stringData").size() == 4);
   CHECK(secret.at("stringData").at("token-3") == "c3");
+}
+
+}  // namespace tae::provider
+
+namespace tae::provider {
+
+// deploy/docker/Dockerfile is the image a pool names: what the pods' command runs must be where
+// that image puts it. (Building the image needs its base from a registry, which the tests do
+// not reach; this reads the Dockerfile's runtime stage instead.)
+TEST_CASE("gke: the pods' command runs the programs where deploy/docker's image puts them") {
+  std::ifstream in(std::string(TAE_TEST_DATA_DIR) + "/../../deploy/docker/Dockerfile");
+  REQUIRE(in.good());
+  // The runtime stage: from the last FROM on, continuation lines joined.
+  std::vector<std::string> lines;
+  std::string line;
+  std::string joined;
+  while (std::getline(in, line)) {
+    if (line.rfind("#", 0) == 0) {
+      continue;
+    }
+    if (!line.empty() && line.back() == '\\') {
+      joined += line.substr(0, line.size() - 1) + " ";
+      continue;
+    }
+    joined += line;
+    if (joined.rfind("FROM ", 0) == 0) {
+      lines.clear();
+    }
+    lines.push_back(joined);
+    joined.clear();
+  }
+  std::set<std::string> in_bin;  // programs the runtime stage copies into /opt/tae/bin/
+  for (const std::string& l : lines) {
+    std::istringstream words(l);
+    std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
+    if (w.size() >= 3 && w[0] == "COPY" && w.back() == "/opt/tae/bin/") {
+      for (size_t i = 1; i + 1 < w.size(); ++i) {
+        if (w[i].rfind("--", 0) != 0) {
+          in_bin.insert(w[i].substr(w[i].rfind('/') + 1));
+        }
+      }
+    }
+  }
+  INFO(absl::StrJoin(in_bin, " "));
+  // tae-agent runs jobs through tae-job and trains with tae-train, found next to itself.
+  for (const char* program : {"tae-agent", "tae-job", "tae-train"}) {
+    CHECK(in_bin.count(program) == 1);
+  }
+  auto pools = ParseGkePools(kPools, "gke-pools.toml");
+  REQUIRE(pools.ok());
+  const std::string script = JobSetManifest((*pools)[0], "tae-v5e-1")["spec"]["replicatedJobs"][0]
+                                            ["template"]["spec"]["template"]["spec"]["containers"]
+                                            [0]["command"][2];
+  CHECK(absl::StrContains(script, "exec /opt/tae/bin/tae-agent "));
+  // The work dir is under /var/tmp, which every Debian image has writable by all (the image
+  // runs as user tae).
+  CHECK(absl::StrContains(script, " --work-dir /var/tmp/"));
 }
 
 }  // namespace tae::provider

@@ -189,3 +189,30 @@ TEST_CASE("a gang that no slice can hold says so", "[scheduler][gang]") {
 }
 
 }  // namespace tae::scheduler
+
+namespace tae::scheduler {
+
+TEST_CASE(
+    "a run that a held pool's agents would take says what the pool's provider says, and a run the "
+    "pool cannot take does not") {
+  QueuedRun tpu{1, 0, 1, {{"accelerator", "tpu"}}};
+  QueuedRun gang{2, 0, 1, {{"accelerator", "tpu"}}};
+  gang.hosts = 2;
+  QueuedRun cpu{3, 0, 1, {{"accelerator", "cpu"}}};
+  Context context;
+  context.pool_notes = {{{{"accelerator", "tpu"}, {"pool", "v5e"}},
+                         "gke slice tae-v5e-1: waiting for quota: insufficient quota"}};
+  const Decision d = Decide({tpu, gang, cpu}, {}, context);
+  CHECK(d.placements.empty());
+  CHECK(d.waiting.at(1) ==
+        "waiting for an agent to connect; gke slice tae-v5e-1: waiting for quota: insufficient "
+        "quota");
+  CHECK(d.waiting.at(2) == d.waiting.at(1));
+  CHECK(d.waiting.at(3) == "waiting for an agent to connect");
+  // With agents of the pool connected and busy, the note still tells why no more come.
+  const Decision busy = Decide({tpu}, {{"tae-v5e-1-w0", 0, 1, {{"accelerator", "tpu"}}}}, context);
+  CHECK(busy.waiting.at(1) ==
+        "waiting for a free slot; gke slice tae-v5e-1: waiting for quota: insufficient quota");
+}
+
+}  // namespace tae::scheduler

@@ -73,14 +73,14 @@ export function mount(root, route, app) {
       })))));
   }
 
-  // taed's shapes: VMs {provider, pool, name, zone, state}; events {time, provider, subject, event, detail}.
+  // taed's shapes: VMs {provider, pool, name, zone, state, detail}; events {time, provider, subject, event, detail}.
   function vmsPanel() {
     const vms = fleet.vms || [];
-    return panel("TPU VMs", vms.length, vms.length === 0 ? h("div.state-msg", "No VMs: no provider pool is configured, or it is scaled to zero.") :
+    return panel("TPU VMs and slices", vms.length, vms.length === 0 ? h("div.state-msg", "No VMs: no provider pool is configured, or it is scaled to zero.") :
       h("div.tbl-wrap", h("table.tbl.compact",
-        h("thead", h("tr", h("th", "name"), h("th", "provider"), h("th", "pool"), h("th", "zone"), h("th", "state"))),
+        h("thead", h("tr", h("th", "name"), h("th", "provider"), h("th", "pool"), h("th", "zone / namespace"), h("th", "state"), h("th", "why"))),
         h("tbody", vms.map((v) => h("tr", h("td.mono.nowrap", v.name), h("td.mono", v.provider || ""),
-          h("td.mono", v.pool || ""), h("td.mono.muted", v.zone || ""), h("td", badge(v.state))))))));
+          h("td.mono", v.pool || ""), h("td.mono.muted", v.zone || ""), h("td", badge(v.state)), h("td.wrap", v.detail || "")))))));
   }
 
   function eventsPanel(now) {

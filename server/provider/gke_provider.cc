@@ -1,0 +1,327 @@
+#include "server/provider/gke_provider.h"
+
+#include <signal.h>
+
+#include <chrono>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "server/provider/cli_call.h"
+#include "server/provider/gke_status.h"
+#include "spdlog/spdlog.h"
+
+namespace tae::provider {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// object.metadata[key] when it is a string, else "" (what the cluster answered is read, never
+// trusted: nlohmann's value() throws on a mismatch).
+std::string Meta(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) {
+    return "";
+  }
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) {
+    return "";
+  }
+  auto it = meta->find(key);
+  return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string Label(const nlohmann::json& object, const char* key) {
+  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) {
+    return "";
+  }
+  auto labels = object["metadata"].find("labels");
+  if (labels == object["metadata"].end() || !labels->is_object()) {
+    return "";
+  }
+  auto it = labels->find(key);
+  return it != labels->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The items of a `kubectl get -o json` list, or null when the answer is not one.
+const nlohmann::json* Items(const nlohmann::json& list) {
+  if (!list.is_object()) {
+    return nullptr;
+  }
+  auto items = list.find("items");
+  return items != list.end() && items->is_array() ? &*items : nullptr;
+}
+
+std::string Selector(const GkePool& pool) {
+  return absl::StrCat(kTaeLabel, "=true,", kPoolLabel, "=", pool.name);
+}
+
+}  // namespace
+
+int SliceIndex(const GkePool& pool, const std::string& name) {
+  const std::string prefix = absl::StrCat("tae-", pool.name, "-");
+  if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() ||
+      name.find_first_not_of("0123456789", prefix.size()) != std::string::npos ||
+      name.size() - prefix.size() > 6) {
+    return 0;
+  }
+  int index = 0;
+  return absl::SimpleAtoi(name.substr(prefix.size()), &index) && index > 0 ? index : 0;
+}
+
+GkeProvider::GkeProvider(GkeProviderOptions options) : options_(std::move(options)) {}
+
+GkeProvider::~GkeProvider() { Stop(); }
+
+void GkeProvider::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void GkeProvider::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    abort_calls_ = true;
+  }
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+bool GkeProvider::CallsAborted() {
+  absl::MutexLock lock(&mu_);
+  return abort_calls_;
+}
+
+void GkeProvider::Loop() {
+  // No signal handler of taed's may run on this thread (it spawns kubectl).
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  while (true) {
+    Round();
+    absl::MutexLock lock(&mu_);
+    if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(options_.poll_s))) {
+      return;
+    }
+  }
+}
+
+GkeProvider::Result GkeProvider::Kubectl(const GkePool& pool, const std::string& subject,
+                                         const std::string& event,
+                                         const std::vector<std::string>& args,
+                                         const std::string& input) {
+  std::vector<std::string> argv = {options_.kubectl};
+  if (!pool.context.empty()) {
+    argv.insert(argv.end(), {"--context", pool.context});
+  }
+  argv.insert(argv.end(), {"--namespace", pool.namespace_, "--request-timeout",
+                           absl::StrCat(static_cast<int>(options_.call_timeout_s), "s")});
+  argv.insert(argv.end(), args.begin(), args.end());
+  const CliResult called =
+      RunCli(argv, input, options_.call_timeout_s, [this] { return CallsAborted(); });
+  const std::string command =
+      absl::StrCat("kubectl ", absl::StrJoin(argv.begin() + 1, argv.end(), " "));
+  const std::string outcome = CallOutcome(called);
+  spdlog::info("gke: {} -> {}", command, outcome);
+  if (options_.log) {
+    options_.log(subject, event, absl::StrCat(command, " -> ", outcome));
+  }
+  return {called.ok, called.out, called.err};
+}
+
+void GkeProvider::Round() {
+  if (!options_.demand) {
+    return;
+  }
+  std::optional<TpuDemand> demand = options_.demand();
+  if (!demand.has_value()) {
+    return;  // without taed's word every slice would look idle and nothing wanted
+  }
+  for (const GkePool& pool : options_.pools) {
+    if (CallsAborted()) {
+      return;
+    }
+    RoundPool(pool, *demand, Now());
+  }
+}
+
+void GkeProvider::RoundPool(const GkePool& pool, const TpuDemand& demand, double now) {
+  Result listed = Kubectl(pool, pool.name, "list",
+                          {"get", "jobsets.jobset.x-k8s.io", "-l", Selector(pool), "-o", "json"});
+  const nlohmann::json jobsets = nlohmann::json::parse(listed.out, nullptr, false);
+  const nlohmann::json* jobset_items = Items(jobsets);
+  if (!listed.ok || jobset_items == nullptr) {
+    return;  // logged; the next round tries again
+  }
+  // Kueue's Workloads, by the uid of the JobSet each is for.
+  std::map<std::string, nlohmann::json> workloads;
+  if (!jobset_items->empty()) {
+    Result wl = Kubectl(pool, pool.name, "list", {"get", "workloads.kueue.x-k8s.io", "-o", "json"});
+    const nlohmann::json all = nlohmann::json::parse(wl.out, nullptr, false);
+    const nlohmann::json* items = Items(all);
+    if (!wl.ok || items == nullptr) {
+      return;  // without them an evicted slice would read as waiting
+    }
+    for (const nlohmann::json& workload : *items) {
+      const std::string uid = Label(workload, "kueue.x-k8s.io/job-uid");
+      if (!uid.empty()) {
+        workloads[uid] = workload;
+      }
+    }
+  }
+  std::vector<GkeSlice> slices;
+  std::vector<CloudVm> shown;
+  std::set<std::string> names;
+  for (const nlohmann::json& jobset : *jobset_items) {
+    const std::string name = Meta(jobset, "name");
+    const int index = SliceIndex(pool, name);
+    if (index == 0) {
+      continue;  // labelled as the pool's, but not a name TAE gives: not touched
+    }
+    names.insert(name);
+    auto workload = workloads.find(Meta(jobset, "uid"));
+    GkeSlice slice;
+    slice.name = name;
+    slice.index = index;
+    slice.status =
+        DescribeSlice(jobset, workload == workloads.end() ? nlohmann::json() : workload->second);
+    auto busy = demand.busy_vms.find(name);
+    slice.busy_slots = busy == demand.busy_vms.end() ? 0 : busy->second;
+    double& idle_since = idle_since_.try_emplace(name, now).first->second;
+    if (slice.busy_slots > 0) {
+      idle_since = now;
+    }
+    slice.idle_since = idle_since;
+    shown.push_back({"gke", pool.name, name, pool.namespace_, SliceStateName(slice.status.state),
+                     slice.status.reason});
+    slices.push_back(std::move(slice));
+  }
+  for (auto it = idle_since_.begin(); it != idle_since_.end();) {
+    it = SliceIndex(pool, it->first) > 0 && names.count(it->first) == 0 ? idle_since_.erase(it)
+                                                                        : std::next(it);
+  }
+  if (options_.slices) {
+    options_.slices(pool.name, shown);
+  }
+  if (swept_.insert(pool.name).second) {
+    DeleteOrphanSecrets(pool, names);
+  }
+  auto waiting = demand.waiting.find(pool.name);
+  for (const GkeAction& action :
+       PlanGkePool(pool, slices, waiting == demand.waiting.end() ? 0 : waiting->second, now)) {
+    if (CallsAborted()) {
+      return;
+    }
+    if (action.kind == GkeAction::Kind::kCreate) {
+      CreateSlice(pool, action);
+    } else {
+      DeleteSlice(pool, action);
+    }
+  }
+}
+
+void GkeProvider::CreateSlice(const GkePool& pool, const GkeAction& action) {
+  std::vector<std::string> ids;
+  for (int w = 0; w < pool.hosts; ++w) {
+    ids.push_back(absl::StrCat(action.name, "-w", w));
+  }
+  absl::StatusOr<std::vector<std::string>> credentials =
+      options_.mint ? options_.mint(ids)
+                    : absl::StatusOr<std::vector<std::string>>(
+                          absl::FailedPreconditionError("no credentials can be made"));
+  if (!credentials.ok() || credentials->size() != ids.size()) {
+    const std::string why =
+        credentials.ok() ? std::string("too few") : std::string(credentials.status().message());
+    spdlog::warn("gke: {}: its agents' credentials: {}", action.name, why);
+    if (options_.log) {
+      options_.log(action.name, "create", absl::StrCat("not made: its agents' credentials: ", why));
+    }
+    return;
+  }
+  if (options_.log) {
+    options_.log(action.name, "create", action.why);
+  }
+  // A Secret of an earlier life of this name goes first: `create` then makes it afresh.
+  Kubectl(pool, action.name, "secret",
+          {"delete", "secret", action.name, "--ignore-not-found", "--wait=false"});
+  if (!Kubectl(pool, action.name, "secret", {"create", "-f", "-", "-o", "name"},
+               SecretManifest(pool, action.name, *credentials).dump())
+           .ok) {
+    return;  // logged; the next round asks again
+  }
+  if (!Kubectl(pool, action.name, "create", {"apply", "-f", "-", "-o", "name"},
+               JobSetManifest(pool, action.name).dump())
+           .ok) {
+    Kubectl(pool, action.name, "secret",
+            {"delete", "secret", action.name, "--ignore-not-found", "--wait=false"});
+    return;
+  }
+  idle_since_[action.name] = Now();
+}
+
+void GkeProvider::DeleteSlice(const GkePool& pool, const GkeAction& action) {
+  if (options_.log) {
+    options_.log(action.name, "delete", action.why);
+  }
+  if (Kubectl(
+          pool, action.name, "delete",
+          {"delete", "jobsets.jobset.x-k8s.io", action.name, "--ignore-not-found", "--wait=false"})
+          .ok) {
+    Kubectl(pool, action.name, "secret",
+            {"delete", "secret", action.name, "--ignore-not-found", "--wait=false"});
+    idle_since_.erase(action.name);
+  }
+}
+
+void GkeProvider::DeleteOrphanSecrets(const GkePool& pool, const std::set<std::string>& jobsets) {
+  Result listed =
+      Kubectl(pool, pool.name, "list", {"get", "secrets", "-l", Selector(pool), "-o", "json"});
+  const nlohmann::json secrets = nlohmann::json::parse(listed.out, nullptr, false);
+  const nlohmann::json* items = Items(secrets);
+  if (!listed.ok || items == nullptr) {
+    swept_.erase(pool.name);  // the next round looks again
+    return;
+  }
+  for (const nlohmann::json& secret : *items) {
+    const std::string name = Meta(secret, "name");
+    if (SliceIndex(pool, name) > 0 && jobsets.count(name) == 0) {
+      Kubectl(pool, name, "secret",
+              {"delete", "secret", name, "--ignore-not-found", "--wait=false"});
+    }
+  }
+}
+
+int GkeProvider::DeleteAll() {
+  {
+    absl::MutexLock lock(&mu_);
+    abort_calls_ = false;  // these calls are wanted; each still has call_timeout_s
+  }
+  int deleted = 0;
+  for (const GkePool& pool : options_.pools) {
+    Result gone = Kubectl(pool, pool.name, "delete",
+                          {"delete", "jobsets.jobset.x-k8s.io,secrets", "-l", Selector(pool),
+                           "--ignore-not-found", "--wait=false", "-o", "name"});
+    if (!gone.ok) {
+      spdlog::warn(
+          "gke: pool {}: its JobSets could not be deleted, so they may hold the queue's quota: "
+          "kubectl --namespace {} delete jobsets,secrets -l {}",
+          pool.name, pool.namespace_, Selector(pool));
+      continue;
+    }
+    size_t start = 0;
+    while (start < gone.out.size()) {
+      size_t end = gone.out.find('\n', start);
+      if (end == std::string::npos) {
+        end = gone.out.size();
+      }
+      deleted += gone.out.compare(start, 7, "jobset.") == 0 ? 1 : 0;
+      start = end + 1;
+    }
+  }
+  return deleted;
+}
+
+}  // namespace tae::provider
