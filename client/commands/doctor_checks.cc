@@ -424,8 +424,11 @@ std::vector<Check> CheckGke(const std::string& pools_path, int timeout_ms) {
     std::vector<std::string> denied;
     for (const auto& [verb, resource] :
          std::vector<std::pair<std::string, std::string>>{{"create", "jobsets.jobset.x-k8s.io"},
+                                                          {"list", "jobsets.jobset.x-k8s.io"},
+                                                          {"patch", "jobsets.jobset.x-k8s.io"},
                                                           {"delete", "jobsets.jobset.x-k8s.io"},
                                                           {"create", "secrets"},
+                                                          {"list", "secrets"},
                                                           {"delete", "secrets"},
                                                           {"list", "workloads.kueue.x-k8s.io"}}) {
       if (!run({"-n", pool.namespace_, "auth", "can-i", verb, resource}).ok) {

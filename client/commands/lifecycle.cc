@@ -161,7 +161,9 @@ int Down(const CommandEnv& env, const Args& args) {
   cli::FlagSet flags(
       "usage: taectl down [--delete-vms]\n\n"
       "Stops taed and the agents it started (their runs stop). Cloud VMs that taed's TPU pools\n"
-      "created are left running (and billed) unless --delete-vms; either way they are listed.");
+      "created are left running (and billed) unless --delete-vms; either way they are listed.\n"
+      "GKE slices (gke pools' JobSets and Secrets) are always deleted: without taed their agents\n"
+      "would only hold the team's Kueue quota.");
   flags.Bool("delete-vms", &delete_vms,
              "also delete every TPU pool VM (and queued resource) before taed exits; waits for "
              "the deletions");
@@ -187,13 +189,25 @@ int Down(const CommandEnv& env, const Args& args) {
     return Fail(client.Check(status));
   }
   pid_t pid = static_cast<pid_t>(response.pid());
-  if (response.vms_size() > 0) {
-    std::printf(
-        "%s %d TPU VM(s):\n",
-        delete_vms ? "deleting" : "left running (billed while they exist):", response.vms_size());
-    for (const tae::v1::CloudVm& vm : response.vms()) {
-      std::printf("  %s  %s  %s  (pool %s)\n", vm.name().c_str(), vm.zone().c_str(),
-                  vm.state().c_str(), vm.pool().c_str());
+  // GKE slices always go at down (docs/providers.md, "gke"); TPU VMs with --delete-vms.
+  std::vector<const tae::v1::CloudVm*> vms;
+  std::vector<const tae::v1::CloudVm*> slices;
+  for (const tae::v1::CloudVm& vm : response.vms()) {
+    (vm.provider() == "gke" ? slices : vms).push_back(&vm);
+  }
+  if (!slices.empty()) {
+    std::printf("giving back %zu GKE slice(s) (their JobSets deleted):\n", slices.size());
+    for (const tae::v1::CloudVm* slice : slices) {
+      std::printf("  %s  namespace %s  %s  (pool %s)\n", slice->name().c_str(),
+                  slice->zone().c_str(), slice->state().c_str(), slice->pool().c_str());
+    }
+  }
+  if (!vms.empty()) {
+    std::printf("%s %zu TPU VM(s):\n",
+                delete_vms ? "deleting" : "left running (billed while they exist):", vms.size());
+    for (const tae::v1::CloudVm* vm : vms) {
+      std::printf("  %s  %s  %s  (pool %s)\n", vm->name().c_str(), vm->zone().c_str(),
+                  vm->state().c_str(), vm->pool().c_str());
     }
     if (!delete_vms) {
       std::printf(
@@ -201,8 +215,10 @@ int Down(const CommandEnv& env, const Args& args) {
           "a taed started again takes them back\n");
     }
   }
-  // Deleting VMs takes the cloud a minute or two each.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(delete_vms ? 1800 : 30);
+  // Deleting VMs takes the cloud a minute or two each; a cluster answers a delete in seconds.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(delete_vms       ? 1800
+                                                                          : slices.empty() ? 30
+                                                                                           : 300);
   while (ProcessAlive(pid) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

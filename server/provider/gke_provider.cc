@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/numbers.h"
@@ -203,9 +204,6 @@ void GkeProvider::RoundPool(const GkePool& pool, const TpuDemand& demand, double
     it = SliceIndex(pool, it->first) > 0 && names.count(it->first) == 0 ? idle_since_.erase(it)
                                                                         : std::next(it);
   }
-  if (options_.slices) {
-    options_.slices(pool.name, shown);
-  }
   if (swept_.insert(pool.name).second) {
     DeleteOrphanSecrets(pool, names);
   }
@@ -215,15 +213,26 @@ void GkeProvider::RoundPool(const GkePool& pool, const TpuDemand& demand, double
     if (CallsAborted()) {
       return;
     }
+    // What taed shows follows what was done: a slice just asked for waits for Kueue's word, one
+    // deleted is gone.
     if (action.kind == GkeAction::Kind::kCreate) {
-      CreateSlice(pool, action);
-    } else {
-      DeleteSlice(pool, action);
+      if (CreateSlice(pool, action)) {
+        shown.push_back({"gke", pool.name, action.name, pool.namespace_,
+                         SliceStateName(SliceState::kWaiting),
+                         "asked for; waiting for Kueue to queue it"});
+      }
+    } else if (DeleteSlice(pool, action)) {
+      shown.erase(std::remove_if(shown.begin(), shown.end(),
+                                 [&](const CloudVm& vm) { return vm.name == action.name; }),
+                  shown.end());
     }
+  }
+  if (options_.slices) {
+    options_.slices(pool.name, std::move(shown));
   }
 }
 
-void GkeProvider::CreateSlice(const GkePool& pool, const GkeAction& action) {
+bool GkeProvider::CreateSlice(const GkePool& pool, const GkeAction& action) {
   std::vector<std::string> ids;
   for (int w = 0; w < pool.hosts; ++w) {
     ids.push_back(absl::StrCat(action.name, "-w", w));
@@ -239,7 +248,7 @@ void GkeProvider::CreateSlice(const GkePool& pool, const GkeAction& action) {
     if (options_.log) {
       options_.log(action.name, "create", absl::StrCat("not made: its agents' credentials: ", why));
     }
-    return;
+    return false;
   }
   if (options_.log) {
     options_.log(action.name, "create", action.why);
@@ -250,19 +259,20 @@ void GkeProvider::CreateSlice(const GkePool& pool, const GkeAction& action) {
   if (!Kubectl(pool, action.name, "secret", {"create", "-f", "-", "-o", "name"},
                SecretManifest(pool, action.name, *credentials).dump())
            .ok) {
-    return;  // logged; the next round asks again
+    return false;  // logged; the next round asks again
   }
   if (!Kubectl(pool, action.name, "create", {"apply", "-f", "-", "-o", "name"},
                JobSetManifest(pool, action.name).dump())
            .ok) {
     Kubectl(pool, action.name, "secret",
             {"delete", "secret", action.name, "--ignore-not-found", "--wait=false"});
-    return;
+    return false;
   }
   idle_since_[action.name] = Now();
+  return true;
 }
 
-void GkeProvider::DeleteSlice(const GkePool& pool, const GkeAction& action) {
+bool GkeProvider::DeleteSlice(const GkePool& pool, const GkeAction& action) {
   if (options_.log) {
     options_.log(action.name, "delete", action.why);
   }
@@ -273,7 +283,9 @@ void GkeProvider::DeleteSlice(const GkePool& pool, const GkeAction& action) {
     Kubectl(pool, action.name, "secret",
             {"delete", "secret", action.name, "--ignore-not-found", "--wait=false"});
     idle_since_.erase(action.name);
+    return true;
   }
+  return false;
 }
 
 void GkeProvider::DeleteOrphanSecrets(const GkePool& pool, const std::set<std::string>& jobsets) {

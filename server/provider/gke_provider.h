@@ -76,8 +76,9 @@ class GkeProvider {
   // kubectl [--context C] --namespace NS ARGS, `input` on its stdin; logged as subject/event.
   Result Kubectl(const GkePool& pool, const std::string& subject, const std::string& event,
                  const std::vector<std::string>& args, const std::string& input = "");
-  void CreateSlice(const GkePool& pool, const GkeAction& action);
-  void DeleteSlice(const GkePool& pool, const GkeAction& action);
+  // Each true when kubectl did it.
+  bool CreateSlice(const GkePool& pool, const GkeAction& action);
+  bool DeleteSlice(const GkePool& pool, const GkeAction& action);
   // Secrets of the pool without their JobSet (a taed stopped between the two calls): deleted,
   // once per pool at the first complete listing.
   void DeleteOrphanSecrets(const GkePool& pool, const std::set<std::string>& jobsets);

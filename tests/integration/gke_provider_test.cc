@@ -261,9 +261,20 @@ TEST_CASE(
   REQUIRE(cluster.Taectl({"submit", cluster.dir().Write("b.toml", GkeSpec("gke-b", 2000, 0))})
               .exit_code == 0);
   REQUIRE(WaitUntil([&] { return OnlyRun(cluster, "gke-b").at("state") == "running"; }, 120));
+  // taed shows the slice as its next listing finds it.
+  CHECK(WaitUntil(
+      [&] {
+        const nlohmann::json vms = cluster.TaectlJson({"agents", "--provider"}).at("vms");
+        return vms.size() == 1 && vms[0].at("state") == "admitted";
+      },
+      30));
   CommandResult down = cluster.Taectl({"down"}, 120);
   INFO(down.out << down.err);
   REQUIRE(down.exit_code == 0);
+  CHECK(absl::StrContains(down.out,
+                          "giving back 1 GKE slice(s) (their JobSets deleted):\n  "
+                          "tae-v5e-1  namespace ml  admitted  (pool v5e)"));
+  CHECK_FALSE(absl::StrContains(down.out, "TPU VM"));
   CHECK(Names(k8s, "jobsets.jobset.x-k8s.io").empty());
   CHECK(Names(k8s, "secrets") == std::set<std::string>{"tae-v5e-9"});
   CHECK(Names(k8s, "localqueues.kueue.x-k8s.io") == std::set<std::string>{"tpu-queue"});
