@@ -359,9 +359,11 @@ int Agents(const CommandEnv& env, const Args& args) {
       "`revoke ID` locks one agent out for good (docs/security.md): its credential stops\n"
       "working, its runs go back to the queue, and its id cannot enrol again.\n"
       "--provider also shows what taed's providers did, oldest first: each agent started (with\n"
-      "the command line, e.g. the ssh one), each exit and restart.");
+      "the command line, e.g. the ssh one), each exit and restart, each gcloud and kubectl call,\n"
+      "and the TPU VMs and GKE slices as last listed. Without it, each GKE slice is one line:\n"
+      "its state, and while Kueue holds it, Kueue's reason.");
   flags.Bool("json", &json,
-             "print a JSON array of agents ({agents, provider_events} with --provider)");
+             "print a JSON array of agents ({agents, provider_events, vms} with --provider)");
   flags.Bool("provider", &provider, "also list the providers' recent actions");
   Args rest;
   if (int code = ParseOrExit(flags, args, 0, 3, &rest); code >= 0) {
@@ -430,6 +432,16 @@ int Agents(const CommandEnv& env, const Args& args) {
   }
   for (const std::string& r : revoked) {
     std::printf("revoked %s\n", r.c_str());
+  }
+  if (!provider) {
+    // GKE slices: where agents are about to come from, or why they do not (Kueue's words).
+    for (const tae::v1::CloudVm& vm : response.vms()) {
+      if (vm.provider() == "gke") {
+        std::printf("gke slice %s (pool %s, namespace %s): %s%s%s\n", vm.name().c_str(),
+                    vm.pool().c_str(), vm.zone().c_str(), vm.state().c_str(),
+                    vm.detail().empty() ? "" : ": ", vm.detail().c_str());
+      }
+    }
   }
   if (provider) {
     std::printf("\nprovider events (oldest first):\n");

@@ -242,9 +242,10 @@ grpc::ServerUnaryReactor* ControlService::ListAgents(grpc::CallbackServerContext
       for (const provider::ProviderEvent& event : controller_->provider_log()->events()) {
         wire::ToProto(event, response->add_provider_events());
       }
-      for (const provider::CloudVm& vm : controller_->provider_log()->vms()) {
-        wire::ToProto(vm, response->add_vms());
-      }
+    }
+    // A handful: every listing shows them (a GKE slice Kueue holds says why agents are missing).
+    for (const provider::CloudVm& vm : controller_->provider_log()->vms()) {
+      wire::ToProto(vm, response->add_vms());
     }
     return absl::OkStatus();
   });

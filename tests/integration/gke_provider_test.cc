@@ -203,6 +203,10 @@ TEST_CASE(
   CHECK(slices[0].at("zone") == "ml");
   CHECK(absl::StrContains(slices[0].at("detail").get<std::string>(), "waiting for quota"));
   CHECK(LiveAgents(cluster).empty());  // no pods while Kueue holds it
+  const std::string plain = cluster.Taectl({"agents"}).out;
+  INFO(plain);
+  CHECK(absl::StrContains(plain, "gke slice tae-v5e-1 (pool v5e, namespace ml): waiting: waiting "
+                                 "for quota: couldn't assign flavors"));
   // One slice is asked for, however many rounds the wait lasts.
   CHECK(Count(Events(cluster, "create"), "kubectl") == 1);
 
