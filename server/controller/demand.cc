@@ -37,6 +37,7 @@ provider::TpuDemand TpuDemandOf(const std::vector<DemandPool>& pools,
     auto slice = agent.labels.find("slice");
     if (slice != agent.labels.end()) {
       demand.busy_vms[slice->second] += agent.busy_slots();
+      demand.agents[slice->second] += agent.connected ? 1 : 0;
     }
   }
   return demand;

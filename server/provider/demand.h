@@ -18,6 +18,7 @@ namespace tae::provider {
 struct TpuDemand {
   std::map<std::string, int> waiting;   // pool -> queued runs whose labels its agents satisfy
   std::map<std::string, int> busy_vms;  // VM name (agents' slice label) -> busy slots
+  std::map<std::string, int> agents;    // slice label -> its connected agents
 };
 
 class DemandBoard {

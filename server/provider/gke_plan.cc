@@ -23,7 +23,13 @@ std::vector<GkeAction> PlanGkePool(const GkePool& pool, const std::vector<GkeSli
   std::set<int> taken;
   for (const GkeSlice& slice : slices) {
     taken.insert(slice.index);  // a slice being deleted keeps its name until it is gone
-    if (Gone(slice.status.state)) {
+    if (slice.status.state == SliceState::kAdmitted && slice.admitted_since > 0 &&
+        slice.agents < pool.hosts && now - slice.admitted_since >= pool.start_timeout_s) {
+      actions.push_back({GkeAction::Kind::kDelete, slice.name, slice.index,
+                         absl::StrCat("failed to start: ", slice.agents, " of its ", pool.hosts,
+                                      " agents registered within start_timeout_s = ",
+                                      pool.start_timeout_s, " s of its admission")});
+    } else if (Gone(slice.status.state)) {
       actions.push_back(
           {GkeAction::Kind::kDelete, slice.name, slice.index,
            absl::StrCat(SliceStateName(slice.status.state), slice.status.reason.empty() ? "" : ": ",

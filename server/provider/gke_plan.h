@@ -14,6 +14,9 @@
 //   while the pool has fewer than max_slices. One a round, like the gcloud-tpu provider's VMs.
 // - A live slice whose agents have had nothing to do for idle_timeout_s, while nothing waits
 //   beyond the other slices' room, is deleted.
+// - A slice admitted start_timeout_s ago with fewer agents connected than it has hosts is
+//   deleted as failed to start (its pods' reasons are the provider's to add); like a failed one,
+//   it is asked for again while runs wait.
 
 #include <string>
 #include <vector>
@@ -29,6 +32,10 @@ struct GkeSlice {
   SliceStatus status;
   int busy_slots = 0;     // its agents' busy slots (TpuDemand::busy_vms by its slice label)
   double idle_since = 0;  // when it was created or last had a busy slot (the provider keeps it)
+  int agents = 0;         // its agents connected to taed (TpuDemand::agents)
+  // When the provider first saw it admitted; 0 when not admitted, or once all its agents had
+  // registered (a slice that started is never judged by start_timeout_s again).
+  double admitted_since = 0;
 };
 
 struct GkeAction {

@@ -111,8 +111,10 @@ absl::StatusOr<std::vector<GkePool>> ParseGkePools(const std::string& text,
         status = int_of(&pool.max_slices, 1, 1000);
       } else if (field == "slots") {
         status = int_of(&pool.slots, 1, 4096);
-      } else if (field == "idle_timeout_s") {
-        status = ConfigSeconds(path, field, value, 7 * 86400, &pool.idle_timeout_s);
+      } else if (field == "idle_timeout_s" || field == "start_timeout_s") {
+        status =
+            ConfigSeconds(path, field, value, 7 * 86400,
+                          field == "idle_timeout_s" ? &pool.idle_timeout_s : &pool.start_timeout_s);
       } else if (field == "labels") {
         status = ConfigLabels(path, value, &pool.labels);
       } else {

@@ -22,6 +22,7 @@
 //   tls_secret = "tae-agent-tls"        # a Secret holding ca.crt, mounted for --tls-ca
 //   max_slices = 1
 //   idle_timeout_s = 600
+//   start_timeout_s = 900               # admitted, but its agents not all registered: replaced
 //   slots = 1                           # per host
 //   labels = { accelerator = "tpu" }    # the agents' labels (pool=NAME is added)
 
@@ -49,6 +50,10 @@ struct GkePool {
   std::string tls_secret;
   int max_slices = 1;
   double idle_timeout_s = 600;
+  // A slice Kueue admitted whose agents have not all registered this long after (an image that
+  // cannot be pulled, pods that cannot be scheduled, an address the pods cannot reach) is
+  // deleted as failed, with its pods' own reasons, and asked for again while runs wait.
+  double start_timeout_s = 900;
   int slots = 1;
   std::map<std::string, std::string> labels;  // with pool=NAME
 };

@@ -196,13 +196,24 @@ void GkeProvider::RoundPool(const GkePool& pool, const TpuDemand& demand, double
       idle_since = now;
     }
     slice.idle_since = idle_since;
+    auto agents = demand.agents.find(name);
+    slice.agents = agents == demand.agents.end() ? 0 : agents->second;
+    if (slice.status.state == SliceState::kAdmitted) {
+      double& admitted = admitted_since_.try_emplace(name, now).first->second;
+      if (slice.agents >= pool.hosts) {
+        admitted = 0;  // started: from now on a missing agent is the cluster's or taed's to tell
+      }
+      slice.admitted_since = admitted;
+    }
     shown.push_back({"gke", pool.name, name, pool.namespace_, SliceStateName(slice.status.state),
                      slice.status.reason});
     slices.push_back(std::move(slice));
   }
-  for (auto it = idle_since_.begin(); it != idle_since_.end();) {
-    it = SliceIndex(pool, it->first) > 0 && names.count(it->first) == 0 ? idle_since_.erase(it)
-                                                                        : std::next(it);
+  for (auto* kept : {&idle_since_, &admitted_since_}) {
+    for (auto it = kept->begin(); it != kept->end();) {
+      it = SliceIndex(pool, it->first) > 0 && names.count(it->first) == 0 ? kept->erase(it)
+                                                                          : std::next(it);
+    }
   }
   if (swept_.insert(pool.name).second) {
     DeleteOrphanSecrets(pool, names);
@@ -274,7 +285,9 @@ bool GkeProvider::CreateSlice(const GkePool& pool, const GkeAction& action) {
 
 bool GkeProvider::DeleteSlice(const GkePool& pool, const GkeAction& action) {
   if (options_.log) {
-    options_.log(action.name, "delete", action.why);
+    const bool unstarted = action.why.rfind("failed to start", 0) == 0;
+    options_.log(action.name, "delete",
+                 unstarted ? absl::StrCat(action.why, PodReasons(pool, action.name)) : action.why);
   }
   if (Kubectl(
           pool, action.name, "delete",
@@ -286,6 +299,55 @@ bool GkeProvider::DeleteSlice(const GkePool& pool, const GkeAction& action) {
     return true;
   }
   return false;
+}
+
+std::string GkeProvider::PodReasons(const GkePool& pool, const std::string& slice) {
+  Result listed = Kubectl(
+      pool, slice, "list",
+      {"get", "pods", "-l", absl::StrCat("jobset.sigs.k8s.io/jobset-name=", slice), "-o", "json"});
+  const nlohmann::json pods = nlohmann::json::parse(listed.out, nullptr, false);
+  const nlohmann::json* items = Items(pods);
+  if (!listed.ok || items == nullptr) {
+    return "";
+  }
+  auto text = [](const nlohmann::json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto child = [](const nlohmann::json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() ? *it : nlohmann::json();
+  };
+  std::string out;
+  for (const nlohmann::json& pod : *items) {
+    const nlohmann::json status = pod.is_object() ? child(pod, "status") : nlohmann::json();
+    if (!status.is_object()) {
+      continue;
+    }
+    std::string why = text(status, "phase");
+    // The first container's waiting state: the kubelet's reason (ErrImagePull,
+    // CrashLoopBackOff, ...) and message; else the pod's own condition (Unschedulable).
+    const nlohmann::json containers = child(status, "containerStatuses");
+    if (containers.is_array() && !containers.empty() && containers[0].is_object()) {
+      const nlohmann::json state = child(containers[0], "state");
+      const nlohmann::json waiting = state.is_object() ? child(state, "waiting") : nlohmann::json();
+      if (waiting.is_object()) {
+        absl::StrAppend(&why, ": ", text(waiting, "reason"), ": ", text(waiting, "message"));
+      }
+    }
+    const nlohmann::json conditions = child(status, "conditions");
+    if (conditions.is_array()) {
+      for (const nlohmann::json& condition : conditions) {
+        if (condition.is_object() && text(condition, "status") == "False" &&
+            !text(condition, "message").empty()) {
+          absl::StrAppend(&why, ": ", text(condition, "reason"), ": ", text(condition, "message"));
+          break;
+        }
+      }
+    }
+    absl::StrAppend(&out, "; pod ", Meta(pod, "name"), ": ", why);
+  }
+  return out;
 }
 
 void GkeProvider::DeleteOrphanSecrets(const GkePool& pool, const std::set<std::string>& jobsets) {

@@ -81,12 +81,16 @@ class GkeProvider {
   bool DeleteSlice(const GkePool& pool, const GkeAction& action);
   // Secrets of the pool without their JobSet (a taed stopped between the two calls): deleted,
   // once per pool at the first complete listing.
+  // Its pods' own words for not starting (Pending, waiting: ErrImagePull ...), for the log.
+  std::string PodReasons(const GkePool& pool, const std::string& slice);
   void DeleteOrphanSecrets(const GkePool& pool, const std::set<std::string>& jobsets);
   bool CallsAborted();
 
   GkeProviderOptions options_;
   std::map<std::string, double> idle_since_;  // slice -> when it was last seen busy (or made)
-  std::set<std::string> swept_;               // pools whose orphan Secrets were looked for
+  // slice -> when first seen admitted, until all its agents registered (then 0: it started).
+  std::map<std::string, double> admitted_since_;
+  std::set<std::string> swept_;  // pools whose orphan Secrets were looked for
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool abort_calls_ ABSL_GUARDED_BY(mu_) = false;

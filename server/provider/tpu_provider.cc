@@ -18,8 +18,8 @@
 #include "absl/strings/str_join.h"
 #include "common/fs/fs.h"
 #include "common/process/spawn.h"
-#include "server/provider/cli_call.h"
 #include "nlohmann/json.hpp"
+#include "server/provider/cli_call.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::provider {

@@ -56,6 +56,8 @@ A JobSet suspended again (evicted) or deleted has its pods stopped: SIGTERM, the
                                                    fail, and so does the JobSet
   POST /_control/fail_pods {"count": N}            the next N pods to start fail at once (exit 1,
                                                    as an image that cannot start)
+  POST /_control/pull_fail {"count": N}            the next N pods stay Pending, their image not
+                                                   pulled (waiting: ErrImagePull)
   GET  /_control/pods                              [{namespace, name, jobset, index, phase, pid}]
 """
 import argparse
@@ -139,6 +141,7 @@ class State:
         self.pod_local = []       # paths of the container's own filesystem
         self.pods = {}            # (namespace, pod name) -> Pod
         self.fail_next = 0
+        self.pull_fail_next = 0
         self.lock = threading.Lock()
         self.objects = {}  # (plural, namespace, name) -> object
         self.version = 1
@@ -296,6 +299,16 @@ def start_pod(ns, js, rj_name, job_index, pod_spec):
                                 "batch.kubernetes.io/job-completion-index": str(job_index)},
                      "resourceVersion": str(STATE.version)},
         "spec": pod_spec, "status": {"phase": "Pending"}}
+    if STATE.pull_fail_next > 0:
+        STATE.pull_fail_next -= 1
+        STATE.objects[("pods", ns, name)]["status"] = {
+            "phase": "Pending",
+            "containerStatuses": [{"name": container.get("name", ""), "ready": False,
+                                   "state": {"waiting": {
+                                       "reason": "ErrImagePull",
+                                       "message": f'failed to pull image "{container.get("image")}":'
+                                                  ' not found'}}}]}
+        return
     if missing or STATE.fail_next > 0 or not command:
         if not missing and command:
             STATE.fail_next -= 1
@@ -612,6 +625,10 @@ class Handler(BaseHTTPRequestHandler):
                 set_jobset_condition(js, "Failed", "FailedJobs",
                                      "jobset failed: node gke-tpu-0 was lost (NodeLost)")
             return 200, {"killed": killed}
+        if url.path == "/_control/pull_fail" and method == "POST":
+            with STATE.lock:
+                STATE.pull_fail_next = int(self.body()["count"])
+            return 200, {}
         if url.path == "/_control/fail_pods" and method == "POST":
             with STATE.lock:
                 STATE.fail_next = int(self.body()["count"])

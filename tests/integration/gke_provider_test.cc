@@ -109,7 +109,7 @@ struct GkeFixture {
   FakeK8s k8s{"ml", /*kubelet=*/true};
   std::unique_ptr<Cluster> cluster;
 
-  bool Start(double idle_timeout_s) {
+  bool Start(double idle_timeout_s, double start_timeout_s = 120) {
     if (!k8s.missing().empty()) {
       return false;
     }
@@ -133,8 +133,8 @@ struct GkeFixture {
           << "[[pool]]\nname = \"v5e\"\nnamespace = \"ml\"\nlocal_queue = \"tpu-queue\"\n"
           << "tpu_type = \"tpu-v5-lite-podslice\"\ntopology = \"2x4\"\nchips_per_host = 4\n"
           << "image = \"registry.example.org/tae-agent:1\"\ntaed = \"127.0.0.1:" << port
-          << "\"\nmax_slices = 1\nidle_timeout_s = " << idle_timeout_s
-          << "\nlabels = { accelerator = \"tpu\" }\n";
+          << "\"\nmax_slices = 1\nstart_timeout_s = " << start_timeout_s
+          << "\nidle_timeout_s = " << idle_timeout_s << "\nlabels = { accelerator = \"tpu\" }\n";
     });
     k8s.SetEnv(false);
     for (const auto& [name, value] : vars) {
@@ -205,8 +205,9 @@ TEST_CASE(
   CHECK(LiveAgents(cluster).empty());  // no pods while Kueue holds it
   const std::string plain = cluster.Taectl({"agents"}).out;
   INFO(plain);
-  CHECK(absl::StrContains(plain, "gke slice tae-v5e-1 (pool v5e, namespace ml): waiting: waiting "
-                                 "for quota: couldn't assign flavors"));
+  CHECK(absl::StrContains(plain,
+                          "gke slice tae-v5e-1 (pool v5e, namespace ml): waiting: waiting "
+                          "for quota: couldn't assign flavors"));
   // One slice is asked for, however many rounds the wait lasts.
   CHECK(Count(Events(cluster, "create"), "kubectl") == 1);
 
@@ -293,13 +294,15 @@ TEST_CASE(
   if (!fx.k8s.missing().empty()) {
     TAE_SKIP(fx.k8s.missing());
   }
-  REQUIRE(fx.Start(/*idle_timeout_s=*/600));
+  REQUIRE(fx.Start(/*idle_timeout_s=*/600, /*start_timeout_s=*/4));
   Cluster& cluster = *fx.cluster;
   FakeK8s& k8s = fx.k8s;
   INFO("taed log:\n" << ReadFile(cluster.home() + "/logs/taed.log"));
   k8s.Control("POST", "quota", {{"chips", 8}});
-  // The first pod to start fails before its agent registers (an image that cannot start): the
-  // JobSet fails, and TAE replaces it.
+  // The first slice's pods cannot pull their image: admitted, but no agent registers within
+  // start_timeout_s, so TAE deletes it with the kubelet's words. Then the first pod of the next
+  // fails before its agent registers: that JobSet fails, and TAE replaces it too.
+  k8s.Control("POST", "pull_fail", {{"count", 2}});
   k8s.Control("POST", "fail_pods", {{"count", 1}});
   // max_attempts = 1: an attempt the cluster ends must not count, or the run would fail.
   REQUIRE(cluster
@@ -378,6 +381,12 @@ TEST_CASE(
   const nlohmann::json run = OnlyRun(cluster, "gke-c");
   CHECK(run.at("state") == "succeeded");
   CHECK(run.at("attempt").get<int>() >= 3);
+  CHECK(Count(Events(cluster, "delete"),
+              "failed to start: 0 of its 2 agents registered within start_timeout_s = 4 s of its "
+              "admission; pod tae-v5e-") == 1);
+  CHECK(Count(Events(cluster, "delete"),
+              "Pending: ErrImagePull: failed to pull image "
+              "\"registry.example.org/tae-agent:1\": not found") == 1);
   // The pod that failed at its start, then the lost node.
   CHECK(Count(Events(cluster, "delete"), "failed: the JobSet failed: FailedJobs") == 2);
   CHECK(Count(Events(cluster, "delete"), "exited with code 1") == 1);

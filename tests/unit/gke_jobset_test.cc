@@ -75,6 +75,13 @@ TEST_CASE("gke pools: a slice's hosts come from its topology, and bad files say 
       ParseGkePools(base + "topology = \"2x2x4\"\n", "g.toml");
   REQUIRE(v4.ok());
   CHECK((*v4)[0].hosts == 4);
+  CHECK((*v4)[0].start_timeout_s == 900);  // the default
+  absl::StatusOr<std::vector<GkePool>> quick =
+      ParseGkePools(base + "topology = \"4x4\"\nstart_timeout_s = 120\n", "g.toml");
+  REQUIRE(quick.ok());
+  CHECK((*quick)[0].start_timeout_s == 120);
+  CHECK(absl::StrContains(Error(base + "topology = \"4x4\"\nstart_timeout_s = -1\n"),
+                          "start_timeout_s"));
   CHECK(absl::StrContains(Error(base + "topology = \"4x4\"\nchips_per_host = 3\n"),
                           "g.toml:1:1: [[pool]]: topology 4x4 has 16 chips, not a multiple of "
                           "chips_per_host 3"));
@@ -222,9 +229,9 @@ TEST_CASE("gke: the pods' command runs the programs where deploy/docker's image 
   }
   auto pools = ParseGkePools(kPools, "gke-pools.toml");
   REQUIRE(pools.ok());
-  const std::string script = JobSetManifest((*pools)[0], "tae-v5e-1")["spec"]["replicatedJobs"][0]
-                                            ["template"]["spec"]["template"]["spec"]["containers"]
-                                            [0]["command"][2];
+  const std::string script =
+      JobSetManifest((*pools)[0], "tae-v5e-1")["spec"]["replicatedJobs"][0]["template"]["spec"]
+                                              ["template"]["spec"]["containers"][0]["command"][2];
   CHECK(absl::StrContains(script, "exec /opt/tae/bin/tae-agent "));
   // The work dir is under /var/tmp, which every Debian image has writable by all (the image
   // runs as user tae).

@@ -95,3 +95,39 @@ TEST_CASE("gke plan: a slice idle past its timeout goes unless runs wait for its
 
 }  // namespace
 }  // namespace tae::provider
+
+namespace tae::provider {
+
+TEST_CASE(
+    "gke plan: an admitted slice whose agents do not all register within start_timeout_s is "
+    "replaced, and one that started never is") {
+  GkePool pool = Pool();
+  pool.start_timeout_s = 300;
+  auto admitted = [&](int agents, double since) {
+    GkeSlice slice = Slice(1, SliceState::kAdmitted, 0, 1000);
+    slice.agents = agents;
+    slice.admitted_since = since;
+    return slice;
+  };
+  // Not yet: within its start time, and nothing is asked for (its room is on its way).
+  CHECK(PlanGkePool(pool, {admitted(1, 1000)}, 2, 1299).empty());
+  // Past it with one of its two agents: deleted with why, and a new one asked for (runs wait).
+  const std::vector<GkeAction> late = PlanGkePool(pool, {admitted(1, 1000)}, 2, 1300);
+  REQUIRE(late.size() == 2);
+  CHECK(late[0].kind == GkeAction::Kind::kDelete);
+  CHECK(late[0].name == "tae-v5e-1");
+  CHECK(late[0].why ==
+        "failed to start: 1 of its 2 agents registered within start_timeout_s = 300 s of its "
+        "admission");
+  CHECK(late[1].kind == GkeAction::Kind::kCreate);
+  CHECK(late[1].name == "tae-v5e-2");  // the old name is taken until it is gone
+  // Started (admitted_since 0 once all its agents were seen): an agent missing later is not a
+  // failed start.
+  CHECK(PlanGkePool(pool, {admitted(1, 0)}, 1, 5000).empty());
+  // A slice Kueue still holds is never judged by it.
+  GkeSlice held = Slice(1, SliceState::kWaiting, 0, 1000);
+  held.admitted_since = 0;
+  CHECK(PlanGkePool(pool, {held}, 1, 5000).empty());
+}
+
+}  // namespace tae::provider
