@@ -147,6 +147,17 @@ absl::StatusOr<std::vector<GkePool>> ParseGkePools(const std::string& text,
   return pools;
 }
 
+int SliceIndex(const GkePool& pool, const std::string& name) {
+  const std::string prefix = absl::StrCat("tae-", pool.name, "-");
+  if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() ||
+      name.find_first_not_of("0123456789", prefix.size()) != std::string::npos ||
+      name.size() - prefix.size() > 6) {
+    return 0;
+  }
+  int index = 0;
+  return absl::SimpleAtoi(name.substr(prefix.size()), &index) && index > 0 ? index : 0;
+}
+
 std::string SliceName(const GkePool& pool, int index) {
   return absl::StrCat("tae-", pool.name, "-", index);
 }

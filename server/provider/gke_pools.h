@@ -70,6 +70,10 @@ inline constexpr char kPoolLabel[] = "tae.dev/pool";
 // The name of a pool's `index`th slice (its JobSet, its Secret, its agents' slice label).
 std::string SliceName(const GkePool& pool, int index);
 
+// The pool's slice index of a JobSet named `name` (tae-POOL-N, N >= 1), or 0 when it is not
+// one (pool "v5" is not pool "v5-big"'s).
+int SliceIndex(const GkePool& pool, const std::string& name);
+
 // One slice: a JobSet of one replicated job with a pod per host, each running tae-agent as
 // agent SLICE-wW (W: its completion index) with labels slice=SLICE, worker=W, the pool's labels;
 // suspended until Kueue admits it. Its agents' credentials come from the Secret `SliceName`

@@ -34,43 +34,11 @@ std::string Meta(const nlohmann::json& object, const char* key) {
   return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-std::string Label(const nlohmann::json& object, const char* key) {
-  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) {
-    return "";
-  }
-  auto labels = object["metadata"].find("labels");
-  if (labels == object["metadata"].end() || !labels->is_object()) {
-    return "";
-  }
-  auto it = labels->find(key);
-  return it != labels->end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-// The items of a `kubectl get -o json` list, or null when the answer is not one.
-const nlohmann::json* Items(const nlohmann::json& list) {
-  if (!list.is_object()) {
-    return nullptr;
-  }
-  auto items = list.find("items");
-  return items != list.end() && items->is_array() ? &*items : nullptr;
-}
-
 std::string Selector(const GkePool& pool) {
   return absl::StrCat(kTaeLabel, "=true,", kPoolLabel, "=", pool.name);
 }
 
 }  // namespace
-
-int SliceIndex(const GkePool& pool, const std::string& name) {
-  const std::string prefix = absl::StrCat("tae-", pool.name, "-");
-  if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() ||
-      name.find_first_not_of("0123456789", prefix.size()) != std::string::npos ||
-      name.size() - prefix.size() > 6) {
-    return 0;
-  }
-  int index = 0;
-  return absl::SimpleAtoi(name.substr(prefix.size()), &index) && index > 0 ? index : 0;
-}
 
 GkeProvider::GkeProvider(GkeProviderOptions options) : options_(std::move(options)) {}
 
@@ -152,43 +120,28 @@ void GkeProvider::Round() {
 void GkeProvider::RoundPool(const GkePool& pool, const TpuDemand& demand, double now) {
   Result listed = Kubectl(pool, pool.name, "list",
                           {"get", "jobsets.jobset.x-k8s.io", "-l", Selector(pool), "-o", "json"});
-  const nlohmann::json jobsets = nlohmann::json::parse(listed.out, nullptr, false);
-  const nlohmann::json* jobset_items = Items(jobsets);
-  if (!listed.ok || jobset_items == nullptr) {
+  const std::optional<std::vector<nlohmann::json>> jobsets = ListItems(listed.out);
+  if (!listed.ok || !jobsets.has_value()) {
     return;  // logged; the next round tries again
   }
-  // Kueue's Workloads, by the uid of the JobSet each is for.
-  std::map<std::string, nlohmann::json> workloads;
-  if (!jobset_items->empty()) {
+  std::optional<std::vector<nlohmann::json>> workloads = std::vector<nlohmann::json>();
+  if (!jobsets->empty()) {
     Result wl = Kubectl(pool, pool.name, "list", {"get", "workloads.kueue.x-k8s.io", "-o", "json"});
-    const nlohmann::json all = nlohmann::json::parse(wl.out, nullptr, false);
-    const nlohmann::json* items = Items(all);
-    if (!wl.ok || items == nullptr) {
+    workloads = ListItems(wl.out);
+    if (!wl.ok || !workloads.has_value()) {
       return;  // without them an evicted slice would read as waiting
-    }
-    for (const nlohmann::json& workload : *items) {
-      const std::string uid = Label(workload, "kueue.x-k8s.io/job-uid");
-      if (!uid.empty()) {
-        workloads[uid] = workload;
-      }
     }
   }
   std::vector<GkeSlice> slices;
   std::vector<CloudVm> shown;
   std::set<std::string> names;
-  for (const nlohmann::json& jobset : *jobset_items) {
-    const std::string name = Meta(jobset, "name");
-    const int index = SliceIndex(pool, name);
-    if (index == 0) {
-      continue;  // labelled as the pool's, but not a name TAE gives: not touched
-    }
+  for (ListedSlice& listed_slice : ReadSlices(pool, *jobsets, *workloads)) {
+    const std::string name = listed_slice.name;
     names.insert(name);
-    auto workload = workloads.find(Meta(jobset, "uid"));
     GkeSlice slice;
     slice.name = name;
-    slice.index = index;
-    slice.status =
-        DescribeSlice(jobset, workload == workloads.end() ? nlohmann::json() : workload->second);
+    slice.index = listed_slice.index;
+    slice.status = std::move(listed_slice.status);
     auto busy = demand.busy_vms.find(name);
     slice.busy_slots = busy == demand.busy_vms.end() ? 0 : busy->second;
     double& idle_since = idle_since_.try_emplace(name, now).first->second;
@@ -305,9 +258,8 @@ std::string GkeProvider::PodReasons(const GkePool& pool, const std::string& slic
   Result listed = Kubectl(
       pool, slice, "list",
       {"get", "pods", "-l", absl::StrCat("jobset.sigs.k8s.io/jobset-name=", slice), "-o", "json"});
-  const nlohmann::json pods = nlohmann::json::parse(listed.out, nullptr, false);
-  const nlohmann::json* items = Items(pods);
-  if (!listed.ok || items == nullptr) {
+  const std::optional<std::vector<nlohmann::json>> items = ListItems(listed.out);
+  if (!listed.ok || !items.has_value()) {
     return "";
   }
   auto text = [](const nlohmann::json& object, const char* key) {
@@ -353,9 +305,8 @@ std::string GkeProvider::PodReasons(const GkePool& pool, const std::string& slic
 void GkeProvider::DeleteOrphanSecrets(const GkePool& pool, const std::set<std::string>& jobsets) {
   Result listed =
       Kubectl(pool, pool.name, "list", {"get", "secrets", "-l", Selector(pool), "-o", "json"});
-  const nlohmann::json secrets = nlohmann::json::parse(listed.out, nullptr, false);
-  const nlohmann::json* items = Items(secrets);
-  if (!listed.ok || items == nullptr) {
+  const std::optional<std::vector<nlohmann::json>> items = ListItems(listed.out);
+  if (!listed.ok || !items.has_value()) {
     swept_.erase(pool.name);  // the next round looks again
     return;
   }

@@ -97,8 +97,4 @@ class GkeProvider {
   std::thread thread_;
 };
 
-// The pool's slice index of a JobSet named `name` (tae-POOL-N, N >= 1), or 0 when it is not
-// one (pool "v5" is not pool "v5-big"'s).
-int SliceIndex(const GkePool& pool, const std::string& name);
-
 }  // namespace tae::provider

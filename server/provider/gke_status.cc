@@ -1,5 +1,7 @@
 #include "server/provider/gke_status.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 
 namespace tae::provider {
@@ -101,6 +103,59 @@ SliceStatus DescribeSlice(const nlohmann::json& jobset, const nlohmann::json& wo
   }
   return {SliceState::kWaiting, why.empty() ? std::string("waiting for quota in Kueue")
                                             : absl::StrCat("waiting for quota: ", why)};
+}
+
+std::optional<std::vector<nlohmann::json>> ListItems(const std::string& text) {
+  const nlohmann::json list = nlohmann::json::parse(text, nullptr, false);
+  if (!list.is_object()) {
+    return std::nullopt;
+  }
+  auto items = list.find("items");
+  if (items == list.end() || !items->is_array()) {
+    return std::nullopt;
+  }
+  return items->get<std::vector<nlohmann::json>>();
+}
+
+std::vector<ListedSlice> ReadSlices(const GkePool& pool, const std::vector<nlohmann::json>& jobsets,
+                                    const std::vector<nlohmann::json>& workloads) {
+  auto metadata = [](const nlohmann::json& object) {
+    if (!object.is_object()) {
+      return nlohmann::json();
+    }
+    auto meta = object.find("metadata");
+    return meta != object.end() && meta->is_object() ? *meta : nlohmann::json();
+  };
+  std::map<std::string, const nlohmann::json*> by_uid;
+  for (const nlohmann::json& workload : workloads) {
+    const nlohmann::json meta = metadata(workload);
+    auto labels = meta.is_object() ? meta.find("labels") : meta.end();
+    if (meta.is_object() && labels != meta.end() && labels->is_object()) {
+      const std::string uid = Text(*labels, "kueue.x-k8s.io/job-uid");
+      if (!uid.empty()) {
+        by_uid.emplace(uid, &workload);
+      }
+    }
+  }
+  std::vector<ListedSlice> slices;
+  for (const nlohmann::json& jobset : jobsets) {
+    const nlohmann::json meta = metadata(jobset);
+    if (!meta.is_object()) {
+      continue;
+    }
+    ListedSlice slice;
+    slice.name = Text(meta, "name");
+    slice.index = SliceIndex(pool, slice.name);
+    if (slice.index == 0) {
+      continue;  // labelled as the pool's, but not a name TAE gives: not touched
+    }
+    const std::string uid = Text(meta, "uid");
+    auto workload = uid.empty() ? by_uid.end() : by_uid.find(uid);
+    slice.status =
+        DescribeSlice(jobset, workload == by_uid.end() ? nlohmann::json() : *workload->second);
+    slices.push_back(std::move(slice));
+  }
+  return slices;
 }
 
 }  // namespace tae::provider

@@ -10,9 +10,12 @@
 // PodsReadyTimeout, InactiveWorkload, ...), Preempted, Finished. JobSet
 // (jobset.x-k8s.io/v1alpha2): spec.suspend, conditions Completed, Failed, Suspended.
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "nlohmann/json.hpp"
+#include "server/provider/gke_pools.h"
 
 namespace tae::provider {
 
@@ -34,6 +37,22 @@ struct SliceStatus {
 };
 
 const char* SliceStateName(SliceState state);
+
+// The items of a `kubectl get -o json` answer (a List), or nothing when the text is not one.
+std::optional<std::vector<nlohmann::json>> ListItems(const std::string& text);
+
+struct ListedSlice {
+  std::string name;
+  int index = 0;
+  SliceStatus status;
+};
+
+// The pool's slices among `jobsets` (a listing's items), each read with its Kueue Workload from
+// `workloads` (the one labelled kueue.x-k8s.io/job-uid with the JobSet's uid). A JobSet whose
+// name is not one TAE gives the pool's slices (SliceIndex) is left out, as is an item that is
+// not an object with a name; what a cluster answered is never trusted (never throws).
+std::vector<ListedSlice> ReadSlices(const GkePool& pool, const std::vector<nlohmann::json>& jobsets,
+                                    const std::vector<nlohmann::json>& workloads);
 
 // `jobset`: the JobSet object; `workload`: its Workload, or null when Kueue has not made one
 // yet. Malformed parts read as absent (never throws).

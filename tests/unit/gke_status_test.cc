@@ -93,3 +93,53 @@ TEST_CASE("gke status: Kueue's hold, admission, eviction and the JobSet's end, i
 }
 
 }  // namespace tae::provider
+
+namespace tae::provider {
+
+// What a cluster (or something posing as one) answers is read, never trusted: the rounds of the
+// provider read these every few seconds, and a throw there would end taed's provider thread.
+TEST_CASE(
+    "gke: a cluster's listings of any shape are read without a throw, and only the "
+    "pool's own slices come back") {
+  GkePool pool;
+  pool.name = "v5e";
+  CHECK_FALSE(ListItems("").has_value());
+  CHECK_FALSE(ListItems("not json").has_value());
+  CHECK_FALSE(ListItems("[1, 2]").has_value());
+  CHECK_FALSE(ListItems(R"({"items": {"a": 1}})").has_value());
+  CHECK(ListItems(R"({"items": []})")->empty());
+  const std::optional<std::vector<nlohmann::json>> jobsets = ListItems(R"({"items": [
+    1, "x", null, [], {}, {"metadata": 3}, {"metadata": {"name": 7}},
+    {"metadata": {"name": "someone-else"}},
+    {"metadata": {"name": "tae-v5e-big-1"}},
+    {"metadata": {"name": "tae-v5e-2", "uid": ["u"]}, "status": "odd"},
+    {"metadata": {"name": "tae-v5e-1", "uid": "u1"},
+     "status": {"conditions": [7, {"type": "Failed", "status": true}]}},
+    {"metadata": {"name": "tae-v5e-3", "uid": "u3"}}
+  ]})");
+  REQUIRE(jobsets.has_value());
+  const std::optional<std::vector<nlohmann::json>> workloads = ListItems(R"({"items": [
+    "w", {"metadata": {"labels": ["kueue.x-k8s.io/job-uid"]}},
+    {"metadata": {"labels": {"kueue.x-k8s.io/job-uid": 5}}},
+    {"metadata": {"labels": {"kueue.x-k8s.io/job-uid": "u3"}},
+     "status": {"conditions": [{"type": "Admitted", "status": "True"}]}}
+  ]})");
+  REQUIRE(workloads.has_value());
+  const std::vector<ListedSlice> slices = ReadSlices(pool, *jobsets, *workloads);
+  REQUIRE(slices.size() == 3);
+  CHECK(slices[0].name == "tae-v5e-2");
+  CHECK(slices[0].status.state == SliceState::kWaiting);  // no Workload matches a non-string uid
+  CHECK(slices[1].name == "tae-v5e-1");
+  CHECK(slices[1].index == 1);
+  CHECK(slices[1].status.state == SliceState::kWaiting);  // "status": true is not "True"
+  CHECK(slices[2].name == "tae-v5e-3");
+  CHECK(slices[2].status.state == SliceState::kAdmitted);
+  // A large listing is read in one pass.
+  std::vector<nlohmann::json> many;
+  for (int i = 1; i <= 5000; ++i) {
+    many.push_back({{"metadata", {{"name", "tae-v5e-" + std::to_string(i)}}}});
+  }
+  CHECK(ReadSlices(pool, many, {}).size() == 5000);
+}
+
+}  // namespace tae::provider
