@@ -1,7 +1,5 @@
 #include "server/provider/gke_provider.h"
 
-#include <signal.h>
-
 #include <algorithm>
 #include <chrono>
 
@@ -45,38 +43,12 @@ GkeProvider::GkeProvider(GkeProviderOptions options) : options_(std::move(option
 GkeProvider::~GkeProvider() { Stop(); }
 
 void GkeProvider::Start() {
-  thread_ = std::thread([this] { Loop(); });
+  loop_.Start(options_.poll_s, [this] { Round(); });
 }
 
-void GkeProvider::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-    abort_calls_ = true;
-  }
-  if (thread_.joinable()) {
-    thread_.join();
-  }
-}
+void GkeProvider::Stop() { loop_.Stop(); }
 
-bool GkeProvider::CallsAborted() {
-  absl::MutexLock lock(&mu_);
-  return abort_calls_;
-}
-
-void GkeProvider::Loop() {
-  // No signal handler of taed's may run on this thread (it spawns kubectl).
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
-  while (true) {
-    Round();
-    absl::MutexLock lock(&mu_);
-    if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(options_.poll_s))) {
-      return;
-    }
-  }
-}
+bool GkeProvider::CallsAborted() { return loop_.Aborted(); }
 
 GkeProvider::Result GkeProvider::Kubectl(const GkePool& pool, const std::string& subject,
                                          const std::string& event,
@@ -320,10 +292,7 @@ void GkeProvider::DeleteOrphanSecrets(const GkePool& pool, const std::set<std::s
 }
 
 int GkeProvider::DeleteAll() {
-  {
-    absl::MutexLock lock(&mu_);
-    abort_calls_ = false;  // these calls are wanted; each still has call_timeout_s
-  }
+  loop_.AllowCalls();  // these calls are wanted; each still has call_timeout_s
   int deleted = 0;
   for (const GkePool& pool : options_.pools) {
     Result gone = Kubectl(pool, pool.name, "delete",

@@ -22,16 +22,14 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "server/provider/demand.h"
 #include "server/provider/gke_plan.h"
 #include "server/provider/gke_pools.h"
 #include "server/provider/provider_log.h"
+#include "server/provider/round_loop.h"
 
 namespace tae::provider {
 
@@ -70,7 +68,6 @@ class GkeProvider {
     std::string out;
     std::string err;
   };
-  void Loop();
   void Round();
   void RoundPool(const GkePool& pool, const TpuDemand& demand, double now);
   // kubectl [--context C] --namespace NS ARGS, `input` on its stdin; logged as subject/event.
@@ -91,10 +88,7 @@ class GkeProvider {
   // slice -> when first seen admitted, until all its agents registered (then 0: it started).
   std::map<std::string, double> admitted_since_;
   std::set<std::string> swept_;  // pools whose orphan Secrets were looked for
-  absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool abort_calls_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  RoundLoop loop_;               // last: its thread stops before the members it reads go
 };
 
 }  // namespace tae::provider

@@ -52,36 +52,23 @@ TpuProvider::TpuProvider(TpuProviderOptions options) : options_(std::move(option
 TpuProvider::~TpuProvider() { Stop(); }
 
 void TpuProvider::Start() {
-  thread_ = std::thread([this] { Loop(); });
+  loop_.Start(options_.poll_s, [this] { Round(); });
 }
 
 void TpuProvider::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-    abort_calls_ = true;
-  }
-  if (thread_.joinable()) {
-    thread_.join();
-  }
-  // Creates in flight end at once: their gcloud calls see abort_calls_ (the VM may still come up;
-  // the next taed lists it).
+  loop_.Stop();
+  // Creates in flight end at once: their gcloud calls see the loop aborted (the VM may still come
+  // up; the next taed lists it).
   for (auto& [name, creator] : creators_) {
     creator.thread.join();
   }
   creators_.clear();
 }
 
-bool TpuProvider::CallsAborted() {
-  absl::MutexLock lock(&mu_);
-  return abort_calls_;
-}
+bool TpuProvider::CallsAborted() { return loop_.Aborted(); }
 
 int TpuProvider::DeleteAll() {
-  {
-    absl::MutexLock lock(&mu_);
-    abort_calls_ = false;  // these calls are wanted; each still has call_timeout_s
-  }
+  loop_.AllowCalls();  // these calls are wanted; each still has call_timeout_s
   int deleted = 0;
   for (const TpuPool& pool : options_.pools) {
     const Listing listing = List(pool);
@@ -107,20 +94,6 @@ int TpuProvider::DeleteAll() {
     }
   }
   return deleted;
-}
-
-void TpuProvider::Loop() {
-  // No signal handler of taed's may run on this thread (it spawns gcloud).
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
-  while (true) {
-    Round();
-    absl::MutexLock lock(&mu_);
-    if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Seconds(options_.poll_s))) {
-      return;
-    }
-  }
 }
 
 TpuProvider::Result TpuProvider::Run(const std::string& subject, const std::string& event,

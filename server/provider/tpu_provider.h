@@ -34,6 +34,7 @@
 #include "absl/synchronization/mutex.h"
 #include "server/provider/demand.h"
 #include "server/provider/provider_log.h"
+#include "server/provider/round_loop.h"
 #include "server/provider/session.h"
 #include "server/provider/tpu_pools.h"
 
@@ -102,7 +103,6 @@ class TpuProvider {
     std::string out;
     std::string err;
   };
-  void Loop();
   void Round();
   // Runs argv (gcloud's when `gcloud`), logged as `subject` `event` with its outcome.
   Result Run(const std::string& subject, const std::string& event, std::vector<std::string> argv,
@@ -133,10 +133,8 @@ class TpuProvider {
   };
   std::map<std::string, Creator> creators_;  // VM -> its create (provider thread)
   absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool abort_calls_ ABSL_GUARDED_BY(mu_) = false;        // Stop() ends gcloud calls in flight
   std::set<std::string> creating_ ABSL_GUARDED_BY(mu_);  // VMs whose create has not returned
-  std::thread thread_;
+  RoundLoop loop_;  // last: its thread stops before the members it reads go
 };
 
 }  // namespace tae::provider

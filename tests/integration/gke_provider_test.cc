@@ -307,7 +307,7 @@ TEST_CASE(
   // max_attempts = 1: an attempt the cluster ends must not count, or the run would fail.
   REQUIRE(cluster
               .Taectl({"submit", cluster.dir().Write(
-                                     "c.toml", GkeSpec("gke-c", 1200, 20, /*max_attempts=*/1))})
+                                     "c.toml", GkeSpec("gke-c", 600, 10, /*max_attempts=*/1))})
               .exit_code == 0);
   const std::string run_id =
       "r" + std::to_string(OnlyRun(cluster, "gke-c").at("id").get<int64_t>());
