@@ -15,7 +15,8 @@ if ! [[ "${seconds}" =~ ^[0-9]+$ ]] || [[ "${seconds}" -eq 0 ]]; then
 fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-${root}/build-fuzz}"
-targets=(fuzz_spec fuzz_metric_line fuzz_manifest fuzz_http fuzz_agent_link fuzz_tfevents)
+targets=(fuzz_spec fuzz_metric_line fuzz_manifest fuzz_http fuzz_agent_link fuzz_tfevents
+         fuzz_gke_listing)
 
 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DTAE_FUZZ=ON \
   -DTAE_BUILD_TESTS=OFF -DTAE_BUILD_BENCH=OFF >/dev/null

@@ -155,7 +155,12 @@ int SliceIndex(const GkePool& pool, const std::string& name) {
     return 0;
   }
   int index = 0;
-  return absl::SimpleAtoi(name.substr(prefix.size()), &index) && index > 0 ? index : 0;
+  // Exactly the name TAE gives: "tae-v5e-02" is not slice 2 (whose JobSet, Secret and agents'
+  // labels are "tae-v5e-2").
+  return absl::SimpleAtoi(name.substr(prefix.size()), &index) && index > 0 &&
+                 SliceName(pool, index) == name
+             ? index
+             : 0;
 }
 
 std::string SliceName(const GkePool& pool, int index) {

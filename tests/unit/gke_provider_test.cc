@@ -23,6 +23,8 @@ TEST_CASE("a JobSet is a pool's slice only by the exact names TAE gives") {
   CHECK(SliceIndex(Pool("v5e"), "tae-v5e-1") == 1);
   CHECK(SliceIndex(Pool("v5e"), "tae-v5e-12") == 12);
   CHECK(SliceIndex(Pool("v5e"), "tae-v5e-0") == 0);
+  CHECK(SliceIndex(Pool("v5e"), "tae-v5e-02") == 0);  // not slice 2, tae-v5e-2 (found by fuzzing)
+  CHECK(SliceIndex(Pool("v5e"), "tae-v5e-+2") == 0);
   CHECK(SliceIndex(Pool("v5e"), "tae-v5e-") == 0);
   CHECK(SliceIndex(Pool("v5e"), "tae-v5e-1x") == 0);
   CHECK(SliceIndex(Pool("v5e"), "tae-v5e-big-1") == 0);  // pool v5e-big's
