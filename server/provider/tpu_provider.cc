@@ -13,6 +13,7 @@
 #include <cstring>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -155,9 +156,14 @@ TpuProvider::Listing TpuProvider::List(const TpuPool& pool) {
       }
       const std::string full = Text(request, "name");
       const std::string name = full.substr(full.rfind('/') + 1);
-      // Only this pool's: tae-POOL-N (a pool "v4-big" is not pool "v4"'s).
+      // Only this pool's, by the exact name it gives: tae-POOL-N (a pool "v4-big" is not pool
+      // "v4"'s, and "tae-v4-01" is nobody's).
+      int index = 0;
       if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size() ||
-          name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
+          name.find_first_not_of("0123456789", prefix.size()) != std::string::npos ||
+          name.size() - prefix.size() > 6 ||
+          !absl::SimpleAtoi(name.substr(prefix.size()), &index) ||
+          absl::StrCat(prefix, index) != name) {
         continue;
       }
       auto state = request.find("state");
