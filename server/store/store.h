@@ -210,7 +210,23 @@ class Store {
     double max = 0;
     int64_t count = 0;
   };
-  using SummaryBatch = std::map<std::pair<int64_t, int64_t>, PendingSummary>;
+  struct SummaryBatch : std::map<std::pair<int64_t, int64_t>, PendingSummary> {
+    // Whether each run a metrics event of the batch named exists: asked once per run, not per
+    // line (a run row is never deleted inside an ingest transaction).
+    std::map<int64_t, bool> runs;
+    // Finite points of consecutive metrics events, not yet written: written in primary-key
+    // order (FlushPoints) before any other event of the batch and at its end, so that SQLite's
+    // b-tree takes them as a few sequential runs instead of one seek per point.
+    struct Point {
+      int64_t run_id = 0;
+      int64_t key_id = 0;
+      int64_t step = 0;
+      int64_t attempt = 0;
+      double value = 0;
+      double wall_time = 0;
+    };
+    std::vector<Point> points;
+  };
   absl::Status IngestOne(const std::string& agent_id, const model::IngestEvent& event,
                          const model::IngestRules& rules, std::vector<model::RunEnded>* ended,
                          SummaryBatch* batch);
@@ -220,6 +236,7 @@ class Store {
   absl::Status IngestGangExit(const std::string& agent_id, const model::RunRecord& run,
                               const model::RunExit& exit, const model::IngestRules& rules,
                               std::vector<model::RunEnded>* ended);
+  absl::Status FlushPoints(SummaryBatch* batch);
   absl::Status WriteSummaries(const SummaryBatch& batch);
   // Merges event.meta into the run's metadata; a resend changes nothing.
   absl::Status IngestMeta(const model::RunRecord& run, const model::IngestEvent& event);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -66,7 +67,6 @@ absl::StatusOr<int64_t> Store::MetricKeyId(const std::string& name) {
 }
 
 absl::Status Store::IngestMetrics(const model::IngestEvent& event, SummaryBatch* batch) {
-  ASSIGN_OR_RETURN(Statement * insert, db_.Cached(kInsertMetric));
   for (const model::MetricValue& value : event.values) {
     ASSIGN_OR_RETURN(int64_t key_id, MetricKeyId(value.key));
     if (!std::isfinite(value.value)) {
@@ -80,26 +80,46 @@ absl::Status Store::IngestMetrics(const model::IngestEvent& event, SummaryBatch*
       RETURN_IF_ERROR(diverged->Run());
       continue;
     }
-    insert->Bind(1, event.run_id)
-        .Bind(2, key_id)
-        .Bind(3, event.step)
-        .Bind(4, static_cast<int64_t>(event.attempt))
-        .Bind(5, value.value)
-        .Bind(6, event.wall_time);
+    batch->points.push_back({event.run_id, key_id, event.step, static_cast<int64_t>(event.attempt),
+                             value.value, event.wall_time});
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::FlushPoints(SummaryBatch* batch) {
+  if (batch->points.empty()) {
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(Statement * insert, db_.Cached(kInsertMetric));
+  // Stable: two points of one (run, key, step) keep their order, so the later one decides as
+  // it would have unsorted.
+  std::stable_sort(batch->points.begin(), batch->points.end(),
+                   [](const SummaryBatch::Point& a, const SummaryBatch::Point& b) {
+                     return std::tie(a.run_id, a.key_id, a.step) <
+                            std::tie(b.run_id, b.key_id, b.step);
+                   });
+  for (const SummaryBatch::Point& point : batch->points) {
+    insert->Bind(1, point.run_id)
+        .Bind(2, point.key_id)
+        .Bind(3, point.step)
+        .Bind(4, point.attempt)
+        .Bind(5, point.value)
+        .Bind(6, point.wall_time);
     RETURN_IF_ERROR(insert->Run());
     if (db_.Changes() == 0) {
       continue;  // a resend of a point already stored
     }
-    auto [it, inserted] = batch->try_emplace({event.run_id, key_id});
+    auto [it, inserted] = batch->try_emplace({point.run_id, point.key_id});
     PendingSummary& pending = it->second;
-    if (inserted || event.step >= pending.last_step) {
-      pending.last_step = event.step;
-      pending.last_value = value.value;
+    if (inserted || point.step >= pending.last_step) {
+      pending.last_step = point.step;
+      pending.last_value = point.value;
     }
-    pending.min = inserted ? value.value : std::min(pending.min, value.value);
-    pending.max = inserted ? value.value : std::max(pending.max, value.value);
+    pending.min = inserted ? point.value : std::min(pending.min, point.value);
+    pending.max = inserted ? point.value : std::max(pending.max, point.value);
     pending.count += 1;
   }
+  batch->points.clear();
   return absl::OkStatus();
 }
 
@@ -151,13 +171,19 @@ absl::Status Store::IngestOne(const std::string& agent_id, const model::IngestEv
                               const model::IngestRules& rules, std::vector<model::RunEnded>* ended,
                               SummaryBatch* batch) {
   if (event.kind == model::IngestEvent::Kind::kMetrics) {
-    // The hot path: only whether the run exists matters, not the whole row.
-    ASSIGN_OR_RETURN(Statement * exists, db_.Cached(kRunExists));
-    exists->Bind(1, event.run_id);
-    ASSIGN_OR_RETURN(bool found, exists->Step());
-    exists->Reset();
-    return found ? IngestMetrics(event, batch) : absl::OkStatus();  // not ours: drop it
+    // The hot path: only whether the run exists matters, not the whole row, and that once a
+    // batch.
+    auto [known, first] = batch->runs.try_emplace(event.run_id, false);
+    if (first) {
+      ASSIGN_OR_RETURN(Statement * exists, db_.Cached(kRunExists));
+      exists->Bind(1, event.run_id);
+      ASSIGN_OR_RETURN(known->second, exists->Step());
+      exists->Reset();
+    }
+    return known->second ? IngestMetrics(event, batch) : absl::OkStatus();  // not ours: drop it
   }
+  // Whatever this event does sees every point before it stored.
+  RETURN_IF_ERROR(FlushPoints(batch));
   absl::StatusOr<model::RunRecord> run = GetRun(event.run_id);
   if (absl::IsNotFound(run.status())) {
     return absl::OkStatus();  // not ours (e.g. a run from another data dir): drop it
@@ -256,6 +282,10 @@ absl::StatusOr<std::vector<model::RunEnded>> Store::Ingest(
       metric_key_ids_.clear();  // ids assigned inside the rolled-back transaction are void
       return s;
     }
+  }
+  if (absl::Status s = FlushPoints(&summaries); !s.ok()) {
+    metric_key_ids_.clear();
+    return s;
   }
   if (absl::Status s = WriteSummaries(summaries); !s.ok()) {
     metric_key_ids_.clear();

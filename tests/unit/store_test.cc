@@ -227,6 +227,58 @@ TEST_CASE("run lifecycle: assign, start, metrics, exit, with a transition for ea
   CHECK(to == std::vector<std::string>{"queued", "assigned", "running", "succeeded"});
 }
 
+TEST_CASE(
+    "a batch's points are stored in key order yet as they came: the first of a repeated step "
+    "stays, the summary is the same, and a later attempt's point replaces an earlier one's") {
+  auto opened = Store::Open(":memory:");
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  query::Query query(&store);
+  REQUIRE(store.CreateExperiment(TwoRuns(), 100.0).ok());
+  auto queued = store.QueuedRuns();
+  REQUIRE(queued.ok());
+  const int64_t run_id = (*queued)[0].id;
+  REQUIRE(store.Transition(run_id, lifecycle::Assign({"agent-a"}, 101.0)).ok());
+  auto metrics = [run_id](uint64_t seq, int64_t step, int attempt,
+                          std::vector<model::MetricValue> values) {
+    model::IngestEvent e;
+    e.kind = model::IngestEvent::Kind::kMetrics;
+    e.seq = seq;
+    e.run_id = run_id;
+    e.attempt = attempt;
+    e.step = step;
+    e.wall_time = 100.0 + seq;
+    e.values = std::move(values);
+    return e;
+  };
+  // Steps out of order, two keys interleaved, step 30 of train/loss twice in one batch.
+  auto stored = store.Ingest("agent-a",
+                             {metrics(1, 30, 1, {{"train/loss", 3.0}, {"train/lr", 0.3}}),
+                              metrics(2, 10, 1, {{"train/loss", 1.0}, {"train/lr", 0.1}}),
+                              metrics(3, 30, 1, {{"train/loss", 9.0}}),
+                              metrics(4, 20, 1, {{"train/loss", 2.0}, {"train/lr", 0.2}})},
+                             lifecycle::IngestRules());
+  REQUIRE(stored.ok());
+  CHECK(*store.db()->QueryInt("SELECT COUNT(*) FROM metrics") == 6);
+  CHECK(*store.db()->QueryInt("SELECT CAST(value AS INTEGER) FROM metrics m JOIN metric_keys k "
+                              "ON k.id = m.key_id WHERE k.name = 'train/loss' AND step = 30") ==
+        3);  // the first of the repeated step, as it came
+  auto summaries = query.Summaries(run_id);
+  REQUIRE(summaries.ok());
+  REQUIRE(summaries->size() == 2);
+  for (const auto& summary : *summaries) {
+    INFO(summary.key);
+    CHECK(summary.last_step == 30);
+    CHECK(summary.count == 3);
+  }
+  // A later attempt's point of a step replaces the earlier attempt's.
+  REQUIRE(
+      store.Ingest("agent-a", {metrics(5, 30, 2, {{"train/loss", 7.0}})}, lifecycle::IngestRules())
+          .ok());
+  CHECK(*store.db()->QueryInt("SELECT CAST(value AS INTEGER) FROM metrics m JOIN metric_keys k "
+                              "ON k.id = m.key_id WHERE k.name = 'train/loss' AND step = 30") == 7);
+}
+
 TEST_CASE("run metadata merges key by key, survives a resend and ignores a past attempt") {
   auto opened = Store::Open(":memory:");
   REQUIRE(opened.ok());
