@@ -14,6 +14,12 @@ inline double WallNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// Seconds on the monotonic clock (since an arbitrary point): for durations and deadlines, which
+// a wall-clock step must not stretch or cut short.
+inline double SteadyNow() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 // Nanoseconds since the Unix epoch (file-time comparisons: mtimes are in nanoseconds).
 inline int64_t WallNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(

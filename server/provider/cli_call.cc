@@ -10,15 +10,14 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "common/clock/clock.h"
 #include "absl/strings/str_format.h"
 #include "common/process/spawn.h"
 
 namespace tae::provider {
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double Now() { return clock::SteadyNow(); }
 
 }  // namespace
 

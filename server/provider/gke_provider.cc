@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/clock/clock.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "server/provider/cli_call.h"
@@ -14,9 +15,7 @@
 namespace tae::provider {
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double Now() { return clock::SteadyNow(); }
 
 // object.metadata[key] when it is a string, else "" (what the cluster answered is read, never
 // trusted: nlohmann's value() throws on a mismatch).

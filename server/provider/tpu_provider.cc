@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/clock/clock.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/fs/fs.h"
@@ -26,9 +27,7 @@
 namespace tae::provider {
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double Now() { return clock::SteadyNow(); }
 
 // obj[key] when it is a string (or a number, as text), else "": gcloud's JSON is read without
 // trusting its types (nlohmann's value() throws on a mismatch).
