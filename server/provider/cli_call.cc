@@ -10,8 +10,8 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "common/clock/clock.h"
 #include "absl/strings/str_format.h"
+#include "common/clock/clock.h"
 #include "common/process/spawn.h"
 
 namespace tae::provider {

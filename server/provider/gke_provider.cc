@@ -5,8 +5,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/clock/clock.h"
 #include "absl/strings/str_join.h"
+#include "common/clock/clock.h"
 #include "nlohmann/json.hpp"
 #include "server/provider/cli_call.h"
 #include "server/provider/gke_status.h"

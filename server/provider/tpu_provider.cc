@@ -15,9 +15,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/clock/clock.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/clock/clock.h"
 #include "common/fs/fs.h"
 #include "common/process/spawn.h"
 #include "nlohmann/json.hpp"
