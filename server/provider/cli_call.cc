@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -15,11 +14,6 @@
 #include "common/process/spawn.h"
 
 namespace tae::provider {
-namespace {
-
-double Now() { return clock::SteadyNow(); }
-
-}  // namespace
 
 std::string ErrorLine(const std::string& text) {
   std::string last;
@@ -55,7 +49,7 @@ CliResult RunCli(const std::vector<std::string>& argv, const std::string& input,
   request.argv = argv;
   request.env_remove = {"TAE_AGENT_TOKEN", "TAE_TLS_KEY"};
   request.stdin_pipe = true;
-  const double start = Now();
+  const double start = clock::SteadyNow();
   absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
   if (!spawned.ok()) {
     result.err = std::string(spawned.status().message());
@@ -82,7 +76,7 @@ CliResult RunCli(const std::vector<std::string>& argv, const std::string& input,
   bool stopped = false;
   while (fds[0] >= 0 || fds[1] >= 0) {
     pollfd pfds[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
-    const double left = deadline - Now();
+    const double left = deadline - clock::SteadyNow();
     stopped = aborted && aborted();
     if (left <= 0 || stopped) {
       timed_out = true;
@@ -124,7 +118,7 @@ CliResult RunCli(const std::vector<std::string>& argv, const std::string& input,
     result.err = stopped ? absl::StrCat("taed is stopping; ", result.err)
                          : absl::StrCat("no answer within ", timeout_s, " s; ", result.err);
   }
-  result.seconds = Now() - start;
+  result.seconds = clock::SteadyNow() - start;
   return result;
 }
 

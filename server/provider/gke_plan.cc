@@ -28,7 +28,8 @@ std::vector<GkeAction> PlanGkePool(const GkePool& pool, const std::vector<GkeSli
       actions.push_back({GkeAction::Kind::kDelete, slice.name, slice.index,
                          absl::StrCat("failed to start: ", slice.agents, " of its ", pool.hosts,
                                       " agents registered within start_timeout_s = ",
-                                      pool.start_timeout_s, " s of its admission")});
+                                      pool.start_timeout_s, " s of its admission"),
+                         /*failed_to_start=*/true});
     } else if (Gone(slice.status.state)) {
       actions.push_back(
           {GkeAction::Kind::kDelete, slice.name, slice.index,

@@ -43,7 +43,8 @@ struct GkeAction {
   Kind kind = Kind::kCreate;
   std::string name;
   int index = 0;
-  std::string why;  // for the provider log, taectl agents and the dashboard
+  std::string why;               // for the provider log, taectl agents and the dashboard
+  bool failed_to_start = false;  // a delete for start_timeout_s: the pods' reasons are worth adding
 };
 
 // `waiting`: queued runs whose labels the pool's agents satisfy (TpuDemand::waiting).

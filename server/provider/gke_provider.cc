@@ -1,9 +1,7 @@
 #include "server/provider/gke_provider.h"
 
 #include <algorithm>
-#include <chrono>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/clock/clock.h"
@@ -14,22 +12,6 @@
 
 namespace tae::provider {
 namespace {
-
-double Now() { return clock::SteadyNow(); }
-
-// object.metadata[key] when it is a string, else "" (what the cluster answered is read, never
-// trusted: nlohmann's value() throws on a mismatch).
-std::string Meta(const nlohmann::json& object, const char* key) {
-  if (!object.is_object()) {
-    return "";
-  }
-  auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) {
-    return "";
-  }
-  auto it = meta->find(key);
-  return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 std::string Selector(const GkePool& pool) {
   return absl::StrCat(kTaeLabel, "=true,", kPoolLabel, "=", pool.name);
@@ -60,7 +42,7 @@ GkeProvider::Result GkeProvider::Kubectl(const GkePool& pool, const std::string&
   argv.insert(argv.end(), {"--namespace", pool.namespace_, "--request-timeout",
                            absl::StrCat(static_cast<int>(options_.call_timeout_s), "s")});
   argv.insert(argv.end(), args.begin(), args.end());
-  const CliResult called =
+  CliResult called =
       RunCli(argv, input, options_.call_timeout_s, [this] { return CallsAborted(); });
   const std::string command =
       absl::StrCat("kubectl ", absl::StrJoin(argv.begin() + 1, argv.end(), " "));
@@ -69,7 +51,7 @@ GkeProvider::Result GkeProvider::Kubectl(const GkePool& pool, const std::string&
   if (options_.log) {
     options_.log(subject, event, absl::StrCat(command, " -> ", outcome));
   }
-  return {called.ok, called.out, called.err};
+  return called;
 }
 
 void GkeProvider::Round() {
@@ -84,7 +66,7 @@ void GkeProvider::Round() {
     if (CallsAborted()) {
       return;
     }
-    RoundPool(pool, *demand, Now());
+    RoundPool(pool, *demand, clock::SteadyNow());
   }
 }
 
@@ -189,8 +171,7 @@ bool GkeProvider::CreateSlice(const GkePool& pool, const GkeAction& action) {
     options_.log(action.name, "create", action.why);
   }
   // A Secret of an earlier life of this name goes first: `create` then makes it afresh.
-  Kubectl(pool, action.name, "secret",
-          {"delete", "secret", action.name, "--ignore-not-found", "--wait=false"});
+  DeleteSecret(pool, action.name);
   if (!Kubectl(pool, action.name, "secret", {"create", "-f", "-", "-o", "name"},
                SecretManifest(pool, action.name, *credentials).dump())
            .ok) {
@@ -199,26 +180,24 @@ bool GkeProvider::CreateSlice(const GkePool& pool, const GkeAction& action) {
   if (!Kubectl(pool, action.name, "create", {"apply", "-f", "-", "-o", "name"},
                JobSetManifest(pool, action.name).dump())
            .ok) {
-    Kubectl(pool, action.name, "secret",
-            {"delete", "secret", action.name, "--ignore-not-found", "--wait=false"});
+    DeleteSecret(pool, action.name);
     return false;
   }
-  idle_since_[action.name] = Now();
+  idle_since_[action.name] = clock::SteadyNow();
   return true;
 }
 
 bool GkeProvider::DeleteSlice(const GkePool& pool, const GkeAction& action) {
   if (options_.log) {
-    const bool unstarted = action.why.rfind("failed to start", 0) == 0;
     options_.log(action.name, "delete",
-                 unstarted ? absl::StrCat(action.why, PodReasons(pool, action.name)) : action.why);
+                 action.failed_to_start ? absl::StrCat(action.why, PodReasons(pool, action.name))
+                                        : action.why);
   }
   if (Kubectl(
           pool, action.name, "delete",
           {"delete", "jobsets.jobset.x-k8s.io", action.name, "--ignore-not-found", "--wait=false"})
           .ok) {
-    Kubectl(pool, action.name, "secret",
-            {"delete", "secret", action.name, "--ignore-not-found", "--wait=false"});
+    DeleteSecret(pool, action.name);
     idle_since_.erase(action.name);
     return true;
   }
@@ -229,48 +208,12 @@ std::string GkeProvider::PodReasons(const GkePool& pool, const std::string& slic
   Result listed = Kubectl(
       pool, slice, "list",
       {"get", "pods", "-l", absl::StrCat("jobset.sigs.k8s.io/jobset-name=", slice), "-o", "json"});
-  const std::optional<std::vector<nlohmann::json>> items = ListItems(listed.out);
-  if (!listed.ok || !items.has_value()) {
-    return "";
-  }
-  auto text = [](const nlohmann::json& object, const char* key) {
-    auto it = object.find(key);
-    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
-  auto child = [](const nlohmann::json& object, const char* key) {
-    auto it = object.find(key);
-    return it != object.end() ? *it : nlohmann::json();
-  };
-  std::string out;
-  for (const nlohmann::json& pod : *items) {
-    const nlohmann::json status = pod.is_object() ? child(pod, "status") : nlohmann::json();
-    if (!status.is_object()) {
-      continue;
-    }
-    std::string why = text(status, "phase");
-    // The first container's waiting state: the kubelet's reason (ErrImagePull,
-    // CrashLoopBackOff, ...) and message; else the pod's own condition (Unschedulable).
-    const nlohmann::json containers = child(status, "containerStatuses");
-    if (containers.is_array() && !containers.empty() && containers[0].is_object()) {
-      const nlohmann::json state = child(containers[0], "state");
-      const nlohmann::json waiting = state.is_object() ? child(state, "waiting") : nlohmann::json();
-      if (waiting.is_object()) {
-        absl::StrAppend(&why, ": ", text(waiting, "reason"), ": ", text(waiting, "message"));
-      }
-    }
-    const nlohmann::json conditions = child(status, "conditions");
-    if (conditions.is_array()) {
-      for (const nlohmann::json& condition : conditions) {
-        if (condition.is_object() && text(condition, "status") == "False" &&
-            !text(condition, "message").empty()) {
-          absl::StrAppend(&why, ": ", text(condition, "reason"), ": ", text(condition, "message"));
-          break;
-        }
-      }
-    }
-    absl::StrAppend(&out, "; pod ", Meta(pod, "name"), ": ", why);
-  }
-  return out;
+  const std::optional<std::vector<nlohmann::json>> pods = ListItems(listed.out);
+  return listed.ok && pods.has_value() ? DescribePods(*pods) : "";
+}
+
+void GkeProvider::DeleteSecret(const GkePool& pool, const std::string& name) {
+  Kubectl(pool, name, "secret", {"delete", "secret", name, "--ignore-not-found", "--wait=false"});
 }
 
 void GkeProvider::DeleteOrphanSecrets(const GkePool& pool, const std::set<std::string>& jobsets) {
@@ -282,10 +225,9 @@ void GkeProvider::DeleteOrphanSecrets(const GkePool& pool, const std::set<std::s
     return;
   }
   for (const nlohmann::json& secret : *items) {
-    const std::string name = Meta(secret, "name");
+    const std::string name = ObjectName(secret);
     if (SliceIndex(pool, name) > 0 && jobsets.count(name) == 0) {
-      Kubectl(pool, name, "secret",
-              {"delete", "secret", name, "--ignore-not-found", "--wait=false"});
+      DeleteSecret(pool, name);
     }
   }
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/provider/cli_call.h"
 #include "server/provider/demand.h"
 #include "server/provider/gke_plan.h"
 #include "server/provider/gke_pools.h"
@@ -63,11 +64,7 @@ class GkeProvider {
   int DeleteAll();
 
  private:
-  struct Result {
-    bool ok = false;
-    std::string out;
-    std::string err;
-  };
+  using Result = CliResult;
   void Round();
   void RoundPool(const GkePool& pool, const TpuDemand& demand, double now);
   // kubectl [--context C] --namespace NS ARGS, `input` on its stdin; logged as subject/event.
@@ -78,6 +75,8 @@ class GkeProvider {
   bool DeleteSlice(const GkePool& pool, const GkeAction& action);
   // Secrets of the pool without their JobSet (a taed stopped between the two calls): deleted,
   // once per pool at the first complete listing.
+  // `kubectl delete secret NAME`, gone or not.
+  void DeleteSecret(const GkePool& pool, const std::string& name);
   // Its pods' own words for not starting (Pending, waiting: ErrImagePull ...), for the log.
   std::string PodReasons(const GkePool& pool, const std::string& slice);
   void DeleteOrphanSecrets(const GkePool& pool, const std::set<std::string>& jobsets);

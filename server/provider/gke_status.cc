@@ -13,6 +13,15 @@ std::string Text(const nlohmann::json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// object[key], or null when object is not an object or has no such member.
+nlohmann::json Child(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  auto it = object.find(key);
+  return it != object.end() ? *it : nlohmann::json();
+}
+
 // The condition of `type` in object.status.conditions, or null.
 const nlohmann::json* Condition(const nlohmann::json& object, const char* type) {
   if (!object.is_object()) {
@@ -117,29 +126,54 @@ std::optional<std::vector<nlohmann::json>> ListItems(const std::string& text) {
   return items->get<std::vector<nlohmann::json>>();
 }
 
+std::string ObjectName(const nlohmann::json& object) {
+  const nlohmann::json meta = Child(object, "metadata");
+  return meta.is_object() ? Text(meta, "name") : std::string();
+}
+
+std::string DescribePods(const std::vector<nlohmann::json>& pods) {
+  std::string out;
+  for (const nlohmann::json& pod : pods) {
+    const nlohmann::json status = Child(pod, "status");
+    if (!status.is_object()) {
+      continue;
+    }
+    std::string why = Text(status, "phase");
+    const nlohmann::json containers = Child(status, "containerStatuses");
+    if (containers.is_array() && !containers.empty()) {
+      const nlohmann::json waiting = Child(Child(containers[0], "state"), "waiting");
+      if (waiting.is_object()) {
+        absl::StrAppend(&why, ": ", Text(waiting, "reason"), ": ", Text(waiting, "message"));
+      }
+    }
+    const nlohmann::json conditions = Child(status, "conditions");
+    if (conditions.is_array()) {
+      for (const nlohmann::json& condition : conditions) {
+        if (condition.is_object() && Text(condition, "status") == "False" &&
+            !Text(condition, "message").empty()) {
+          absl::StrAppend(&why, ": ", Text(condition, "reason"), ": ", Text(condition, "message"));
+          break;
+        }
+      }
+    }
+    absl::StrAppend(&out, "; pod ", ObjectName(pod), ": ", why);
+  }
+  return out;
+}
+
 std::vector<ListedSlice> ReadSlices(const GkePool& pool, const std::vector<nlohmann::json>& jobsets,
                                     const std::vector<nlohmann::json>& workloads) {
-  auto metadata = [](const nlohmann::json& object) {
-    if (!object.is_object()) {
-      return nlohmann::json();
-    }
-    auto meta = object.find("metadata");
-    return meta != object.end() && meta->is_object() ? *meta : nlohmann::json();
-  };
   std::map<std::string, const nlohmann::json*> by_uid;
   for (const nlohmann::json& workload : workloads) {
-    const nlohmann::json meta = metadata(workload);
-    auto labels = meta.is_object() ? meta.find("labels") : meta.end();
-    if (meta.is_object() && labels != meta.end() && labels->is_object()) {
-      const std::string uid = Text(*labels, "kueue.x-k8s.io/job-uid");
-      if (!uid.empty()) {
-        by_uid.emplace(uid, &workload);
-      }
+    const nlohmann::json labels = Child(Child(workload, "metadata"), "labels");
+    const std::string uid = labels.is_object() ? Text(labels, "kueue.x-k8s.io/job-uid") : "";
+    if (!uid.empty()) {
+      by_uid.emplace(uid, &workload);
     }
   }
   std::vector<ListedSlice> slices;
   for (const nlohmann::json& jobset : jobsets) {
-    const nlohmann::json meta = metadata(jobset);
+    const nlohmann::json meta = Child(jobset, "metadata");
     if (!meta.is_object()) {
       continue;
     }

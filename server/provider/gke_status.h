@@ -41,6 +41,14 @@ const char* SliceStateName(SliceState state);
 // The items of a `kubectl get -o json` answer (a List), or nothing when the text is not one.
 std::optional<std::vector<nlohmann::json>> ListItems(const std::string& text);
 
+// object.metadata.name when it is a string, else "".
+std::string ObjectName(const nlohmann::json& object);
+
+// Why a slice's pods have not started, from a `kubectl get pods -o json` listing's items: for
+// each, "; pod NAME: PHASE" with its first container's waiting reason and message
+// (ErrImagePull, ...) and its first false condition's (Unschedulable, ...). Never throws.
+std::string DescribePods(const std::vector<nlohmann::json>& pods);
+
 struct ListedSlice {
   std::string name;
   int index = 0;

@@ -1,33 +1,24 @@
 #include "server/provider/tpu_provider.h"
 
-#include <poll.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/clock/clock.h"
 #include "common/fs/fs.h"
-#include "common/process/spawn.h"
 #include "nlohmann/json.hpp"
 #include "server/provider/cli_call.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::provider {
 namespace {
-
-double Now() { return clock::SteadyNow(); }
 
 // obj[key] when it is a string (or a number, as text), else "": gcloud's JSON is read without
 // trusting its types (nlohmann's value() throws on a mismatch).
@@ -101,8 +92,7 @@ TpuProvider::Result TpuProvider::Run(const std::string& subject, const std::stri
   if (gcloud) {
     argv.insert(argv.begin(), options_.gcloud);
   }
-  const CliResult called =
-      RunCli(argv, "", options_.call_timeout_s, [this] { return CallsAborted(); });
+  CliResult called = RunCli(argv, "", options_.call_timeout_s, [this] { return CallsAborted(); });
   const std::string command =
       gcloud ? absl::StrCat("gcloud ", absl::StrJoin(argv.begin() + 1, argv.end(), " "))
              : absl::StrJoin(argv, " ");
@@ -111,7 +101,7 @@ TpuProvider::Result TpuProvider::Run(const std::string& subject, const std::stri
   if (options_.log) {
     options_.log(subject, event, absl::StrCat(command, " -> ", outcome));
   }
-  return {called.ok, called.out, called.err};
+  return called;
 }
 
 TpuProvider::Listing TpuProvider::List(const TpuPool& pool) {
@@ -391,7 +381,7 @@ void TpuProvider::Round() {
     return;
   }
   const TpuDemand& demand = *asked;
-  const double now = Now();
+  const double now = clock::SteadyNow();
   for (const TpuPool& pool : options_.pools) {
     Listing listing = List(pool);
     std::vector<Vm> live;

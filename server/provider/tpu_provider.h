@@ -32,6 +32,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "server/provider/cli_call.h"
 #include "server/provider/demand.h"
 #include "server/provider/provider_log.h"
 #include "server/provider/round_loop.h"
@@ -98,11 +99,7 @@ class TpuProvider {
     std::string node_id;
     std::vector<std::string> ids;
   };
-  struct Result {
-    bool ok = false;
-    std::string out;
-    std::string err;
-  };
+  using Result = CliResult;
   void Round();
   // Runs argv (gcloud's when `gcloud`), logged as `subject` `event` with its outcome.
   Result Run(const std::string& subject, const std::string& event, std::vector<std::string> argv,

@@ -202,7 +202,7 @@ class Store {
                           double now);
   absl::Status RecordTransition(int64_t run_id, int attempt, model::RunState from,
                                 model::RunState to, const std::string& reason, double now);
-  // run_summaries changes of one Ingest batch, written once per (run, key) at its end.
+  // A (run, key)'s run_summaries change in one Ingest batch, written once at its end.
   struct PendingSummary {
     int64_t last_step = 0;
     double last_value = 0;
@@ -210,7 +210,9 @@ class Store {
     double max = 0;
     int64_t count = 0;
   };
-  struct SummaryBatch : std::map<std::pair<int64_t, int64_t>, PendingSummary> {
+  // What one Ingest call carries from event to event.
+  struct IngestBatch {
+    std::map<std::pair<int64_t, int64_t>, PendingSummary> summaries;  // by (run, key)
     // Whether each run a metrics event of the batch named exists: asked once per run, not per
     // line (a run row is never deleted inside an ingest transaction).
     std::map<int64_t, bool> runs;
@@ -229,15 +231,15 @@ class Store {
   };
   absl::Status IngestOne(const std::string& agent_id, const model::IngestEvent& event,
                          const model::IngestRules& rules, std::vector<model::RunEnded>* ended,
-                         SummaryBatch* batch);
-  absl::Status IngestMetrics(const model::IngestEvent& event, SummaryBatch* batch);
+                         IngestBatch* batch);
+  absl::Status IngestMetrics(const model::IngestEvent& event, IngestBatch* batch);
   // A rank of a gang exited: the run ends when every rank exited 0 (succeeded) or when one did
   // not (failed, cancelled, or lost and requeued as a whole).
   absl::Status IngestGangExit(const std::string& agent_id, const model::RunRecord& run,
                               const model::RunExit& exit, const model::IngestRules& rules,
                               std::vector<model::RunEnded>* ended);
-  absl::Status FlushPoints(SummaryBatch* batch);
-  absl::Status WriteSummaries(const SummaryBatch& batch);
+  absl::Status FlushPoints(IngestBatch* batch);
+  absl::Status WriteSummaries(const IngestBatch& batch);
   // Merges event.meta into the run's metadata; a resend changes nothing.
   absl::Status IngestMeta(const model::RunRecord& run, const model::IngestEvent& event);
   absl::StatusOr<int64_t> MetricKeyId(const std::string& name);

@@ -66,7 +66,7 @@ absl::StatusOr<int64_t> Store::MetricKeyId(const std::string& name) {
   return id;
 }
 
-absl::Status Store::IngestMetrics(const model::IngestEvent& event, SummaryBatch* batch) {
+absl::Status Store::IngestMetrics(const model::IngestEvent& event, IngestBatch* batch) {
   for (const model::MetricValue& value : event.values) {
     ASSIGN_OR_RETURN(int64_t key_id, MetricKeyId(value.key));
     if (!std::isfinite(value.value)) {
@@ -86,7 +86,7 @@ absl::Status Store::IngestMetrics(const model::IngestEvent& event, SummaryBatch*
   return absl::OkStatus();
 }
 
-absl::Status Store::FlushPoints(SummaryBatch* batch) {
+absl::Status Store::FlushPoints(IngestBatch* batch) {
   if (batch->points.empty()) {
     return absl::OkStatus();
   }
@@ -94,11 +94,11 @@ absl::Status Store::FlushPoints(SummaryBatch* batch) {
   // Stable: two points of one (run, key, step) keep their order, so the later one decides as
   // it would have unsorted.
   std::stable_sort(batch->points.begin(), batch->points.end(),
-                   [](const SummaryBatch::Point& a, const SummaryBatch::Point& b) {
+                   [](const IngestBatch::Point& a, const IngestBatch::Point& b) {
                      return std::tie(a.run_id, a.key_id, a.step) <
                             std::tie(b.run_id, b.key_id, b.step);
                    });
-  for (const SummaryBatch::Point& point : batch->points) {
+  for (const IngestBatch::Point& point : batch->points) {
     insert->Bind(1, point.run_id)
         .Bind(2, point.key_id)
         .Bind(3, point.step)
@@ -109,7 +109,7 @@ absl::Status Store::FlushPoints(SummaryBatch* batch) {
     if (db_.Changes() == 0) {
       continue;  // a resend of a point already stored
     }
-    auto [it, inserted] = batch->try_emplace({point.run_id, point.key_id});
+    auto [it, inserted] = batch->summaries.try_emplace({point.run_id, point.key_id});
     PendingSummary& pending = it->second;
     if (inserted || point.step >= pending.last_step) {
       pending.last_step = point.step;
@@ -123,11 +123,11 @@ absl::Status Store::FlushPoints(SummaryBatch* batch) {
   return absl::OkStatus();
 }
 
-absl::Status Store::WriteSummaries(const SummaryBatch& batch) {
+absl::Status Store::WriteSummaries(const IngestBatch& batch) {
   ASSIGN_OR_RETURN(Statement * summary, db_.Cached(kUpsertSummary));
   ASSIGN_OR_RETURN(Statement * noted, db_.Cached(kNoteExperimentMetric));
   ASSIGN_OR_RETURN(Statement * unpack, db_.Cached(kDropPack));
-  for (const auto& [key, pending] : batch) {
+  for (const auto& [key, pending] : batch.summaries) {
     summary->Bind(1, key.first)
         .Bind(2, key.second)
         .Bind(3, pending.last_step)
@@ -169,7 +169,7 @@ absl::Status Store::IngestMeta(const model::RunRecord& run, const model::IngestE
 
 absl::Status Store::IngestOne(const std::string& agent_id, const model::IngestEvent& event,
                               const model::IngestRules& rules, std::vector<model::RunEnded>* ended,
-                              SummaryBatch* batch) {
+                              IngestBatch* batch) {
   if (event.kind == model::IngestEvent::Kind::kMetrics) {
     // The hot path: only whether the run exists matters, not the whole row, and that once a
     // batch.
@@ -276,18 +276,18 @@ absl::StatusOr<std::vector<model::RunEnded>> Store::Ingest(
   std::vector<model::RunEnded> ended;
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
-  SummaryBatch summaries;
+  IngestBatch batch;
   for (const model::IngestEvent& event : events) {
-    if (absl::Status s = IngestOne(agent_id, event, rules, &ended, &summaries); !s.ok()) {
+    if (absl::Status s = IngestOne(agent_id, event, rules, &ended, &batch); !s.ok()) {
       metric_key_ids_.clear();  // ids assigned inside the rolled-back transaction are void
       return s;
     }
   }
-  if (absl::Status s = FlushPoints(&summaries); !s.ok()) {
+  if (absl::Status s = FlushPoints(&batch); !s.ok()) {
     metric_key_ids_.clear();
     return s;
   }
-  if (absl::Status s = WriteSummaries(summaries); !s.ok()) {
+  if (absl::Status s = WriteSummaries(batch); !s.ok()) {
     metric_key_ids_.clear();
     return s;
   }
