@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <future>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -54,40 +56,45 @@ static absl::StatusOr<std::string> ReadConfigFile(const std::string& path,
   return text;
 }
 
-static absl::StatusOr<std::vector<provider::TpuPool>> LoadTpuPools(const Config& config) {
-  std::string path = config.tpu_pools_path;
+// A provider's file: `flag_path` when set (it must then be readable), else $TAE_HOME/`name` when
+// it exists; nothing when neither.
+static absl::StatusOr<std::optional<std::pair<std::string, std::string>>> ProviderFile(
+    const std::string& flag_path, const Config& config, const char* name, const char* what) {
+  std::string path = flag_path;
   if (path.empty()) {
-    path = config.home + "/tpu-pools.toml";
+    path = absl::StrCat(config.home, "/", name);
     if (access(path.c_str(), F_OK) != 0) {
-      return std::vector<provider::TpuPool>{};
+      return std::nullopt;
     }
   }
-  ASSIGN_OR_RETURN(std::string text, ReadConfigFile(path, ""));
-  return provider::ParseTpuPools(text, path, config.agent_binary);
+  ASSIGN_OR_RETURN(std::string text, ReadConfigFile(path, what));
+  return std::make_pair(path, std::move(text));
+}
+
+static absl::StatusOr<std::vector<provider::TpuPool>> LoadTpuPools(const Config& config) {
+  ASSIGN_OR_RETURN(auto file, ProviderFile(config.tpu_pools_path, config, "tpu-pools.toml", ""));
+  if (!file.has_value()) {
+    return std::vector<provider::TpuPool>{};
+  }
+  return provider::ParseTpuPools(file->second, file->first, config.agent_binary);
 }
 
 static absl::StatusOr<std::vector<provider::GkePool>> LoadGkePools(const Config& config) {
-  std::string path = config.gke_pools_path;
-  if (path.empty()) {
-    path = config.home + "/gke-pools.toml";
-    if (access(path.c_str(), F_OK) != 0) {
-      return std::vector<provider::GkePool>{};
-    }
+  ASSIGN_OR_RETURN(
+      auto file, ProviderFile(config.gke_pools_path, config, "gke-pools.toml", "gke pools file "));
+  if (!file.has_value()) {
+    return std::vector<provider::GkePool>{};
   }
-  ASSIGN_OR_RETURN(std::string text, ReadConfigFile(path, "gke pools file "));
-  return provider::ParseGkePools(text, path);
+  return provider::ParseGkePools(file->second, file->first);
 }
 
 static absl::StatusOr<std::vector<provider::SshHost>> LoadSshHosts(const Config& config) {
-  std::string path = config.ssh_hosts_path;
-  if (path.empty()) {
-    path = config.home + "/ssh-hosts.toml";
-    if (access(path.c_str(), F_OK) != 0) {
-      return std::vector<provider::SshHost>{};
-    }
+  ASSIGN_OR_RETURN(
+      auto file, ProviderFile(config.ssh_hosts_path, config, "ssh-hosts.toml", "ssh hosts file "));
+  if (!file.has_value()) {
+    return std::vector<provider::SshHost>{};
   }
-  ASSIGN_OR_RETURN(std::string text, ReadConfigFile(path, "ssh hosts file "));
-  return provider::ParseSshHosts(text, path, config.agent_binary);
+  return provider::ParseSshHosts(file->second, file->first, config.agent_binary);
 }
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const Config& config) {
