@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# Install, build, and run the whole test suite (unit, engine and integration tests); then run the
-# engine's tests again on the other CPU kernel path; then list the tests skipped for a missing
-# prerequisite, with their reasons.
+# Install, build, and run the whole test suite (unit, engine and integration tests); then list
+# the tests skipped for a missing prerequisite, with their reasons.
 #
 #   bash deploy/test.sh                 what CI runs
 #   bash deploy/test.sh --under-load    the same with one core kept busy by a bounded background
 #                                       load for the whole run (nightly-style; slower)
 #
-# The second engine pass: tae-train's matrix products run on oneDNN's sgemm with the CPU's widest
+# Both CPU kernel paths: tae-train's matrix products run on oneDNN's sgemm with the CPU's widest
 # instruction set (AVX-512 where there is one), or on libtorch's ops (OpenBLAS) where the fast
-# kernels are off. The engine tests (ctest label kernel-paths) run once as the machine is and once
-# on the other path: ONEDNN_MAX_CPU_ISA=AVX2 where that changes oneDNN's instruction set here,
-# else TAE_FAST_KERNELS=0. So both kernel paths are checked on every machine.
+# kernels are off. The engine tests (ctest label kernel-paths) run as the machine is, and again on
+# the other path (label kernel-paths-other, tests/train/other_kernel_path.sh: ONEDNN_MAX_CPU_ISA=AVX2
+# where that changes oneDNN's instruction set here, else TAE_FAST_KERNELS=0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +19,7 @@ for arg in "$@"; do
   case "$arg" in
     --under-load) under_load=1 ;;
     -h | --help)
-      sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -47,29 +46,4 @@ status=0
 ctest --test-dir build --output-on-failure -j 2 2>&1 | tee build/ctest-output.txt || status=$?
 python3 deploy/skipped_tests.py build/ctest-output.txt build
 
-# The engine's tests whose results depend on the CPU's kernels (label kernel-paths: tae-train's
-# C++ tests, and the torch reference against tae-train step by step) on the other path.
-other_path() {
-  local here capped
-  here=$(build/bin/tae-train --runtime | python3 -c 'import json,sys; print(json.load(sys.stdin)["onednn_isa"])')
-  capped=$(ONEDNN_MAX_CPU_ISA=AVX2 build/bin/tae-train --runtime |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["onednn_isa"])')
-  if [[ "$here" != "$capped" ]]; then
-    echo "ONEDNN_MAX_CPU_ISA=AVX2"
-  else
-    echo "TAE_FAST_KERNELS=0"
-  fi
-}
-setting=$(other_path)
-echo
-echo "deploy/test.sh: the engine tests again with $setting" \
-  "(as the machine is: $(build/bin/tae-train --runtime | python3 -c 'import json,sys; r=json.load(sys.stdin); print("oneDNN", r["onednn_isa"] + ",", "OpenBLAS", r.get("openblas_core", "?") + ",", "fast kernels", r["fast_kernels"])'))"
-engine_status=0
-env "$setting" ctest --test-dir build --output-on-failure -j 2 -L kernel-paths 2>&1 |
-  tee build/ctest-output-other-kernels.txt || engine_status=$?
-python3 deploy/skipped_tests.py build/ctest-output-other-kernels.txt build
-if [[ "$engine_status" != 0 ]]; then
-  echo "deploy/test.sh: the engine tests failed with $setting" >&2
-  status=$engine_status
-fi
 exit "$status"
