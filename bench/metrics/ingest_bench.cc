@@ -273,7 +273,8 @@ absl::StatusOr<ConfigResult> RunConfig(const IngestOptions& options, int n, cons
          {Reference::kRaw, Reference::kRawWithTaedSql, Reference::kStoreIngest}) {
       std::fprintf(stderr, "  reference: %s...\n", ReferenceName(reference));
       ASSIGN_OR_RETURN(result.reference_s[reference],
-                       MeasureReference(reference, dir.path(), layout));
+                       MeasureReference(reference, dir.path(), layout,
+                                        options.seed_home.empty() ? "" : home + "/tae.db"));
     }
   }
   return result;
@@ -308,7 +309,9 @@ void PrintTable(const IngestOptions& options, const std::vector<ConfigResult>& r
   }
   std::printf(
       "\nreferences (same points, order and points per transaction; one thread, measured after "
-      "taed and the agents stopped):\n\n");
+      "taed and the agents stopped; %s):\n\n",
+      options.seed_home.empty() ? "each in a fresh database"
+                                : "each in the copy of the store taed ingested into, new run ids");
   std::printf("%-7s %-44s %10s %10s %14s\n", "agents", "reference", "seconds", "points/s",
               "taed's rate");
   for (const ConfigResult& r : results) {
@@ -319,14 +322,19 @@ void PrintTable(const IngestOptions& options, const std::vector<ConfigResult>& r
                   100 * seconds / r.seconds);
     }
   }
-  std::printf("\ntargets (product issue): >= 300,000 points/s stored, >= 45%% of the raw rate\n");
+  // Into a large store (--store) the goal is the store's own raw rate, nearly: what taed adds
+  // must not grow with the store.
+  const double goal = options.seed_home.empty() ? 0.45 : 0.85;
+  std::printf(
+      "\ntargets (product issue): >= 300,000 points/s stored, >= %.0f%% of the raw rate%s\n",
+      100 * goal, options.seed_home.empty() ? "" : " in the same store");
   for (const ConfigResult& r : results) {
     double rate = Rate(r.layout.points(), r.seconds);
     auto raw = r.reference_s.find(Reference::kRaw);
     double ratio = raw == r.reference_s.end() ? 0 : raw->second / r.seconds;
     std::printf("%2d agents: %s points/s (%s), %.0f%% of raw (%s)\n", r.agents,
                 Thousands(static_cast<int64_t>(rate)).c_str(), rate >= 300000 ? "met" : "NOT met",
-                100 * ratio, ratio >= 0.45 ? "met" : "NOT met");
+                100 * ratio, ratio >= goal ? "met" : "NOT met");
   }
 }
 

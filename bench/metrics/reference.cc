@@ -78,10 +78,18 @@ absl::StatusOr<double> MeasureRaw(const std::string& path, const PointLayout& la
   RETURN_IF_ERROR(
       db.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
               "PRAGMA foreign_keys = ON"));
+  // The keys' ids, made or found (a store that already holds them); the runs' ids past every
+  // run and every series already stored, as a new study's runs would be.
+  std::vector<int64_t> key_ids;
   for (int k = 0; k < layout.values_per_event; ++k) {
-    RETURN_IF_ERROR(
-        db.Exec(absl::StrCat("INSERT INTO metric_keys (name) VALUES ('", SimMetricKey(k), "')")));
+    RETURN_IF_ERROR(db.Exec(
+        absl::StrCat("INSERT OR IGNORE INTO metric_keys (name) VALUES ('", SimMetricKey(k), "')")));
+    ASSIGN_OR_RETURN(int64_t id, db.Int(absl::StrCat("SELECT id FROM metric_keys WHERE name = '",
+                                                     SimMetricKey(k), "'")));
+    key_ids.push_back(id);
   }
+  ASSIGN_OR_RETURN(int64_t last_run, db.Int("SELECT MAX((SELECT COALESCE(MAX(id), 0) FROM runs), "
+                                            "(SELECT COALESCE(MAX(run_id), 0) FROM metrics))"));
   ASSIGN_OR_RETURN(sqlite3_stmt * insert,
                    db.Prepare(taed_sql ? kTaedInsertMetric : kPlainInsertMetric));
   ASSIGN_OR_RETURN(sqlite3_stmt * summary, db.Prepare(kTaedUpsertSummary));
@@ -96,16 +104,16 @@ absl::StatusOr<double> MeasureRaw(const std::string& path, const PointLayout& la
     for (const Line& line : lines) {
       for (int k = 0; k < layout.values_per_event && status.ok(); ++k) {
         const double value = Value(line.step, k);
-        sqlite3_bind_int64(insert, 1, line.run + 1);
-        sqlite3_bind_int64(insert, 2, k + 1);
+        sqlite3_bind_int64(insert, 1, last_run + line.run + 1);
+        sqlite3_bind_int64(insert, 2, key_ids[static_cast<size_t>(k)]);
         sqlite3_bind_int64(insert, 3, line.step);
         sqlite3_bind_int64(insert, 4, 1);
         sqlite3_bind_double(insert, 5, value);
         sqlite3_bind_double(insert, 6, wall_time);
         status = db.Run(insert);
         if (taed_sql && status.ok()) {
-          sqlite3_bind_int64(summary, 1, line.run + 1);
-          sqlite3_bind_int64(summary, 2, k + 1);
+          sqlite3_bind_int64(summary, 1, last_run + line.run + 1);
+          sqlite3_bind_int64(summary, 2, key_ids[static_cast<size_t>(k)]);
           sqlite3_bind_int64(summary, 3, line.step);
           sqlite3_bind_double(summary, 4, value);
           status = db.Run(summary);
@@ -180,7 +188,13 @@ const char* ReferenceName(Reference reference) {
 }
 
 absl::StatusOr<double> MeasureReference(Reference reference, const std::string& dir,
-                                        const PointLayout& layout) {
+                                        const PointLayout& layout, const std::string& store) {
+  if (!store.empty()) {
+    // Into the store as it is: the points go under new run ids, after everything in it.
+    return reference == Reference::kStoreIngest
+               ? MeasureStore(store, layout)
+               : MeasureRaw(store, layout, reference == Reference::kRawWithTaedSql);
+  }
   const std::string path = absl::StrCat(dir, "/reference.db");
   auto remove = [&path] {
     for (const char* suffix : {"", "-wal", "-shm"}) {

@@ -1,6 +1,7 @@
 #pragma once
 
 // The references the ingest benchmark measures in the same invocation, on a fresh database file
+// (or, with `ingest --store`, in the same copy of the large store that taed ingested into)
 // made by Store::Open (the embedded migrations/*.sql and the pragmas taed sets: WAL,
 // synchronous = NORMAL, foreign_keys = ON), with the same points in the same order and the same
 // points per transaction as the simulated agents send:
@@ -34,9 +35,11 @@ enum class Reference { kRaw, kRawWithTaedSql, kStoreIngest };
 
 const char* ReferenceName(Reference reference);
 
-// Inserts layout's points into a fresh database under dir. Returns the seconds spent inserting
-// (transactions included; creating the database and preparing statements excluded).
+// Inserts layout's points into a fresh database under dir, or, where store names one, into that
+// existing database (a copy of a large store: the same run's taed ingested into it), under run ids
+// past all it holds. Returns the seconds spent inserting (transactions included; creating the
+// database and preparing statements excluded).
 absl::StatusOr<double> MeasureReference(Reference reference, const std::string& dir,
-                                        const PointLayout& layout);
+                                        const PointLayout& layout, const std::string& store = "");
 
 }  // namespace tae::bench

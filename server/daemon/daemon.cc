@@ -165,6 +165,7 @@ absl::Status Daemon::Init() {
   RETURN_IF_ERROR(EnsurePrivateDir(config_.home + "/logs"));
   RETURN_IF_ERROR(EnsurePrivateDir(config_.home + "/agents"));
   ASSIGN_OR_RETURN(store_, store::Store::Open(config_.home + "/tae.db"));
+  RETURN_IF_ERROR(store_->db()->CheckpointInBackground());
   query_ = std::make_unique<query::Query>(store_.get());
   ASSIGN_OR_RETURN(blobs_, blobs::BlobWorker::Start(config_.home + "/blobs"));
   ASSIGN_OR_RETURN(checkpoint_blobs_, blobs::BlobWorker::Start(config_.home + "/checkpoints"));

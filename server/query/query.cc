@@ -16,6 +16,7 @@
 namespace tae::query {
 namespace {
 
+using store::CachedStatement;
 using store::Statement;
 
 // Statements are cached by address (Db::Cached): those built from column lists are built once.
@@ -155,14 +156,14 @@ absl::StatusOr<int64_t> Query::ResolveExperiment(const std::string& ref) {
 
 absl::StatusOr<model::ExperimentRecord> Query::GetExperiment(int64_t id) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(SelectExperimentById().c_str()));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(SelectExperimentById().c_str()));
   stmt->Bind(1, id);
   ASSIGN_OR_RETURN(bool row, stmt->Step());
   if (!row) {
     return absl::NotFoundError(absl::StrCat("no experiment e", id));
   }
   model::ExperimentRecord exp = store::rows::ReadExperiment(*stmt);
-  ASSIGN_OR_RETURN(Statement * counts, db_->Cached(kCountsOfExperiment));
+  ASSIGN_OR_RETURN(CachedStatement counts, db_->Cached(kCountsOfExperiment));
   counts->Bind(1, id);
   while (true) {
     ASSIGN_OR_RETURN(bool more, counts->Step());
@@ -172,7 +173,7 @@ absl::StatusOr<model::ExperimentRecord> Query::GetExperiment(int64_t id) {
     store::rows::AddToCounts(StateOf(counts->Text(0)), static_cast<int>(counts->Int(1)),
                              &exp.counts);
   }
-  ASSIGN_OR_RETURN(Statement * variants, db_->Cached(kVariantsOfExperiment));
+  ASSIGN_OR_RETURN(CachedStatement variants, db_->Cached(kVariantsOfExperiment));
   variants->Bind(1, id);
   while (true) {
     ASSIGN_OR_RETURN(bool more, variants->Step());
@@ -189,7 +190,7 @@ absl::StatusOr<std::vector<model::ExperimentRecord>> Query::ListExperiments(int 
   // Three statements whatever the number of experiments and runs: the rows, then the run counts
   // and the variants of all of them, grouped.
   const int64_t bound = limit > 0 ? limit : -1;
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(SelectNewestExperiments().c_str()));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(SelectNewestExperiments().c_str()));
   stmt->Bind(1, bound);
   std::vector<model::ExperimentRecord> out;
   std::map<int64_t, size_t> index;
@@ -205,7 +206,7 @@ absl::StatusOr<std::vector<model::ExperimentRecord>> Query::ListExperiments(int 
   if (out.empty()) {
     return out;
   }
-  ASSIGN_OR_RETURN(Statement * counts, db_->Cached(kCountsOfNewest));
+  ASSIGN_OR_RETURN(CachedStatement counts, db_->Cached(kCountsOfNewest));
   counts->Bind(1, bound);
   while (true) {
     ASSIGN_OR_RETURN(bool more, counts->Step());
@@ -215,7 +216,7 @@ absl::StatusOr<std::vector<model::ExperimentRecord>> Query::ListExperiments(int 
     store::rows::AddToCounts(StateOf(counts->Text(1)), static_cast<int>(counts->Int(2)),
                              &out[index.at(counts->Int(0))].counts);
   }
-  ASSIGN_OR_RETURN(Statement * variants, db_->Cached(kVariantsOfNewest));
+  ASSIGN_OR_RETURN(CachedStatement variants, db_->Cached(kVariantsOfNewest));
   variants->Bind(1, bound);
   while (true) {
     ASSIGN_OR_RETURN(bool more, variants->Step());
@@ -250,7 +251,7 @@ absl::StatusOr<RunsPage> Query::ListRunsPage(const std::string& experiment, int6
   TAE_CHECK_OWNER(core_);
   ASSIGN_OR_RETURN(int64_t id, store_->ResolveExperiment(experiment));
   RunsPage page;
-  ASSIGN_OR_RETURN(Statement * count, db_->Cached(kRunCount));
+  ASSIGN_OR_RETURN(CachedStatement count, db_->Cached(kRunCount));
   count->Bind(1, id);
   ASSIGN_OR_RETURN(bool counted, count->Step());
   page.total = counted ? count->Int(0) : 0;
@@ -258,7 +259,7 @@ absl::StatusOr<RunsPage> Query::ListRunsPage(const std::string& experiment, int6
   static const std::string sql =
       absl::StrCat("SELECT ", store::rows::kRunColumns,
                    " FROM runs WHERE experiment_id = ? AND id > ? ORDER BY id LIMIT ?");
-  ASSIGN_OR_RETURN(Statement * runs, db_->Cached(sql.c_str()));
+  ASSIGN_OR_RETURN(CachedStatement runs, db_->Cached(sql.c_str()));
   // One more than asked for says whether another page follows.
   runs->Bind(1, id).Bind(2, after_id).Bind(3, limit > 0 ? limit + 1 : int64_t{-1});
   while (true) {
@@ -276,9 +277,9 @@ absl::StatusOr<RunsPage> Query::ListRunsPage(const std::string& experiment, int6
   if (page.runs.empty()) {
     return page;
   }
-  ASSIGN_OR_RETURN(Statement * summaries, db_->Cached(kPageSummaries));
+  ASSIGN_OR_RETURN(CachedStatement summaries, db_->Cached(kPageSummaries));
   summaries->Bind(1, id).Bind(2, after_id).Bind(3, page.runs.back().run.id);
-  RETURN_IF_ERROR(AddSummaries(summaries, &page.runs));
+  RETURN_IF_ERROR(AddSummaries(&*summaries, &page.runs));
   summaries->Reset();
   return page;
 }
@@ -292,9 +293,9 @@ absl::StatusOr<std::vector<RunView>> Query::CurveRuns(int64_t experiment_id,
   for (model::RunRecord& run : runs) {
     out.push_back({std::move(run), {}});
   }
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kKeySummaries));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kKeySummaries));
   stmt->Bind(1, experiment_id).Bind(2, key);
-  RETURN_IF_ERROR(AddSummaries(stmt, &out));
+  RETURN_IF_ERROR(AddSummaries(&*stmt, &out));
   return out;
 }
 
@@ -304,7 +305,7 @@ absl::StatusOr<RunDetail> Query::GetRun(int64_t run_id) {
   ASSIGN_OR_RETURN(detail.view.run, store_->GetRun(run_id));
   ASSIGN_OR_RETURN(detail.view.summaries, Summaries(run_id));
   ASSIGN_OR_RETURN(detail.transitions, ListTransitions(run_id));
-  ASSIGN_OR_RETURN(Statement * warnings, db_->Cached(kRunWarnings));
+  ASSIGN_OR_RETURN(CachedStatement warnings, db_->Cached(kRunWarnings));
   warnings->Bind(1, run_id);
   while (true) {
     ASSIGN_OR_RETURN(bool more, warnings->Step());
@@ -341,7 +342,7 @@ absl::StatusOr<LogPage> Query::Logs(int64_t run_id, int64_t after, int limit) {
     return absl::InvalidArgumentError(absl::StrCat("limit: must be 1..", kMaxLogLines));
   }
   ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(run_id));
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kLogs));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kLogs));
   stmt->Bind(1, run_id).Bind(2, after).Bind(3, static_cast<int64_t>(limit));
   LogPage page;
   page.next = after;
@@ -364,7 +365,7 @@ absl::StatusOr<LogPage> Query::LogsBefore(int64_t run_id, int64_t before, int li
     return absl::InvalidArgumentError(absl::StrCat("limit: must be 1..", kMaxLogLines));
   }
   ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(run_id));
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kLogsBefore));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kLogsBefore));
   stmt->Bind(1, run_id)
       .Bind(2, before > 0 ? before : std::numeric_limits<int64_t>::max())
       .Bind(3, static_cast<int64_t>(limit));
@@ -448,7 +449,7 @@ absl::StatusOr<std::string> Query::Manifest(const std::string& id) {
 }
 
 absl::StatusOr<std::vector<model::TransitionRecord>> Query::ListTransitions(int64_t run_id) {
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kTransitions));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kTransitions));
   stmt->Bind(1, run_id);
   std::vector<model::TransitionRecord> out;
   while (true) {
@@ -463,7 +464,7 @@ absl::StatusOr<std::vector<model::TransitionRecord>> Query::ListTransitions(int6
 }
 
 absl::StatusOr<std::vector<model::MetricSummary>> Query::Summaries(int64_t run_id) {
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kRunSummaries));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kRunSummaries));
   stmt->Bind(1, run_id);
   std::vector<model::MetricSummary> out;
   while (true) {
@@ -478,7 +479,7 @@ absl::StatusOr<std::vector<model::MetricSummary>> Query::Summaries(int64_t run_i
 
 absl::StatusOr<std::map<int64_t, std::vector<model::MetricSummary>>> Query::ExperimentSummaries(
     int64_t experiment_id) {
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kExperimentSummaries));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kExperimentSummaries));
   stmt->Bind(1, experiment_id);
   std::map<int64_t, std::vector<model::MetricSummary>> out;
   while (true) {
@@ -497,7 +498,7 @@ absl::StatusOr<std::vector<model::FinalValue>> Query::FinalValues(
 }
 
 absl::StatusOr<std::vector<std::string>> Query::MetricNames(int64_t experiment_id) {
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kMetricNames));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kMetricNames));
   stmt->Bind(1, experiment_id);
   std::vector<std::string> names;
   while (true) {
@@ -514,7 +515,7 @@ absl::StatusOr<std::vector<model::MetricPoint>> Query::QueryMetric(int64_t run_i
                                                                    const std::string& key,
                                                                    int64_t max_points) {
   std::vector<model::MetricPoint> out;
-  ASSIGN_OR_RETURN(Statement * range, db_->Cached(kMetricRange));
+  ASSIGN_OR_RETURN(CachedStatement range, db_->Cached(kMetricRange));
   range->Bind(1, run_id).Bind(2, key);
   ASSIGN_OR_RETURN(bool has_row, range->Step());
   const int64_t count = has_row ? range->Int(2) : 0;
@@ -533,7 +534,7 @@ absl::StatusOr<std::vector<model::MetricPoint>> Query::QueryMetric(int64_t run_i
     }
     return out;
   }
-  ASSIGN_OR_RETURN(Statement * buckets, db_->Cached(kMetricBuckets));
+  ASSIGN_OR_RETURN(CachedStatement buckets, db_->Cached(kMetricBuckets));
   buckets->Bind(1, run_id)
       .Bind(2, key)
       .Bind(3, first)
@@ -626,7 +627,7 @@ absl::StatusOr<std::map<int64_t, std::vector<model::SeriesPoint>>> Query::Experi
   // The ended runs' packs first (store/series_pack.h), then the rows of the runs without one.
   std::vector<int64_t> damaged;
   {
-    ASSIGN_OR_RETURN(Statement * packs, db_->Cached(kExperimentPacks));
+    ASSIGN_OR_RETURN(CachedStatement packs, db_->Cached(kExperimentPacks));
     packs->Bind(1, key).Bind(2, experiment_id);
     while (true) {
       ASSIGN_OR_RETURN(bool more, packs->Step());
@@ -644,7 +645,7 @@ absl::StatusOr<std::map<int64_t, std::vector<model::SeriesPoint>>> Query::Experi
       }
     }
   }
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kExperimentSeries));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kExperimentSeries));
   stmt->Bind(1, key).Bind(2, experiment_id);
   std::vector<model::SeriesPoint>* current = nullptr;
   int64_t current_id = -1;
@@ -674,7 +675,7 @@ absl::StatusOr<std::vector<model::SeriesPoint>> Query::QueryMetricAfter(int64_t 
                                                                         const std::string& key,
                                                                         int64_t after_step) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kMetricPointsAfter));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kMetricPointsAfter));
   stmt->Bind(1, run_id).Bind(2, key).Bind(3, after_step);
   std::vector<model::SeriesPoint> out;
   while (true) {
@@ -694,7 +695,7 @@ int64_t Query::DataVersion() {
 
 absl::StatusOr<std::string> Query::ExperimentVersion(int64_t experiment_id) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kExperimentVersion));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kExperimentVersion));
   stmt->Bind(1, experiment_id);
   ASSIGN_OR_RETURN(bool row, stmt->Step());
   if (!row) {
@@ -709,7 +710,7 @@ absl::StatusOr<std::string> Query::ExperimentVersion(int64_t experiment_id) {
 absl::StatusOr<std::vector<int64_t>> Query::SearchLogs(int64_t run_id, const std::string& text,
                                                        int limit) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kSearchLogs));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kSearchLogs));
   stmt->Bind(1, run_id).Bind(2, text).Bind(3, int64_t{limit});
   std::vector<int64_t> out;
   while (true) {
@@ -725,7 +726,7 @@ absl::StatusOr<std::vector<int64_t>> Query::SearchLogs(int64_t run_id, const std
 absl::StatusOr<Query::SearchSlice> Query::SearchLogsSlice(int64_t run_id, const std::string& text,
                                                           int64_t after, int scan) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(Statement * stmt, db_->Cached(kSearchLogsSlice));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kSearchLogsSlice));
   stmt->Bind(1, run_id).Bind(2, text).Bind(3, after).Bind(4, int64_t{scan});
   SearchSlice out;
   out.last = after;

@@ -213,21 +213,35 @@ absl::StatusOr<Db> Db::Open(const std::string& path, int busy_timeout_ms) {
   return db;
 }
 
+std::vector<std::string> Db::BusyStatements() const {
+  std::vector<std::string> busy;
+  for (sqlite3_stmt* stmt = sqlite3_next_stmt(db_, nullptr); stmt != nullptr;
+       stmt = sqlite3_next_stmt(db_, stmt)) {
+    if (sqlite3_stmt_busy(stmt)) {
+      busy.push_back(sqlite3_sql(stmt));
+    }
+  }
+  return busy;
+}
+
 Db::Db(Db&& other) noexcept
     : db_(std::exchange(other.db_, nullptr)),
       statements_(std::move(other.statements_)),
       pool_(std::move(other.pool_)),
-      cached_(std::move(other.cached_)) {}
+      cached_(std::move(other.cached_)),
+      checkpointer_(std::move(other.checkpointer_)) {}
 
 Db& Db::operator=(Db&& other) noexcept {
   if (this != &other) {
     cached_.clear();
     pool_.reset();
     sqlite3_close_v2(db_);
+    checkpointer_.reset();  // after the connection whose hook wakes it
     db_ = std::exchange(other.db_, nullptr);
     statements_ = std::move(other.statements_);
     pool_ = std::move(other.pool_);
     cached_ = std::move(other.cached_);
+    checkpointer_ = std::move(other.checkpointer_);
   }
   return *this;
 }
@@ -236,9 +250,46 @@ Db::~Db() {
   cached_.clear();  // gives them back to the pool, which finalizes them
   pool_.reset();
   sqlite3_close_v2(db_);
+  checkpointer_.reset();  // after the connection whose hook wakes it
 }
 
-absl::StatusOr<Statement*> Db::Cached(const char* sql) {
+namespace {
+
+// The writing connection's WAL hook (sqlite3_wal_hook), called after each commit with the pages
+// the WAL holds: wakes the checkpointer, or checkpoints here as SQLite's autocheckpoint would
+// when the checkpointer has fallen far behind.
+int WalHook(void* checkpointer, sqlite3* db, const char* name, int frames) {
+  if (frames >= Checkpointer::kInlineFrames) {
+    sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  } else if (frames >= Checkpointer::kWakeFrames) {
+    static_cast<Checkpointer*>(checkpointer)->Wake();
+  }
+  return SQLITE_OK;
+}
+
+}  // namespace
+
+absl::Status Db::CheckpointInBackground() {
+  const char* file = sqlite3_db_filename(db_, "main");
+  if (file == nullptr || *file == '\0' || checkpointer_ != nullptr) {
+    return absl::OkStatus();  // in memory (nothing to checkpoint), or already
+  }
+  absl::StatusOr<std::unique_ptr<Checkpointer>> started = Checkpointer::Start(file);
+  if (!started.ok()) {
+    return started.status();
+  }
+  checkpointer_ = std::move(*started);
+  sqlite3_wal_hook(db_, &WalHook, checkpointer_.get());  // replaces the autocheckpoint
+  return absl::OkStatus();
+}
+
+CachedStatement::~CachedStatement() {
+  if (stmt_ != nullptr) {
+    stmt_->Reset();
+  }
+}
+
+absl::StatusOr<CachedStatement> Db::Cached(const char* sql) {
   auto it = cached_.find(sql);
   if (it == cached_.end()) {
     absl::StatusOr<Statement> stmt = Prepare(sql);
@@ -248,7 +299,7 @@ absl::StatusOr<Statement*> Db::Cached(const char* sql) {
     it = cached_.emplace(sql, std::move(*stmt)).first;
   }
   it->second.Reset();
-  return &it->second;
+  return CachedStatement(&it->second);
 }
 
 absl::Status Db::Exec(std::string_view sql) {

@@ -14,10 +14,12 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/store/checkpointer.h"
 
 namespace tae::store {
 
@@ -75,6 +77,26 @@ class Statement {
 // for the next Prepare of the same text: parsing and planning are most of what a small statement
 // costs, and the store prepares its statements where it runs them. Bounded: at most kPerText
 // statements of one text and kMaxTexts texts; beyond that a statement is finalized.
+// A statement of Db::Cached, lent for one scope: reset when the scope ends, so that a query read
+// only in part (one row of a lookup, a loop left early, an error return) does not stay busy. A
+// busy statement holds a read transaction open on the connection, and while one is open no
+// checkpoint can restart the WAL: it would grow with every write for as long as taed runs.
+class CachedStatement {
+ public:
+  explicit CachedStatement(Statement* stmt) : stmt_(stmt) {}
+  CachedStatement(CachedStatement&& other) noexcept : stmt_(std::exchange(other.stmt_, nullptr)) {}
+  CachedStatement& operator=(CachedStatement&&) = delete;
+  CachedStatement(const CachedStatement&) = delete;
+  CachedStatement& operator=(const CachedStatement&) = delete;
+  ~CachedStatement();
+
+  Statement* operator->() const { return stmt_; }
+  Statement& operator*() const { return *stmt_; }
+
+ private:
+  Statement* stmt_;
+};
+
 class StatementPool {
  public:
   static constexpr size_t kMaxTexts = 512;
@@ -113,9 +135,9 @@ class Db {
   // Statement went (StatementPool), or newly prepared.
   absl::StatusOr<Statement> Prepare(std::string_view sql);
   // The statement for `sql`, a string constant (its address is the key), prepared on first use
-  // and kept for the connection's life; reset and unbound on every return. For statements that
-  // run often (ingest per event, the read side per request).
-  absl::StatusOr<Statement*> Cached(const char* sql);
+  // and kept for the connection's life; reset and unbound when lent and when its CachedStatement
+  // goes. For statements that run often (ingest per event, the read side per request).
+  absl::StatusOr<CachedStatement> Cached(const char* sql);
   int64_t LastInsertId() const;
   int Changes() const;
   absl::StatusOr<int64_t> QueryInt(std::string_view sql);
@@ -129,6 +151,15 @@ class Db {
   // Rows changed through this connection since it opened (sqlite3_total_changes64): a version
   // of everything stored, which readers compare to learn that something changed.
   int64_t total_changes() const;
+  // The SQL of every statement of this connection that has been stepped but neither finished nor
+  // reset (sqlite3_stmt_busy). Such a statement holds a read transaction open, and while one is
+  // open no checkpoint can restart the WAL, which then grows without bound; for tests.
+  std::vector<std::string> BusyStatements() const;
+  // From now on the WAL is checkpointed on a thread and connection of their own (Checkpointer),
+  // not by this connection after its commits. Nothing for a database in memory.
+  absl::Status CheckpointInBackground();
+  // The background checkpointer, if one was started (for tests).
+  const Checkpointer* checkpointer() const { return checkpointer_.get(); }
 
  private:
   explicit Db(sqlite3* db)
@@ -136,9 +167,10 @@ class Db {
         statements_(std::make_unique<int64_t>(0)),
         pool_(std::make_unique<StatementPool>()) {}
   sqlite3* db_ = nullptr;
-  std::unique_ptr<int64_t> statements_;      // on the heap: the trace callback keeps its address
-  std::unique_ptr<StatementPool> pool_;      // on the heap: Statements keep its address
-  std::map<const char*, Statement> cached_;  // finalized before db_ closes
+  std::unique_ptr<int64_t> statements_;         // on the heap: the trace callback keeps its address
+  std::unique_ptr<StatementPool> pool_;         // on the heap: Statements keep its address
+  std::map<const char*, Statement> cached_;     // finalized before db_ closes
+  std::unique_ptr<Checkpointer> checkpointer_;  // stopped after db_ closes
 };
 
 // BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless Commit() succeeded.

@@ -102,7 +102,7 @@ absl::Status Store::ResetToSeed() {
   Transaction tx(&db_);
   RETURN_IF_ERROR(tx.begin_status());
   for (const std::string& sql : seed_sql_) {
-    ASSIGN_OR_RETURN(Statement * stmt, db_.Cached(sql.c_str()));
+    ASSIGN_OR_RETURN(CachedStatement stmt, db_.Cached(sql.c_str()));
     RETURN_IF_ERROR(stmt->Run());
   }
   RETURN_IF_ERROR(tx.Commit());
@@ -391,7 +391,7 @@ absl::StatusOr<std::vector<model::RunRecord>> Store::ListRuns(int64_t experiment
 }
 
 absl::StatusOr<std::vector<model::RunRecord>> Store::ListRunsBrief(int64_t experiment_id) {
-  ASSIGN_OR_RETURN(Statement * stmt,
+  ASSIGN_OR_RETURN(CachedStatement stmt,
                    db_.Cached("SELECT id, variant, seed, state, attempt, confirm FROM runs "
                               "INDEXED BY runs_listing WHERE experiment_id = ? ORDER BY id"));
   stmt->Bind(1, experiment_id);
@@ -413,7 +413,7 @@ absl::StatusOr<std::vector<model::RunRecord>> Store::ListRunsBrief(int64_t exper
     first.try_emplace(run.variant, runs.size());
     runs.push_back(std::move(run));
   }
-  ASSIGN_OR_RETURN(Statement * config, db_.Cached("SELECT config FROM runs WHERE id = ?"));
+  ASSIGN_OR_RETURN(CachedStatement config, db_.Cached("SELECT config FROM runs WHERE id = ?"));
   for (const auto& [variant, index] : first) {
     config->Reset();
     config->Bind(1, runs[index].id);

@@ -252,7 +252,7 @@ absl::StatusOr<std::set<std::string>> Store::CheckpointBlobs() {
 }
 
 absl::StatusOr<std::set<std::string>> Store::RunCheckpointBlobs(int64_t run_id) {
-  ASSIGN_OR_RETURN(Statement * stmt,
+  ASSIGN_OR_RETURN(CachedStatement stmt,
                    db_.Cached("SELECT DISTINCT b.hash FROM checkpoints c JOIN checkpoint_blobs b "
                               "ON b.checkpoint_id = c.id WHERE c.run_id = ? AND c.complete = 1"));
   stmt->Bind(1, run_id);

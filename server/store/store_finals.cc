@@ -15,7 +15,7 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
     int64_t experiment_id, const std::vector<std::string>& keys) {
   // The wanted keys' ids, in the order asked.
   std::map<int64_t, size_t> wanted;  // key id -> index into keys
-  ASSIGN_OR_RETURN(Statement * key_id, db_.Cached("SELECT id FROM metric_keys WHERE name = ?"));
+  ASSIGN_OR_RETURN(CachedStatement key_id, db_.Cached("SELECT id FROM metric_keys WHERE name = ?"));
   for (size_t i = 0; i < keys.size(); ++i) {
     key_id->Reset();
     key_id->Bind(1, keys[i]);
@@ -37,7 +37,7 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
     bool confirm = false;
   };
   std::map<int64_t, Brief> runs;
-  ASSIGN_OR_RETURN(Statement * listing,
+  ASSIGN_OR_RETURN(CachedStatement listing,
                    db_.Cached("SELECT id, variant, seed, state, confirm FROM runs INDEXED BY "
                               "runs_listing WHERE experiment_id = ?"));
   listing->Bind(1, experiment_id);
@@ -60,7 +60,7 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
                              kNaN,   kNaN,        kNaN,     run.confirm, std::nullopt};
   };
   ASSIGN_OR_RETURN(
-      Statement * summaries,
+      CachedStatement summaries,
       db_.Cached("SELECT s.run_id, s.key_id, s.last_value, s.min_value, s.max_value FROM runs r "
                  "INDEXED BY runs_listing JOIN run_summaries s ON s.run_id = r.id WHERE "
                  "r.experiment_id = ? ORDER BY r.id"));
@@ -80,7 +80,7 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
     value.max_value = summaries->IsNull(4) ? kNaN : summaries->Double(4);
     by_key[key->second].push_back(std::move(value));
   }
-  ASSIGN_OR_RETURN(Statement * diverged,
+  ASSIGN_OR_RETURN(CachedStatement diverged,
                    db_.Cached("SELECT r.id, d.key_id, d.step FROM runs r INDEXED BY runs_listing "
                               "JOIN metric_divergence d ON d.run_id = r.id WHERE r.experiment_id "
                               "= ? ORDER BY r.id"));

@@ -54,7 +54,7 @@ absl::StatusOr<int64_t> Store::MetricKeyId(const std::string& name) {
   if (auto it = metric_key_ids_.find(name); it != metric_key_ids_.end()) {
     return it->second;
   }
-  ASSIGN_OR_RETURN(Statement * insert, db_.Cached(kInsertMetricKey));
+  ASSIGN_OR_RETURN(CachedStatement insert, db_.Cached(kInsertMetricKey));
   insert->Bind(1, name);
   ASSIGN_OR_RETURN(bool row, insert->Step());
   if (!row) {
@@ -70,7 +70,7 @@ absl::Status Store::IngestMetrics(const model::IngestEvent& event, IngestBatch* 
   for (const model::MetricValue& value : event.values) {
     ASSIGN_OR_RETURN(int64_t key_id, MetricKeyId(value.key));
     if (!std::isfinite(value.value)) {
-      ASSIGN_OR_RETURN(Statement * diverged, db_.Cached(kInsertDivergence));
+      ASSIGN_OR_RETURN(CachedStatement diverged, db_.Cached(kInsertDivergence));
       diverged->Bind(1, event.run_id)
           .Bind(2, key_id)
           .Bind(3, event.step)
@@ -90,7 +90,7 @@ absl::Status Store::FlushPoints(IngestBatch* batch) {
   if (batch->points.empty()) {
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(Statement * insert, db_.Cached(kInsertMetric));
+  ASSIGN_OR_RETURN(CachedStatement insert, db_.Cached(kInsertMetric));
   // Stable: two points of one (run, key, step) keep their order, so the later one decides as
   // it would have unsorted.
   std::stable_sort(batch->points.begin(), batch->points.end(),
@@ -124,9 +124,9 @@ absl::Status Store::FlushPoints(IngestBatch* batch) {
 }
 
 absl::Status Store::WriteSummaries(const IngestBatch& batch) {
-  ASSIGN_OR_RETURN(Statement * summary, db_.Cached(kUpsertSummary));
-  ASSIGN_OR_RETURN(Statement * noted, db_.Cached(kNoteExperimentMetric));
-  ASSIGN_OR_RETURN(Statement * unpack, db_.Cached(kDropPack));
+  ASSIGN_OR_RETURN(CachedStatement summary, db_.Cached(kUpsertSummary));
+  ASSIGN_OR_RETURN(CachedStatement noted, db_.Cached(kNoteExperimentMetric));
+  ASSIGN_OR_RETURN(CachedStatement unpack, db_.Cached(kDropPack));
   for (const auto& [key, pending] : batch.summaries) {
     summary->Bind(1, key.first)
         .Bind(2, key.second)
@@ -159,7 +159,7 @@ absl::Status Store::IngestMeta(const model::RunRecord& run, const model::IngestE
   if (merged == run.meta) {
     return absl::OkStatus();  // a resend, or nothing new
   }
-  ASSIGN_OR_RETURN(Statement * stmt, db_.Cached(kUpdateMeta));
+  ASSIGN_OR_RETURN(CachedStatement stmt, db_.Cached(kUpdateMeta));
   // The agent's JSON parser only passes valid UTF-8; replace, never throw, should one slip by.
   stmt->Bind(1,
              nlohmann::json(merged).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
@@ -175,7 +175,7 @@ absl::Status Store::IngestOne(const std::string& agent_id, const model::IngestEv
     // batch.
     auto [known, first] = batch->runs.try_emplace(event.run_id, false);
     if (first) {
-      ASSIGN_OR_RETURN(Statement * exists, db_.Cached(kRunExists));
+      ASSIGN_OR_RETURN(CachedStatement exists, db_.Cached(kRunExists));
       exists->Bind(1, event.run_id);
       ASSIGN_OR_RETURN(known->second, exists->Step());
       exists->Reset();
@@ -197,7 +197,7 @@ absl::Status Store::IngestOne(const std::string& agent_id, const model::IngestEv
     case model::IngestEvent::Kind::kMeta:
       return IngestMeta(*run, event);
     case model::IngestEvent::Kind::kLog: {
-      ASSIGN_OR_RETURN(Statement * stmt, db_.Cached(kInsertLog));
+      ASSIGN_OR_RETURN(CachedStatement stmt, db_.Cached(kInsertLog));
       stmt->Bind(1, event.run_id)
           .Bind(2, static_cast<int64_t>(event.attempt))
           .Bind(3, static_cast<int64_t>(event.seq))

@@ -33,15 +33,15 @@ constexpr int64_t kWindow = 64;
 }  // namespace
 
 absl::Status Store::DropPacks(int64_t run_id) {
-  ASSIGN_OR_RETURN(Statement * drop, db_.Cached(kDropRunPacks));
+  ASSIGN_OR_RETURN(CachedStatement drop, db_.Cached(kDropRunPacks));
   drop->Bind(1, run_id);
   return drop->Run();
 }
 
 absl::Status Store::PackRun(int64_t run_id) {
   RETURN_IF_ERROR(DropPacks(run_id));
-  ASSIGN_OR_RETURN(Statement * points, db_.Cached(kRunPoints));
-  ASSIGN_OR_RETURN(Statement * put, db_.Cached(kPutPack));
+  ASSIGN_OR_RETURN(CachedStatement points, db_.Cached(kRunPoints));
+  ASSIGN_OR_RETURN(CachedStatement put, db_.Cached(kPutPack));
   points->Bind(1, run_id);
   std::vector<model::SeriesPoint> series;
   int64_t key = -1;
@@ -92,7 +92,7 @@ absl::StatusOr<bool> Store::PackSome(double budget_s) {
     worked = true;
     const int64_t run_id = packs_due_.front();
     packs_due_.pop_front();
-    ASSIGN_OR_RETURN(Statement * ended, db_.Cached(kEnded));
+    ASSIGN_OR_RETURN(CachedStatement ended, db_.Cached(kEnded));
     ended->Bind(1, run_id);
     ASSIGN_OR_RETURN(bool still_ended, ended->Step());
     ended->Reset();
@@ -109,7 +109,7 @@ absl::StatusOr<bool> Store::PackSome(double budget_s) {
     pack_scan_done_ = pack_scan_after_ >= newest;
     while (!pack_scan_done_ && (!worked || spent() < budget_s)) {
       worked = true;
-      ASSIGN_OR_RETURN(Statement * unpacked, db_.Cached(kUnpackedRuns));
+      ASSIGN_OR_RETURN(CachedStatement unpacked, db_.Cached(kUnpackedRuns));
       const int64_t window_end = std::min(pack_scan_after_ + kWindow, newest);
       unpacked->Bind(1, pack_scan_after_).Bind(2, window_end);
       std::vector<int64_t> runs;
