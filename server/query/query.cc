@@ -280,7 +280,6 @@ absl::StatusOr<RunsPage> Query::ListRunsPage(const std::string& experiment, int6
   ASSIGN_OR_RETURN(CachedStatement summaries, db_->Cached(kPageSummaries));
   summaries->Bind(1, id).Bind(2, after_id).Bind(3, page.runs.back().run.id);
   RETURN_IF_ERROR(AddSummaries(&*summaries, &page.runs));
-  summaries->Reset();
   return page;
 }
 
@@ -703,7 +702,6 @@ absl::StatusOr<std::string> Query::ExperimentVersion(int64_t experiment_id) {
   }
   std::string version =
       absl::StrCat(stmt->Int(0), ":", stmt->Int(1), ":", stmt->Int(2), ":", stmt->Int(3));
-  stmt->Reset();
   return version;
 }
 

@@ -73,10 +73,6 @@ class Statement {
   absl::Status bind_status_;
 };
 
-// The prepared statements a connection's Statements gave back, by SQL text, reset and unbound,
-// for the next Prepare of the same text: parsing and planning are most of what a small statement
-// costs, and the store prepares its statements where it runs them. Bounded: at most kPerText
-// statements of one text and kMaxTexts texts; beyond that a statement is finalized.
 // A statement of Db::Cached, lent for one scope: reset when the scope ends, so that a query read
 // only in part (one row of a lookup, a loop left early, an error return) does not stay busy. A
 // busy statement holds a read transaction open on the connection, and while one is open no
@@ -97,6 +93,10 @@ class CachedStatement {
   Statement* stmt_;
 };
 
+// The prepared statements a connection's Statements gave back, by SQL text, reset and unbound,
+// for the next Prepare of the same text: parsing and planning are most of what a small statement
+// costs, and the store prepares its statements where it runs them. Bounded: at most kPerText
+// statements of one text and kMaxTexts texts; beyond that a statement is finalized.
 class StatementPool {
  public:
   static constexpr size_t kMaxTexts = 512;

@@ -61,7 +61,6 @@ absl::StatusOr<int64_t> Store::MetricKeyId(const std::string& name) {
     return absl::InternalError("metric key insert returned no id");
   }
   int64_t id = insert->Int(0);
-  insert->Reset();
   metric_key_ids_[name] = id;
   return id;
 }
@@ -178,7 +177,6 @@ absl::Status Store::IngestOne(const std::string& agent_id, const model::IngestEv
       ASSIGN_OR_RETURN(CachedStatement exists, db_.Cached(kRunExists));
       exists->Bind(1, event.run_id);
       ASSIGN_OR_RETURN(known->second, exists->Step());
-      exists->Reset();
     }
     return known->second ? IngestMetrics(event, batch) : absl::OkStatus();  // not ours: drop it
   }

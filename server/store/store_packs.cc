@@ -54,24 +54,16 @@ absl::Status Store::PackRun(int64_t run_id) {
     return put->Run();
   };
   while (true) {
-    absl::StatusOr<bool> more = points->Step();
-    if (!more.ok()) {
-      points->Reset();
-      return more.status();
-    }
-    if (!*more) {
+    ASSIGN_OR_RETURN(bool more, points->Step());
+    if (!more) {
       break;
     }
     if (points->Int(0) != key) {
-      if (absl::Status s = flush(); !s.ok()) {
-        points->Reset();
-        return s;
-      }
+      RETURN_IF_ERROR(flush());
       key = points->Int(0);
     }
     series.push_back({points->Int(1), points->Double(2), points->Double(3)});
   }
-  points->Reset();
   return flush();
 }
 
@@ -95,7 +87,6 @@ absl::StatusOr<bool> Store::PackSome(double budget_s) {
     ASSIGN_OR_RETURN(CachedStatement ended, db_.Cached(kEnded));
     ended->Bind(1, run_id);
     ASSIGN_OR_RETURN(bool still_ended, ended->Step());
-    ended->Reset();
     if (still_ended) {
       RETURN_IF_ERROR(PackRun(run_id));
     }
@@ -114,17 +105,12 @@ absl::StatusOr<bool> Store::PackSome(double budget_s) {
       unpacked->Bind(1, pack_scan_after_).Bind(2, window_end);
       std::vector<int64_t> runs;
       while (true) {
-        absl::StatusOr<bool> more = unpacked->Step();
-        if (!more.ok()) {
-          unpacked->Reset();
-          return more.status();
-        }
-        if (!*more) {
+        ASSIGN_OR_RETURN(bool more, unpacked->Step());
+        if (!more) {
           break;
         }
         runs.push_back(unpacked->Int(0));
       }
-      unpacked->Reset();
       bool whole_window = true;
       for (int64_t run_id : runs) {
         RETURN_IF_ERROR(PackRun(run_id));

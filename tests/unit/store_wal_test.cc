@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,11 +76,43 @@ void ReadEverything(query::Query* query, int64_t experiment_id, int64_t run_id) 
   CHECK(query->SearchLogs(run_id, "x", 10).ok());
 }
 
-// Streams about 40 MB of pages through the WAL in 150 batches.
-void Stream(Store* store, int64_t first_run, int64_t* step) {
+// A store at path with one study of 4 runs; its WAL checkpointed on a thread of its own when
+// `background`.
+struct StudyStore {
+  std::unique_ptr<Store> store;
+  int64_t experiment = 0;
+  int64_t first_run = 0;
+};
+
+StudyStore OpenStudy(const std::string& path, bool background) {
+  StudyStore out;
+  auto opened = Store::Open(path);
+  REQUIRE(opened.ok());
+  out.store = std::move(*opened);
+  if (background) {
+    REQUIRE(out.store->db()->CheckpointInBackground().ok());
+    REQUIRE(out.store->db()->checkpointer() != nullptr);
+  }
+  auto experiment = out.store->CreateExperiment(Study(4), 1.0);
+  REQUIRE(experiment.ok());
+  out.experiment = *experiment;
+  auto runs = out.store->ListRuns(out.experiment);
+  REQUIRE(runs.ok());
+  REQUIRE(runs->size() == 4);
+  out.first_run = runs->front().id;
+  return out;
+}
+
+// Streams about 40 MB of pages through the WAL in 150 batches from *step on, calling `between`
+// (if any) before every tenth batch.
+void Stream(Store* store, int64_t first_run, int64_t* step,
+            const std::function<void()>& between = nullptr) {
   for (int batch = 0; batch < 150; ++batch) {
     REQUIRE(store->Ingest("a", Batch(first_run, 4, *step, 500), lifecycle::IngestRules()).ok());
     *step += 500;
+    if (between && batch % 10 == 0) {
+      between();
+    }
   }
 }
 
@@ -87,19 +121,13 @@ void Stream(Store* store, int64_t first_run, int64_t* step) {
 TEST_CASE("reads leave no statement busy, and the WAL stays bounded while points stream in") {
   testing::TempDir dir("tae-wal");
   const std::string path = dir.Full("tae.db");
-  auto opened = Store::Open(path);
-  REQUIRE(opened.ok());
-  Store* store = opened->get();
+  StudyStore study = OpenStudy(path, /*background=*/false);
+  Store* store = study.store.get();
+  const int64_t first_run = study.first_run;
   query::Query query(store);
-  auto experiment = store->CreateExperiment(Study(4), 1.0);
-  REQUIRE(experiment.ok());
-  auto runs = store->ListRuns(*experiment);
-  REQUIRE(runs.ok());
-  REQUIRE(runs->size() == 4);
-  const int64_t first_run = runs->front().id;
   REQUIRE(store->Ingest("a", Batch(first_run, 4, 1, 100), lifecycle::IngestRules()).ok());
 
-  ReadEverything(&query, *experiment, first_run);
+  ReadEverything(&query, study.experiment, first_run);
   INFO("busy: " << (store->db()->BusyStatements().empty() ? "" : store->db()->BusyStatements()[0]));
   CHECK(store->db()->BusyStatements().empty());
 
@@ -107,13 +135,7 @@ TEST_CASE("reads leave no statement busy, and the WAL stays bounded while points
   // pages through the WAL, which must restart after each checkpoint (SQLite's default: 1,000
   // pages, 4 MB).
   int64_t step = 101;
-  for (int batch = 0; batch < 150; ++batch) {
-    REQUIRE(store->Ingest("a", Batch(first_run, 4, step, 500), lifecycle::IngestRules()).ok());
-    step += 500;
-    if (batch % 10 == 0) {
-      ReadEverything(&query, *experiment, first_run);
-    }
-  }
+  Stream(store, first_run, &step, [&] { ReadEverything(&query, study.experiment, first_run); });
   CHECK(store->db()->BusyStatements().empty());
   const auto wal_bytes = std::filesystem::file_size(path + "-wal");
   const auto db_bytes = std::filesystem::file_size(path);
@@ -125,16 +147,9 @@ TEST_CASE("reads leave no statement busy, and the WAL stays bounded while points
 TEST_CASE("checkpoints on their own thread keep the WAL bounded while points stream in") {
   testing::TempDir dir("tae-wal");
   const std::string path = dir.Full("tae.db");
-  auto opened = Store::Open(path);
-  REQUIRE(opened.ok());
-  Store* store = opened->get();
-  REQUIRE(store->db()->CheckpointInBackground().ok());
-  REQUIRE(store->db()->checkpointer() != nullptr);
-  auto experiment = store->CreateExperiment(Study(4), 1.0);
-  REQUIRE(experiment.ok());
-  auto runs = store->ListRuns(*experiment);
-  REQUIRE(runs.ok());
-  const int64_t first_run = runs->front().id;
+  StudyStore study = OpenStudy(path, /*background=*/true);
+  Store* store = study.store.get();
+  const int64_t first_run = study.first_run;
   int64_t step = 1;
   Stream(store, first_run, &step);
 
