@@ -325,7 +325,17 @@ def main():
     parser.add_argument("--threads", type=int, default=0,
                         help="CPU threads per process, both programs (0: the engine's default: "
                              "TAE_THREADS, else every CPU)")
+    parser.add_argument("--rows", action="append", default=[], metavar="TEXT",
+                        help="only the rows whose label contains TEXT (repeatable: any of "
+                             "them), e.g. --rows bf16")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the rows this many times, interleaved (row 1, row 2, ..., "
+                             "row 1, ...), and report each row's median with every round's "
+                             "tok/s: one round cannot tell a slower program from a busier "
+                             "machine")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     try:
         import torch  # noqa: PLC0415
     except ImportError:
@@ -349,50 +359,80 @@ def main():
         (f"torch engine, fp32, {two}", "engine", "fp32", "none", 2),
         (f"torch engine, fp32, fsdp, {two}", "engine", "fp32", "fsdp", 2),
     ]
+    if args.rows:
+        rows = [r for r in rows if any(text in r[0] for text in args.rows)]
+        if not rows:
+            parser.error(f"no row's label contains any of {args.rows}")
     header = (f"{'row':<44}{'tok/s':>10}{'step ms':>9}{'reads/100':>10}"
               f"{'syncs/100':>10}{'loss':>8}")
-    table = []
+    outcomes = {label: [] for label, *_ in rows}  # per row: a result dict or a reason string
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tae-device-check-") as workdir:
         data = os.path.join(workdir, "text.txt")
         write_text(data)
-        for label, kind, precision, sharding, procs in rows:
-            row_dir = tempfile.mkdtemp(dir=workdir)
-            if procs > 1 and 0 < gpus < procs:
-                table.append(f"{label:<44}skipped: {gpus} GPU on this machine")
-                print(table[-1], flush=True)
-                continue
-            left = BUDGET_S - (time.monotonic() - started)
-            if left < 20:
-                table.append(f"{label:<44}skipped: the check's {BUDGET_S} s were used up")
-                print(table[-1], flush=True)
-                continue
-            timeout = int(min(args.row_timeout, left))
-            spec = spec_for(size, precision, sharding, data, args.threads)
-            row_start = time.monotonic()
-            try:
-                if kind == "engine":
-                    r = engine_row(spec, procs, row_dir, timeout, warmup)
-                else:
-                    r = plain_row(spec, procs, row_dir, timeout, warmup)
-                per100 = 100.0 / steps
-                syncs = f"{r['counts']['syncs'] * per100:.1f}" if gpus else "-"
-                table.append(f"{label:<44}{r['tokens_per_s']:>10,.0f}{r['step_ms']:>9.2f}"
-                             f"{r['counts']['reads'] * per100:>10.1f}{syncs:>10}"
-                             f"{r['loss']:>8.3f}")
-            except Exception as e:  # noqa: BLE001 (a failed row says why; the others still run)
-                text = " ".join(str(e).split())
-                table.append(f"{label:<44}FAILED: {text[:400]}")
-            print(table[-1] + f"   ({time.monotonic() - row_start:.0f} s)", flush=True)
+        for round_index in range(args.rounds):
+            for label, kind, precision, sharding, procs in rows:
+                name = label if args.rounds == 1 else f"{label} [{round_index + 1}]"
+                row_dir = tempfile.mkdtemp(dir=workdir)
+                if procs > 1 and 0 < gpus < procs:
+                    outcomes[label].append(f"skipped: {gpus} GPU on this machine")
+                    print(f"{name:<44}{outcomes[label][-1]}", flush=True)
+                    continue
+                left = BUDGET_S - (time.monotonic() - started)
+                if left < 20:
+                    outcomes[label].append(f"skipped: the check's {BUDGET_S} s were used up")
+                    print(f"{name:<44}{outcomes[label][-1]}", flush=True)
+                    continue
+                timeout = int(min(args.row_timeout, left))
+                spec = spec_for(size, precision, sharding, data, args.threads)
+                row_start = time.monotonic()
+                try:
+                    if kind == "engine":
+                        r = engine_row(spec, procs, row_dir, timeout, warmup)
+                    else:
+                        r = plain_row(spec, procs, row_dir, timeout, warmup)
+                    outcomes[label].append(r)
+                    line = format_row(name, r, steps, gpus)
+                except Exception as e:  # noqa: BLE001 (a failed row says why; others still run)
+                    outcomes[label].append("FAILED: " + " ".join(str(e).split())[:400])
+                    line = f"{name:<44}{outcomes[label][-1]}"
+                print(line + f"   ({time.monotonic() - row_start:.0f} s)", flush=True)
+    table = [summary_line(label, outcomes[label], steps, gpus) for label, *_ in rows]
     print(f"\ndevice_check: done in {time.monotonic() - started:.0f} s; reads/100 = host reads "
           f"of tensor values per 100 steps over the whole run (the engine: one per metrics "
           f"line, every {log_every} steps, and its final evaluation); syncs/100 = CUDA "
           "synchronising calls (torch.cuda.set_sync_debug_mode) outside setting up (the engine "
           "copying its parameters to the device, one each, is not counted)\n")
+    if args.rounds > 1:
+        print(f"{args.rounds} rounds: tok/s and step ms are each row's median round (of an "
+              "even count, the slower middle one), every round's tok/s in brackets; reads, "
+              "syncs and loss are the median round's\n")
     print(header)
     for line in table:
         print(line)
     return 0
+
+
+def format_row(label, r, steps, gpus):
+    per100 = 100.0 / steps
+    syncs = f"{r['counts']['syncs'] * per100:.1f}" if gpus else "-"
+    return (f"{label:<44}{r['tokens_per_s']:>10,.0f}{r['step_ms']:>9.2f}"
+            f"{r['counts']['reads'] * per100:>10.1f}{syncs:>10}{r['loss']:>8.3f}")
+
+
+def summary_line(label, outcomes, steps, gpus):
+    """A row's line in the table: its one outcome, or over several rounds the median round's
+    figures and every round's tok/s (a failed or skipped round is named, not averaged in)."""
+    results = [r for r in outcomes if isinstance(r, dict)]
+    if not results:
+        return f"{label:<44}{outcomes[0]}"
+    if len(outcomes) == 1:
+        return format_row(label, results[0], steps, gpus)
+    ordered = sorted(results, key=lambda r: r["tokens_per_s"])
+    median = ordered[(len(ordered) - 1) // 2]
+    rounds = ", ".join(f"{r['tokens_per_s']:,.0f}" if isinstance(r, dict) else r.split(":")[0]
+                       for r in outcomes)
+    return format_row(label, median, steps, gpus) + f"  [{rounds}]"
 
 
 if __name__ == "__main__":

@@ -4,9 +4,15 @@ same model as 1 process, within the tolerance of the data-parallel test (1e-4 re
 train/loss, train/grad_norm and eval/loss), and rank 0's checkpoint holds whole (unsharded)
 tensors that a 1-process run resumes from.
 
+On a CUDA machine it also runs the engine's CUDA path of FSDP on one GPU: a process group of
+one rank on NCCL (the engine itself trains a world of 1 unwrapped, so the test builds that
+rank's collective; two NCCL ranks cannot share one GPU) trains as the unwrapped model on the
+same GPU within 1e-4, and its checkpoint, gathered whole to host memory from the GPU
+(offload_to_cpu), resumes both an unsharded run and a sharded one on the GPU.
+
 Skipped (exit 77, with the reason) where this torch has no usable FSDP: Debian 12's torch 1.13
 under Python 3.11 cannot even import torch.distributed.fsdp, and the engine's FSDP path needs
-torch >= 2.1 (CPU/gloo FSDP, optim_state_dict).
+torch >= 2.1 (CPU/gloo FSDP, optim_state_dict). The GPU tests are skipped without CUDA.
 
 usage: torch_fsdp_test.py PYTHON_DIR
 """
@@ -30,6 +36,10 @@ sys.path.insert(0, PYTHON_DIR)
 os.environ.setdefault("TAE_TORCH_DEVICE", "cpu")
 
 from tae_torch import device as device_lib, engine, parallel  # noqa: E402
+
+# Set in the child that trains one FSDP rank on the GPU (see one_gpu_rank below).
+ONE_RANK_SPEC = "TAE_FSDP_TEST_ONE_RANK_SPEC"
+ONE_RANK_CHECKPOINT = "TAE_FSDP_TEST_ONE_RANK_CHECKPOINT"
 
 WHY = parallel.fsdp_unavailable(device_lib.Device())
 if WHY is not None:
@@ -79,6 +89,34 @@ def metric_lines(output):
                 if k != "step":
                     out.setdefault(k, {})[record["step"]] = v
     return out
+
+
+def one_gpu_rank(spec_path, checkpoint_dir):
+    """The child's work: tae_torch's main for one rank of FSDP on the GPU. The engine trains a
+    world of 1 without a process group, so this builds the rank's NCCL collective itself, as
+    __main__ does for a world of 2 or more."""
+    from tae_torch import spec as spec_lib, tasks  # noqa: PLC0415
+    config, spec = spec_lib.load(spec_path)
+    device = device_lib.Device(0)
+    collective = parallel.Collective(0, 1, "127.0.0.1", free_port(), device)
+    assert collective.backend == "nccl", collective.backend
+    trainer = engine.Trainer(config, spec, tasks.make_task(config), engine.MetricsSink(),
+                             sys.stdout, checkpoint_dir, lambda: False, device, collective)
+    assert trainer.fsdp
+    trainer.run()
+    collective.close()
+
+
+def run_one_gpu_rank(spec, workdir, checkpoint_dir=""):
+    path = os.path.join(workdir, "run.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR, TAE_THREADS="1", TAE_TORCH_DEVICE="cuda",
+               **{ONE_RANK_SPEC: path, ONE_RANK_CHECKPOINT: checkpoint_dir})
+    env.pop("TAE_METRICS_FD", None)
+    return subprocess.Popen([sys.executable, os.path.abspath(__file__), PYTHON_DIR],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env, cwd=workdir)
 
 
 def two_ranks(spec, d, checkpoint_dir=None):
@@ -131,5 +169,56 @@ class FsdpTest(unittest.TestCase):
         self.assertIn("resumed after step 20", output)
 
 
+def cuda_available():
+    return torch.cuda.is_available()
+
+
+@unittest.skipUnless(cuda_available(), "no CUDA device: the GPU path of FSDP needs one")
+class OneGpuFsdpTest(unittest.TestCase):
+    def assert_done(self, proc):
+        output = proc.communicate(timeout=300)[0]
+        self.assertEqual(proc.returncode, 0, output[-3000:])
+        return output
+
+    def test_one_sharded_rank_on_the_gpu_trains_as_the_unwrapped_model(self):
+        with tempfile.TemporaryDirectory() as d:
+            for name in ("plain", "fsdp"):
+                os.makedirs(os.path.join(d, name))
+            plain = self.assert_done(run_cli(SPEC, {"TAE_TORCH_DEVICE": "cuda"},
+                                             os.path.join(d, "plain")))
+            sharded = self.assert_done(run_one_gpu_rank(dict(SPEC, **{"train.sharding": "fsdp"}),
+                                                        os.path.join(d, "fsdp")))
+        self.assertIn("device cuda", plain)
+        self.assertIn("device cuda, precision fp32, sharding fsdp", sharded)
+        a, b = metric_lines(plain), metric_lines(sharded)
+        for key in ("train/loss", "train/grad_norm", "eval/loss"):
+            self.assertGreaterEqual(len(a[key]), 3, key)
+            self.assertEqual(sorted(a[key]), sorted(b[key]), key)
+            for step, value in a[key].items():
+                self.assertLessEqual(abs(b[key][step] - value), 1e-4 * abs(value),
+                                     f"{key} at step {step}")
+
+    def test_a_checkpoint_gathered_from_the_gpu_resumes_sharded_and_unsharded(self):
+        fsdp = dict(SPEC, **{"train.sharding": "fsdp", "train.steps": 20, "train.warmup": 5})
+        with tempfile.TemporaryDirectory() as d:
+            checkpoint = os.path.join(d, "checkpoint")
+            for name in ("write", "sharded", "plain"):
+                os.makedirs(os.path.join(d, name))
+            self.assert_done(run_one_gpu_rank(fsdp, os.path.join(d, "write"), checkpoint))
+            saved = torch.load(os.path.join(checkpoint, engine.CHECKPOINT_FILE),
+                               map_location="cpu", weights_only=True)
+            shapes = {k: tuple(v.shape) for k, v in saved["model"].items()}
+            self.assertEqual(shapes["block0.attention.qkv.weight"], (96, 32))
+            sharded = self.assert_done(run_one_gpu_rank(fsdp, os.path.join(d, "sharded"),
+                                                        checkpoint))
+            plain = self.assert_done(run_cli(fsdp, {"TAE_TORCH_DEVICE": "cuda"},
+                                             os.path.join(d, "plain"), checkpoint))
+        self.assertIn("resumed after step 20", sharded)
+        self.assertIn("resumed after step 20", plain)
+
+
 if __name__ == "__main__":
+    if os.environ.get(ONE_RANK_SPEC):
+        one_gpu_rank(os.environ[ONE_RANK_SPEC], os.environ.get(ONE_RANK_CHECKPOINT, ""))
+        sys.exit(0)
     unittest.main(verbosity=2)
