@@ -24,8 +24,13 @@ struct IngestOptions {
   bool keep = false;  // keep the temporary TAE_HOMEs
   // A TAE_HOME whose tae.db each configuration's taed starts from (copied: it is not changed),
   // e.g. the 30,000-run data set of `tae-metrics-bench dataset`: ingest into a lab's store. The
-  // references still write fresh databases, so the ratio also holds what the large store costs.
+  // references then write into that copy too (new run ids after taed's), so the ratio is taed
+  // against raw SQLite on the same large store.
   std::string seed_home;
+  // Each configuration this many times (a fresh TAE_HOME or copy each round, its references
+  // right after it); the targets are judged on the median round's ratio. One round's ratio
+  // moves by tens of percent on a 2-core machine with other work on it.
+  int rounds = 1;
 };
 
 // Prints progress on stderr and the result table on stdout. Returns the exit code.

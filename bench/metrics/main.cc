@@ -60,6 +60,9 @@ int Ingest(const std::vector<std::string>& args) {
   flags.Int("window", &options.window_batches, "unacked batches per agent");
   flags.Bool("no-references", &no_references, "skip the raw SQLite and in-process references");
   flags.Bool("keep", &options.keep, "keep the temporary TAE_HOMEs and databases");
+  flags.Int("rounds", &options.rounds,
+            "run each configuration this many times, interleaved, and judge the median "
+            "round's ratio to raw SQLite (one round's moves by tens of percent on a busy box)");
   flags.Path("store", &options.seed_home,
              "start each taed from a copy of this TAE_HOME's tae.db (e.g. the data set of "
              "`dataset`: ingest into a 30,000-run store)");
@@ -78,10 +81,10 @@ int Ingest(const std::vector<std::string>& args) {
     options.agent_counts.push_back(n);
   }
   if (options.agent_counts.empty() || options.slots < 1 || options.points < 1 ||
-      options.batch_events < 1 || options.window_batches < 1) {
+      options.batch_events < 1 || options.window_batches < 1 || options.rounds < 1) {
     std::fprintf(stderr,
-                 "tae-metrics-bench: --agents, --slots, --points, --batch and --window "
-                 "must be positive\n");
+                 "tae-metrics-bench: --agents, --slots, --points, --batch, --window and "
+                 "--rounds must be positive\n");
     return 2;
   }
   return tae::bench::RunIngestBench(options);

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <utility>
 
+#include "absl/container/node_hash_map.h"
 #include "absl/strings/str_format.h"
 #include "common/metrics/names.h"
 #include "common/spec/spec.h"
@@ -29,7 +31,12 @@ struct Samples {
   int64_t diverged_step = 0;  // the earliest
 };
 
-double Mean(const std::vector<double>& xs) { return xs.empty() ? kNaN : stats::Summarize(xs).mean; }
+// The mean alone (Summarize's, without its interval: a report takes hundreds of these).
+double Mean(const std::vector<double>& xs) { return stats::MomentsOf(xs).mean; }
+
+// (variant, metric) -> values of succeeded runs. The views point into the caller's values,
+// variants and metrics, which outlive it; a node map, so a Samples& stays valid across inserts.
+using SamplesMap = absl::node_hash_map<std::pair<std::string_view, std::string_view>, Samples>;
 
 // The level `cell`'s mean sits at: a floor or chance it is at or beyond (on the wrong side), else
 // the shortcut it is nearest within tolerance.
@@ -188,8 +195,7 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
     config_of.emplace(run.variant, &run.config_json);
     CountRun(run, &counts[run.variant]);
   }
-  // (variant, metric) -> values of succeeded runs
-  std::map<std::pair<std::string, std::string>, Samples> samples;
+  SamplesMap samples;
   for (const model::FinalValue& v : values) {
     if (v.state == model::RunState::kSucceeded && v.confirm == options.confirmation_runs) {
       Samples& s = samples[{v.variant, v.key}];

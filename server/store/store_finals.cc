@@ -29,56 +29,104 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
   }
   // The experiment's runs once (the runs_listing index, in id order), then the wanted keys'
   // summaries of them and their divergences: a few statements whatever the number of keys, and
-  // never the runs' rows.
+  // never the runs' rows. Both come in run id order, so a run is found by walking forward.
   struct Brief {
+    int64_t id = 0;
     std::string variant;
     int64_t seed = 0;
     model::RunState state = model::RunState::kQueued;
     bool confirm = false;
   };
-  std::map<int64_t, Brief> runs;
+  std::vector<Brief> runs;
   ASSIGN_OR_RETURN(CachedStatement listing,
                    db_.Cached("SELECT id, variant, seed, state, confirm FROM runs INDEXED BY "
-                              "runs_listing WHERE experiment_id = ?"));
+                              "runs_listing WHERE experiment_id = ? ORDER BY id"));
   listing->Bind(1, experiment_id);
   while (true) {
     ASSIGN_OR_RETURN(bool more, listing->Step());
     if (!more) {
       break;
     }
-    runs.emplace_hint(
-        runs.end(), listing->Int(0),
-        Brief{listing->Text(1), listing->Int(2),
+    runs.push_back(
+        Brief{listing->Int(0), listing->Text(1), listing->Int(2),
               model::RunStateFromString(listing->Text(3)).value_or(model::RunState::kQueued),
               listing->Int(4) != 0});
   }
+  // The run of `run_id`, or null; `at` is where the last search ended (rows come in id order).
+  auto find_run = [&runs](int64_t run_id, size_t* at) -> const Brief* {
+    if (*at < runs.size() && runs[*at].id == run_id) {
+      return &runs[*at];  // the same run as the row before (one row per key)
+    }
+    if (*at >= runs.size() || runs[*at].id > run_id) {
+      *at = 0;  // out of order: search from the start
+    }
+    auto it = std::lower_bound(runs.begin() + static_cast<std::ptrdiff_t>(*at), runs.end(), run_id,
+                               [](const Brief& b, int64_t id) { return b.id < id; });
+    *at = static_cast<size_t>(it - runs.begin());
+    return it != runs.end() && it->id == run_id ? &*it : nullptr;
+  };
+  // Key id -> index into keys (key ids are small: one per metric name the store has seen).
+  std::vector<int> slot_of;
+  for (const auto& [id, index] : wanted) {
+    if (id >= 0 && static_cast<size_t>(id) >= slot_of.size()) {
+      slot_of.resize(static_cast<size_t>(id) + 1, -1);
+    }
+    if (id >= 0) {
+      slot_of[static_cast<size_t>(id)] = static_cast<int>(index);
+    }
+  }
+  auto slot = [&slot_of](int64_t key_id) {
+    return key_id >= 0 && static_cast<size_t>(key_id) < slot_of.size()
+               ? slot_of[static_cast<size_t>(key_id)]
+               : -1;
+  };
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::vector<model::FinalValue>> by_key(keys.size());
-  auto value_of = [&](int64_t run_id, size_t key) {
-    const Brief& run = runs.at(run_id);
-    return model::FinalValue{run_id, run.variant, run.seed, run.state,   keys[key],
+  for (const auto& [id, index] : wanted) {
+    by_key[index].reserve(runs.size());
+  }
+  auto value_of = [&](const Brief& run, size_t key) {
+    return model::FinalValue{run.id, run.variant, run.seed, run.state,   keys[key],
                              kNaN,   kNaN,        kNaN,     run.confirm, std::nullopt};
   };
+  // Each wanted key's summaries in run id order, through run_summaries_by_key (migration 0020),
+  // so only the rows shown are read. A study's runs are mostly one block of ids (a submit is one
+  // transaction): one range of the index per key, other studies' runs in it skipped. Runs added
+  // much later (adaptive seeds, confirmations) spread the ids; past twice the runs, the
+  // experiment's runs are joined with their summaries instead.
+  const bool dense =
+      !runs.empty() && runs.back().id - runs.front().id < 2 * static_cast<int64_t>(runs.size());
   ASSIGN_OR_RETURN(
       CachedStatement summaries,
-      db_.Cached("SELECT s.run_id, s.key_id, s.last_value, s.min_value, s.max_value FROM runs r "
-                 "INDEXED BY runs_listing JOIN run_summaries s ON s.run_id = r.id WHERE "
-                 "r.experiment_id = ? ORDER BY r.id"));
-  summaries->Bind(1, experiment_id);
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, summaries->Step());
-    if (!more) {
-      break;
+      dense ? db_.Cached("SELECT run_id, last_value, min_value, max_value FROM run_summaries "
+                         "INDEXED BY run_summaries_by_key WHERE key_id = ?1 AND run_id BETWEEN "
+                         "?2 AND ?3")
+            : db_.Cached("SELECT s.run_id, s.last_value, s.min_value, s.max_value FROM runs r "
+                         "INDEXED BY runs_listing JOIN run_summaries s ON s.run_id = r.id AND "
+                         "s.key_id = ?1 WHERE r.experiment_id = ?2 ORDER BY r.id"));
+  for (const auto& [key_id, index] : wanted) {
+    summaries->Reset();
+    summaries->Bind(1, key_id);
+    if (dense) {
+      summaries->Bind(2, runs.front().id).Bind(3, runs.back().id);
+    } else {
+      summaries->Bind(2, experiment_id);
     }
-    auto key = wanted.find(summaries->Int(1));
-    if (key == wanted.end() || runs.count(summaries->Int(0)) == 0) {
-      continue;
+    size_t at = 0;
+    while (true) {
+      ASSIGN_OR_RETURN(bool more, summaries->Step());
+      if (!more) {
+        break;
+      }
+      const Brief* run = find_run(summaries->Int(0), &at);
+      if (run == nullptr) {
+        continue;  // another study's run inside the range
+      }
+      model::FinalValue& value = by_key[index].emplace_back(value_of(*run, index));
+      value.value = summaries->IsNull(1) ? kNaN : summaries->Double(1);
+      value.min_value = summaries->IsNull(2) ? kNaN : summaries->Double(2);
+      value.max_value = summaries->IsNull(3) ? kNaN : summaries->Double(3);
     }
-    model::FinalValue value = value_of(summaries->Int(0), key->second);
-    value.value = summaries->IsNull(2) ? kNaN : summaries->Double(2);
-    value.min_value = summaries->IsNull(3) ? kNaN : summaries->Double(3);
-    value.max_value = summaries->IsNull(4) ? kNaN : summaries->Double(4);
-    by_key[key->second].push_back(std::move(value));
   }
   ASSIGN_OR_RETURN(CachedStatement diverged,
                    db_.Cached("SELECT r.id, d.key_id, d.step FROM runs r INDEXED BY runs_listing "
@@ -90,24 +138,28 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
     summarised[k] = by_key[k].size();
   }
   bool unsorted = false;
+  size_t at = 0;
   while (true) {
     ASSIGN_OR_RETURN(bool more, diverged->Step());
     if (!more) {
       break;
     }
-    auto key = wanted.find(diverged->Int(1));
-    if (key == wanted.end() || runs.count(diverged->Int(0)) == 0) {
+    const int key = slot(diverged->Int(1));
+    if (key < 0) {
       continue;
     }
-    std::vector<model::FinalValue>& values = by_key[key->second];
-    const int64_t run_id = diverged->Int(0);
-    auto end = values.begin() + static_cast<std::ptrdiff_t>(summarised[key->second]);
+    const Brief* run = find_run(diverged->Int(0), &at);
+    if (run == nullptr) {
+      continue;
+    }
+    std::vector<model::FinalValue>& values = by_key[static_cast<size_t>(key)];
+    auto end = values.begin() + static_cast<std::ptrdiff_t>(summarised[static_cast<size_t>(key)]);
     auto known =
-        std::lower_bound(values.begin(), end, run_id,
+        std::lower_bound(values.begin(), end, run->id,
                          [](const model::FinalValue& v, int64_t id) { return v.run_id < id; });
-    if (known == end || known->run_id != run_id) {
+    if (known == end || known->run_id != run->id) {
       // Diverged before a finite point was summarised: no value, only the step.
-      values.push_back(value_of(run_id, key->second));
+      values.push_back(value_of(*run, static_cast<size_t>(key)));
       unsorted = true;
       known = values.end() - 1;
     }
@@ -115,7 +167,12 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
     value.diverged_step = diverged->Int(2);
     value.value = kNaN;  // never the last finite value before it
   }
+  size_t total = 0;
+  for (const std::vector<model::FinalValue>& values : by_key) {
+    total += values.size();
+  }
   std::vector<model::FinalValue> out;
+  out.reserve(total);
   for (std::vector<model::FinalValue>& values : by_key) {
     if (unsorted) {
       std::stable_sort(values.begin(), values.end(),
