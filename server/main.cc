@@ -1,8 +1,6 @@
 // taed: the control-plane daemon. Parses config (defaults < TAE_* environment < flags), starts
 // the daemon's object graph and waits for shutdown.
 
-#include <malloc.h>
-
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -16,12 +14,6 @@
 #include "spdlog/spdlog.h"
 
 int main(int argc, char** argv) {
-  // Keep a request's freed working memory (a report's 50,000 values, a page of runs: a few MB
-  // each) in the heap for the next one: with glibc's dynamic thresholds it went back to the
-  // kernel and every report faulted in ~3,600 fresh pages again. Blocks over 32 MB (a curve's
-  // points) are still mapped and returned as before.
-  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 128 << 20);
   // A write to a pipe whose reader is gone (an ssh agent's session that just ended) must be an
   // EPIPE error, not the end of taed.
   signal(SIGPIPE, SIG_IGN);
