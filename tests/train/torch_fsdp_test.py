@@ -91,6 +91,18 @@ def metric_lines(output):
     return out
 
 
+def assert_same_training(test, reference, other):
+    """`other`'s train/loss, train/grad_norm and eval/loss (3 or more each) at the steps of
+    `reference`'s, each within 1e-4 relative (the data-parallel test's tolerance)."""
+    a, b = metric_lines(reference), metric_lines(other)
+    for key in ("train/loss", "train/grad_norm", "eval/loss"):
+        test.assertGreaterEqual(len(a[key]), 3, key)
+        test.assertEqual(sorted(a[key]), sorted(b[key]), key)
+        for step, value in a[key].items():
+            test.assertLessEqual(abs(b[key][step] - value), 1e-4 * abs(value),
+                                 f"{key} at step {step}")
+
+
 def one_gpu_rank(spec_path, checkpoint_dir):
     """The child's work: tae_torch's main for one rank of FSDP on the GPU. The engine trains a
     world of 1 without a process group, so this builds the rank's NCCL collective itself, as
@@ -139,13 +151,7 @@ class FsdpTest(unittest.TestCase):
             outputs = [p.communicate(timeout=300)[0] for p in [one] + ranks]
         for p, output in zip([one] + ranks, outputs):
             self.assertEqual(p.returncode, 0, output[-3000:])
-        a, b = metric_lines(outputs[0]), metric_lines(outputs[1])
-        for key in ("train/loss", "train/grad_norm", "eval/loss"):
-            self.assertGreaterEqual(len(a[key]), 3, key)
-            self.assertEqual(sorted(a[key]), sorted(b[key]), key)
-            for step, value in a[key].items():
-                self.assertLessEqual(abs(b[key][step] - value), 1e-4 * abs(value),
-                                     f"{key} at step {step}")
+        assert_same_training(self, outputs[0], outputs[1])
 
     def test_a_sharded_checkpoint_resumes_on_one_rank(self):
         fsdp = dict(SPEC, **{"train.sharding": "fsdp"})
@@ -190,13 +196,7 @@ class OneGpuFsdpTest(unittest.TestCase):
                                                         os.path.join(d, "fsdp")))
         self.assertIn("device cuda", plain)
         self.assertIn("device cuda, precision fp32, sharding fsdp", sharded)
-        a, b = metric_lines(plain), metric_lines(sharded)
-        for key in ("train/loss", "train/grad_norm", "eval/loss"):
-            self.assertGreaterEqual(len(a[key]), 3, key)
-            self.assertEqual(sorted(a[key]), sorted(b[key]), key)
-            for step, value in a[key].items():
-                self.assertLessEqual(abs(b[key][step] - value), 1e-4 * abs(value),
-                                     f"{key} at step {step}")
+        assert_same_training(self, plain, sharded)
 
     def test_a_checkpoint_gathered_from_the_gpu_resumes_sharded_and_unsharded(self):
         fsdp = dict(SPEC, **{"train.sharding": "fsdp", "train.steps": 20, "train.warmup": 5})

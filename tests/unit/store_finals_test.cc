@@ -13,21 +13,11 @@
 
 #include "server/lifecycle/lifecycle.h"
 #include "server/store/store.h"
+#include "tests/unit/study.h"
 #include "tests/unit/temp_dir.h"
 
 namespace tae::store {
 namespace {
-
-model::NewExperiment Study(const std::string& name, int runs) {
-  model::NewExperiment exp;
-  exp.name = name;
-  exp.spec_hash = name;
-  exp.spec_text = "name = \"" + name + "\"";
-  for (int i = 0; i < runs; ++i) {
-    exp.runs.push_back({i % 2 == 0 ? "baseline" : "wide", i, "{}", {1, 0, 1, {}}});
-  }
-  return exp;
-}
 
 std::vector<int64_t> RunIds(Store* store, int64_t experiment) {
   auto runs = store->ListRuns(experiment);
@@ -142,9 +132,9 @@ TEST_CASE("a report's final values are the stored summaries of the study's own r
 
   // Study a: ids a1..a4, then b's four, then a5 and a6 added later: one block of 10 ids for 6
   // runs, b's runs inside it.
-  auto a = store->CreateExperiment(Study("a", 4), 1.0);
+  auto a = store->CreateExperiment(testing::TwoVariantStudy("a", 4), 1.0);
   REQUIRE(a.ok());
-  auto b = store->CreateExperiment(Study("b", 4), 1.0);
+  auto b = store->CreateExperiment(testing::TwoVariantStudy("b", 4), 1.0);
   REQUIRE(b.ok());
   REQUIRE(store
               ->AddRuns(*a,
@@ -152,9 +142,9 @@ TEST_CASE("a report's final values are the stored summaries of the study's own r
                         2.0)
               .ok());
   // Study c: 2 runs, 20 of d's, then one more of c's: 3 runs over 23 ids, read through the join.
-  auto c = store->CreateExperiment(Study("c", 2), 1.0);
+  auto c = store->CreateExperiment(testing::TwoVariantStudy("c", 2), 1.0);
   REQUIRE(c.ok());
-  auto d = store->CreateExperiment(Study("d", 20), 1.0);
+  auto d = store->CreateExperiment(testing::TwoVariantStudy("d", 20), 1.0);
   REQUIRE(d.ok());
   REQUIRE(store->AddRuns(*c, {{"baseline", 12, "{}", {1, 0, 1, {}}}}, 2.0).ok());
 

@@ -8,20 +8,10 @@
 #include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
 #include "server/store/store.h"
+#include "tests/unit/study.h"
 
 namespace tae::store {
 namespace {
-
-model::NewExperiment Study(const std::string& name, int runs) {
-  model::NewExperiment exp;
-  exp.name = name;
-  exp.spec_hash = name;
-  exp.spec_text = "name = \"" + name + "\"";
-  for (int i = 0; i < runs; ++i) {
-    exp.runs.push_back({i % 2 == 0 ? "baseline" : "ablated", i / 2, "{}", {1, 0, 1, {}}});
-  }
-  return exp;
-}
 
 // Statements SQLite started while `f` ran.
 template <typename F>
@@ -51,7 +41,7 @@ TEST_CASE("ls and runs issue a constant number of statements, 10 runs or 10,000"
   REQUIRE(opened.ok());
   Store* store = opened->get();
   query::Query query(store);
-  auto small = store->CreateExperiment(Study("small", 10), 1.0);
+  auto small = store->CreateExperiment(testing::TwoVariantStudy("small", 10), 1.0);
   REQUIRE(small.ok());
 
   auto ingest_one_point_per_run = [&](int64_t first_run, int runs) {
@@ -79,7 +69,7 @@ TEST_CASE("ls and runs issue a constant number of statements, 10 runs or 10,000"
   CHECK(runs == 10);
   CHECK(summarised == 10);
 
-  auto big = store->CreateExperiment(Study("big", 10000), 2.0);
+  auto big = store->CreateExperiment(testing::TwoVariantStudy("big", 10000), 2.0);
   REQUIRE(big.ok());
   ingest_one_point_per_run(11, 10000);
   const int64_t ls_big = Statements(store, [&] { listed = *query.ListExperiments(0); });
