@@ -92,10 +92,11 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
   // Each wanted key's summaries in run id order, through run_summaries_by_key (migration 0020),
   // so only the rows shown are read. A study's runs are mostly one block of ids (a submit is one
   // transaction): one range of the index per key, other studies' runs in it skipped. Runs added
-  // much later (adaptive seeds, confirmations) spread the ids; past twice the runs, the
-  // experiment's runs are joined with their summaries instead.
+  // much later (adaptive seeds, confirmations) spread the ids; where the range holds over 4 ids
+  // per run of the study, its runs are joined with their summaries instead (a row of the range
+  // costs ~0.13 us, a run's seek in the join ~0.8 us: 1.1-1.5 ms against 7.8 for 10,000 runs).
   const bool dense =
-      !runs.empty() && runs.back().id - runs.front().id < 2 * static_cast<int64_t>(runs.size());
+      !runs.empty() && runs.back().id - runs.front().id < 4 * static_cast<int64_t>(runs.size());
   ASSIGN_OR_RETURN(
       CachedStatement summaries,
       dense ? db_.Cached("SELECT run_id, last_value, min_value, max_value FROM run_summaries "
