@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -36,13 +37,12 @@ constexpr char kCountsOfExperiment[] =
     "SELECT state, COUNT(*) FROM runs WHERE experiment_id = ? GROUP BY state";
 constexpr char kVariantsOfExperiment[] =
     "SELECT variant FROM runs WHERE experiment_id = ? GROUP BY variant ORDER BY MIN(id)";
-// Of the newest `?` experiments, as ListExperiments lists them.
-constexpr char kCountsOfNewest[] =
-    "SELECT experiment_id, state, COUNT(*) FROM runs WHERE experiment_id IN (SELECT id FROM "
-    "experiments ORDER BY id DESC LIMIT ?) GROUP BY experiment_id, state";
-constexpr char kVariantsOfNewest[] =
-    "SELECT experiment_id, variant FROM runs WHERE experiment_id IN (SELECT id FROM experiments "
-    "ORDER BY id DESC LIMIT ?) GROUP BY experiment_id, variant ORDER BY experiment_id, MIN(id)";
+// The runs of the newest `?` experiments, as ListExperiments lists them, each experiment's in id
+// order: one pass over the runs_listing index gives their counts and their variants (in order of
+// first run) at once, where two grouped statements sorted 30,000 runs twice.
+constexpr char kRunsOfNewest[] =
+    "SELECT experiment_id, variant, state FROM runs INDEXED BY runs_listing WHERE experiment_id "
+    "IN (SELECT id FROM experiments ORDER BY id DESC LIMIT ?) ORDER BY experiment_id, id";
 constexpr char kTransitions[] =
     "SELECT attempt, from_state, to_state, reason, at FROM run_transitions WHERE run_id = ? "
     "ORDER BY id";
@@ -206,24 +206,26 @@ absl::StatusOr<std::vector<model::ExperimentRecord>> Query::ListExperiments(int 
   if (out.empty()) {
     return out;
   }
-  ASSIGN_OR_RETURN(CachedStatement counts, db_->Cached(kCountsOfNewest));
-  counts->Bind(1, bound);
+  ASSIGN_OR_RETURN(CachedStatement runs, db_->Cached(kRunsOfNewest));
+  runs->Bind(1, bound);
+  model::ExperimentRecord* exp = nullptr;
+  int64_t exp_id = 0;
+  absl::flat_hash_set<std::string> seen;  // the current experiment's variants so far
   while (true) {
-    ASSIGN_OR_RETURN(bool more, counts->Step());
+    ASSIGN_OR_RETURN(bool more, runs->Step());
     if (!more) {
       break;
     }
-    store::rows::AddToCounts(StateOf(counts->Text(1)), static_cast<int>(counts->Int(2)),
-                             &out[index.at(counts->Int(0))].counts);
-  }
-  ASSIGN_OR_RETURN(CachedStatement variants, db_->Cached(kVariantsOfNewest));
-  variants->Bind(1, bound);
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, variants->Step());
-    if (!more) {
-      break;
+    if (exp == nullptr || runs->Int(0) != exp_id) {
+      exp_id = runs->Int(0);
+      exp = &out[index.at(exp_id)];
+      seen.clear();
     }
-    out[index.at(variants->Int(0))].variants.push_back(variants->Text(1));
+    store::rows::AddToCounts(StateOf(runs->Text(2)), 1, &exp->counts);
+    std::string variant = runs->Text(1);
+    if (seen.insert(variant).second) {
+      exp->variants.push_back(std::move(variant));
+    }
   }
   return out;
 }
