@@ -27,9 +27,9 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
   if (wanted.empty()) {
     return std::vector<model::FinalValue>{};
   }
-  // The experiment's runs once (the runs_listing index, in id order), then the wanted keys'
-  // summaries of them and their divergences: a few statements whatever the number of keys, and
-  // never the runs' rows. Both come in run id order, so a run is found by walking forward.
+  // The experiment's runs once (the runs_listing index, in id order), then each wanted key's
+  // summaries of them, then their divergences: never the runs' rows. All come in run id order,
+  // so a run is found by walking forward.
   struct Brief {
     int64_t id = 0;
     std::string variant;
@@ -64,21 +64,6 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
                                [](const Brief& b, int64_t id) { return b.id < id; });
     *at = static_cast<size_t>(it - runs.begin());
     return it != runs.end() && it->id == run_id ? &*it : nullptr;
-  };
-  // Key id -> index into keys (key ids are small: one per metric name the store has seen).
-  std::vector<int> slot_of;
-  for (const auto& [id, index] : wanted) {
-    if (id >= 0 && static_cast<size_t>(id) >= slot_of.size()) {
-      slot_of.resize(static_cast<size_t>(id) + 1, -1);
-    }
-    if (id >= 0) {
-      slot_of[static_cast<size_t>(id)] = static_cast<int>(index);
-    }
-  }
-  auto slot = [&slot_of](int64_t key_id) {
-    return key_id >= 0 && static_cast<size_t>(key_id) < slot_of.size()
-               ? slot_of[static_cast<size_t>(key_id)]
-               : -1;
   };
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   std::vector<std::vector<model::FinalValue>> by_key(keys.size());
@@ -145,22 +130,22 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
     if (!more) {
       break;
     }
-    const int key = slot(diverged->Int(1));
-    if (key < 0) {
+    auto key = wanted.find(diverged->Int(1));
+    if (key == wanted.end()) {
       continue;
     }
     const Brief* run = find_run(diverged->Int(0), &at);
     if (run == nullptr) {
       continue;
     }
-    std::vector<model::FinalValue>& values = by_key[static_cast<size_t>(key)];
-    auto end = values.begin() + static_cast<std::ptrdiff_t>(summarised[static_cast<size_t>(key)]);
+    std::vector<model::FinalValue>& values = by_key[key->second];
+    auto end = values.begin() + static_cast<std::ptrdiff_t>(summarised[key->second]);
     auto known =
         std::lower_bound(values.begin(), end, run->id,
                          [](const model::FinalValue& v, int64_t id) { return v.run_id < id; });
     if (known == end || known->run_id != run->id) {
       // Diverged before a finite point was summarised: no value, only the step.
-      values.push_back(value_of(*run, static_cast<size_t>(key)));
+      values.push_back(value_of(*run, key->second));
       unsorted = true;
       known = values.end() - 1;
     }

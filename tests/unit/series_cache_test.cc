@@ -9,20 +9,10 @@
 #include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
 #include "server/store/store.h"
+#include "tests/unit/study.h"
 
 namespace tae::http {
 namespace {
-
-model::NewExperiment Study(int runs) {
-  model::NewExperiment exp;
-  exp.name = "cache";
-  exp.spec_hash = "cache";
-  exp.spec_text = "name = \"cache\"";
-  for (int i = 0; i < runs; ++i) {
-    exp.runs.push_back({"baseline", i, "{}", {1, 0, 1, {}}});
-  }
-  return exp;
-}
 
 void Points(store::Store* store, int64_t run, int64_t from, int64_t to, double value = 1.0,
             int attempt = 1) {
@@ -46,7 +36,7 @@ TEST_CASE("the series cache reads only the runs that moved, and only their new s
   REQUIRE(opened.ok());
   store::Store* store = opened->get();
   query::Query query(store);
-  auto exp = store->CreateExperiment(Study(3), 1.0);
+  auto exp = store->CreateExperiment(tae::testing::OneVariantStudy("cache", 3), 1.0);
   REQUIRE(exp.ok());
   Points(store, 1, 1, 100);
   Points(store, 2, 1, 100);
@@ -91,9 +81,9 @@ TEST_CASE("the series cache keeps at most its points, dropping the least recentl
   REQUIRE(opened.ok());
   store::Store* store = opened->get();
   query::Query query(store);
-  auto a = store->CreateExperiment(Study(1), 1.0);
+  auto a = store->CreateExperiment(tae::testing::OneVariantStudy("cache", 1), 1.0);
   REQUIRE(a.ok());
-  model::NewExperiment other = Study(1);
+  model::NewExperiment other = tae::testing::OneVariantStudy("cache", 1);
   other.name = other.spec_hash = "other";
   auto b = store->CreateExperiment(other, 2.0);
   REQUIRE(b.ok());
@@ -114,7 +104,7 @@ TEST_CASE("series nobody reports are bounded too: asking for new names evicts ol
   REQUIRE(opened.ok());
   store::Store* store = opened->get();
   query::Query query(store);
-  auto exp = store->CreateExperiment(Study(2), 1.0);
+  auto exp = store->CreateExperiment(tae::testing::OneVariantStudy("cache", 2), 1.0);
   REQUIRE(exp.ok());
   Points(store, 1, 1, 10);
   constexpr int64_t kCap = 64 << 10;

@@ -15,21 +15,11 @@
 #include "server/lifecycle/lifecycle.h"
 #include "server/query/query.h"
 #include "server/store/store.h"
+#include "tests/unit/study.h"
 #include "tests/unit/temp_dir.h"
 
 namespace tae::store {
 namespace {
-
-model::NewExperiment Study(int runs) {
-  model::NewExperiment exp;
-  exp.name = "wal";
-  exp.spec_hash = "wal";
-  exp.spec_text = "name = \"wal\"";
-  for (int i = 0; i < runs; ++i) {
-    exp.runs.push_back({"baseline", i, "{}", {1, 0, 1, {}}});
-  }
-  return exp;
-}
 
 // One batch as an agent sends it: `lines` steps from `first_step` of every run, 4 values each.
 std::vector<model::IngestEvent> Batch(int64_t first_run, int runs, int64_t first_step, int lines) {
@@ -93,7 +83,7 @@ StudyStore OpenStudy(const std::string& path, bool background) {
     REQUIRE(out.store->db()->CheckpointInBackground().ok());
     REQUIRE(out.store->db()->checkpointer() != nullptr);
   }
-  auto experiment = out.store->CreateExperiment(Study(4), 1.0);
+  auto experiment = out.store->CreateExperiment(testing::OneVariantStudy("wal", 4), 1.0);
   REQUIRE(experiment.ok());
   out.experiment = *experiment;
   auto runs = out.store->ListRuns(out.experiment);
