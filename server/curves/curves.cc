@@ -24,9 +24,15 @@ class Bucketer {
     }
   }
   int count() const { return count_; }
+  // floor((x - lo) * scale) clamped to the buckets, without a call to floor (x86-64's baseline
+  // has no instruction for it, and this runs for every point of a study): truncation is floor
+  // from 0 up.
   int Of(double x) const {
-    const int b = static_cast<int>(std::floor((x - lo_) * scale_));
-    return std::clamp(b, 0, count_ - 1);
+    const double t = (x - lo_) * scale_;
+    if (!(t >= 0)) {
+      return 0;
+    }
+    return t < count_ ? static_cast<int>(t) : count_ - 1;
   }
 
  private:
@@ -55,6 +61,12 @@ struct Accumulator {
 };
 
 namespace {
+
+// Whether finite `v` is a whole number, without a call to floor: from 2^53 up every double is.
+bool IsWhole(double v) {
+  constexpr double kAllWhole = 9007199254740992.0;  // 2^53
+  return std::abs(v) >= kAllWhole || v == static_cast<double>(static_cast<int64_t>(v));
+}
 
 double HalfWidth(int n, double m2, std::map<int, double>* t_cache) {
   if (n < 2) {
@@ -102,13 +114,31 @@ bool Builder::InRange(double x) const {
 }
 
 void Builder::Range(const std::vector<double>& x) {
+  // Locals, not members, in the loop: it runs over every point of the study.
+  double lo = lo_;
+  double hi = hi_;
+  bool integral = integral_;
   for (double v : x) {
     if (InRange(v)) {
-      lo_ = std::min(lo_, v);
-      hi_ = std::max(hi_, v);
-      integral_ = integral_ && v == std::floor(v);
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      integral = integral && IsWhole(v);
     }
   }
+  lo_ = lo;
+  hi_ = hi;
+  integral_ = integral;
+}
+
+void Builder::RangeSpan(double lo, double hi, bool whole) {
+  lo_ = std::min(lo_, lo);
+  hi_ = std::max(hi_, hi);
+  integral_ = integral_ && whole;
+}
+
+bool Builder::Zoomed() const {
+  return options_.x_min != -std::numeric_limits<double>::infinity() ||
+         options_.x_max != std::numeric_limits<double>::infinity();
 }
 
 void Builder::Add(int64_t run_id, const std::string& variant, const std::vector<double>& x,
@@ -130,32 +160,39 @@ void Builder::Add(int64_t run_id, const std::string& variant, const std::vector<
   std::vector<double> smoothed;
   const std::vector<double>& ys = smooth ? (smoothed = SmoothEma(y, options_.smooth)) : y;
   std::vector<Accumulator>& acc = acc_[it->second];
+  const Bucketer bucketer = *bucketer_;
   // One pass over the run: its points arrive in x order, so each bucket's points are adjacent.
+  // A bucket's sum, min, max and largest x are kept in locals until the run leaves it.
   int current = -1;
-  double sum = 0, min = 0, max = 0;
+  double sum = 0, min = 0, max = 0, x_max = 0;
   int n = 0;
   auto flush = [&] {
     if (n > 0) {
-      acc[current].Add(sum / n, min, max);
+      acc[current].Add(n == 1 ? sum : sum / n, min, max);  // the same; most buckets hold one point
+      bucket_x_[current] = std::max(bucket_x_[current], x_max);
     }
   };
-  for (size_t i = 0; i < x.size() && i < ys.size(); ++i) {
-    if (!InRange(x[i]) || !std::isfinite(ys[i])) {
+  const size_t points = std::min(x.size(), ys.size());
+  for (size_t i = 0; i < points; ++i) {
+    const double xi = x[i];
+    const double yi = ys[i];
+    if (!InRange(xi) || !std::isfinite(yi)) {
       continue;
     }
-    const int b = bucketer_->Of(x[i]);
-    bucket_x_[b] = std::max(bucket_x_[b], x[i]);
+    const int b = bucketer.Of(xi);
     if (b != current) {
       flush();
       current = b;
       sum = 0;
       n = 0;
-      min = max = ys[i];
+      min = max = yi;
+      x_max = xi;
     }
-    sum += ys[i];
+    sum += yi;
     ++n;
-    min = std::min(min, ys[i]);
-    max = std::max(max, ys[i]);
+    min = std::min(min, yi);
+    max = std::max(max, yi);
+    x_max = std::max(x_max, xi);
   }
   flush();
 }

@@ -78,6 +78,11 @@ class Builder {
   Builder(const std::vector<std::string>& variants, const Options& options);
   ~Builder();
   void Range(const std::vector<double>& x);
+  // The same as Range over x known to run from `lo` to `hi` (both finite), every one whole or
+  // not, for a caller that knows that without the points (a run's least and greatest step).
+  // Only while nothing is zoomed (Zoomed() false): a zoom drops x that only every point shows.
+  void RangeSpan(double lo, double hi, bool whole);
+  bool Zoomed() const;
   void Add(int64_t run_id, const std::string& variant, const std::vector<double>& x,
            const std::vector<double>& y);
   Curves Finish();

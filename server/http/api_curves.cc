@@ -10,6 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "common/metrics/names.h"
 #include "common/spec/spec.h"
+#include "common/status/macros.h"
 #include "server/curves/curves.h"
 #include "server/http/api.h"
 #include "server/http/reply.h"
@@ -50,40 +51,54 @@ std::vector<std::string> VariantOrder(const model::ExperimentRecord& exp,
 
 // Each wanted run's points as x (`x` kind, XValues) and y into `builder`, one run at a time: its
 // x range first (every run's), then its points. A run without points yet is listed in its band.
+// Packs are decoded into buffers reused from run to run, so a 10,000-run study's 10 million
+// points are never held decoded at once.
 absl::Status FeedRuns(const std::vector<query::RunView>& runs,
-                      const std::map<int64_t, std::vector<model::SeriesPoint>>& points,
+                      const std::map<int64_t, query::StoredSeries>& stored,
                       const std::set<std::string>& wanted, const std::string& x,
                       curves::Builder* builder) {
-  // The runs are brief (Query::CurveRuns): a variant's config is its first run's.
+  // The runs are brief (Query::CurveRuns): a variant's config is its first run's, and so is its
+  // x axis (read once, when the variant's first run with points comes).
   std::map<std::string, const query::RunView*> first_of;
   for (const query::RunView& view : runs) {
     first_of.emplace(view.run.variant, &view);
   }
-  std::vector<double> y;
+  std::map<std::string, XAxis> axis_of;
+  store::SeriesColumns columns;
+  std::vector<double> xs;
   for (const bool ranging : {true, false}) {
     for (const query::RunView& view : runs) {
       if (!wanted.empty() && wanted.count(view.run.variant) == 0) {
         continue;
       }
-      auto it = points.find(view.run.id);
-      if (it == points.end()) {
+      auto it = stored.find(view.run.id);
+      if (it == stored.end()) {
         if (!ranging) {
           builder->Add(view.run.id, view.run.variant, {}, {});
         }
         continue;
       }
-      absl::StatusOr<std::vector<double>> xs =
-          XValues(x, first_of.at(view.run.variant)->run, it->second);
-      if (!xs.ok()) return xs.status();
+      auto axis = axis_of.find(view.run.variant);
+      if (axis == axis_of.end()) {
+        absl::StatusOr<XAxis> read = XAxisOf(x, first_of.at(view.run.variant)->run);
+        if (!read.ok()) return read.status();
+        axis = axis_of.emplace(view.run.variant, *read).first;
+      }
+      if (ranging && !builder->Zoomed() && it->second.size() > 0) {
+        // Steps and tokens: the run's least and greatest step say its range, without its points.
+        auto [min_step, max_step] = it->second.StepSpan();
+        if (std::optional<XAxis::Span> span = axis->second.SpanOfSteps(min_step, max_step)) {
+          builder->RangeSpan(span->lo, span->hi, span->whole);
+          continue;
+        }
+      }
+      RETURN_IF_ERROR(it->second.Columns(!ranging, axis->second.NeedsWalls(), &columns));
+      XValues(axis->second, columns, &xs);
       if (ranging) {
-        builder->Range(*xs);
-        continue;
+        builder->Range(xs);
+      } else {
+        builder->Add(view.run.id, view.run.variant, xs, columns.values);
       }
-      y.clear();
-      for (const model::SeriesPoint& point : it->second) {
-        y.push_back(point.value);
-      }
-      builder->Add(view.run.id, view.run.variant, *xs, y);
     }
   }
   return absl::OkStatus();
@@ -195,7 +210,7 @@ absl::StatusOr<curves::Curves> Api::BuildCurves(const model::ExperimentRecord& e
   if (!runs.ok()) return runs.status();
   // From memory where nothing changed; new steps only where runs moved
   // (server/http/series_cache.h).
-  absl::StatusOr<const std::map<int64_t, std::vector<model::SeriesPoint>>*> points =
+  absl::StatusOr<const std::map<int64_t, query::StoredSeries>*> points =
       series_cache_.Get(exp.id, *runs, req.metric);
   if (!points.ok()) return points.status();
   const std::set<std::string> wanted = WantedVariants(req);

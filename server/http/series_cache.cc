@@ -7,7 +7,7 @@ namespace tae::http {
 SeriesCache::SeriesCache(query::Query* query, int64_t max_bytes)
     : query_(query), max_bytes_(max_bytes) {}
 
-absl::StatusOr<const std::map<int64_t, std::vector<model::SeriesPoint>>*> SeriesCache::Get(
+absl::StatusOr<const std::map<int64_t, query::StoredSeries>*> SeriesCache::Get(
     int64_t experiment, const std::vector<query::RunView>& runs, const std::string& key) {
   const Key k{experiment, key};
   recent_.remove(k);
@@ -24,7 +24,7 @@ absl::StatusOr<const std::map<int64_t, std::vector<model::SeriesPoint>>*> Series
         }
       }
     }
-    absl::StatusOr<std::map<int64_t, std::vector<model::SeriesPoint>>> all =
+    absl::StatusOr<std::map<int64_t, query::StoredSeries>> all =
         query_->ExperimentSeries(experiment, key, expected);
     if (!all.ok()) {
       entries_.erase(it);
@@ -32,33 +32,39 @@ absl::StatusOr<const std::map<int64_t, std::vector<model::SeriesPoint>>*> Series
       return all.status();
     }
     entry.series = *std::move(all);
-    for (const auto& [run, points] : entry.series) {
-      entry.points += static_cast<int64_t>(points.size());
-    }
   }
   for (const query::RunView& view : runs) {
     auto summary = std::find_if(view.summaries.begin(), view.summaries.end(),
                                 [&](const model::MetricSummary& s) { return s.key == key; });
     const int64_t count = summary == view.summaries.end() ? 0 : summary->count;
     auto known = entry.attempt_count.find(view.run.id);
-    std::vector<model::SeriesPoint>& points = entry.series[view.run.id];
+    query::StoredSeries& series = entry.series[view.run.id];
     if (known == entry.attempt_count.end() && fresh) {
       // Read just now: what the summary says is what was read, unless ingest ran in between
       // (it cannot: both run on the core).
       entry.attempt_count[view.run.id] = {view.run.attempt, count};
-      if (points.empty()) {
+      if (series.size() == 0) {
         entry.series.erase(view.run.id);
       }
       continue;
     }
     const std::pair<int, int64_t> now{view.run.attempt, count};
     if (known != entry.attempt_count.end() && known->second == now) {
-      if (points.empty()) {
+      if (series.size() == 0) {
         entry.series.erase(view.run.id);
       }
       continue;
     }
-    const int64_t before = static_cast<int64_t>(points.size());
+    if (!series.pack.empty()) {
+      // An ended run that moved since (a late point, a retry): its points from here on.
+      absl::StatusOr<std::vector<model::SeriesPoint>> unpacked = series.Points();
+      if (!unpacked.ok()) {
+        return unpacked.status();
+      }
+      series = query::StoredSeries{};
+      series.points = *std::move(unpacked);
+    }
+    std::vector<model::SeriesPoint>& points = series.points;
     const bool same_attempt =
         known != entry.attempt_count.end() && known->second.first == view.run.attempt;
     const int64_t after_step = same_attempt && !points.empty() ? points.back().step : -1;
@@ -83,15 +89,18 @@ absl::StatusOr<const std::map<int64_t, std::vector<model::SeriesPoint>>*> Series
         points = *std::move(whole);
       }
     }
-    entry.points += static_cast<int64_t>(points.size()) - before;
     entry.attempt_count[view.run.id] = now;
     if (points.empty()) {
       entry.series.erase(view.run.id);
     }
   }
-  entry.bytes = entry.points * kBytesPerPoint +
-                static_cast<int64_t>(entry.attempt_count.size()) * kBytesPerRun + kBytesPerEntry +
+  entry.points = 0;
+  entry.bytes = static_cast<int64_t>(entry.attempt_count.size()) * kBytesPerRun + kBytesPerEntry +
                 static_cast<int64_t>(key.size());
+  for (const auto& [run, series] : entry.series) {
+    entry.points += series.size();
+    entry.bytes += static_cast<int64_t>(series.pack.size() + series.points.size() * kBytesPerPoint);
+  }
   points_ = 0;
   bytes_ = 0;
   for (const auto& [key_, e] : entries_) {

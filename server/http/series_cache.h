@@ -1,8 +1,9 @@
 #pragma once
 
-// The points of the metric series the dashboard draws, kept in memory between requests: a live
-// experiment's curves are asked for again at every change, and reading 750,000 points from
-// SQLite each time would take the core a quarter of a second. A run's series is read again only
+// The metric series the dashboard draws, kept in memory between requests: a live experiment's
+// curves are asked for again at every change, and reading 750,000 points from SQLite each time
+// would take the core a quarter of a second. An ended run's series is kept as its pack (about 13
+// bytes a point, query::StoredSeries), a live run's as points. A run's series is read again only
 // where its summary (attempt, last step, count) moved, and then only its new steps; a series
 // whose count does not add up (points replaced by a later attempt) is read whole. Core thread
 // only, like the Query it reads through.
@@ -21,9 +22,9 @@ namespace tae::http {
 
 class SeriesCache {
  public:
-  // What an entry is counted as costing: its points, a bookkeeping row per run, and a fixed
-  // part plus its key, so that series without any points (a metric name nobody reports, asked
-  // for again and again) are bounded too.
+  // What an entry is counted as costing: its packs' bytes and its other points, a bookkeeping
+  // row per run, and a fixed part plus its key, so that series without any points (a metric name
+  // nobody reports, asked for again and again) are bounded too.
   static constexpr int64_t kBytesPerPoint = sizeof(model::SeriesPoint);
   static constexpr int64_t kBytesPerRun = 64;
   static constexpr int64_t kBytesPerEntry = 256;
@@ -32,9 +33,9 @@ class SeriesCache {
   // (experiment, metric) goes first.
   SeriesCache(query::Query* query, int64_t max_bytes);
 
-  // The points of `key` of every run in `runs` (the experiment's, with their summaries), by run
+  // The series of `key` of every run in `runs` (the experiment's, with their summaries), by run
   // id; a run without the metric has no entry.
-  absl::StatusOr<const std::map<int64_t, std::vector<model::SeriesPoint>>*> Get(
+  absl::StatusOr<const std::map<int64_t, query::StoredSeries>*> Get(
       int64_t experiment, const std::vector<query::RunView>& runs, const std::string& key);
 
   int64_t points() const { return points_; }
@@ -45,7 +46,7 @@ class SeriesCache {
 
  private:
   struct Entry {
-    std::map<int64_t, std::vector<model::SeriesPoint>> series;
+    std::map<int64_t, query::StoredSeries> series;
     std::map<int64_t, std::pair<int, int64_t>> attempt_count;  // run -> (attempt, count)
     int64_t points = 0;
     int64_t bytes = 0;

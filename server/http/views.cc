@@ -169,40 +169,79 @@ absl::StatusOr<CurveRequest> ParseCurveRequest(const Request& request) {
   return out;
 }
 
-absl::StatusOr<std::vector<double>> XValues(const std::string& x, const model::RunRecord& run,
-                                            const std::vector<model::SeriesPoint>& points) {
-  std::vector<double> out;
-  out.reserve(points.size());
+absl::StatusOr<XAxis> XAxisOf(const std::string& x, const model::RunRecord& run) {
   if (x == "step") {
-    for (const model::SeriesPoint& p : points) {
-      out.push_back(static_cast<double>(p.step));
+    return XAxis{XAxis::Kind::kStep};
+  }
+  if (x == "wall" || x == "rel") {
+    return XAxis{x == "wall" ? XAxis::Kind::kWall : XAxis::Kind::kRel};
+  }
+  const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
+  auto number = [&](const char* key) -> std::optional<double> {
+    if (!config.is_object() || !config.contains(key) || !config[key].is_number()) {
+      return std::nullopt;
     }
-  } else if (x == "wall" || x == "rel") {
-    const double origin = x == "rel" && !points.empty() ? points.front().wall_time : 0;
-    for (const model::SeriesPoint& p : points) {
-      out.push_back(p.wall_time - origin);
-    }
-  } else {
-    const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
-    auto number = [&](const char* key) -> std::optional<double> {
-      if (!config.is_object() || !config.contains(key) || !config[key].is_number()) {
+    return config[key].get<double>();
+  };
+  std::optional<double> batch = number("train.batch_size");
+  std::optional<double> seq = number("train.seq_len");
+  if (!batch || !seq) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "x: tokens needs train.batch_size and train.seq_len in the runs' config, and r", run.id,
+        " has no ", !batch ? "train.batch_size" : "train.seq_len"));
+  }
+  return XAxis{XAxis::Kind::kTokens, *batch * *seq * number("resources.hosts").value_or(1)};
+}
+
+std::optional<XAxis::Span> XAxis::SpanOfSteps(int64_t min_step, int64_t max_step) const {
+  const auto lo = static_cast<double>(min_step);
+  const auto hi = static_cast<double>(max_step);
+  switch (kind) {
+    case Kind::kStep:
+      return Span{lo, hi, true};
+    case Kind::kTokens: {
+      // x = step x per_step, monotone in the step; every product of whole numbers is whole.
+      if (!std::isfinite(per_step) || per_step != std::trunc(per_step)) {
         return std::nullopt;
       }
-      return config[key].get<double>();
-    };
-    std::optional<double> batch = number("train.batch_size");
-    std::optional<double> seq = number("train.seq_len");
-    if (!batch || !seq) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "x: tokens needs train.batch_size and train.seq_len in the runs' config, and r", run.id,
-          " has no ", !batch ? "train.batch_size" : "train.seq_len"));
+      const double a = lo * per_step;
+      const double b = hi * per_step;
+      if (!std::isfinite(a) || !std::isfinite(b)) {
+        return std::nullopt;
+      }
+      return Span{std::min(a, b), std::max(a, b), true};
     }
-    const double per_step = *batch * *seq * number("resources.hosts").value_or(1);
-    for (const model::SeriesPoint& p : points) {
-      out.push_back(static_cast<double>(p.step) * per_step);
+    case Kind::kWall:
+    case Kind::kRel:
+      break;
+  }
+  return std::nullopt;
+}
+
+void XValues(const XAxis& axis, const store::SeriesColumns& columns, std::vector<double>* out) {
+  const size_t n = columns.steps.size();
+  out->resize(n);
+  double* x = out->data();
+  switch (axis.kind) {
+    case XAxis::Kind::kStep:
+      for (size_t i = 0; i < n; ++i) {
+        x[i] = static_cast<double>(columns.steps[i]);
+      }
+      return;
+    case XAxis::Kind::kTokens:
+      for (size_t i = 0; i < n; ++i) {
+        x[i] = static_cast<double>(columns.steps[i]) * axis.per_step;
+      }
+      return;
+    case XAxis::Kind::kWall:
+    case XAxis::Kind::kRel: {
+      const double origin = axis.kind == XAxis::Kind::kRel && n > 0 ? columns.walls[0] : 0;
+      for (size_t i = 0; i < n; ++i) {
+        x[i] = columns.walls[i] - origin;
+      }
+      return;
     }
   }
-  return out;
 }
 
 std::string CurvesJson(int64_t experiment, const CurveRequest& request, const std::string& goal,

@@ -6,6 +6,7 @@
 
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,12 +53,30 @@ struct CurveRequest {
 // InvalidArgument naming the parameter.
 absl::StatusOr<CurveRequest> ParseCurveRequest(const Request& request);
 
-// The x value of each point of `run` for x kind `x` (CurveRequest::x): step; tokens = step x
-// train.batch_size x train.seq_len x resources.hosts (from the run's config); wall = Unix
+// How the x of a run's points follows from them for x kind `x` (CurveRequest::x): step; tokens
+// = step x train.batch_size x train.seq_len x resources.hosts (from `run`'s config); wall = Unix
 // seconds; rel = seconds since the run's first point. InvalidArgument when the config lacks what
 // tokens needs.
-absl::StatusOr<std::vector<double>> XValues(const std::string& x, const model::RunRecord& run,
-                                            const std::vector<model::SeriesPoint>& points);
+struct XAxis {
+  enum class Kind { kStep, kTokens, kWall, kRel };
+  Kind kind = Kind::kStep;
+  double per_step = 1;  // tokens per step, for kTokens
+  bool NeedsWalls() const { return kind == Kind::kWall || kind == Kind::kRel; }
+  // The least and greatest x of points whose steps run from `min_step` to `max_step`, and
+  // whether every x is whole, where the steps alone tell (steps; tokens at a whole, finite number
+  // per step); nullopt where it takes every point (wall times).
+  struct Span {
+    double lo = 0;
+    double hi = 0;
+    bool whole = false;
+  };
+  std::optional<Span> SpanOfSteps(int64_t min_step, int64_t max_step) const;
+};
+absl::StatusOr<XAxis> XAxisOf(const std::string& x, const model::RunRecord& run);
+
+// The x of each point of `columns` on `axis` into `out` (replaced): from its steps, or from its
+// wall times where the axis needs them (they must then have been read).
+void XValues(const XAxis& axis, const store::SeriesColumns& columns, std::vector<double>* out);
 
 // {"experiment", "metric", "goal", "x_kind", "smooth", "delta", "baseline", "buckets", "x",
 //  "variants": [{"variant", "runs", "n_max", "mean", "lo", "hi", "min", "max", "n"}]}

@@ -616,10 +616,10 @@ absl::StatusOr<model::CheckpointRecord> Query::Artifact(int64_t run_id, const st
                                  : absl::StrCat("; it has ", absl::StrJoin(names, ", "))));
 }
 
-absl::StatusOr<std::map<int64_t, std::vector<model::SeriesPoint>>> Query::ExperimentSeries(
+absl::StatusOr<std::map<int64_t, StoredSeries>> Query::ExperimentSeries(
     int64_t experiment_id, const std::string& key, const std::map<int64_t, int64_t>& expected) {
   TAE_CHECK_OWNER(core_);
-  std::map<int64_t, std::vector<model::SeriesPoint>> out;
+  std::map<int64_t, StoredSeries> out;
   auto reserve = [&](int64_t run_id, std::vector<model::SeriesPoint>* points) {
     if (auto size = expected.find(run_id); size != expected.end() && size->second > 0) {
       points->reserve(static_cast<size_t>(size->second));  // one allocation per run
@@ -636,14 +636,17 @@ absl::StatusOr<std::map<int64_t, std::vector<model::SeriesPoint>>> Query::Experi
         break;
       }
       const int64_t run_id = packs->Int(0);
-      std::vector<model::SeriesPoint>& points = out[run_id];
-      reserve(run_id, &points);
-      if (absl::Status unpacked = store::UnpackSeries(packs->Blob(1), &points); !unpacked.ok()) {
+      const std::string_view blob = packs->Blob(1);
+      absl::StatusOr<store::PackInfo> info = store::CheckPack(blob);
+      if (!info.ok()) {
         spdlog::warn("run r{}, {}: {}; reading its rows", run_id, key,
-                     std::string(unpacked.message()));
-        out.erase(run_id);
+                     std::string(info.status().message()));
         damaged.push_back(run_id);
+        continue;
       }
+      StoredSeries& series = out[run_id];
+      series.pack.assign(blob);
+      series.packed = *info;
     }
   }
   ASSIGN_OR_RETURN(CachedStatement stmt, db_->Cached(kExperimentSeries));
@@ -657,7 +660,7 @@ absl::StatusOr<std::map<int64_t, std::vector<model::SeriesPoint>>> Query::Experi
     }
     const int64_t run_id = stmt->Int(0);
     if (run_id != current_id) {
-      current = &out[run_id];
+      current = &out[run_id].points;
       current_id = run_id;
       reserve(run_id, current);
     }
@@ -666,9 +669,51 @@ absl::StatusOr<std::map<int64_t, std::vector<model::SeriesPoint>>> Query::Experi
   for (int64_t run_id : damaged) {
     ASSIGN_OR_RETURN(std::vector<model::SeriesPoint> points, QueryMetricAfter(run_id, key, -1));
     if (!points.empty()) {
-      out[run_id] = std::move(points);
+      out[run_id].points = std::move(points);
     }
   }
+  return out;
+}
+
+absl::Status StoredSeries::Columns(bool values, bool walls, store::SeriesColumns* out) const {
+  if (!pack.empty()) {
+    return store::UnpackColumns(pack, values, walls, out);
+  }
+  const size_t n = points.size();
+  out->steps.resize(n);
+  out->values.resize(values ? n : 0);
+  out->walls.resize(walls ? n : 0);
+  for (size_t i = 0; i < n; ++i) {
+    out->steps[i] = points[i].step;
+  }
+  for (size_t i = 0; values && i < n; ++i) {
+    out->values[i] = points[i].value;
+  }
+  for (size_t i = 0; walls && i < n; ++i) {
+    out->walls[i] = points[i].wall_time;
+  }
+  return absl::OkStatus();
+}
+
+std::pair<int64_t, int64_t> StoredSeries::StepSpan() const {
+  if (!pack.empty()) {
+    return {packed.min_step, packed.max_step};
+  }
+  if (points.empty()) {
+    return {0, 0};
+  }
+  auto [least, greatest] = std::minmax_element(
+      points.begin(), points.end(),
+      [](const model::SeriesPoint& a, const model::SeriesPoint& b) { return a.step < b.step; });
+  return {least->step, greatest->step};
+}
+
+absl::StatusOr<std::vector<model::SeriesPoint>> StoredSeries::Points() const {
+  if (pack.empty()) {
+    return points;
+  }
+  std::vector<model::SeriesPoint> out;
+  RETURN_IF_ERROR(store::UnpackSeries(pack, &out));
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "server/model/records.h"
 
 namespace tae::store {
@@ -26,5 +27,30 @@ std::string PackSeries(const std::vector<model::SeriesPoint>& points);
 // Appends the blob's points to `out`. DataLoss, with `out` as it was, for a blob that is not a
 // whole version-1 pack (truncated, trailing bytes, a count its bytes cannot hold).
 absl::Status UnpackSeries(std::string_view blob, std::vector<model::SeriesPoint>* out);
+
+// A series as columns, for a reader that wants some of them (a curve: steps and values) in
+// buffers it reuses from run to run.
+struct SeriesColumns {
+  std::vector<int64_t> steps;
+  std::vector<double> values;
+  std::vector<double> walls;
+};
+
+// The blob's points into `out`, each column replaced: steps always, values and wall times where
+// asked (else left empty). DataLoss as UnpackSeries, with `out` in no particular state; without
+// `walls`, the wall times' bytes are not read, so their damage is found only by CheckPack.
+absl::Status UnpackColumns(std::string_view blob, bool values, bool walls, SeriesColumns* out);
+
+// What CheckPack finds in a whole pack: its point count and its least and greatest step (both 0
+// when it has no point).
+struct PackInfo {
+  int64_t count = 0;
+  int64_t min_step = 0;
+  int64_t max_step = 0;
+};
+
+// The blob's PackInfo where it is a whole version-1 pack (UnpackSeries would take it), read
+// without writing a point anywhere; DataLoss as UnpackSeries.
+absl::StatusOr<PackInfo> CheckPack(std::string_view blob);
 
 }  // namespace tae::store

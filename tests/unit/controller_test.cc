@@ -393,7 +393,7 @@ TEST_CASE("taed packs the series of ended runs in slices after ingest, not durin
   REQUIRE(series.ok());
   REQUIRE(series->size() == 4);
   CHECK(series->begin()->second.size() == 30);
-  CHECK(series->begin()->second.back().value == 1.0 / 30);
+  CHECK(series->begin()->second.Points()->back().value == 1.0 / 30);
 }
 
 }  // namespace

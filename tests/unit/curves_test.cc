@@ -1,6 +1,9 @@
 #include "server/curves/curves.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
 
 #include "catch2/catch.hpp"
 #include "common/stats/stats.h"
@@ -151,6 +154,129 @@ TEST_CASE("a zoomed curve draws only its x range, smoothed over the whole series
   REQUIRE(part.x.size() == 21);
   CHECK(part.x.front() == 40);
   CHECK(*part.bands[0].mean[0] == *whole.bands[0].mean[39]);  // step 40, same EMA
+}
+
+}  // namespace
+}  // namespace tae::curves
+
+namespace tae::curves {
+namespace {
+
+void CheckSameCurves(const Curves& a, const Curves& b) {
+  REQUIRE(a.x == b.x);
+  REQUIRE(a.bands.size() == b.bands.size());
+  for (size_t i = 0; i < a.bands.size(); ++i) {
+    const Band& p = a.bands[i];
+    const Band& q = b.bands[i];
+    CHECK(p.variant == q.variant);
+    CHECK(p.runs == q.runs);
+    CHECK(p.n == q.n);
+    CHECK(p.n_max == q.n_max);
+    CHECK(p.mean == q.mean);
+    CHECK(p.lo == q.lo);
+    CHECK(p.hi == q.hi);
+    CHECK(p.min == q.min);
+    CHECK(p.max == q.max);
+  }
+}
+
+// Ascending x of one kind: small whole steps, whole steps wider than the buckets, whole numbers
+// past 2^53, negative ones, fractions.
+std::vector<double> RandomX(std::mt19937_64& rng, int kind, int n) {
+  std::uniform_int_distribution<int> gap(1, 7);
+  double x = kind == 2 ? 9.1e15 : kind == 3 ? -5000 : 0;
+  std::vector<double> out;
+  for (int i = 0; i < n; ++i) {
+    switch (kind) {
+      case 0:
+      case 3:
+        x += gap(rng);
+        break;
+      case 1:
+        x += 40 * gap(rng);
+        break;
+      case 2:
+        x += 2 * gap(rng);  // every double from 2^53 to 2^54 is even
+        break;
+      default:
+        x += 0.37 * gap(rng);
+    }
+    out.push_back(x);
+  }
+  return out;
+}
+
+TEST_CASE("a range given by its ends draws what the same range read from every point does") {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> noise(0, 1);
+  for (int kind = 0; kind < 5; ++kind) {
+    std::vector<RunSeries> series;
+    for (int run = 1; run <= 12; ++run) {
+      std::vector<double> x = RandomX(rng, kind, 50 + run * 7);
+      std::vector<double> y;
+      for (size_t i = 0; i < x.size(); ++i) {
+        y.push_back(noise(rng));
+      }
+      series.push_back({run, run % 3 == 0 ? "b" : "a", x, y});
+    }
+    for (int buckets : {1, 40, 2000}) {
+      INFO("x of kind " << kind << ", " << buckets << " buckets");
+      const Curves from_points = Build(series, {"a", "b"}, {buckets, 0});
+      Builder from_ends({"a", "b"}, {buckets, 0});
+      CHECK_FALSE(from_ends.Zoomed());
+      for (const RunSeries& s : series) {
+        bool whole = true;
+        for (double v : s.x) {
+          whole = whole && v == std::floor(v);
+        }
+        from_ends.RangeSpan(s.x.front(), s.x.back(), whole);
+      }
+      for (const RunSeries& s : series) {
+        from_ends.Add(s.run_id, s.variant, s.x, s.y);
+      }
+      CheckSameCurves(from_points, from_ends.Finish());
+    }
+  }
+  CHECK(Builder({"a"}, {100, 0, 1, 2}).Zoomed());
+  CHECK(Builder({"a"}, {100, 0, -std::numeric_limits<double>::infinity(), 2}).Zoomed());
+}
+
+TEST_CASE("buckets of equal width take each x by floor, the largest x in the last one") {
+  std::mt19937_64 rng(9);
+  for (int kind = 0; kind < 5; ++kind) {
+    for (int buckets : {3, 40, 997}) {
+      const std::vector<double> x = RandomX(rng, kind, 3000);
+      const Curves c =
+          Build({{1, "a", x, std::vector<double>(x.size(), 1.0)}}, {"a"}, {buckets, 0});
+      // The grid as floor((x - lo) * buckets / span), clamped, gives it; whole x whose span
+      // fits take a bucket each.
+      const double lo = x.front();
+      const double span = x.back() - lo;
+      bool whole = true;
+      for (double v : x) {
+        whole = whole && v == std::floor(v);
+      }
+      std::vector<double> grid;
+      int last = -1;
+      for (double v : x) {
+        int b = 0;
+        if (whole && span + 1 <= buckets) {
+          b = static_cast<int>(v - lo);
+        } else {
+          b = std::clamp(static_cast<int>(std::floor((v - lo) * (buckets / span))), 0, buckets - 1);
+        }
+        if (b != last) {
+          grid.push_back(v);
+          last = b;
+        } else {
+          grid.back() = v;
+        }
+      }
+      INFO("x of kind " << kind << ", " << buckets << " buckets");
+      CHECK(c.x == grid);
+      CHECK(c.x.back() == x.back());
+    }
+  }
 }
 
 }  // namespace

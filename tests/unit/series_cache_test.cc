@@ -63,8 +63,8 @@ TEST_CASE("the series cache reads only the runs that moved, and only their new s
   const auto* grown = get();
   CHECK(cache.reads() == 2);  // run 3's new steps only
   REQUIRE(grown->at(3).size() == 60);
-  CHECK(grown->at(3).back().step == 60);
-  CHECK(grown->at(3).back().value == 61.0);
+  CHECK(grown->at(3).Points()->back().step == 60);
+  CHECK(grown->at(3).Points()->back().value == 61.0);
   CHECK(grown->at(1).size() == 100);
 
   // Steps 10..20 of run 1 are stored again with other values by a later attempt resuming from a
@@ -73,7 +73,7 @@ TEST_CASE("the series cache reads only the runs that moved, and only their new s
   Points(store, 1, 101, 101, 1.0, 2);
   const auto* replaced = get();
   CHECK(replaced->at(1).size() == 101);
-  CHECK(replaced->at(1)[9].value == 510.0);  // step 10
+  CHECK(replaced->at(1).Points()->at(9).value == 510.0);  // step 10
 }
 
 TEST_CASE("the series cache keeps at most its points, dropping the least recently asked") {

@@ -3,8 +3,10 @@
 
 #include "server/store/series_pack.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -97,6 +99,97 @@ TEST_CASE("a damaged pack is refused whole and nothing is appended") {
   }
 }
 
+// What CheckPack should say of `blob`: UnpackSeries's verdict, and from its points the count and
+// the least and greatest step.
+void CheckAgreesWithUnpack(const std::string& blob) {
+  std::vector<model::SeriesPoint> points;
+  const bool whole = UnpackSeries(blob, &points).ok();
+  absl::StatusOr<PackInfo> info = CheckPack(blob);
+  INFO("a pack of " << blob.size() << " bytes");
+  REQUIRE(info.ok() == whole);
+  if (!whole) {
+    CHECK(absl::IsDataLoss(info.status()));
+    return;
+  }
+  CHECK(info->count == static_cast<int64_t>(points.size()));
+  int64_t least = 0, greatest = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    least = i == 0 ? points[i].step : std::min(least, points[i].step);
+    greatest = i == 0 ? points[i].step : std::max(greatest, points[i].step);
+  }
+  CHECK(info->min_step == least);
+  CHECK(info->max_step == greatest);
+}
+
+TEST_CASE("a pack's columns are its points', and CheckPack takes exactly what UnpackSeries does") {
+  std::mt19937_64 rng(23);
+  SeriesColumns columns;  // reused, as a reader does: every column replaced each time
+  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{1000}}) {
+    const std::vector<model::SeriesPoint> points = RandomSeries(rng, n);
+    const std::string blob = PackSeries(points);
+    for (const auto& [values, walls] : {std::pair{false, false}, std::pair{true, false},
+                                        std::pair{false, true}, std::pair{true, true}}) {
+      REQUIRE(UnpackColumns(blob, values, walls, &columns).ok());
+      REQUIRE(columns.steps.size() == n);
+      CHECK(columns.values.size() == (values ? n : 0));
+      CHECK(columns.walls.size() == (walls ? n : 0));
+      for (size_t i = 0; i < n; ++i) {
+        CHECK(columns.steps[i] == points[i].step);
+        if (values) {
+          CHECK(std::memcmp(&columns.values[i], &points[i].value, sizeof(double)) == 0);
+        }
+        if (walls) {
+          CHECK(std::memcmp(&columns.walls[i], &points[i].wall_time, sizeof(double)) == 0);
+        }
+      }
+    }
+    CheckAgreesWithUnpack(blob);
+    CHECK(absl::IsDataLoss(UnpackColumns(blob.substr(0, blob.size() / 2), true, true, &columns)));
+  }
+  // Wall times' varints of every length up to 10 bytes and past it, at every alignment: a point's
+  // wall time is its bit pattern, so a delta can take 1 to 10 bytes.
+  for (int len = 1; len <= 11; ++len) {
+    for (int lead = 0; lead < 9; ++lead) {
+      std::vector<model::SeriesPoint> points(static_cast<size_t>(lead) + 2);
+      for (size_t i = 0; i < points.size(); ++i) {
+        points[i].step = static_cast<int64_t>(i);
+      }
+      std::string blob = PackSeries(points);  // every wall time 0.0: one zero byte each
+      // Replace the last wall time's byte with a varint of `len` bytes (11: one too long).
+      blob.pop_back();
+      blob.append(static_cast<size_t>(len - 1), '\x81');
+      blob.push_back('\x01');
+      CheckAgreesWithUnpack(blob);
+      CheckAgreesWithUnpack(blob + '\x01');  // one more than its count
+      CheckAgreesWithUnpack(blob + '\x81');  // a last byte that does not end
+      CheckAgreesWithUnpack(blob.substr(0, blob.size() - 1));
+    }
+  }
+  // Random damage, truncations, and bytes that were never a pack.
+  const std::string blob = PackSeries(RandomSeries(rng, 200));
+  for (size_t cut = 0; cut <= blob.size(); ++cut) {
+    CheckAgreesWithUnpack(blob.substr(0, cut));
+  }
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string damaged = blob;
+    const int changes = 1 + trial % 4;
+    for (int c = 0; c < changes; ++c) {
+      damaged[std::uniform_int_distribution<size_t>(0, damaged.size() - 1)(rng)] =
+          static_cast<char>(byte(rng));
+    }
+    CheckAgreesWithUnpack(damaged);
+    std::string noise(static_cast<size_t>(trial % 64), '\0');
+    for (char& c : noise) {
+      c = static_cast<char>(trial % 3 == 0 ? 0x80 | byte(rng) : byte(rng));
+    }
+    if (!noise.empty()) {
+      noise[0] = 1;  // version 1, so the rest is read
+    }
+    CheckAgreesWithUnpack(noise);
+  }
+}
+
 // A store with one experiment of `runs` runs, each with points of "loss" and "acc".
 struct Fixture {
   std::unique_ptr<Store> store;
@@ -178,13 +271,29 @@ struct Fixture {
   void CheckSeriesAgree(const std::string& key) {
     auto read = query.ExperimentSeries(exp, key);
     REQUIRE(read.ok());
+    std::map<int64_t, std::vector<model::SeriesPoint>> as_read;
     std::map<int64_t, std::vector<model::SeriesPoint>> rows;
-    for (const auto& [run, points] : *read) {
+    for (const auto& [run, series] : *read) {
+      auto points = series.Points();
+      REQUIRE(points.ok());
+      as_read[run] = *points;
+      CHECK(series.size() == static_cast<int64_t>(points->size()));
       auto raw = query.QueryMetricAfter(run, key, std::numeric_limits<int64_t>::min());
       REQUIRE(raw.ok());
       rows[run] = *raw;
+      // As columns and as a step span, a pack is what its rows are.
+      query::StoredSeries from_rows;
+      from_rows.points = *raw;
+      SeriesColumns a, b;
+      REQUIRE(series.Columns(true, true, &a).ok());
+      REQUIRE(from_rows.Columns(true, true, &b).ok());
+      CHECK(a.steps == b.steps);
+      CHECK(a.values == b.values);
+      CHECK(a.walls == b.walls);
+      CHECK(series.StepSpan() == from_rows.StepSpan());
+      CHECK(series.StepSpan().second == raw->back().step);
     }
-    CHECK(*read == rows);
+    CHECK(as_read == rows);
     auto listed = query.ListRuns("packs");
     REQUIRE(listed.ok());
     size_t with_points = 0;
@@ -237,8 +346,8 @@ TEST_CASE("a run's series are packed as it ends, and a curve reads them as the r
   f.CheckSeriesAgree("loss");
   auto retried = f.query.ExperimentSeries(f.exp, "loss");
   REQUIRE(retried->at(3).size() == 251);
-  CHECK(retried->at(3)[150].value == 99.0 / 151);  // step 150, the second attempt's
-  CHECK(retried->at(3)[50].value == 30.0 / 51);    // step 50, the first's
+  CHECK(retried->at(3).Points()->at(150).value == 99.0 / 151);  // step 150, the second attempt's
+  CHECK(retried->at(3).Points()->at(50).value == 30.0 / 51);    // step 50, the first's
 }
 
 TEST_CASE("ended runs without packs are packed in slices, and a damaged pack reads the rows") {
