@@ -42,21 +42,23 @@ class Bucketer {
 };
 
 // Per variant and bucket: Welford's running mean and M2 of the runs' bucket means, the runs'
-// min and max.
+// min and max, and the largest x of their points there.
 struct Accumulator {
   int n = 0;
   double mean = 0;
   double m2 = 0;
   double min = std::numeric_limits<double>::infinity();
   double max = -std::numeric_limits<double>::infinity();
+  double x_max = -std::numeric_limits<double>::infinity();
 
-  void Add(double run_mean, double run_min, double run_max) {
+  void Add(double run_mean, double run_min, double run_max, double run_x_max) {
     ++n;
     const double d = run_mean - mean;
     mean += d / n;
     m2 += d * (run_mean - mean);
     min = std::min(min, run_min);
     max = std::max(max, run_max);
+    x_max = std::max(x_max, run_x_max);
   }
 };
 
@@ -141,20 +143,26 @@ bool Builder::Zoomed() const {
          options_.x_max != std::numeric_limits<double>::infinity();
 }
 
+void Builder::EndRange() {
+  ranged_ = true;
+  if (lo_ <= hi_) {
+    bucketer_ = std::make_unique<Bucketer>(lo_, hi_, integral_, std::max(1, options_.buckets));
+    acc_.assign(out_.bands.size(), std::vector<Accumulator>(bucketer_->count()));
+  }
+}
+
 void Builder::Add(int64_t run_id, const std::string& variant, const std::vector<double>& x,
                   const std::vector<double>& y) {
   auto it = band_of_.find(variant);
   if (it == band_of_.end()) {
     return;
   }
-  out_.bands[it->second].runs.push_back(run_id);
-  if (!(lo_ <= hi_)) {
-    return;  // no point in range anywhere: the bands list their runs only
+  if (!ranged_) {
+    EndRange();
   }
+  out_.bands[it->second].runs.push_back(run_id);
   if (!bucketer_) {
-    bucketer_ = std::make_unique<Bucketer>(lo_, hi_, integral_, std::max(1, options_.buckets));
-    acc_.assign(out_.bands.size(), std::vector<Accumulator>(bucketer_->count()));
-    bucket_x_.assign(bucketer_->count(), -std::numeric_limits<double>::infinity());
+    return;  // no point in range anywhere: the bands list their runs only
   }
   const bool smooth = options_.smooth > 0 && options_.smooth < 1;
   std::vector<double> smoothed;
@@ -168,8 +176,8 @@ void Builder::Add(int64_t run_id, const std::string& variant, const std::vector<
   int n = 0;
   auto flush = [&] {
     if (n > 0) {
-      acc[current].Add(n == 1 ? sum : sum / n, min, max);  // the same; most buckets hold one point
-      bucket_x_[current] = std::max(bucket_x_[current], x_max);
+      // n == 1 is the same, without a division: most buckets hold one point.
+      acc[current].Add(n == 1 ? sum : sum / n, min, max, x_max);
     }
   };
   const size_t points = std::min(x.size(), ys.size());
@@ -200,15 +208,20 @@ void Builder::Add(int64_t run_id, const std::string& variant, const std::vector<
 Curves Builder::Finish() {
   Curves out = std::move(out_);
   std::map<int, double> t_cache;
-  for (size_t b = 0; b < bucket_x_.size(); ++b) {
+  const int buckets = bucketer_ ? bucketer_->count() : 0;
+  for (int b = 0; b < buckets; ++b) {
     bool any = false;
+    double x = -std::numeric_limits<double>::infinity();
     for (const auto& per_band : acc_) {
-      any = any || per_band[b].n > 0;
+      if (per_band[b].n > 0) {
+        any = true;
+        x = std::max(x, per_band[b].x_max);
+      }
     }
     if (!any) {
       continue;
     }
-    out.x.push_back(bucket_x_[b]);
+    out.x.push_back(x);
     for (size_t i = 0; i < out.bands.size(); ++i) {
       const Accumulator& a = acc_[i][b];
       Band& band = out.bands[i];

@@ -73,6 +73,7 @@ struct Accumulator;
 // Build one run at a time, so that a caller need not hold every run's x and y at once (a metric
 // of a 10,000-run study is 10 million points): first Range with every run's x (the buckets depend
 // on all of them), then Add each run, then Finish. Build is Range, Add and Finish over `series`.
+// Add may run on several threads at once after EndRange, so long as no two add to one variant.
 class Builder {
  public:
   Builder(const std::vector<std::string>& variants, const Options& options);
@@ -83,6 +84,8 @@ class Builder {
   // Only while nothing is zoomed (Zoomed() false): a zoom drops x that only every point shows.
   void RangeSpan(double lo, double hi, bool whole);
   bool Zoomed() const;
+  // No more Range: the buckets are fixed (the first Add does it where this was not called).
+  void EndRange();
   void Add(int64_t run_id, const std::string& variant, const std::vector<double>& x,
            const std::vector<double>& y);
   Curves Finish();
@@ -97,8 +100,8 @@ class Builder {
   double hi_ = -std::numeric_limits<double>::infinity();
   bool integral_ = true;
   std::unique_ptr<Bucketer> bucketer_;
+  bool ranged_ = false;
   std::vector<std::vector<Accumulator>> acc_;  // per band, per bucket
-  std::vector<double> bucket_x_;
 };
 
 // Each band minus the band of its baseline (`baseline_of(variant)`) at the same x: mean is the

@@ -11,6 +11,7 @@
 #include "common/metrics/names.h"
 #include "common/spec/spec.h"
 #include "common/status/macros.h"
+#include "common/thread/parallel.h"
 #include "server/curves/curves.h"
 #include "server/http/api.h"
 #include "server/http/reply.h"
@@ -49,10 +50,16 @@ std::vector<std::string> VariantOrder(const model::ExperimentRecord& exp,
   return order;
 }
 
+// A curve's points past which its runs are banded on more than one thread
+// (common/thread/parallel.h).
+constexpr int64_t kPointsPerThread = 250'000;
+constexpr int kCurveThreads = 4;
+
 // Each wanted run's points as x (`x` kind, XValues) and y into `builder`, one run at a time: its
 // x range first (every run's), then its points. A run without points yet is listed in its band.
 // Packs are decoded into buffers reused from run to run, so a 10,000-run study's 10 million
-// points are never held decoded at once.
+// points are never held decoded at once; the variants are banded on a few threads at once where
+// there are that many points (nothing the series cache holds changes meanwhile: the core waits).
 absl::Status FeedRuns(const std::vector<query::RunView>& runs,
                       const std::map<int64_t, query::StoredSeries>& stored,
                       const std::set<std::string>& wanted, const std::string& x,
@@ -60,46 +67,71 @@ absl::Status FeedRuns(const std::vector<query::RunView>& runs,
   // The runs are brief (Query::CurveRuns): a variant's config is its first run's, and so is its
   // x axis (read once, when the variant's first run with points comes).
   std::map<std::string, const query::RunView*> first_of;
+  std::map<std::string, std::vector<const query::RunView*>> runs_of;  // wanted, in id order
   for (const query::RunView& view : runs) {
     first_of.emplace(view.run.variant, &view);
+    if (wanted.empty() || wanted.count(view.run.variant) > 0) {
+      runs_of[view.run.variant].push_back(&view);
+    }
   }
+  // The range, run by run: from the steps' ends where the axis allows, else every x.
   std::map<std::string, XAxis> axis_of;
   store::SeriesColumns columns;
   std::vector<double> xs;
-  for (const bool ranging : {true, false}) {
-    for (const query::RunView& view : runs) {
-      if (!wanted.empty() && wanted.count(view.run.variant) == 0) {
-        continue;
-      }
-      auto it = stored.find(view.run.id);
+  int64_t points = 0;
+  for (const auto& [variant, views] : runs_of) {
+    for (const query::RunView* view : views) {
+      auto it = stored.find(view->run.id);
       if (it == stored.end()) {
-        if (!ranging) {
-          builder->Add(view.run.id, view.run.variant, {}, {});
-        }
         continue;
       }
-      auto axis = axis_of.find(view.run.variant);
+      auto axis = axis_of.find(variant);
       if (axis == axis_of.end()) {
-        absl::StatusOr<XAxis> read = XAxisOf(x, first_of.at(view.run.variant)->run);
+        absl::StatusOr<XAxis> read = XAxisOf(x, first_of.at(variant)->run);
         if (!read.ok()) return read.status();
-        axis = axis_of.emplace(view.run.variant, *read).first;
+        axis = axis_of.emplace(variant, *read).first;
       }
-      if (ranging && !builder->Zoomed() && it->second.size() > 0) {
-        // Steps and tokens: the run's least and greatest step say its range, without its points.
+      points += it->second.size();
+      if (!builder->Zoomed() && it->second.size() > 0) {
         auto [min_step, max_step] = it->second.StepSpan();
         if (std::optional<XAxis::Span> span = axis->second.SpanOfSteps(min_step, max_step)) {
           builder->RangeSpan(span->lo, span->hi, span->whole);
           continue;
         }
       }
-      RETURN_IF_ERROR(it->second.Columns(!ranging, axis->second.NeedsWalls(), &columns));
+      RETURN_IF_ERROR(it->second.Columns(false, axis->second.NeedsWalls(), &columns));
       XValues(axis->second, columns, &xs);
-      if (ranging) {
-        builder->Range(xs);
-      } else {
-        builder->Add(view.run.id, view.run.variant, xs, columns.values);
-      }
+      builder->Range(xs);
     }
+  }
+  builder->EndRange();
+  // The points, a variant per part: no two threads add to one band.
+  std::vector<const std::vector<const query::RunView*>*> parts;
+  for (const auto& [variant, views] : runs_of) {
+    parts.push_back(&views);
+  }
+  std::vector<absl::Status> fed(parts.size());
+  const int threads = points >= kPointsPerThread ? thread::UsefulThreads(kCurveThreads) : 1;
+  thread::ParallelFor(static_cast<int>(parts.size()), threads, [&](int part) {
+    store::SeriesColumns columns;
+    std::vector<double> xs;
+    for (const query::RunView* view : *parts[static_cast<size_t>(part)]) {
+      auto it = stored.find(view->run.id);
+      if (it == stored.end()) {
+        builder->Add(view->run.id, view->run.variant, {}, {});
+        continue;
+      }
+      const XAxis& axis = axis_of.at(view->run.variant);
+      if (absl::Status read = it->second.Columns(true, axis.NeedsWalls(), &columns); !read.ok()) {
+        fed[static_cast<size_t>(part)] = read;
+        return;
+      }
+      XValues(axis, columns, &xs);
+      builder->Add(view->run.id, view->run.variant, xs, columns.values);
+    }
+  });
+  for (const absl::Status& status : fed) {
+    RETURN_IF_ERROR(status);
   }
   return absl::OkStatus();
 }

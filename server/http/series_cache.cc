@@ -17,13 +17,18 @@ absl::StatusOr<const std::map<int64_t, query::StoredSeries>*> SeriesCache::Get(
   if (fresh) {
     ++reads_;
     std::map<int64_t, int64_t> expected;  // the summaries' counts: one allocation per run
+    int64_t points = 0;
     for (const query::RunView& view : runs) {
       for (const model::MetricSummary& summary : view.summaries) {
         if (summary.key == key) {
           expected[view.run.id] = summary.count;
+          points += summary.count;
         }
       }
     }
+    // Room first, at the least it will take (all packed), so that what the entries going now
+    // free is there to be used again by the one coming.
+    Evict(max_bytes_ - points * kBytesPerPackedPoint);
     absl::StatusOr<std::map<int64_t, query::StoredSeries>> all =
         query_->ExperimentSeries(experiment, key, expected);
     if (!all.ok()) {
@@ -107,13 +112,13 @@ absl::StatusOr<const std::map<int64_t, query::StoredSeries>*> SeriesCache::Get(
     points_ += e.points;
     bytes_ += e.bytes;
   }
-  Evict();
+  Evict(max_bytes_);
   return &entries_.at(k).series;
 }
 
-void SeriesCache::Evict() {
+void SeriesCache::Evict(int64_t keep_bytes) {
   // Never the one just asked for (at the front).
-  while (bytes_ > max_bytes_ && recent_.size() > 1) {
+  while (bytes_ > keep_bytes && recent_.size() > 1) {
     const Key victim = recent_.back();
     recent_.pop_back();
     points_ -= entries_[victim].points;

@@ -26,6 +26,7 @@ class SeriesCache {
   // row per run, and a fixed part plus its key, so that series without any points (a metric name
   // nobody reports, asked for again and again) are bounded too.
   static constexpr int64_t kBytesPerPoint = sizeof(model::SeriesPoint);
+  static constexpr int64_t kBytesPerPackedPoint = 13;  // about: store/series_pack.h
   static constexpr int64_t kBytesPerRun = 64;
   static constexpr int64_t kBytesPerEntry = 256;
 
@@ -53,7 +54,9 @@ class SeriesCache {
   };
   using Key = std::pair<int64_t, std::string>;
 
-  void Evict();
+  // Drops the least recently asked entries, never the one just asked for, until at most
+  // `keep_bytes` are kept.
+  void Evict(int64_t keep_bytes);
 
   query::Query* query_;
   int64_t max_bytes_;
