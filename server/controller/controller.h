@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -334,9 +335,11 @@ class Controller {
   // A new secret for the agent, stored (its hash) and put in the credential table; returns the
   // credential "ID.SECRET". `how`: "token" or "provider".
   absl::StatusOr<std::string> IssueCredential(const std::string& agent_id, const std::string& how);
-  // The events of `events` that `agent_id` may report (lifecycle::MayReport); logs the others.
-  std::vector<model::IngestEvent> OwnEvents(const std::string& agent_id,
-                                            const std::vector<model::IngestEvent>& events);
+  // The events of `events` that `agent_id` may report (lifecycle::MayReport), logging the
+  // others: nullopt when it may report them all (the batch as it is: no copy of 12,000 values on
+  // the core), else a copy of those it may.
+  std::optional<std::vector<model::IngestEvent>> OwnEvents(
+      const std::string& agent_id, const std::vector<model::IngestEvent>& events);
   // "r57" (that run) or an experiment reference (its runs).
   absl::StatusOr<std::vector<model::RunRecord>> RunsOfTarget(const std::string& target);
   absl::Status CancelRun(const model::RunRecord& run, const std::string& reason);

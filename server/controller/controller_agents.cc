@@ -95,7 +95,8 @@ absl::Status Controller::OnEvents(const std::string& agent_id, registry::AgentCh
                                   const std::vector<model::IngestEvent>& events,
                                   uint64_t last_seq) {
   TAE_CHECK_OWNER(core_);
-  const std::vector<model::IngestEvent> own = OwnEvents(agent_id, events);
+  const std::optional<std::vector<model::IngestEvent>> filtered = OwnEvents(agent_id, events);
+  const std::vector<model::IngestEvent>& own = filtered ? *filtered : events;
   absl::StatusOr<std::vector<model::RunEnded>> ended =
       store_->Ingest(agent_id, own, lifecycle::IngestRules());
   if (!ended.ok()) {

@@ -1,6 +1,7 @@
 // Controller: agent identity (docs/security.md, "Agents"): enrolment with the shared token,
 // credentials minted by the providers, revocation, and which events an agent may report.
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
@@ -191,34 +192,37 @@ absl::Status Controller::MayFetchBlobs(const std::string& agent_id, bool checkpo
   return absl::OkStatus();
 }
 
-std::vector<model::IngestEvent> Controller::OwnEvents(
+std::optional<std::vector<model::IngestEvent>> Controller::OwnEvents(
     const std::string& agent_id, const std::vector<model::IngestEvent>& events) {
   // Which (run, attempt) pairs this batch may write, decided once per run.
   std::map<std::pair<int64_t, int>, bool> allowed;
-  std::vector<model::IngestEvent> own;
-  own.reserve(events.size());
   const double now = Now();
-  int64_t refused = 0;
-  int64_t example_run = 0;
-  for (const model::IngestEvent& event : events) {
+  auto may = [&](const model::IngestEvent& event) {
     auto [it, fresh] = allowed.try_emplace({event.run_id, event.attempt}, false);
     if (fresh) {
       absl::StatusOr<model::RunRecord> run = store_->GetRun(event.run_id);
       it->second = run.ok() && lifecycle::MayReport(*run, AgentsOfRun(*run), agent_id,
                                                     event.attempt, now, options_.report_tail_s);
     }
-    if (it->second) {
+    return it->second;
+  };
+  if (std::all_of(events.begin(), events.end(), may)) {
+    return std::nullopt;  // the usual batch: every event its own
+  }
+  std::vector<model::IngestEvent> own;
+  int64_t refused = 0;
+  int64_t example_run = 0;
+  for (const model::IngestEvent& event : events) {
+    if (may(event)) {
       own.push_back(event);
     } else {
       ++refused;
       example_run = event.run_id;
     }
   }
-  if (refused > 0) {
-    refused_events_ += refused;
-    spdlog::warn("agent {}: {} events for runs it does not hold (e.g. r{}) refused, not stored",
-                 agent_id, refused, example_run);
-  }
+  refused_events_ += refused;
+  spdlog::warn("agent {}: {} events for runs it does not hold (e.g. r{}) refused, not stored",
+               agent_id, refused, example_run);
   return own;
 }
 
