@@ -17,11 +17,11 @@
 #include "absl/status/statusor.h"
 #include "common/thread/owner.h"
 #include "server/model/records.h"
+#include "server/query/stored_series.h"
 #include "server/report/frontier.h"
 #include "server/report/report.h"
 #include "server/report/savings.h"
 #include "server/report/tuned.h"
-#include "server/store/series_pack.h"
 #include "server/store/store.h"
 
 namespace tae::query {
@@ -30,23 +30,6 @@ namespace tae::query {
 struct RunView {
   model::RunRecord run;
   std::vector<model::MetricSummary> summaries;
-};
-
-// One run's stored series of a metric as the curves read it (Query::ExperimentSeries): an ended
-// run's pack as stored (store/series_pack.h: about 13 bytes a point, half the size of its
-// points, and checked whole when read), else its points in step order.
-struct StoredSeries {
-  std::string pack;        // empty where `points` holds the series
-  store::PackInfo packed;  // the pack's, where there is one
-  std::vector<model::SeriesPoint> points;
-
-  int64_t size() const { return pack.empty() ? static_cast<int64_t>(points.size()) : packed.count; }
-  // Its least and greatest step; (0, 0) when it has no point.
-  std::pair<int64_t, int64_t> StepSpan() const;
-  // Its points as columns (store::UnpackColumns): steps, values and wall times where asked.
-  absl::Status Columns(bool values, bool walls, store::SeriesColumns* out) const;
-  // Every point, a pack unpacked.
-  absl::StatusOr<std::vector<model::SeriesPoint>> Points() const;
 };
 
 // A page of an experiment's runs (Query::ListRunsPage).
