@@ -12,7 +12,7 @@ PACKAGES=(
   bible-kjv python3 python3-torch openssl iproute2 rsync libgloo-dev
   openssh-client openssh-server
   chromium chromium-driver python3-selenium
-  python3-optuna python3-protobuf
+  python3-optuna python3-protobuf python3-scipy python3-statsmodels
 )
 # The dashboard's front-end dependency (uPlot) comes from the npm registry, pinned by
 # web/package-lock.json; Debian 12's nodejs 18 and npm 9 install it. A machine that already has

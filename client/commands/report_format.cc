@@ -57,29 +57,53 @@ std::string MeanCi(const tae::v1::ReportCell& cell, const std::string& pm) {
   return absl::StrCat(Num(cell.mean()), pm, Num(cell.ci95()), level);
 }
 
+// "+0.0123 [+0.0040, +0.0206] (+4.1%)": the delta, its interval (consistent with the verdict) and,
+// against a baseline clearly away from zero, its relative size. Shown decided or not: an
+// undecided delta with its interval is not "no effect".
 std::string Delta(const tae::v1::ReportRow& row, const tae::v1::ReportCell& cell) {
   if (row.variant() == row.baseline() || !cell.has_delta()) {
     return "";
   }
-  // Only a decided difference is shown as a number: an undecided delta is not "no effect".
-  // A comparison held at a failed seed says so, whatever its last look decided.
+  auto sign = [](double x) { return absl::StrCat(x >= 0 ? "+" : "", Num(x)); };
+  std::string text = sign(cell.delta());
+  if (tae::api::HasDeltaInterval(cell)) {
+    absl::StrAppend(&text, " [", sign(cell.delta_lo()), ", ", sign(cell.delta_hi()), "]");
+  }
+  if (!std::isnan(cell.rel_delta())) {
+    absl::StrAppend(&text, absl::StrFormat(" (%+.1f%%)", 100.0 * cell.rel_delta()));
+  }
+  return text;
+}
+
+// The verdict column: "different ***", "undecided (n=3, held: r12 failed; detects |Δ|≥0.41)",
+// "equivalent within ±0.01 (n=5)", "no verdict (optimistic: chosen on these seeds)".
+std::string Verdict(const tae::v1::ReportRow& row, const tae::v1::ReportCell& cell) {
+  if (row.variant() == row.baseline() || !cell.has_delta()) {
+    return "";
+  }
   const std::string held =
       cell.decision_held().empty() ? "" : absl::StrCat(", held: ", cell.decision_held());
-  if (cell.decision() == "undecided") {
-    return absl::StrCat("undecided (n=", cell.decision_n(),
-                        cell.decision_futile() ? ", futile" : "", held, ")");
+  if (cell.decision().empty()) {
+    return cell.note().empty() ? "-" : absl::StrCat("no verdict (", cell.note(), ")");
+  }
+  if (cell.decision() == "different") {
+    std::string text = absl::StrCat("different", cell.mark().empty() ? "" : " ", cell.mark());
+    if (!cell.decision_held().empty()) {
+      absl::StrAppend(&text, " (held: ", cell.decision_held(), ")");
+    }
+    return text;
   }
   if (cell.decision() == "equivalent") {
     return absl::StrFormat("equivalent within ±%g (n=%d)", cell.margin(), cell.decision_n());
   }
-  std::string text = absl::StrCat(cell.delta() >= 0 ? "+" : "", Num(cell.delta()));
-  if (!std::isnan(cell.rel_delta())) {
-    absl::StrAppend(&text, absl::StrFormat(" (%+.1f%%)", 100.0 * cell.rel_delta()));
+  std::string why;
+  if (!cell.note().empty()) {
+    why = absl::StrCat("; ", cell.note());
+  } else if (tae::api::HasDetectable(cell)) {
+    why = absl::StrCat("; detects |Δ|≥", Num(cell.detectable()));
   }
-  if (!cell.mark().empty()) {
-    absl::StrAppend(&text, " ", cell.mark());
-  }
-  return text;
+  return absl::StrCat("undecided (n=", cell.decision_n(), cell.decision_futile() ? ", futile" : "",
+                      held, why, ")");
 }
 
 bool Tuned(const tae::v1::ReportResponse& report) { return report.view() == "tuned"; }
@@ -131,8 +155,9 @@ std::vector<std::string> HumanHeader(const tae::v1::ReportResponse& report) {
   header.push_back("runs");
   for (const std::string& m : report.metrics()) {
     header.push_back(m + " (±95% CI)");
-    header.push_back("best");
-    header.push_back("Δ " + m);
+    header.push_back("best (selected)");
+    header.push_back("Δ " + m + " [CI]");
+    header.push_back("verdict");
   }
   header.insert(header.end(), {"params", "FLOPs/tok", "tok/s"});
   return header;
@@ -156,6 +181,7 @@ std::vector<std::string> HumanRow(const tae::v1::ReportResponse& report,
     cells.push_back(MeanCi(cell, pm));
     cells.push_back(cell.n() > 0 ? Num(cell.best()) : "-");
     cells.push_back(Delta(row, cell));
+    cells.push_back(Verdict(row, cell));
   }
   cells.push_back(Compact(row.params()));
   cells.push_back(Compact(row.flops_per_token()));
@@ -164,12 +190,19 @@ std::vector<std::string> HumanRow(const tae::v1::ReportResponse& report,
 }
 
 std::string Legend(const tae::v1::ReportResponse& report) {
+  const tae::v1::ReportCorrection& correction = report.correction();
   std::string legend = absl::StrCat(
       "Final values, mean over seeds ± 95% CI (t distribution); best: mean of each run's best "
-      "value; Δ vs ",
+      "value, selected on the same evaluation data (optimistic); Δ vs ",
       report.baseline(), Tuned(report) ? " at its own best grid point" : " at the same grid point",
-      ", Welch's t-test: * p<0.05, ** p<0.01, *** "
-      "p<0.001.");
+      " with its interval.");
+  if (!correction.family().empty()) {
+    absl::StrAppend(&legend, " Verdicts control ", correction.family(), ".");
+  }
+  if (!report.adaptive() && correction.controlled()) {
+    absl::StrAppend(&legend, " Marks on ", correction.method() == "holm" ? "Holm" : "Bonferroni",
+                    "-adjusted p (Welch's t, calibrated df): * <0.05, ** <0.01, *** <0.001.");
+  }
   if (Tuned(report)) {
     absl::StrAppend(&legend, " Each variant at its own best grid point on ", report.search_metric(),
                     report.search_goal() == "max" ? " (highest" : " (lowest",
@@ -202,12 +235,14 @@ std::string Legend(const tae::v1::ReportResponse& report) {
   if (decided) {
     absl::StrAppend(
         &legend, report.adaptive()
-                     ? " Δ shown when the group-sequential test of adaptive seeds (train.seeds = "
-                       "{ min, max }) decides it is different; undecided (n=seeds per arm) "
-                       "otherwise, futile when it stopped before max because max seeds would "
-                       "very likely not decide it either."
-                     : " Δ shown when it is different at p<0.05; undecided (n=seeds per arm) "
-                       "when its CI spans zero.");
+                     ? " Verdicts by the group-sequential test of adaptive seeds (train.seeds = "
+                       "{ min, max }), intervals repeated CIs at the look it stopped at, no "
+                       "p-value stars (not valid after looking); undecided (n=seeds per arm), "
+                       "futile when it stopped before max because max seeds would very likely "
+                       "not decide it either."
+                     : " Undecided (n=seeds per arm) when the interval spans zero: detects |Δ|≥x "
+                       "is the smallest effect it would find with 80% power, not a bound on the "
+                       "effect.");
   }
   if (marked) {
     absl::StrAppend(&legend,
@@ -370,6 +405,9 @@ std::string ClearsText(const std::string& clears) {
   if (clears == "no_value") {
     return "no value";
   }
+  if (clears == "failed_seeds") {
+    return "no (a seed failed)";
+  }
   return "no";
 }
 
@@ -422,7 +460,13 @@ std::string RenderFrontier(const tae::v1::ReportResponse& report) {
                                   std::isnan(p.ci95()) ? "" : absl::StrCat(" ± ", Num(p.ci95())));
     const std::string ci =
         std::isnan(p.ci95()) ? "-" : absl::StrCat("[", Num(p.lo()), ", ", Num(p.hi()), "]");
-    table.Add({p.variant(), known ? Compact(p.cost()) : "unknown", mean, ci, ClearsText(p.clears()),
+    std::string clears = ClearsText(p.clears());
+    if (f.estimates() == "optimistic" && p.clears() == "yes") {
+      clears = "optimistic CI clears";
+    } else if (known && p.clears() == "yes" && !p.reached()) {
+      clears = "CI clears, untested (the sequence stopped above)";
+    }
+    table.Add({p.variant(), known ? Compact(p.cost()) : "unknown", mean, ci, clears,
                p.on_front() ? "*" : ""});
   }
   absl::StrAppend(&out, table.Render(), "\n");
@@ -430,8 +474,12 @@ std::string RenderFrontier(const tae::v1::ReportResponse& report) {
   if (cheapest != nullptr) {
     absl::StrAppend(&out, which, " that clears ", bar, ": ",
                     PointText(*cheapest, label, f.metric()), "\n");
+  } else if (f.estimates() == "optimistic") {
+    absl::StrAppend(&out, "none named: the estimates are optimistic (each variant's point was "
+                          "chosen on the same seeds); search.confirm = N re-runs the chosen "
+                          "points on N fresh seeds, or --at-grid shows every point as run\n");
   } else {
-    absl::StrAppend(&out, "none clears ", bar, " with its whole 95% CI");
+    absl::StrAppend(&out, "none clears ", bar, " in the sequence from the most expensive down");
     if (!mean_only.empty()) {
       absl::StrAppend(&out, "; only the mean of ", absl::StrJoin(mean_only, ", "),
                       " does (more seeds may tell)");
@@ -446,6 +494,11 @@ std::string RenderFrontier(const tae::v1::ReportResponse& report) {
     absl::StrAppend(&out, "these clear it but cannot be ranked by cost: ",
                     absl::StrJoin(unknown_clear, ", "), "\n");
   }
+  absl::StrAppend(&out, "the ", which,
+                  " that clears is found by a fixed sequence from the most expensive down, "
+                  "stopping at the first that does not clear: the chance of naming one that does "
+                  "not clear is at most 2.5%; estimates: ",
+                  f.estimates().empty() ? "as run" : f.estimates(), "\n");
   absl::StrAppend(&out, "* on the Pareto front: no other variant of known cost is at least as ",
                   faster ? "fast" : "cheap", " and as good, and better in one\n");
   return out;
@@ -465,7 +518,8 @@ absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
     header.insert(header.end(), {"baseline", "runs", "runs_total"});
     for (const std::string& m : report.metrics()) {
       for (const char* field : {"n", "mean", "ci95", "std", "best", "delta", "rel_delta", "p_value",
-                                "decision", "decision_n", "level"}) {
+                                "decision", "decision_n", "level", "p_adjusted", "delta_lo",
+                                "delta_hi"}) {
         header.push_back(absl::StrCat(m, ":", field));
       }
     }
@@ -493,7 +547,10 @@ absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
              CsvNum(c.best()), c.has_delta() ? CsvNum(c.delta()) : "",
              c.has_delta() ? CsvNum(c.rel_delta()) : "", c.has_test() ? CsvNum(c.p_value()) : "",
              CsvField(c.decision()), c.decision().empty() ? "" : absl::StrCat(c.decision_n()),
-             c.level_kind().empty() ? "" : CsvField(c.level_kind())});
+             c.level_kind().empty() ? "" : CsvField(c.level_kind()),
+             c.has_test() && tae::api::HasDeltaInterval(c) ? CsvNum(c.p_adjusted()) : "",
+             tae::api::HasDeltaInterval(c) ? CsvNum(c.delta_lo()) : "",
+             tae::api::HasDeltaInterval(c) ? CsvNum(c.delta_hi()) : ""});
       }
       cells.insert(cells.end(), {CsvNum(row.params()), CsvNum(row.flops_per_token()),
                                  CsvNum(row.tokens_per_s())});

@@ -21,10 +21,16 @@ plot::FrontierFigure FrontierFigureOf(const tae::v1::ReportResponse& report) {
                                 f.goal() == "max" ? "higher" : "lower", " is better)");
   figure.bar_label = bar;
   figure.bar = f.value();
-  figure.verdict = f.cheapest().empty()
-                       ? absl::StrCat("none clears ", bar, " with its whole 95% CI")
-                       : absl::StrCat(f.lower_is_cheaper() ? "cheapest" : "fastest",
-                                      " that clears ", bar, ": ", f.cheapest());
+  // What the estimates are goes with the answer: a tuned view without search.confirm names none.
+  const std::string estimates = f.estimates().empty() ? "as run" : f.estimates();
+  figure.verdict =
+      f.cheapest().empty()
+          ? (estimates == "optimistic"
+                 ? absl::StrCat("none named: estimates optimistic (chosen on the same seeds)")
+                 : absl::StrCat("none clears ", bar, " (from the most expensive down); estimates ",
+                                estimates))
+          : absl::StrCat(f.lower_is_cheaper() ? "cheapest" : "fastest", " that clears ", bar,
+                         ": ", f.cheapest(), "; estimates ", estimates);
   for (const tae::v1::FrontierPoint& p : f.points()) {
     plot::FrontierMark& m = figure.marks.emplace_back();
     m.name = p.variant();

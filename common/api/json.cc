@@ -179,6 +179,15 @@ std::string WaysToReport() {
          "  - job.tensorboard = \"DIR\": the TensorBoard event files it writes there.\n";
 }
 
+bool HasDeltaInterval(const tae::v1::ReportCell& cell) {
+  return cell.delta_level() > 0 && cell.delta_level() < 1 && std::isfinite(cell.delta_lo()) &&
+         std::isfinite(cell.delta_hi());
+}
+
+bool HasDetectable(const tae::v1::ReportCell& cell) {
+  return cell.detectable() > 0 && std::isfinite(cell.detectable());
+}
+
 nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const tae::v1::ReportRow& row : report.rows()) {
@@ -194,8 +203,16 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
       value["best"] = number(cell.best());
       value["delta"] = cell.has_delta() ? number(cell.delta()) : nullptr;
       value["rel_delta"] = cell.has_delta() ? number(cell.rel_delta()) : nullptr;
+      // The interval of delta, consistent with the decision, at delta_level (null: no test).
+      const bool interval = HasDeltaInterval(cell);
+      value["delta_ci95"] = interval ? nlohmann::ordered_json({cell.delta_lo(), cell.delta_hi()})
+                                     : nlohmann::ordered_json();
+      value["delta_level"] = interval ? number(cell.delta_level()) : nullptr;
       value["p_value"] = cell.has_test() ? number(cell.p_value()) : nullptr;
+      value["p_adjusted"] = cell.has_test() && interval ? number(cell.p_adjusted()) : nullptr;
       value["mark"] = cell.mark();
+      value["detectable"] = HasDetectable(cell) ? number(cell.detectable()) : nullptr;
+      value["note"] = cell.note().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(cell.note());
       // The decision of the comparison with the baseline and the seeds per arm it rests on
       // (null for a baseline); the level the mean sits at (null when none).
       value["decision"] = cell.decision().empty() ? nlohmann::ordered_json()
@@ -228,6 +245,7 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
                     {"runs_total", row.runs_total()},
                     {"runs_pruned", row.runs_pruned()},
                     {"runs_failed", row.runs_failed()},
+                    {"seeds_identical", row.seeds_identical()},
                     {"metrics", metrics},
                     {"params", number(row.params())},
                     {"flops_per_token", number(row.flops_per_token())},
@@ -255,6 +273,18 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
       {"adaptive", report.adaptive()},
       {"banners", std::vector<std::string>(report.banners().begin(), report.banners().end())},
       {"view", report.view()}};
+  {
+    const tae::v1::ReportCorrection& c = report.correction();
+    nlohmann::ordered_json sizes = nlohmann::ordered_json::object();
+    for (int i = 0; i < c.metrics_size() && i < c.comparisons_size(); ++i) {
+      sizes[c.metrics(i)] = c.comparisons(i);
+    }
+    out["correction"] = {{"method", c.method()},
+                         {"alpha", c.alpha()},
+                         {"controlled", c.controlled()},
+                         {"family", c.family()},
+                         {"comparisons", sizes}};
+  }
   if (report.no_metrics()) {
     out["no_metrics"] = {{"hint", NoMetricsHint()},
                          {"sample_run", report.sample_run()},
@@ -310,7 +340,8 @@ nlohmann::ordered_json FrontierJson(const tae::v1::ReportFrontier& frontier) {
                       {"lo", number(p.lo())},
                       {"hi", number(p.hi())},
                       {"on_front", p.on_front()},
-                      {"clears", p.clears()}});
+                      {"clears", p.clears()},
+                      {"reached", p.reached()}});
     if (!frontier.cheapest().empty() && p.variant() == frontier.cheapest()) {
       cheapest = points.back();
     }
@@ -324,6 +355,8 @@ nlohmann::ordered_json FrontierJson(const tae::v1::ReportFrontier& frontier) {
       {"cost",
        {{"axis", frontier.cost()}, {"cheaper", frontier.lower_is_cheaper() ? "lower" : "higher"}}},
       {"cheapest", cheapest},
+      // "as run", "confirmed", or "optimistic" (chosen on the same seeds: no variant named)
+      {"estimates", frontier.estimates()},
       {"points", points}};
 }
 

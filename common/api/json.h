@@ -29,6 +29,12 @@ std::string NoMetricsHint();
 std::string WaysToReport();
 
 nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report);
+
+// A cell's interval of delta is set (delta_lo, delta_hi at two-sided delta_level): a level in
+// (0, 1) and finite bounds. Absent fields read 0 (a peer that does not send them): not set.
+bool HasDeltaInterval(const tae::v1::ReportCell& cell);
+// Its smallest detectable effect is set (positive and finite).
+bool HasDetectable(const tae::v1::ReportCell& cell);
 // The cost frontier (server/report/frontier.h):
 // {"bar": {"metric", "op", "value", "goal"}, "cost": {"axis", "cheaper": "lower"|"higher"},
 //  "cheapest": FrontierPoint | null, "points": [{"variant", "cost", "n", "mean", "ci95", "lo",

@@ -255,6 +255,11 @@ std::vector<KeyInfo> BuildSchema() {
       Experiment(Of(T::kFloorMap, "report.floor", "{}",
                     "per metric, the level at or beyond which a run has not learned (e.g. "
                     "\"val/acc\" = 0.5): rows there are marked, a baseline there gets a banner")),
+      Experiment(Enum("report.correction", R"("holm")", "holm|bonferroni|none",
+                      "how the table controls each metric's family of comparisons with the "
+                      "baseline at alpha (0.05; train.seeds.alpha): holm (step-down), "
+                      "bonferroni (alpha / K each), none (alpha each; the family is not "
+                      "controlled)")),
       Experiment(Of(T::kGoalMap, "report.goal", "{}",
                     "per metric, \"min\" or \"max\": which way is better (best, Δ colours); "
                     "unnamed metrics: max for accuracies and throughput, min for the rest")),

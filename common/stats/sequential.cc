@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "common/stats/family.h"
 #include "common/stats/stats.h"
 
 namespace tae::stats {
@@ -299,22 +300,22 @@ Verdict Decide(const SequentialDesign& design, const Boundaries& boundaries,
     return verdict;
   }
   const double se2 = a.se2 + b.se2;
-  if (se2 == 0) {
-    // Both arms constant: the delta is exact.
-    if (verdict.delta != 0) {
-      verdict.decision = Decision::kDifferent;
-      verdict.p = 0;
-    } else if (design.margin > 0) {
-      verdict.decision = Decision::kEquivalent;
-    }
-    verdict.final = verdict.decision != Decision::kUndecided || at_max;
+  if (a.se2 == 0 || b.se2 == 0) {
+    // An arm whose seeds gave one value has no seed variance to test against: no t test (a
+    // one-sample test against a constant takes one measurement for certainty). Both constant:
+    // another seed would very likely repeat them (a program that ignores its seed), so final.
+    verdict.no_variance = true;
+    verdict.final = se2 == 0 || at_max;
     return verdict;
   }
   const double se = std::sqrt(se2);
   const double share_a = a.se2 / se2;
   const double share_b = b.se2 / se2;
-  const double dof = 1 / (share_a * share_a / (a.n - 1) + share_b * share_b / (b.n - 1));
+  const double dof =
+      TableDof(1 / (share_a * share_a / (a.n - 1) + share_b * share_b / (b.n - 1)), a.n, b.n);
   const double t = verdict.delta / se;
+  verdict.se = se;
+  verdict.dof = dof;
   verdict.p = 2 * StudentTCdf(-std::fabs(t), dof);
   if (verdict.p <= verdict.level) {
     verdict.decision = Decision::kDifferent;

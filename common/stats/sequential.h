@@ -137,13 +137,17 @@ struct Verdict {
   double delta = 0;     // mean(variant) - mean(baseline); NaN when an arm is empty
   double p = 1;         // Welch's two-sided p (1 when it is undefined)
   double level = 0;     // the look's nominal two-sided level (0 before min)
+  double se = 0;        // the delta's standard error at the look (0 when untested)
+  double dof = 0;       // the test's degrees of freedom (stats::TableDof)
+  // An arm had no seed variance at the look: no test (final when neither arm had any).
+  bool no_variance = false;
 };
 
 // The decision after the values seen so far, one value per finished run (any order). Looks below
 // min are undecided and not final; above max they are read as the look at max. NaN in either arm
-// (a diverged run) is undecided and final: more seeds cannot make its mean defined. When both
-// arms are constant the delta is exact: a non-zero one is different, a zero one equivalent if
-// there is a margin (undecided otherwise).
+// (a diverged run) is undecided and final: more seeds cannot make its mean defined. An arm
+// without seed variance gets no test (undecided, no_variance; final when both are constant). The
+// t test's degrees of freedom are stats::TableDof's (common/stats/family.h).
 Verdict Decide(const SequentialDesign& design, const Boundaries& boundaries,
                const std::vector<double>& variant, const std::vector<double>& baseline);
 

@@ -301,12 +301,35 @@ std::optional<WelchTest> Welch(const std::vector<double>& a, const std::vector<d
   }
   const double se2 = se2_a + se2_b;
   WelchTest test;
-  test.t = (mean_a - mean_b) / std::sqrt(se2);
+  test.se = std::sqrt(se2);
+  test.t = (mean_a - mean_b) / test.se;
   // dof = se2^2 / (se2_a^2 / (n_a - 1) + se2_b^2 / (n_b - 1)), in shares of se2 so that nothing
   // overflows.
   const double share_a = se2_a / se2;
   const double share_b = se2_b / se2;
   test.dof = 1 / (share_a * share_a / (n_a - 1) + share_b * share_b / (n_b - 1));
+  test.p_two_sided = 2 * StudentTCdf(-std::fabs(test.t), test.dof);
+  return test;
+}
+
+std::optional<WelchTest> PairedT(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size() || a.size() < 2) {
+    return std::nullopt;
+  }
+  std::vector<double> d(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    d[i] = a[i] - b[i];
+  }
+  const double n = static_cast<double>(d.size());
+  const double mean = Mean(d);
+  const double var = SampleVariance(d, mean);
+  if (var == 0) {
+    return std::nullopt;
+  }
+  WelchTest test;
+  test.se = std::sqrt(var / n);
+  test.t = mean / test.se;
+  test.dof = n - 1;
   test.p_two_sided = 2 * StudentTCdf(-std::fabs(test.t), test.dof);
   return test;
 }

@@ -51,6 +51,7 @@ struct WelchTest {
   double t = 0;            // (mean(a) - mean(b)) / sqrt(var(a) / n_a + var(b) / n_b)
   double dof = 0;          // Welch-Satterthwaite degrees of freedom (not an integer in general)
   double p_two_sided = 1;  // P(|T| >= |t|)
+  double se = 0;           // sqrt(var(a) / n_a + var(b) / n_b): the standard error of the delta
 };
 
 // Welch's unequal-variance t-test of mean(a) - mean(b). nullopt when a or b has fewer than 2
@@ -61,6 +62,11 @@ std::optional<WelchTest> Welch(const std::vector<double>& a, const std::vector<d
 
 // Stars for a p value: "***" if p < 0.001, "**" if p < 0.01, "*" if p < 0.05, else "" (also for
 // NaN).
+// The paired t-test of mean(a - b) over pairs (a[i], b[i]): t = mean(d) / (sd(d) / sqrt(n)), dof
+// n - 1, se sd(d) / sqrt(n). nullopt when the sizes differ, there are fewer than 2 pairs, or every
+// difference is the same (sd 0).
+std::optional<WelchTest> PairedT(const std::vector<double>& a, const std::vector<double>& b);
+
 std::string SignificanceMark(double p);
 
 }  // namespace tae::stats

@@ -79,6 +79,9 @@ struct ExperimentReport {
   double alpha = 0.05;
   std::map<std::string, double> margin = {};  // train.seeds.margin: metric -> equivalence margin
   SearchSettings search = {};                 // [search]
+  // report.correction: how each metric's family of comparisons is controlled ("holm",
+  // "bonferroni", "none"; common/stats/family.h).
+  std::string correction = "holm";
 };
 
 // One decision of an experiment's ASHA search (server/search's Decision, as stored).

@@ -73,6 +73,7 @@ struct ReportResult {
   std::string baseline;
   std::vector<report::Row> rows;
   std::vector<std::string> banners;              // report::Banners
+  report::FamilySummary correction;              // what the verdicts control
   bool adaptive = false;                         // decided by train.seeds = { min, max }
   std::string view;                              // "tuned" or "grid"
   std::string search_metric;                     // tuned: chosen on this metric, in this direction

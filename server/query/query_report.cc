@@ -147,9 +147,15 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
   if (bar) {
     result.frontier =
         report::BuildFrontier(result.rows, *bar, cost_axis,
-                              report::HigherIsBetter(bar->metric, result.experiment.report.goal));
+                              report::HigherIsBetter(bar->metric, result.experiment.report.goal),
+                              !tuned                 ? "as run"
+                              : options.confirm > 0 ? "confirmed"
+                                                    : "optimistic");
   }
   result.banners = report::Banners(result.rows);
+  report::ReportOptions family_options = options;
+  family_options.selected = tuned && options.confirm <= 0;
+  result.correction = report::SummarizeFamily(family_options, result.rows, metrics);
   result.adaptive = options.adaptive;
   if (sort == "effect") {
     report::SortByEffect(&result.rows);

@@ -164,11 +164,14 @@ std::string ClearsName(Clears clears) {
       return "no_ci";
     case Clears::kNoValue:
       return "no_value";
+    case Clears::kFailed:
+      return "failed_seeds";
   }
   return "?";
 }
 
-Frontier BuildFrontier(const std::vector<Row>& rows, const Bar& bar, CostAxis cost, bool maximize) {
+Frontier BuildFrontier(const std::vector<Row>& rows, const Bar& bar, CostAxis cost, bool maximize,
+                       const std::string& estimates) {
   Frontier frontier;
   frontier.bar = bar;
   frontier.cost = cost;
@@ -188,6 +191,9 @@ Frontier BuildFrontier(const std::vector<Row>& rows, const Bar& bar, CostAxis co
       }
     }
     p.clears = Judge(p, bar);
+    if (row.runs_failed > 0 && p.clears != Clears::kNoValue) {
+      p.clears = Clears::kFailed;  // judged on the seeds that survived: never clears
+    }
   }
   const bool lower = LowerIsCheaper(cost);
   // Cheapest first; unknown costs last; stable, so ties keep the rows' order.
@@ -229,19 +235,43 @@ Frontier BuildFrontier(const std::vector<Row>& rows, const Bar& bar, CostAxis co
     }
     begin = end;
   }
-  for (size_t i = 0; i < frontier.points.size(); ++i) {
-    const FrontierPoint& p = frontier.points[i];
-    if (p.clears != Clears::kYes || std::isnan(p.cost)) {
-      continue;
+  // The cheapest that clears, by a fixed sequence from the most expensive down (Hsu & Berger
+  // 1999): each step tests "clears" at the CI's one-sided 2.5% and the walk stops at the first
+  // point that does not clear, so the chance of naming one that does not clear is at most 2.5%
+  // however many variants there are. A scan for the cheapest of all that clear alone is not.
+  frontier.estimates = estimates;
+  // In levels of equal cost: a level is passed only when each of its members in the sequence
+  // clears (so a false claim at the first level that has one must clear for anything at or below
+  // it to be named); the answer at a passed level is its best mean, then the rows' order.
+  for (size_t end = frontier.points.size(); end > 0;) {
+    size_t begin = end - 1;
+    while (begin > 0 && frontier.points[begin - 1].cost == frontier.points[end - 1].cost) {
+      --begin;
     }
-    if (!frontier.cheapest) {
-      frontier.cheapest = i;  // the first that clears in cost order is the cheapest
-      continue;
+    bool passed = true;
+    std::optional<size_t> best;
+    for (size_t i = begin; i < end; ++i) {
+      FrontierPoint& p = frontier.points[i];
+      if (std::isnan(p.cost) || p.clears == Clears::kNoValue || p.clears == Clears::kNoCi ||
+          p.clears == Clears::kFailed) {
+        // No cost, no estimate, fewer than 2 seeds or a failed seed: never claimed, so not in the
+        // sequence (which of them are left out does not depend on any variant's values).
+        continue;
+      }
+      p.reached = true;
+      if (p.clears != Clears::kYes) {
+        passed = false;
+      } else if (!best.has_value() || good_gt(p.mean, frontier.points[*best].mean)) {
+        best = i;
+      }
     }
-    const FrontierPoint& best = frontier.points[*frontier.cheapest];
-    if (best.cost == p.cost && good_gt(p.mean, best.mean)) {
-      frontier.cheapest = i;
+    if (!passed) {
+      break;
     }
+    if (best.has_value() && estimates != "optimistic") {
+      frontier.cheapest = best;
+    }
+    end = begin;
   }
   return frontier;
 }

@@ -19,9 +19,13 @@
 //   experiment's [report] goal, else metrics::LargerIsBetterByDefault) and strictly better on one
 //   of the two. Ties: equal cost and equal mean dominate neither way, so both stay on the front;
 //   at equal cost only the better means stay.
-// - The cheapest that clears: of the variants that clear and have a known cost, the cheapest; at
-//   equal cost the better mean; then the first in the rows' order. It need not be on the front
-//   (a variant on the front may have the better mean but a CI too wide to clear).
+// - The cheapest that clears: a fixed sequence from the most expensive variant down, stopping at
+//   the first that does not clear (Hsu & Berger 1999); the cheapest reached that clears. This
+//   bounds the chance of naming a variant that does not clear at 2.5% however many are cheaper; a
+//   scan for the cheapest of all that clear does not. A variant with a failed seed, or fewer than
+//   two seeds, never clears and is left out of the sequence (it is never claimed, and which are
+//   left out does not depend on the metric's values); with optimistic estimates (a tuned view without search.confirm) no
+//   variant is named. It need not be on the front.
 
 #include <optional>
 #include <string>
@@ -69,8 +73,10 @@ enum class Clears {
   kNo,        // the mean does not pass
   kNoCi,      // the mean passes, but with fewer than two seeds there is no CI
   kNoValue,   // no succeeded run has the metric
+  kFailed,    // a seed of the variant failed: its survivors' CI is not a verdict
 };
-std::string ClearsName(Clears clears);  // "yes", "mean_only", "no", "no_ci", "no_value"
+// "yes", "mean_only", "no", "no_ci", "no_value", "failed_seeds".
+std::string ClearsName(Clears clears);
 
 struct FrontierPoint {
   std::string variant;  // the row's variant ("no-pos[lr=0.001]" in the tuned view)
@@ -82,6 +88,9 @@ struct FrontierPoint {
   double hi = kNaN;
   bool on_front = false;
   Clears clears = Clears::kNoValue;
+  // The fixed sequence from the most expensive down reached it (its "clears" is a tested claim);
+  // a point past the first that does not clear is not tested, whatever its CI.
+  bool reached = false;
 };
 
 struct Frontier {
@@ -93,9 +102,15 @@ struct Frontier {
   std::vector<FrontierPoint> points;
   // The index in `points` of the cheapest variant that clears the bar; nullopt: none clears it.
   std::optional<size_t> cheapest;
+  // "as run", "confirmed" or "optimistic" (BuildFrontier's `estimates`): with optimistic
+  // estimates no variant is named (cheapest stays nullopt).
+  std::string estimates = "as run";
 };
 
 // `rows`: a report's rows (any view) with a cell of bar.metric; a row without it has no value.
-Frontier BuildFrontier(const std::vector<Row>& rows, const Bar& bar, CostAxis cost, bool maximize);
+// estimates: what the rows' values are ("as run", "confirmed", "optimistic"); optimistic ones
+// (chosen on the same seeds) never name a cheapest.
+Frontier BuildFrontier(const std::vector<Row>& rows, const Bar& bar, CostAxis cost, bool maximize,
+                       const std::string& estimates = "as run");
 
 }  // namespace tae::report

@@ -4,13 +4,18 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
+#include <tuple>
 #include <string_view>
 #include <utility>
 
 #include "absl/container/node_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/metrics/names.h"
 #include "common/spec/spec.h"
+#include "common/stats/family.h"
 #include "common/stats/sequential.h"
 #include "common/stats/stats.h"
 #include "nlohmann/json.hpp"
@@ -82,55 +87,11 @@ std::vector<Level> LevelsFor(const std::string& config_json, const std::string& 
   return levels;
 }
 
-// Decides cells with the sequential design, or with one test at alpha over the seeds there are.
-class Decider {
+// The boundaries of each adaptive design the report meets, computed once.
+class BoundaryCache {
  public:
-  explicit Decider(const ReportOptions& options) : options_(options) {}
-
-  // With a list of seeds: one test at alpha over every value there is.
-  void Decide(const std::vector<double>& mine, const std::vector<double>& base, Cell* cell) {
-    stats::SequentialDesign design = DesignFor(cell);
-    const int n = static_cast<int>(std::min(mine.size(), base.size()));
-    design.alpha = options_.alpha;
-    design.min_seeds = design.max_seeds = std::max(n, 2);
-    design.futility = 0;
-    stats::Verdict verdict;
-    if (!stats::DesignError(design)) {
-      verdict = stats::Decide(design, BoundariesOf(design), mine, base);
-    }
-    cell->decision = std::string(stats::DecisionName(verdict.decision));
-    cell->decision_n = n;
-    cell->decision_final = true;
-  }
-
-  // With adaptive seeds: the course of the comparison over its looks, the rule the planner
-  // follows (stats::FollowLooks), so the table says what made the planner stop or go on.
-  void Follow(const std::vector<stats::Outcome>& mine, const std::vector<stats::Outcome>& base,
-              Cell* cell) {
-    const stats::SequentialDesign design = DesignFor(cell);
-    stats::Course course;
-    if (!stats::DesignError(design)) {
-      course = stats::FollowLooks(design, BoundariesOf(design), mine, base);
-    }
-    cell->decision = std::string(stats::DecisionName(course.verdict.decision));
-    cell->decision_n = course.verdict.n;
-    cell->decision_final = course.verdict.final;
-    cell->decision_futile = course.verdict.futile;
-    cell->decision_held = course.held;
-  }
-
- private:
-  stats::SequentialDesign DesignFor(Cell* cell) const {
-    stats::SequentialDesign design = options_.design;
-    if (auto it = options_.margin.find(cell->metric); it != options_.margin.end()) {
-      design.margin = it->second;
-    }
-    cell->margin = design.margin;
-    return design;
-  }
-
-  const stats::Boundaries& BoundariesOf(const stats::SequentialDesign& design) {
-    const auto key = std::make_pair(design.min_seeds, design.max_seeds);
+  const stats::Boundaries& Of(const stats::SequentialDesign& design) {
+    const auto key = std::make_tuple(design.min_seeds, design.max_seeds, design.alpha);
     auto it = cache_.find(key);
     if (it == cache_.end()) {
       it = cache_.emplace(key, stats::ComputeBoundaries(design)).first;
@@ -138,10 +99,201 @@ class Decider {
     return it->second;
   }
 
-  const ReportOptions& options_;
-  // Boundaries do not depend on the margin; alpha is the same for the whole report.
-  std::map<std::pair<int, int>, stats::Boundaries> cache_;
+ private:
+  std::map<std::tuple<int, int, double>, stats::Boundaries> cache_;
 };
+
+// One compared cell: the seeds it is decided on and its test.
+struct Comparison {
+  Cell* cell = nullptr;
+  std::vector<double> mine;
+  std::vector<double> base;
+  std::optional<stats::WelchTest> test;
+};
+
+// A fixed-seed arm's values as the comparison uses them: the seeds in seed order before the first
+// that ended without a value in either arm (a failed seed holds the comparison there, as adaptive
+// seeds do, so that a variant is never judged on the seeds that happened to survive); seeds not
+// finished are skipped.
+void CutAtMissing(const std::vector<stats::Outcome>& mine, const std::vector<stats::Outcome>& base,
+                  Comparison* c) {
+  auto first_missing = [](const std::vector<stats::Outcome>& arm) {
+    for (size_t i = 0; i < arm.size(); ++i) {
+      if (arm[i].state == stats::Outcome::State::kMissing) {
+        return i;
+      }
+    }
+    return arm.size();
+  };
+  const size_t stop_mine = first_missing(mine);
+  const size_t stop_base = first_missing(base);
+  const size_t cut = std::min(stop_mine, stop_base);
+  for (const auto* arm : {&mine, &base}) {
+    std::vector<double>& out = arm == &mine ? c->mine : c->base;
+    for (size_t i = 0; i < std::min(cut, arm->size()); ++i) {
+      if ((*arm)[i].state == stats::Outcome::State::kValue) {
+        out.push_back((*arm)[i].value);
+      }
+    }
+  }
+  if (stop_mine == cut && cut < mine.size()) {
+    c->cell->decision_held = mine[cut].missing;
+  } else if (stop_base == cut && cut < base.size()) {
+    c->cell->decision_held = base[cut].missing;
+  }
+}
+
+// "no seed variance (baseline)", or "" when both arms varied.
+std::string NoVariance(const std::vector<double>& mine, const std::vector<double>& base) {
+  const bool a = stats::MomentsOf(mine).stddev == 0;
+  const bool b = stats::MomentsOf(base).stddev == 0;
+  if (a && b) {
+    return "no seed variance (both arms)";
+  }
+  if (a || b) {
+    return a ? "no seed variance (variant)" : "no seed variance (baseline)";
+  }
+  return "";
+}
+
+// Relative deltas only against a baseline clearly away from zero: its CI excludes 0 and the
+// effect is at most 10 times it (0.0019 -> 2.77 is not "+149478%").
+bool RelativeShown(double delta, const std::vector<double>& base) {
+  const stats::Summary summary = stats::Summarize(base);
+  const double ci = std::isnan(summary.ci95) ? 0 : summary.ci95;
+  return summary.mean != 0 && std::fabs(summary.mean) > ci &&
+         std::fabs(delta) <= 10 * std::fabs(summary.mean);
+}
+
+// Fixed seeds: each metric's tested comparisons as one family (options.correction), the decision
+// and the interval of each by the family's levels (common/stats/family.h).
+void DecideFamily(const ReportOptions& options, std::vector<Comparison>* family) {
+  std::vector<double> p;
+  for (const Comparison& c : *family) {
+    p.push_back(c.test ? c.test->p_two_sided : kNaN);
+  }
+  const std::vector<double> adjusted = stats::AdjustedP(options.correction, p);
+  const std::vector<double> levels = stats::IntervalLevels(options.correction, p, options.alpha);
+  int tested = 0;
+  for (double v : p) {
+    tested += std::isnan(v) ? 0 : 1;
+  }
+  // Equivalence claims are a family too: each TOST at alpha / K (alpha without a correction).
+  const double equivalence_alpha =
+      stats::SharedAlpha(options.correction, options.alpha, std::max(1, tested));
+  for (size_t i = 0; i < family->size(); ++i) {
+    Comparison& c = (*family)[i];
+    Cell& cell = *c.cell;
+    cell.decision_n = static_cast<int>(std::min(c.mine.size(), c.base.size()));
+    cell.decision_final = true;
+    cell.decision = "undecided";
+    if (!c.test) {
+      continue;
+    }
+    const stats::WelchTest& test = *c.test;
+    cell.has_test = true;
+    cell.p_value = test.p_two_sided;
+    if (options.selected) {
+      // Chosen on these seeds: an optimistic estimate, no verdict.
+      const stats::Interval ci = stats::DeltaInterval(cell.delta, test.se, test.dof, options.alpha);
+      cell.delta_lo = ci.lo;
+      cell.delta_hi = ci.hi;
+      cell.delta_level = options.alpha;
+      cell.decision = "";
+      cell.decision_final = false;
+      cell.note = "optimistic: chosen on these seeds";
+      continue;
+    }
+    cell.p_adjusted = adjusted[i];
+    cell.mark = stats::SignificanceMark(adjusted[i]);
+    cell.delta_level = levels[i];
+    const stats::Interval ci = stats::DeltaInterval(cell.delta, test.se, test.dof, levels[i]);
+    cell.delta_lo = ci.lo;
+    cell.delta_hi = ci.hi;
+    if (adjusted[i] <= options.alpha) {
+      cell.decision = "different";
+      continue;
+    }
+    if (cell.margin > 0) {
+      const stats::Interval e =
+          stats::DeltaInterval(cell.delta, test.se, test.dof, 2 * equivalence_alpha);
+      if (e.lo > -cell.margin && e.hi < cell.margin) {
+        cell.decision = "equivalent";
+        continue;
+      }
+    }
+    cell.detectable = stats::DetectableEffect(test.se, test.dof, levels[i]);
+  }
+}
+
+// Adaptive seeds: the comparison's course over its looks, the rule the planner follows
+// (stats::FollowLooks) with the family's share of alpha (seeds::DesignOf), so the table says what
+// made the planner stop or go on. Its interval is the repeated confidence interval at the look it
+// stopped at (valid after optional stopping; Jennison & Turnbull ch. 9); no p value or stars: a
+// naive p over seeds chosen by looking is not one.
+void FollowAdaptive(const ReportOptions& options, int comparisons,
+                    const std::vector<stats::Outcome>& mine,
+                    const std::vector<stats::Outcome>& base, BoundaryCache* cache, Cell* cell) {
+  stats::SequentialDesign design = options.design;
+  design.margin = cell->margin;
+  design.alpha = stats::SharedAlpha(options.correction, options.design.alpha, comparisons);
+  stats::Course course;
+  if (!stats::DesignError(design)) {
+    course = stats::FollowLooks(design, cache->Of(design), mine, base);
+  }
+  const stats::Verdict& v = course.verdict;
+  cell->decision = std::string(stats::DecisionName(v.decision));
+  cell->decision_n = v.n;
+  cell->decision_final = v.final;
+  cell->decision_futile = v.futile;
+  cell->decision_held = course.held;
+  cell->delta = v.delta;
+  if (v.no_variance) {
+    cell->note = "no seed variance";
+  }
+  if (v.se > 0 && v.level > 0) {
+    cell->delta_level = v.level;
+    const stats::Interval ci = stats::DeltaInterval(v.delta, v.se, v.dof, v.level);
+    cell->delta_lo = ci.lo;
+    cell->delta_hi = ci.hi;
+    if (v.decision == stats::Decision::kUndecided) {
+      cell->detectable = stats::DetectableEffect(v.se, v.dof, v.level);
+    }
+  }
+}
+
+// The variants whose every succeeded seed (two or more) gave the same final, least and greatest
+// value of every one of `metrics`: the seeds did not vary what the program computed.
+std::map<std::string, int> IdenticalSeeds(const std::vector<model::FinalValue>& values,
+                                          const std::vector<std::string>& metrics,
+                                          bool confirmation_runs) {
+  struct Seen {
+    std::map<std::string, std::tuple<double, double, double>> first;  // metric -> values
+    std::map<int64_t, bool> runs;                                     // run -> seen
+    bool same = true;
+  };
+  std::map<std::string, Seen> by_variant;
+  for (const model::FinalValue& v : values) {
+    if (v.state != model::RunState::kSucceeded || v.confirm != confirmation_runs ||
+        std::find(metrics.begin(), metrics.end(), v.key) == metrics.end()) {
+      continue;
+    }
+    Seen& seen = by_variant[v.variant];
+    seen.runs[v.run_id] = true;
+    const auto tuple = std::make_tuple(v.value, v.min_value, v.max_value);
+    auto [it, inserted] = seen.first.emplace(v.key, tuple);
+    if (!inserted && (it->second != tuple || v.diverged_step.has_value())) {
+      seen.same = false;
+    }
+  }
+  std::map<std::string, int> out;
+  for (const auto& [variant, seen] : by_variant) {
+    if (seen.same && seen.runs.size() >= 2) {
+      out[variant] = static_cast<int>(seen.runs.size());
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -158,6 +310,8 @@ ReportOptions OptionsOf(const model::ExperimentReport& report) {
   options.margin = report.margin;
   options.alpha = report.alpha;
   options.confirm = report.search.confirm;
+  options.correction =
+      stats::ParseCorrection(report.correction).value_or(stats::Correction::kHolm);
   if (report.min_seeds > 0) {
     options.adaptive = true;
     options.design.min_seeds = report.min_seeds;
@@ -209,9 +363,12 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
       s.best.push_back(HigherIsBetter(v.key, goal) ? v.max_value : v.min_value);
     }
   }
+  const std::map<std::string, int> identical =
+      IdenticalSeeds(values, metrics, options.confirmation_runs);
   std::vector<Row> out;
   for (const std::string& variant : variants) {
     Row row = counts[variant];
+    row.seeds_identical = identical.count(variant) > 0;
     row.variant = variant;
     row.baseline = spec::BaselineFor(variant, baseline);
     for (const std::string& metric : metrics) {
@@ -239,41 +396,60 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
     row.tokens_per_s = Mean(samples[{variant, kTokensPerS}].last);
     out.push_back(std::move(row));
   }
-  Decider decider(options);
-  // Adaptive seeds: per metric, each variant's seeds in seed order (server/seeds).
-  std::map<std::string, std::map<std::string, std::vector<stats::Outcome>>> outcomes;
-  if (options.adaptive) {
-    for (const std::string& metric : metrics) {
-      outcomes[metric] = seeds::SeedOutcomes(runs, values, metric);
+  // Per metric, each variant's seeds in seed order (server/seeds), of the runs this table counts.
+  std::vector<model::RunRecord> counted;
+  for (const model::RunRecord& run : runs) {
+    if (run.confirm == options.confirmation_runs) {
+      counted.push_back(run);
     }
   }
-  for (Row& row : out) {
-    if (row.variant == row.baseline) {
-      continue;  // its own baseline: nothing to compare
-    }
-    for (Cell& cell : row.cells) {
-      const Samples& base_samples = samples[{row.baseline, cell.metric}];
-      const std::vector<double>& base = base_samples.last;
-      const std::vector<double>& mine = samples[{row.variant, cell.metric}].last;
-      if (base.empty() || mine.empty() || cell.diverged > 0 || base_samples.diverged > 0) {
+  const int comparisons = seeds::Comparisons(counted);
+  BoundaryCache boundaries;
+  for (const std::string& metric : metrics) {
+    std::map<std::string, std::vector<stats::Outcome>> arms =
+        seeds::SeedOutcomes(counted, values, metric);
+    std::vector<Comparison> family;
+    for (Row& row : out) {
+      if (row.variant == row.baseline) {
+        continue;  // its own baseline: nothing to compare
+      }
+      Cell* cell = nullptr;
+      for (Cell& c : row.cells) {
+        cell = c.metric == metric ? &c : cell;
+      }
+      const Samples& base_samples = samples[{row.baseline, metric}];
+      if (cell == nullptr || base_samples.last.empty() || cell->n == 0 || cell->diverged > 0 ||
+          base_samples.diverged > 0) {
         continue;  // a diverged side has no mean to compare
       }
-      const double base_mean = Mean(base);
-      cell.has_delta = true;
-      cell.delta = cell.mean - base_mean;
-      cell.rel_delta = base_mean != 0.0 ? cell.delta / std::fabs(base_mean) : kNaN;
-      if (std::optional<stats::WelchTest> test = stats::Welch(mine, base)) {
-        cell.has_test = true;
-        cell.p_value = test->p_two_sided;
-        cell.mark = stats::SignificanceMark(test->p_two_sided);
+      if (auto it = options.margin.find(metric); it != options.margin.end()) {
+        cell->margin = it->second;
       }
+      cell->has_delta = true;
       if (options.adaptive) {
-        std::map<std::string, std::vector<stats::Outcome>>& arms = outcomes[cell.metric];
-        decider.Follow(arms[row.variant], arms[row.baseline], &cell);
-      } else {
-        decider.Decide(mine, base, &cell);
+        FollowAdaptive(options, comparisons, arms[row.variant], arms[row.baseline],
+                       &boundaries, cell);
+        cell->rel_delta = cell->delta / std::fabs(Mean(base_samples.last));
+        cell->rel_shown = RelativeShown(cell->delta, base_samples.last);
+        continue;
       }
+      Comparison c;
+      c.cell = cell;
+      CutAtMissing(arms[row.variant], arms[row.baseline], &c);
+      const double base_mean = Mean(c.base);
+      cell->delta = Mean(c.mine) - base_mean;
+      cell->rel_delta = base_mean != 0.0 ? cell->delta / std::fabs(base_mean) : kNaN;
+      cell->rel_shown = RelativeShown(cell->delta, c.base);
+      if (c.mine.size() < 2 || c.base.size() < 2) {
+        cell->note = "fewer than 2 seeds per arm";
+      } else if (std::string none = NoVariance(c.mine, c.base); !none.empty()) {
+        cell->note = std::move(none);
+      } else {
+        c.test = stats::TableTest(c.mine, c.base);
+      }
+      family.push_back(std::move(c));
     }
+    DecideFamily(options, &family);
   }
   // A baseline compared with itself shows a zero delta.
   for (Row& row : out) {
@@ -283,6 +459,7 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
           cell.has_delta = true;
           cell.delta = 0.0;
           cell.rel_delta = 0.0;
+          cell.rel_shown = true;
         }
       }
     }
@@ -292,6 +469,24 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
 
 std::vector<std::string> Banners(const std::vector<Row>& rows) {
   std::vector<std::string> banners;
+  std::vector<std::string> identical;
+  int with_seeds = 0;  // rows with two or more succeeded runs
+  for (const Row& row : rows) {
+    with_seeds += row.runs >= 2 ? 1 : 0;
+    if (row.seeds_identical) {
+      identical.push_back(row.variant);
+    }
+  }
+  if (!identical.empty() && static_cast<int>(identical.size()) == with_seeds) {
+    banners.push_back(
+        "the seeds gave identical results (every seed of every variant: the same final, least and "
+        "greatest value of each metric): the program does not use its seed, so nothing is "
+        "decided from them (a command job gets it as {train.seed} or $TAE_SEED)");
+  } else if (!identical.empty()) {
+    banners.push_back(absl::StrCat("the seeds of ", absl::StrJoin(identical, ", "),
+                                   " gave identical results: no seed variance, nothing decided "
+                                   "from them"));
+  }
   for (const Row& row : rows) {
     if (row.variant != row.baseline) {
       continue;
@@ -306,6 +501,45 @@ std::vector<std::string> Banners(const std::vector<Row>& rows) {
     }
   }
   return banners;
+}
+
+FamilySummary SummarizeFamily(const ReportOptions& options, const std::vector<Row>& rows,
+                              const std::vector<std::string>& metrics) {
+  FamilySummary out;
+  out.method = std::string(stats::CorrectionName(options.correction));
+  out.alpha = options.adaptive ? options.design.alpha : options.alpha;
+  out.controlled = options.correction != stats::Correction::kNone && !options.selected;
+  int most = 0;
+  for (size_t m = 0; m < metrics.size(); ++m) {
+    int k = 0;
+    for (const Row& row : rows) {
+      if (row.variant != row.baseline && m < row.cells.size()) {
+        const Cell& cell = row.cells[m];
+        k += (options.adaptive ? cell.has_delta : cell.has_test) ? 1 : 0;
+      }
+    }
+    out.comparisons.emplace_back(metrics[m], k);
+    most = std::max(most, k);
+  }
+  const std::string what =
+      options.adaptive ? "comparisons with the baseline (adaptive seeds: alpha split among them)"
+                       : "tested comparisons with the baseline";
+  if (options.selected) {
+    out.family =
+        "no verdicts: each variant's point was chosen on the same seeds (estimates optimistic)";
+  } else if (!out.controlled) {
+    out.family = absl::StrFormat(
+        "not controlled: each comparison at %g on its own (report.correction = \"none\"); with "
+        "%d of them some null variant is called different more often than %g",
+        out.alpha, most, out.alpha);
+  } else {
+    out.family = absl::StrFormat("the family-wise error rate of each metric's %s at %g (%s%s)",
+                                 most == 1 ? std::string("1 comparison")
+                                           : absl::StrCat("up to ", most, " ", what),
+                                 out.alpha, out.method == "holm" ? "Holm" : "Bonferroni",
+                                 options.adaptive ? ", alpha / K each" : "");
+  }
+  return out;
 }
 
 void SortByEffect(std::vector<Row>* rows) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/stats/family.h"
 #include "common/stats/sequential.h"
 #include "server/model/records.h"
 
@@ -33,13 +34,32 @@ struct Cell {
   bool has_delta = false;
   double delta = kNaN;      // mean - baseline mean
   double rel_delta = kNaN;  // delta / |baseline mean|
-  bool has_test = false;    // both sides have >= 2 runs and not both are constant
-  double p_value = kNaN;    // Welch's two-sided t-test of the final values against the baseline's
-  std::string mark;         // "***" p < 0.001, "**" < 0.01, "*" < 0.05
+  // Relative deltas are shown only against a baseline clearly away from zero (its CI excludes 0
+  // and |delta| <= 10 |baseline|); rel_delta is kept for sorting.
+  bool rel_shown = false;
+  // Fixed seeds: both arms have >= 2 seeds with seed variance, so there is a t test (Welch's with
+  // stats::TableDof); adaptive seeds: never (a naive p after optional stopping is not valid).
+  bool has_test = false;
+  double p_value = kNaN;     // the test's two-sided p, unadjusted
+  double p_adjusted = kNaN;  // by the family's correction (stats::AdjustedP); NaN when untested
+  std::string mark;          // of p_adjusted: "***" < 0.001, "**" < 0.01, "*" < 0.05
+  // The interval of delta, consistent with the decision: at the family's level for this
+  // comparison (stats::IntervalLevels), or adaptive seeds' repeated CI at the look it stopped at;
+  // NaN where there is no test. delta_level is its two-sided level (0.05 / K ...).
+  double delta_lo = kNaN;
+  double delta_hi = kNaN;
+  double delta_level = kNaN;
+  // Undecided with a test: the smallest |delta| this comparison would have detected with 80%
+  // power at its seeds and observed spread (stats::DetectableEffect).
+  double detectable = kNaN;
+  // Why there is no test or no verdict: "no seed variance (baseline)", "fewer than 2 seeds per
+  // arm", "optimistic: chosen on these seeds"; "" otherwise.
+  std::string note;
   // What the comparison with the baseline decides (compared cells only, else ""): "different",
   // "equivalent" (within +-margin) or "undecided", by the sequential design of adaptive seeds, or
-  // with fixed seeds by one test at alpha (Welch; TOST with a margin). The table shows a delta
-  // only when it is different.
+  // with fixed seeds by the family's correction (Holm on the t tests' p; TOST at alpha / K with a
+  // margin). "" also for a compared cell of a tuned view without search.confirm (selected on its
+  // own seeds: no verdict).
   std::string decision;
   int decision_n = 0;            // seeds per arm it was decided on (the smaller arm)
   bool decision_final = false;   // another seed would not change it (decided, or at max)
@@ -74,6 +94,11 @@ struct ReportOptions {
   // Which runs BuildReport counts: the search's (false: every run but search.confirm's
   // confirmation runs) or the confirmation runs alone (true: the tuned table's confirmed rows).
   bool confirmation_runs = false;
+  // How each metric's family of comparisons is controlled (report.correction).
+  stats::Correction correction = stats::Correction::kHolm;
+  // The rows' points were chosen on the same seeds (the tuned view without search.confirm): their
+  // comparisons get estimates and intervals, never a verdict or stars.
+  bool selected = false;
 };
 
 struct Row {
@@ -83,6 +108,9 @@ struct Row {
   int runs_total = 0;    // all runs of the variant
   int runs_pruned = 0;   // runs an asha [search] stopped (state pruned)
   int runs_failed = 0;   // runs that ended failed (their seeds are not replaced)
+  // Every succeeded seed (two or more) gave the same final, least and greatest value of every
+  // metric of the table: the program does not vary with its seed.
+  bool seeds_identical = false;
   std::vector<Cell> cells;
   double params = kNaN;           // mean model/params of its succeeded runs
   double flops_per_token = kNaN;  // mean model/flops_per_token
@@ -126,8 +154,23 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
                              const ReportOptions& options = {});
 
 // One line per baseline row and metric whose mean sits at a level: "eval/acc: baseline is at the
-// most-frequent-value shortcut (0.32): this table cannot show the lookup mechanism".
+// most-frequent-value shortcut (0.32): this table cannot show the lookup mechanism"; and first,
+// when seeds gave identical results (Row::seeds_identical), one line that says so.
 std::vector<std::string> Banners(const std::vector<Row>& rows);
+
+// What a table's verdicts control: its method, alpha, and per metric the size of its family.
+struct FamilySummary {
+  std::string method;  // "holm", "bonferroni", "none"
+  double alpha = 0.05;
+  std::vector<std::pair<std::string, int>> comparisons;  // per metric: comparisons in the family
+  bool controlled = true;  // false for "none" and for a selected view (no verdicts)
+  std::string family;      // in words, for legends
+};
+// options: the table's; rows: BuildReport's. A fixed-seed family is the comparisons with a test
+// (one without can never be called different); adaptive seeds' is every comparison (the split of
+// alpha is planned before any seed runs).
+FamilySummary SummarizeFamily(const ReportOptions& options, const std::vector<Row>& rows,
+                              const std::vector<std::string>& metrics);
 
 // Baseline rows first (in their order), then the others by decreasing |relative delta| of the
 // first metric; rows without one keep their order at the end. Stable.

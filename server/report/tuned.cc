@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 
@@ -28,7 +29,8 @@ Split SplitVariant(const std::string& variant) {
 std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
                                      const std::vector<model::FinalValue>& values,
                                      const std::string& metric, bool maximize,
-                                     const std::string& baseline) {
+                                     const std::string& baseline,
+                                     const std::set<std::string>& failed) {
   struct Sum {
     double total = 0;
     int n = 0;
@@ -53,8 +55,8 @@ std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
     TunedChoice& choice = choices[it->second];
     ++choice.points;
     auto sum = sums.find(variant);
-    if (sum == sums.end()) {
-      continue;
+    if (sum == sums.end() || failed.count(variant) > 0) {
+      continue;  // no score, or a seed failed: never judged on the seeds that survived
     }
     const double score = sum->second.total / sum->second.n;
     if (!std::isfinite(score)) {
@@ -87,8 +89,14 @@ std::vector<Row> BuildTunedReport(
       searched.push_back(value);
     }
   }
+  std::set<std::string> failed;  // points with a search seed that failed
+  for (const model::RunRecord& run : runs) {
+    if (!run.confirm && run.state == model::RunState::kFailed) {
+      failed.insert(run.variant);
+    }
+  }
   const std::vector<TunedChoice> choices =
-      ChooseTuned(variants, searched, search_metric, maximize, base_ablation);
+      ChooseTuned(variants, searched, search_metric, maximize, base_ablation, failed);
   std::vector<std::string> chosen;
   std::string base_variant = base_ablation;
   for (const TunedChoice& choice : choices) {
@@ -100,6 +108,7 @@ std::vector<Row> BuildTunedReport(
   // With search.confirm, each row is its chosen point's confirmation runs alone.
   ReportOptions rows_of = options;
   rows_of.confirmation_runs = options.confirm > 0;
+  rows_of.selected = options.confirm <= 0;
   std::vector<Row> rows = BuildReport(chosen, runs, values, metrics, base_variant, goal, rows_of);
   for (size_t i = 0; i < rows.size() && i < choices.size(); ++i) {
     rows[i].ablation = choices[i].ablation;

@@ -8,7 +8,8 @@
 // ("baseline" or an ablation, the variant name without its "[...]" point) gets the point with the
 // best score in the goal's direction; equal scores go to the point listed first in `variants`
 // (the spec's order). Points without a succeeded run with the metric (every seed pruned, failed
-// or still running) are not candidates: an asha study's pruned points never win.
+// or still running) are not candidates: an asha study's pruned points never win; nor is a point
+// with a failed seed (`failed`: its variant names), which would be judged on its lucky seeds.
 //
 // How the report uses it: BuildReport(chosen variants, runs, values, metrics,
 // baseline = the baseline's chosen variant ("baseline[lr=0.003]")) gives each row its mean ± CI
@@ -16,6 +17,7 @@
 // baseline that names its point); the row shows the chosen values of the grid keys.
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,7 +45,8 @@ struct TunedChoice {
 std::vector<TunedChoice> ChooseTuned(const std::vector<std::string>& variants,
                                      const std::vector<model::FinalValue>& values,
                                      const std::string& metric, bool maximize,
-                                     const std::string& baseline = "baseline");
+                                     const std::string& baseline = "baseline",
+                                     const std::set<std::string>& failed = {});
 
 // The tuned table: BuildReport over each ablation's chosen point (ChooseTuned on `search_metric`
 // in the direction `maximize`), each compared with the chosen point of the ablation named by

@@ -321,7 +321,9 @@ std::vector<Decision> GridSearch::Observe(int64_t run_id, std::string_view metri
   bool filled = false;
   for (int k = 0;; ++k) {
     const int64_t rung_step = RungStep(judge_.rule(), k);
-    if (rung_step > step) {
+    if (rung_step > step || (run.steps > 0 && (rung_step >= run.steps || step >= run.steps))) {
+      // Not reached yet; or at or past the run's train.steps, or reported at its last step: a
+      // run that trained to its end is not judged there.
       break;
     }
     filled |= run.values.emplace(k, value).second;
@@ -343,8 +345,10 @@ std::vector<Decision> GridSearch::Ended(int64_t run_id, int64_t last_step, bool 
   return Advance(it->second.point);
 }
 
-std::optional<RungValue> GridSearch::NextValue(const std::string& point_name, bool* no_data) {
+std::optional<RungValue> GridSearch::NextValue(const std::string& point_name, bool* no_data,
+                                               bool* beyond) {
   *no_data = false;
+  *beyond = false;
   const Point& point = points_.at(point_name);
   const int rung = judge_.NextRung(point_name);
   const int64_t rung_step = RungStep(judge_.rule(), rung);
@@ -352,12 +356,17 @@ std::optional<RungValue> GridSearch::NextValue(const std::string& point_name, bo
   int seeds = 0;
   bool reached = false;
   bool pending = false;
+  int within = 0;  // runs for which the rung is before their train.steps
   for (int64_t run_id : point.runs) {
     const Run& run = runs_.at(run_id);
+    if (run.steps > 0 && rung_step >= run.steps) {
+      continue;  // a rung at or past train.steps is not a rung: the run trains to its end
+    }
+    ++within;
     if (auto value = run.values.find(rung); value != run.values.end()) {
       sum += value->second;
       ++seeds;
-    } else if (run.diverged_step.has_value() && (run.steps <= 0 || rung_step <= run.steps)) {
+    } else if (run.diverged_step.has_value()) {
       // One diverged seed decides the point: no need to wait for the others.
       return RungValue{point_name,
                        point.group,
@@ -368,14 +377,20 @@ std::optional<RungValue> GridSearch::NextValue(const std::string& point_name, bo
                                        run.diverged_value)};
     } else if (!run.ended && !run.diverged_step.has_value()) {
       pending = true;  // this run may still report the rung
-    } else if (run.failed && (run.steps <= 0 || rung_step <= run.steps)) {
+    } else if (run.failed) {
       return RungValue{
           point_name, point.group,
           rung,       0,
           1,          absl::StrFormat("failed at step %d (r%d)", run.last_step, run_id)};
+    } else if (run.steps > 0 && run.last_step >= run.steps) {
+      --within;  // trained to its end with no report between the rung and its end: done
     } else {
       reached |= run.last_step >= rung_step;
     }
+  }
+  if (within == 0 && seeds == 0) {
+    *beyond = true;  // the point's runs train to their end: it reaches no more rungs
+    return std::nullopt;
   }
   if (pending) {
     return std::nullopt;
@@ -392,8 +407,15 @@ std::vector<Decision> GridSearch::AdvanceOne(const std::string& point_name) {
   Point& point = points_.at(point_name);
   while (!point.closed && !judge_.Pruned(point_name) && !judge_.Waiting(point_name)) {
     bool no_data = false;
-    std::optional<RungValue> value = NextValue(point_name, &no_data);
+    bool beyond = false;
+    std::optional<RungValue> value = NextValue(point_name, &no_data, &beyond);
     if (!value.has_value()) {
+      if (beyond) {
+        point.closed = true;
+        const std::vector<Decision> closed = judge_.Close(point_name);
+        out.insert(out.end(), closed.begin(), closed.end());
+        return out;
+      }
       bool ended = true;
       for (int64_t run_id : point.runs) {
         ended = ended && runs_.at(run_id).ended;

@@ -44,9 +44,14 @@
 //  - Missing data never prunes: a point whose runs all ended (not failed) without a value at a
 //    rung some of them reached gets a kNoData decision ("not judged"); a run that never reports
 //    the metric holds its point's rung open until it ends.
-//  - Rungs are not capped at train.steps: a run's last report also completes the rungs up to its
-//    last step, and its value there is recorded for the points judged after it (as in Optuna). A
-//    kPrune for a point whose runs have all ended changes nothing but the record.
+//  - A rung at or past a run's train.steps (SearchRun::steps) is not a rung for it: a run that
+//    trains to its end is never judged at its end, so it can never end `pruned` after its last
+//    step (Optuna has no train.steps and judges a report at the final step like any other: there
+//    a trial whose last step is a rung can be pruned after it trained). Such a run records no
+//    value there, is no competitor there, and its point closes when its next rung is past every
+//    run's train.steps. A diverged or failed seed counts as worst only at rungs before its
+//    train.steps. Runs of unknown train.steps (0) reach every rung; a kPrune for a point whose
+//    runs have all ended changes nothing but the record.
 //
 // Two layers, both pure: no clock, no I/O; every decision is a function of the calls so far, in
 // their order.
@@ -259,7 +264,8 @@ class GridSearch {
   std::vector<Decision> Advance(const std::string& point_name);
   std::vector<Decision> AdvanceOne(const std::string& point_name);
   // The value of the point's next rung if its runs complete it; nullopt while one may still.
-  std::optional<RungValue> NextValue(const std::string& point_name, bool* no_data);
+  // `beyond`: the point's next rung is at or past every run's train.steps (it reaches no more).
+  std::optional<RungValue> NextValue(const std::string& point_name, bool* no_data, bool* beyond);
 
   AshaJudge judge_;
   std::map<int64_t, Run> runs_;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/spec/spec.h"
+#include "common/stats/family.h"
 
 namespace tae::seeds {
 namespace {
@@ -48,11 +49,24 @@ std::string PrimaryMetric(const model::ExperimentReport& report) {
   return report.metrics.empty() ? kDefaultMetric : report.metrics.front();
 }
 
-stats::SequentialDesign DesignOf(const model::ExperimentReport& report, const std::string& metric) {
+int Comparisons(const std::vector<model::RunRecord>& runs) {
+  std::set<std::string> variants;
+  for (const model::RunRecord& run : runs) {
+    if (!run.confirm && spec::BaselineFor(run.variant) != run.variant) {
+      variants.insert(run.variant);
+    }
+  }
+  return static_cast<int>(variants.size());
+}
+
+stats::SequentialDesign DesignOf(const model::ExperimentReport& report, const std::string& metric,
+                                 int comparisons) {
   stats::SequentialDesign design;
   design.min_seeds = report.min_seeds;
   design.max_seeds = report.max_seeds;
-  design.alpha = report.alpha;
+  const std::optional<stats::Correction> correction = stats::ParseCorrection(report.correction);
+  design.alpha =
+      stats::SharedAlpha(correction.value_or(stats::Correction::kHolm), report.alpha, comparisons);
   if (auto it = report.margin.find(metric); it != report.margin.end()) {
     design.margin = it->second;
   }
@@ -103,7 +117,8 @@ Plan PlanSeeds(const model::ExperimentReport& report, const std::vector<model::R
   if (report.min_seeds <= 0) {
     return {};
   }
-  const stats::SequentialDesign design = DesignOf(report, PrimaryMetric(report));
+  const stats::SequentialDesign design =
+      DesignOf(report, PrimaryMetric(report), Comparisons(runs));
   const stats::Boundaries boundaries =
       stats::DesignError(design) ? stats::Boundaries{} : stats::ComputeBoundaries(design);
   return PlanSeeds(report, boundaries, runs, values);
@@ -117,12 +132,20 @@ Plan PlanSeeds(const model::ExperimentReport& report, const stats::Boundaries& b
     return plan;
   }
   const std::string metric = PrimaryMetric(report);
-  const stats::SequentialDesign design = DesignOf(report, metric);
+  const stats::SequentialDesign design = DesignOf(report, metric, Comparisons(runs));
   if (std::optional<std::string> error = stats::DesignError(design)) {
     plan.held.push_back(*error);
     return plan;
   }
-  std::map<std::string, std::vector<stats::Outcome>> outcomes = SeedOutcomes(runs, values, metric);
+  // search.confirm's runs are not seeds of the points' comparisons.
+  std::vector<model::RunRecord> search_runs;
+  for (const model::RunRecord& run : runs) {
+    if (!run.confirm) {
+      search_runs.push_back(run);
+    }
+  }
+  std::map<std::string, std::vector<stats::Outcome>> outcomes =
+      SeedOutcomes(search_runs, values, metric);
   std::set<int64_t> reported;  // runs with a value of the metric
   for (const model::FinalValue& value : values) {
     if (value.key == metric) {

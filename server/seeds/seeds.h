@@ -59,9 +59,16 @@ struct Plan {
   std::vector<std::string> held;
 };
 
-// The design of an adaptive experiment for `metric` (its margin from report.margin); check it
-// with stats::DesignError.
-stats::SequentialDesign DesignOf(const model::ExperimentReport& report, const std::string& metric);
+// The comparisons of one metric's family: the variants (at every grid point) that are not their
+// own baseline, of the runs that are not search.confirm's.
+int Comparisons(const std::vector<model::RunRecord>& runs);
+
+// The design of an adaptive experiment for `metric` (its margin from report.margin) when its
+// family has `comparisons` comparisons: each spends stats::SharedAlpha of report.alpha by
+// report.correction (common/stats/family.h), so that the family's error rate is at most alpha.
+// Check it with stats::DesignError.
+stats::SequentialDesign DesignOf(const model::ExperimentReport& report, const std::string& metric,
+                                 int comparisons = 1);
 
 // Each variant's seeds in seed order as the sequential test sees `metric`: a succeeded run's final
 // value; "r12 failed", "r12 was cancelled", "r12 was pruned" or "r12 succeeded without reporting
@@ -78,7 +85,7 @@ Plan PlanSeeds(const model::ExperimentReport& report, const std::vector<model::R
                const std::vector<model::FinalValue>& values);
 
 // The same with the design's boundaries computed once by the caller
-// (stats::ComputeBoundaries(DesignOf(report, PrimaryMetric(report)))), for callers that plan the
+// (stats::ComputeBoundaries(DesignOf(report, PrimaryMetric(report), Comparisons(runs)))), for callers that plan the
 // same experiment many times (bench/seeds).
 Plan PlanSeeds(const model::ExperimentReport& report, const stats::Boundaries& boundaries,
                const std::vector<model::RunRecord>& runs,

@@ -22,6 +22,9 @@ std::string ReportToJson(const model::ExperimentReport& report) {
   if (!report.floor.empty()) {
     doc["floor"] = report.floor;
   }
+  if (report.correction != "holm") {
+    doc["correction"] = report.correction;
+  }
   if (report.search.declared) {
     doc["search"] = {{"method", report.search.method},       {"metric", report.search.metric},
                      {"goal", report.search.goal},           {"min_steps", report.search.min_steps},
@@ -66,6 +69,9 @@ model::ExperimentReport ReportFromJson(const std::string& text) {
         report.floor[name] = level.get<double>();
       }
     }
+  }
+  if (auto it = doc.find("correction"); it != doc.end() && it->is_string()) {
+    report.correction = it->get<std::string>();
   }
   if (auto it = doc.find("seeds"); it != doc.end() && it->is_object()) {
     report.min_seeds = it->value("min", 0);

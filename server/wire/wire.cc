@@ -253,7 +253,7 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
       c->set_best(cell.best);
       c->set_has_delta(cell.has_delta);
       c->set_delta(cell.delta);
-      c->set_rel_delta(cell.rel_delta);
+      c->set_rel_delta(cell.rel_shown ? cell.rel_delta : report::kNaN);
       c->set_has_test(cell.has_test);
       c->set_p_value(cell.p_value);
       c->set_mark(cell.mark);
@@ -268,7 +268,14 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
       c->set_level_what(cell.level_what);
       c->set_diverged(cell.diverged);
       c->set_diverged_step(cell.diverged_step);
+      c->set_p_adjusted(cell.p_adjusted);
+      c->set_delta_lo(cell.delta_lo);
+      c->set_delta_hi(cell.delta_hi);
+      c->set_delta_level(cell.delta_level);
+      c->set_detectable(cell.detectable);
+      c->set_note(cell.note);
     }
+    r->set_seeds_identical(row.seeds_identical);
   }
   for (const std::string& banner : in.banners) {
     out->add_banners(banner);
@@ -297,10 +304,21 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
       point->set_hi(p.hi);
       point->set_on_front(p.on_front);
       point->set_clears(report::ClearsName(p.clears));
+      point->set_reached(p.reached);
     }
     if (f.cheapest) {
       frontier->set_cheapest(f.points[*f.cheapest].variant);
     }
+    frontier->set_estimates(f.estimates);
+  }
+  tae::v1::ReportCorrection* correction = out->mutable_correction();
+  correction->set_method(in.correction.method);
+  correction->set_alpha(in.correction.alpha);
+  correction->set_family(in.correction.family);
+  correction->set_controlled(in.correction.controlled);
+  for (const auto& [metric, k] : in.correction.comparisons) {
+    correction->add_metrics(metric);
+    correction->add_comparisons(k);
   }
   out->set_search_confirm(in.search_confirm);
   out->set_estimates(in.estimates);

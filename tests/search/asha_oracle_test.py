@@ -199,6 +199,12 @@ def optuna_decisions(study):
             # A seed that diverged or failed without a value at this step never gets one.
             bad = any((r in diverged_at or r in failed) and step not in seen[r]
                       for r in runs_of[point])
+            # TAE judges no rung at or past train.steps, and no report at a run's last step: a
+            # run that trained to its end is never pruned. A seed that failed or diverged is
+            # still its point's worst at a rung before train.steps.
+            if step >= header["train_steps"] and not (bad and rung_step < header["train_steps"]):
+                finished.add(point)
+                return
             if not bad and any(step not in seen[r] and r not in ended for r in runs_of[point]):
                 return
             next_index[point] += 1

@@ -439,3 +439,47 @@ TEST_CASE("restore replays waits and the batches a closed point fired", "[search
 
 }  // namespace
 }  // namespace tae::search
+
+namespace tae::search {
+namespace {
+
+TEST_CASE("a rung at or past train.steps is not a rung: a run that trained to its end is never pruned",
+          "[search]") {
+  // min_steps 10, eta 3: rungs at 10, 30, 90; train.steps 90 (bench/search's 810/10 shape).
+  GridSearch search(Rule(10, 3), spec::SearchWithin::kVariant,
+                    {{1, "baseline[x=1]", 90}, {2, "baseline[x=2]", 90}});
+  CHECK(One(search.Observe(1, "eval/loss", 10, 1.0)).verdict == Verdict::kKeep);
+  CHECK(One(search.Observe(2, "eval/loss", 10, 1.0)).verdict == Verdict::kKeep);
+  CHECK(One(search.Observe(1, "eval/loss", 30, 1.0)).verdict == Verdict::kKeep);
+  CHECK(One(search.Observe(2, "eval/loss", 30, 1.0)).verdict == Verdict::kKeep);
+  // Both report their last step, the worse one far worse: rung 2 (step 90) judges neither.
+  CHECK(search.Observe(1, "eval/loss", 90, 0.5).empty());
+  CHECK(search.Observe(2, "eval/loss", 90, 9.0).empty());
+  CHECK_FALSE(search.Pruned("baseline[x=2]"));
+  CHECK(search.Ended(2, 90).empty());
+  CHECK(search.Ended(1, 90).empty());
+  CHECK(search.judge().Recorded("baseline", 2).empty());
+
+  // A rung before train.steps whose first report is at the last step: not judged there either.
+  GridSearch late(Rule(25, 3), spec::SearchWithin::kVariant,
+                  {{1, "baseline[x=1]", 30}, {2, "baseline[x=2]", 30}});
+  CHECK(late.Observe(1, "eval/loss", 10, 1.0).empty());  // before rung 0
+  CHECK(late.Observe(1, "eval/loss", 30, 1.0).empty());
+  CHECK(late.Observe(2, "eval/loss", 30, 9.0).empty());
+  CHECK_FALSE(late.Pruned("baseline[x=2]"));
+  CHECK(late.Ended(2, 30).empty());  // closed, not "no data"
+
+  // A seed that failed before its end is still its point's worst at the rung before train.steps.
+  GridSearch failing(Rule(10, 3), spec::SearchWithin::kVariant,
+                     {{1, "baseline[x=1]", 90}, {2, "baseline[x=2]", 90}});
+  failing.Observe(1, "eval/loss", 10, 1.0);
+  failing.Observe(2, "eval/loss", 10, 1.0);
+  failing.Observe(1, "eval/loss", 30, 1.0);
+  const std::vector<Decision> d = failing.Ended(2, 20, /*failed=*/true);
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].rung == 1);
+  CHECK(d[0].verdict == Verdict::kPrune);
+}
+
+}  // namespace
+}  // namespace tae::search

@@ -56,9 +56,18 @@ tae::v1::ReportResponse TwoRows() {
   c->set_has_test(true);
   c->set_p_value(0.0122);
   c->set_mark("*");
+  c->set_p_adjusted(0.0244);
+  c->set_delta_lo(1.25);
+  c->set_delta_hi(7.0834);
+  c->set_delta_level(0.025);
   c->set_decision("different");
   c->set_decision_n(3);
   c->set_level_kind("shortcut");
+  tae::v1::ReportCorrection* family = report.mutable_correction();
+  family->set_method("holm");
+  family->set_alpha(0.05);
+  family->set_controlled(true);
+  family->set_family("the family-wise error rate of each metric's 2 comparisons at 0.05 (holm)");
   return report;
 }
 
@@ -82,11 +91,18 @@ TEST_CASE("report csv has one column per number, the decision and level, and emp
   CHECK(lines[0] ==
         "variant,baseline,runs,runs_total,eval/loss:n,eval/loss:mean,eval/loss:ci95,eval/loss:std,"
         "eval/loss:best,eval/loss:delta,eval/loss:rel_delta,eval/loss:p_value,eval/loss:decision,"
-        "eval/loss:decision_n,eval/loss:level,params,flops_per_token,tokens_per_s");
-  CHECK(lines[1] == "baseline,baseline,3,3,3,2,2.4841,1,1.8,0,0,,,,,103296,,61234.5");
+        "eval/loss:decision_n,eval/loss:level,eval/loss:p_adjusted,eval/loss:delta_lo,"
+        "eval/loss:delta_hi,params,flops_per_token,tokens_per_s");
+  CHECK(lines[1] == "baseline,baseline,3,3,3,2,2.4841,1,1.8,0,0,,,,,,,,103296,,61234.5");
   CHECK(lines[2] ==
         "no_attn,baseline,3,4,3,6.1667,3.1258,1.2583,6,4.1667,2.08335,0.0122,different,3,shortcut,"
-        "70528,140672,180012");
+        "0.0244,1.25,7.0834,70528,140672,180012");
+  // A peer that sends no interval (the fields read 0): empty, never "0,0".
+  tae::v1::ReportResponse old = TwoRows();
+  old.mutable_rows(1)->mutable_cells(0)->clear_delta_level();
+  csv = RenderReport(old, "csv");
+  REQUIRE(csv.ok());
+  CHECK(Lines(*csv)[2].find("shortcut,,,,70528") != std::string::npos);
 }
 
 TEST_CASE("report table, markdown and latex show mean ± CI, delta, relative delta and marks",
@@ -95,24 +111,32 @@ TEST_CASE("report table, markdown and latex show mean ± CI, delta, relative del
   REQUIRE(table.ok());
   CHECK(table->find("e7 norms (succeeded)") == 0);
   CHECK(table->find("6.1667 ± 3.1258") != std::string::npos);
-  CHECK(table->find("+4.1667 (+208.3%) *") != std::string::npos);
+  CHECK(table->find("+4.1667 [+1.2500, +7.0834] (+208.3%)") != std::string::npos);
+  CHECK(table->find("different *") != std::string::npos);
   CHECK(table->find("103k") != std::string::npos);  // params, compact
-  CHECK(table->find("Welch's t-test") != std::string::npos);
+  // The legend says what the verdicts control, and that the marks are on adjusted p.
+  CHECK(table->find("Verdicts control the family-wise error rate of each metric's 2 comparisons") !=
+        std::string::npos);
+  CHECK(table->find("Holm-adjusted p") != std::string::npos);
 
   absl::StatusOr<std::string> md = RenderReport(TwoRows(), "md");
   REQUIRE(md.ok());
   std::vector<std::string> lines = Lines(*md);
   CHECK(lines[0].rfind("| variant | runs | eval/loss (±95% CI) |", 0) == 0);
   CHECK(lines[1].rfind("| --- | ---: |", 0) == 0);
-  CHECK(lines[3].find("+4.1667 (+208.3%) \\*") != std::string::npos);  // * escaped
+  CHECK(lines[3].find("+4.1667 [+1.2500, +7.0834] (+208.3%) | different \\*") !=
+        std::string::npos);  // * escaped
+  CHECK(md->find("Verdicts control the family-wise error rate") != std::string::npos);
 
   absl::StatusOr<std::string> latex = RenderReport(TwoRows(), "latex");
   REQUIRE(latex.ok());
-  CHECK(latex->find("\\begin{tabular}{lrrrrrrr}") != std::string::npos);
+  CHECK(latex->find("\\begin{tabular}{lrrrrrrrr}") != std::string::npos);
+  CHECK(latex->find("% Final values") == 0);  // the legend, as a comment
   CHECK(latex->find("\\toprule") != std::string::npos);
   CHECK(latex->find("no\\_attn") != std::string::npos);
   CHECK(latex->find("6.1667 $\\pm$ 3.1258") != std::string::npos);
-  CHECK(latex->find("+4.1667 (+208.3\\%)$^{*}$") != std::string::npos);
+  CHECK(latex->find("+4.1667 [+1.2500, +7.0834] (+208.3\\%)") != std::string::npos);
+  CHECK(latex->find("different$^{*}$") != std::string::npos);
   CHECK(latex->find("\\bottomrule") != std::string::npos);
 
   CHECK_FALSE(RenderReport(TwoRows(), "html").ok());

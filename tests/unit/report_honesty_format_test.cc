@@ -1,5 +1,6 @@
-// taectl report and --json on decided comparisons and sanity floors: an undecided delta reads
-// "undecided (n=3)", an equivalent one "equivalent within ±m", a baseline at a shortcut gets a
+// taectl report and --json on decided comparisons and sanity floors: an undecided delta is shown
+// with its interval and reads "undecided (n=3; detects |Δ|≥x)", an equivalent one "equivalent
+// within ±m", a baseline at a shortcut gets a
 // banner over the table, and the JSON carries decision, n, level and banners.
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -61,6 +62,11 @@ tae::v1::ReportResponse ShortcutStudy() {
   cell->set_rel_delta(-0.0053);
   cell->set_has_test(true);
   cell->set_p_value(0.82);
+  cell->set_p_adjusted(1.0);
+  cell->set_delta_lo(-0.02);
+  cell->set_delta_hi(0.0166);
+  cell->set_delta_level(0.025);
+  cell->set_detectable(0.03);
   cell->set_decision("undecided");
   cell->set_decision_n(3);
   cell->set_decision_final(true);
@@ -72,6 +78,10 @@ tae::v1::ReportResponse ShortcutStudy() {
   cell->set_rel_delta(-0.5897);
   cell->set_has_test(true);
   cell->set_p_value(0.0002);
+  cell->set_p_adjusted(0.0004);
+  cell->set_delta_lo(-0.21);
+  cell->set_delta_hi(-0.1686);
+  cell->set_delta_level(0.0167);
   cell->set_mark("***");
   cell->set_decision("different");
   cell->set_decision_n(3);
@@ -101,11 +111,15 @@ TEST_CASE("the table puts the banner first and reads undecided deltas as undecid
   CHECK(banner < table->find("variant"));  // above the table
   CHECK(table->find("0.3210 ± 0.0236 [shortcut]") != std::string::npos);
   CHECK(table->find("0.1317 ± 0.0099 [chance]") != std::string::npos);
-  CHECK(table->find("undecided (n=3)") != std::string::npos);
-  CHECK(table->find("-0.0017") == std::string::npos);  // no number that looks like a finding
-  CHECK(table->find("-0.1893 (-59.0%) ***") != std::string::npos);
+  // An undecided delta is shown with its interval and what it could have detected, so it does
+  // not read as "no effect"; the verdict has its own column.
+  CHECK(table->find("-0.0017 [-0.0200, +0.0166]") != std::string::npos);
+  CHECK(table->find("undecided (n=3; detects |Δ|≥0.0300)") != std::string::npos);
+  CHECK(table->find("-0.1893 [-0.2100, -0.1686] (-59.0%)") != std::string::npos);
+  CHECK(table->find("different ***") != std::string::npos);
   CHECK(table->find("equivalent within ±0.02 (n=5)") != std::string::npos);
-  CHECK(table->find("CI spans zero") != std::string::npos);  // the legend says why
+  CHECK(table->find("when the interval spans zero") != std::string::npos);  // the legend says why
+  CHECK(table->find("not a bound on the effect") != std::string::npos);
   CHECK(table->find("[shortcut]: the mean is at that level") == std::string::npos);
   CHECK(table->find("[chance], [shortcut], [floor]") != std::string::npos);
 
@@ -131,6 +145,13 @@ TEST_CASE("the JSON report carries each comparison's decision and n, levels and 
   CHECK(rows[3]["metrics"]["eval/acc"]["margin"] == 0.02);
   CHECK(rows[3]["metrics"]["eval/acc"]["level"].is_null());
   CHECK(rows[1]["metrics"]["eval/acc"]["decision_futile"] == false);
+  // Every compared cell's interval, at the level that agrees with its verdict.
+  CHECK(rows[1]["metrics"]["eval/acc"]["delta_ci95"] == nlohmann::ordered_json({-0.02, 0.0166}));
+  CHECK(rows[1]["metrics"]["eval/acc"]["delta_level"] == 0.025);
+  CHECK(rows[1]["metrics"]["eval/acc"]["detectable"] == 0.03);
+  CHECK(rows[1]["metrics"]["eval/acc"]["p_adjusted"] == 1.0);
+  CHECK(rows[3]["metrics"]["eval/acc"]["delta_ci95"].is_null());  // none sent: null, not [0, 0]
+  CHECK(rows[3]["metrics"]["eval/acc"]["p_adjusted"].is_null());
 }
 
 TEST_CASE("an undecided comparison adaptive seeds stopped before max reads futile", "[report]") {
@@ -140,7 +161,7 @@ TEST_CASE("an undecided comparison adaptive seeds stopped before max reads futil
   absl::StatusOr<std::string> table = RenderReport(report, "table");
   REQUIRE(table.ok());
   INFO(*table);
-  CHECK(table->find("undecided (n=3, futile)") != std::string::npos);
+  CHECK(table->find("undecided (n=3, futile; detects") != std::string::npos);
   CHECK(table->find("very likely not decide it either") != std::string::npos);  // the legend
   CHECK(api::ReportJson(report)["rows"][1]["metrics"]["eval/acc"]["decision_futile"] == true);
 }
@@ -158,7 +179,7 @@ TEST_CASE("a comparison held at a failed seed says so and its row counts the fai
   absl::StatusOr<std::string> table = RenderReport(report, "table");
   REQUIRE(table.ok());
   INFO(*table);
-  CHECK(table->find("undecided (n=3, held: r12 failed)") != std::string::npos);
+  CHECK(table->find("undecided (n=3, held: r12 failed; detects") != std::string::npos);
   CHECK(table->find(" (1 failed)") != std::string::npos);
   const nlohmann::ordered_json json = api::ReportJson(report);
   CHECK(json["rows"][1]["runs_failed"] == 1);

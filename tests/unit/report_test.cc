@@ -1,6 +1,7 @@
 // The ablation table's numbers (server/report) on runs with known final values. References: the
 // closed form of Student's t quantile for 2 degrees of freedom, t = (2p - 1) / sqrt(2p(1 - p)),
-// for the CIs, and scipy 1.10's stats.ttest_ind(a, b, equal_var=False).pvalue for Welch's test.
+// for the CIs, and scipy 1.10's stats.ttest_ind(a, b, equal_var=False) for Welch's test (its p at
+// the table's calibrated dof: scipy.stats.t.sf).
 #include "server/report/report.h"
 
 #include <catch2/catch.hpp>
@@ -79,8 +80,14 @@ TEST_CASE("the report gives mean, 95% CI, best, deltas and Welch's p against the
   CHECK(ablated.delta == Approx(4.166666666666667));
   CHECK(ablated.rel_delta == Approx(4.166666666666667 / 2.0));
   REQUIRE(ablated.has_test);
-  CHECK(ablated.p_value == Approx(0.012214553123135111).epsilon(1e-9));
+  // Welch's t (scipy: p = 0.012214553123135111 at 3.806 dof) with the table's calibrated dof,
+  // 2 + (3.806 - 2) / 2 = 2.903 (stats::TableDof): 2 * scipy.stats.t.sf(|t|, 2.903).
+  CHECK(ablated.p_value == Approx(0.022096601376512412).epsilon(1e-9));
+  CHECK(ablated.p_adjusted == ablated.p_value);  // one comparison in eval/loss's family
   CHECK(ablated.mark == "*");
+  CHECK(ablated.decision == "different");
+  CHECK(ablated.delta_level == Approx(0.05));
+  CHECK(ablated.delta_lo > 0);
 
   // eval/acc: one run each: a mean and a delta but no CI and no test; best is the maximum.
   const Cell& acc = ablated_row.cells[1];

@@ -94,8 +94,9 @@ TEST_CASE("the baseline grows once for all of its undecided comparisons, per gri
   Study s;
   for (int seed = 0; seed < 3; ++seed) {
     s.Add("baseline[lr=1]", seed, kDone, 1.0 + 0.1 * seed);
-    s.Add("a[lr=1]", seed, kDone, 1.05 + 0.1 * seed);  // undecided (p = 0.57), not futile
-    s.Add("b[lr=1]", seed, kDone, 0.95 + 0.1 * seed);
+    // Undecided (p = 0.31), not futile at the family's share of alpha (0.05 / 3 comparisons).
+    s.Add("a[lr=1]", seed, kDone, 1.1 + 0.1 * seed);
+    s.Add("b[lr=1]", seed, kDone, 0.9 + 0.1 * seed);
     s.Add("baseline[lr=2]", seed, kDone, 1.0 + 0.01 * seed);
     s.Add("a[lr=2]", seed, kDone, 5.0 + 0.01 * seed);  // decided
   }
@@ -151,7 +152,7 @@ TEST_CASE("a failed seed is not replaced: the comparison is held there and says 
   CHECK(plan.add[0].variant == "no-pos");  // its look at 4 needs its seed 3
   CHECK(plan.add[0].seeds == std::vector<int64_t>{3});
   CHECK(plan.held.empty());
-  later.Add("no-pos", 3, kDone, 1.6);  // undecided at n = 4: its look at 5 needs r5
+  later.Add("no-pos", 3, kDone, 1.7);  // undecided, not futile at n = 4: its look at 5 needs r5
   plan = PlanSeeds(Adaptive(3, 6), later.runs, later.values);
   CHECK(plan.add.empty());
   REQUIRE(plan.held.size() == 1);
@@ -163,7 +164,7 @@ TEST_CASE("a comparison decided at a look stays decided when its baseline grows 
   // undecided at n = 5, so the baseline grew to 5 seeds. On all five baseline values a's comparison
   // reads undecided again (the old rule), which gave a a fourth seed and could flip its verdict.
   const std::vector<double> base = {1.0, 1.1, 1.2, 1.5, 1.6};
-  const std::vector<double> b = {1.25, 1.2, 1.6, 1.7, 1.75};
+  const std::vector<double> b = {1.35, 1.3, 1.7, 1.8, 1.85};
   Study s;
   for (int seed = 0; seed < 5; ++seed) {
     s.Add("baseline", seed, kDone, base[seed]);

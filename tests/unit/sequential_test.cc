@@ -214,15 +214,22 @@ TEST_CASE("Decide: before min, clear differences, nulls at max, NaN and constant
   CHECK(verdict.decision == Decision::kUndecided);
   CHECK(verdict.final);
 
+  // Arms without seed variance get no test: both constant (a program that ignores its seed, or a
+  // discrete metric that is the same on every seed) is undecided and final, never "different
+  // with p = 0" from two numbers each measured once; one constant arm is undecided until max.
   verdict = Decide(design, boundaries, {1, 1, 1}, {1, 1, 1});
-  CHECK(verdict.decision == Decision::kEquivalent);
-  CHECK(verdict.final);
-  verdict = Decide(Design(3, 12), boundaries, {1, 1, 1}, {1, 1, 1});
   CHECK(verdict.decision == Decision::kUndecided);
-  CHECK_FALSE(verdict.final);
+  CHECK(verdict.no_variance);
+  CHECK(verdict.final);
   verdict = Decide(design, boundaries, {1, 1, 1}, {0.5, 0.5, 0.5});
-  CHECK(verdict.decision == Decision::kDifferent);
-  CHECK(DecisionName(verdict.decision) == "different");
+  CHECK(verdict.decision == Decision::kUndecided);
+  CHECK(verdict.no_variance);
+  CHECK(verdict.final);
+  verdict = Decide(design, boundaries, {31.0 / 32, 31.0 / 32, 31.0 / 32}, {1, 0.96875, 1});
+  CHECK(verdict.decision == Decision::kUndecided);
+  CHECK(verdict.no_variance);
+  CHECK_FALSE(verdict.final);
+  CHECK(DecisionName(verdict.decision) == "undecided");
 }
 
 TEST_CASE("Decide: equivalence needs the repeated interval inside the margin", "[sequential]") {
@@ -505,7 +512,9 @@ TEST_CASE("At max sized for the effect, the design decides like fixed max with <
   CHECK(one.fixed_different > 0.94);
   CHECK(one.different >= one.fixed_different - 0.05);
   CHECK(one.agreement >= 0.95);
-  CHECK(one.mean_runs <= 0.6 * one.fixed_runs);
+  // 0.607 of the runs: the table's calibrated dof (stats::TableDof, which holds the error rate at
+  // unequal seed spreads) stops a little later at the first looks than Welch-Satterthwaite's.
+  CHECK(one.mean_runs <= 0.62 * one.fixed_runs);
 }
 
 }  // namespace tae::stats

@@ -10,7 +10,7 @@ import { experimentHeader } from "./exphead.js";
 const COSTS = { params: "params", flops: "FLOPs/token", tokens_per_s: "tokens/s" };
 const CLEARS = {
   yes: "clears", mean_only: "mean only (CI straddles)", no_ci: "mean only (1 seed, no CI)",
-  no: "no", no_value: "no value",
+  no: "no", no_value: "no value", failed_seeds: "no (failed seeds)",
 };
 
 export function mount(root, route, app) {
@@ -79,7 +79,14 @@ export function mount(root, route, app) {
     verdictSlot.append(f.cheapest
       ? h("div.frontier-cheapest", `${which} that clears ${bar}: `, h("b", f.cheapest.variant),
         ` (${costLabel} ${fmtSI(f.cheapest.cost)}; ${f.bar.metric} ${fmtMetric(f.cheapest.mean)} ± ${fmtMetric(f.cheapest.ci95)})`)
-      : h("div.frontier-none", `none clears ${bar} with its whole 95% CI`));
+      : h("div.frontier-none", f.estimates === "optimistic"
+        ? `no cheapest named: the estimates are optimistic (each point chosen on the seeds it shows)`
+        : `none clears ${bar} with its whole 95% CI`));
+    // what the estimates are, and how the cheapest was chosen
+    verdictSlot.append(h("div.muted.frontier-estimates", { "data-estimates": f.estimates || "" },
+      `estimates: ${f.estimates || "as run"}. `,
+      "The cheapest is found stepping down from the most expensive variant and stopping at the first that does not clear, " +
+      "so the chance of naming one that does not clear is at most 2.5% however many variants there are."));
     if (report.view === "tuned") {
       verdictSlot.append(h("div.muted", `each variant at its best grid point on ${report.search?.metric} (${report.search?.goal})`));
     }
@@ -94,7 +101,8 @@ export function mount(root, route, app) {
         h("td.num", isNum(p.cost) ? fmtSI(p.cost) : "unknown"),
         h("td.num", isNum(p.mean) ? `${fmtMetric(p.mean)}${isNum(p.ci95) ? ` ± ${fmtMetric(p.ci95)}` : ""}` : DASH),
         h("td.num", isNum(p.lo) ? `[${fmtMetric(p.lo)}, ${fmtMetric(p.hi)}]` : DASH),
-        h(`td.clears-${p.clears}`, CLEARS[p.clears] || p.clears),
+        h(`td.clears-${p.clears}`, { title: p.reached ? "tested in the step-down" : "not tested: the step-down stopped at a more expensive variant" },
+          CLEARS[p.clears] || p.clears, p.reached ? "" : h("span.faint", " (untested)")),
         h("td", p.on_front ? "★" : ""))))));
     figureSlot.append(h("img.frontier-svg", { alt: `${f.bar.metric} against ${costLabel}`,
       src: `${apiBase}/frontier.svg?${queryString(params())}` }),

@@ -41,6 +41,28 @@ function goalArrow(goal) {
   return null;
 }
 
+// "95%" for 0.05, "99.5%" for 0.005: the confidence of an interval at two-sided level `level`.
+function fmtLevel(level) {
+  return isNum(level) ? `${+(100 * (1 - level)).toPrecision(4)}%` : "";
+}
+
+// The verdict of one compared cell, in words: the decision, why there is none, or what an
+// undecided comparison could have detected.
+export function verdictOf(s) {
+  if (s.decision === "different") return `different ${s.mark || ""}`.trim();
+  if (s.decision === "equivalent") return `equivalent within ±${s.margin} (n=${s.decision_n})`;
+  if (s.decision === "undecided") {
+    // as taectl prints it: "undecided (n=3, held: r12 failed; detects |Δ|≥0.041)"
+    const head = [`n=${s.decision_n}`];
+    if (s.decision_futile) head.push("futile");
+    if (s.decision_held) head.push(`held: ${s.decision_held}`);
+    const why = s.note ? `; ${s.note}` : isNum(s.detectable) ? `; detects |Δ|≥${fmtMetric(s.detectable)}` : "";
+    return `undecided (${head.join(", ")}${why})`;
+  }
+  if (s.note) return `no verdict (${s.note})`;
+  return "";
+}
+
 export function mount(root, route, app) {
   const ref = route.parts[1];  // 12, e12 or the experiment's name: taed resolves it
   const apiBase = `/api/experiments/${encodeURIComponent(ref)}`;
@@ -233,6 +255,13 @@ export function mount(root, route, app) {
   }
 
   // ---- the table ----
+  // What the table's verdicts control, in words (report.correction, taed's FamilySummary).
+  function familyText() {
+    const c = report.correction;
+    if (!c) return "";
+    return c.family || "";
+  }
+
   function ablationTable() {
     const rows = report.rows || [];
     const metrics = metricsShown();
@@ -252,8 +281,8 @@ export function mount(root, route, app) {
     const sub = h("tr", metrics.map(() => [
       h("th.num.mstart", { title: "mean ± half-width of the 95% confidence interval over seeds (n runs)" }, "mean ± 95% CI"),
       h("th.num", { title: "mean of each run's best value" }, "best"),
-      h("th.num", { title: "mean − baseline mean (relative to the baseline mean)" }, "Δ"),
-      h("th", { title: "Welch's t-test: * p<0.05, ** p<0.01, *** p<0.001" }, "")]));
+      h("th.num", { title: "mean − baseline mean [its interval, at the level that agrees with the verdict] (relative to the baseline mean where the baseline is clearly away from zero)" }, "Δ [CI]"),
+      h("th", { title: familyText() }, "verdict")]));
 
     const tb = h("tbody");
     rows.forEach((r, i) => {
@@ -282,12 +311,15 @@ export function mount(root, route, app) {
               s.level ? h("span.level", { title: `${s.level.what} (${fmtMetric(s.level.value)})` }, s.level.kind) : null]
             : h("span.faint", DASH)),
           h("td.num", fmtMetric(s.best)),
-          h("td.num.delta", isBase || !isNum(s.delta) ? "" :
-            // only a decided difference is a number; an undecided delta is not "no effect"
-            s.decision === "undecided" ? h("span.undecided", { title: `the comparison is not decided at ${s.decision_n} seeds per arm${s.decision_held ? `; held: its next look needs a seed without a value (${s.decision_held})` : s.decision_futile ? "; adaptive seeds stopped it: max seeds would very likely not decide it either" : s.decision_final ? "" : "; more seeds are coming"}` }, `undecided (n=${s.decision_n}${s.decision_futile ? ", futile" : ""}${s.decision_held ? `, held: ${s.decision_held}` : ""})`) :
-            s.decision === "equivalent" ? h("span.undecided", { title: "two one-sided tests put the delta within the margin" }, `equivalent within ±${s.margin} (n=${s.decision_n})`) :
-            h("span" + (cls ? "." + cls : ""), { style: sig ? null : { opacity: 0.75 } }, fmtSigned(s.delta), h("span.pct", isNum(s.rel_delta) ? `(${fmtPct(s.rel_delta)})` : ""))),
-          h("td.sig", { title: isNum(s.p_value) ? `p = ${s.p_value.toPrecision(3)}` : "" }, sig),
+          h("td.num.delta", {
+            dataset: { deltaLo: s.delta_ci95?.[0] ?? "", deltaHi: s.delta_ci95?.[1] ?? "" },
+          }, isBase || !isNum(s.delta) ? "" :
+            // every compared cell shows its delta with its interval, decided or not
+            h("span" + (cls ? "." + cls : ""), { style: s.decision === "different" ? null : { opacity: 0.75 } }, fmtSigned(s.delta),
+              Array.isArray(s.delta_ci95) ? h("span.ci", { title: `${fmtLevel(s.delta_level)} interval of Δ` }, ` [${fmtSigned(s.delta_ci95[0])}, ${fmtSigned(s.delta_ci95[1])}]`) : null,
+              h("span.pct", isNum(s.rel_delta) ? `(${fmtPct(s.rel_delta)})` : ""))),
+          h("td.sig.verdict", { title: isNum(s.p_value) ? `p = ${s.p_value.toPrecision(3)}${isNum(s.p_adjusted) ? `, ${report.correction?.method ?? "holm"}-adjusted ${s.p_adjusted.toPrecision(3)}` : ""}` : "" },
+            isBase ? "" : verdictOf(s)),
         ];
       }),
       h("td.num.mstart", fmtSI(r.params)), h("td.num", fmtSI(r.flops_per_token)), h("td.num", fmtSI(r.tokens_per_s)));
@@ -430,6 +462,7 @@ export function mount(root, route, app) {
       else {
         if (q.pivot) parts.push(h("div.banner.warn", { style: { margin: "8px" } }, `${q.pivot} does not vary between the variants: no pivot.`));
         parts.push(ablationTable());
+        if (familyText()) parts.push(h("div.view-note.muted.family-note", { style: { margin: "8px" } }, familyText()));
       }
       const rungsPart = rungView();
       if (rungsPart) parts.push(rungsPart);
