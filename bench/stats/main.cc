@@ -108,6 +108,11 @@ struct Tally {
   Rate wrong;         // the frontier names a variant that does not clear
   Rate named;         // the frontier names one
   Rate verdicts;      // a selected (tuned, unconfirmed) comparison got a verdict
+  // Per study: the share of its null comparisons called different, and of its intervals that hold
+  // the truth; their means over studies are the per-comparison rates, with standard errors over
+  // studies (a study's comparisons share a baseline, so they are not independent trials).
+  Mean per_study;
+  Mean cover_study;
   Mean bias;          // shown delta - true delta, in baseline seed-SDs
   Mean seeds;         // seeds per arm decided on (adaptive)
   void Merge(const Tally& o) {
@@ -120,6 +125,8 @@ struct Tally {
     wrong.Merge(o.wrong);
     named.Merge(o.named);
     verdicts.Merge(o.verdicts);
+    per_study.Merge(o.per_study);
+    cover_study.Merge(o.cover_study);
     bias.Merge(o.bias);
     seeds.Merge(o.seeds);
   }
@@ -207,6 +214,10 @@ void FamilyStudy(const FamilyShape& f, std::mt19937_64& rng, Tally* t) {
   const std::vector<Row> rows = judge(tae::stats::Correction::kHolm);
   bool any_false = false;
   bool all_cover = true;
+  int nulls = 0;
+  int false_calls = 0;
+  int intervals = 0;
+  int held = 0;
   for (size_t v = 1; v < rows.size(); ++v) {
     const tae::report::Cell& cell = rows[v].cells[0];
     const double effect = f.effects.empty() ? 0 : f.effects[v - 1];
@@ -214,6 +225,8 @@ void FamilyStudy(const FamilyShape& f, std::mt19937_64& rng, Tally* t) {
     if (effect == 0) {
       t->per.Add(different);
       any_false |= different;
+      ++nulls;
+      false_calls += different ? 1 : 0;
     } else {
       t->power.Add(different);
     }
@@ -221,6 +234,8 @@ void FamilyStudy(const FamilyShape& f, std::mt19937_64& rng, Tally* t) {
       const bool in = cell.delta_lo <= effect && effect <= cell.delta_hi;
       t->cover.Add(in);
       all_cover &= in;
+      ++intervals;
+      held += in ? 1 : 0;
     }
     if (f.adaptive && cell.decision_n > 0) {
       t->seeds.Add(cell.decision_n);
@@ -228,6 +243,12 @@ void FamilyStudy(const FamilyShape& f, std::mt19937_64& rng, Tally* t) {
   }
   t->fwer.Add(any_false);
   t->cover_all.Add(all_cover);
+  if (nulls > 0) {
+    t->per_study.Add(static_cast<double>(false_calls) / nulls);
+  }
+  if (intervals > 0) {
+    t->cover_study.Add(static_cast<double>(held) / intervals);
+  }
   if (!f.effects.empty()) {
     const std::vector<Row> none = judge(tae::stats::Correction::kNone);
     for (size_t v = 1; v < none.size(); ++v) {
@@ -411,6 +432,12 @@ std::string Fmt(const Rate& r) {
   return buf;
 }
 
+std::string Fmt(const Mean& m) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4f ± %.4f", m.Value(), m.Se());
+  return buf;
+}
+
 bool ParseOptions(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -460,20 +487,25 @@ int main(int argc, char** argv) {
     line.resize(std::max<size_t>(line.size(), 36), ' ');
     bool bad = false;
     if (shape.what == "null") {
-      bad = t.fwer.Value() > alpha + 2 * t.fwer.Se() || t.per.Value() > alpha + 2 * t.per.Se() ||
-            (t.cover.trials > 0 && t.cover.Value() < 0.95 - 2 * t.cover.Se());
+      const Mean& per = t.per_study;
+      const Mean& cover = t.cover_study;
+      bad = t.fwer.Value() > alpha + 2 * t.fwer.Se() || per.Value() > alpha + 2 * per.Se() ||
+            (cover.n > 0 && cover.Value() < 0.95 - 2 * cover.Se());
       std::printf("%s FWER %s  per comparison %s  delta_ci95 covers %s (all at once %s)%s",
-                  line.c_str(), Fmt(t.fwer).c_str(), Fmt(t.per).c_str(), Fmt(t.cover).c_str(),
-                  Fmt(t.cover_all).c_str(), t.seeds.n ? "" : "\n");
+                  line.c_str(), Fmt(t.fwer).c_str(), Fmt(per).c_str(),
+                  cover.n ? Fmt(cover).c_str() : "n/a", Fmt(t.cover_all).c_str(),
+                  t.seeds.n ? "" : "\n");
       if (t.seeds.n) {
         std::printf("  seeds %.2f\n", t.seeds.Value());
       }
     } else if (shape.what == "power") {
-      bad = t.per.Value() > alpha + 2 * t.per.Se() ||
-            (t.cover.trials > 0 && t.cover.Value() < 0.95 - 2 * t.cover.Se());
+      const Mean& per = t.per_study;
+      const Mean& cover = t.cover_study;
+      bad = per.Value() > alpha + 2 * per.Se() ||
+            (cover.n > 0 && cover.Value() < 0.95 - 2 * cover.Se());
       std::printf("%s power %s  (correction none: %s)  null per comparison %s  covers %s\n",
                   line.c_str(), Fmt(t.power).c_str(), Fmt(t.power_none).c_str(),
-                  Fmt(t.per).c_str(), Fmt(t.cover).c_str());
+                  Fmt(per).c_str(), Fmt(cover).c_str());
     } else if (shape.what == "frontier") {
       bad = t.wrong.Value() > 0.025 + 2 * t.wrong.Se();
       std::printf("%s names one that does not clear %s  names one %s\n", line.c_str(),

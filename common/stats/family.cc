@@ -47,8 +47,10 @@ std::optional<Correction> ParseCorrection(std::string_view name) {
 
 double TableDof(double welch_dof, double n_a, double n_b) {
   const double low = std::min(n_a, n_b) - 1;
-  return low + (welch_dof - low) / 2;
+  return low + (welch_dof - low) / 4;
 }
+
+double ConservativeDof(double n_a, double n_b) { return std::min(n_a, n_b) - 1; }
 
 std::optional<WelchTest> TableTest(const std::vector<double>& a, const std::vector<double>& b) {
   std::optional<WelchTest> test = Welch(a, b);

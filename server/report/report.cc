@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "common/metrics/names.h"
 #include "common/spec/spec.h"
 #include "common/stats/family.h"
@@ -87,20 +88,29 @@ std::vector<Level> LevelsFor(const std::string& config_json, const std::string& 
   return levels;
 }
 
-// The boundaries of each adaptive design the report meets, computed once.
+// The boundaries of each adaptive design, computed once per process: ComputeBoundaries integrates
+// numerically (milliseconds), and reports, refreshes and bench/stats ask for the same few designs
+// again and again. At most kMaxDesigns are kept (then it starts over): a daemon that runs for months
+// meets few designs, but never holds an unbounded number.
 class BoundaryCache {
  public:
-  const stats::Boundaries& Of(const stats::SequentialDesign& design) {
-    const auto key = std::make_tuple(design.min_seeds, design.max_seeds, design.alpha);
-    auto it = cache_.find(key);
-    if (it == cache_.end()) {
-      it = cache_.emplace(key, stats::ComputeBoundaries(design)).first;
+  stats::Boundaries Of(const stats::SequentialDesign& design) {
+    static constexpr size_t kMaxDesigns = 256;
+    ABSL_CONST_INIT static absl::Mutex mu(absl::kConstInit);
+    static auto* cache =
+        new std::map<std::tuple<int, int, double, double>, stats::Boundaries>();
+    const auto key =
+        std::make_tuple(design.min_seeds, design.max_seeds, design.alpha, design.futility);
+    absl::MutexLock lock(&mu);
+    auto it = cache->find(key);
+    if (it == cache->end()) {
+      if (cache->size() >= kMaxDesigns) {
+        cache->clear();
+      }
+      it = cache->emplace(key, stats::ComputeBoundaries(design)).first;
     }
     return it->second;
   }
-
- private:
-  std::map<std::tuple<int, int, double>, stats::Boundaries> cache_;
 };
 
 // One compared cell: the seeds it is decided on and its test.
@@ -239,7 +249,8 @@ void FollowAdaptive(const ReportOptions& options, int comparisons,
   design.alpha = stats::SharedAlpha(options.correction, options.design.alpha, comparisons);
   stats::Course course;
   if (!stats::DesignError(design)) {
-    course = stats::FollowLooks(design, cache->Of(design), mine, base);
+    const stats::Boundaries boundaries = cache->Of(design);
+    course = stats::FollowLooks(design, boundaries, mine, base);
   }
   const stats::Verdict& v = course.verdict;
   cell->decision = std::string(stats::DecisionName(v.decision));

@@ -72,7 +72,7 @@ def p_case(rng):
 
 def table_dof(welch_dof, n_a, n_b):
     low = min(n_a, n_b) - 1
-    return low + (welch_dof - low) / 2
+    return low + (welch_dof - low) / 4
 
 
 def check_two(case, got, problems):

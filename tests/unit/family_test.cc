@@ -71,10 +71,10 @@ TEST_CASE("Interval levels agree with Holm's decisions and are never above alpha
   }
 }
 
-TEST_CASE("The table's dof is halfway between the smaller arm's n - 1 and Welch's") {
-  CHECK(TableDof(10, 3, 5) == Approx(6));
+TEST_CASE("The table's dof is a quarter of the way from the smaller arm's n - 1 to Welch's") {
+  CHECK(TableDof(10, 3, 5) == Approx(4));
   CHECK(TableDof(2, 3, 3) == Approx(2));  // Welch's lowest at 3 and 3
-  CHECK(TableDof(4, 3, 3) == Approx(3));  // equal variances at 3 and 3
+  CHECK(TableDof(4, 3, 3) == Approx(2.5));  // equal variances at 3 and 3
   const auto test = TableTest({1.0, 2.0, 4.0}, {0.0, 0.5, 0.7, 1.1});
   REQUIRE(test.has_value());
   const auto welch = Welch({1.0, 2.0, 4.0}, {0.0, 0.5, 0.7, 1.1});
