@@ -377,13 +377,15 @@ std::optional<RungValue> GridSearch::NextValue(const std::string& point_name, bo
                                        run.diverged_value)};
     } else if (!run.ended && !run.diverged_step.has_value()) {
       pending = true;  // this run may still report the rung
+    } else if (run.steps > 0 && run.last_step >= run.steps) {
+      // Trained to its end with no report between the rung and its end (even one that failed
+      // after its last step): no rung there.
+      --within;
     } else if (run.failed) {
       return RungValue{
           point_name, point.group,
           rung,       0,
           1,          absl::StrFormat("failed at step %d (r%d)", run.last_step, run_id)};
-    } else if (run.steps > 0 && run.last_step >= run.steps) {
-      --within;  // trained to its end with no report between the rung and its end: done
     } else {
       reached |= run.last_step >= rung_step;
     }

@@ -203,7 +203,9 @@ def optuna_decisions(study):
             # run that trained to its end is never pruned. A seed that failed or diverged is
             # still its point's worst at a rung before train.steps.
             if step >= header["train_steps"] and not (bad and rung_step < header["train_steps"]):
-                finished.add(point)
+                # Done once every seed has ended (one may yet fail before its end).
+                if all(r in ended or r in diverged_at for r in runs_of[point]):
+                    finished.add(point)
                 return
             if not bad and any(step not in seen[r] and r not in ended for r in runs_of[point]):
                 return
