@@ -50,6 +50,27 @@ double TableDof(double welch_dof, double n_a, double n_b) {
   return low + (welch_dof - low) / 4;
 }
 
+std::optional<WelchTest> OneSpreadTest(const std::vector<double>& a,
+                                       const std::vector<double>& b) {
+  if (a.size() < 2 || b.size() < 2) {
+    return std::nullopt;
+  }
+  const Moments ma = MomentsOf(a);
+  const Moments mb = MomentsOf(b);
+  if (std::isnan(ma.stddev) || std::isnan(mb.stddev) || (ma.stddev == 0) == (mb.stddev == 0)) {
+    return std::nullopt;  // both vary (Welch's case) or neither does (nothing to test against)
+  }
+  const Moments& varying = ma.stddev > 0 ? ma : mb;
+  const double n_v = static_cast<double>(ma.stddev > 0 ? a.size() : b.size());
+  WelchTest test;
+  test.se = varying.stddev *
+            std::sqrt(1 / static_cast<double>(a.size()) + 1 / static_cast<double>(b.size()));
+  test.t = (ma.mean - mb.mean) / test.se;
+  test.dof = n_v - 1;
+  test.p_two_sided = 2 * StudentTCdf(-std::fabs(test.t), test.dof);
+  return test;
+}
+
 double ConservativeDof(double n_a, double n_b) { return std::min(n_a, n_b) - 1; }
 
 std::optional<WelchTest> TableTest(const std::vector<double>& a, const std::vector<double>& b) {

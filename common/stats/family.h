@@ -60,6 +60,13 @@ double ConservativeDof(double n_a, double n_b);
 // p_two_sided are the calibrated ones; t and se are Welch's). nullopt as for Welch.
 std::optional<WelchTest> TableTest(const std::vector<double>& a, const std::vector<double>& b);
 
+// One arm without seed variance (every seed the same value: accuracy at its ceiling, a discrete
+// metric) and the other with it: Welch's test would be a one-sample test against the constant,
+// as if the constant were known exactly. Instead both arms get the varying arm's spread: se =
+// sd * sqrt(1/n_a + 1/n_b), dof = that arm's n - 1 (exact when the arms' spreads are equal).
+// nullopt unless exactly one arm varies and each has >= 2 values.
+std::optional<WelchTest> OneSpreadTest(const std::vector<double>& a, const std::vector<double>& b);
+
 // Adjusted p values (each in [0, 1], in the input's order): a comparison is rejected at family
 // level alpha when its adjusted p <= alpha. Holm: max over the j <= i smallest of (m - j + 1) p_(j);
 // Bonferroni: m p; none: p. NaN inputs are not part of the family (their output is NaN, and m

@@ -299,19 +299,25 @@ Verdict Decide(const SequentialDesign& design, const Boundaries& boundaries,
     verdict.final = true;
     return verdict;
   }
-  const double se2 = a.se2 + b.se2;
-  if (a.se2 == 0 || b.se2 == 0) {
-    // An arm whose seeds gave one value has no seed variance to test against: no t test (a
-    // one-sample test against a constant takes one measurement for certainty). Both constant:
-    // another seed would very likely repeat them (a program that ignores its seed), so final.
-    verdict.no_variance = true;
-    verdict.final = se2 == 0 || at_max;
-    return verdict;
-  }
-  const double se = std::sqrt(se2);
+  double se2 = a.se2 + b.se2;
   // Hsu's conservative dof (ConservativeDof): over looks chosen by the data, the calibrated
   // TableDof is still liberal at unequal spreads (SD ratio 5: 0.056 at 0.05; bench/stats).
-  const double dof = ConservativeDof(a.n, b.n);
+  double dof = ConservativeDof(a.n, b.n);
+  if (se2 == 0) {
+    // Both arms without seed variance: two numbers each measured once (a program that ignores
+    // its seed); no test, and another seed would very likely repeat them, so final.
+    verdict.no_variance = true;
+    verdict.final = true;
+    return verdict;
+  }
+  if (a.se2 == 0 || b.se2 == 0) {
+    // One arm constant (OneSpreadTest): both arms at the varying arm's spread, its n - 1 dof.
+    verdict.no_variance = true;
+    const ArmStats& v = a.se2 > 0 ? a : b;
+    se2 = v.se2 * v.n * (1 / a.n + 1 / b.n);
+    dof = v.n - 1;
+  }
+  const double se = std::sqrt(se2);
   const double t = verdict.delta / se;
   verdict.se = se;
   verdict.dof = dof;

@@ -138,16 +138,18 @@ struct Verdict {
   double p = 1;         // Welch's two-sided p (1 when it is undefined)
   double level = 0;     // the look's nominal two-sided level (0 before min)
   double se = 0;        // the delta's standard error at the look (0 when untested)
-  double dof = 0;       // the test's degrees of freedom (stats::TableDof)
-  // An arm had no seed variance at the look: no test (final when neither arm had any).
+  double dof = 0;       // the test's degrees of freedom (stats::ConservativeDof)
+  // An arm had no seed variance at the look: tested at the other arm's spread
+  // (stats::OneSpreadTest), or, when neither had any, no test and final.
   bool no_variance = false;
 };
 
 // The decision after the values seen so far, one value per finished run (any order). Looks below
 // min are undecided and not final; above max they are read as the look at max. NaN in either arm
 // (a diverged run) is undecided and final: more seeds cannot make its mean defined. An arm
-// without seed variance gets no test (undecided, no_variance; final when both are constant). The
-// t test's degrees of freedom are stats::TableDof's (common/stats/family.h).
+// without seed variance is tested at the other arm's spread (no_variance; both constant: no test,
+// undecided and final). The t test's degrees of freedom are stats::ConservativeDof's
+// (common/stats/family.h).
 Verdict Decide(const SequentialDesign& design, const Boundaries& boundaries,
                const std::vector<double>& variant, const std::vector<double>& baseline);
 

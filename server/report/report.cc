@@ -260,7 +260,8 @@ void FollowAdaptive(const ReportOptions& options, int comparisons,
   cell->decision_held = course.held;
   cell->delta = v.delta;
   if (v.no_variance) {
-    cell->note = "no seed variance";
+    cell->note = v.se > 0 ? "no seed variance in one arm: tested at the other arm's spread"
+                          : "no seed variance";
   }
   if (v.se > 0 && v.level > 0) {
     cell->delta_level = v.level;
@@ -454,7 +455,10 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
       if (c.mine.size() < 2 || c.base.size() < 2) {
         cell->note = "fewer than 2 seeds per arm";
       } else if (std::string none = NoVariance(c.mine, c.base); !none.empty()) {
-        cell->note = std::move(none);
+        // One arm constant: tested with the other's spread for both; both: nothing to test.
+        c.test = stats::OneSpreadTest(c.mine, c.base);
+        cell->note = c.test ? absl::StrCat(none, ": tested at the other arm's spread")
+                            : std::move(none);
       } else {
         c.test = stats::TableTest(c.mine, c.base);
       }
