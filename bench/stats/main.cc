@@ -99,22 +99,22 @@ struct Mean {
 
 // What one shape measures.
 struct Tally {
-  Rate fwer;          // a study calls some null comparison different
-  Rate per;           // a null comparison is called different
-  Rate cover;         // delta_ci95 holds the true delta (comparisons with an interval)
-  Rate cover_all;     // every interval of the study does
-  Rate power;         // the real effect is called different
-  Rate power_none;    // ... by the same table with correction none
-  Rate wrong;         // the frontier names a variant that does not clear
-  Rate named;         // the frontier names one
-  Rate verdicts;      // a selected (tuned, unconfirmed) comparison got a verdict
+  Rate fwer;        // a study calls some null comparison different
+  Rate per;         // a null comparison is called different
+  Rate cover;       // delta_ci95 holds the true delta (comparisons with an interval)
+  Rate cover_all;   // every interval of the study does
+  Rate power;       // the real effect is called different
+  Rate power_none;  // ... by the same table with correction none
+  Rate wrong;       // the frontier names a variant that does not clear
+  Rate named;       // the frontier names one
+  Rate verdicts;    // a selected (tuned, unconfirmed) comparison got a verdict
   // Per study: the share of its null comparisons called different, and of its intervals that hold
   // the truth; their means over studies are the per-comparison rates, with standard errors over
   // studies (a study's comparisons share a baseline, so they are not independent trials).
   Mean per_study;
   Mean cover_study;
-  Mean bias;          // shown delta - true delta, in baseline seed-SDs
-  Mean seeds;         // seeds per arm decided on (adaptive)
+  Mean bias;   // shown delta - true delta, in baseline seed-SDs
+  Mean seeds;  // seeds per arm decided on (adaptive)
   void Merge(const Tally& o) {
     fwer.Merge(o.fwer);
     per.Merge(o.per);
@@ -149,12 +149,12 @@ struct Study {
     if (failed) {
       return;
     }
-    FinalValue v{run.id, variant, seed, run.state, kMetric, value, value, value, confirm,
-                 std::nullopt};
+    FinalValue v{run.id, variant, seed,  run.state, kMetric,
+                 value,  value,   value, confirm,   std::nullopt};
     values.push_back(v);
     if (!std::isnan(params)) {
-      FinalValue p{run.id, variant, seed, run.state, "model/params", params, params, params,
-                   confirm, std::nullopt};
+      FinalValue p{run.id, variant, seed,   run.state, "model/params",
+                   params, params,  params, confirm,   std::nullopt};
       values.push_back(p);
     }
   }
@@ -169,7 +169,7 @@ struct Shape {
 // K variants against a baseline; `effects[k]` the true delta of variant k (in baseline SDs).
 struct FamilyShape {
   int k = 3;
-  int seeds = 3;        // fixed seeds; adaptive: max
+  int seeds = 3;  // fixed seeds; adaptive: max
   bool adaptive = false;
   int min_seeds = 3;
   double sd_ratio = 1;  // every variant's seed SD over the baseline's
@@ -395,9 +395,10 @@ std::vector<Shape> Shapes() {
       char name[96];
       std::snprintf(name, sizeof name, "tuned/n3/%s/confirm%d",
                     gap == 0 ? "flat vs flat" : "flat vs peaked", confirm);
-      shapes.push_back({name, confirm > 0 ? "tuned" : "tuned0", [confirm, gap](std::mt19937_64& rng, Tally* t) {
-                          TunedStudy(3, confirm, gap, rng, t);
-                        }});
+      shapes.push_back(
+          {name, confirm > 0 ? "tuned" : "tuned0", [confirm, gap](std::mt19937_64& rng, Tally* t) {
+             TunedStudy(3, confirm, gap, rng, t);
+           }});
     }
   }
   return shapes;
@@ -504,8 +505,8 @@ int main(int argc, char** argv) {
       bad = per.Value() > alpha + 2 * per.Se() ||
             (cover.n > 0 && cover.Value() < 0.95 - 2 * cover.Se());
       std::printf("%s power %s  (correction none: %s)  null per comparison %s  covers %s\n",
-                  line.c_str(), Fmt(t.power).c_str(), Fmt(t.power_none).c_str(),
-                  Fmt(per).c_str(), Fmt(cover).c_str());
+                  line.c_str(), Fmt(t.power).c_str(), Fmt(t.power_none).c_str(), Fmt(per).c_str(),
+                  Fmt(cover).c_str());
     } else if (shape.what == "frontier") {
       bad = t.wrong.Value() > 0.025 + 2 * t.wrong.Se();
       std::printf("%s names one that does not clear %s  names one %s\n", line.c_str(),

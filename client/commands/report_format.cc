@@ -475,9 +475,10 @@ std::string RenderFrontier(const tae::v1::ReportResponse& report) {
     absl::StrAppend(&out, which, " that clears ", bar, ": ",
                     PointText(*cheapest, label, f.metric()), "\n");
   } else if (f.estimates() == "optimistic") {
-    absl::StrAppend(&out, "none named: the estimates are optimistic (each variant's point was "
-                          "chosen on the same seeds); search.confirm = N re-runs the chosen "
-                          "points on N fresh seeds, or --at-grid shows every point as run\n");
+    absl::StrAppend(&out,
+                    "none named: the estimates are optimistic (each variant's point was "
+                    "chosen on the same seeds); search.confirm = N re-runs the chosen "
+                    "points on N fresh seeds, or --at-grid shows every point as run\n");
   } else {
     absl::StrAppend(&out, "none clears ", bar, " in the sequence from the most expensive down");
     if (!mean_only.empty()) {
@@ -517,9 +518,9 @@ absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
     }
     header.insert(header.end(), {"baseline", "runs", "runs_total"});
     for (const std::string& m : report.metrics()) {
-      for (const char* field : {"n", "mean", "ci95", "std", "best", "delta", "rel_delta", "p_value",
-                                "decision", "decision_n", "level", "p_adjusted", "delta_lo",
-                                "delta_hi"}) {
+      for (const char* field :
+           {"n", "mean", "ci95", "std", "best", "delta", "rel_delta", "p_value", "decision",
+            "decision_n", "level", "p_adjusted", "delta_lo", "delta_hi"}) {
         header.push_back(absl::StrCat(m, ":", field));
       }
     }

@@ -29,8 +29,8 @@ plot::FrontierFigure FrontierFigureOf(const tae::v1::ReportResponse& report) {
                  ? absl::StrCat("none named: estimates optimistic (chosen on the same seeds)")
                  : absl::StrCat("none clears ", bar, " (from the most expensive down); estimates ",
                                 estimates))
-          : absl::StrCat(f.lower_is_cheaper() ? "cheapest" : "fastest", " that clears ", bar,
-                         ": ", f.cheapest(), "; estimates ", estimates);
+          : absl::StrCat(f.lower_is_cheaper() ? "cheapest" : "fastest", " that clears ", bar, ": ",
+                         f.cheapest(), "; estimates ", estimates);
   for (const tae::v1::FrontierPoint& p : f.points()) {
     plot::FrontierMark& m = figure.marks.emplace_back();
     m.name = p.variant();

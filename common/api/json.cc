@@ -212,7 +212,8 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
       value["p_adjusted"] = cell.has_test() && interval ? number(cell.p_adjusted()) : nullptr;
       value["mark"] = cell.mark();
       value["detectable"] = HasDetectable(cell) ? number(cell.detectable()) : nullptr;
-      value["note"] = cell.note().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(cell.note());
+      value["note"] =
+          cell.note().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(cell.note());
       // The decision of the comparison with the baseline and the seeds per arm it rests on
       // (null for a baseline); the level the mean sits at (null when none).
       value["decision"] = cell.decision().empty() ? nlohmann::ordered_json()

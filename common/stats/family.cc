@@ -50,8 +50,7 @@ double TableDof(double welch_dof, double n_a, double n_b) {
   return low + (welch_dof - low) / 4;
 }
 
-std::optional<WelchTest> OneSpreadTest(const std::vector<double>& a,
-                                       const std::vector<double>& b) {
+std::optional<WelchTest> OneSpreadTest(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() < 2 || b.size() < 2) {
     return std::nullopt;
   }

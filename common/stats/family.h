@@ -68,9 +68,9 @@ std::optional<WelchTest> TableTest(const std::vector<double>& a, const std::vect
 std::optional<WelchTest> OneSpreadTest(const std::vector<double>& a, const std::vector<double>& b);
 
 // Adjusted p values (each in [0, 1], in the input's order): a comparison is rejected at family
-// level alpha when its adjusted p <= alpha. Holm: max over the j <= i smallest of (m - j + 1) p_(j);
-// Bonferroni: m p; none: p. NaN inputs are not part of the family (their output is NaN, and m
-// counts the others).
+// level alpha when its adjusted p <= alpha. Holm: max over the j <= i smallest of (m - j + 1)
+// p_(j); Bonferroni: m p; none: p. NaN inputs are not part of the family (their output is NaN, and
+// m counts the others).
 std::vector<double> AdjustedP(Correction correction, const std::vector<double>& p);
 
 // Per comparison, the two-sided level of its interval, consistent with the decisions at family

@@ -148,7 +148,7 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
     result.frontier =
         report::BuildFrontier(result.rows, *bar, cost_axis,
                               report::HigherIsBetter(bar->metric, result.experiment.report.goal),
-                              !tuned                 ? "as run"
+                              !tuned                ? "as run"
                               : options.confirm > 0 ? "confirmed"
                                                     : "optimistic");
   }

@@ -24,8 +24,8 @@
 //   bounds the chance of naming a variant that does not clear at 2.5% however many are cheaper; a
 //   scan for the cheapest of all that clear does not. A variant with a failed seed, or fewer than
 //   two seeds, never clears and is left out of the sequence (it is never claimed, and which are
-//   left out does not depend on the metric's values); with optimistic estimates (a tuned view without search.confirm) no
-//   variant is named. It need not be on the front.
+//   left out does not depend on the metric's values); with optimistic estimates (a tuned view
+//   without search.confirm) no variant is named. It need not be on the front.
 
 #include <optional>
 #include <string>

@@ -5,8 +5,8 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <tuple>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/node_hash_map.h"
@@ -90,15 +90,14 @@ std::vector<Level> LevelsFor(const std::string& config_json, const std::string& 
 
 // The boundaries of each adaptive design, computed once per process: ComputeBoundaries integrates
 // numerically (milliseconds), and reports, refreshes and bench/stats ask for the same few designs
-// again and again. At most kMaxDesigns are kept (then it starts over): a daemon that runs for months
-// meets few designs, but never holds an unbounded number.
+// again and again. At most kMaxDesigns are kept (then it starts over): a daemon that runs for
+// months meets few designs, but never holds an unbounded number.
 class BoundaryCache {
  public:
   stats::Boundaries Of(const stats::SequentialDesign& design) {
     static constexpr size_t kMaxDesigns = 256;
     ABSL_CONST_INIT static absl::Mutex mu(absl::kConstInit);
-    static auto* cache =
-        new std::map<std::tuple<int, int, double, double>, stats::Boundaries>();
+    static auto* cache = new std::map<std::tuple<int, int, double, double>, stats::Boundaries>();
     const auto key =
         std::make_tuple(design.min_seeds, design.max_seeds, design.alpha, design.futility);
     absl::MutexLock lock(&mu);
@@ -322,8 +321,7 @@ ReportOptions OptionsOf(const model::ExperimentReport& report) {
   options.margin = report.margin;
   options.alpha = report.alpha;
   options.confirm = report.search.confirm;
-  options.correction =
-      stats::ParseCorrection(report.correction).value_or(stats::Correction::kHolm);
+  options.correction = stats::ParseCorrection(report.correction).value_or(stats::Correction::kHolm);
   if (report.min_seeds > 0) {
     options.adaptive = true;
     options.design.min_seeds = report.min_seeds;
@@ -439,8 +437,8 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
       }
       cell->has_delta = true;
       if (options.adaptive) {
-        FollowAdaptive(options, comparisons, arms[row.variant], arms[row.baseline],
-                       &boundaries, cell);
+        FollowAdaptive(options, comparisons, arms[row.variant], arms[row.baseline], &boundaries,
+                       cell);
         cell->rel_delta = cell->delta / std::fabs(Mean(base_samples.last));
         cell->rel_shown = RelativeShown(cell->delta, base_samples.last);
         continue;
@@ -457,8 +455,8 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
       } else if (std::string none = NoVariance(c.mine, c.base); !none.empty()) {
         // One arm constant: tested with the other's spread for both; both: nothing to test.
         c.test = stats::OneSpreadTest(c.mine, c.base);
-        cell->note = c.test ? absl::StrCat(none, ": tested at the other arm's spread")
-                            : std::move(none);
+        cell->note =
+            c.test ? absl::StrCat(none, ": tested at the other arm's spread") : std::move(none);
       } else {
         c.test = stats::TableTest(c.mine, c.base);
       }
@@ -548,11 +546,11 @@ FamilySummary SummarizeFamily(const ReportOptions& options, const std::vector<Ro
         "%d of them some null variant is called different more often than %g",
         out.alpha, most, out.alpha);
   } else {
-    out.family = absl::StrFormat("the family-wise error rate of each metric's %s at %g (%s%s)",
-                                 most == 1 ? std::string("1 comparison")
-                                           : absl::StrCat("up to ", most, " ", what),
-                                 out.alpha, out.method == "holm" ? "Holm" : "Bonferroni",
-                                 options.adaptive ? ", alpha / K each" : "");
+    out.family = absl::StrFormat(
+        "the family-wise error rate of each metric's %s at %g (%s%s)",
+        most == 1 ? std::string("1 comparison") : absl::StrCat("up to ", most, " ", what),
+        out.alpha, out.method == "holm" ? "Holm" : "Bonferroni",
+        options.adaptive ? ", alpha / K each" : "");
   }
   return out;
 }

@@ -117,8 +117,7 @@ Plan PlanSeeds(const model::ExperimentReport& report, const std::vector<model::R
   if (report.min_seeds <= 0) {
     return {};
   }
-  const stats::SequentialDesign design =
-      DesignOf(report, PrimaryMetric(report), Comparisons(runs));
+  const stats::SequentialDesign design = DesignOf(report, PrimaryMetric(report), Comparisons(runs));
   const stats::Boundaries boundaries =
       stats::DesignError(design) ? stats::Boundaries{} : stats::ComputeBoundaries(design);
   return PlanSeeds(report, boundaries, runs, values);

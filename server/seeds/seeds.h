@@ -85,8 +85,8 @@ Plan PlanSeeds(const model::ExperimentReport& report, const std::vector<model::R
                const std::vector<model::FinalValue>& values);
 
 // The same with the design's boundaries computed once by the caller
-// (stats::ComputeBoundaries(DesignOf(report, PrimaryMetric(report), Comparisons(runs)))), for callers that plan the
-// same experiment many times (bench/seeds).
+// (stats::ComputeBoundaries(DesignOf(report, PrimaryMetric(report), Comparisons(runs)))), for
+// callers that plan the same experiment many times (bench/seeds).
 Plan PlanSeeds(const model::ExperimentReport& report, const stats::Boundaries& boundaries,
                const std::vector<model::RunRecord>& runs,
                const std::vector<model::FinalValue>& values);

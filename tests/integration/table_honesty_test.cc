@@ -64,8 +64,8 @@ std::string Study(const std::string& name, const std::string& correction) {
   std::string spec = "name = \"" + name + "\"\n[train]\nlr = 0.001\nseeds = [0, 1, 2]\n";
   for (int k = 2; k <= 11; ++k) {
     const std::string variant = k == 10 ? "lucky" : k == 11 ? "big" : "null" + std::to_string(k);
-    spec += "[[ablation]]\nname = \"" + variant + "\"\n\"train.lr\" = 0.0" +
-            (k < 10 ? "0" : "") + std::to_string(k) + "\n";
+    spec += "[[ablation]]\nname = \"" + variant + "\"\n\"train.lr\" = 0.0" + (k < 10 ? "0" : "") +
+            std::to_string(k) + "\n";
   }
   spec += "[report]\nmetrics = [\"score\"]\n";
   if (!correction.empty()) {
@@ -114,7 +114,9 @@ std::string Submit(Cluster& cluster, const std::string& file, const std::string&
 
 }  // namespace
 
-TEST_CASE("a table of ten comparisons controls its family, shows every interval, and names seeds that did not vary") {
+TEST_CASE(
+    "a table of ten comparisons controls its family, shows every interval, and names seeds that "
+    "did not vary") {
   Cluster cluster(1, 4);
   std::filesystem::create_directories(cluster.home() + "/study/src");
   std::ofstream(cluster.home() + "/study/src/score.sh") << kScore;

@@ -13,8 +13,7 @@
 namespace tae::search {
 namespace {
 
-AshaRule Rule(int64_t min_steps, int64_t reduction, bool maximize = false,
-             int64_t bootstrap = 1) {
+AshaRule Rule(int64_t min_steps, int64_t reduction, bool maximize = false, int64_t bootstrap = 1) {
   return AshaRule{"eval/loss", maximize, min_steps, reduction, bootstrap};
 }
 
@@ -100,9 +99,11 @@ TEST_CASE("ties at the threshold are all kept, and max goals rank the other way"
   }
   AshaJudge max(Rule(10, 2, /*maximize=*/true));
   CHECK(One(max.Judge(RungValue{"a", "", 0, 0.5, 1, ""})).verdict == Verdict::kKeep);
-  CHECK(One(max.Judge(RungValue{"b", "", 0, 0.9, 1, ""})).verdict == Verdict::kKeep);  // 2 / 2 = 1: best
+  CHECK(One(max.Judge(RungValue{"b", "", 0, 0.9, 1, ""})).verdict ==
+        Verdict::kKeep);  // 2 / 2 = 1: best
   CHECK(One(max.Judge(RungValue{"c", "", 0, 0.1, 1, ""})).verdict == Verdict::kPrune);
-  const Decision d = One(max.Judge(RungValue{"d", "", 0, 0.5, 1, ""}));  // 0.9 > 0.5 = 0.5 > 0.1: 2nd
+  const Decision d =
+      One(max.Judge(RungValue{"d", "", 0, 0.5, 1, ""}));  // 0.9 > 0.5 = 0.5 > 0.1: 2nd
   CHECK(d.rank == 2);
   CHECK(d.keeps == 2);
   CHECK(d.verdict == Verdict::kKeep);
@@ -271,8 +272,7 @@ TEST_CASE("after a restart the stored decisions are restored and replay decides 
   GridSearch changed(Rule(10, 3, /*maximize=*/true), spec::SearchWithin::kVariant, TwoVariants());
   const absl::Status status = changed.Restore(stored);
   CHECK(status.code() == absl::StatusCode::kFailedPrecondition);
-  CHECK(std::string(status.message()).find("baseline[lr=0.01] rung 0 prune") !=
-        std::string::npos);
+  CHECK(std::string(status.message()).find("baseline[lr=0.01] rung 0 prune") != std::string::npos);
   GridSearch unknown(rule, spec::SearchWithin::kVariant, {{1, "other[x=1]"}});
   CHECK(unknown.Restore(stored).code() == absl::StatusCode::kFailedPrecondition);
 }
@@ -318,8 +318,7 @@ TEST_CASE("a rung waits for bootstrap points and then judges them all against ea
   CHECK(search.judge().Recorded("baseline", 0) == std::vector<double>{3.0, 2.0, 1.0, 0.5});
 }
 
-TEST_CASE("a rung that cannot fill judges once no other point can still reach it",
-          "[search]") {
+TEST_CASE("a rung that cannot fill judges once no other point can still reach it", "[search]") {
   GridSearch search(Rule(10, 3, false, /*bootstrap=*/3), spec::SearchWithin::kVariant,
                     {{1, "baseline[x=1]"}, {2, "baseline[x=2]"}, {3, "baseline[x=3]"}});
   CHECK(One(search.Observe(1, "eval/loss", 10, 1.0)).verdict == Verdict::kWait);
@@ -345,9 +344,9 @@ TEST_CASE("a rung that cannot fill judges once no other point can still reach it
 
 TEST_CASE("a diverged seed is its point's worst value at once and the point is pruned",
           "[search]") {
-  GridSearch search(Rule(10, 3), spec::SearchWithin::kVariant,
-                    {{1, "baseline[x=1]"}, {2, "baseline[x=1]"}, {3, "baseline[x=2]"},
-                     {4, "baseline[x=2]"}});
+  GridSearch search(
+      Rule(10, 3), spec::SearchWithin::kVariant,
+      {{1, "baseline[x=1]"}, {2, "baseline[x=1]"}, {3, "baseline[x=2]"}, {4, "baseline[x=2]"}});
   // x=1's first seed goes NaN at step 6, before the rung: the point is judged there and then,
   // without waiting for its other seed, and even though it is the first at the rung.
   std::vector<Decision> d = search.Observe(1, "eval/loss", 6, std::nan(""));
@@ -443,8 +442,9 @@ TEST_CASE("restore replays waits and the batches a closed point fired", "[search
 namespace tae::search {
 namespace {
 
-TEST_CASE("a rung at or past train.steps is not a rung: a run that trained to its end is never pruned",
-          "[search]") {
+TEST_CASE(
+    "a rung at or past train.steps is not a rung: a run that trained to its end is never pruned",
+    "[search]") {
   // min_steps 10, eta 3: rungs at 10, 30, 90; train.steps 90 (bench/search's 810/10 shape).
   GridSearch search(Rule(10, 3), spec::SearchWithin::kVariant,
                     {{1, "baseline[x=1]", 90}, {2, "baseline[x=2]", 90}});

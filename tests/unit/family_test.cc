@@ -15,7 +15,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-TEST_CASE("Holm's adjusted p is the running max of (m - j + 1) p over the sorted p, in input order") {
+TEST_CASE(
+    "Holm's adjusted p is the running max of (m - j + 1) p over the sorted p, in input order") {
   const std::vector<double> p = {0.01, 0.04, 0.03, 0.005};
   const std::vector<double> holm = AdjustedP(Correction::kHolm, p);
   REQUIRE(holm.size() == 4);
@@ -73,7 +74,7 @@ TEST_CASE("Interval levels agree with Holm's decisions and are never above alpha
 
 TEST_CASE("The table's dof is a quarter of the way from the smaller arm's n - 1 to Welch's") {
   CHECK(TableDof(10, 3, 5) == Approx(4));
-  CHECK(TableDof(2, 3, 3) == Approx(2));  // Welch's lowest at 3 and 3
+  CHECK(TableDof(2, 3, 3) == Approx(2));    // Welch's lowest at 3 and 3
   CHECK(TableDof(4, 3, 3) == Approx(2.5));  // equal variances at 3 and 3
   const auto test = TableTest({1.0, 2.0, 4.0}, {0.0, 0.5, 0.7, 1.1});
   REQUIRE(test.has_value());

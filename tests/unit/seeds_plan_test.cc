@@ -2,9 +2,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "server/seeds/seeds.h"
-
 #include "absl/strings/str_cat.h"
+#include "server/seeds/seeds.h"
 
 namespace tae::seeds {
 namespace {
@@ -30,8 +29,8 @@ struct Study {
     run.state = state;
     runs.push_back(run);
     if (state == model::RunState::kSucceeded && report) {
-      values.push_back({run.id, variant, seed, state, "score", value, value, value, false,
-                        std::nullopt});
+      values.push_back(
+          {run.id, variant, seed, state, "score", value, value, value, false, std::nullopt});
     }
     return run.id;
   }

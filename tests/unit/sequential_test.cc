@@ -304,8 +304,8 @@ TEST_CASE("SeedsNeeded starts min seeds and grows only undecided comparisons", "
   const Boundaries boundaries = ComputeBoundaries(design);
 
   SECTION("a new study gets min runs per arm") {
-    const std::vector<SeedTarget> targets = SeedsNeeded(
-        design, boundaries, {Point{"", Arm{"baseline", {}}, {Arm{"no-ffn", {}}}}});
+    const std::vector<SeedTarget> targets =
+        SeedsNeeded(design, boundaries, {Point{"", Arm{"baseline", {}}, {Arm{"no-ffn", {}}}}});
     REQUIRE(targets.size() == 2);
     CHECK(targets[0].variant == "baseline");
     CHECK(targets[0].runs == 3);
@@ -378,8 +378,8 @@ TEST_CASE("SeedsNeeded starts min seeds and grows only undecided comparisons", "
     CHECK(targets[0].variant == "no-ffn");
     CHECK(targets[0].runs == 4);
     const Arm five = Finished("no-ffn", {0.51, 0.53, 0.47, 0.50});
-    REQUIRE_FALSE(Decide(design, boundaries, {0.51, 0.53, 0.47, 0.50}, {0.50, 0.52, 0.48, 0.49})
-                      .final);
+    REQUIRE_FALSE(
+        Decide(design, boundaries, {0.51, 0.53, 0.47, 0.50}, {0.50, 0.52, 0.48, 0.49}).final);
     CHECK(SeedsNeeded(design, boundaries, {Point{"", base, {five}}}).empty());
     CHECK(FollowLooks(design, boundaries, five.seeds, base.seeds).held == "r9 failed");
   }
