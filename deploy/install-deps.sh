@@ -13,6 +13,7 @@ PACKAGES=(
   openssh-client openssh-server
   chromium chromium-driver python3-selenium
   python3-optuna python3-protobuf python3-scipy python3-statsmodels
+  python3-pandas python3-matplotlib python3-nbconvert python3-nbclient python3-ipykernel
 )
 # The dashboard's front-end dependency (uPlot) comes from the npm registry, pinned by
 # web/package-lock.json; Debian 12's nodejs 18 and npm 9 install it. A machine that already has

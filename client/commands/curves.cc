@@ -1,6 +1,8 @@
 // taectl plot / export: the metric series of an experiment as an SVG figure, as CSV or JSON, or
 // as TensorBoard event files.
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "client/commands/bundle.h"
 #include "client/commands/commands.h"
 #include "client/commands/common.h"
 #include "client/output/table.h"
@@ -303,19 +306,24 @@ int Export(const CommandEnv& env, const Args& args) {
   std::string format = "csv";
   std::string output;
   std::string tensorboard_dir;
+  std::string bundle_dir;
   std::vector<std::string> metrics;
   cli::FlagSet flags(
       "usage: taectl export EXP [--format csv|json] [-o FILE] [--metric NAME]...\n"
-      "       taectl export EXP --tensorboard DIR [--metric NAME]...\n\n"
+      "       taectl export EXP --tensorboard DIR [--metric NAME]...\n"
+      "       taectl export EXP --bundle DIR\n\n"
       "Writes every stored point of the experiment's runs (all metrics unless --metric is\n"
       "given). csv: one row per point (run,variant,seed,metric,step,value,wall_time); json: one\n"
       "object per series {run, variant, seed, metric, steps, values, wall_times} in an array.\n"
       "--tensorboard writes TensorBoard event files instead, one sub-directory per run\n"
       "(r<ID>-<variant>-s<seed>); open them with `tensorboard --logdir DIR` "
-      "(docs/tensorboard.md).");
+      "(docs/tensorboard.md). --bundle writes the experiment for a notebook with no taed\n"
+      "running: its runs, every point of every metric (columnar), the report as JSON and text,\n"
+      "and the curves; open it with tae.open_bundle(DIR) (docs/python.md).");
   flags.String("format", &format, "csv or json");
   flags.String("output", &output, "file to write (-o); default: standard output");
   flags.String("tensorboard", &tensorboard_dir, "write TensorBoard event files under DIR");
+  flags.String("bundle", &bundle_dir, "write an offline bundle (tae.open_bundle) into DIR");
   flags.Repeated("metric", &metrics, "only this metric (repeatable)");
   Args rest;
   absl::Status parsed = flags.Parse(WithLongOutput(args), &rest);
@@ -333,8 +341,22 @@ int Export(const CommandEnv& env, const Args& args) {
   if (parsed.ok() && !tensorboard_dir.empty() && !output.empty()) {
     parsed = absl::InvalidArgumentError("--tensorboard writes a directory; drop --output");
   }
+  if (parsed.ok() && !bundle_dir.empty() &&
+      (!tensorboard_dir.empty() || !output.empty() || !metrics.empty())) {
+    parsed = absl::InvalidArgumentError(
+        "--bundle holds every metric in a directory of its own: drop --tensorboard, --output "
+        "and --metric");
+  }
   if (!parsed.ok()) {
     return Fail(parsed);
+  }
+  if (!bundle_dir.empty()) {
+    if (absl::Status s = WriteBundle(env.home, rest[0], bundle_dir, isatty(2) != 0); !s.ok()) {
+      return Fail(s);
+    }
+    std::printf("wrote %s: open it with tae.open_bundle(\"%s\")\n", bundle_dir.c_str(),
+                bundle_dir.c_str());
+    return 0;
   }
   ControlClient client(env.home);
   absl::StatusOr<tae::v1::ListRunsResponse> runs = ListRuns(client, rest[0]);

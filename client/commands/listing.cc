@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "client/commands/common.h"
-#include "client/commands/report_format.h"
+#include "common/report_text/report_text.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 #include "common/api/json.h"
@@ -18,6 +18,9 @@
 #include "proto/tae/v1/states.h"
 
 namespace tae::client {
+
+using report_text::NoMetricsText;
+using report_text::SavingsText;
 namespace {
 
 constexpr int kRunsPage = 100;  // taectl runs: runs per page unless asked

@@ -13,7 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "client/commands/common.h"
 #include "client/commands/head_text.h"
-#include "client/commands/report_format.h"
+#include "common/report_text/report_text.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 #include "common/api/head_grid.h"
@@ -23,6 +23,13 @@
 #include "proto/tae/v1/states.h"
 
 namespace tae::client {
+
+using report_text::BuildPivot;
+using report_text::NoMetricsText;
+using report_text::Pivot;
+using report_text::RenderFrontier;
+using report_text::RenderPivot;
+using report_text::RenderReport;
 namespace {}  // namespace
 
 int Logs(const CommandEnv& env, const Args& args) {

@@ -16,6 +16,7 @@
 #include "common/cli/flags.h"
 #include "common/cli/paths.h"
 #include "common/fs/fs.h"
+#include "common/spec/notes.h"
 #include "common/spec/spec.h"
 #include "proto/tae/v1/states.h"
 
@@ -229,6 +230,11 @@ int Submit(const CommandEnv& env, const Args& args) {
   if (!spec.ok()) {
     return Fail(spec.status());
   }
+  // Notes on the design go where a person reads (stderr under --json, whose stdout is data).
+  const std::vector<std::string> notes = spec::DesignNotes(*spec);
+  for (const std::string& note : notes) {
+    std::fprintf(json ? stderr : stdout, "note: %s\n", note.c_str());
+  }
   if (dry_run) {
     return PrintDryRun(*spec, json);
   }
@@ -282,7 +288,8 @@ int Submit(const CommandEnv& env, const Args& args) {
     code = WaitFor(client, absl::StrCat(exp.id()), timeout_s);
   }
   if (json) {
-    nlohmann::ordered_json out = {{"experiment", exp.id()}, {"existing", response.existing()}};
+    nlohmann::ordered_json out = {
+        {"experiment", exp.id()}, {"existing", response.existing()}, {"notes", notes}};
     tae::v1::GetExperimentRequest get;
     get.set_experiment(absl::StrCat(exp.id()));
     tae::v1::Experiment latest;

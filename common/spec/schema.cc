@@ -279,9 +279,12 @@ std::vector<KeyInfo> BuildSchema() {
                      "asha: the step of the first rung (required, below train.steps)")),
       Experiment(Int("search.reduction", "3", 2, 1000,
                      "asha: eta, each rung keeps the best 1/eta of the points that reached it")),
-      Experiment(Int("search.bootstrap", "2", 1, 1e6,
-                     "asha: a rung judges no point until this many points reached it (or every "
-                     "point that still can); the first ones wait, running on. 1: Optuna's rule")),
+      Experiment(Int("search.bootstrap", "0", 0, 1e6,
+                     "asha: 0: the finite rule, a rung keeps the best 1/reduction of the points "
+                     "that can reach it (the grid's size known in advance) and stops a point only "
+                     "once that many better values are in; N >= 1: a rung judges no point until "
+                     "N points reached it (or every point that still can), keeping 1/reduction "
+                     "of those so far; 1: Optuna's rule")),
       Experiment(Enum("search.order", R"("shuffled")", "shuffled|listed",
                       "asha: the order grid points start in: shuffled (by search.order_seed, the "
                       "same on every submit), or as the file lists them")),

@@ -75,8 +75,9 @@ struct SearchPlan {
   std::string goal = "min";
   int64_t min_steps = 0;  // asha: the first rung's step, >= 1 and below every run's train.steps
   int64_t reduction = 3;  // eta >= 2
-  // asha: a rung judges no point until this many reached it (or all that still can).
-  int64_t bootstrap = 2;
+  // asha: 0, the finite rule (server/search/asha.h); N >= 1: a rung judges no point until N
+  // reached it (or all that still can).
+  int64_t bootstrap = 0;
   // asha: the order the grid points start in: shuffled by `order_seed` (the same on every
   // submit), or as the file lists them.
   bool shuffle = true;

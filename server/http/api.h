@@ -101,6 +101,10 @@ class Api final : public Handler {
   Response ExperimentRuns(const Request& request, const PathParams& params);
   Response ExperimentMetrics(const Request& request, const PathParams& params);
   Response ExperimentReport(const Request& request, const PathParams& params);
+  // ?format=table|md|csv|latex and the report's parameters: `taectl report --format`'s text.
+  Response ExperimentReportText(const Request& request, const PathParams& params);
+  // api_history.cc: ?metric=M[&runs=1,2][&after=RUN]: every point, columnar (common/api/columns.h).
+  Response ExperimentHistory(const Request& request, const PathParams& params);
   // ?frontier=eval/acc>=0.99[&cost=params|flops|tokens_per_s][&view=tuned|grid][&download=1]
   Response FrontierSvg(const Request& request, const PathParams& params);
   // The report the request's parameters ask for (metrics, baseline, sort, view, frontier, cost).

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "common/api/frontier_figure.h"
 #include "common/api/json.h"
+#include "common/report_text/report_text.h"
 #include "common/metrics/names.h"
 #include "common/status/macros.h"
 #include "server/http/api.h"
@@ -120,6 +121,24 @@ Response Api::ExperimentReport(const Request& request, const PathParams& params)
   if (!runs.ok()) return FromStatus(runs.status());
   out["varying"] = VaryingKeys(*runs);
   return Ok(out);
+}
+
+Response Api::ExperimentReportText(const Request& request, const PathParams& params) {
+  const std::string format = request.Param("format", "table");
+  absl::StatusOr<query::ReportResult> report = ReportOf(request, params);
+  if (!report.ok()) return FromStatus(report.status());
+  tae::v1::ReportResponse proto;
+  wire::ToProto(*report, &proto);
+  // What `taectl report [--frontier BAR] --format F` prints on stdout, from the same code.
+  absl::StatusOr<std::string> text = !request.Param("frontier").empty() && format == "table"
+                                         ? report_text::RenderFrontier(proto)
+                                         : report_text::RenderReport(proto, format);
+  if (!text.ok()) return FromStatus(text.status());
+  Response response;
+  response.status = 200;
+  response.content_type = "text/plain; charset=utf-8";
+  response.body = *std::move(text);
+  return response;
 }
 
 Response Api::FrontierSvg(const Request& request, const PathParams& params) {

@@ -18,6 +18,8 @@ const std::vector<Api::Route>& Api::Routes() {
       {"GET", "/api/experiments/{exp}/runs", &Api::ExperimentRuns},
       {"GET", "/api/experiments/{exp}/metrics", &Api::ExperimentMetrics},
       {"GET", "/api/experiments/{exp}/report", &Api::ExperimentReport},
+      {"GET", "/api/experiments/{exp}/report.txt", &Api::ExperimentReportText},
+      {"GET", "/api/experiments/{exp}/history", &Api::ExperimentHistory},
       {"GET", "/api/experiments/{exp}/frontier.svg", &Api::FrontierSvg},
       {"GET", "/api/experiments/{exp}/curves", &Api::CurvesAsJson},
       {"GET", "/api/experiments/{exp}/curves.csv", &Api::CurvesAsCsv},

@@ -111,6 +111,26 @@ Verdict Check(const RequestFacts& request, const Secrets& secrets, int port) {
   return Verdict::kAllowed;
 }
 
+Verdict CheckBearer(const RequestFacts& request, const Secrets& token, int port) {
+  if (!IsOurHost(request.host, port)) {
+    return Verdict::kBadHost;
+  }
+  if (!request.fetch_site.empty() && request.fetch_site != "same-origin" &&
+      request.fetch_site != "none") {
+    return Verdict::kCrossSite;
+  }
+  constexpr std::string_view kBearer = "Bearer ";
+  std::string_view header = request.authorization;
+  if (header.substr(0, kBearer.size()) != kBearer || token.session.empty()) {
+    return Verdict::kBadToken;
+  }
+  header.remove_prefix(kBearer.size());
+  if (header.empty() || !SecretEquals(DeriveSecrets(header).session, token.session)) {
+    return Verdict::kBadToken;
+  }
+  return Verdict::kAllowed;
+}
+
 std::string Explain(Verdict verdict) {
   switch (verdict) {
     case Verdict::kAllowed:
@@ -126,6 +146,8 @@ std::string Explain(Verdict verdict) {
     case Verdict::kCrossSite:
       return "a request sent by another site or another local port (Sec-Fetch-Site) is refused: "
              "open the dashboard's address directly";
+    case Verdict::kBadToken:
+      return "Authorization: not \"Bearer <token>\" with this taed's token ($TAE_HOME/http.token)";
   }
   return "refused";
 }
@@ -141,6 +163,7 @@ int StatusOf(Verdict verdict) {
     case Verdict::kCrossSite:
       return 403;
     case Verdict::kNoSession:
+    case Verdict::kBadToken:
       return 401;
   }
   return 403;

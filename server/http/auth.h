@@ -19,6 +19,10 @@
 //   served from another 127.0.0.1 port (a notebook, TensorBoard) is "same-site" and would
 //   otherwise get the browser to send ours. The sign-in URL is the one exception: it carries the
 //   token itself.
+// - A program (the `tae` Python library, scripts) sends `Authorization: Bearer T` with the token
+//   instead, on /api only (CheckBearer): no cookie, so no CSRF token either. A page of another
+//   origin cannot make a browser send that header without a CORS preflight, which taed never
+//   grants, and it does not know T. The Host and Sec-Fetch-Site rules hold for it too.
 
 #include <map>
 #include <optional>
@@ -78,6 +82,7 @@ enum class Verdict {
   kNoSession,  // 401: no valid session cookie
   kBadCsrf,    // 403: a POST without the right X-CSRF-Token
   kCrossSite,  // 403: the browser says another site (or another port) sent it
+  kBadToken,   // 401: an Authorization header that is not "Bearer <this taed's token>"
 };
 
 struct RequestFacts {
@@ -87,10 +92,16 @@ struct RequestFacts {
   std::string_view cookie;      // the Cookie header
   std::string_view csrf;        // the X-CSRF-Token header
   std::string_view fetch_site;  // the Sec-Fetch-Site header ("" when absent: not a browser)
+  std::string_view authorization = {};  // the Authorization header ("" when absent)
 };
 
 // port: the port the server listens on. Hosts allowed: 127.0.0.1, localhost and [::1] at it.
 Verdict Check(const RequestFacts& request, const Secrets& secrets, int port);
+
+// A request that carries an Authorization header (request.authorization not empty): allowed when
+// it is "Bearer T" with T this taed's token (`token` = DeriveSecrets(T)), addressed to our host
+// and not marked by a browser as sent by another site. Cookies and CSRF are not looked at.
+Verdict CheckBearer(const RequestFacts& request, const Secrets& token, int port);
 
 // "Host header 'evil.example:80' is not this server" and the like, for the error body.
 std::string Explain(Verdict verdict);

@@ -136,6 +136,28 @@ std::optional<std::string> NotUtf8(const Request& request) {
   return std::nullopt;
 }
 
+// Hands an allowed request to the handler. `csrf`: the session's (empty for a bearer request).
+// Returns true: the request was signed in.
+bool Dispatch(Request request, std::string csrf, Handler* handler,
+              const std::function<void(Response, bool)>& answer, bool keep_alive) {
+  request.csrf = std::move(csrf);
+  // Handlers take parameters and bodies as UTF-8 text (JSON needs it): anything else is the
+  // client's error, answered here once for every route, never with a library's text.
+  if (std::optional<std::string> bad = NotUtf8(request); bad.has_value()) {
+    answer(Response::Error(400, *bad), keep_alive);
+    return true;
+  }
+  try {
+    handler->Handle(std::move(request), [answer, keep_alive](Response response) {
+      answer(std::move(response), keep_alive);
+    });
+  } catch (const std::exception& e) {
+    spdlog::warn("dashboard request failed: {}", e.what());
+    answer(Response::Error(500, "the request failed inside taed (see taed.log)"), false);
+  }
+  return true;
+}
+
 // What a connection does with one parsed request: the sign-in rules, then the handler. `answer`
 // gets the response and whether the connection may stay open (any thread, once per call unless
 // the handler misbehaves; the Session guards against a second answer).
@@ -177,7 +199,8 @@ bool Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
                      header(bhttp::field::origin),
                      header(bhttp::field::cookie),
                      custom("X-CSRF-Token"),
-                     custom("Sec-Fetch-Site")};
+                     custom("Sec-Fetch-Site"),
+                     header(bhttp::field::authorization)};
   const bool api = request.path.rfind("/api/", 0) == 0;
 
   // The sign-in: /?token=T sets the cookie and drops the token from the address bar.
@@ -214,6 +237,15 @@ bool Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
     answer(std::move(r), keep_alive);
     return false;  // signed in from its next request on, which carries the cookie
   }
+  // A program's request: the token itself in an Authorization header, /api only.
+  if (!facts.authorization.empty()) {
+    const Verdict bearer = api ? CheckBearer(facts, token, port) : Verdict::kBadToken;
+    if (bearer != Verdict::kAllowed) {
+      answer(Response::Error(StatusOf(bearer), Explain(bearer)), false);
+      return false;
+    }
+    return Dispatch(std::move(request), "", handler, answer, keep_alive);
+  }
   // The presented session's secrets, or none: Check never matches an empty session.
   std::optional<Secrets> session;
   if (std::optional<std::string> cookie = CookieValue(facts.cookie, kSessionCookie)) {
@@ -239,22 +271,7 @@ bool Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
     answer(Response::Error(401, Explain(Verdict::kNoSession)), false);
     return false;
   }
-  request.csrf = session->csrf;
-  // Handlers take parameters and bodies as UTF-8 text (JSON needs it): anything else is the
-  // client's error, answered here once for every route, never with a library's text.
-  if (std::optional<std::string> bad = NotUtf8(request); bad.has_value()) {
-    answer(Response::Error(400, *bad), keep_alive);
-    return true;
-  }
-  try {
-    handler->Handle(std::move(request), [answer, keep_alive](Response response) {
-      answer(std::move(response), keep_alive);
-    });
-  } catch (const std::exception& e) {
-    spdlog::warn("dashboard request failed: {}", e.what());
-    answer(Response::Error(500, "the request failed inside taed (see taed.log)"), false);
-  }
-  return true;
+  return Dispatch(std::move(request), session->csrf, handler, answer, keep_alive);
 }
 
 std::shared_ptr<bhttp::response<bhttp::string_body>> BuildResponse(Response response,

@@ -108,6 +108,9 @@ void AshaJudge::AddPoint(const std::string& point, const std::string& group) {
 }
 
 bool AshaJudge::Full(const std::string& group, int rung) const {
+  if (rule_.bootstrap == 0) {
+    return true;  // the finite rule judges at once: it prunes only what no arrival can save
+  }
   auto it = rungs_.find({group, rung});
   const size_t recorded = it == rungs_.end() ? 0 : it->second.recorded.size();
   if (recorded >= static_cast<size_t>(std::max<int64_t>(1, rule_.bootstrap))) {
@@ -145,7 +148,22 @@ Decision AshaJudge::Rank(PointState& point, const RungValue& value) {
     }
   }
   d.competitors = static_cast<int>(recorded.size());
-  d.keeps = std::max<int>(1, d.competitors / static_cast<int>(rule_.reduction));
+  if (rule_.bootstrap == 0) {
+    // The finite rule: the rung keeps the best max(1, n_k / eta) of the n_k points that reach it
+    // when every kept point does, n_0 being the group's grid points; a point is pruned once that
+    // many values better than its own are recorded, which no later arrival can undo.
+    int population = 0;
+    for (const auto& [name, other] : points_) {
+      population += other.group == value.group ? 1 : 0;
+    }
+    int keeps = std::max(1, population / static_cast<int>(rule_.reduction));
+    for (int k = 0; k < value.rung; ++k) {
+      keeps = std::max(1, keeps / static_cast<int>(rule_.reduction));
+    }
+    d.keeps = keeps;
+  } else {
+    d.keeps = std::max<int>(1, d.competitors / static_cast<int>(rule_.reduction));
+  }
   d.rank = better + 1;
   const bool worst = !value.worst.empty();
   d.verdict = !worst && d.rank <= d.keeps ? Verdict::kKeep : Verdict::kPrune;

@@ -26,6 +26,15 @@
 //    kept when rank <= keeps = max(1, n / eta) (Optuna's promotable index n // eta - 1, with -1
 //    raised to 0: the first eta - 1 points of a rung are kept only when best so far), else pruned.
 //    Every value tied at the threshold is kept.
+//  - The finite rule (bootstrap 0, the default for new experiments): a grid is finite and known
+//    in advance, so the rung's population is too: rung 0 keeps K_0 = max(1, N / eta) of the N
+//    points of the group, rung k keeps K_k = max(1, K_(k-1) / eta). A point is judged as soon as
+//    its value is recorded and kept when rank <= K_k among the values recorded so far: a point is
+//    pruned only once K_k better values are in, which no later arrival can undo, so it never stops
+//    a point that synchronous successive halving over the same arrivals would keep; nothing waits.
+//    Measured by simulation (bench/README.md, "ASHA by simulation"): against bootstrap 2 on a
+//    shuffled 9-point grid, the full grid's 2nd point is stopped at rung 0 in 0.7% of studies
+//    instead of 20%, its 3rd in 3.8% instead of 40%, for 35% of the steps instead of 33%.
 //  - Bootstrap: a rung judges nothing until `bootstrap` points of the group have recorded a value
 //    there, or every point of the group that can still reach it has (not pruned, not closed, not
 //    past it). Until then an arriving point's value is recorded and it gets kWait: its runs go
@@ -96,7 +105,8 @@ struct AshaRule {
   bool maximize = false;             // goal "max"
   int64_t min_steps = 1;             // >= 1: rung 0's step
   int64_t reduction = 3;             // eta >= 2
-  int64_t bootstrap = 1;             // >= 1: values a rung waits for before it judges
+  // >= 1: values a rung waits for before it judges; 0: the finite rule (above).
+  int64_t bootstrap = 1;
 };
 
 // The rule of an experiment's [search] (meaningful when plan.asha()).

@@ -318,6 +318,35 @@ TEST_CASE("a rung waits for bootstrap points and then judges them all against ea
   CHECK(search.judge().Recorded("baseline", 0) == std::vector<double>{3.0, 2.0, 1.0, 0.5});
 }
 
+TEST_CASE("the finite rule keeps a rung's share of the whole grid and prunes only what is sure",
+          "[search]") {
+  // Nine points, eta 3: rung 0 keeps 3, rung 1 keeps 1. An ascending grid (each arrival better
+  // than the last) is the order that makes Optuna's rule keep every early point.
+  GridSearch search(Rule(10, 3, false, /*bootstrap=*/0), spec::SearchWithin::kVariant,
+                    NinePoints());
+  for (int64_t run = 1; run <= 3; ++run) {
+    const Decision d = One(search.Observe(run, "eval/loss", 10, 10.0 - static_cast<double>(run)));
+    CHECK(d.verdict == Verdict::kKeep);  // at most 3 values better than any of them can come
+    CHECK(d.keeps == 3);
+    CHECK(d.competitors == run);
+  }
+  // The fourth is better than all: kept. A fifth worse than three recorded is sure to be out.
+  CHECK(One(search.Observe(4, "eval/loss", 10, 1.0)).verdict == Verdict::kKeep);
+  const Decision out = One(search.Observe(5, "eval/loss", 10, 8.5));
+  CHECK(out.verdict == Verdict::kPrune);
+  CHECK(out.rank == 4);
+  CHECK(out.reason == "rung 0 (step 10): eval/loss 8.5, 4th of 5, keeps best 3");
+  // Rung 1 keeps 1 of the 3: the first there is kept, a worse second is pruned at once.
+  CHECK(One(search.Observe(4, "eval/loss", 30, 0.9)).verdict == Verdict::kKeep);
+  const Decision second = One(search.Observe(1, "eval/loss", 30, 5.0));
+  CHECK(second.verdict == Verdict::kPrune);
+  CHECK(second.keeps == 1);
+  // Nothing ever waits.
+  for (int64_t run = 6; run <= 9; ++run) {
+    CHECK(One(search.Observe(run, "eval/loss", 10, 9.5)).verdict != Verdict::kWait);
+  }
+}
+
 TEST_CASE("a rung that cannot fill judges once no other point can still reach it", "[search]") {
   GridSearch search(Rule(10, 3, false, /*bootstrap=*/3), spec::SearchWithin::kVariant,
                     {{1, "baseline[x=1]"}, {2, "baseline[x=2]"}, {3, "baseline[x=3]"}});

@@ -1,6 +1,6 @@
-// taectl report's renderings (client/commands/report_format): the same numbers in every format,
+// taectl report's renderings (common/report_text): the same numbers in every format,
 // and the pivot of one metric over two keys.
-#include "client/commands/report_format.h"
+#include "common/report_text/report_text.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -8,6 +8,12 @@
 #include <vector>
 
 namespace tae::client {
+
+using report_text::BuildPivot;
+using report_text::ParsePivotSpec;
+using report_text::Pivot;
+using report_text::RenderPivot;
+using report_text::RenderReport;
 namespace {
 
 tae::v1::ReportResponse TwoRows() {

@@ -6,10 +6,12 @@
 #include <cmath>
 #include <string>
 
-#include "client/commands/report_format.h"
+#include "common/report_text/report_text.h"
 #include "common/api/json.h"
 
 namespace tae::client {
+
+using report_text::RenderReport;
 namespace {
 
 constexpr char kBanner[] =

@@ -4,10 +4,13 @@
 #include <cmath>
 #include <string>
 
-#include "client/commands/report_format.h"
+#include "common/report_text/report_text.h"
 #include "common/api/json.h"
 
 namespace tae::client {
+
+using report_text::RenderReport;
+using report_text::SavingsText;
 namespace {
 
 void AddRow(tae::v1::ReportResponse* report, const std::string& ablation, const std::string& point,

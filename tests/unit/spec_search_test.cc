@@ -59,11 +59,11 @@ TEST_CASE("an asha [search] is read whole", "[spec][search]") {
   CHECK(spec.search.within == SearchWithin::kStudy);
 }
 
-TEST_CASE("an asha grid starts its points in a seeded shuffled order with a bootstrap of 2",
+TEST_CASE("an asha grid starts its points in a seeded shuffled order under the finite rule",
           "[spec][search]") {
   const std::string asha = "[search]\nmethod = \"asha\"\nmin_steps = 30\nreduction = 4\n";
   const Spec spec = MustParse(Study(asha));
-  CHECK(spec.search.bootstrap == 2);
+  CHECK(spec.search.bootstrap == 0);  // the finite rule (server/search/asha.h)
   CHECK(spec.search.shuffle);
   // Runs come grid point by grid point (baseline, then the ablation) in GridOrder's order.
   const std::vector<size_t> order = GridOrder(3, 0);

@@ -1,4 +1,4 @@
-#include "client/commands/report_format.h"
+#include "common/report_text/report_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,13 +11,18 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "client/output/table.h"
+#include "common/text/table.h"
 #include "common/api/json.h"
 #include "common/stats/stats.h"
 #include "nlohmann/json.hpp"
 #include "proto/tae/v1/states.h"
 
-namespace tae::client {
+namespace tae::report_text {
+
+using text::CsvField;
+using text::FormatNumber;
+using text::Table;
+
 namespace {
 
 std::string Num(double value) { return std::isnan(value) ? "-" : FormatNumber(value); }
@@ -727,4 +732,4 @@ std::string NoMetricsText(const tae::v1::ReportResponse& report) {
   return out;
 }
 
-}  // namespace tae::client
+}  // namespace tae::report_text

@@ -1,4 +1,4 @@
-#include "client/output/table.h"
+#include "common/text/table.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 
-namespace tae::client {
+namespace tae::text {
 
 std::string Table::Render() const {
   std::vector<size_t> widths(header_.size(), 0);
@@ -86,4 +86,4 @@ std::string CsvField(const std::string& text) {
   return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\"", "\"\""}}), "\"");
 }
 
-}  // namespace tae::client
+}  // namespace tae::text

@@ -1,7 +1,9 @@
 #pragma once
 
-// taectl report's renderings of the ablation table (table, md, csv, latex) and of a pivot of one
-// metric over two keys. Pure: ReportResponse / runs in, text out, so the output is unit-tested.
+// The ablation table's renderings as text (table, md, csv, latex) and a pivot of one metric over
+// two keys: what `taectl report` prints and what taed serves as GET /api/experiments/ID/report.txt
+// (the `tae` Python library's to_latex() and to_markdown()), from one implementation. Pure:
+// ReportResponse / runs in, text out, so the output is unit-tested.
 
 #include <string>
 #include <vector>
@@ -9,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "tae/v1/control.pb.h"
 
-namespace tae::client {
+namespace tae::report_text {
 
 // format: "table", "md", "csv" or "latex". The table and md forms show per metric
 // "mean ± ci95", the mean best value and "Δ (Δ%) marks"; csv has one column per number; latex is a
@@ -50,4 +52,4 @@ absl::StatusOr<Pivot> BuildPivot(const std::vector<tae::v1::Run>& runs, const st
 absl::StatusOr<std::pair<std::string, std::string>> ParsePivotSpec(const std::string& spec);
 std::string RenderPivot(const Pivot& pivot, const std::string& format);
 
-}  // namespace tae::client
+}  // namespace tae::report_text

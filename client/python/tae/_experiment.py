@@ -1,0 +1,393 @@
+"""Study-shaped frames over one experiment: runs(), history(), report(), curves(), plot(), and
+live use (refresh(), wait()). Every number comes from taed (or a bundle it wrote): the statistics
+live in one implementation, taed's; this module only reshapes them into pandas."""
+
+import math
+import re
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+from ._cache import SeriesCache
+from ._errors import BadRequest, NotFound
+
+_FINAL = {"succeeded", "failed", "cancelled", "pruned"}
+_POINT = re.compile(r"^(?P<ablation>[^\[]*)(\[(?P<point>.*)\])?$")
+
+
+def _point_of(variant):
+    """"no-pos[lr=0.001,layers=2]" -> ("no-pos", {"lr": 0.001, "layers": 2}), values typed as
+    taed's JSON types them (api::PointJson)."""
+    m = _POINT.match(variant)
+    ablation, point = m.group("ablation"), {}
+    for part in (m.group("point") or "").split(","):
+        if "=" not in part:
+            continue
+        key, text = part.split("=", 1)
+        try:
+            import json
+            point[key] = json.loads(text)
+        except ValueError:
+            point[key] = text
+    return ablation, point
+
+
+def _grid_key(short, config):
+    """The dotted config key a grid point's short name stands for ("lr" -> "train.lr")."""
+    if short in config:
+        return short
+    matches = [k for k in config if k.endswith("." + short)]
+    return matches[0] if len(matches) == 1 else short
+
+
+def _time(seconds):
+    return pd.NaT if seconds in (None, 0) else pd.Timestamp(seconds, unit="s", tz="UTC")
+
+
+class ReportFrame(pd.DataFrame):
+    """The ablation table, one row per (variant, metric): exactly the numbers of `taectl report
+    --json`. What the table controls, its banners, the frontier and the JSON itself are
+    attributes; to_latex() and to_markdown() are taed's own renderings (`taectl report --format
+    latex|md`), and str() is `taectl report`'s table. Frames derived from it are plain
+    DataFrames."""
+
+    _metadata = ["json", "correction", "banners", "frontier", "view", "_texts"]
+
+    @property
+    def _constructor(self):
+        return pd.DataFrame
+
+    def _text(self, fmt):
+        if fmt not in self._texts[1]:
+            fetch = self._texts[0]
+            self._texts[1][fmt] = fetch(fmt)
+        return self._texts[1][fmt]
+
+    def to_latex(self, *args, **kwargs):
+        """taed's booktabs tabular, as `taectl report --format latex` prints it."""
+        if args or kwargs:
+            return pd.DataFrame(self).to_latex(*args, **kwargs)
+        return self._text("latex")
+
+    def to_markdown(self, *args, **kwargs):
+        """taed's markdown table, as `taectl report --format md` prints it."""
+        if args or kwargs:
+            return pd.DataFrame(self).to_markdown(*args, **kwargs)
+        return self._text("md")
+
+    def text(self):
+        """`taectl report`'s table, legend and banners."""
+        return self._text("table")
+
+    def __str__(self):
+        return self.text()
+
+
+_CELL_FIELDS = ["n", "mean", "std", "ci95", "best", "delta", "rel_delta", "delta_lo", "delta_hi",
+                "delta_level", "p_value", "p_adjusted", "mark", "decision", "decision_n",
+                "decision_final", "decision_futile", "decision_held", "detectable", "note",
+                "margin", "diverged", "diverged_step", "level_kind", "level_value", "level_what"]
+
+
+def report_frame(report, texts):
+    rows = []
+    for row in report.get("rows", []):
+        base = {"variant": row["variant"], "baseline": row["variant"] == report.get("baseline")}
+        for key in ("ablation", "point_name", "point", "points", "candidates", "confirm_runs",
+                    "confirm_pending"):
+            if key in row:
+                base[key] = row[key]
+        for metric, cell in row.get("metrics", {}).items():
+            r = dict(base)
+            r["metric"] = metric
+            for field in _CELL_FIELDS:
+                r[field] = cell.get(field)
+            interval = cell.get("delta_ci95")
+            r["delta_lo"], r["delta_hi"] = (interval if interval else (None, None))
+            level = cell.get("level") or {}
+            r["level_kind"], r["level_value"], r["level_what"] = (
+                level.get("kind"), level.get("value"), level.get("what"))
+            for key in ("runs", "runs_total", "runs_pruned", "runs_failed", "seeds_identical",
+                        "params", "flops_per_token", "tokens_per_s"):
+                r[key] = row.get(key)
+            rows.append(r)
+    columns = ["variant", "metric", "baseline"] + [
+        k for k in ("ablation", "point_name", "point", "points", "candidates", "confirm_runs",
+                    "confirm_pending") if any(k in r for r in rows)] + _CELL_FIELDS + [
+        "runs", "runs_total", "runs_pruned", "runs_failed", "seeds_identical", "params",
+        "flops_per_token", "tokens_per_s"]
+    frame = ReportFrame(pd.DataFrame(rows, columns=columns))
+    for column in ("n", "runs", "runs_total", "runs_pruned", "runs_failed", "diverged"):
+        frame[column] = frame[column].astype("int64")
+    frame.json = report
+    frame.correction = report.get("correction")
+    frame.banners = report.get("banners", [])
+    frame.frontier = report.get("frontier")
+    frame.view = report.get("view")
+    frame._texts = (texts, {})
+    return frame
+
+
+class Experiment:
+    """One experiment of a connection or a bundle (tae.connect().experiment("quickstart"))."""
+
+    def __init__(self, source, record, cache=True):
+        self._source = source
+        self.record = record
+        identity = source.cache_identity() if cache else None
+        self._cache = SeriesCache(identity) if identity else None
+        self._runs = None
+        self._history = {}  # metric -> {run: (entry, steps, values, walls)}
+
+    @property
+    def id(self):
+        return self.record["id"]
+
+    @property
+    def name(self):
+        return self.record["name"]
+
+    @property
+    def state(self):
+        return self.record["state"]
+
+    def __repr__(self):
+        c = self.record.get("counts", {})
+        return (f"<tae.Experiment e{self.id} {self.name!r} {self.state}: {c.get('succeeded', 0)}"
+                f"/{c.get('total', 0)} runs succeeded>")
+
+    # --- runs -------------------------------------------------------------------------------
+    def _run_records(self, fresh=False):
+        if self._runs is None or fresh:
+            self._runs = self._source.runs(self.id)
+        return self._runs
+
+    def runs(self):
+        """One row per run: run, variant (as taed names it, grid point included), ablation,
+        baseline, seed, confirm, the grid point's keys, state, attempt, agent, last_step,
+        created/started/finished (UTC), failed, diverged, every config key under its dotted name
+        (typed as stored), and every final metric under its name."""
+        records = self._run_records()
+        baseline_name = "baseline"
+        rows, config_keys, metric_keys, grid_keys = [], [], [], []
+        seen_config, seen_metric, seen_grid = set(), set(), set()
+        for run in records:
+            config = run.get("config") or {}
+            ablation, point = _point_of(run["variant"])
+            row = {"run": run["id"], "variant": run["variant"], "ablation": ablation,
+                   "baseline": ablation == baseline_name, "seed": run["seed"],
+                   "confirm": bool(run.get("confirm")), "state": run["state"],
+                   "attempt": run["attempt"], "agent": run.get("agent"),
+                   "last_step": run.get("last_step") or 0,
+                   "created_at": _time(run.get("created_at")),
+                   "started_at": _time(run.get("started_at")),
+                   "finished_at": _time(run.get("finished_at")),
+                   "reason": run.get("reason") or ""}
+            for short in point:
+                key = _grid_key(short, config)
+                if key not in seen_grid:
+                    seen_grid.add(key)
+                    grid_keys.append(key)
+            for key, value in config.items():
+                if key not in seen_config:
+                    seen_config.add(key)
+                    config_keys.append(key)
+                row[key] = value
+            finals = run.get("final_metrics") or {}
+            for key, value in finals.items():
+                if key not in seen_metric:
+                    seen_metric.add(key)
+                    metric_keys.append(key)
+                row["final:" + key] = math.nan if value is None else value
+            row["failed"] = run["state"] == "failed"
+            row["diverged"] = any(v is None or (isinstance(v, float) and not math.isfinite(v))
+                                  for v in finals.values())
+            rows.append(row)
+        head = ["run", "variant", "ablation", "baseline", "seed", "confirm"] + grid_keys + [
+            "state", "attempt", "agent", "last_step", "created_at", "started_at", "finished_at",
+            "failed", "diverged", "reason"]
+        rest = [k for k in config_keys if k not in seen_grid and k not in head]
+        frame = pd.DataFrame(rows, columns=head + rest + ["final:" + k for k in metric_keys])
+        frame = frame.rename(columns={"final:" + k: k for k in metric_keys
+                                      if k not in frame.columns})
+        for column in frame.columns:
+            if frame[column].dtype == object:
+                frame[column] = frame[column].infer_objects()
+        return frame.reset_index(drop=True)
+
+    # --- history ------------------------------------------------------------------------------
+    def metrics(self):
+        """The metric names some run of the experiment has."""
+        return list(self._source.metrics(self.id)["metrics"])
+
+    def _series(self, metric, refresh=False):
+        """{run: (entry, steps, values, walls)} of every run with points of `metric`: ended runs
+        from memory or the local cache, the others (and new runs) from taed."""
+        have = self._history.get(metric)
+        if have is None:
+            have = self._cache.load(self.record, metric) if self._cache else {}
+        records = {r["id"]: r for r in self._run_records(fresh=refresh)}
+        # A kept series stays valid while its run is final at the same attempt.
+        keep = {run: v for run, v in have.items() if run in records and
+                records[run]["state"] in _FINAL and v[0].get("final") and
+                v[0].get("attempt") == records[run]["attempt"]}
+        wanted = [run for run in records if run not in keep]
+        fetched = {}
+        if wanted:
+            for header, columns in self._source.history(
+                    self.id, metric, wanted if len(wanted) < len(records) else None):
+                offset = 0
+                for entry in header.get("runs", []):
+                    n = entry["count"]
+                    fetched[entry["run"]] = (entry, columns["step"][offset:offset + n],
+                                             columns["value"][offset:offset + n],
+                                             columns["wall_time"][offset:offset + n])
+                    offset += n
+        series = dict(keep)
+        series.update({run: v for run, v in fetched.items() if v[0]["count"] > 0})
+        self._history[metric] = series
+        if self._cache is not None:
+            finals = {run: v for run, v in series.items() if v[0].get("final")}
+            if set(finals) - set(keep):
+                self._cache.store(self.record, metric, finals)
+        return series
+
+    def history(self, metrics=None, runs=None, x="step"):
+        """Every stored point, never sampled, in long form: run, step, metric, value, wall_time,
+        tokens (step x tokens per step where the run's config says, else NaN); joinable to
+        runs() on `run`. metrics: a name or a list (default: every metric); runs: run ids."""
+        if x not in ("step", "tokens", "wall"):
+            raise BadRequest(f"x: '{x}' is not one of step, tokens, wall")
+        if metrics is None:
+            metrics = self.metrics()
+        elif isinstance(metrics, str):
+            metrics = [metrics]
+        known = set(self.metrics())
+        for metric in metrics:
+            if metric not in known:
+                raise NotFound(f"e{self.id} has no points of '{metric}' (its metrics: "
+                               f"{', '.join(sorted(known)) or 'none yet'})")
+        wanted = None if runs is None else set(int(r) for r in runs)
+        parts = []
+        for metric in metrics:
+            series = self._series(metric)
+            ids = sorted(r for r in series if wanted is None or r in wanted)
+            if not ids:
+                continue
+            counts = np.array([series[r][0]["count"] for r in ids], dtype=np.int64)
+            steps = np.concatenate([series[r][1] for r in ids])
+            tokens_per_step = np.repeat(
+                np.array([series[r][0].get("tokens_per_step") or np.nan for r in ids]), counts)
+            parts.append(pd.DataFrame({
+                "run": np.repeat(np.array(ids, dtype=np.int64), counts),
+                "step": steps,
+                "metric": pd.Categorical.from_codes(np.zeros(len(steps), dtype=np.int8),
+                                                    [metric]),
+                "value": np.concatenate([series[r][2] for r in ids]),
+                "wall_time": np.concatenate([series[r][3] for r in ids]),
+                "tokens": steps * tokens_per_step,
+            }))
+        if not parts:
+            return pd.DataFrame({"run": pd.Series(dtype="int64"),
+                                 "step": pd.Series(dtype="int64"),
+                                 "metric": pd.Series(dtype="object"),
+                                 "value": pd.Series(dtype="float64"),
+                                 "wall_time": pd.Series(dtype="float64"),
+                                 "tokens": pd.Series(dtype="float64")})
+        if len(parts) == 1:
+            return parts[0]
+        frame = pd.concat(parts, ignore_index=True)
+        frame["metric"] = frame["metric"].astype("category")
+        return frame
+
+    # --- the table ----------------------------------------------------------------------------
+    def report(self, metrics=None, baseline=None, sort=None, view=None, frontier=None, cost=None):
+        """The ablation table as taed computes it (`taectl report --json`), one row per
+        (variant, metric); see ReportFrame. view: "tuned" | "grid"; frontier: a bar such as
+        "eval/acc>=0.99"; cost: params | flops | tokens_per_s."""
+        params = {"metrics": ",".join(metrics) if isinstance(metrics, (list, tuple)) else metrics,
+                  "baseline": baseline, "sort": sort, "view": view, "frontier": frontier,
+                  "cost": cost}
+        params = {k: v for k, v in params.items() if v not in (None, "")}
+        report = self._source.report(self.id, params)
+        return report_frame(report,
+                            lambda fmt: self._source.report_text(self.id, fmt, params))
+
+    # --- curves -------------------------------------------------------------------------------
+    def curves(self, metric=None, x="step", smooth=None, variants=None, delta=False,
+               baseline=None):
+        """The bands the dashboard draws: per variant and x, the mean over seeds with its 95% CI,
+        min, max and n (long form: x, variant, n, mean, lo, hi, min, max)."""
+        params = {"metric": metric, "x": None if x == "step" else x,
+                  "smooth": None if not smooth else smooth,
+                  "variants": ",".join(variants) if variants else None,
+                  "delta": "1" if delta else None, "baseline": baseline}
+        params = {k: v for k, v in params.items() if v not in (None, "")}
+        data = self._source.curves(self.id, params)
+        xs = data.get("x", [])
+        parts = []
+        for band in data.get("variants", []):
+            part = {"x": xs, "variant": band["variant"]}
+            for key in ("n", "mean", "lo", "hi", "min", "max"):
+                values = band.get(key) or [None] * len(xs)
+                part[key] = [np.nan if v is None else v for v in values]
+            parts.append(pd.DataFrame(part))
+        frame = (pd.concat(parts, ignore_index=True) if parts else
+                 pd.DataFrame(columns=["x", "variant", "n", "mean", "lo", "hi", "min", "max"]))
+        frame.attrs["metric"] = data.get("metric", metric)
+        frame.attrs["x"] = x
+        return frame
+
+    def plot(self, metric=None, ax=None, x="step", smooth=None, variants=None, delta=False,
+             logy=False):
+        """Draws curves() with matplotlib: a line per variant and its 95% band. Returns the
+        axes."""
+        import matplotlib.pyplot as plt
+        frame = self.curves(metric, x=x, smooth=smooth, variants=variants, delta=delta)
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 4))
+        for variant, band in frame.groupby("variant", sort=False):
+            band = band.dropna(subset=["mean"])
+            line, = ax.plot(band["x"], band["mean"], label=variant, linewidth=1.5)
+            ax.fill_between(band["x"], band["lo"], band["hi"], color=line.get_color(),
+                            alpha=0.2, linewidth=0)
+        ax.set_xlabel(x)
+        ax.set_ylabel(("Δ " if delta else "") + str(frame.attrs.get("metric") or metric))
+        if logy:
+            ax.set_yscale("log")
+        ax.legend(fontsize="small")
+        ax.set_title(f"{self.name} (e{self.id})")
+        return ax
+
+    # --- live use -----------------------------------------------------------------------------
+    def refresh(self):
+        """Fetches what is new: the experiment's state and runs, and the points of the metrics
+        already read (ended runs' series are kept, never fetched again)."""
+        self.record = self._source.experiment(self.id)
+        self._run_records(fresh=True)
+        for metric in list(self._history):
+            self._series(metric)
+        return self
+
+    def wait(self, progress=True, timeout=None, poll=2.0):
+        """Waits until every run is final; progress: a line on stderr as counts change."""
+        start = time.monotonic()
+        last = None
+        while True:
+            self.record = self._source.experiment(self.id)
+            c = self.record.get("counts", {})
+            line = (f"e{self.id} {self.name}: {self.record['state']}, {c.get('succeeded', 0)} "
+                    f"succeeded, {c.get('running', 0)} running, {c.get('queued', 0)} queued, "
+                    f"{c.get('failed', 0)} failed of {c.get('total', 0)}")
+            if progress and line != last:
+                print(line, file=sys.stderr, flush=True)
+                last = line
+            final = sum(c.get(k, 0) for k in ("succeeded", "failed", "cancelled", "pruned"))
+            if c.get("total", 0) > 0 and final >= c.get("total", 0):
+                self._runs = None
+                return self
+            if timeout is not None and time.monotonic() - start > timeout:
+                raise TimeoutError(f"e{self.id} still has runs going after {timeout:.0f} s")
+            time.sleep(poll)

@@ -1,0 +1,48 @@
+#include "common/spec/notes.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+
+namespace tae::spec {
+
+std::vector<std::string> DesignNotes(const Spec& spec) {
+  std::vector<std::string> notes;
+  if (!spec.search.asha() || spec.grid.empty()) {
+    return notes;
+  }
+  const int64_t eta = spec.search.reduction;
+  int64_t points = 1;
+  for (const GridAxis& axis : spec.grid) {
+    points *= static_cast<int64_t>(axis.values.size());
+  }
+  const bool study = spec.search.within == SearchWithin::kStudy;
+  const int64_t competition = study ? points * static_cast<int64_t>(1 + spec.ablations.size())
+                                    : points;
+  if (competition < eta * eta) {
+    notes.push_back(absl::StrCat(
+        "search: each competition has ", competition, " grid point", competition == 1 ? "" : "s",
+        " (", study ? "search.within = \"study\"" : "one variant's [grid]",
+        "), fewer than search.reduction^2 = ", eta * eta, ": rung 0 keeps the best ",
+        std::max<int64_t>(1, competition / eta), " of them and later rungs judge one or two, so "
+        "noise decides which of close points survives; use a larger [grid], a smaller "
+        "search.reduction, or search.method = \"grid\""));
+  }
+  if (spec.job_command.empty()) {
+    int64_t warmup = 0;
+    for (const RunPlan& run : ExpandRuns(spec)) {
+      warmup = std::max<int64_t>(warmup, run.config.value("train.warmup", int64_t{0}));
+    }
+    if (warmup > spec.search.min_steps) {
+      notes.push_back(absl::StrCat(
+          "search: rung 0 (search.min_steps = ", spec.search.min_steps,
+          ") comes before train.warmup ends (step ", warmup,
+          "): points are ranked while their learning rates still ramp up, which favours the "
+          "larger rates; set search.min_steps >= ", warmup));
+    }
+  }
+  return notes;
+}
+
+}  // namespace tae::spec

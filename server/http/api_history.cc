@@ -1,0 +1,116 @@
+// GET /api/experiments/ID/history?metric=M[&runs=1,2,...][&after=RUN]: every stored point of one
+// metric of the experiment's runs, never sampled, in the columnar form of common/api/columns.h
+// (what the `tae` Python library reads into pandas without a parse per point). Runs come in id
+// order, each run's points in step order; a page holds whole runs and stops once it has
+// kHistoryPagePoints points (one run larger than that is a page of its own), "next_after" names
+// the last run of the page when more follow (0: the last page). Each run's header entry says
+// whether it is final and at which attempt, so a client can keep an ended run's series and never
+// ask for it again. The series come through the dashboard's series cache (series_cache.h).
+
+#include <map>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/api/columns.h"
+#include "server/http/api.h"
+#include "server/http/reply.h"
+#include "server/http/views.h"
+
+namespace tae::http {
+namespace {
+
+using nlohmann::ordered_json;
+
+// Points per page: about 100 MB of columns, a few hundred ms of the core's time.
+constexpr int64_t kHistoryPagePoints = 4'000'000;
+// Run ids one request may name.
+constexpr size_t kHistoryMaxRuns = 10'000;
+
+}  // namespace
+
+Response Api::ExperimentHistory(const Request& request, const PathParams& params) {
+  absl::StatusOr<int64_t> id = ExperimentOf(params);
+  if (!id.ok()) return FromStatus(id.status());
+  const std::string metric = request.Param("metric");
+  if (metric.empty()) {
+    return Response::Error(400, "metric: required, e.g. metric=train/loss");
+  }
+  std::set<int64_t> only;
+  const std::vector<std::string> listed =
+      absl::StrSplit(request.Param("runs"), ',', absl::SkipEmpty());
+  if (listed.size() > kHistoryMaxRuns) {
+    return Response::Error(400, absl::StrCat("runs: at most ", kHistoryMaxRuns, " run ids"));
+  }
+  for (const std::string& text : listed) {
+    int64_t run = 0;
+    if (!absl::SimpleAtoi(text, &run) || run <= 0) {
+      return Response::Error(400, absl::StrCat("runs: '", text, "' is not a run id"));
+    }
+    only.insert(run);
+  }
+  int64_t after = 0;
+  if (const std::string text = request.Param("after");
+      !text.empty() && (!absl::SimpleAtoi(text, &after) || after < 0)) {
+    return Response::Error(400, "after: a whole number >= 0 (a run id)");
+  }
+  absl::StatusOr<std::vector<query::RunView>> runs = query_->CurveRuns(*id, metric);
+  if (!runs.ok()) return FromStatus(runs.status());
+  absl::StatusOr<const std::map<int64_t, query::StoredSeries>*> stored =
+      series_cache_.Get(*id, *runs, metric);
+  if (!stored.ok()) return FromStatus(stored.status());
+
+  // Tokens per step by variant: the runs are brief, a variant's config is its first run's.
+  std::map<std::string, double> tokens_of;
+  for (const query::RunView& view : *runs) {
+    if (tokens_of.count(view.run.variant) == 0) {
+      absl::StatusOr<XAxis> tokens = XAxisOf("tokens", view.run);
+      tokens_of[view.run.variant] = tokens.ok() ? tokens->per_step : 0.0;
+    }
+  }
+  api::PointColumns columns;
+  store::SeriesColumns one;
+  ordered_json listed_runs = ordered_json::array();
+  int64_t next_after = 0;
+  for (const query::RunView& view : *runs) {
+    const model::RunRecord& run = view.run;
+    if (run.id <= after || (!only.empty() && only.count(run.id) == 0)) {
+      continue;
+    }
+    auto it = (*stored)->find(run.id);
+    const int64_t count = it == (*stored)->end() ? 0 : it->second.size();
+    if (!columns.steps.empty() &&
+        static_cast<int64_t>(columns.steps.size()) + count > kHistoryPagePoints) {
+      next_after = listed_runs.back()["run"].get<int64_t>();
+      break;
+    }
+    int64_t got = 0;
+    if (count > 0) {
+      if (absl::Status s = it->second.Columns(true, true, &one); !s.ok()) {
+        return FromStatus(s);
+      }
+      got = static_cast<int64_t>(one.steps.size());
+      columns.steps.insert(columns.steps.end(), one.steps.begin(), one.steps.end());
+      columns.values.insert(columns.values.end(), one.values.begin(), one.values.end());
+      columns.walls.insert(columns.walls.end(), one.walls.begin(), one.walls.end());
+    }
+    listed_runs.push_back({{"run", run.id},
+                           {"count", got},
+                           {"attempt", run.attempt},
+                           {"final", model::IsFinal(run.state)},
+                           {"tokens_per_step", tokens_of[run.variant]}});
+  }
+  Response response;
+  response.status = 200;
+  response.content_type = "application/octet-stream";
+  response.body = api::EncodeColumns(
+      {{"experiment", *id}, {"metric", metric}, {"runs", listed_runs}, {"next_after", next_after}},
+      columns);
+  if (response.body.empty()) {
+    return Response::Error(500, "this machine is not little-endian: no columns");
+  }
+  return response;
+}
+
+}  // namespace tae::http

@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""The `tae` Python library (client/python/tae) against a real taed with real runs: a plain study
+(tae-train), a grid (also read in its tuned view), an adaptive-seeds study and a command job.
+
+usage: tae_library_test.py BIN_DIR PYTHON_DIR BUILD_PYTHON_DIR
+
+Checks: runs() has every run with typed columns; history() returns every stored point (compared
+with `taectl export --format csv`); report() equals `taectl report --json` cell by cell (plain,
+grid, tuned, adaptive) and its to_latex()/to_markdown() equal `--format latex|md`; the offline
+bundle (`taectl export --bundle`) gives the same frames with taed stopped; ended runs' series are
+fetched once; each named error is raised where it should be.
+
+Exits 77 (ctest: skipped) with "TAE-SKIPPED: reason" when pandas or numpy is missing.
+"""
+import io
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+BIN = sys.argv[1] if len(sys.argv) > 1 else "build/bin"
+sys.path[:0] = [sys.argv[2] if len(sys.argv) > 2 else "client/python",
+                sys.argv[3] if len(sys.argv) > 3 else "build/python"]
+del sys.argv[1:]
+
+
+def skip(reason):
+    print(f"TAE-SKIPPED: {reason}")
+    sys.exit(77)
+
+
+try:
+    import numpy as np
+    import pandas as pd
+except ImportError as e:
+    skip(f"{e.name} is not installed for {sys.executable} (apt-get install python3-pandas)")
+
+import tae  # noqa: E402
+
+PLAIN = """name = "plain"
+[model]
+layers = 1
+d_model = 16
+heads = 2
+[train]
+task = "copy"
+vocab = 8
+seq_len = 16
+batch_size = 8
+steps = 60
+eval_every = 10
+eval_batches = 2
+warmup = 5
+threads = 1
+seeds = [0, 1, 2]
+[[ablation]]
+name = "no-pos"
+"model.pos_encoding" = "none"
+"""
+
+GRID = PLAIN.replace('name = "plain"', 'name = "grid"').replace(
+    "seeds = [0, 1, 2]", "seeds = [0, 1]") + """[grid]
+"train.lr" = [0.001, 0.01]
+"""
+
+SCORE = """#!/bin/sh
+noise=$(echo "0.05 -0.08 0.11 -0.02 0.07 -0.12 0.03 -0.06 0.09 -0.04" | cut -d' ' -f$(( $2 % 10 + 1 )))
+for step in 1 2 3; do
+  awk "BEGIN { print \\"score=\\" (1000 * $1 + $noise + 1 / $step) \\" step=$step\\" }"
+done
+"""
+
+ADAPTIVE = """name = "adaptive"
+[train]
+lr = 0.001
+seeds = { min = 3, max = 5 }
+[[ablation]]
+name = "far"
+"train.lr" = 0.011
+[[ablation]]
+name = "close"
+"train.lr" = 0.00113
+[report]
+metrics = ["score"]
+[job]
+code = "src"
+command = "sh score.sh {train.lr} {train.seed}"
+"""
+
+
+def taectl(home, *args, timeout=600, check=True):
+    p = subprocess.run([os.path.join(BIN, "taectl"), "--home", home, *args], capture_output=True,
+                       text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"taectl {' '.join(args)}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p.stdout
+
+
+def same(a, b):
+    """JSON values equal, NaN/None alike, floats exactly (both come from taed's one number)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if a is None or b is None:
+        return (a is None or (isinstance(a, float) and math.isnan(a))) and \
+               (b is None or (isinstance(b, float) and math.isnan(b)))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (np.integer, np.floating, np.bool_)):
+        a = a.item()
+    if isinstance(b, (np.integer, np.floating, np.bool_)):
+        b = b.item()
+    return a == b
+
+
+class Library(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="tae-python-")
+        cls.home = os.path.join(cls.tmp, "home")
+        os.environ["TAE_HOME"] = cls.home
+        os.environ["XDG_CACHE_HOME"] = os.path.join(cls.tmp, "cache")
+        taectl(cls.home, "up", "--agents", "1", "--slots", "3", timeout=120)
+        os.makedirs(os.path.join(cls.tmp, "src"))
+        with open(os.path.join(cls.tmp, "src", "score.sh"), "w") as f:
+            f.write(SCORE)
+        for name, text in (("plain", PLAIN), ("grid", GRID), ("adaptive", ADAPTIVE)):
+            path = os.path.join(cls.tmp, f"{name}.toml")
+            with open(path, "w") as f:
+                f.write(text)
+            taectl(cls.home, "submit", path)
+        for name in ("plain", "grid", "adaptive"):
+            taectl(cls.home, "wait", name, "--timeout", "300")
+        cls.c = tae.connect()
+
+    @classmethod
+    def tearDownClass(cls):
+        taectl(cls.home, "down", check=False, timeout=120)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def cli_json(self, *args):
+        return json.loads(taectl(self.home, *args))
+
+    # --- runs ---------------------------------------------------------------------------------
+    def test_runs_has_every_run_with_typed_columns(self):
+        e = self.c.experiment("grid")
+        runs = e.runs()
+        listed = json.loads(taectl(self.home, "runs", "grid", "--json"))
+        listed = listed["runs"] if isinstance(listed, dict) else listed
+        self.assertEqual(sorted(runs["run"].tolist()), sorted(r["id"] for r in listed))
+        self.assertEqual(len(runs), 8)  # 2 variants x 2 points x 2 seeds
+        self.assertEqual(runs["model.d_model"].dtype, np.int64)
+        self.assertEqual(runs["train.lr"].dtype, np.float64)
+        self.assertEqual(runs["seed"].dtype, np.int64)
+        self.assertEqual(runs["baseline"].dtype, bool)
+        self.assertEqual(sorted(set(runs["train.lr"])), [0.001, 0.01])
+        self.assertEqual(runs.columns.tolist().index("train.lr"),
+                         runs.columns.tolist().index("confirm") + 1)  # the grid key up front
+        self.assertEqual(set(runs["state"]), {"succeeded"})
+        self.assertTrue(runs["eval/loss"].notna().all())
+        self.assertEqual(runs["eval/loss"].dtype, np.float64)
+        self.assertEqual(sorted(set(runs["ablation"])), ["baseline", "no-pos"])
+        self.assertEqual(int(runs["baseline"].sum()), 4)
+        self.assertFalse(runs["failed"].any())
+        self.assertTrue((runs["finished_at"] >= runs["started_at"]).all())
+        for _, row in runs.iterrows():
+            self.assertEqual(row["last_step"], 60)
+
+    # --- history -------------------------------------------------------------------------------
+    def test_history_returns_every_stored_point_as_the_export_does(self):
+        e = self.c.experiment("plain")
+        csv = taectl(self.home, "export", "plain", "--format", "csv")
+        expected = pd.read_csv(io.StringIO(csv))
+        got = e.history()
+        self.assertEqual(len(got), len(expected))
+        self.assertEqual(set(got["metric"]), set(expected["metric"]))
+        key = ["run", "metric", "step"]
+        a = got.assign(metric=got["metric"].astype(str)).sort_values(key).reset_index(drop=True)
+        b = expected.sort_values(key).reset_index(drop=True)
+        np.testing.assert_array_equal(a["run"].to_numpy(), b["run"].to_numpy())
+        np.testing.assert_array_equal(a["step"].to_numpy(), b["step"].to_numpy())
+        np.testing.assert_allclose(a["value"].to_numpy(), b["value"].to_numpy(), rtol=1e-12)
+        np.testing.assert_allclose(a["wall_time"].to_numpy(), b["wall_time"].to_numpy(),
+                                   rtol=1e-12)
+        # tokens: step x batch x seq_len for tae-train
+        one = got[got["metric"] == "train/loss"]
+        np.testing.assert_array_equal(one["tokens"].to_numpy(), one["step"].to_numpy() * 8 * 16)
+        # joinable to runs()
+        joined = one.merge(e.runs()[["run", "variant", "seed"]], on="run", how="left")
+        self.assertFalse(joined["variant"].isna().any())
+
+    def test_history_of_one_metric_and_some_runs(self):
+        e = self.c.experiment("plain")
+        runs = e.runs()["run"].tolist()[:2]
+        got = e.history("eval/loss", runs=runs)
+        self.assertEqual(set(got["run"]), set(runs))
+        self.assertEqual(set(got["metric"]), {"eval/loss"})
+        self.assertEqual(len(got), 2 * 6)  # eval every 10 of 60 steps
+
+    def test_ended_runs_series_are_fetched_once(self):
+        e = self.c.experiment("plain")
+        e.history("train/loss")
+        fresh = tae.connect().experiment("plain")
+        calls = []
+        real = fresh._source.history
+
+        def counting(*args, **kwargs):
+            calls.append(args)
+            return real(*args, **kwargs)
+        fresh._source.history = counting
+        again = fresh.history("train/loss")
+        self.assertEqual(calls, [])  # every run ended: from the local cache
+        self.assertEqual(len(again), len(e.history("train/loss")))
+        fresh.refresh()
+        self.assertEqual(calls, [])
+
+    # --- the table -----------------------------------------------------------------------------
+    def assert_report_equals_cli(self, frame, cli):
+        self.assertEqual(frame.correction, cli.get("correction"))
+        self.assertEqual(frame.banners, cli.get("banners"))
+        self.assertEqual(frame.view, cli.get("view"))
+        cells = 0
+        for row in cli["rows"]:
+            for metric, cell in row["metrics"].items():
+                got = frame[(frame["variant"] == row["variant"]) & (frame["metric"] == metric)]
+                self.assertEqual(len(got), 1, (row["variant"], metric))
+                got = got.iloc[0]
+                for field, value in cell.items():
+                    if field == "delta_ci95":
+                        mine = None if value is None else [got["delta_lo"], got["delta_hi"]]
+                    elif field == "level":
+                        mine = None if value is None else {
+                            "kind": got["level_kind"], "value": got["level_value"],
+                            "what": got["level_what"]}
+                    else:
+                        mine = got[field]
+                    self.assertTrue(same(mine, value),
+                                    f"{row['variant']} {metric} {field}: {mine!r} != {value!r}")
+                for field in ("runs", "runs_total", "runs_failed", "seeds_identical", "params"):
+                    self.assertTrue(same(got[field], row[field]), field)
+                cells += 1
+        self.assertEqual(cells, len(frame))
+
+    def test_report_equals_taectl_report_json_cell_by_cell(self):
+        for name, args, kwargs in (("plain", [], {}), ("grid", [], {}),
+                                   ("grid", ["--tuned"], {"view": "tuned"}),
+                                   ("adaptive", [], {})):
+            with self.subTest(study=name, args=args):
+                frame = self.c.experiment(name).report(**kwargs)
+                cli = self.cli_json("report", name, "--json", *args)
+                self.assert_report_equals_cli(frame, cli)
+        tuned = self.c.experiment("grid").report(view="tuned")
+        self.assertIn("point", tuned.columns)
+        self.assertEqual(tuned.json["view"], "tuned")
+
+    def test_report_texts_equal_taectl_report_formats(self):
+        r = self.c.experiment("plain").report()
+        self.assertEqual(r.to_latex(), taectl(self.home, "report", "plain", "--format", "latex"))
+        self.assertEqual(r.to_markdown(), taectl(self.home, "report", "plain", "--format", "md"))
+        self.assertEqual(str(r), taectl(self.home, "report", "plain"))
+        derived = r[r["metric"] == "eval/loss"]
+        self.assertIs(type(derived), pd.DataFrame)  # a slice is a plain frame, not the table
+
+    def test_frontier_is_the_reports(self):
+        r = self.c.experiment("plain").report(frontier="eval/acc>=0.2", cost="params")
+        self.assertIsNotNone(r.frontier)
+        cli = self.cli_json("report", "plain", "--json", "--frontier", "eval/acc>=0.2",
+                            "--cost", "params")
+        self.assertTrue(same(r.frontier["points"], cli["points"]))
+
+    # --- curves --------------------------------------------------------------------------------
+    def test_curves_are_the_dashboards_bands(self):
+        e = self.c.experiment("plain")
+        bands = e.curves("eval/loss")
+        self.assertEqual(sorted(set(bands["variant"])), ["baseline", "no-pos"])
+        self.assertTrue((bands.dropna()["lo"] <= bands.dropna()["mean"]).all())
+        self.assertEqual(int(bands["n"].max()), 3)
+        import matplotlib
+        matplotlib.use("Agg")
+        ax = e.plot("eval/loss")
+        self.assertEqual(len(ax.get_lines()), 2)
+
+    # --- offline -------------------------------------------------------------------------------
+    def test_the_bundle_gives_the_same_frames(self):
+        for name in ("grid", "adaptive"):
+            with self.subTest(study=name):
+                out = os.path.join(self.tmp, f"{name}-bundle")
+                taectl(self.home, "export", name, "--bundle", out)
+                live = self.c.experiment(name)
+                offline = tae.open_bundle(out)
+                pd.testing.assert_frame_equal(offline.runs(), live.runs())
+                pd.testing.assert_frame_equal(offline.history(), live.history())
+                pd.testing.assert_frame_equal(pd.DataFrame(offline.report()),
+                                              pd.DataFrame(live.report()))
+                self.assertEqual(offline.report().to_latex(), live.report().to_latex())
+                metric = live.metrics()[0]
+                pd.testing.assert_frame_equal(offline.curves(metric), live.curves(metric))
+                with self.assertRaises(tae.BadRequest):
+                    offline.report(view="tuned")
+
+    # --- errors --------------------------------------------------------------------------------
+    def test_each_named_error_where_it_should_be(self):
+        with self.assertRaises(tae.NotFound) as ctx:
+            self.c.experiment("no-such-study")
+        self.assertNotIn("Traceback", str(ctx.exception))
+        with self.assertRaises(tae.NotFound) as ctx:
+            self.c.experiment("plain").history("no/such/metric")
+        self.assertIn("eval/loss", str(ctx.exception))  # names what there is
+        with self.assertRaises(tae.BadRequest):
+            self.c.experiment("plain").report(view="sideways")
+        with self.assertRaises(tae.Unauthorized):
+            tae.connect(url=self.c.url, token="0" * 64)
+        with self.assertRaises(tae.Unavailable) as ctx:
+            tae.connect(home=os.path.join(self.tmp, "nowhere"))
+        self.assertIn("taectl up", str(ctx.exception))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            dead = s.getsockname()[1]
+        with self.assertRaises(tae.Unavailable):
+            tae.connect(url=f"http://127.0.0.1:{dead}", token="x")
+        real = tae.__version__
+        try:
+            tae.__version__ = "0.0.0-other"
+            with self.assertRaises(tae.VersionMismatch) as ctx:
+                tae.connect()
+            self.assertIn("0.0.0-other", str(ctx.exception))
+            self.assertIn(real, str(ctx.exception))
+        finally:
+            tae.__version__ = real
+        with self.assertRaises(tae.BundleError):
+            tae.open_bundle(os.path.join(self.tmp, "src"))
+
+    def test_a_connection_lost_mid_answer_is_named(self):
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+
+        def serve():
+            conn, _ = listener.accept()
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 1000\r\n\r\n{\"version\": ")
+            conn.close()
+        threading.Thread(target=serve, daemon=True).start()
+        with self.assertRaises(tae.ConnectionLost):
+            tae.connect(url=f"http://127.0.0.1:{port}", token="x")
+        listener.close()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
