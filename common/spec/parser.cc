@@ -793,6 +793,7 @@ Spec BuildSpec(Draft draft) {
   }
   spec.report_floor = values.at("report.floor").get<std::map<std::string, double>>();
   spec.report_correction = values.at("report.correction").get<std::string>();
+  spec.report_pairing = values.at("report.pairing").get<std::string>();
   spec.job_code = values.at("job.code").get<std::string>();
   spec.job_command = values.at("job.command").get<std::string>();
   spec.report_metrics = values.at("report.metrics").get<std::vector<std::string>>();

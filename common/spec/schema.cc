@@ -260,6 +260,12 @@ std::vector<KeyInfo> BuildSchema() {
                       "baseline at alpha (0.05; train.seeds.alpha): holm (step-down), "
                       "bonferroni (alpha / K each), none (alpha each; the family is not "
                       "controlled)")),
+      Experiment(Enum("report.pairing", R"("none")", "none|seed",
+                      "how a fixed-seed table compares a variant with its baseline: none "
+                      "(Welch's unequal-variance test of the two arms), seed (the paired t-test "
+                      "of the per-seed differences: for studies where a seed fixes the data order "
+                      "and the init of both arms, e.g. tae-train ablations that keep the "
+                      "parameter shapes; docs/report.md, \"Pairing by seed\")")),
       Experiment(Of(T::kGoalMap, "report.goal", "{}",
                     "per metric, \"min\" or \"max\": which way is better (best, Δ colours); "
                     "unnamed metrics: max for accuracies and throughput, min for the rest")),

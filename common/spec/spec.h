@@ -108,6 +108,7 @@ struct Spec {
   std::map<std::string, std::string> report_goal;
   std::map<std::string, double> report_floor;  // [report] floor: metric -> level
   std::string report_correction = "holm";      // [report] correction: holm | bonferroni | none
+  std::string report_pairing = "none";         // [report] pairing: none | seed
   // train.seeds as a table { min, max, alpha, margin }: adaptive seeds. Then `seeds` is
   // 0 .. min-1, the seeds every variant starts with; more are added while undecided, up to max.
   SeedsDesign seeds_design;

@@ -71,6 +71,7 @@ model::ExperimentReport ReportOf(const spec::Spec& spec) {
   report.goal = spec.report_goal;
   report.floor = spec.report_floor;
   report.correction = spec.report_correction;
+  report.pairing = spec.report_pairing;
   if (spec.seeds_design.adaptive) {
     report.min_seeds = spec.seeds_design.min;
     report.max_seeds = spec.seeds_design.max;

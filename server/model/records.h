@@ -82,6 +82,8 @@ struct ExperimentReport {
   // report.correction: how each metric's family of comparisons is controlled ("holm",
   // "bonferroni", "none"; common/stats/family.h).
   std::string correction = "holm";
+  // report.pairing: "none" (Welch) or "seed" (the paired t-test of per-seed differences).
+  std::string pairing = "none";
 };
 
 // One decision of an experiment's ASHA search (server/search's Decision, as stored).

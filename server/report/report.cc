@@ -152,6 +152,30 @@ void CutAtMissing(const std::vector<stats::Outcome>& mine, const std::vector<sta
   }
 }
 
+// The paired form of CutAtMissing: the same cut, then only the seeds where both arms have a
+// value, as pairs (index i of both arms is the same seed when both ran the same seeds).
+void PairBySeed(const std::vector<stats::Outcome>& mine, const std::vector<stats::Outcome>& base,
+                Comparison* c) {
+  const size_t cut = std::min(mine.size(), base.size());
+  size_t stop = cut;
+  for (size_t i = 0; i < cut; ++i) {
+    if (mine[i].state == stats::Outcome::State::kMissing ||
+        base[i].state == stats::Outcome::State::kMissing) {
+      stop = i;
+      break;
+    }
+  }
+  c->mine.clear();
+  c->base.clear();
+  for (size_t i = 0; i < stop; ++i) {
+    if (mine[i].state == stats::Outcome::State::kValue &&
+        base[i].state == stats::Outcome::State::kValue) {
+      c->mine.push_back(mine[i].value);
+      c->base.push_back(base[i].value);
+    }
+  }
+}
+
 // "no seed variance (baseline)", or "" when both arms varied.
 std::string NoVariance(const std::vector<double>& mine, const std::vector<double>& base) {
   const bool a = stats::MomentsOf(mine).stddev == 0;
@@ -322,6 +346,7 @@ ReportOptions OptionsOf(const model::ExperimentReport& report) {
   options.alpha = report.alpha;
   options.confirm = report.search.confirm;
   options.correction = stats::ParseCorrection(report.correction).value_or(stats::Correction::kHolm);
+  options.paired = report.pairing == "seed";
   if (report.min_seeds > 0) {
     options.adaptive = true;
     options.design.min_seeds = report.min_seeds;
@@ -414,6 +439,10 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
     }
   }
   const int comparisons = seeds::Comparisons(counted);
+  std::map<std::string, std::set<int64_t>> seeds_of;  // the seeds each variant ran
+  for (const model::RunRecord& run : counted) {
+    seeds_of[run.variant].insert(run.seed);
+  }
   BoundaryCache boundaries;
   for (const std::string& metric : metrics) {
     std::map<std::string, std::vector<stats::Outcome>> arms =
@@ -446,12 +475,23 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
       Comparison c;
       c.cell = cell;
       CutAtMissing(arms[row.variant], arms[row.baseline], &c);
+      // Pairs by seed where the table is asked to and both arms ran the same seeds (a property of
+      // the design: search.confirm's fresh seeds differ between variants, and are not paired).
+      const bool paired = options.paired && seeds_of[row.variant] == seeds_of[row.baseline];
       const double base_mean = Mean(c.base);
       cell->delta = Mean(c.mine) - base_mean;
       cell->rel_delta = base_mean != 0.0 ? cell->delta / std::fabs(base_mean) : kNaN;
       cell->rel_shown = RelativeShown(cell->delta, c.base);
       if (c.mine.size() < 2 || c.base.size() < 2) {
         cell->note = "fewer than 2 seeds per arm";
+      } else if (paired) {
+        PairBySeed(arms[row.variant], arms[row.baseline], &c);
+        cell->delta = Mean(c.mine) - Mean(c.base);
+        c.test = stats::PairedT(c.mine, c.base);
+        cell->note = c.test ? "paired by seed"
+                   : c.mine.size() < 2
+                       ? "paired by seed: fewer than 2 seeds with both arms"
+                       : "paired by seed: the differences did not vary, nothing to test";
       } else if (std::string none = NoVariance(c.mine, c.base); !none.empty()) {
         // One arm constant: tested with the other's spread for both; both: nothing to test.
         c.test = stats::OneSpreadTest(c.mine, c.base);
@@ -459,6 +499,11 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
             c.test ? absl::StrCat(none, ": tested at the other arm's spread") : std::move(none);
       } else {
         c.test = stats::TableTest(c.mine, c.base);
+      }
+      if (options.paired && !paired) {
+        cell->note = cell->note.empty() ? "not paired: the arms ran different seeds"
+                                        : absl::StrCat(cell->note, "; not paired: the arms ran "
+                                                                   "different seeds");
       }
       family.push_back(std::move(c));
     }

@@ -96,6 +96,10 @@ struct ReportOptions {
   bool confirmation_runs = false;
   // How each metric's family of comparisons is controlled (report.correction).
   stats::Correction correction = stats::Correction::kHolm;
+  // report.pairing = "seed": a fixed-seed comparison is the paired t-test of the per-seed
+  // differences over the seeds both arms have (stats::PairedT), its interval and detectable
+  // effect from that test; adaptive seeds are never paired (their boundaries are Welch's).
+  bool paired = false;
   // The rows' points were chosen on the same seeds (the tuned view without search.confirm): their
   // comparisons get estimates and intervals, never a verdict or stars.
   bool selected = false;

@@ -25,6 +25,9 @@ std::string ReportToJson(const model::ExperimentReport& report) {
   if (report.correction != "holm") {
     doc["correction"] = report.correction;
   }
+  if (report.pairing != "none") {
+    doc["pairing"] = report.pairing;
+  }
   if (report.search.declared) {
     doc["search"] = {{"method", report.search.method},       {"metric", report.search.metric},
                      {"goal", report.search.goal},           {"min_steps", report.search.min_steps},
@@ -72,6 +75,9 @@ model::ExperimentReport ReportFromJson(const std::string& text) {
   }
   if (auto it = doc.find("correction"); it != doc.end() && it->is_string()) {
     report.correction = it->get<std::string>();
+  }
+  if (auto it = doc.find("pairing"); it != doc.end() && it->is_string()) {
+    report.pairing = it->get<std::string>();
   }
   if (auto it = doc.find("seeds"); it != doc.end() && it->is_object()) {
     report.min_seeds = it->value("min", 0);

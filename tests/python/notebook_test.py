@@ -5,7 +5,9 @@ python3-ipykernel) executes every cell against it, and the outputs are checked: 
 table printed is `taectl report`'s, the figure is drawn, the LaTeX is `taectl report --format
 latex`'s.
 
-usage: notebook_test.py BIN_DIR PYTHON_DIR BUILD_PYTHON_DIR NOTEBOOK
+usage: notebook_test.py BIN_DIR PYTHON_DIR BUILD_PYTHON_DIR NOTEBOOK [OUT_DIR]
+
+The executed notebook, outputs included, goes to OUT_DIR: look at it.
 
 Exits 77 (ctest: skipped) with "TAE-SKIPPED: reason" when nbformat, nbclient, ipykernel or pandas
 is missing.
@@ -17,6 +19,7 @@ import sys
 import tempfile
 
 BIN, PYTHON_DIR, BUILD_PYTHON_DIR, NOTEBOOK = sys.argv[1:5]
+OUT = sys.argv[5] if len(sys.argv) > 5 else None  # the executed notebook is written here
 
 
 def skip(reason):
@@ -65,6 +68,7 @@ def main():
         os.environ["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
         os.environ["PYTHONPATH"] = os.pathsep.join(
             [PYTHON_DIR, BUILD_PYTHON_DIR] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+        os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # ipykernel's debugger note, not ours
         nb = nbformat.read(NOTEBOOK, as_version=4)
         work = os.path.join(tmp, "work")
         os.makedirs(work)
@@ -97,6 +101,9 @@ def main():
             failures.append(f"{len(errors)} cell(s) raised")
         if failures:
             raise SystemExit("\n".join(failures))
+        if OUT:
+            os.makedirs(OUT, exist_ok=True)
+            nbformat.write(nb, os.path.join(OUT, "ablation.ipynb"))
         print(f"{NOTEBOOK}: {len(code)} code cells ran; the table, the figure and the LaTeX are "
               "taed's")
     finally:

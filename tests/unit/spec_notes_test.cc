@@ -32,7 +32,7 @@ int Count(const std::vector<std::string>& notes, const std::string& part) {
 
 TEST_CASE("a grid search that is not asha gets no notes", "[spec][notes]") {
   CHECK(DesignNotes(MustParse(Study(2, "metric = \"eval/loss\"\n"))).empty());
-  CHECK(DesignNotes(MustParse("name = \"plain\"\n[train]\nsteps = 10\n")).empty());
+  CHECK(DesignNotes(MustParse("name = \"plain\"\n[train]\nsteps = 100\n")).empty());
 }
 
 TEST_CASE("an asha competition of fewer than eta^2 points is noted with the keys to change",
