@@ -34,7 +34,7 @@
 //    a point that synchronous successive halving over the same arrivals would keep; nothing waits.
 //    Measured by simulation (bench/README.md, "ASHA by simulation"): against bootstrap 2 on a
 //    shuffled 9-point grid, the full grid's 2nd point is stopped at rung 0 in 0.7% of studies
-//    instead of 20%, its 3rd in 3.8% instead of 40%, for 35% of the steps instead of 33%.
+//    instead of 20%, its 3rd in 3.6% instead of 40%, for 35% of the steps instead of 33%.
 //  - Bootstrap: a rung judges nothing until `bootstrap` points of the group have recorded a value
 //    there, or every point of the group that can still reach it has (not pruned, not closed, not
 //    past it). Until then an arriving point's value is recorded and it gets kWait: its runs go
