@@ -261,9 +261,9 @@ Outcome Simulate(const Shape& shape, std::mt19937_64& rng) {
     best_true = std::min(best_true, c.Value(shape.crossing, shape.steps));
   }
   out.miss = chosen != ranked[0];
-  out.regret = chosen < 0 ? 0
-                          : (curves[chosen].Value(shape.crossing, shape.steps) - best_true) /
-                                shape.seed_sd;
+  out.regret =
+      chosen < 0 ? 0
+                 : (curves[chosen].Value(shape.crossing, shape.steps) - best_true) / shape.seed_sd;
   return out;
 }
 
@@ -404,9 +404,8 @@ int main(int argc, char** argv) {
   }
   std::printf("%d studies per shape; 9 points x 2 seeds, 405 steps, rungs 15/45/135, eta 3\n",
               options.studies);
-  std::printf("%-40s %-15s %-15s %-15s %-15s %-15s %-15s %s\n", "shape", "steps",
-              "best stopped", "r1 at rung 0", "r2 at rung 0", "r3 at rung 0", "miss",
-              "regret (SD)");
+  std::printf("%-40s %-15s %-15s %-15s %-15s %-15s %-15s %s\n", "shape", "steps", "best stopped",
+              "r1 at rung 0", "r2 at rung 0", "r3 at rung 0", "miss", "regret (SD)");
   unsigned long long index = 0;
   for (const Shape& shape : Shapes()) {
     ++index;
@@ -416,8 +415,9 @@ int main(int argc, char** argv) {
     const Totals t = RunShape(shape, options, options.seed * 7919ULL + index);
     std::printf("%-40s %-15s %-15s %-15s %-15s %-15s %-15s %s\n", shape.name.c_str(),
                 MeanSe(t.steps, t.steps_sq, t.n, "%.3f ± %.3f").c_str(),
-                RateSe(t.best, t.n).c_str(), RateSe(t.pruned[0], t.n).c_str(), RateSe(t.pruned[1], t.n).c_str(),
-                RateSe(t.pruned[2], t.n).c_str(), RateSe(t.miss, t.n).c_str(),
+                RateSe(t.best, t.n).c_str(), RateSe(t.pruned[0], t.n).c_str(),
+                RateSe(t.pruned[1], t.n).c_str(), RateSe(t.pruned[2], t.n).c_str(),
+                RateSe(t.miss, t.n).c_str(),
                 MeanSe(t.regret, t.regret_sq, t.n, "%.2f ± %.2f").c_str());
     std::fflush(stdout);
   }

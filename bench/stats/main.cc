@@ -212,9 +212,8 @@ void FamilyStudy(const FamilyShape& f, std::mt19937_64& rng, Tally* t) {
     const double effect = v == 0 || f.effects.empty() ? 0 : f.effects[v - 1];
     const double sd = v == 0 ? 1 : f.sd_ratio;
     for (int seed = 1; seed <= f.seeds; ++seed) {
-      const double noise = f.rho > 0 ? std::sqrt(f.rho) * shared[seed] +
-                                           std::sqrt(1 - f.rho) * z(rng)
-                                     : z(rng);
+      const double noise =
+          f.rho > 0 ? std::sqrt(f.rho) * shared[seed] + std::sqrt(1 - f.rho) * z(rng) : z(rng);
       const double value = f.discrete ? answers(rng) / 32.0 : effect + sd * noise;
       s.Add(variants[v], seed, value, u(rng) < f.fail);
     }
@@ -550,8 +549,7 @@ int main(int argc, char** argv) {
       std::printf("%s power %s  (%s: %s)  null per comparison %s  covers %s\n", line.c_str(),
                   Fmt(t.power).c_str(),
                   shape.name.rfind("paired", 0) == 0 ? "unpaired" : "correction none",
-                  Fmt(t.power_none).c_str(), Fmt(per).c_str(),
-                  Fmt(cover).c_str());
+                  Fmt(t.power_none).c_str(), Fmt(per).c_str(), Fmt(cover).c_str());
     } else if (shape.what == "frontier") {
       bad = t.wrong.Value() > 0.025 + 2 * t.wrong.Se();
       std::printf("%s names one that does not clear %s  names one %s\n", line.c_str(),

@@ -12,6 +12,8 @@
 //   curves/M.json   GET .../curves?metric=M (the dashboard's bands at their defaults)
 // Files are written atomically; the manifest last, so a bundle without one is incomplete.
 
+#include "client/commands/bundle.h"
+
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -21,7 +23,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/commands/bundle.h"
 #include "client/rpc/dashboard_client.h"
 #include "common/api/columns.h"
 #include "common/fs/fs.h"
@@ -78,8 +79,8 @@ absl::StatusOr<ordered_json> GetJson(const DashboardClient& http, const std::str
 std::string Escape(const std::string& text) {
   std::string out;
   for (unsigned char c : text) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                       (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '_' || c == '.' || c == '~';
     out += plain ? std::string(1, static_cast<char>(c)) : absl::StrFormat("%%%02X", c);
   }
   return out;
@@ -113,9 +114,9 @@ absl::Status WriteBundle(const std::string& home, const std::string& experiment,
   RETURN_IF_ERROR(Write(dir + "/metrics.json", metrics.dump(2)));
   ASSIGN_OR_RETURN(ordered_json report, GetJson(http, base + "/report"));
   RETURN_IF_ERROR(Write(dir + "/report.json", report.dump(2)));
-  for (const auto& [format, file] : {std::pair{"table", "report.txt"}, std::pair{"md", "report.md"},
-                                     std::pair{"latex", "report.tex"},
-                                     std::pair{"csv", "report.csv"}}) {
+  for (const auto& [format, file] :
+       {std::pair{"table", "report.txt"}, std::pair{"md", "report.md"},
+        std::pair{"latex", "report.tex"}, std::pair{"csv", "report.csv"}}) {
     ASSIGN_OR_RETURN(std::string text, http.Get(absl::StrCat(base, "/report.txt?format=", format)));
     RETURN_IF_ERROR(Write(absl::StrCat(dir, "/", file), text));
   }
@@ -132,8 +133,9 @@ absl::Status WriteBundle(const std::string& home, const std::string& experiment,
     api::PointColumns all;
     ordered_json entries = ordered_json::array();
     for (int64_t after = 0;;) {
-      ASSIGN_OR_RETURN(std::string body, http.Get(absl::StrCat(base, "/history?metric=",
-                                                               Escape(metric), "&after=", after)));
+      ASSIGN_OR_RETURN(
+          std::string body,
+          http.Get(absl::StrCat(base, "/history?metric=", Escape(metric), "&after=", after)));
       api::PointColumns page;
       ASSIGN_OR_RETURN(nlohmann::json header, api::DecodeColumns(body, &page));
       all.steps.insert(all.steps.end(), page.steps.begin(), page.steps.end());
@@ -149,16 +151,15 @@ absl::Status WriteBundle(const std::string& home, const std::string& experiment,
     }
     points += static_cast<int64_t>(all.steps.size());
     const std::string history_file = absl::StrCat("history/", stem, ".tcol");
-    RETURN_IF_ERROR(Write(
-        absl::StrCat(dir, "/", history_file),
-        api::EncodeColumns(ordered_json{{"experiment", exp["id"]},
-                                        {"metric", metric},
-                                        {"runs", entries},
-                                        {"next_after", 0}},
-                           all)));
+    RETURN_IF_ERROR(Write(absl::StrCat(dir, "/", history_file),
+                          api::EncodeColumns(ordered_json{{"experiment", exp["id"]},
+                                                          {"metric", metric},
+                                                          {"runs", entries},
+                                                          {"next_after", 0}},
+                                             all)));
     history[metric] = history_file;
-    ASSIGN_OR_RETURN(ordered_json band, GetJson(http, absl::StrCat(base, "/curves?metric=",
-                                                                   Escape(metric))));
+    ASSIGN_OR_RETURN(ordered_json band,
+                     GetJson(http, absl::StrCat(base, "/curves?metric=", Escape(metric))));
     const std::string curves_file = absl::StrCat("curves/", stem, ".json");
     RETURN_IF_ERROR(Write(absl::StrCat(dir, "/", curves_file), band.dump()));
     curves[metric] = curves_file;

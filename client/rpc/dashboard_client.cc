@@ -21,10 +21,10 @@ namespace bhttp = boost::beast::http;
 
 absl::Status StatusOfHttp(int status, const std::string& body) {
   nlohmann::json parsed = nlohmann::json::parse(body, nullptr, false);
-  std::string message = parsed.is_object() && parsed.contains("error") &&
-                                parsed["error"].is_string()
-                            ? parsed["error"].get<std::string>()
-                            : absl::StrCat("HTTP ", status);
+  std::string message =
+      parsed.is_object() && parsed.contains("error") && parsed["error"].is_string()
+          ? parsed["error"].get<std::string>()
+          : absl::StrCat("HTTP ", status);
   switch (status) {
     case 400:
       return absl::InvalidArgumentError(message);
@@ -46,10 +46,10 @@ absl::StatusOr<DashboardClient> DashboardClient::FromHome(const std::string& hom
   absl::StatusOr<std::string> address = fs::ReadFile(home + "/http.addr");
   absl::StatusOr<std::string> token = fs::ReadFile(home + "/http.token");
   if (!address.ok() || !token.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("taed runs without its dashboard (no ", home, !address.ok() ? "/http.addr" :
-                     "/http.token", "): it was started with --http off, or is older than this "
-                     "taectl"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "taed runs without its dashboard (no ", home, !address.ok() ? "/http.addr" : "/http.token",
+        "): it was started with --http off, or is older than this "
+        "taectl"));
   }
   DashboardClient client;
   client.address_ = std::string(absl::StripAsciiWhitespace(*address));
@@ -61,8 +61,8 @@ absl::StatusOr<std::string> DashboardClient::Get(const std::string& target,
                                                  double timeout_s) const {
   const size_t colon = address_.rfind(':');
   if (colon == std::string::npos) {
-    return absl::FailedPreconditionError(absl::StrCat("http.addr: '", address_,
-                                                      "' is not HOST:PORT"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("http.addr: '", address_, "' is not HOST:PORT"));
   }
   try {
     asio::io_context io;

@@ -73,8 +73,7 @@ absl::StatusOr<nlohmann::json> DecodeColumns(std::string_view body, PointColumns
   }
   nlohmann::json header =
       nlohmann::json::parse(body.substr(kColumnsMagic.size() + 4, length), nullptr, false);
-  if (!header.is_object() || !header.contains("points") ||
-      !header["points"].is_number_unsigned()) {
+  if (!header.is_object() || !header.contains("points") || !header["points"].is_number_unsigned()) {
     return absl::DataLossError("columns body: the header is not an object with \"points\"");
   }
   const size_t n = header["points"].get<size_t>();

@@ -18,14 +18,15 @@ std::vector<std::string> DesignNotes(const Spec& spec) {
     points *= static_cast<int64_t>(axis.values.size());
   }
   const bool study = spec.search.within == SearchWithin::kStudy;
-  const int64_t competition = study ? points * static_cast<int64_t>(1 + spec.ablations.size())
-                                    : points;
+  const int64_t competition =
+      study ? points * static_cast<int64_t>(1 + spec.ablations.size()) : points;
   if (competition < eta * eta) {
     notes.push_back(absl::StrCat(
         "search: each competition has ", competition, " grid point", competition == 1 ? "" : "s",
         " (", study ? "search.within = \"study\"" : "one variant's [grid]",
         "), fewer than search.reduction^2 = ", eta * eta, ": rung 0 keeps the best ",
-        std::max<int64_t>(1, competition / eta), " of them and later rungs judge one or two, so "
+        std::max<int64_t>(1, competition / eta),
+        " of them and later rungs judge one or two, so "
         "noise decides which of close points survives; use a larger [grid], a smaller "
         "search.reduction, or search.method = \"grid\""));
   }
@@ -39,7 +40,8 @@ std::vector<std::string> DesignNotes(const Spec& spec) {
           "search: rung 0 (search.min_steps = ", spec.search.min_steps,
           ") comes before train.warmup ends (step ", warmup,
           "): points are ranked while their learning rates still ramp up, which favours the "
-          "larger rates; set search.min_steps >= ", warmup));
+          "larger rates; set search.min_steps >= ",
+          warmup));
     }
   }
   return notes;

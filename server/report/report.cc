@@ -489,9 +489,9 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
         cell->delta = Mean(c.mine) - Mean(c.base);
         c.test = stats::PairedT(c.mine, c.base);
         cell->note = c.test ? "paired by seed"
-                   : c.mine.size() < 2
-                       ? "paired by seed: fewer than 2 seeds with both arms"
-                       : "paired by seed: the differences did not vary, nothing to test";
+                     : c.mine.size() < 2
+                         ? "paired by seed: fewer than 2 seeds with both arms"
+                         : "paired by seed: the differences did not vary, nothing to test";
       } else if (std::string none = NoVariance(c.mine, c.base); !none.empty()) {
         // One arm constant: tested with the other's spread for both; both: nothing to test.
         c.test = stats::OneSpreadTest(c.mine, c.base);
@@ -502,8 +502,9 @@ std::vector<Row> BuildReport(const std::vector<std::string>& variants,
       }
       if (options.paired && !paired) {
         cell->note = cell->note.empty() ? "not paired: the arms ran different seeds"
-                                        : absl::StrCat(cell->note, "; not paired: the arms ran "
-                                                                   "different seeds");
+                                        : absl::StrCat(cell->note,
+                                                       "; not paired: the arms ran "
+                                                       "different seeds");
       }
       family.push_back(std::move(c));
     }

@@ -60,8 +60,8 @@ TEST_CASE("an asha rung 0 inside the learning-rate warmup is noted", "[spec][not
       DesignNotes(MustParse(Study(9, "method = \"asha\"\nmin_steps = 15\n", "warmup = 50\n")));
   REQUIRE(Count(early, "before train.warmup ends (step 50)") == 1);
   CHECK(Count(early, "set search.min_steps >= 50") == 1);
-  CHECK(Count(DesignNotes(MustParse(
-                  Study(9, "method = \"asha\"\nmin_steps = 50\n", "warmup = 50\n"))),
+  CHECK(Count(DesignNotes(
+                  MustParse(Study(9, "method = \"asha\"\nmin_steps = 50\n", "warmup = 50\n"))),
               "warmup") == 0);
   // An ablation with a longer warmup is the one that counts.
   const std::string longer = Study(9, "method = \"asha\"\nmin_steps = 60\n", "warmup = 50\n") +
