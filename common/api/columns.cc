@@ -17,44 +17,48 @@ bool LittleEndian() {
   return first == 1;
 }
 
-template <typename T>
-void Append(std::string* out, const std::vector<T>& column) {
-  const size_t at = out->size();
-  out->resize(at + column.size() * sizeof(T));
-  if (!column.empty()) {
-    std::memcpy(out->data() + at, column.data(), column.size() * sizeof(T));
-  }
-}
-
 }  // namespace
 
-std::string EncodeColumns(nlohmann::ordered_json header, const PointColumns& columns) {
+ColumnsBody StartColumns(nlohmann::ordered_json header, size_t points) {
+  ColumnsBody out;
   if (!LittleEndian()) {
     // Not a machine TAE builds for; refuse rather than write a body no reader can read.
-    return std::string();
+    return out;
   }
-  header["points"] = columns.steps.size();
+  header["points"] = points;
   header["columns"] = nlohmann::ordered_json::array({
       {{"name", "step"}, {"dtype", "<i8"}},
       {{"name", "value"}, {"dtype", "<f8"}},
       {{"name", "wall_time"}, {"dtype", "<f8"}},
   });
   const std::string text = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::string out;
   const size_t head = kColumnsMagic.size() + 4 + text.size();
   const size_t padding = (8 - head % 8) % 8;
-  out.reserve(head + padding + columns.steps.size() * 24);
-  out.append(kColumnsMagic);
+  out.body.reserve(head + padding + points * 24);
+  out.body.append(kColumnsMagic);
   const uint32_t length = static_cast<uint32_t>(text.size());
   for (int i = 0; i < 4; ++i) {
-    out.push_back(static_cast<char>((length >> (8 * i)) & 0xff));
+    out.body.push_back(static_cast<char>((length >> (8 * i)) & 0xff));
   }
-  out.append(text);
-  out.append(padding, '\0');
-  Append(&out, columns.steps);
-  Append(&out, columns.values);
-  Append(&out, columns.walls);
+  out.body.append(text);
+  out.body.append(padding, '\0');
+  out.steps_at = out.body.size();
+  out.values_at = out.steps_at + points * 8;
+  out.walls_at = out.values_at + points * 8;
+  out.body.resize(out.walls_at + points * 8);
   return out;
+}
+
+std::string EncodeColumns(nlohmann::ordered_json header, const PointColumns& columns) {
+  const size_t n = columns.steps.size();
+  ColumnsBody out = StartColumns(std::move(header), n);
+  if (out.body.empty() || n == 0) {
+    return std::move(out.body);
+  }
+  std::memcpy(out.body.data() + out.steps_at, columns.steps.data(), n * 8);
+  std::memcpy(out.body.data() + out.values_at, columns.values.data(), n * 8);
+  std::memcpy(out.body.data() + out.walls_at, columns.walls.data(), n * 8);
+  return std::move(out.body);
 }
 
 absl::StatusOr<nlohmann::json> DecodeColumns(std::string_view body, PointColumns* out) {

@@ -38,7 +38,20 @@ struct PointColumns {
 };
 
 // The body: `header` (an object; "points" and "columns" are set here) and the columns.
+// Empty on a machine that is not little-endian (no reader could read it).
 std::string EncodeColumns(nlohmann::ordered_json header, const PointColumns& columns);
+
+// A body of `points` rows with its header written and its columns zeroed, for a writer that
+// fills them in place (one buffer of the body's size, no column copied twice): the steps at
+// body[steps_at], values at values_at, wall times at walls_at, `points` 8-byte values each.
+// An empty body where EncodeColumns's would be.
+struct ColumnsBody {
+  std::string body;
+  size_t steps_at = 0;
+  size_t values_at = 0;
+  size_t walls_at = 0;
+};
+ColumnsBody StartColumns(nlohmann::ordered_json header, size_t points);
 
 // The inverse, for tests and tools: the header, and the columns into `out`.
 absl::StatusOr<nlohmann::json> DecodeColumns(std::string_view body, PointColumns* out);

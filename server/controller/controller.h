@@ -316,7 +316,8 @@ class Controller {
   void PublishDemand();
   void StartGraceTimer(const std::string& agent_id);
   void CheckLiveness();
-  // Packs the series of ended runs (Store::PackSome) a slice of about kPackSliceS at a time,
+  // Packs the series of ended runs (Store::PackSome), then writes the column files of ended
+  // experiments (Store::ColumnSome), a slice of about kPackSliceS at a time,
   // with as long a pause between, while any is due: ingest and the rest of the core's work never
   // wait for a whole study's packing. Started at Recover and whenever the store has packs due
   // (MaybePack, after ingest and scheduling).

@@ -290,7 +290,7 @@ void Controller::CheckLiveness() {
 }
 
 void Controller::MaybePack() {
-  if (packing_ || !store_->packs_due()) {
+  if (packing_ || (!store_->packs_due() && !store_->columns_due())) {
     return;
   }
   packing_ = true;
@@ -304,10 +304,14 @@ void Controller::MaybePack() {
 }
 
 void Controller::PackSlice() {
-  absl::StatusOr<bool> more = store_->PackSome(kPackSliceS);
+  // The packs first; the ended experiments' column files once none is due.
+  const bool packs = store_->packs_due();
+  absl::StatusOr<bool> more =
+      packs ? store_->PackSome(kPackSliceS) : store_->ColumnSome(kPackSliceS);
   if (!more.ok()) {
-    // Curves read those runs' rows meanwhile; the next scheduling pass tries again.
-    Noted(more.status(), "pack the series of ended runs");
+    // Curves read those runs' rows (or packs) meanwhile; the next scheduling pass tries again.
+    Noted(more.status(),
+          packs ? "pack the series of ended runs" : "write the column files of ended experiments");
     return;
   }
   MaybePack();

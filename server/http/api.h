@@ -99,6 +99,7 @@ class Api final : public Handler {
   Response Experiments(const Request& request, const PathParams& params);
   Response ExperimentDetail(const Request& request, const PathParams& params);
   Response ExperimentRuns(const Request& request, const PathParams& params);
+  Response RunsAsColumns(const query::RunsPage& page);
   Response ExperimentMetrics(const Request& request, const PathParams& params);
   Response ExperimentReport(const Request& request, const PathParams& params);
   // ?format=table|md|csv|latex and the report's parameters: `taectl report --format`'s text.

@@ -4,6 +4,8 @@
 // apart; ?frontier= adds the cost frontier) and /frontier.svg (its figure); POST
 // /api/experiments/ID/cancel|pause|resume|retry. The curves are api_curves.cc's.
 
+#include <deque>
+#include <map>
 #include <optional>
 
 #include "absl/strings/numbers.h"
@@ -12,8 +14,8 @@
 #include "absl/strings/str_split.h"
 #include "common/api/frontier_figure.h"
 #include "common/api/json.h"
-#include "common/report_text/report_text.h"
 #include "common/metrics/names.h"
+#include "common/report_text/report_text.h"
 #include "common/status/macros.h"
 #include "server/http/api.h"
 #include "server/http/reply.h"
@@ -71,8 +73,15 @@ Response Api::ExperimentRuns(const Request& request, const PathParams& params) {
       return Response::Error(400, absl::StrCat(name, ": a whole number >= 0"));
     }
   }
+  const std::string form = request.Param("form");
+  if (!form.empty() && form != "rows" && form != "columns") {
+    return Response::Error(400, absl::StrCat("form: '", form, "' is not rows or columns"));
+  }
   absl::StatusOr<query::RunsPage> page = query_->ListRunsPage(absl::StrCat(*id), after, limit);
   if (!page.ok()) return FromStatus(page.status());
+  if (form == "columns") {
+    return RunsAsColumns(*page);
+  }
   ordered_json list = ordered_json::array();
   for (const query::RunView& run : page->runs) {
     tae::v1::Run proto;
@@ -80,6 +89,97 @@ Response Api::ExperimentRuns(const Request& request, const PathParams& params) {
     list.push_back(api::RunJson(proto));
   }
   return Ok({{"runs", list}, {"total", page->total}, {"next_after", page->next_after}});
+}
+
+// ?form=columns: the page as columns, for a reader that makes a table of it (the `tae` Python
+// library's runs()): "columns" {field: [one value per run]} of every field a run's JSON has but
+// its config and final metrics (null where a run lacks it), "final_metrics" {metric: [...]}
+// with "final_null" [[row, metric], ...] where a run has the metric as null (NaN or inf),
+// "configs" [each variant's config, that of its first run on the page], "config_ref" [per run,
+// its variant's index there], "config_diff" [[row, key, value], ...] where a run's config
+// differs (a key it lacks: [row, key] in "config_absent"), "rows", "total" and "next_after".
+Response Api::RunsAsColumns(const query::RunsPage& page) {
+  ordered_json columns = ordered_json::object();
+  ordered_json finals = ordered_json::object();
+  std::deque<ordered_json> configs;  // a deque: the indexes below point into them
+  ordered_json refs = ordered_json::array();
+  ordered_json changed = ordered_json::array();
+  ordered_json absent = ordered_json::array();
+  ordered_json nulls = ordered_json::array();
+  std::map<std::string, size_t> config_of;  // variant: its index in configs
+  std::deque<std::map<std::string, const ordered_json*>> base_index;  // each config's keys
+  const size_t rows = page.runs.size();
+  auto column = [&](ordered_json* of, const std::string& key) -> ordered_json& {
+    if (!of->contains(key)) {
+      (*of)[key] = ordered_json::array();
+      for (size_t i = 0; i < rows; ++i) {
+        (*of)[key].push_back(nullptr);  // filled below where a run has it
+      }
+    }
+    return (*of)[key];
+  };
+  for (size_t row = 0; row < rows; ++row) {
+    const query::RunView& run = page.runs[row];
+    tae::v1::Run proto;
+    wire::ToProto(run, &proto);
+    ordered_json one = api::RunJson(proto);
+    for (auto& [key, value] : one.items()) {
+      if (key == "config" || key == "final_metrics") {
+        continue;
+      }
+      column(&columns, key)[row] = std::move(value);
+    }
+    if (one.contains("final_metrics") && one["final_metrics"].is_object()) {
+      for (auto& [key, value] : one["final_metrics"].items()) {
+        if (value.is_null()) {
+          nulls.push_back(ordered_json::array({row, key}));  // NaN or inf: diverged
+        }
+        column(&finals, key)[row] = std::move(value);
+      }
+    }
+    ordered_json config = one.contains("config") && one["config"].is_object()
+                              ? one["config"]
+                              : ordered_json::object();
+    auto [at, fresh] = config_of.try_emplace(run.run.variant, configs.size());
+    if (fresh) {
+      configs.push_back(config);
+      std::map<std::string, const ordered_json*>& index = base_index.emplace_back();
+      for (const auto& [key, value] : configs.back().items()) {
+        index[key] = &value;  // an ordered_json finds a key by a linear scan: this, by a tree's
+      }
+    }
+    refs.push_back(at->second);
+    const std::map<std::string, const ordered_json*>& base = base_index[at->second];
+    size_t found = 0;
+    for (const auto& [key, value] : config.items()) {
+      auto it = base.find(key);
+      if (it == base.end() || *it->second != value) {
+        changed.push_back(ordered_json::array({row, key, value}));
+      }
+      found += it == base.end() ? 0 : 1;
+    }
+    if (found < base.size()) {
+      for (const auto& [key, value] : base) {
+        if (!config.contains(key)) {
+          absent.push_back(ordered_json::array({row, key}));
+        }
+      }
+    }
+  }
+  ordered_json config_list = ordered_json::array();
+  for (ordered_json& config : configs) {
+    config_list.push_back(std::move(config));
+  }
+  return Ok({{"columns", std::move(columns)},
+             {"final_metrics", std::move(finals)},
+             {"final_null", std::move(nulls)},
+             {"configs", std::move(config_list)},
+             {"config_ref", std::move(refs)},
+             {"config_diff", std::move(changed)},
+             {"config_absent", std::move(absent)},
+             {"rows", rows},
+             {"total", page.total},
+             {"next_after", page.next_after}});
 }
 
 Response Api::ExperimentMetrics(const Request& request, const PathParams& params) {

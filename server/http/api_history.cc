@@ -7,6 +7,7 @@
 // whether it is final and at which attempt, so a client can keep an ended run's series and never
 // ask for it again. The series come through the dashboard's series cache (series_cache.h).
 
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -69,9 +70,15 @@ Response Api::ExperimentHistory(const Request& request, const PathParams& params
       tokens_of[view.run.variant] = tokens.ok() ? tokens->per_step : 0.0;
     }
   }
-  api::PointColumns columns;
-  store::SeriesColumns one;
-  ordered_json listed_runs = ordered_json::array();
+  // The page's runs and their counts first, then one body of its size, each run's points
+  // unpacked straight into their place in it.
+  struct Part {
+    const query::RunView* view;
+    const query::StoredSeries* series;  // null: no points
+    int64_t count;
+  };
+  std::vector<Part> page;
+  int64_t points = 0;
   int64_t next_after = 0;
   for (const query::RunView& view : *runs) {
     const model::RunRecord& run = view.run;
@@ -79,37 +86,53 @@ Response Api::ExperimentHistory(const Request& request, const PathParams& params
       continue;
     }
     auto it = (*stored)->find(run.id);
-    const int64_t count = it == (*stored)->end() ? 0 : it->second.size();
-    if (!columns.steps.empty() &&
-        static_cast<int64_t>(columns.steps.size()) + count > kHistoryPagePoints) {
-      next_after = listed_runs.back()["run"].get<int64_t>();
+    const query::StoredSeries* series = it == (*stored)->end() ? nullptr : &it->second;
+    const int64_t count = series == nullptr ? 0 : series->size();
+    if (points > 0 && points + count > kHistoryPagePoints) {
+      next_after = page.back().view->run.id;
       break;
     }
-    int64_t got = 0;
-    if (count > 0) {
-      if (absl::Status s = it->second.Columns(true, true, &one); !s.ok()) {
-        return FromStatus(s);
-      }
-      got = static_cast<int64_t>(one.steps.size());
-      columns.steps.insert(columns.steps.end(), one.steps.begin(), one.steps.end());
-      columns.values.insert(columns.values.end(), one.values.begin(), one.values.end());
-      columns.walls.insert(columns.walls.end(), one.walls.begin(), one.walls.end());
-    }
+    page.push_back({&view, series, count});
+    points += count;
+  }
+  ordered_json listed_runs = ordered_json::array();
+  for (const Part& part : page) {
+    const model::RunRecord& run = part.view->run;
     listed_runs.push_back({{"run", run.id},
-                           {"count", got},
+                           {"count", part.count},
                            {"attempt", run.attempt},
                            {"final", model::IsFinal(run.state)},
                            {"tokens_per_step", tokens_of[run.variant]}});
   }
+  api::ColumnsBody body = api::StartColumns(
+      {{"experiment", *id}, {"metric", metric}, {"runs", listed_runs}, {"next_after", next_after}},
+      static_cast<size_t>(points));
+  if (body.body.empty()) {
+    return Response::Error(500, "this machine is not little-endian: no columns");
+  }
+  store::SeriesColumns one;
+  size_t at = 0;
+  for (const Part& part : page) {
+    if (part.count == 0) {
+      continue;
+    }
+    if (absl::Status s = part.series->Columns(true, true, &one); !s.ok()) {
+      return FromStatus(s);
+    }
+    const size_t n = one.steps.size();
+    if (static_cast<int64_t>(n) != part.count || one.values.size() != n || one.walls.size() != n) {
+      return Response::Error(500, absl::StrCat("r", part.view->run.id, ": ", n, " points where ",
+                                               part.count, " were counted"));
+    }
+    std::memcpy(body.body.data() + body.steps_at + at * 8, one.steps.data(), n * 8);
+    std::memcpy(body.body.data() + body.values_at + at * 8, one.values.data(), n * 8);
+    std::memcpy(body.body.data() + body.walls_at + at * 8, one.walls.data(), n * 8);
+    at += n;
+  }
   Response response;
   response.status = 200;
   response.content_type = "application/octet-stream";
-  response.body = api::EncodeColumns(
-      {{"experiment", *id}, {"metric", metric}, {"runs", listed_runs}, {"next_after", next_after}},
-      columns);
-  if (response.body.empty()) {
-    return Response::Error(500, "this machine is not little-endian: no columns");
-  }
+  response.body = std::move(body.body);
   return response;
 }
 

@@ -629,11 +629,24 @@ absl::StatusOr<std::map<int64_t, StoredSeries>> Query::ExperimentSeries(
       points->reserve(static_cast<size_t>(size->second));  // one allocation per run
     }
   };
-  // The ended runs' packs first (store/series_pack.h), then the rows of the runs without one.
+  // An ended experiment's column file (store/column_file.h: every run's pack, in order), else
+  // the ended runs' packs (store/series_pack.h), then the rows of the runs without one.
   std::vector<int64_t> damaged;
   std::vector<std::pair<int64_t, StoredSeries*>> unchecked;
   int64_t bytes = 0;
-  {
+  std::string column;
+  std::vector<std::pair<int64_t, std::string_view>> column_packs;
+  ASSIGN_OR_RETURN(bool from_column,
+                   store_->ReadColumn(experiment_id, key, &column, &column_packs));
+  for (const auto& [run_id, pack] : column_packs) {
+    StoredSeries& series = out[run_id];
+    series.pack.assign(pack);
+    bytes += static_cast<int64_t>(pack.size());
+    unchecked.emplace_back(run_id, &series);
+  }
+  column_packs.clear();
+  std::string().swap(column);
+  if (!from_column) {
     ASSIGN_OR_RETURN(CachedStatement packs, db_->Cached(kExperimentPacks));
     packs->Bind(1, key).Bind(2, experiment_id);
     while (true) {
@@ -678,7 +691,8 @@ absl::StatusOr<std::map<int64_t, StoredSeries>> Query::ExperimentSeries(
   stmt->Bind(1, key).Bind(2, experiment_id);
   std::vector<model::SeriesPoint>* current = nullptr;
   int64_t current_id = -1;
-  while (true) {
+  // A column holds every series of the key its ended experiment has: no rows to look for.
+  while (!from_column) {
     ASSIGN_OR_RETURN(bool more, stmt->Step());
     if (!more) {
       break;

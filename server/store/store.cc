@@ -28,7 +28,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   RETURN_IF_ERROR(db.Exec("PRAGMA synchronous = NORMAL"));
   RETURN_IF_ERROR(db.Exec("PRAGMA foreign_keys = ON"));
   RETURN_IF_ERROR(Migrate(&db, migrations));
-  return std::unique_ptr<Store>(new Store(std::move(db)));
+  // Column files beside a database on disk (not ":memory:", not a URI).
+  std::string columns_dir;
+  if (path != ":memory:" && !path.empty() && path.rfind("file:", 0) != 0) {
+    columns_dir = path + ".columns";
+  }
+  return std::unique_ptr<Store>(new Store(std::move(db), std::move(columns_dir)));
 }
 
 absl::Status Store::MarkSeed() {
@@ -95,6 +100,8 @@ absl::Status Store::MarkSeed() {
 absl::Status Store::ResetToSeed() {
   metric_key_ids_.clear();
   packs_due_.clear();
+  AbandonColumnBuild();
+  columns_due_.clear();
   queue_changes_.all = true;
   if (db_.total_changes() == seed_changes_) {
     return absl::OkStatus();
@@ -191,6 +198,7 @@ absl::Status Store::Apply(const model::RunTransition& t) {
     packs_due_.push_back(t.run_id);  // packed by PackSome, after this transaction
   } else if (t.state == model::RunState::kQueued) {
     RETURN_IF_ERROR(DropPacks(t.run_id));  // its next attempt's points will replace these
+    RETURN_IF_ERROR(DropColumnsOfRun(t.run_id, -1));
   }
   for (const model::RunTransition::Row& row : t.rows) {
     RETURN_IF_ERROR(RecordTransition(t.run_id, t.attempt, row.from, row.to, row.reason, t.at));
@@ -235,6 +243,7 @@ absl::StatusOr<int64_t> Store::CreateExperiment(const model::NewExperiment& expe
 
 absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<model::NewRun>& runs,
                                double now) {
+  RETURN_IF_ERROR(DropColumns(experiment_id, -1));  // a column holds every run of its experiment
   ASSIGN_OR_RETURN(Statement run,
                    db_.Prepare("INSERT INTO runs (experiment_id, variant, seed, "
                                "config, state, max_attempts, priority, slots, "

@@ -19,8 +19,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/fs/fs.h"
 #include "server/model/decide.h"
 #include "server/model/records.h"
+#include "server/store/column_file.h"
 #include "server/store/db.h"
 #include "server/store/migrations.h"
 
@@ -161,13 +163,33 @@ class Store {
   absl::StatusOr<std::set<std::string>> RunCheckpointBlobs(int64_t run_id);
 
   // Packed series (series_pack.h, migration 0019). A (run, metric)'s pack is dropped when a point
-  // of it is stored afterwards or the run is queued again. PackSome packs, in one transaction of
-  // about `budget_s` (at least one run when one is due), the runs that ended since the store was
-  // opened, oldest end first, then those that ended before and have a series without a pack (a
-  // scan by run id, once per open: runs from before packs existed); returns packs_due(). Ingest
-  // never waits on it: the controller calls it in slices.
+  // of it is stored afterwards (the run is then due again) or the run is queued again. PackSome
+  // packs, in one transaction of about `budget_s` (at least one run when one is due), the runs
+  // that ended (or had a late point) since the store was opened, oldest first, then those that
+  // ended before and have a series without a pack (a scan by run id, once per open: runs from
+  // before packs existed); returns packs_due(). Ingest never waits on it: the controller calls it
+  // in slices.
   absl::StatusOr<bool> PackSome(double budget_s);
   bool packs_due() const { return !packs_due_.empty() || !pack_scan_done_; }
+
+  // Column files (column_file.h, migration 0021), beside the database (none for one in memory):
+  // once every run of an experiment of at least min_column_runs() runs has ended and is packed,
+  // each of its metrics' packs are written as one file in run order, so that the metric's curve
+  // reads in order from a cold page cache. ColumnSome writes them a window of runs at a time for
+  // about `budget_s` (the controller calls it once PackSome has nothing due; at least one window
+  // a call), the experiments whose runs ended since first, then once per open every experiment;
+  // returns columns_due(). A column is dropped (row and file) when its experiment gets a run, one
+  // of its runs is queued again or a point of the metric is stored for one of them; one being
+  // written then is abandoned.
+  absl::StatusOr<bool> ColumnSome(double budget_s);
+  bool columns_due() const;
+  // The experiment's packs of `key` in run id order, as views into `*bytes` (the file), from its
+  // column file: false when it has none. A file that is not the one its row names (missing, cut,
+  // another generation) is logged and its row dropped, and false returned: the packs say the same.
+  absl::StatusOr<bool> ReadColumn(int64_t experiment_id, const std::string& key, std::string* bytes,
+                                  std::vector<std::pair<int64_t, std::string_view>>* packs);
+  int64_t min_column_runs() const { return min_column_runs_; }
+  void set_min_column_runs(int64_t runs) { min_column_runs_ = runs; }  // for tests
 
   // Agents.
   absl::Status UpsertAgent(const model::AgentRecord& agent);
@@ -196,7 +218,8 @@ class Store {
   absl::Status ResetToSeed();
 
  private:
-  explicit Store(Db db) : db_(std::move(db)) {}
+  Store(Db db, std::string columns_dir)
+      : columns_dir_(std::move(columns_dir)), db_(std::move(db)) {}
 
   absl::Status InsertRuns(int64_t experiment_id, const std::vector<model::NewRun>& runs,
                           double now);
@@ -252,6 +275,31 @@ class Store {
   std::deque<int64_t> packs_due_;  // runs Apply ended, in the order they ended
   int64_t pack_scan_after_ = 0;    // PackSome's scan: run ids up to here are looked at
   bool pack_scan_done_ = false;
+
+  // Column files (store_columns.cc).
+  struct ColumnBuild {
+    ColumnId id;
+    int64_t after_run = 0;  // the last run written
+    int64_t runs = 0;
+    int64_t bytes = 0;
+    fs::Fd fd;
+    std::string tmp;
+  };
+  std::string ColumnPath(int64_t experiment_id, int64_t key_id) const;
+  // Drops the experiment's columns of `key_id` (every key: < 0), rows and files; abandons one
+  // being written.
+  absl::Status DropColumns(int64_t experiment_id, int64_t key_id);
+  absl::Status DropColumnsOfRun(int64_t run_id, int64_t key_id);
+  // The run was packed: its experiment is looked at by ColumnSome.
+  absl::Status ColumnsMayBeDue(int64_t run_id);
+  void AbandonColumnBuild();
+  absl::StatusOr<std::optional<int64_t>> ExperimentOfRun(int64_t run_id);
+  std::string columns_dir_;  // empty: no columns (a database in memory)
+  std::optional<ColumnBuild> building_;
+  std::set<int64_t> columns_due_;  // experiments to look at (a run ended, a column dropped)
+  int64_t column_scan_after_ = 0;  // the once-per-open scan: experiment ids up to here looked at
+  bool column_scan_done_ = false;
+  int64_t min_column_runs_ = 64;
 
   Db db_;
   std::map<std::string, int64_t> metric_key_ids_;

@@ -140,6 +140,11 @@ absl::Status Store::WriteSummaries(const IngestBatch& batch) {
     // A point stored after the run's series were packed: the pack no longer says it all.
     unpack->Bind(1, key.first).Bind(2, key.second);
     RETURN_IF_ERROR(unpack->Run());
+    if (db_.Changes() > 0 && (packs_due_.empty() || packs_due_.back() != key.first)) {
+      packs_due_.push_back(key.first);  // packed again with its late point (if still ended)
+    }
+    // Nor its experiment's column of the metric, nor one being written.
+    RETURN_IF_ERROR(DropColumnsOfRun(key.first, key.second));
   }
   return absl::OkStatus();
 }

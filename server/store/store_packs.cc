@@ -89,6 +89,7 @@ absl::StatusOr<bool> Store::PackSome(double budget_s) {
     ASSIGN_OR_RETURN(bool still_ended, ended->Step());
     if (still_ended) {
       RETURN_IF_ERROR(PackRun(run_id));
+      RETURN_IF_ERROR(ColumnsMayBeDue(run_id));  // its experiment's columns, once all are packed
     }
     if (spent() >= budget_s) {
       break;
@@ -114,6 +115,7 @@ absl::StatusOr<bool> Store::PackSome(double budget_s) {
       bool whole_window = true;
       for (int64_t run_id : runs) {
         RETURN_IF_ERROR(PackRun(run_id));
+        RETURN_IF_ERROR(ColumnsMayBeDue(run_id));
         pack_scan_after_ = run_id;
         if (spent() >= budget_s) {
           whole_window = run_id == runs.back();

@@ -222,6 +222,64 @@ class Library(unittest.TestCase):
         fresh.refresh()
         self.assertEqual(calls, [])
 
+    def test_submit_wait_and_refresh(self):
+        path = os.path.join(self.tmp, "live.toml")
+        with open(path, "w") as f:
+            f.write(PLAIN.replace('name = "plain"', 'name = "live"')
+                    .replace("seeds = [0, 1, 2]", "seeds = [0, 1]"))
+        e = self.c.submit(path, sets=["train.steps=40"])
+        self.assertEqual(e.name, "live")
+        self.assertEqual(e.record["counts"]["total"], 4)  # two variants, two seeds
+        # A first read once a point exists, while runs may still be going: what was final then
+        # is never asked again.
+        deadline = time.monotonic() + 300
+        while "train/loss" not in e.metrics():
+            self.assertLess(time.monotonic(), deadline, "no train/loss point within 300 s")
+            time.sleep(0.05)
+        first = e.history("train/loss")
+        table = e.runs()
+        final_then = set(table[table["state"].isin(["succeeded", "failed", "cancelled"])]["run"]) \
+            & set(first["run"])
+        lines = io.StringIO()
+        stderr, sys.stderr = sys.stderr, lines
+        try:
+            self.assertIs(e.wait(progress=True, timeout=300, poll=0.2), e)
+        finally:
+            sys.stderr = stderr
+        said = lines.getvalue().strip().splitlines()
+        self.assertTrue(said, "wait(progress=True) said nothing")
+        self.assertIn("4 succeeded, 0 running, 0 queued, 0 failed of 4", said[-1])
+        asked = []
+        real = e._source.history
+
+        def counting(exp_id, metric, runs=None):
+            asked.append(runs)
+            return real(exp_id, metric, runs)
+        e._source.history = counting
+        e.refresh()
+        for runs in asked:  # only the runs that had not ended at the first read (None: all)
+            self.assertFalse(set(runs if runs is not None else first["run"]) & final_then,
+                             (runs, final_then))
+        after = e.history("train/loss")
+        frame = e.runs()
+        self.assertEqual(sorted(frame["state"]), ["succeeded"] * 4)
+        self.assertTrue((frame["train.steps"] == 40).all())
+        self.assertEqual(set(after["run"]), set(frame["run"]))
+        # Every stored point, as the export has them (the runs that were going at the first read
+        # included).
+        csv = pd.read_csv(io.StringIO(taectl(self.home, "export", "live", "--format", "csv",
+                                              "--metric", "train/loss")))
+        self.assertEqual(len(after), len(csv))
+        # A file taectl refuses: BadRequest with taectl's own message, nothing submitted.
+        bad = os.path.join(self.tmp, "bad.toml")
+        with open(bad, "w") as f:
+            f.write('name = "bad"\n[train]\nstepz = 3\n')
+        with self.assertRaises(tae.BadRequest) as caught:
+            self.c.submit(bad)
+        self.assertIn("bad.toml", str(caught.exception))
+        self.assertIn("stepz", str(caught.exception))
+        self.assertNotIn("bad", self.c.experiments()["name"].tolist())
+
     # --- the table -----------------------------------------------------------------------------
     def assert_report_equals_cli(self, frame, cli):
         self.assertEqual(frame.correction, cli.get("correction"))

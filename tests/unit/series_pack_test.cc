@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
@@ -255,6 +256,19 @@ struct Fixture {
     REQUIRE(store->Ingest("a", events, lifecycle::IngestRules()).ok());
   }
   int64_t Packs() { return *store->db()->QueryInt("SELECT COUNT(*) FROM metric_packs"); }
+  int64_t Columns() { return *store->db()->QueryInt("SELECT COUNT(*) FROM metric_columns"); }
+  // What the controller's slices do for column files, all at once; how many slices it took.
+  int ColumnAll(double slice_s = 1.0) {
+    int slices = 0;
+    bool more = true;
+    while (more && slices < 100000) {
+      absl::StatusOr<bool> next = store->ColumnSome(slice_s);
+      REQUIRE(next.ok());
+      more = *next;
+      ++slices;
+    }
+    return slices;
+  }
   // What the controller's slices do, all at once; how many slices it took.
   int PackAll(double slice_s = 1.0) {
     int slices = 0;
@@ -384,6 +398,152 @@ TEST_CASE("ended runs without packs are packed in slices, and a damaged pack rea
   REQUIRE(f.store->db()->Exec("UPDATE metric_packs SET data = X'0105' WHERE run_id = 7").ok());
   f.CheckSeriesAgree("loss");
   CHECK(f.query.ExperimentSeries(f.exp, "loss")->at(7).size() == 58);
+}
+
+TEST_CASE(
+    "an ended experiment's metrics are written as column files, read as the packs say, "
+    "and dropped when a run changes") {
+  tae::testing::TempDir dir;
+  const std::string path = dir.path() + "/tae.db";
+  const std::string columns = path + ".columns";
+  const int kRuns = 300;  // more than one window of the writer (256 runs)
+  {
+    Fixture f(kRuns, path);
+    f.store->set_min_column_runs(kRuns);
+    // One point of one metric, as an old attempt's resend brings it after the run ended.
+    auto late = [&](int64_t run, int attempt, int64_t step, const std::string& key) {
+      model::IngestEvent e;
+      e.kind = model::IngestEvent::Kind::kMetrics;
+      e.seq = ++f.seq;
+      e.run_id = run;
+      e.attempt = attempt;
+      e.step = step;
+      e.wall_time = 1.8e9;
+      e.values = {{key, 3.0}};
+      REQUIRE(f.store->Ingest("a", {e}, lifecycle::IngestRules()).ok());
+    };
+    for (int64_t run = 1; run <= kRuns - 1; ++run) {
+      f.Start(run);
+      if (run == 3 || run == 9) {  // failed, to be retried below
+        f.Points(run, 0, 20 + run % 7, 1.0 + run);
+        REQUIRE(
+            f.store->Transition(run, lifecycle::Finish(model::RunState::kFailed, "x", 3.0)).ok());
+      } else {
+        f.EndWithPoints(run, 0, 20 + run % 7, 1.0 + run);
+      }
+    }
+    f.PackAll();
+    f.ColumnAll();
+    CHECK(f.Columns() == 0);  // one run not ended yet: no column
+    f.Start(kRuns);
+    f.Points(kRuns, 0, 30, 5.0);  // still running
+    f.ColumnAll();
+    CHECK(f.Columns() == 0);
+    REQUIRE(f.store->Transition(kRuns, lifecycle::Finish(model::RunState::kFailed, "x", 4.0)).ok());
+    f.ColumnAll();
+    CHECK(f.Columns() == 0);  // ended but not yet packed: the packs come first
+    f.PackAll();
+    CHECK(f.store->columns_due());
+    CHECK(f.ColumnAll(1e-6) >= 4);  // a window a slice: two keys of two windows each
+    CHECK_FALSE(f.store->columns_due());
+    REQUIRE(f.Columns() == 2);
+    CHECK(std::filesystem::exists(columns + "/e1-k1.col"));
+    CHECK(std::filesystem::exists(columns + "/e1-k2.col"));
+    std::string bytes;
+    std::vector<std::pair<int64_t, std::string_view>> packs;
+    REQUIRE(*f.store->ReadColumn(f.exp, "loss", &bytes, &packs));
+    CHECK(packs.size() == static_cast<size_t>(kRuns));
+    CHECK(packs.front().first == 1);
+    CHECK(packs.back().first == kRuns);
+    CHECK_FALSE(*f.store->ReadColumn(f.exp, "nothing", &bytes, &packs));
+    // Read from the column: every run's points, as the rows say (CheckSeriesAgree's oracle).
+    f.CheckSeriesAgree("loss");
+    f.CheckSeriesAgree("acc");
+    CHECK(f.query.ExperimentSeries(f.exp, "loss")->at(5).size() == 26);  // 0..20+5%7
+
+    // A late point of one run's acc drops that column only, file and row; the run is packed
+    // again and the column written again with the point in it.
+    late(7, 1, 1000, "acc");
+    CHECK(f.Columns() == 1);
+    CHECK_FALSE(std::filesystem::exists(columns + "/e1-k2.col"));
+    CHECK(f.query.ExperimentSeries(f.exp, "acc")->at(7).size() == 22);  // from the rows
+    f.PackAll();
+    f.ColumnAll();
+    CHECK(f.Columns() == 2);
+    f.CheckSeriesAgree("acc");
+    CHECK(f.query.ExperimentSeries(f.exp, "acc")->at(7).size() == 22);
+
+    // A run queued again drops both; its new attempt's end writes them again.
+    REQUIRE(f.store->Transition(3, lifecycle::Retry("again", 5.0)).ok());
+    CHECK(f.Columns() == 0);
+    f.ColumnAll();
+    CHECK(f.Columns() == 0);  // not every run ended
+    f.Start(3);
+    f.EndWithPoints(3, 0, 40, 77.0, 2);
+    f.PackAll();
+    f.ColumnAll();
+    CHECK(f.Columns() == 2);
+    f.CheckSeriesAgree("loss");
+    CHECK(f.query.ExperimentSeries(f.exp, "loss")->at(3).size() == 41);
+
+    // A column being written is abandoned when its experiment changes under it: a run queued
+    // again, then a late point of the metric being written.
+    REQUIRE(f.store->Transition(9, lifecycle::Retry("again", 6.0)).ok());
+    CHECK(f.Columns() == 0);
+    f.Start(9);
+    f.EndWithPoints(9, 0, 10, 9.0, 2);
+    f.PackAll();
+    REQUIRE(f.store->ColumnSome(1e-9).ok());  // the first window of "loss" (key 1) written
+    late(11, 1, 500, "loss");                 // run 11's loss pack goes, and that column
+    f.ColumnAll();
+    CHECK(f.Columns() == 1);  // acc only: run 11's loss is not packed yet
+    f.PackAll();
+    f.ColumnAll();
+    CHECK(f.Columns() == 2);
+    f.CheckSeriesAgree("loss");
+    CHECK(f.query.ExperimentSeries(f.exp, "loss")->at(11).size() == 26);
+    CHECK(f.query.ExperimentSeries(f.exp, "loss")->at(9).size() == 23);  // steps 0..10 replaced
+    size_t files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(columns)) {
+      CHECK(entry.path().extension() == ".col");  // no temporary file left
+      ++files;
+    }
+    CHECK(files == 2);
+  }
+  {
+    // Opened again: nothing to write; a damaged file is logged, dropped and the packs read.
+    Fixture f(0, path);
+    f.exp = 1;
+    f.store->set_min_column_runs(kRuns);
+    f.ColumnAll();
+    CHECK(f.Columns() == 2);
+    std::filesystem::resize_file(columns + "/e1-k1.col",
+                                 std::filesystem::file_size(columns + "/e1-k1.col") - 3);
+    f.CheckSeriesAgree("loss");
+    CHECK(f.Columns() == 1);
+    f.ColumnAll();  // and written again
+    CHECK(f.Columns() == 2);
+    f.CheckSeriesAgree("loss");
+    // A file of another generation (as after a crash between its rename and its row).
+    REQUIRE(f.store->db()->Exec("UPDATE metric_columns SET generation = generation + 1").ok());
+    f.CheckSeriesAgree("acc");
+    CHECK(f.Columns() == 1);
+  }
+  {
+    // Below the least size, never.
+    tae::testing::TempDir small_dir;
+    Fixture f(3, small_dir.path() + "/tae.db");
+    for (int64_t run = 1; run <= 3; ++run) {
+      f.Start(run);
+      f.EndWithPoints(run, 0, 5, 1.0);
+    }
+    f.PackAll();
+    f.ColumnAll();
+    CHECK(f.Columns() == 0);
+    // In memory, never: nothing is due.
+    Fixture memory(1);
+    CHECK_FALSE(memory.store->columns_due());
+  }
 }
 
 }  // namespace

@@ -42,8 +42,7 @@ def _grid_key(short, config):
     return matches[0] if len(matches) == 1 else short
 
 
-def _time(seconds):
-    return pd.NaT if seconds in (None, 0) else pd.Timestamp(seconds, unit="s", tz="UTC")
+_NAT = np.iinfo(np.int64).min  # pandas' NaT as nanoseconds
 
 
 class ReportFrame(pd.DataFrame):
@@ -169,53 +168,94 @@ class Experiment:
         baseline, seed, confirm, the grid point's keys, state, attempt, agent, last_step,
         created/started/finished (UTC), failed, diverged, every config key under its dotted name
         (typed as stored), and every final metric under its name."""
-        records = self._run_records()
+        table = self._run_records()
         baseline_name = "baseline"
-        rows, config_keys, metric_keys, grid_keys = [], [], [], []
-        seen_config, seen_metric, seen_grid = set(), set(), set()
-        for run in records:
-            config = run.get("config") or {}
-            ablation, point = _point_of(run["variant"])
-            row = {"run": run["id"], "variant": run["variant"], "ablation": ablation,
-                   "baseline": ablation == baseline_name, "seed": run["seed"],
-                   "confirm": bool(run.get("confirm")), "state": run["state"],
-                   "attempt": run["attempt"], "agent": run.get("agent"),
-                   "last_step": run.get("last_step") or 0,
-                   "created_at": _time(run.get("created_at")),
-                   "started_at": _time(run.get("started_at")),
-                   "finished_at": _time(run.get("finished_at")),
-                   "reason": run.get("reason") or ""}
+        n = table["rows"]
+        cols = table["columns"]
+        none = [None] * n
+
+        def field(name):
+            return cols.get(name) or none
+
+        # Each distinct config (a variant's, or a bundle run's own) is read once; the runs'
+        # differences are laid over it.
+        bases = table["configs"]
+        ref = np.asarray(table["config_ref"], dtype=np.int64)
+        config_keys = list(dict.fromkeys(k for b in bases for k in b))
+        seen = set(config_keys)
+        config_keys += [k for k in dict.fromkeys(k for _, k, _ in table["config_diff"])
+                        if k not in seen]
+        variants = field("variant")
+        points = {v: _point_of(v) for v in dict.fromkeys(variants)}
+        grid_keys = []
+        first_of = {}
+        for i, v in enumerate(variants):
+            first_of.setdefault(v, i)
+        for v, (_, point) in points.items():
             for short in point:
-                key = _grid_key(short, config)
-                if key not in seen_grid:
-                    seen_grid.add(key)
+                key = _grid_key(short, bases[ref[first_of[v]]] if n else {})
+                if key not in grid_keys:
                     grid_keys.append(key)
-            for key, value in config.items():
-                if key not in seen_config:
-                    seen_config.add(key)
-                    config_keys.append(key)
-                row[key] = value
-            finals = run.get("final_metrics") or {}
-            for key, value in finals.items():
-                if key not in seen_metric:
-                    seen_metric.add(key)
-                    metric_keys.append(key)
-                row["final:" + key] = math.nan if value is None else value
-            row["failed"] = run["state"] == "failed"
-            row["diverged"] = any(v is None or (isinstance(v, float) and not math.isfinite(v))
-                                  for v in finals.values())
-            rows.append(row)
-        head = ["run", "variant", "ablation", "baseline", "seed", "confirm"] + grid_keys + [
-            "state", "attempt", "agent", "last_step", "created_at", "started_at", "finished_at",
-            "failed", "diverged", "reason"]
-        rest = [k for k in config_keys if k not in seen_grid and k not in head]
-        frame = pd.DataFrame(rows, columns=head + rest + ["final:" + k for k in metric_keys])
-        frame = frame.rename(columns={"final:" + k: k for k in metric_keys
-                                      if k not in frame.columns})
+        config = {}
+        for key in config_keys:
+            per_base = np.empty(len(bases), dtype=object)
+            for j, b in enumerate(bases):
+                per_base[j] = b.get(key, math.nan)
+            config[key] = per_base[ref] if n else np.empty(0, dtype=object)
+        for i, key, value in table["config_diff"]:
+            config[key][i] = value
+        for i, key in table["config_absent"]:
+            config[key][i] = math.nan
+
+        def times(name):
+            # To the nanosecond as pd.Timestamp(seconds, unit="s") has it: whole seconds, then
+            # the fraction rounded to 9 places.
+            ns = np.array([_NAT if t in (None, 0) else
+                           int(t) * 1_000_000_000 + int(round(t - int(t), 9) * 1e9)
+                           for t in field(name)], dtype=np.int64)
+            return pd.to_datetime(ns, unit="ns", utc=True)
+
+        states = field("state")
+        ablations = [points[v][0] for v in variants]
+        finals = table["final_metrics"]
+        final = {k: np.array([math.nan if x is None else x for x in values], dtype=np.float64)
+                 for k, values in finals.items()}
+        # Diverged: a final metric taed sends as null (NaN or inf; one a run lacks is left out).
+        diverged = np.zeros(n, dtype=bool)
+        for row, _ in table["final_null"]:
+            diverged[row] = True
+        data = {
+            "run": np.asarray(field("id"), dtype=np.int64),
+            "variant": variants,
+            "ablation": ablations,
+            "baseline": np.array([a == baseline_name for a in ablations], dtype=bool),
+            "seed": field("seed"),
+            "confirm": np.array([bool(c) for c in field("confirm")], dtype=bool),
+        }
+        for key in grid_keys:
+            data[key] = config[key]
+        data.update({
+            "state": states,
+            "attempt": field("attempt"),
+            "agent": field("agent"),
+            "last_step": [x or 0 for x in field("last_step")],
+            "created_at": times("created_at"),
+            "started_at": times("started_at"),
+            "finished_at": times("finished_at"),
+            "failed": np.array([x == "failed" for x in states], dtype=bool),
+            "diverged": diverged,
+            "reason": [x or "" for x in field("reason")],
+        })
+        for key in config_keys:
+            if key not in data:
+                data[key] = config[key]
+        for key in finals:  # a final metric whose name a column has already is "final:NAME"
+            data["final:" + key if key in data else key] = final[key]
+        frame = pd.DataFrame(data, columns=list(data))
         for column in frame.columns:
             if frame[column].dtype == object:
                 frame[column] = frame[column].infer_objects()
-        return frame.reset_index(drop=True)
+        return frame
 
     # --- history ------------------------------------------------------------------------------
     def metrics(self):
@@ -228,16 +268,24 @@ class Experiment:
         have = self._history.get(metric)
         if have is None:
             have = self._cache.load(self.record, metric) if self._cache else {}
-        records = {r["id"]: r for r in self._run_records(fresh=refresh)}
-        # A kept series stays valid while its run is final at the same attempt.
-        keep = {run: v for run, v in have.items() if run in records and
-                records[run]["state"] in _FINAL and v[0].get("final") and
-                v[0].get("attempt") == records[run]["attempt"]}
-        wanted = [run for run in records if run not in keep]
+        keep = {}
+        wanted = None  # every run: what a first read asks, without listing the runs first
+        if have:
+            table = self._run_records(fresh=refresh)
+            cols = table["columns"]
+            records = {run: (state, attempt) for run, state, attempt in
+                       zip(cols.get("id") or [], cols.get("state") or [],
+                           cols.get("attempt") or [])}
+            # A kept series stays valid while its run is final at the same attempt.
+            keep = {run: v for run, v in have.items() if run in records and
+                    records[run][0] in _FINAL and v[0].get("final") and
+                    v[0].get("attempt") == records[run][1]}
+            wanted = [run for run in records if run not in keep]
+            if len(wanted) == len(records):
+                wanted = None
         fetched = {}
-        if wanted:
-            for header, columns in self._source.history(
-                    self.id, metric, wanted if len(wanted) < len(records) else None):
+        if wanted is None or wanted:
+            for header, columns in self._source.history(self.id, metric, wanted):
                 offset = 0
                 for entry in header.get("runs", []):
                     n = entry["count"]
@@ -288,7 +336,7 @@ class Experiment:
                 "value": np.concatenate([series[r][2] for r in ids]),
                 "wall_time": np.concatenate([series[r][3] for r in ids]),
                 "tokens": steps * tokens_per_step,
-            }))
+            }, copy=False))  # the arrays just made are the frame's: no second copy
         if not parts:
             return pd.DataFrame({"run": pd.Series(dtype="int64"),
                                  "step": pd.Series(dtype="int64"),

@@ -10,7 +10,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from . import _columns
+from . import _columns, _runs
 from ._errors import (BadRequest, BundleError, ConnectionLost, NotFound, ServerError,
                       Unauthorized, Unavailable)
 
@@ -115,13 +115,15 @@ class HttpSource:
         return self.json(f"/api/experiments/{urllib.parse.quote(str(name), safe='')}")
 
     def runs(self, exp_id):
-        runs, after = [], 0
+        """Every run, as a _runs table (taed's ?form=columns, page by page)."""
+        table, after = _runs.empty(), 0
         while True:
-            page = self.json(f"/api/experiments/{exp_id}/runs", {"limit": 2000, "after": after})
-            runs.extend(page["runs"])
+            page = self.json(f"/api/experiments/{exp_id}/runs",
+                             {"limit": 5000, "after": after, "form": "columns"})
+            _runs.append(table, page)
             after = page.get("next_after") or 0
             if not after:
-                return runs
+                return table
 
     def metrics(self, exp_id):
         return self.json(f"/api/experiments/{exp_id}/metrics")
@@ -202,7 +204,7 @@ class BundleSource:
 
     def runs(self, exp_id):
         self._check_exp(exp_id)
-        return self._json("runs.json")
+        return _runs.of_records(self._json("runs.json"))
 
     def metrics(self, exp_id):
         self._check_exp(exp_id)
