@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/runner/resume.h"
 #include "agent/runner/runner_job.h"
 #include "agent/sysstat/sysstat.h"
 #include "boost/asio/post.hpp"
@@ -263,7 +264,8 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
                                           {0644, fs::Durability::kNone}));
   std::vector<std::string> program;
   if (job->command) {
-    program = {"/bin/sh", "-c", start.command()};
+    // {resume:TEXT} is this attempt's to say: TEXT where it starts from a restored checkpoint.
+    program = {"/bin/sh", "-c", ResolveResume(start.command(), start.has_checkpoint())};
   } else {
     // A worker without the engine cannot run any tae-train run: the worker's fault, before the
     // job ran (a start fault), not the run's.

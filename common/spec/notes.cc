@@ -2,13 +2,32 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 
 namespace tae::spec {
 
+namespace {
+
+// Whether a command template names {train.seed} (a template that does not parse names nothing).
+bool NamesSeed(std::string_view command) {
+  absl::StatusOr<std::vector<std::string>> keys = CommandPlaceholders(command);
+  return keys.ok() && std::find(keys->begin(), keys->end(), "train.seed") != keys->end();
+}
+
+}  // namespace
+
 std::vector<std::string> DesignNotes(const Spec& spec) {
   std::vector<std::string> notes;
+  // A command job's seeds: the program gets its seed only where the command passes it.
+  if (!spec.job_command.empty() && (spec.seeds.size() > 1 || spec.seeds_design.adaptive) &&
+      !NamesSeed(spec.job_command)) {
+    notes.push_back(absl::StrCat(
+        "job.command never uses {train.seed}: each run's seed reaches the program only as the "
+        "environment variable TAE_SEED, so a script that seeds itself with a constant runs "
+        "every seed alike; pass it (e.g. --seed={train.seed}) or read TAE_SEED in the script"));
+  }
   if (!spec.search.asha() || spec.grid.empty()) {
     return notes;
   }

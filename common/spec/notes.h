@@ -5,6 +5,9 @@
 // note never refuses a file: the design is legal, only weaker than its author may think. Pure.
 //
 // Notes (each names the keys to change):
+//  - a [job] command of more than one seed (or adaptive seeds) that never names {train.seed}: the
+//    seed reaches the program only as TAE_SEED, and a script that seeds itself with a constant
+//    runs every seed alike (the table then says "seeds identical").
 //  - asha, a competition (a variant's grid points with search.within = "variant", all points
 //    with "study") of fewer than eta^2 points: rung 0 already ranks fewer than eta^2 values and
 //    keeps max(1, n / eta) of them, and every later rung judges one or two; bench/README.md,

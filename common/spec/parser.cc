@@ -584,7 +584,22 @@ absl::Status CheckJob(std::string_view path, const Draft& draft) {
   if (!keys.ok()) {
     return Error(path, where, Cat("job.command: ", std::string(keys.status().message())));
   }
+  if (command.find(Cat("{{", kResumePrefix)) != std::string::npos) {
+    return Error(path, where,
+                 Cat("job.command: a literal \"{", kResumePrefix,
+                     "\" cannot be written: the agent reads it as the {resume:TEXT} placeholder"));
+  }
   for (const std::string& key : *keys) {
+    if (absl::StartsWith(key, kResumePrefix)) {
+      // {resume:TEXT}: TEXT on an attempt that resumes from a checkpoint (the agent's).
+      const std::string text = key.substr(std::string_view(kResumePrefix).size());
+      if (text.find('{') != std::string::npos) {
+        return Error(path, where,
+                     Cat("job.command: {", key,
+                         "}: the text of {resume:TEXT} is shell text, without placeholders"));
+      }
+      continue;
+    }
     if (absl::StartsWith(key, Cat(kParamsTable, ":"))) {
       // {params:STYLE}: every param at once, in a launcher's convention.
       const std::string style = key.substr(kParamsTable.size() + 1);
@@ -592,8 +607,8 @@ absl::Status CheckJob(std::string_view path, const Draft& draft) {
       if (std::find(styles.begin(), styles.end(), style) == styles.end()) {
         return Error(path, where,
                      Cat("job.command: unknown renderer {", key, "}", DidYouMean(style, styles),
-                         "; the renderers are {params:argparse}, {params:ml_collections} and "
-                         "{params:hydra}"));
+                         "; the renderers are {params:argparse}, {params:ml_collections}, "
+                         "{params:hydra} and {params:python}"));
       }
       continue;
     }

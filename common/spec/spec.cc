@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/fs/fs.h"
 #include "common/spec/schema.h"
@@ -375,6 +376,8 @@ std::string ExpandCommand(std::string_view command, const nlohmann::json& config
     const std::string key(command.substr(i + 1, close - i - 1));
     if (absl::StartsWith(key, "params:")) {
       out += RenderParams(std::string_view(key).substr(7), config);
+    } else if (absl::StartsWith(key, kResumePrefix)) {
+      out += absl::StrCat("{", key, "}");  // the agent's, at each attempt (agent/runner/resume.h)
     } else if (auto it = config.find(key); it != config.end()) {
       out += ShellQuote(ValueText(*it));
     }
@@ -384,7 +387,8 @@ std::string ExpandCommand(std::string_view command, const nlohmann::json& config
 }
 
 const std::vector<std::string_view>& ParamRenderers() {
-  static const std::vector<std::string_view> kStyles = {"argparse", "ml_collections", "hydra"};
+  static const std::vector<std::string_view> kStyles = {"argparse", "ml_collections", "hydra",
+                                                        "python"};
   return kStyles;
 }
 
@@ -409,6 +413,54 @@ std::string PythonText(const nlohmann::json& value, bool nested) {
   return value.dump();
 }
 
+// A string as Python's repr writes it: single quotes unless the text has one and no double
+// quote, backslash escapes for the quote, backslashes and control characters.
+std::string PythonRepr(const std::string& text) {
+  const char quote =
+      text.find('\'') != std::string::npos && text.find('"') == std::string::npos ? '"' : '\'';
+  std::string out(1, quote);
+  for (unsigned char c : text) {
+    if (c == static_cast<unsigned char>(quote) || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += absl::StrFormat("\\x%02x", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += quote;
+  return out;
+}
+
+// A value as a Python literal (configurator scripts read --key=value with ast.literal_eval):
+// True/False, None, repr strings, numbers, lists of those.
+std::string PythonLiteral(const nlohmann::json& value) {
+  if (value.is_null()) {
+    return "None";
+  }
+  if (value.is_boolean()) {
+    return value.get<bool>() ? "True" : "False";
+  }
+  if (value.is_string()) {
+    return PythonRepr(value.get<std::string>());
+  }
+  if (value.is_array()) {
+    std::vector<std::string> parts;
+    for (const nlohmann::json& element : value) {
+      parts.push_back(PythonLiteral(element));
+    }
+    return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+  }
+  return value.dump();
+}
+
 }  // namespace
 
 std::string RenderParams(std::string_view style, const nlohmann::json& config) {
@@ -426,6 +478,8 @@ std::string RenderParams(std::string_view style, const nlohmann::json& config) {
       words.push_back(ShellQuote(absl::StrCat("--config.", name, "=", PythonText(value, false))));
     } else if (style == "hydra") {
       words.push_back(ShellQuote(absl::StrCat(name, "=", ValueText(value))));
+    } else if (style == "python") {
+      words.push_back(ShellQuote(absl::StrCat("--", name, "=", PythonLiteral(value))));
     } else {
       return "";
     }

@@ -190,7 +190,11 @@ absl::StatusOr<std::vector<std::string>> CommandPlaceholders(std::string_view co
 
 // The command of one run: every {key} replaced by the config's value (strings as they are,
 // numbers in their shortest JSON form, lists as JSON), shell-quoted unless it is made only of
-// characters that need no quoting; {params:STYLE} by RenderParams(STYLE, config).
+// characters that need no quoting; {params:STYLE} by RenderParams(STYLE, config); {resume:TEXT}
+// kept as it is, for the agent to resolve at each attempt (agent/runner/resume.h: TEXT on an
+// attempt that starts from a restored checkpoint). A command may not write "{{resume:" (its
+// literal text would read as the placeholder at the agent); the parser refuses it.
+inline constexpr char kResumePrefix[] = "resume:";
 std::string ExpandCommand(std::string_view command, const nlohmann::json& config);
 
 // The styles {params:STYLE} renders every [params] key in: "argparse" (--rotary false

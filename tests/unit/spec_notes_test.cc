@@ -69,5 +69,24 @@ TEST_CASE("an asha rung 0 inside the learning-rate warmup is noted", "[spec][not
   CHECK(Count(DesignNotes(MustParse(longer)), "(step 100)") == 1);
 }
 
+TEST_CASE("a command job that never passes its seed is noted once, with how to pass it",
+          "[spec][notes]") {
+  const auto notes = [](const std::string& command, const std::string& seeds) {
+    return DesignNotes(MustParse("name = \"s\"\n[train]\nseeds = " + seeds +
+                                 "\n[job]\ncode = \".\"\ncommand = \"" + command + "\"\n"));
+  };
+  const std::string said = "job.command never uses {train.seed}";
+  CHECK(Count(notes("python3 train.py --lr={train.lr}", "[0, 1, 2]"), said) == 1);
+  CHECK(Count(notes("python3 train.py", "{ min = 3, max = 6 }"), said) == 1);
+  CHECK(Count(notes("python3 train.py --seed={train.seed}", "[0, 1, 2]"), said) == 0);
+  CHECK(Count(notes("python3 train.py", "[0]"), said) == 0);  // one seed: nothing varies
+  const std::vector<std::string> got = notes("python3 train.py", "[0, 1]");
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].find("TAE_SEED") != std::string::npos);
+  CHECK(got[0].find("--seed={train.seed}") != std::string::npos);
+  // tae-train gets its seed itself: no note.
+  CHECK(DesignNotes(MustParse("name = \"t\"\n[train]\nseeds = [0, 1]\n")).empty());
+}
+
 }  // namespace
 }  // namespace tae::spec

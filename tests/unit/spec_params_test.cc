@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "common/spec/spec.h"
 #include "tests/unit/spec_parse.h"
 
@@ -74,6 +75,21 @@ TEST_CASE("each renderer writes every param in its launcher's convention", "[spe
   nlohmann::json odd = {{"params.name", "a b"}, {"params.layers", {1, 2}}, {"train.lr", 0.5}};
   CHECK(RenderParams("argparse", odd) == "--layers '[1,2]' --name 'a b'");
   CHECK(RenderParams("ml_collections", odd) == "'--config.layers=[1, 2]' '--config.name=a b'");
+  // A configurator script's --key=value, read as Python literals (each word shell-quoted).
+  nlohmann::json literal = {{"params.compile", false},
+                            {"params.dropout", 0.1},
+                            {"params.init_from", "resume"},
+                            {"params.none", nullptr},
+                            {"params.note", "a\\b\n"},
+                            {"params.quote", "it's"},
+                            {"params.tags", {"a", true, nullptr, 3}},
+                            {"train.lr", 0.5}};
+  CHECK(RenderParams("python", literal) ==
+        absl::StrJoin({ShellQuote("--compile=False"), ShellQuote("--dropout=0.1"),
+                       ShellQuote("--init_from='resume'"), ShellQuote("--none=None"),
+                       ShellQuote(R"(--note='a\\b\n')"), ShellQuote(R"(--quote="it's")"),
+                       ShellQuote("--tags=['a', True, None, 3]")},
+                      " "));
   CHECK(RenderParams("hydra", odd) == "'layers=[1,2]' 'name=a b'");
   // One param as a placeholder of its own.
   CHECK(ExpandCommand("run --lr {train.lr} --rotary={params.rotary}",
@@ -154,8 +170,8 @@ rotary = true
 [job]
 command = "python3 t.py {params:argparser}"
 )") == "study.toml:5:11: job.command: unknown renderer {params:argparser} (did you mean "
-       "'argparse'?); the renderers are {params:argparse}, {params:ml_collections} and "
-       "{params:hydra}");
+       "'argparse'?); the renderers are {params:argparse}, {params:ml_collections}, "
+       "{params:hydra} and {params:python}");
   CHECK(ErrorOf(R"(name = "x"
 [params]
 rotary = true
