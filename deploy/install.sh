@@ -56,6 +56,9 @@ for program in "${programs[@]}"; do
   install -m 0755 "$build_dir/bin/$program" "$prefix/bin/$program"
 done
 install -m 0644 agent/python/tae_log.py "$prefix/share/tae/python/tae_log.py"
+mkdir -p "$prefix/share/tae/python/tae_wandb/wandb"
+install -m 0644 agent/python/tae_wandb/wandb/__init__.py \
+  "$prefix/share/tae/python/tae_wandb/wandb/__init__.py"
 mkdir -p "$prefix/share/tae/python/tae_torch"
 install -m 0644 agent/python/tae_torch/*.py "$prefix/share/tae/python/tae_torch/"
 # The run-key schema the torch engine reads, written by the build of tae-train (tae-train --schema).
@@ -63,7 +66,7 @@ schema=$build_dir/share/tae/python/tae_torch/schema.json
 [[ -f $schema ]] || die "$schema was not written (building tae-train writes it)"
 install -m 0644 "$schema" "$prefix/share/tae/python/tae_torch/schema.json"
 
-echo "install.sh: installed ${programs[*]} in $prefix/bin and tae_log.py, tae_torch in $prefix/share/tae/python"
+echo "install.sh: installed ${programs[*]} in $prefix/bin and tae_log.py, tae_torch, tae_wandb in $prefix/share/tae/python"
 case ":$PATH:" in
   *":$prefix/bin:"*) ;;
   *) echo "install.sh: $prefix/bin is not on PATH; add it: export PATH=\"$prefix/bin:\$PATH\"" ;;

@@ -39,7 +39,7 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }  // namespace
 
 absl::StatusOr<Capture> CaptureCheckpoint(const std::string& dir, const std::string& capture_dir,
-                                          double marked_at) {
+                                          double marked_at, bool copy) {
   Capture capture;
   capture.dir = capture_dir;
   std::error_code ec;
@@ -74,6 +74,30 @@ absl::StatusOr<Capture> CaptureCheckpoint(const std::string& dir, const std::str
           absl::StrCat("\"", rel,
                        "\" changed after the checkpoint was marked (a later save began before it "
                        "was captured; write checkpoints to new files and rename them into place)"));
+    }
+    if (copy) {
+      std::error_code copy_ec;
+      struct stat after;
+      if (!stdfs::copy_file(it->path(), target, stdfs::copy_options::overwrite_existing, copy_ec)) {
+        stdfs::remove_all(capture_dir, ec);
+        return absl::InternalError(
+            absl::StrCat("cannot capture \"", rel, "\": ", copy_ec.message()));
+      }
+      if (lstat(it->path().c_str(), &after) != 0 || after.st_size != st.st_size ||
+          MtimeNs(after) != MtimeNs(st) || after.st_ino != st.st_ino) {
+        stdfs::remove_all(capture_dir, ec);
+        return absl::FailedPreconditionError(
+            absl::StrCat("\"", rel, "\" changed while it was captured (a save still going on)"));
+      }
+      struct stat copied;
+      if (lstat(target.c_str(), &copied) != 0) {
+        stdfs::remove_all(capture_dir, ec);
+        return absl::InternalError(absl::StrCat("cannot capture \"", rel, "\": ", strerror(errno)));
+      }
+      // The copy is the capture's own: the upload checks that it does not change.
+      capture.identity[rel] = {static_cast<uint64_t>(copied.st_size), MtimeNs(copied)};
+      capture.files += 1;
+      continue;
     }
     if (link(it->path().c_str(), target.c_str()) != 0) {
       std::error_code copy_ec;

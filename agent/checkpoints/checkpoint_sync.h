@@ -73,8 +73,12 @@ struct RestoreResult {
 // Hard-links every regular file below `dir` into `capture_dir` (replaced if it exists; a copy
 // when the link fails with EXDEV), refusing with FailedPrecondition a file modified after
 // `marked_at` (seconds since the epoch). Symlinks are skipped and counted. Reads no content.
+// With `copy` (a watched directory, whose files a job may rewrite in place): each file is copied
+// instead and its size and modification time checked unchanged across the copy
+// (FailedPrecondition "changed while it was captured" otherwise: the caller tries again), so the
+// capture never holds a half-written file and never changes under the upload.
 absl::StatusOr<Capture> CaptureCheckpoint(const std::string& dir, const std::string& capture_dir,
-                                          double marked_at);
+                                          double marked_at, bool copy = false);
 
 class CheckpointSync {
  public:

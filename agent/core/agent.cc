@@ -79,7 +79,7 @@ absl::Status Agent::Start(const std::function<bool()>& stopping) {
   checkpoints_ = std::make_unique<CheckpointSync>(options_.taed, options_.token, options_.tls);
   runner_.set_checkpoint_handler(
       [this](const tae::v1::StartRun& start, metrics::CheckpointMark mark) {
-        OnCheckpointMarked(start, mark);
+        return OnCheckpointMarked(start, mark);
       });
   runner_.set_profile_handler([this](const tae::v1::StartRun& start, metrics::ProfileMark mark) {
     OnProfileMarked(start, std::move(mark));
@@ -327,21 +327,28 @@ void Agent::OnRestored(const tae::v1::StartRun& start, RestoreResult result) {
   }
 }
 
-void Agent::OnCheckpointMarked(const tae::v1::StartRun& start, metrics::CheckpointMark mark) {
+bool Agent::OnCheckpointMarked(const tae::v1::StartRun& start, metrics::CheckpointMark mark) {
   nlohmann::json config = nlohmann::json::parse(start.config_json(), nullptr, false);
   const auto keep = config.is_object() ? config.find("resources.keep_checkpoints") : config.end();
   if (keep != config.end() && keep->is_number_integer() && keep->get<int64_t>() <= 0) {
-    return;  // resources.keep_checkpoints = 0: they stay on the worker
+    return true;  // resources.keep_checkpoints = 0: they stay on the worker
   }
   const std::string dir = runner_.CheckpointDir(start.run_id());
   absl::StatusOr<Capture> capture = CaptureCheckpoint(
       dir,
       absl::StrCat(options_.work_dir, "/runs/r", start.run_id(), "/.captures/step-", mark.step),
-      mark.time);
+      mark.time, mark.watched);
   if (!capture.ok()) {
-    LogAgentLine(start, absl::StrCat("checkpoint at step ", mark.step,
-                                     " skipped: ", capture.status().message()));
-    return;
+    LogAgentLine(start, absl::StrCat(mark.watched ? "files in TAE_CHECKPOINT_DIR at step "
+                                                  : "checkpoint at step ",
+                                     mark.step, mark.watched ? " not captured yet: " : " skipped: ",
+                                     capture.status().message()));
+    return false;
+  }
+  if (mark.watched) {
+    LogAgentLine(start, absl::StrCat("files in TAE_CHECKPOINT_DIR settled: captured as the "
+                                     "checkpoint at step ",
+                                     mark.step, " (job.checkpoints = \"watch\")"));
   }
   capture->run_id = start.run_id();
   capture->attempt = start.attempt();
@@ -365,6 +372,7 @@ void Agent::OnCheckpointMarked(const tae::v1::StartRun& start, metrics::Checkpoi
                                            : std::string()));
     });
   });
+  return true;
 }
 
 void Agent::RequestProfile(const tae::v1::ProfileRun& request) {

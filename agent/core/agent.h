@@ -78,7 +78,7 @@ class Agent {
   // Ends the run's staging; false (with its exit reported) when it was cancelled meanwhile.
   bool EndStaging(const tae::v1::StartRun& start);
   // The job marked its checkpoint directory complete: capture it now, upload it in turn.
-  void OnCheckpointMarked(const tae::v1::StartRun& start, metrics::CheckpointMark mark);
+  bool OnCheckpointMarked(const tae::v1::StartRun& start, metrics::CheckpointMark mark);
   // Profiles on demand (docs/profiles.md): taed's request to the job, and the job's answer.
   void RequestProfile(const tae::v1::ProfileRun& request);
   void OnProfileMarked(const tae::v1::StartRun& start, metrics::ProfileMark mark);

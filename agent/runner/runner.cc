@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -320,9 +321,16 @@ absl::Status Runner::Start(const tae::v1::StartRun& start) {
   }
   if (job->command && !options_.python_dir.empty()) {
     const char* existing = std::getenv("PYTHONPATH");
-    request.env.emplace_back("PYTHONPATH", existing != nullptr && *existing != '\0'
-                                               ? absl::StrCat(options_.python_dir, ":", existing)
-                                               : options_.python_dir);
+    // job.wandb = "capture": the stand-in wandb (python_dir/tae_wandb) comes before any other.
+    const nlohmann::json config = nlohmann::json::parse(start.config_json(), nullptr, false);
+    const bool capture = config.is_object() && config.value("job.wandb", "") == "capture";
+    std::string path = capture
+                           ? absl::StrCat(options_.python_dir, "/tae_wandb:", options_.python_dir)
+                           : options_.python_dir;
+    if (existing != nullptr && *existing != '\0') {
+      absl::StrAppend(&path, ":", existing);
+    }
+    request.env.emplace_back("PYTHONPATH", std::move(path));
   }
   absl::StatusOr<process::SpawnedProcess> spawned = process::Spawn(request);
   if (!spawned.ok()) {
@@ -488,6 +496,7 @@ bool Runner::Pump(Job& job) {
     ReadStream(job, i, false);
   }
   DeliverCheckpointMark(job);
+  WatchCheckpoints(job, false);
   PollEventFiles(job, false);
   const bool exited = std::filesystem::exists(job.job_dir + "/exit");
   bool supervisor_gone = job.supervisor_reaped;
@@ -502,8 +511,56 @@ bool Runner::Pump(Job& job) {
     ReadStream(job, i, true);
   }
   DeliverCheckpointMark(job);
+  WatchCheckpoints(job, true);
   PollEventFiles(job, true);
   return true;
+}
+
+std::string CheckpointDirSignature(const std::string& dir) {
+  std::vector<std::string> entries;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st;
+    if (lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    entries.push_back(absl::StrCat(it->path().lexically_relative(dir).generic_string(), "\t",
+                                   st.st_size, "\t", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec,
+                                   "\n"));
+  }
+  std::sort(entries.begin(), entries.end());
+  return absl::StrJoin(entries, "");
+}
+
+void Runner::WatchCheckpoints(Job& job, bool final) {
+  if (!job.watch_checkpoints || !checkpoint_handler_ ||
+      (job.spec.world_size() > 1 && job.spec.rank() != 0)) {
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (!final && now < job.watch_due) {
+    return;
+  }
+  job.watch_due = now + std::chrono::seconds(1);
+  const std::string seen = CheckpointDirSignature(CheckpointDir(job.spec.run_id()));
+  if (seen != job.watch_seen) {
+    job.watch_seen = seen;
+    job.watch_since = now;
+  }
+  const bool settled =
+      final || now - job.watch_since >= std::chrono::duration<double>(kWatchQuietS);
+  if (seen.empty() || seen == job.watch_captured || !settled) {
+    return;
+  }
+  metrics::CheckpointMark mark;
+  mark.step = job.last_step;
+  mark.time =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  mark.watched = true;
+  if (checkpoint_handler_(job.spec, mark)) {
+    job.watch_captured = seen;
+  }
 }
 
 void Runner::DeliverCheckpointMark(Job& job) {
@@ -848,6 +905,10 @@ void Runner::Finish(std::shared_ptr<Job> job) {
     reason = absl::StrCat("exit code ", exit_code);
     if (!job->last_stderr.empty()) {
       absl::StrAppend(&reason, ": ", job->last_stderr);
+    }
+    if (absl::StrContains(job->last_stderr, "No module named 'wandb'")) {
+      absl::StrAppend(
+          &reason, " (job.wandb = \"capture\" gives the job a wandb that sends its logs to TAE)");
     }
   } else if (signo > 0) {
     reason = absl::StrCat("killed by signal ", signo, " (", strsignal(signo), ")");

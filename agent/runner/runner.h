@@ -32,6 +32,11 @@
 
 namespace tae::agent {
 
+// Every regular file below `dir` (symlinks and the rest left out) with its size and modification
+// time, in path order, as one string: what job.checkpoints = "watch" compares from look to look.
+// Empty for a missing or empty directory.
+std::string CheckpointDirSignature(const std::string& dir);
+
 namespace sysstat {
 class AcceleratorProbe;
 }
@@ -118,9 +123,13 @@ class Runner {
 
   // Called (on the io_context) when a job marks its checkpoint directory complete
   // (tae_log.checkpoint, tae-train's saves): rank 0's only, and of the marks one read of the
-  // job's output finds, only the newest.
+  // job's output finds, only the newest. With job.checkpoints = "watch", also when the files in
+  // TAE_CHECKPOINT_DIR changed and then stayed unchanged for kWatchQuietS (or the job ended): a
+  // mark with `watched` set, at the run's last reported step. Returns whether the directory was
+  // captured (or need not be); a watched one that was not is tried again when it next settles.
   using CheckpointHandler =
-      std::function<void(const tae::v1::StartRun& start, metrics::CheckpointMark mark)>;
+      std::function<bool(const tae::v1::StartRun& start, metrics::CheckpointMark mark)>;
+  static constexpr double kWatchQuietS = 2.0;
   void set_checkpoint_handler(CheckpointHandler handler) {
     checkpoint_handler_ = std::move(handler);
   }
@@ -149,6 +158,9 @@ class Runner {
   bool Pump(Job& job);
   void ReadStream(Job& job, int index, bool final);
   void DeliverCheckpointMark(Job& job);
+  // job.checkpoints = "watch": looks at TAE_CHECKPOINT_DIR (about once a second; at once when
+  // `final`) and delivers a watched mark once what changed has settled.
+  void WatchCheckpoints(Job& job, bool final);
   void OnLine(Job& job, int index, std::string line, uint64_t end);
   // The record's values at its step, or at the job's last step when it has none; the step becomes
   // the job's last step.

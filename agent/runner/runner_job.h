@@ -67,6 +67,13 @@ struct Runner::Job {
   int64_t last_step = 0;
   std::string last_stderr;                                 // the likely explanation of a failure
   std::optional<metrics::CheckpointMark> checkpoint_mark;  // the newest of the current read
+  // job.checkpoints = "watch" (Runner::WatchCheckpoints): the directory's signature as last
+  // captured (at start: what the attempt began with), as last seen, and since when seen so.
+  bool watch_checkpoints = false;
+  std::string watch_captured;
+  std::string watch_seen;
+  std::chrono::steady_clock::time_point watch_since{};
+  std::chrono::steady_clock::time_point watch_due{};
   boost::asio::steady_timer kill_timer;
   std::unique_ptr<sysstat::JobSampler> sys;  // from the first sample that knows the group
   std::optional<int64_t> sys_step;           // the step of the last sys/* point

@@ -69,6 +69,13 @@ void Runner::SetUpSources(Job& job, const std::map<int, uint64_t>& event_file_of
     if (auto it = config.find("job.tensorboard"); it != config.end() && it->is_string()) {
       tensorboard = it->get<std::string>();
     }
+    if (auto it = config.find("job.checkpoints"); it != config.end() && *it == "watch") {
+      // What the attempt starts with (a restored checkpoint) is not a new one.
+      job.watch_checkpoints = true;
+      job.watch_captured = job.watch_seen =
+          CheckpointDirSignature(CheckpointDir(job.spec.run_id()));
+      job.watch_since = std::chrono::steady_clock::now();
+    }
   } catch (const nlohmann::json::exception& error) {
     Emit(job, AgentLine(absl::StrCat("warning: job.metrics: ignored: ", error.what())),
          std::nullopt);

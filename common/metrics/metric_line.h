@@ -25,6 +25,9 @@ inline constexpr size_t kMaxMetaValueLength = 1024;
 struct CheckpointMark {
   int64_t step = 0;
   double time = 0;  // when it was marked, seconds since the epoch (the job's clock)
+  // Found by the agent (job.checkpoints = "watch"), not marked by the job: the files may be
+  // rewritten in place, so the capture copies them and checks each unchanged across its copy.
+  bool watched = false;
 };
 
 // The job answered a profile request, or captured one on its own (docs/profiles.md): the profile's

@@ -244,6 +244,14 @@ std::vector<KeyInfo> BuildSchema() {
                        "\"train/loss\"); unnamed groups keep their own name")),
       OffTrajectory(Enum("job.metrics.stream", R"("both")", "stdout|stderr|both",
                          "which of the job's output streams job.metrics.pattern reads")),
+      OffTrajectory(Enum("job.checkpoints", R"("mark")", "mark|watch",
+                         "mark: a checkpoint is what the job marks (tae_log.checkpoint); watch: "
+                         "also the files the job writes into TAE_CHECKPOINT_DIR itself, once "
+                         "they stay unchanged for 2 s, at the run's last reported step")),
+      OffTrajectory(Enum("job.wandb", R"("off")", "off|capture",
+                         "capture: the job's `import wandb` gets a stand-in that sends wandb.log "
+                         "points (wandb's own steps), config and summary to TAE, with no "
+                         "network; off: nothing changed")),
       OffTrajectory(Of(T::kString, "job.tensorboard", R"("")",
                        "a directory (relative to the run directory; \".\" for all of it) where the "
                        "job writes TensorBoard event files: the agent stores their scalars as "

@@ -254,7 +254,9 @@ std::string SpecHash(const Spec& spec) {
         {"job.metrics.pattern", nlohmann::json::array()},
         {"job.metrics.names", nlohmann::json::object()},
         {"job.metrics.stream", "both"},
-        {"job.tensorboard", ""}}) {
+        {"job.tensorboard", ""},
+        {"job.checkpoints", "mark"},
+        {"job.wandb", "off"}}) {
     auto it = base.find(key);
     if (it != base.end() && *it == default_value) {
       base.erase(it);

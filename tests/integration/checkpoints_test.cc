@@ -19,6 +19,7 @@
 #include "grpcpp/create_channel.h"
 #include "tae/v1/agent_link.grpc.pb.h"
 #include "tests/integration/harness.h"
+#include "tests/skip.h"
 
 namespace tae::testing {
 namespace {
@@ -412,6 +413,167 @@ TEST_CASE("a checkpoint over taed's cap is refused with a clear reason, nothing 
         std::string::npos);
   CHECK(CheckpointSteps(cluster, run).empty());
   CHECK(StoredBlobs(cluster) == 0);
+}
+
+}  // namespace
+}  // namespace tae::testing
+
+namespace tae::testing {
+namespace {
+
+// examples/configurator/train.py, a single-file trainer in the style of public ones, as the user
+// runs it: its own flags ({params:python}), its checkpoint torch.save'd in place into --out_dir
+// and never marked, --init_from=resume on a resumed attempt only. `extra` is more of the file.
+std::string ConfiguratorSpec(const std::string& name, const std::string& params,
+                             const std::string& job) {
+  return "name = \"" + name + "\"\n[params]\nmax_iters = 60\neval_interval = 20\n" + params +
+         "[train]\nseeds = [0]\n[job]\ncode = \"" + TAE_SOURCE_DIR +
+         "/examples/configurator\"\ncommand = \"/usr/bin/python3 train.py {params:python} "
+         "--out_dir=$TAE_CHECKPOINT_DIR {resume:--init_from=resume}\"\n" +
+         job;
+}
+
+// Debian's python3 with python3-torch, which the example needs.
+bool HaveTorch() {
+  return RunCommand({"/usr/bin/python3", "-c", "import torch"}, 120).exit_code == 0;
+}
+
+// Steps of each stored metric of the experiment's runs, in order (duplicates kept: none should be).
+std::map<std::string, std::vector<int64_t>> StoredSteps(Cluster& cluster, const std::string& exp) {
+  CommandResult exported = cluster.Taectl({"export", exp, "--format", "json"});
+  REQUIRE(exported.exit_code == 0);
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const nlohmann::json& series : nlohmann::json::parse(exported.out)) {
+    auto& steps = out[series.at("metric").get<std::string>()];
+    for (const auto& step : series.at("steps")) {
+      steps.push_back(step.get<int64_t>());
+    }
+  }
+  return out;
+}
+
+TEST_CASE(
+    "a script that saves its own checkpoint in place and never marks it resumes on another agent "
+    "from that checkpoint through {resume:...}, every point stored once",
+    "[checkpoints][watch]") {
+  if (!HaveTorch()) {
+    TAE_SKIP("/usr/bin/python3 cannot import torch (apt-get install python3-torch)");
+  }
+  ScopedEnv env({{"TAE_AGENT_GRACE", "2"}, {"TAE_RETRY_BACKOFF", "0.2"}});
+  Cluster cluster(0, 1);
+  REQUIRE(cluster.started());
+  TempDir work;
+  std::vector<std::unique_ptr<LoopAgent>> agents;
+  for (const char* id : {"w-a", "w-b"}) {
+    agents.push_back(std::make_unique<LoopAgent>(cluster, id, work.path() + "/" + id));
+  }
+  REQUIRE(WaitUntil([&] { return cluster.TaectlJson({"agents"}).size() == 2; }, 60));
+  // The trainer waits after each save while this file exists: the first attempt stops after its
+  // step-20 checkpoint until the test has destroyed its machine.
+  const std::string pause = work.path() + "/pause";
+  { std::ofstream(pause) << "hold\n"; }
+  const std::string exp = Submit(
+      cluster, "watch",
+      ConfiguratorSpec("watch", "pause_file = \"" + pause + "\"\n",
+                       "checkpoints = \"watch\"\n[job.metrics]\npattern = 'step (?P<step>\\d+): "
+                       "train loss (?P<train_loss>\\S+), val loss (?P<val_loss>\\S+)'\n"));
+  const int64_t run = OnlyRun(cluster, exp).at("id").get<int64_t>();
+  REQUIRE(WaitUntil(
+      [&] {
+        std::vector<int64_t> steps = CheckpointSteps(cluster, run);
+        return !steps.empty() && steps.front() == 20;
+      },
+      180));
+  CommandResult first_logs = cluster.Taectl({"logs", "r" + std::to_string(run)});
+  CHECK_THAT(first_logs.out + first_logs.err,
+             Catch::Contains("settled: captured as the checkpoint at step 20"));
+  LoopAgent* host = nullptr;
+  std::string job_dir;
+  for (auto& agent : agents) {
+    const std::string dir = agent->work_dir() + "/runs/r" + std::to_string(run) + "-a1.job";
+    if (std::filesystem::exists(dir)) {
+      host = agent.get();
+      job_dir = dir;
+    }
+  }
+  REQUIRE(host != nullptr);
+  const long pgid = std::stol(FirstLine(job_dir + "/pgid"));
+  const long supervisor = std::stol(FirstLine(job_dir + "/supervisor.pid"));
+  host->Stop(SIGKILL);
+  kill(static_cast<pid_t>(supervisor), SIGKILL);
+  kill(static_cast<pid_t>(-pgid), SIGKILL);
+  std::filesystem::remove_all(host->work_dir());
+  REQUIRE(WaitUntil([&] { return !ProcessGroupExists(pgid); }, 30));
+  std::filesystem::remove(pause);
+
+  CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "300"}, 330);
+  INFO(waited.out << waited.err);
+  REQUIRE(waited.exit_code == 0);
+  const nlohmann::json final_run = OnlyRun(cluster, exp);
+  CHECK(final_run.at("state") == "succeeded");
+  CHECK(final_run.at("attempt") == 2);
+  CHECK(final_run.at("agent") != host->id());
+  CommandResult logs = cluster.Taectl({"logs", "r" + std::to_string(run)});
+  const std::string text = logs.out + logs.err;
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("checkpoint at step 20 restored"));
+  CHECK_THAT(text, Catch::Contains("Resuming training from"));  // --init_from=resume came
+  CHECK_THAT(text, Catch::Contains("Overriding: init_from = resume"));
+  // Every eval's point once, the resumed attempt's step 20 in place of the first's.
+  const std::map<std::string, std::vector<int64_t>> steps = StoredSteps(cluster, exp);
+  for (const char* metric : {"train_loss", "val_loss"}) {  // the pattern's groups
+    INFO(metric);
+    REQUIRE(steps.count(metric) == 1);
+    CHECK(steps.at(metric) == std::vector<int64_t>{0, 20, 40, 60});
+  }
+  // The end: its last save, captured when the job ended.
+  CHECK(CheckpointSteps(cluster, run).front() == 60);
+}
+
+TEST_CASE(
+    "a script's wandb calls reach TAE with job.wandb = \"capture\": wandb's steps, commit=False "
+    "with the next commit, config kept with the run, summary among its finals",
+    "[wandb]") {
+  if (!HaveTorch()) {
+    TAE_SKIP("/usr/bin/python3 cannot import torch (apt-get install python3-torch)");
+  }
+  Cluster cluster(1, 1);
+  REQUIRE(cluster.started());
+  const std::string exp =
+      Submit(cluster, "wb", ConfiguratorSpec("wb", "wandb_log = true\n", "wandb = \"capture\"\n"));
+  CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "300"}, 330);
+  INFO(waited.out << waited.err);
+  REQUIRE(waited.exit_code == 0);
+  const nlohmann::json run = OnlyRun(cluster, exp);
+  REQUIRE(run.at("state") == "succeeded");
+  // Four evals (iters 0, 20, 40, 60), four wandb.log commits: steps 0..3.
+  const std::map<std::string, std::vector<int64_t>> steps = StoredSteps(cluster, exp);
+  for (const char* metric : {"train/loss", "val/loss", "iter", "lr", "mfu"}) {
+    INFO(metric);
+    REQUIRE(steps.count(metric) == 1);
+    CHECK(steps.at(metric) == std::vector<int64_t>{0, 1, 2, 3});
+  }
+  CommandResult exported = cluster.Taectl({"export", exp, "--format", "json", "--metric", "iter"});
+  REQUIRE(exported.exit_code == 0);
+  CHECK(nlohmann::json::parse(exported.out)[0].at("values") ==
+        nlohmann::json::array({0.0, 20.0, 40.0, 60.0}));
+  CHECK(run.at("final_metrics").contains("best_val_loss"));
+  const nlohmann::json shown =
+      cluster.TaectlJson({"show", "r" + std::to_string(run.at("id").get<int64_t>())});
+  INFO(shown.dump());
+  CHECK(shown.dump().find("wandb.config.learning_rate") != std::string::npos);
+
+  // Without job.wandb nothing changes: where wandb is not installed, the run fails and says how.
+  if (RunCommand({"/usr/bin/python3", "-c", "import wandb"}, 120).exit_code != 0) {
+    const std::string plain =
+        Submit(cluster, "wb-off", ConfiguratorSpec("wb-off", "wandb_log = true\n", ""));
+    cluster.Taectl({"wait", plain, "--timeout", "300"}, 330);
+    const nlohmann::json failed = OnlyRun(cluster, plain);
+    CHECK(failed.at("state") == "failed");
+    CHECK_THAT(
+        failed.at("reason").get<std::string>(),
+        Catch::Contains("No module named 'wandb'") && Catch::Contains("job.wandb = \"capture\""));
+  }
 }
 
 }  // namespace

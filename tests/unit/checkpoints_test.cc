@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "agent/checkpoints/checkpoint_sync.h"
+#include "agent/runner/runner.h"
 #include "common/clock/clock.h"
 #include "common/metrics/metric_line.h"
 #include "common/snapshot/fill.h"
@@ -239,6 +240,46 @@ TEST_CASE("a capture links the marked files and refuses one written after the ma
   CHECK(std::string(late.status().message()).find("changed after the checkpoint was marked") !=
         std::string::npos);
   CHECK(!std::filesystem::exists(dir.Full("cap2")));
+}
+
+TEST_CASE("a watched directory is captured as copies, which a rewrite in place cannot reach",
+          "[checkpoints][watch]") {
+  TempDir dir;
+  dir.Write("ckpt/ckpt.pt", "step 20 weights");
+  dir.Write("ckpt/sub/opt.pt", "moments");
+  const double marked = clock::WallNow() + 1;
+  auto capture = agent::CaptureCheckpoint(dir.Full("ckpt"), dir.Full("cap"), marked, true);
+  REQUIRE(capture.ok());
+  CHECK(capture->files == 2);
+  struct stat original;
+  struct stat captured;
+  REQUIRE(stat(dir.Full("ckpt/ckpt.pt").c_str(), &original) == 0);
+  REQUIRE(stat(dir.Full("cap/ckpt.pt").c_str(), &captured) == 0);
+  CHECK(original.st_ino != captured.st_ino);  // a copy of its own
+  // The identity the upload checks is the copy's, so the copy passes it ...
+  CHECK(capture->identity.at("ckpt.pt").first == static_cast<uint64_t>(captured.st_size));
+  // ... and the job rewriting its file in place (torch.save onto it) leaves the capture whole.
+  { std::ofstream(dir.Full("ckpt/ckpt.pt"), std::ios::trunc) << "step 40 weights, longer"; }
+  CHECK(ReadAll(dir.Full("cap/ckpt.pt")) == "step 20 weights");
+  CHECK(ReadAll(dir.Full("cap/sub/opt.pt")) == "moments");
+}
+
+TEST_CASE("a checkpoint directory's signature changes with any file's size or time, and only then",
+          "[checkpoints][watch]") {
+  TempDir dir;
+  CHECK(agent::CheckpointDirSignature(dir.Full("none")).empty());
+  dir.Write("ckpt/a.pt", "one");
+  const std::string first = agent::CheckpointDirSignature(dir.Full("ckpt"));
+  CHECK_FALSE(first.empty());
+  CHECK(agent::CheckpointDirSignature(dir.Full("ckpt")) == first);  // nothing changed
+  std::filesystem::create_symlink(dir.Full("ckpt/a.pt"), dir.Full("ckpt/link.pt"));
+  CHECK(agent::CheckpointDirSignature(dir.Full("ckpt")) == first);  // symlinks are not kept
+  dir.Write("ckpt/sub/b.pt", "two");
+  const std::string second = agent::CheckpointDirSignature(dir.Full("ckpt"));
+  CHECK(second != first);
+  CHECK(second.find("sub/b.pt") != std::string::npos);
+  { std::ofstream(dir.Full("ckpt/a.pt"), std::ios::trunc) << "three"; }  // in place, longer
+  CHECK(agent::CheckpointDirSignature(dir.Full("ckpt")) != second);
 }
 
 // ---- the mark ----

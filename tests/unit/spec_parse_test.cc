@@ -167,7 +167,7 @@ TEST_CASE("KnownKeys lists the whole schema", "[spec]") {
   // 48 + [report] metrics and goal + train.profile_* and [eval] + train.log_every, precision,
   // sharding + resources.retry_on + report.floor + [search] (10) + resources.max_disk +
   // [job.metrics] (3) and job.tensorboard + report.correction
-  CHECK(keys.size() == 77);
+  CHECK(keys.size() == 79);
   CHECK(keys.front() == "name");
   CHECK(keys[1] == "description");
   for (const char* key :
