@@ -20,6 +20,7 @@
 #include "boost/asio/read_until.hpp"
 #include "boost/asio/signal_set.hpp"
 #include "boost/asio/streambuf.hpp"
+#include "common/auth/environment.h"
 #include "common/cli/flags.h"
 #include "common/cli/paths.h"
 #include "common/log/log.h"
@@ -50,8 +51,8 @@ int main(int argc, char** argv) {
   options.taed = tae::cli::EnvOr("TAE_TAED", "127.0.0.1:7733");
   options.token = tae::cli::EnvOr("TAE_AGENT_TOKEN", "");
   // Read once, then gone from the environment: no job, and nothing else this process starts,
-  // inherits the enrolment token or the credential.
-  ::unsetenv("TAE_AGENT_TOKEN");
+  // inherits the enrolment token or the credential, nor reads it in /proc/PID/environ.
+  tae::auth::ScrubEnv("TAE_AGENT_TOKEN");
   options.id = tae::cli::EnvOr("TAE_AGENT_ID", "");
   options.work_dir = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_AGENT_DIR", "/tmp/tae-agent"));
   options.train_binary = tae::cli::ProgramDir() + "/tae-train";

@@ -26,8 +26,15 @@ constexpr uint64_t kMaxReadBytes = tensorboard::kMaxRecordBytes + 16;
 // Bytes [from, from + length) of `path` (fewer at its end); empty when it cannot be read.
 std::string ReadRange(const std::string& path, uint64_t from, uint64_t length) {
   std::string out;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // Never blocks: O_NONBLOCK so that opening a FIFO named *tfevents* returns at once, and only a
+  // regular file (checked on the descriptor, not the name) is read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
+    return out;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
     return out;
   }
   out.resize(length);
@@ -78,10 +85,17 @@ absl::Status EventFileFollower::Resume(const std::map<int, uint64_t>& offsets) {
     file.path = std::string(line);
     auto it = offsets.find(kFirstEventFileStream + static_cast<int>(files_.size()));
     file.offset = it == offsets.end() ? 0 : it->second;
-    if (file.offset > 0) {
-      // Which tags name which plugin: TF2 says so only with a tag's first value.
-      const std::string before = ReadRange(root_ + "/" + file.path, 0, file.offset);
-      tensorboard::ReadEventRecords(before, 0, &file.plugins);
+    // Which tags name which plugin: TF2 says so only with a tag's first value. Read again up to
+    // where it was, a piece of at most kMaxReadBytes at a time: bounded memory whatever the size.
+    for (uint64_t at = 0; at < file.offset;) {
+      const std::string part =
+          ReadRange(root_ + "/" + file.path, at, std::min(file.offset - at, kMaxReadBytes));
+      const uint64_t consumed =
+          part.empty() ? 0 : tensorboard::ReadEventRecords(part, at, &file.plugins).consumed;
+      if (consumed == 0) {
+        break;
+      }
+      at += consumed;
     }
     files_.push_back(std::move(file));
   }

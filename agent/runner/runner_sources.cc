@@ -145,11 +145,15 @@ void Runner::PollEventFiles(Job& job, bool final) {
     for (std::string& warning : read.warnings) {
       events.push_back(AgentLine(std::move(warning)));
     }
-    // One metrics event per run of points at the same step, in file order.
+    // One metrics event per run of points at the same step, in file order, split at
+    // metrics::kMaxValuesPerLine (what taed takes in one event: a per-layer logger writes
+    // thousands of scalars at one step).
     for (size_t i = 0; reports_metrics && i < read.scalars.size();) {
       const int64_t step = read.scalars[i].step;
       std::vector<std::pair<std::string, double>> values;
-      for (; i < read.scalars.size() && read.scalars[i].step == step; ++i) {
+      for (; i < read.scalars.size() && read.scalars[i].step == step &&
+             values.size() < metrics::kMaxValuesPerLine;
+           ++i) {
         const std::string& tag = read.scalars[i].tag;
         std::string name = MetricNameOfTag(tag);
         if (name != tag && job.tags_renamed.insert(tag).second) {

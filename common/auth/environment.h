@@ -20,4 +20,10 @@ inline std::vector<std::string> TaedOnlyEnv() {
           "TAE_TLS_KEY", "TAE_TLS_SERVER_NAME", "TAE_TLS_CLIENT_CA"};
 }
 
+// Removes `name` from this process's environment and zeroes its bytes where the kernel shows
+// them: unsetenv alone leaves the text in the block /proc/PID/environ reads (the process's
+// initial stack), where a process of the same user (a job) can read it. Call before any thread
+// starts; nothing of the variable is readable there afterwards.
+void ScrubEnv(const std::string& name);
+
 }  // namespace tae::auth

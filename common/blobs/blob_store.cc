@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <unordered_set>
@@ -23,19 +24,21 @@ constexpr size_t kHashLength = 64;
 
 absl::Status Errno(const std::string& what) { return absl::ErrnoToStatus(errno, what); }
 
-// Adds [begin, end) to sorted disjoint `ranges`, merging neighbours.
-void AddRange(std::vector<std::pair<uint64_t, uint64_t>>* ranges, uint64_t begin, uint64_t end) {
-  ranges->emplace_back(begin, end);
-  std::sort(ranges->begin(), ranges->end());
-  std::vector<std::pair<uint64_t, uint64_t>> merged;
-  for (const auto& r : *ranges) {
-    if (!merged.empty() && r.first <= merged.back().second) {
-      merged.back().second = std::max(merged.back().second, r.second);
-    } else {
-      merged.push_back(r);
-    }
+// Adds [begin, end) to the disjoint `ranges` (begin -> end), merging the ones it touches: O(log n)
+// plus the ranges it swallows, so a flood of small chunks costs each its own size, not a re-sort.
+void AddRange(std::map<uint64_t, uint64_t>* ranges, uint64_t begin, uint64_t end) {
+  auto it = ranges->upper_bound(begin);
+  if (it != ranges->begin() && std::prev(it)->second >= begin) {
+    --it;  // the range before reaches this one
+    begin = it->first;
+    end = std::max(end, it->second);
+    it = ranges->erase(it);
   }
-  *ranges = std::move(merged);
+  while (it != ranges->end() && it->first <= end) {
+    end = std::max(end, it->second);
+    it = ranges->erase(it);
+  }
+  ranges->emplace_hint(it, begin, end);
 }
 
 }  // namespace
@@ -156,8 +159,8 @@ absl::StatusOr<ChunkResult> BlobStore::WriteChunk(std::string_view hash, uint64_
     AddRange(&partial.ranges, offset, offset + data.size());
   }
   const bool covered =
-      total_size == 0 || (partial.ranges.size() == 1 && partial.ranges[0].first == 0 &&
-                          partial.ranges[0].second == total_size);
+      total_size == 0 || (partial.ranges.size() == 1 && partial.ranges.begin()->first == 0 &&
+                          partial.ranges.begin()->second == total_size);
   if (!covered) {
     return ChunkResult{false, data.size()};
   }

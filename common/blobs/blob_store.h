@@ -92,7 +92,7 @@ class BlobStore {
   // Per partial upload: total size and the byte ranges received so far (merged).
   struct Partial {
     uint64_t total = 0;
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [begin, end), sorted, disjoint
+    std::map<uint64_t, uint64_t> ranges;  // begin -> end: [begin, end), disjoint, not touching
   };
   std::map<std::string, Partial, std::less<>> partial_;
 };

@@ -298,12 +298,17 @@ void TpuProvider::StartAgents(const TpuPool& pool, const Vm& vm) {
       continue;
     }
     const nlohmann::json& worker = item["worker_id"];
+    // gcloud's answer, read as data: a worker id out of int's range is no worker (it once went to
+    // std::stoi, whose out_of_range left the round thread and ended taed).
     int index = -1;
     if (worker.is_number_integer()) {
-      index = worker.get<int>();
+      const int64_t wide = worker.get<int64_t>();
+      index = wide >= 0 && wide <= 4096 ? static_cast<int>(wide) : -1;
     } else if (worker.is_string() && !worker.get<std::string>().empty() &&
                worker.get<std::string>().find_first_not_of("0123456789") == std::string::npos) {
-      index = std::stoi(worker.get<std::string>());
+      if (!absl::SimpleAtoi(worker.get<std::string>(), &index) || index > 4096) {
+        index = -1;
+      }
     }
     const std::string value = Text(item, "value");
     if (index >= 0 && !value.empty() && value.find_first_of(" \n") == std::string::npos) {

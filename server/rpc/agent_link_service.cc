@@ -9,6 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/post.hpp"
 #include "common/auth/credential.h"
+#include "common/clock/clock.h"
 #include "server/registry/agent_channel.h"
 #include "server/rpc/blob_rpcs.h"
 #include "server/rpc/convert.h"
@@ -339,11 +340,18 @@ std::optional<std::string> AgentLinkService::Caller(grpc::CallbackServerContext*
     id = credentials_->Authenticate(header.substr(kPrefix.size()));
   }
   if (!id.has_value()) {
-    spdlog::warn("agent call from {} refused: {}", ctx->peer(),
-                 TokenMatches(header, token_)
-                     ? "the enrolment token only enrols (the agent must present its own "
-                       "credential)"
-                     : "bad, revoked or missing credential");
+    const std::string peer = log::LineLimiter::PeerKey(ctx->peer());
+    if (std::optional<int64_t> dropped = refusals_.Admit(peer, clock::WallNow());
+        dropped.has_value()) {
+      spdlog::warn("agent call from {} refused: {}{}", peer,
+                   TokenMatches(header, token_)
+                       ? "the enrolment token only enrols (the agent must present its own "
+                         "credential)"
+                       : "bad, revoked or missing credential",
+                   *dropped > 0 ? absl::StrCat(" (and ", *dropped,
+                                               " more refused calls from there in the last minute)")
+                                : std::string());
+    }
   }
   return id;
 }
@@ -353,7 +361,14 @@ grpc::ServerUnaryReactor* AgentLinkService::Enrol(grpc::CallbackServerContext* c
                                                   tae::v1::EnrolResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   if (!TokenMatches(Authorization(ctx), token_)) {
-    spdlog::warn("enrolment from {} refused: bad or missing enrolment token", ctx->peer());
+    const std::string peer = log::LineLimiter::PeerKey(ctx->peer());
+    if (std::optional<int64_t> dropped = refusals_.Admit(peer, clock::WallNow());
+        dropped.has_value()) {
+      spdlog::warn("enrolment from {} refused: bad or missing enrolment token{}", peer,
+                   *dropped > 0 ? absl::StrCat(" (and ", *dropped,
+                                               " more refused calls from there in the last minute)")
+                                : std::string());
+    }
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad enrolment token"));
     return reactor;
   }

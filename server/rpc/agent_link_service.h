@@ -19,6 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/io_context.hpp"
+#include "common/log/limiter.h"
 #include "server/blobs/blob_worker.h"
 #include "server/controller/controller.h"
 #include "server/query/query.h"
@@ -77,6 +78,9 @@ class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
   blobs::BlobWorker* blobs_;             // code snapshots ($TAE_HOME/blobs)
   blobs::BlobWorker* checkpoint_blobs_;  // checkpoints ($TAE_HOME/checkpoints)
   std::string token_;
+  // What callers without a credential make taed write: a line per peer a minute, the rest
+  // counted (common/log/limiter.h).
+  mutable log::LineLimiter refusals_{60.0, 1024};
   registry::CredentialTable* credentials_;
   UploadGrants grants_;
   std::atomic<int64_t> dropped_values_{0};

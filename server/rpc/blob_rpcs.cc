@@ -17,6 +17,10 @@ absl::Status CheckBlobHash(const std::string& hash, const std::string& field) {
 }
 
 absl::Status CheckChunks(const google::protobuf::RepeatedPtrField<tae::v1::BlobChunk>& chunks) {
+  if (chunks.size() > kMaxPutChunks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunks: ", chunks.size(), " in one call; at most ", kMaxPutChunks));
+  }
   size_t bytes = 0;
   for (int i = 0; i < chunks.size(); ++i) {
     absl::Status status = CheckBlobHash(chunks[i].hash(), absl::StrCat("chunks[", i, "].hash"));

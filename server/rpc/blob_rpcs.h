@@ -21,6 +21,10 @@ namespace tae::rpc {
 
 // At most this many data bytes per PutBlobs / PutCheckpointBlobs call.
 inline constexpr size_t kMaxPutBytes = 8 << 20;
+// Chunks one call may carry: an agent's sender counts 128 bytes of framing per chunk against its
+// ~8 MiB request (common/blobs/transfer.cc), so no honest call has more than 65,024; a call of a
+// million one-byte chunks is refused before any is looked at.
+inline constexpr int kMaxPutChunks = 1 << 16;
 
 // InvalidArgument naming `field` unless `hash` is 64 lowercase hex digits.
 absl::Status CheckBlobHash(const std::string& hash, const std::string& field);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
@@ -203,8 +205,21 @@ absl::StatusOr<controller::CheckpointOffer> ParseCheckpointOffer(
   offer.manifest_id = snapshot::SnapshotId(*entries);
   offer.files = static_cast<int64_t>(entries->size());
   std::unordered_set<std::string> seen;
+  std::unordered_map<std::string, uint64_t> size_of;
   for (const snapshot::Entry& entry : *entries) {
+    // Summed without wrapping: an entry of 2^64 - X bytes must not pass the caps as a small one.
+    if (entry.size > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() - offer.bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("manifest: \"", entry.path.substr(0, 200), "\" (", entry.size,
+                       " bytes) makes the checkpoint larger than 2^63 bytes"));
+    }
     offer.bytes += static_cast<int64_t>(entry.size);
+    if (auto [it, fresh] = size_of.try_emplace(entry.sha256, entry.size);
+        !fresh && it->second != entry.size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("manifest: content ", entry.sha256.substr(0, 16), " is named with sizes ",
+                       it->second, " and ", entry.size));
+    }
     if (seen.insert(entry.sha256).second) {
       offer.hashes.push_back(entry.sha256);
     }

@@ -1,5 +1,6 @@
 #include "server/rpc/upload_grants.h"
 
+#include <algorithm>
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
@@ -10,12 +11,17 @@ absl::Status UploadGrants::Grant(const std::string& agent,
                                  const std::map<std::string, uint64_t>& sizes, double now) {
   absl::MutexLock lock(&mu_);
   std::map<std::string, Granted>& mine = grants_[agent];
+  // Saturating: each term is checked before it is added, so no sum wraps below the cap.
   uint64_t total = 0;
+  auto add = [&total](uint64_t size) {
+    total = size > kMaxGrantedBytes - std::min(total, kMaxGrantedBytes) ? kMaxGrantedBytes + 1
+                                                                        : total + size;
+  };
   for (const auto& [hash, g] : mine) {
-    total += g.until >= now && sizes.count(hash) == 0 ? g.size : 0;
+    add(g.until >= now && sizes.count(hash) == 0 ? g.size : 0);
   }
   for (const auto& [hash, size] : sizes) {
-    total += size;
+    add(size);
   }
   if (total > kMaxGrantedBytes) {
     return absl::ResourceExhaustedError(absl::StrCat("manifest: uploads of ", total,

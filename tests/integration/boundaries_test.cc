@@ -287,6 +287,70 @@ TEST_CASE("a local agent's job gets no variable that leads to taed, its socket o
   CHECK(logs.out.find(elsewhere.path()) == std::string::npos);
   // What is left is the filesystem: a local agent's work dir is under taed's directory and the
   // job runs as the same user (docs/security.md, "What a job can reach").
+
+  // Nor in its agent's /proc/PID/environ, which the same user can read: the agent zeroed the
+  // token's bytes there, not only unset the variable.
+  cluster.dir().Write("job/peek.sh", R"SH(#!/bin/sh
+for d in /proc/[0-9]*; do
+  if tr '\0' ' ' < $d/cmdline 2>/dev/null | grep -q 'tae-agent --taed'; then
+    echo "AGENT_ENV $d: $(tr '\0' '|' < $d/environ)"
+  fi
+done
+)SH");
+  const std::string peek = cluster.dir().Write(
+      "peek.toml",
+      "name = \"peek\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\ncommand = \"sh peek.sh\"\n");
+  REQUIRE(cluster.Taectl({"submit", peek, "--wait", "--timeout", "120"}, 150).exit_code == 0);
+  const int64_t peeked = cluster.TaectlJson({"runs", "peek"}).at(0).at("id");
+  CommandResult seen = cluster.Taectl({"logs", "r" + std::to_string(peeked)});
+  INFO(seen.out);
+  CHECK(seen.out.find("AGENT_ENV /proc/") != std::string::npos);  // it found and read its agent
+  // The local agent was given its own credential in TAE_AGENT_TOKEN (the enrolment token never
+  // leaves taed for it); neither is there.
+  for (const std::string& secret : {FirstLine(cluster.home() + "/agents/local-0/agent.credential"),
+                                    FirstLine(cluster.home() + "/agent.token")}) {
+    REQUIRE(secret.size() > 8);
+    CHECK(seen.out.find(secret) == std::string::npos);
+  }
+  CHECK(seen.out.find("TAE_AGENT_TOKEN=") == std::string::npos);
+}
+
+TEST_CASE("a stranger's 20,000 unauthenticated calls grow taed's log by a few lines",
+          "[security]") {
+  Cluster cluster(0, 1);
+  REQUIRE(cluster.started());
+  const std::string log = cluster.home() + "/logs/taed.log";
+  auto channel = grpc::CreateChannel(FirstLine(cluster.home() + "/agent.addr"),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = tae::v1::AgentLink::NewStub(channel);
+  auto call = [&](bool enrol) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer nobody.0123456789abcdef");
+    if (enrol) {
+      tae::v1::EnrolRequest request;
+      request.set_agent_id("stranger");
+      tae::v1::EnrolResponse response;
+      return stub->Enrol(&ctx, request, &response).error_code();
+    }
+    tae::v1::GetManifestRequest request;
+    request.set_snapshot_id(std::string(64, 'a'));
+    tae::v1::GetManifestResponse response;
+    return stub->GetManifest(&ctx, request, &response).error_code();
+  };
+  REQUIRE(call(false) == grpc::StatusCode::UNAUTHENTICATED);  // the first is written
+  REQUIRE(call(true) == grpc::StatusCode::UNAUTHENTICATED);
+  const uintmax_t before = std::filesystem::file_size(log);
+  int refused = 0;
+  for (int i = 0; i < 20000; ++i) {
+    refused += call(i % 10 == 0) == grpc::StatusCode::UNAUTHENTICATED ? 1 : 0;
+  }
+  CHECK(refused == 20000);
+  // Within the minute: nothing more (the next line, after it, says how many were dropped).
+  const uintmax_t grown = std::filesystem::file_size(log) - before;
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(text.substr(std::min<size_t>(before, text.size())));
+  CHECK(grown < 1024);
 }
 
 }  // namespace

@@ -129,6 +129,12 @@ TEST_CASE(
   REQUIRE(dry.exit_code == 0);
   CHECK(dry.out.find("sets neither [job.metrics] nor job.tensorboard") != std::string::npos);
   CHECK(dry.out.find("[job.metrics] pattern") != std::string::npos);
+  // Its command never passes {train.seed}: said once, with how the seed reaches it.
+  const std::string said = dry.out + dry.err;
+  const size_t seed_note = said.find("note: job.command never uses {train.seed}");
+  REQUIRE(seed_note != std::string::npos);
+  CHECK(said.find("note: job.command never uses {train.seed}", seed_note + 1) == std::string::npos);
+  CHECK(said.find("TAE_SEED", seed_note) != std::string::npos);
   const std::string exp =
       std::to_string(cluster.TaectlJson({"submit", spec}).at("experiment").get<int64_t>());
   REQUIRE(cluster.Taectl({"wait", exp, "--timeout", "120"}, 150).exit_code == 0);
@@ -220,6 +226,54 @@ TEST_CASE(
     CHECK(Logs(cluster, run).find("tensorboard tag 'grad norm' is stored as metric 'grad_norm'") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("2,000 TensorBoard scalars at one step (a per-layer logger) are all stored, at that step",
+          "[tensorboard]") {
+  Cluster cluster(1, 1);
+  REQUIRE(cluster.started());
+  std::filesystem::create_directories(cluster.dir().path() + "/job");
+  std::filesystem::copy_file(std::string(TAE_SOURCE_DIR) + "/examples/tensorboard/minimal_tb.py",
+                             cluster.dir().path() + "/job/minimal_tb.py");
+  cluster.dir().Write(
+      "job/layers.py",
+      "from minimal_tb import SummaryWriter\n"
+      "w = SummaryWriter('logs')\n"
+      "for step in (5, 6):\n"
+      "    for layer in range(2000):\n"
+      "        w.add_scalar(f'grad_norm/layer{layer:04d}', layer + step / 10, step)\n"
+      "w.close()\n");
+  const std::string spec =
+      cluster.dir().Write("layers.toml",
+                          "name = \"layers\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\n"
+                          "command = \"/usr/bin/python3 layers.py\"\ntensorboard = \"logs\"\n");
+  const std::string exp =
+      std::to_string(cluster.TaectlJson({"submit", spec}).at("experiment").get<int64_t>());
+  CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "120"}, 150);
+  INFO(waited.out << waited.err);
+  REQUIRE(waited.exit_code == 0);
+  CommandResult exported = cluster.Taectl({"export", exp, "--format", "json"});
+  REQUIRE(exported.exit_code == 0);
+  int series = 0;
+  int exact = 0;
+  for (const nlohmann::json& one : nlohmann::json::parse(exported.out)) {
+    const std::string metric = one.at("metric");
+    if (metric.rfind("grad_norm/layer", 0) != 0) {
+      continue;
+    }
+    series += 1;
+    const int layer = std::stoi(metric.substr(15));
+    exact += one.at("steps") == nlohmann::json::array({5, 6}) &&
+                     one.at("values") == nlohmann::json::array(
+                                             {static_cast<double>(static_cast<float>(layer + 0.5)),
+                                              static_cast<double>(static_cast<float>(layer + 0.6))})
+                 ? 1
+                 : 0;
+  }
+  CHECK(series == 2000);
+  CHECK(exact == 2000);
+  const int64_t run = cluster.TaectlJson({"runs", exp}).at(0).at("id");
+  CHECK(Logs(cluster, run).find("ignored") == std::string::npos);  // nothing dropped on the way
 }
 
 }  // namespace

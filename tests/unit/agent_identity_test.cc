@@ -12,6 +12,7 @@
 #include "server/controller/controller.h"
 #include "server/registry/credentials.h"
 #include "server/rpc/agent_link_service.h"
+#include "server/rpc/convert.h"
 #include "server/store/store.h"
 
 namespace tae {
@@ -173,6 +174,37 @@ TEST_CASE("an agent may upload only the blobs its own offers named, at their siz
   // A running quota per agent.
   CHECK(grants.Grant("a", {{hash, rpc::UploadGrants::kMaxGrantedBytes + 1}}, 0).code() ==
         absl::StatusCode::kResourceExhausted);
+  // Sizes that would wrap a 64-bit sum to a small one: refused, not granted as small.
+  const std::string second(64, 'd');
+  CHECK(grants.Grant("b", {{hash, ~uint64_t{0} - 10}, {second, 20}}, 0).code() ==
+        absl::StatusCode::kResourceExhausted);
+  CHECK(grants.Grant("b", {{second, 20}}, 0).ok());  // nothing of the refused grant was kept
+  CHECK(grants.Grant("b", {{hash, ~uint64_t{0} - 10}}, 0).code() ==
+        absl::StatusCode::kResourceExhausted);
+}
+
+TEST_CASE("a manifest whose sizes would wrap, or name one content with two sizes, is refused",
+          "[rpc][checkpoints]") {
+  const std::string a(64, 'a');
+  const std::string b(64, 'b');
+  auto line = [](const std::string& path, uint64_t size, const std::string& hash) {
+    return snapshot::ManifestText({{path, 0644, size, hash}});
+  };
+  // One entry of 2^64 - 8 bytes beside one of 16: the sum wraps to 8 in uint64.
+  const std::string wrapped =
+      snapshot::ManifestText({{"big.pt", 0644, ~uint64_t{0} - 7, a}, {"small.pt", 0644, 16, b}});
+  absl::StatusOr<controller::CheckpointOffer> offer =
+      rpc::ParseCheckpointOffer(1, 1, 10, wrapped, "");
+  REQUIRE_FALSE(offer.ok());
+  CHECK(offer.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(offer.status().message()).find("larger than 2^63 bytes") != std::string::npos);
+  const std::string twice = snapshot::ManifestText({{"x.pt", 0644, 16, a}, {"y.pt", 0644, 17, a}});
+  CHECK(rpc::ParseCheckpointOffer(1, 1, 10, twice, "").status().code() ==
+        absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<controller::CheckpointOffer> fine =
+      rpc::ParseCheckpointOffer(1, 1, 10, line("m.pt", 1 << 20, a), "");
+  REQUIRE(fine.ok());
+  CHECK(fine->bytes == 1 << 20);
 }
 
 TEST_CASE("an agent holds a blob only once its own chunks of it, in order, hash to its name") {

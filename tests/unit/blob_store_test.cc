@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "common/snapshot/snapshot.h"
 #include "tests/unit/temp_dir.h"
@@ -56,6 +57,42 @@ TEST_CASE("a blob uploaded in chunks, out of order, appears whole and verified",
   REQUIRE(store->Remove(hash).ok());
   CHECK_FALSE(store->Has(hash));
   CHECK(store->Remove(hash).ok());
+}
+
+TEST_CASE(
+    "a blob from 20,000 small chunks in a shuffled order, overlapping, is whole once every "
+    "byte came and not before",
+    "[blobs]") {
+  TempDir dir;
+  auto store = BlobStore::Open(dir.path() + "/blobs");
+  REQUIRE(store.ok());
+  std::string content;
+  for (int i = 0; i < 100000; ++i) {
+    content.push_back(static_cast<char>(i * 7919 % 251));
+  }
+  const std::string hash = Sha256Hex(content);
+  // Chunks of 5 bytes at every 5th offset, plus 8-byte ones over their seams, shuffled by a fixed
+  // permutation; the chunk at 0 comes last.
+  std::vector<uint64_t> offsets;
+  for (uint64_t at = 5; at < content.size(); at += 5) {
+    offsets.push_back(at);
+  }
+  for (size_t i = offsets.size() - 1; i > 0; --i) {
+    std::swap(offsets[i], offsets[(i * 2654435761u) % (i + 1)]);
+  }
+  int complete = 0;
+  for (uint64_t at : offsets) {
+    const size_t length = at % 10 == 0 ? 8 : 5;
+    auto wrote = store->WriteChunk(hash, at, content.size(), content.substr(at, length));
+    REQUIRE(wrote.ok());
+    complete += wrote->complete ? 1 : 0;
+  }
+  CHECK(complete == 0);
+  CHECK_FALSE(store->Has(hash));
+  auto last = store->WriteChunk(hash, 0, content.size(), content.substr(0, 5));
+  REQUIRE(last.ok());
+  CHECK(last->complete);
+  CHECK(*store->Read(hash, 0, content.size()) == content);
 }
 
 TEST_CASE("a dropped partial upload leaves neither its bytes nor its bookkeeping", "[blobs]") {
