@@ -10,11 +10,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "client/commands/common.h"
-#include "common/report_text/report_text.h"
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 #include "common/api/json.h"
 #include "common/metrics/names.h"
+#include "common/report_text/report_text.h"
+#include "common/text/utf8.h"
 #include "proto/tae/v1/states.h"
 
 namespace tae::client {
@@ -420,13 +421,15 @@ int Agents(const CommandEnv& env, const Args& args) {
     std::string state = tae::v1::StateName(agent.state());
     if (!agent.quarantine().empty()) {
       state = "quarantined";
-      quarantined.push_back(absl::StrCat(agent.id(), ": ", agent.quarantine()));
+      quarantined.push_back(text::ForTerminal(absl::StrCat(agent.id(), ": ", agent.quarantine())));
     }
     if (!agent.revoked().empty()) {
-      revoked.push_back(absl::StrCat(agent.id(), ": ", agent.revoked()));
+      revoked.push_back(text::ForTerminal(absl::StrCat(agent.id(), ": ", agent.revoked())));
     }
-    table.Add({agent.id(), state, absl::StrCat(agent.busy_slots(), "/", agent.slots()),
-               agent.host(), absl::StrJoin(labels, ","),
+    // What an agent (or a cloud) says of itself is printed as text, never as terminal codes.
+    table.Add({text::ForTerminal(agent.id()), state,
+               absl::StrCat(agent.busy_slots(), "/", agent.slots()),
+               text::ForTerminal(agent.host()), text::ForTerminal(absl::StrJoin(labels, ",")),
                runs.empty() ? "-" : absl::StrJoin(runs, ","), FormatTime(agent.last_seen())});
   }
   std::fputs(table.Render().c_str(), stdout);
@@ -440,9 +443,11 @@ int Agents(const CommandEnv& env, const Args& args) {
     // GKE slices: where agents are about to come from, or why they do not (Kueue's words).
     for (const tae::v1::CloudVm& vm : response.vms()) {
       if (vm.provider() == "gke") {
-        std::printf("gke slice %s (pool %s, namespace %s): %s%s%s\n", vm.name().c_str(),
-                    vm.pool().c_str(), vm.zone().c_str(), vm.state().c_str(),
-                    vm.detail().empty() ? "" : ": ", vm.detail().c_str());
+        std::printf("%s\n",
+                    text::ForTerminal(absl::StrCat("gke slice ", vm.name(), " (pool ", vm.pool(),
+                                                   ", namespace ", vm.zone(), "): ", vm.state(),
+                                                   vm.detail().empty() ? "" : ": ", vm.detail()))
+                        .c_str());
       }
     }
   }
@@ -452,16 +457,19 @@ int Agents(const CommandEnv& env, const Args& args) {
       std::printf("  none (no agents were started by taed)\n");
     }
     for (const tae::v1::ProviderEvent& event : response.provider_events()) {
-      std::printf("  %s  %-5s  %-12s  %-7s  %s\n", FormatTime(event.time()).c_str(),
-                  event.provider().c_str(), event.subject().c_str(), event.event().c_str(),
-                  event.detail().c_str());
+      std::printf(
+          "  %s  %-5s  %-12s  %-7s  %s\n", FormatTime(event.time()).c_str(),
+          text::ForTerminal(event.provider()).c_str(), text::ForTerminal(event.subject()).c_str(),
+          text::ForTerminal(event.event()).c_str(), text::ForTerminal(event.detail()).c_str());
     }
     if (!response.vms().empty()) {
       std::printf("\ncloud VMs (as last listed):\n");
       for (const tae::v1::CloudVm& vm : response.vms()) {
-        std::printf("  %s  %s  %s  %s  pool %s%s%s\n", vm.provider().c_str(), vm.name().c_str(),
-                    vm.zone().c_str(), vm.state().c_str(), vm.pool().c_str(),
-                    vm.detail().empty() ? "" : ": ", vm.detail().c_str());
+        std::printf("  %s\n",
+                    text::ForTerminal(absl::StrCat(vm.provider(), "  ", vm.name(), "  ", vm.zone(),
+                                                   "  ", vm.state(), "  pool ", vm.pool(),
+                                                   vm.detail().empty() ? "" : ": ", vm.detail()))
+                        .c_str());
       }
     }
   }

@@ -18,7 +18,6 @@
 namespace tae::spec {
 namespace {
 
-constexpr std::string_view kSeedKey = "train.seed";
 constexpr std::string_view kHashVersion = "tae-spec-v1\n";
 
 // The experiment file; an error starts with its path, as every spec error does.

@@ -195,6 +195,8 @@ absl::StatusOr<std::vector<std::string>> CommandPlaceholders(std::string_view co
 // attempt that starts from a restored checkpoint). A command may not write "{{resume:" (its
 // literal text would read as the placeholder at the agent); the parser refuses it.
 inline constexpr char kResumePrefix[] = "resume:";
+// The run key of a run's seed (its value in every run's config).
+inline constexpr std::string_view kSeedKey = "train.seed";
 std::string ExpandCommand(std::string_view command, const nlohmann::json& config);
 
 // The styles {params:STYLE} renders every [params] key in: "argparse" (--rotary false

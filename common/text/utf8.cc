@@ -69,4 +69,24 @@ std::string ToValidUtf8(std::string_view bytes) {
   return out;
 }
 
+std::string ForTerminal(std::string_view bytes) {
+  const std::string valid = ToValidUtf8(bytes);
+  std::string out;
+  out.reserve(valid.size());
+  for (size_t i = 0; i < valid.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(valid[i]);
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      out += '?';
+    } else if (c == 0xc2 && i + 1 < valid.size() &&
+               static_cast<unsigned char>(valid[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(valid[i + 1]) <= 0x9f) {
+      out += '?';  // U+0080..U+009F, C1 controls (CSI is U+009B)
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace tae::text

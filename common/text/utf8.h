@@ -18,4 +18,9 @@ bool IsValidUtf8(std::string_view bytes);
 // character) is replaced too.
 std::string ToValidUtf8(std::string_view bytes);
 
+// ToValidUtf8(bytes) safe to print on a terminal: every control character (C0 but tab, DEL, C1:
+// what starts an escape sequence) replaced by '?'. For text a peer supplied (an agent's labels
+// and host, a cloud's words) that taectl prints as it is.
+std::string ForTerminal(std::string_view bytes);
+
 }  // namespace tae::text

@@ -7,7 +7,10 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <unordered_map>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -16,6 +19,7 @@
 #include "common/api/json.h"
 #include "common/metrics/names.h"
 #include "common/report_text/report_text.h"
+#include "common/spec/spec.h"
 #include "common/status/macros.h"
 #include "server/http/api.h"
 #include "server/http/reply.h"
@@ -99,67 +103,120 @@ Response Api::ExperimentRuns(const Request& request, const PathParams& params) {
 // its variant's index there], "config_diff" [[row, key, value], ...] where a run's config
 // differs (a key it lacks: [row, key] in "config_absent"), "rows", "total" and "next_after".
 Response Api::RunsAsColumns(const query::RunsPage& page) {
-  ordered_json columns = ordered_json::object();
-  ordered_json finals = ordered_json::object();
-  std::deque<ordered_json> configs;  // a deque: the indexes below point into them
+  const size_t rows = page.runs.size();
+  // Columns in the order their fields first appear, found by name in a hash (an ordered_json
+  // object finds a key by a linear scan), each an array of one value per run (null: absent).
+  struct Columns {
+    std::vector<std::string> keys;
+    std::unordered_map<std::string, size_t> index;
+    std::vector<ordered_json> values;
+    ordered_json& Of(const std::string& key, size_t rows) {
+      auto [it, fresh] = index.try_emplace(key, values.size());
+      if (fresh) {
+        keys.push_back(key);
+        values.push_back(ordered_json(std::vector<std::nullptr_t>(rows, nullptr)));
+      }
+      return values[it->second];
+    }
+    ordered_json Json() {
+      ordered_json out = ordered_json::object();
+      for (size_t i = 0; i < keys.size(); ++i) {
+        out[keys[i]] = std::move(values[i]);
+      }
+      return out;
+    }
+  };
+  // A variant's config: the first run's on the page, parsed once; and its text around the seed's
+  // value, so that a run whose config differs only there is told apart without parsing it.
+  struct Base {
+    ordered_json config;
+    std::map<std::string, const ordered_json*> keys;  // into `config`
+    std::string text;
+    std::optional<std::pair<std::string, std::string>> around_seed;  // text before and after
+  };
+  Columns columns;
+  Columns finals;
+  std::deque<Base> bases;                 // a deque: `keys` point into its elements
+  std::map<std::string, size_t> base_of;  // variant: its index in bases
   ordered_json refs = ordered_json::array();
   ordered_json changed = ordered_json::array();
   ordered_json absent = ordered_json::array();
   ordered_json nulls = ordered_json::array();
-  std::map<std::string, size_t> config_of;  // variant: its index in configs
-  std::deque<std::map<std::string, const ordered_json*>> base_index;  // each config's keys
-  const size_t rows = page.runs.size();
-  auto column = [&](ordered_json* of, const std::string& key) -> ordered_json& {
-    if (!of->contains(key)) {
-      (*of)[key] = ordered_json::array();
-      for (size_t i = 0; i < rows; ++i) {
-        (*of)[key].push_back(nullptr);  // filled below where a run has it
-      }
-    }
-    return (*of)[key];
-  };
+  const std::string seed_key(spec::kSeedKey);
+  const std::string seed_field = absl::StrCat("\"", seed_key, "\":");
   for (size_t row = 0; row < rows; ++row) {
     const query::RunView& run = page.runs[row];
     tae::v1::Run proto;
     wire::ToProto(run, &proto);
+    const std::string text = std::move(*proto.mutable_config_json());
+    proto.clear_config_json();  // handled below, not parsed again by RunJson
     ordered_json one = api::RunJson(proto);
     for (auto& [key, value] : one.items()) {
-      if (key == "config" || key == "final_metrics") {
+      if (key == "config") {
         continue;
       }
-      column(&columns, key)[row] = std::move(value);
-    }
-    if (one.contains("final_metrics") && one["final_metrics"].is_object()) {
-      for (auto& [key, value] : one["final_metrics"].items()) {
-        if (value.is_null()) {
-          nulls.push_back(ordered_json::array({row, key}));  // NaN or inf: diverged
+      if (key == "final_metrics") {
+        for (auto& [metric, number] : value.items()) {
+          if (number.is_null()) {
+            nulls.push_back(ordered_json::array({row, metric}));  // NaN or inf: diverged
+          }
+          finals.Of(metric, rows)[row] = std::move(number);
         }
-        column(&finals, key)[row] = std::move(value);
+        continue;
       }
+      columns.Of(key, rows)[row] = std::move(value);
     }
-    ordered_json config = one.contains("config") && one["config"].is_object()
-                              ? one["config"]
-                              : ordered_json::object();
-    auto [at, fresh] = config_of.try_emplace(run.run.variant, configs.size());
+    auto [at, fresh] = base_of.try_emplace(run.run.variant, bases.size());
     if (fresh) {
-      configs.push_back(config);
-      std::map<std::string, const ordered_json*>& index = base_index.emplace_back();
-      for (const auto& [key, value] : configs.back().items()) {
-        index[key] = &value;  // an ordered_json finds a key by a linear scan: this, by a tree's
+      Base& base = bases.emplace_back();
+      base.config = ordered_json::parse(text, nullptr, false);
+      if (!base.config.is_object()) {
+        base.config = ordered_json::object();
+      }
+      for (const auto& [key, value] : base.config.items()) {
+        base.keys[key] = &value;
+      }
+      base.text = text;
+      if (const size_t key = text.find(seed_field); key != std::string::npos) {
+        const size_t from = key + seed_field.size();
+        const size_t to = text.find_first_of(",}", from);
+        if (to != std::string::npos) {
+          base.around_seed.emplace(text.substr(0, from), text.substr(to));
+        }
       }
     }
     refs.push_back(at->second);
-    const std::map<std::string, const ordered_json*>& base = base_index[at->second];
+    const Base& base = bases[at->second];
+    if (text == base.text) {
+      continue;
+    }
+    if (base.around_seed.has_value()) {
+      const auto& [before, after] = *base.around_seed;
+      if (text.size() > before.size() + after.size() && absl::StartsWith(text, before) &&
+          absl::EndsWith(text, after)) {
+        int64_t seed = 0;
+        if (absl::SimpleAtoi(absl::string_view(text).substr(
+                                 before.size(), text.size() - before.size() - after.size()),
+                             &seed)) {
+          changed.push_back(ordered_json::array({row, seed_key, seed}));
+          continue;  // the same config but its seed
+        }
+      }
+    }
+    ordered_json config = ordered_json::parse(text, nullptr, false);
+    if (!config.is_object()) {
+      config = ordered_json::object();
+    }
     size_t found = 0;
     for (const auto& [key, value] : config.items()) {
-      auto it = base.find(key);
-      if (it == base.end() || *it->second != value) {
+      auto it = base.keys.find(key);
+      if (it == base.keys.end() || *it->second != value) {
         changed.push_back(ordered_json::array({row, key, value}));
       }
-      found += it == base.end() ? 0 : 1;
+      found += it == base.keys.end() ? 0 : 1;
     }
-    if (found < base.size()) {
-      for (const auto& [key, value] : base) {
+    if (found < base.keys.size()) {
+      for (const auto& [key, value] : base.keys) {
         if (!config.contains(key)) {
           absent.push_back(ordered_json::array({row, key}));
         }
@@ -167,11 +224,11 @@ Response Api::RunsAsColumns(const query::RunsPage& page) {
     }
   }
   ordered_json config_list = ordered_json::array();
-  for (ordered_json& config : configs) {
-    config_list.push_back(std::move(config));
+  for (Base& base : bases) {
+    config_list.push_back(std::move(base.config));
   }
-  return Ok({{"columns", std::move(columns)},
-             {"final_metrics", std::move(finals)},
+  return Ok({{"columns", columns.Json()},
+             {"final_metrics", finals.Json()},
              {"final_null", std::move(nulls)},
              {"configs", std::move(config_list)},
              {"config_ref", std::move(refs)},
