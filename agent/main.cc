@@ -24,6 +24,7 @@
 #include "common/cli/flags.h"
 #include "common/cli/paths.h"
 #include "common/log/log.h"
+#include "common/log/rotate.h"
 #include "common/tls/tls.h"
 #include "spdlog/spdlog.h"
 
@@ -176,6 +177,8 @@ int main(int argc, char** argv) {
 
   boost::asio::io_context io;
   tae::agent::Agent agent(&io, options);
+  // Its log (stderr: logs/agents/ID.log for a local agent) rotated by size.
+  tae::log::StderrRotation log_rotation(&io);
   // --stdin: the ssh session is the agent's lifeline (see the flag's help).
   boost::asio::posix::stream_descriptor lifeline(io);
   boost::asio::streambuf lifeline_buffer;

@@ -204,6 +204,7 @@ absl::Status Daemon::Init() {
     }
   });
   boost::asio::post(core_, [this] { controller_->Recover(); });
+  log_rotation_ = std::make_unique<log::StderrRotation>(&core_);
   core_thread_ = std::thread([this] {
     auto guard = boost::asio::make_work_guard(core_);
     core_.run();
@@ -511,6 +512,7 @@ void Daemon::Stop() {
   if (core_thread_.joinable()) {
     core_thread_.join();
   }
+  log_rotation_.reset();  // its timer, once nothing runs on the core
   if (checkpoint_blobs_ != nullptr) {
     checkpoint_blobs_->Stop();
   }

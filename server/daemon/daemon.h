@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/io_context.hpp"
+#include "common/log/rotate.h"
 #include "common/tls/tls.h"
 #include "grpcpp/server.h"
 #include "server/blobs/blob_worker.h"
@@ -105,6 +106,7 @@ class Daemon {
   std::unique_ptr<provider::TpuProvider> tpu_provider_;
   std::vector<provider::GkePool> gke_pools_;
   std::unique_ptr<provider::GkeProvider> gke_provider_;
+  std::unique_ptr<log::StderrRotation> log_rotation_;  // taed.log by size, on the core
   std::thread core_thread_;
   int agent_port_ = 0;
   int local_agent_port_ = 0;
