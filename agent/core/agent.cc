@@ -622,9 +622,22 @@ void Agent::Flush() {
     return;
   }
   while (connected_ && journal_->has_unsent()) {
+    // At most kMaxEventsPerBatch events, in messages of at most kAgentBatchBytes each: a batch
+    // over taed's message size would be refused, and sent again, forever.
     tae::v1::AgentMessage message;
+    size_t bytes = 0;
     for (tae::v1::Event& event : journal_->TakeUnsent(kMaxEventsPerBatch)) {
+      const size_t size = event.ByteSizeLong();
+      if (message.events().events_size() > 0 && bytes + size > tae::v1::kAgentBatchBytes) {
+        if (!link_->Send(std::move(message))) {
+          connected_ = false;  // resent after the next Register
+          return;
+        }
+        message = tae::v1::AgentMessage();
+        bytes = 0;
+      }
       *message.mutable_events()->add_events() = std::move(event);
+      bytes += size;
     }
     if (!link_->Send(std::move(message))) {
       connected_ = false;  // resent after the next Register

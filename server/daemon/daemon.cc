@@ -22,6 +22,7 @@
 #include "common/status/macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "proto/tae/v1/limits.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::daemon {
@@ -422,7 +423,7 @@ absl::Status Daemon::StartServers(const std::string& token,
   agent_builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   agent_builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   agent_builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
-  agent_builder.SetMaxReceiveMessageSize(64 << 20);
+  agent_builder.SetMaxReceiveMessageSize(static_cast<int>(tae::v1::kTaedMaxMessageBytes));
   agent_server_ = agent_builder.BuildAndStart();
   if (agent_server_ == nullptr || agent_port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config_.agent_listen));

@@ -8,12 +8,14 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/tensorboard/tensorboard.h"
 #include "tests/integration/harness.h"
 
 namespace tae::testing {
@@ -274,6 +276,93 @@ TEST_CASE("2,000 TensorBoard scalars at one step (a per-layer logger) are all st
   CHECK(exact == 2000);
   const int64_t run = cluster.TaectlJson({"runs", exp}).at(0).at("id");
   CHECK(Logs(cluster, run).find("ignored") == std::string::npos);  // nothing dropped on the way
+}
+
+// Protobuf wire bytes, enough for TensorBoard scalars: a key, and a varint.
+std::string Varint(uint64_t v) {
+  std::string out;
+  while (v > 0x7f) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+  return out;
+}
+std::string Bytes(int field, const std::string& payload) {
+  return Varint(static_cast<uint64_t>(field) << 3 | 2) + Varint(payload.size()) + payload;
+}
+// One TFRecord of an Event at `step` whose summary holds `values` simple_value scalars.
+std::string ScalarsRecord(int64_t step, int values) {
+  std::string summary;
+  for (int i = 0; i < values; ++i) {
+    std::string tag = "layers/" + std::to_string(i) + "/" + std::string(100, 'g');
+    const float value = static_cast<float>(step) + static_cast<float>(i) / 1024.0f;
+    std::string simple(4, '\0');
+    std::memcpy(simple.data(), &value, 4);
+    summary += Bytes(1, Bytes(1, tag) + Varint(2 << 3 | 5) + simple);
+  }
+  const double wall = 1.8e9 + static_cast<double>(step);
+  std::string time(8, '\0');
+  std::memcpy(time.data(), &wall, 8);
+  const std::string event =
+      Varint(1 << 3 | 1) + time + Varint(2 << 3 | 0) + Varint(step) + Bytes(5, summary);
+  std::string length(8, '\0');
+  const uint64_t size = event.size();
+  std::memcpy(length.data(), &size, 8);
+  std::string out = length;
+  const uint32_t length_crc = tensorboard::MaskedCrc32c(length);
+  out.append(reinterpret_cast<const char*>(&length_crc), 4);
+  out += event;
+  const uint32_t data_crc = tensorboard::MaskedCrc32c(event);
+  out.append(reinterpret_cast<const char*>(&data_crc), 4);
+  return out;
+}
+
+TEST_CASE(
+    "a 74 MB TensorBoard file of 1,024-scalar steps goes to taed in messages it takes: its "
+    "points and the next run's are stored, nothing wedges",
+    "[limits][tensorboard]") {
+  Cluster cluster(1, 1);
+  REQUIRE(cluster.started());
+  std::filesystem::create_directories(cluster.dir().path() + "/job");
+  // 600 steps of 1,024 scalars with 110-character tags: the agent makes 600 events of ~120 KB,
+  // one batch of ~74 MB, over taed's 64 MiB message: refused and sent again forever before.
+  std::string file;
+  for (int64_t step = 1; step <= 600; ++step) {
+    file += ScalarsRecord(step, 1024);
+  }
+  REQUIRE(file.size() > (64u << 20));
+  cluster.dir().Write("events.bin", file);
+  cluster.dir().Write("job/copy.sh", "mkdir -p logs && cp " + cluster.dir().path() +
+                                         "/events.bin logs/events.out.tfevents.1.x\n"
+                                         "echo step=601 done=1\n");
+  const std::string spec =
+      cluster.dir().Write("big.toml",
+                          "name = \"big\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\n"
+                          "command = \"sh copy.sh\"\ntensorboard = \"logs\"\n");
+  const std::string exp =
+      std::to_string(cluster.TaectlJson({"submit", spec}).at("experiment").get<int64_t>());
+  CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "300"}, 330);
+  INFO(waited.out << waited.err);
+  REQUIRE(waited.exit_code == 0);
+  const nlohmann::json run = cluster.TaectlJson({"runs", exp}).at(0);
+  CHECK(run.at("state") == "succeeded");
+  CHECK(run.at("last_step") == 601);
+  CommandResult one = cluster.Taectl(
+      {"export", exp, "--format", "json", "--metric", "layers/1023/" + std::string(100, 'g')});
+  REQUIRE(one.exit_code == 0);
+  const nlohmann::json series = nlohmann::json::parse(one.out);
+  REQUIRE(series.size() == 1);
+  CHECK(series[0].at("steps").size() == 600);
+  // And the agent goes on reporting: the next run's points arrive.
+  const std::string after =
+      cluster.dir().Write("after.toml",
+                          "name = \"after\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\n"
+                          "command = \"echo step=3 loss=0.5\"\n");
+  const std::string next =
+      std::to_string(cluster.TaectlJson({"submit", after}).at("experiment").get<int64_t>());
+  REQUIRE(cluster.Taectl({"wait", next, "--timeout", "120"}, 150).exit_code == 0);
+  CHECK(cluster.TaectlJson({"runs", next}).at(0).at("final_metrics").at("loss") == 0.5);
 }
 
 }  // namespace

@@ -11,6 +11,11 @@ namespace tae::v1 {
 // Events in one EventBatch.
 inline constexpr int kAgentEventsPerBatch = 2000;
 inline constexpr int kTaedMaxEventsPerBatch = 20000;
+// Bytes of one AgentMessage's events (the agent sends a batch as several messages past this) and
+// of the largest message taed's agent server receives (daemon.cc): 2,000 events of metadata at
+// 256 KiB each would be 500 MiB, which taed refused, and the agent sent again forever.
+inline constexpr size_t kAgentBatchBytes = 8u << 20;
+inline constexpr size_t kTaedMaxMessageBytes = 64u << 20;
 // Bytes of one log line (a longer line is cut by the agent) and of an exit reason.
 inline constexpr size_t kAgentMaxLogLine = 16 * 1024;
 inline constexpr size_t kTaedMaxLogText = 64 * 1024;
@@ -22,5 +27,7 @@ inline constexpr double kTaedStreamLifetimeS = 6 * 3600;
 
 static_assert(kAgentEventsPerBatch <= kTaedMaxEventsPerBatch);
 static_assert(kAgentMaxLogLine <= kTaedMaxLogText);
+// The largest event (a metadata event: 256 facts of 1 KiB and their keys) fits a batch's room.
+static_assert(kAgentBatchBytes * 4 <= kTaedMaxMessageBytes);
 
 }  // namespace tae::v1
