@@ -113,6 +113,20 @@ uint64_t FromProto(const tae::v1::EventBatch& in, double received_at,
     last_seq = std::max(last_seq, e.seq());
     if (absl::Status valid = CheckEvent(e); !valid.ok()) {
       reject(e, std::string(valid.message()));
+      if (e.seq() > 0 && e.run_id() > 0 && e.attempt() > 0) {
+        // Said on the run, not only in taed.log: a warning line at the event's own seq, so a
+        // resend of the batch stores it once (taectl logs, and taectl show's warnings).
+        model::IngestEvent said;
+        said.kind = model::IngestEvent::Kind::kLog;
+        said.seq = e.seq();
+        said.run_id = e.run_id();
+        said.attempt = e.attempt();
+        said.wall_time = received_at;
+        said.stream = "agent";
+        said.text = Utf8(
+            absl::StrCat("warning: taed did not store event ", e.seq(), ": ", valid.message()));
+        out->push_back(std::move(said));
+      }
       continue;
     }
     model::IngestEvent event;

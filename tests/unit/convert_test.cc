@@ -95,6 +95,43 @@ TEST_CASE("a bad time from an agent drops that value and a non-finite metric is 
   CHECK_FALSE(IsGoodWallTime(std::numeric_limits<double>::quiet_NaN(), 1.7e9));
 }
 
+TEST_CASE("an event taed refuses is said on its run, at its own seq, and the rest is kept") {
+  tae::v1::EventBatch batch;
+  tae::v1::Event* big = batch.add_events();
+  big->set_seq(5);
+  big->set_run_id(12);
+  big->set_attempt(2);
+  for (int i = 0; i < 1025; ++i) {  // one value past what one event may carry
+    tae::v1::Scalar* s = big->mutable_metrics()->add_values();
+    s->set_key("v" + std::to_string(i));
+    s->set_value(i);
+  }
+  tae::v1::Event* fine = batch.add_events();
+  fine->set_seq(6);
+  fine->set_run_id(12);
+  fine->set_attempt(2);
+  fine->set_wall_time(100);
+  fine->mutable_metrics()->set_step(3);
+  tae::v1::Scalar* loss = fine->mutable_metrics()->add_values();
+  loss->set_key("loss");
+  loss->set_value(0.5);
+  tae::v1::Event* anonymous = batch.add_events();  // no run: nothing to say it on
+  anonymous->set_seq(7);
+  std::vector<model::IngestEvent> events;
+  std::vector<std::string> rejected;
+  CHECK(FromProto(batch, 100, &events, &rejected) == 7);
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].kind == model::IngestEvent::Kind::kLog);
+  CHECK(events[0].seq == 5);
+  CHECK(events[0].run_id == 12);
+  CHECK(events[0].attempt == 2);
+  CHECK(events[0].stream == "agent");
+  CHECK(events[0].text.rfind("warning: taed did not store event 5: metrics.values: 1025 values",
+                             0) == 0);
+  CHECK(events[1].kind == model::IngestEvent::Kind::kMetrics);
+  CHECK(rejected.size() == 2);  // taed.log still has both
+}
+
 TEST_CASE("run and agent states cross the wire as enums named as taed stores them") {
   std::set<int> seen;
   for (model::RunState state :
