@@ -16,6 +16,13 @@ def taectl(bin_dir, home, *args, timeout=600):
     return p.stdout
 
 
+def drop_caches():
+    """The page cache dropped (root): what a freshly booted machine reads from."""
+    subprocess.run(["sync"], check=True)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
 def taed_status_mb(home, field):
     """A /proc/PID/status field of the home's taed (VmRSS, VmHWM) in MB."""
     pid = open(os.path.join(home, "taed.pid")).read().split()[0]

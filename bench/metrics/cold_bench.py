@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from taed_client import Client, taectl, timed  # noqa: E402  bench/taed_client.py
+from taed_client import Client, drop_caches, taectl, timed  # noqa: E402  bench/taed_client.py
 
 HISTORY = """
 import sys, time, tae
@@ -33,12 +33,6 @@ t0 = time.perf_counter()
 frame = tae.connect().experiment("query-big").history(sys.argv[1])
 print("TIMING", time.perf_counter() - t0, len(frame))
 """
-
-
-def drop_caches():
-    subprocess.run(["sync"], check=True)
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
 
 
 def columns_written(home):

@@ -18,17 +18,15 @@ With --cold the page cache is dropped (root: /proc/sys/vm/drop_caches) and taed 
 before each first history(), the morning after a reboot; the figure is printed as measured.
 """
 import argparse
-import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from taed_client import taectl  # noqa: E402  bench/taed_client.py
+from taed_client import drop_caches, taectl  # noqa: E402  bench/taed_client.py
 
 TAE_RUNS = """
 import sys, tae
@@ -80,12 +78,6 @@ def measure(code, env, args):
     rows, cols = lines[-2].split()
     _, seconds, self_mb, child_mb = lines[-1].split()
     return float(seconds), float(self_mb), float(child_mb), int(rows), int(cols)
-
-
-def drop_caches():
-    subprocess.run(["sync"], check=True)
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3\n")
 
 
 def main():

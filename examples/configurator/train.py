@@ -85,6 +85,8 @@ model = Model()
 optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
 if init_from == "resume":
     print(f"Resuming training from {out_dir}")
+    # Its own file, restored by the agent after every blob was checked against its hash; torch
+    # 1.13's weights_only loader cannot read an optimizer state, as such trainers save it.
     checkpoint = torch.load(os.path.join(out_dir, "ckpt.pt"))
     model.load_state_dict(checkpoint["model"])
     optimizer.load_state_dict(checkpoint["optimizer"])

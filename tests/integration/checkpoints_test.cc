@@ -83,6 +83,29 @@ class LoopAgent {
   std::thread thread_;
 };
 
+// The machine of the run's first attempt goes away: its agent, the job's supervisor and the
+// job die, and its disk with them. Returns that agent.
+const LoopAgent* DestroyHost(std::vector<std::unique_ptr<LoopAgent>>& agents, int64_t run) {
+  LoopAgent* host = nullptr;
+  std::string job_dir;
+  for (auto& agent : agents) {
+    const std::string dir = agent->work_dir() + "/runs/r" + std::to_string(run) + "-a1.job";
+    if (std::filesystem::exists(dir)) {
+      host = agent.get();
+      job_dir = dir;
+    }
+  }
+  REQUIRE(host != nullptr);
+  const long pgid = std::stol(FirstLine(job_dir + "/pgid"));
+  const long supervisor = std::stol(FirstLine(job_dir + "/supervisor.pid"));
+  host->Stop(SIGKILL);
+  kill(static_cast<pid_t>(supervisor), SIGKILL);
+  kill(static_cast<pid_t>(-pgid), SIGKILL);
+  std::filesystem::remove_all(host->work_dir());
+  REQUIRE(WaitUntil([&] { return !ProcessGroupExists(pgid); }, 30));
+  return host;
+}
+
 nlohmann::json OnlyRun(Cluster& cluster, const std::string& experiment) {
   nlohmann::json runs = cluster.TaectlJson({"runs", experiment});
   REQUIRE(runs.size() == 1);
@@ -151,25 +174,7 @@ TEST_CASE(
         return !steps.empty() && steps.front() >= 300;
       },
       180));
-  // The machine goes away: its agent, the job's supervisor and the job die, and its disk with
-  // them.
-  LoopAgent* host = nullptr;
-  std::string job_dir;
-  for (auto& agent : agents) {
-    const std::string dir = agent->work_dir() + "/runs/r" + std::to_string(run) + "-a1.job";
-    if (std::filesystem::exists(dir)) {
-      host = agent.get();
-      job_dir = dir;
-    }
-  }
-  REQUIRE(host != nullptr);
-  const long pgid = std::stol(FirstLine(job_dir + "/pgid"));
-  const long supervisor = std::stol(FirstLine(job_dir + "/supervisor.pid"));
-  host->Stop(SIGKILL);
-  kill(static_cast<pid_t>(supervisor), SIGKILL);
-  kill(static_cast<pid_t>(-pgid), SIGKILL);
-  std::filesystem::remove_all(host->work_dir());
-  REQUIRE(WaitUntil([&] { return !ProcessGroupExists(pgid); }, 30));
+  const LoopAgent* host = DestroyHost(agents, run);
 
   CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "300"}, 330);
   INFO(waited.out << waited.err);
@@ -487,23 +492,7 @@ TEST_CASE(
   CommandResult first_logs = cluster.Taectl({"logs", "r" + std::to_string(run)});
   CHECK_THAT(first_logs.out + first_logs.err,
              Catch::Contains("settled: captured as the checkpoint at step 20"));
-  LoopAgent* host = nullptr;
-  std::string job_dir;
-  for (auto& agent : agents) {
-    const std::string dir = agent->work_dir() + "/runs/r" + std::to_string(run) + "-a1.job";
-    if (std::filesystem::exists(dir)) {
-      host = agent.get();
-      job_dir = dir;
-    }
-  }
-  REQUIRE(host != nullptr);
-  const long pgid = std::stol(FirstLine(job_dir + "/pgid"));
-  const long supervisor = std::stol(FirstLine(job_dir + "/supervisor.pid"));
-  host->Stop(SIGKILL);
-  kill(static_cast<pid_t>(supervisor), SIGKILL);
-  kill(static_cast<pid_t>(-pgid), SIGKILL);
-  std::filesystem::remove_all(host->work_dir());
-  REQUIRE(WaitUntil([&] { return !ProcessGroupExists(pgid); }, 30));
+  const LoopAgent* host = DestroyHost(agents, run);
   std::filesystem::remove(pause);
 
   CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "300"}, 330);
