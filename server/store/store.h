@@ -293,6 +293,8 @@ class Store {
   // The run was packed: its experiment is looked at by ColumnSome.
   absl::Status ColumnsMayBeDue(int64_t run_id);
   void AbandonColumnBuild();
+  // Opens the temporary file of (experiment, key)'s column, its header written: building_.
+  absl::Status BeginColumnBuild(int64_t experiment_id, int64_t key_id);
   absl::StatusOr<std::optional<int64_t>> ExperimentOfRun(int64_t run_id);
   std::string columns_dir_;  // empty: no columns (a database in memory)
   std::optional<ColumnBuild> building_;

@@ -127,6 +127,28 @@ absl::Status Store::ColumnsMayBeDue(int64_t run_id) {
   return absl::OkStatus();
 }
 
+absl::Status Store::BeginColumnBuild(int64_t experiment_id, int64_t key_id) {
+  std::random_device entropy;
+  ColumnBuild build;
+  build.id.experiment_id = experiment_id;
+  build.id.key_id = key_id;
+  build.id.generation =
+      ((static_cast<uint64_t>(entropy()) << 32) | entropy()) & 0x7fffffffffffffffULL;
+  if (std::error_code error; !std::filesystem::create_directories(columns_dir_, error) && error) {
+    return absl::InternalError(absl::StrCat("cannot create ", columns_dir_, ": ", error.message()));
+  }
+  build.tmp = absl::StrCat(ColumnPath(experiment_id, key_id), ".tmp");
+  build.fd.reset(::open(build.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!build.fd.valid()) {
+    return fs::ErrnoStatus(errno, "create", build.tmp);
+  }
+  const std::string header = ColumnHeader(build.id);
+  RETURN_IF_ERROR(fs::WriteAll(build.fd.get(), header, build.tmp));
+  build.bytes = static_cast<int64_t>(header.size());
+  building_ = std::move(build);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<bool> Store::ColumnSome(double budget_s) {
   if (columns_dir_.empty() || budget_s <= 0) {
     return columns_due();
@@ -166,27 +188,8 @@ absl::StatusOr<bool> Store::ColumnSome(double budget_s) {
         }
         key_id = due->Int(0);
       }
-      std::random_device entropy;
-      ColumnBuild build;
-      build.id.experiment_id = experiment_id;
-      build.id.key_id = key_id;
-      build.id.generation =
-          ((static_cast<uint64_t>(entropy()) << 32) | entropy()) & 0x7fffffffffffffffULL;
       columns_due_.insert(experiment_id);  // its other keys come next
-      if (std::error_code error;
-          !std::filesystem::create_directories(columns_dir_, error) && error) {
-        return absl::InternalError(
-            absl::StrCat("cannot create ", columns_dir_, ": ", error.message()));
-      }
-      build.tmp = absl::StrCat(ColumnPath(experiment_id, build.id.key_id), ".tmp");
-      build.fd.reset(::open(build.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-      if (!build.fd.valid()) {
-        return fs::ErrnoStatus(errno, "create", build.tmp);
-      }
-      const std::string header = ColumnHeader(build.id);
-      RETURN_IF_ERROR(fs::WriteAll(build.fd.get(), header, build.tmp));
-      build.bytes = static_cast<int64_t>(header.size());
-      building_ = std::move(build);
+      RETURN_IF_ERROR(BeginColumnBuild(experiment_id, key_id));
     }
     worked = true;
     ColumnBuild& build = *building_;
