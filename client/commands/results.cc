@@ -30,6 +30,7 @@ using report_text::Pivot;
 using report_text::RenderFrontier;
 using report_text::RenderPivot;
 using report_text::RenderReport;
+using report_text::RenderScale;
 namespace {}  // namespace
 
 int Logs(const CommandEnv& env, const Args& args) {
@@ -130,12 +131,15 @@ int Report(const CommandEnv& env, const Args& args) {
   bool at_grid = false;
   std::string frontier;
   std::string cost;
+  bool scale = false;
+  double scale_at = 0;
   cli::FlagSet flags(
       "usage: taectl report EXP [--metric M]... [--baseline V] [--sort effect|spec]\n"
       "                         [--tuned|--at-grid] [--format table|md|csv|latex|json]\n"
       "                         [--pivot A×B]\n"
       "       taectl report EXP --frontier \"METRIC>=VALUE\" [--cost params|flops|tokens_per_s]\n"
-      "                         [--tuned|--at-grid] [--json]\n\n"
+      "                         [--tuned|--at-grid] [--json]\n"
+      "       taectl report EXP --scale [--at N] [--metric LOSS] [--json]\n\n"
       "The ablation table. Per variant: runs succeeded/total; per metric the mean over seeds of\n"
       "each run's final value ± the 95% confidence interval (t distribution), the mean of each\n"
       "run's best value, and the delta against the baseline at the same grid point, absolute,\n"
@@ -156,7 +160,13 @@ int Report(const CommandEnv& env, const Args& args) {
       "that straddles the bar does not count), or says none does. --cost: params (default) or\n"
       "flops, lower is cheaper; tokens_per_s, higher is cheaper (faster). A variant whose runs\n"
       "report no cost is listed as unknown, never ranked. With a [grid], each variant is at its\n"
-      "tuned point unless --at-grid.");
+      "tuned point unless --at-grid.\n\n"
+      "--scale (a study with a [scale] ladder of model sizes) shows each variant's effect at\n"
+      "every rung, then fits L = E + A*(m*N)^-alpha to the first metric (a loss) with alpha\n"
+      "and E shared and m each variant's effective-parameter multiplier: the exponent and\n"
+      "each m with 95% intervals from a bootstrap over seeds, and each m's trend with size\n"
+      "(grows, shrinks, none, or reverses near some N). --at N extrapolates each effect to N\n"
+      "parameters (refused beyond 10x the ladder's ends).");
   flags.String("format", &format, "table, md, csv, latex or json");
   flags.Bool("json", &json, "same as --format json");
   flags.Repeated("metric", &metrics, "metric to show (repeatable) [eval/loss, eval/acc]");
@@ -167,6 +177,8 @@ int Report(const CommandEnv& env, const Args& args) {
   flags.Bool("at-grid", &at_grid, "every grid point");
   flags.String("frontier", &frontier, "a bar METRIC OP VALUE: the cheapest variant clearing it");
   flags.String("cost", &cost, "the frontier's cost: params, flops or tokens_per_s [params]");
+  flags.Bool("scale", &scale, "a [scale] ladder: the effects across sizes and their fit");
+  flags.Double("at", &scale_at, "with --scale: extrapolate each effect to N parameters");
   Args rest;
   if (int code = ParseOrExit(flags, args, 1, 1, &rest); code >= 0) {
     return code;
@@ -191,6 +203,19 @@ int Report(const CommandEnv& env, const Args& args) {
   }
   if (frontier.empty() && !cost.empty()) {
     return Fail(absl::InvalidArgumentError("--cost is the axis of --frontier; give --frontier"));
+  }
+  if (scale_at != 0 && !scale) {
+    return Fail(absl::InvalidArgumentError("--at is the size --scale extrapolates to; give --scale"));
+  }
+  if (scale && (!frontier.empty() || !pivot.empty() || tuned)) {
+    return Fail(absl::InvalidArgumentError("--scale: not with --frontier, --pivot or --tuned"));
+  }
+  if (scale && format != "table" && format != "json") {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--scale prints a table or --json, not --format ", format)));
+  }
+  if (scale && !(scale_at >= 0 && std::isfinite(scale_at))) {
+    return Fail(absl::InvalidArgumentError("--at: a size N > 0 (a parameter count, e.g. 1e9)"));
   }
   ControlClient client(env.home);
   if (!pivot.empty()) {
@@ -228,6 +253,8 @@ int Report(const CommandEnv& env, const Args& args) {
   request.set_view(tuned ? "tuned" : (at_grid ? "grid" : ""));
   request.set_frontier(frontier);
   request.set_cost(cost);
+  request.set_scale(scale);
+  request.set_scale_at(scale_at);
   tae::v1::ReportResponse report;
   absl::Status s =
       client.Check(client.stub()->Report(ControlClient::Context().get(), request, &report));
@@ -251,6 +278,10 @@ int Report(const CommandEnv& env, const Args& args) {
   }
   if (format == "json") {
     std::printf("%s\n", api::ReportJson(report).dump(2).c_str());
+    return 0;
+  }
+  if (scale) {
+    std::fputs(RenderScale(report).c_str(), stdout);
     return 0;
   }
   absl::StatusOr<std::string> text = RenderReport(report, format);

@@ -322,7 +322,88 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report) {
   if (report.has_frontier()) {
     out["frontier"] = FrontierJson(report.frontier());
   }
+  if (report.scale_size() == 1) {
+    out["scale"] = ScaleJson(report.scale(0));
+  } else if (report.scale_size() > 1) {  // a ladder with a [grid]: one fit per grid point
+    out["scale"] = nlohmann::ordered_json::array();
+    for (const tae::v1::ScaleFit& fit : report.scale()) {
+      out["scale"].push_back(ScaleJson(fit));
+    }
+  }
   out["rows"] = rows;
+  return out;
+}
+
+nlohmann::ordered_json ScaleJson(const tae::v1::ScaleFit& fit) {
+  auto number = [](double x) {
+    return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json();
+  };
+  auto estimate = [&](const tae::v1::ScaleEstimate& e) {
+    const bool interval = std::isfinite(e.lo()) && std::isfinite(e.hi());
+    return nlohmann::ordered_json{
+        {"value", number(e.value())},
+        {"ci95", interval ? nlohmann::ordered_json({e.lo(), e.hi()}) : nlohmann::ordered_json()}};
+  };
+  nlohmann::ordered_json rungs = nlohmann::ordered_json::array();
+  for (const tae::v1::ScaleRung& r : fit.rungs()) {
+    rungs.push_back({{"rung", r.rung()},
+                     {"overrides", r.overrides()},
+                     {"params", number(r.size())},
+                     {"params_from", r.size_source()}});
+  }
+  nlohmann::ordered_json variants = nlohmann::ordered_json::array();
+  for (const tae::v1::ScaleVariant& v : fit.variants()) {
+    nlohmann::ordered_json effects = nlohmann::ordered_json::array();
+    for (const tae::v1::ScaleRungEffect& e : v.rungs()) {
+      const bool interval = std::isfinite(e.delta_lo()) && std::isfinite(e.delta_hi());
+      effects.push_back(
+          {{"rung", e.rung()},
+           {"n", e.n()},
+           {"mean", number(e.mean())},
+           {"ci95", number(e.ci95())},
+           {"delta", number(e.delta())},
+           {"delta_ci", interval ? nlohmann::ordered_json({e.delta_lo(), e.delta_hi()})
+                                 : nlohmann::ordered_json()},
+           {"decision", e.decision().empty() ? nlohmann::ordered_json()
+                                             : nlohmann::ordered_json(e.decision())},
+           {"mark", e.mark()},
+           {"note", e.note().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(e.note())}});
+    }
+    nlohmann::ordered_json variant = {
+        {"variant", v.variant()},
+        {"multiplier", estimate(v.multiplier())},
+        {"slope", estimate(v.slope())},
+        {"trend", v.trend().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(v.trend())},
+        {"crossing", number(v.crossing())},
+        {"rungs", effects}};
+    if (fit.at() > 0 && v.variant() != fit.variants(0).variant()) {
+      variant["at"] = v.at_ok() ? nlohmann::ordered_json{{"effect", estimate(v.at_effect())},
+                                                         {"model", v.at_trend() ? "trend"
+                                                                                : "constant"}}
+                                : nlohmann::ordered_json{{"refused", v.at_refused()}};
+    }
+    variants.push_back(std::move(variant));
+  }
+  nlohmann::ordered_json out = {
+      {"metric", fit.metric()},
+      {"point", fit.point().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(fit.point())},
+      {"ok", fit.ok()},
+      {"why", fit.why().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(fit.why())},
+      {"law", "L = E + A * (m * N)^-alpha"},
+      {"rungs", rungs},
+      {"exponent", estimate(fit.exponent())},
+      {"irreducible", estimate(fit.irreducible())},
+      {"coefficient", number(fit.coefficient())},
+      {"variants", variants},
+      {"intervals", fit.intervals()},
+      {"draws", fit.draws()},
+      {"failed_draws", fit.failed_draws()},
+      {"trend_level", number(fit.trend_level())},
+      {"warnings", std::vector<std::string>(fit.warnings().begin(), fit.warnings().end())},
+      {"controls", fit.controls()}};
+  if (fit.at() > 0) {
+    out["at"] = {{"params", fit.at()}, {"baseline", estimate(fit.at_baseline())}};
+  }
   return out;
 }
 

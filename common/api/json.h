@@ -20,7 +20,8 @@ nlohmann::ordered_json FleetJson(const tae::v1::ListAgentsResponse& response);
 // {"metric", "goal", "confirm"} and "estimates" (report::TunedEstimates: "optimistic: chosen on
 // the same seeds", "confirmed: 3 fresh seeds", "pending: ..."); with search.confirm its rows have
 // "confirm_runs" and "confirm_pending".
-// With a frontier (ReportRequest.frontier), also `frontier`: FrontierJson.
+// With a frontier (ReportRequest.frontier), also `frontier`: FrontierJson; with a ladder fit
+// (ReportRequest.scale), `scale`: ScaleJson (an array of them for a ladder with a [grid]).
 // Why an experiment's table is empty when no run reported a metric (ReportResponse.no_metrics):
 // the ways a command job reports, one per line. The report's JSON carries it as
 // no_metrics.hint, with the sample run's last lines.
@@ -35,6 +36,11 @@ nlohmann::ordered_json ReportJson(const tae::v1::ReportResponse& report);
 bool HasDeltaInterval(const tae::v1::ReportCell& cell);
 // Its smallest detectable effect is set (positive and finite).
 bool HasDetectable(const tae::v1::ReportCell& cell);
+// A [scale] ladder fit (ReportResponse.scale): the law, each rung's N, the exponent and each
+// variant's multiplier with their 95% intervals ("ci95": [lo, hi], null without one), its trend
+// and per-rung effects, and with an `at` size the extrapolated effects.
+nlohmann::ordered_json ScaleJson(const tae::v1::ScaleFit& fit);
+
 // The cost frontier (server/report/frontier.h):
 // {"bar": {"metric", "op", "value", "goal"}, "cost": {"axis", "cheaper": "lower"|"higher"},
 //  "cheapest": FrontierPoint | null, "points": [{"variant", "cost", "n", "mean", "ci95", "lo",

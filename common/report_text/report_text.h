@@ -29,6 +29,12 @@ absl::StatusOr<std::string> RenderReport(const tae::v1::ReportResponse& report,
 // cost is unknown.
 std::string RenderFrontier(const tae::v1::ReportResponse& report);
 
+// A [scale] ladder's fits (report.scale()): per grid point, each rung's N and overrides, each
+// variant's effect at each rung as the table decides it, the exponent, each variant's
+// multiplier and trend with their intervals, the extrapolation when asked, warnings and what the
+// intervals and verdicts control.
+std::string RenderScale(const tae::v1::ReportResponse& report);
+
 // When no run reported a metric (report.no_metrics): why, how a command job reports
 // (api::NoMetricsHint), and the last lines of one run's output to write a pattern against.
 // Empty otherwise.

@@ -4,6 +4,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -59,6 +60,26 @@ struct ParsedAxis {
   std::vector<toml::source_position> positions;  // of each value
 };
 
+// [scale]: the ladder's run keys (each with a value per rung), scale.params and scale.stop_if.
+struct ParsedScale {
+  toml::source_position where{0, 0};  // the [scale] table; line 0: no [scale]
+  std::vector<ParsedAxis> keys;       // in key order
+  std::vector<double> params;
+  toml::source_position params_where{1, 1};
+  ScaleStop stop_if;
+
+  bool declared() const { return where.line > 0 && !keys.empty(); }
+  size_t rungs() const { return keys.empty() ? 0 : keys.front().values.size(); }
+  // The overrides of rung `r`: each laddered key at its value there.
+  nlohmann::json Rung(size_t r) const {
+    nlohmann::json rung = nlohmann::json::object();
+    for (const ParsedAxis& axis : keys) {
+      rung[axis.key] = axis.values[r];
+    }
+    return rung;
+  }
+};
+
 // Everything the file (and later --set) says, flat, including name/description/train.seeds.
 struct Draft {
   nlohmann::json values = nlohmann::json::object();
@@ -66,6 +87,7 @@ struct Draft {
   std::vector<ParsedAblation> ablations;
   std::vector<ParsedAxis> grid;
   toml::source_position grid_where{1, 1};                                 // the [grid] table
+  ParsedScale scale;                                                      // [scale]
   std::shared_ptr<ParamSchema> params = std::make_shared<ParamSchema>();  // [params]
 };
 
@@ -164,8 +186,14 @@ class FileWalker {
   void CheckAblationName(const ParsedAblation& ablation, const toml::node& name_node);
   void WalkGrid(const toml::node& node);
   void WalkGridEntry(std::string_view prefix, const toml::key& key, const toml::node& node);
-  // An ablation may not override a key that [grid] varies (its grid points would be identical).
+  // An ablation may not override a key that [grid] varies (its grid points would be identical),
+  // nor one that [scale] ladders (the ladder applies to every variant alike).
   void CheckAblationsAgainstGrid();
+  // [scale]: run keys = [a value per rung], params = [N per rung], stop_if = { rungs, band }.
+  void WalkScale(const toml::node& node);
+  void WalkScaleEntry(std::string_view prefix, const toml::key& key, const toml::node& node);
+  void WalkScaleStop(const toml::node& node);
+  void CheckScale();
   // Converts `node` as `key` into values[key.name] with its origin; records a problem if bad.
   void Store(const KeyInfo& key, std::string_view display, const toml::node& node, Layer layer,
              nlohmann::json* values, Origins* origins);
@@ -251,6 +279,7 @@ void FileWalker::Store(const KeyInfo& key, std::string_view display, const toml:
 void FileWalker::Walk(const toml::table& root) {
   WalkRoot(root);
   CheckAblationsAgainstGrid();
+  CheckScale();
 }
 
 void FileWalker::WalkRoot(const toml::table& root) {
@@ -272,6 +301,8 @@ void FileWalker::WalkRoot(const toml::table& root) {
       WalkAblations(node);
     } else if (name == "grid") {
       WalkGrid(node);
+    } else if (name == "scale") {
+      WalkScale(node);
     } else {
       Add(Unknown(name, key, node, node.is_table() ? TableNames() : TopLevelNames()));
     }
@@ -358,6 +389,172 @@ void FileWalker::CheckAblationsAgainstGrid() {
                                     "); drop one of the two")});
       }
     }
+    for (const ParsedAxis& axis : draft_.scale.keys) {
+      auto it = ablation.keys.find(axis.key);
+      if (it != ablation.keys.end()) {
+        Add(Problem{it->second, Cat("ablation '", ablation.name, "' sets ", axis.key,
+                                    ", which [scale] ladders for every variant alike (line ",
+                                    axis.where.line, "); drop one of the two")});
+      }
+    }
+  }
+}
+
+void FileWalker::WalkScale(const toml::node& node) {
+  const toml::table* table = node.as_table();
+  if (table == nullptr) {
+    Add(Problem{node.source().begin, Cat("scale: expected a table, got ", TypeName(node.type()))});
+    return;
+  }
+  draft_.scale.where = node.source().begin;
+  if (draft_.scale.where.line == 0) {
+    draft_.scale.where = {1, 1};
+  }
+  for (auto&& [key, value] : *table) {
+    if (key.str() == "params") {
+      draft_.scale.params_where = key.source().begin;
+      const toml::array* array = value.as_array();
+      bool good = array != nullptr && !array->empty();
+      for (size_t i = 0; good && i < array->size(); ++i) {
+        std::optional<double> n = array->get(i)->value<double>();
+        good = n.has_value() && std::isfinite(*n) && *n >= 1;
+        if (good) {
+          draft_.scale.params.push_back(*n);
+        }
+      }
+      if (!good) {
+        Add(Problem{value.source().begin,
+                    "scale.params: expected a list of parameter counts >= 1, one per rung "
+                    "(params = [1.2e6, 4.8e6, ...])"});
+      }
+    } else if (key.str() == "stop_if") {
+      WalkScaleStop(value);
+    } else {
+      WalkScaleEntry("", key, value);
+    }
+  }
+}
+
+void FileWalker::WalkScaleStop(const toml::node& node) {
+  const toml::table* table = node.as_table();
+  const std::string usage =
+      "scale.stop_if: expected { rungs = K, band = B }: a variant whose multiplier's 95% CI lies "
+      "within 1 +- B after the first K rungs skips its larger rungs";
+  if (table == nullptr) {
+    Add(Problem{node.source().begin, usage});
+    return;
+  }
+  ScaleStop& stop = draft_.scale.stop_if;
+  for (auto&& [key, value] : *table) {
+    if (key.str() == "rungs" && value.value<int64_t>().has_value()) {
+      stop.rungs = static_cast<int>(std::clamp<int64_t>(*value.value<int64_t>(), -1, 1000));
+    } else if (key.str() == "band" && value.value<double>().has_value()) {
+      stop.band = *value.value<double>();
+    } else {
+      Add(Problem{key.source().begin, usage});
+      return;
+    }
+  }
+  if (stop.rungs < 2 || !(stop.band > 0 && stop.band < 1)) {
+    Add(Problem{node.source().begin,
+                Cat(usage, "; rungs must be >= 2 (a multiplier needs two sizes) and band in (0, 1)")});
+  }
+}
+
+void FileWalker::WalkScaleEntry(std::string_view prefix, const toml::key& key,
+                                const toml::node& node) {
+  std::string full = prefix.empty() ? std::string(key.str()) : Cat(prefix, ".", key.str());
+  const KeyInfo* info = Find(full);
+  if (info == nullptr) {
+    if (IsGroup(prefix, full) && node.is_table()) {
+      for (auto&& [sub_key, sub_node] : *node.as_table()) {
+        WalkScaleEntry(full, sub_key, sub_node);
+      }
+    } else {
+      std::vector<std::string_view> names = RunKeyNames();
+      names.push_back("params");
+      names.push_back("stop_if");
+      Add(Unknown(full, key, node, names));
+    }
+    return;
+  }
+  if (info->scope != KeyScope::kRun || full == "train.seed") {
+    Add(Problem{key.source().begin, Cat(full, " cannot be laddered in [scale]")});
+    return;
+  }
+  const toml::array* array = node.as_array();
+  if (array == nullptr || array->empty()) {
+    Add(Problem{node.source().begin, Cat("[scale] ", full, ": expected an array of values, one per "
+                                         "rung (write ", full, " = [small, ..., large])")});
+    return;
+  }
+  ParsedAxis axis{full, key.source().begin, {}, {}};
+  for (const toml::node& element : *array) {
+    nlohmann::json value;
+    if (std::optional<Problem> problem = ConvertValue(*info, info->name, element, &value)) {
+      Add(std::move(problem));
+      return;
+    }
+    axis.values.push_back(std::move(value));
+    axis.positions.push_back(element.source().begin);
+  }
+  draft_.scale.keys.push_back(std::move(axis));
+}
+
+void FileWalker::CheckScale() {
+  ParsedScale& scale = draft_.scale;
+  if (scale.where.line == 0) {
+    return;
+  }
+  if (scale.keys.empty()) {
+    Add(Problem{scale.where,
+                "[scale] ladders no run key: give each key the rungs take, e.g. "
+                "\"model.d_model\" = [64, 128, 256, 512]"});
+    return;
+  }
+  const size_t rungs = scale.rungs();
+  for (const ParsedAxis& axis : scale.keys) {
+    if (axis.values.size() != rungs) {
+      Add(Problem{axis.where, Cat("[scale] ", axis.key, " has ", axis.values.size(),
+                                  " values but ", scale.keys.front().key, " has ", rungs,
+                                  ": every laddered key gives one value per rung")});
+      return;
+    }
+    for (const ParsedAxis& grid : draft_.grid) {
+      if (grid.key == axis.key) {
+        Add(Problem{std::max(axis.where, grid.where, Before),
+                    Cat(axis.key, " is both laddered by [scale] and varied by [grid]; drop one")});
+        return;
+      }
+    }
+  }
+  if (rungs < 2) {
+    Add(Problem{scale.where, "[scale] needs at least 2 rungs (4 or more to fit a trend)"});
+    return;
+  }
+  if (!scale.params.empty() && scale.params.size() != rungs) {
+    Add(Problem{scale.params_where, Cat("scale.params has ", scale.params.size(),
+                                        " values for ", rungs, " rungs")});
+    return;
+  }
+  for (size_t r = 0; r < rungs; ++r) {
+    for (size_t q = 0; q < r; ++q) {
+      if (scale.Rung(q) == scale.Rung(r)) {
+        Add(Problem{scale.keys.front().positions[r],
+                    Cat("[scale] rungs ", q, " and ", r, " are the same model: ",
+                        scale.Rung(r).dump())});
+        return;
+      }
+    }
+    if (!scale.params.empty() && r > 0 && !(scale.params[r] > scale.params[r - 1])) {
+      Add(Problem{scale.params_where,
+                  "scale.params must grow from rung to rung: list the ladder small to large"});
+      return;
+    }
+  }
+  if (scale.stop_if.rungs >= static_cast<int>(rungs)) {
+    Add(Problem{scale.where, Cat("scale.stop_if.rungs = ", scale.stop_if.rungs,
+                                 " leaves no larger rung to skip (the ladder has ", rungs, ")")});
   }
 }
 
@@ -508,7 +705,9 @@ Origin Blame(const CrossProblem& problem, const Origins& base, const Origins* ab
 
 // A --set of a key that [grid] varies would be silently replaced by the grid's values.
 absl::Status CheckSetsAgainstGrid(std::string_view path, const Draft& draft) {
-  for (const ParsedAxis& axis : draft.grid) {
+  std::vector<ParsedAxis> varied = draft.grid;
+  varied.insert(varied.end(), draft.scale.keys.begin(), draft.scale.keys.end());
+  for (const ParsedAxis& axis : varied) {
     const Origin* origin = FindOrigin(&draft.origins, axis.key);
     if (origin != nullptr && origin->layer == Layer::kSet) {
       return Error(path, *origin,
@@ -530,13 +729,15 @@ absl::Status CheckRunCount(std::string_view path, const Draft& draft) {
   // Adaptive seeds: as many runs as max seeds could make.
   const auto seeds = static_cast<double>(
       seeds_value.is_object() ? seeds_value.at("max").get<int64_t>() : seeds_value.size());
-  const double runs = points * variants * seeds;
+  const double rungs = draft.scale.declared() ? static_cast<double>(draft.scale.rungs()) : 1;
+  const double runs = rungs * points * variants * seeds;
   if (runs > static_cast<double>(kMaxRuns)) {
     return Error(path, Origin{Layer::kFile, draft.grid_where, ""},
-                 absl::StrFormat("the experiment expands to %.0f runs (%.0f grid points x %.0f "
+                 absl::StrFormat("the experiment expands to %.0f runs (%s%.0f grid points x %.0f "
                                  "variants x %.0f seeds); at most %d are allowed, split it into "
                                  "several experiments",
-                                 runs, points, variants, seeds, kMaxRuns));
+                                 runs, rungs > 1 ? absl::StrFormat("%.0f rungs x ", rungs) : "",
+                                 points, variants, seeds, kMaxRuns));
   }
   return absl::OkStatus();
 }
@@ -544,6 +745,17 @@ absl::Status CheckRunCount(std::string_view path, const Draft& draft) {
 // The configs of every grid point with their origins: the grid's values are blamed at the value.
 std::vector<std::pair<nlohmann::json, Origins>> GridConfigs(const Draft& draft) {
   std::vector<std::pair<nlohmann::json, Origins>> configs = {{draft.values, draft.origins}};
+  if (draft.scale.declared()) {  // each rung of the ladder, its values blamed where they are
+    configs.clear();
+    for (size_t r = 0; r < draft.scale.rungs(); ++r) {
+      auto rung = std::make_pair(draft.values, draft.origins);
+      for (const ParsedAxis& axis : draft.scale.keys) {
+        rung.first[axis.key] = axis.values[r];
+        rung.second[axis.key] = Origin{Layer::kGrid, axis.positions[r], ""};
+      }
+      configs.push_back(std::move(rung));
+    }
+  }
   for (const ParsedAxis& axis : draft.grid) {
     std::vector<std::pair<nlohmann::json, Origins>> next;
     for (const auto& [config, origins] : configs) {
@@ -759,6 +971,11 @@ absl::Status CheckConfirm(std::string_view path, const Draft& draft) {
   }
   const Origin* origin = FindOrigin(&draft.origins, "search.confirm");
   const Origin where = origin != nullptr ? *origin : Origin{};
+  if (draft.scale.declared()) {
+    return Error(path, where,
+                 "search.confirm with a [scale] ladder is not supported yet: confirm each rung "
+                 "as an experiment of its own");
+  }
   if (draft.grid.empty()) {
     return Error(path, where,
                  "search.confirm needs a [grid]: it re-runs each variant's chosen grid point on "
@@ -825,6 +1042,16 @@ Spec BuildSpec(Draft draft) {
   }
   for (ParsedAxis& axis : draft.grid) {
     spec.grid.push_back(GridAxis{std::move(axis.key), std::move(axis.values)});
+  }
+  if (draft.scale.declared()) {
+    for (size_t r = 0; r < draft.scale.rungs(); ++r) {
+      spec.scale.rungs.push_back(draft.scale.Rung(r));
+    }
+    for (const ParsedAxis& axis : draft.scale.keys) {
+      spec.scale.keys.push_back(axis.key);
+    }
+    spec.scale.params = draft.scale.params;
+    spec.scale.stop_if = draft.scale.stop_if;
   }
   return spec;
 }

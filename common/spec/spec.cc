@@ -59,6 +59,12 @@ absl::StatusOr<Spec> ParseSpecFile(const std::string& path,
 nlohmann::json ResolveConfig(const Spec& spec, std::string_view variant, int64_t seed,
                              const nlohmann::json& grid) {
   nlohmann::json config = spec.base;
+  if (auto rung = grid.find(kRungKey); rung != grid.end() && rung->is_number_integer()) {
+    const int64_t r = rung->get<int64_t>();
+    if (r >= 0 && r < static_cast<int64_t>(spec.scale.rungs.size())) {
+      config.update(spec.scale.rungs[r]);
+    }
+  }
   config.update(grid);
   if (variant != kBaselineName) {
     auto it = std::find_if(spec.ablations.begin(), spec.ablations.end(),
@@ -129,6 +135,49 @@ std::string GridVariantName(std::string_view ablation, const nlohmann::json& poi
   return absl::StrCat(name, "[", absl::StrJoin(parts, ","), "]");
 }
 
+int RungOf(std::string_view variant) {
+  const size_t bracket = variant.find('[');
+  if (bracket == std::string_view::npos) {
+    return -1;
+  }
+  std::string_view point = variant.substr(bracket + 1);
+  constexpr std::string_view kRung = "rung=";
+  if (point.substr(0, kRung.size()) != kRung) {
+    return -1;
+  }
+  point.remove_prefix(kRung.size());
+  int rung = 0;
+  size_t digits = 0;
+  while (digits < point.size() && digits < 6 && absl::ascii_isdigit(point[digits])) {
+    rung = rung * 10 + (point[digits] - '0');
+    ++digits;
+  }
+  const bool ends = digits < point.size() && (point[digits] == ',' || point[digits] == ']');
+  const bool canonical = digits == 1 || point[0] != '0';
+  return digits > 0 && ends && canonical ? rung : -1;
+}
+
+std::string AblationAtRung(std::string_view variant) {
+  const size_t bracket = variant.find('[');
+  const int rung = RungOf(variant);
+  std::string name(variant.substr(0, bracket));
+  return rung < 0 ? name : absl::StrCat(name, "[rung=", rung, "]");
+}
+
+std::string WithoutRung(std::string_view variant) {
+  const int rung = RungOf(variant);
+  if (rung < 0) {
+    return std::string(variant);
+  }
+  const size_t bracket = variant.find('[');
+  const size_t after = bracket + 1 + std::string_view("rung=").size() + absl::StrCat(rung).size();
+  std::string name(variant.substr(0, bracket));
+  if (variant[after] == ']') {
+    return name;
+  }
+  return absl::StrCat(name, "[", std::string(variant.substr(after + 1)));
+}
+
 std::string BaselineFor(std::string_view variant, std::string_view baseline) {
   const size_t bracket = variant.find('[');
   if (bracket == std::string_view::npos || baseline.find('[') != std::string_view::npos) {
@@ -168,19 +217,35 @@ std::vector<RunPlan> ExpandRuns(const Spec& spec) {
   for (const Variant& ablation : spec.ablations) {
     variants.push_back(ablation.name);
   }
-  std::vector<nlohmann::json> points = GridPoints(spec.grid);
+  std::vector<nlohmann::json> grid_points = GridPoints(spec.grid);
   if (spec.search.asha() && spec.search.shuffle) {
-    std::vector<nlohmann::json> listed = std::move(points);
-    points.clear();
+    std::vector<nlohmann::json> listed = std::move(grid_points);
+    grid_points.clear();
     for (size_t i : GridOrder(listed.size(), spec.search.order_seed)) {
-      points.push_back(std::move(listed[i]));
+      grid_points.push_back(std::move(listed[i]));
     }
+  }
+  // A ladder's rung is the first axis, slowest: the small rungs' runs come first.
+  std::vector<GridAxis> axes = spec.grid;
+  std::vector<nlohmann::json> points = grid_points;
+  if (spec.scale.declared()) {
+    GridAxis rung_axis{kRungKey, {}};
+    points.clear();
+    for (size_t r = 0; r < spec.scale.rungs.size(); ++r) {
+      rung_axis.values.emplace_back(static_cast<int64_t>(r));
+      for (const nlohmann::json& grid_point : grid_points) {
+        nlohmann::json point = {{kRungKey, static_cast<int64_t>(r)}};
+        point.update(grid_point);
+        points.push_back(std::move(point));
+      }
+    }
+    axes.insert(axes.begin(), std::move(rung_axis));
   }
   std::vector<RunPlan> runs;
   runs.reserve(points.size() * variants.size() * spec.seeds.size());
   for (const nlohmann::json& point : points) {
     for (std::string_view variant : variants) {
-      const std::string name = GridVariantName(variant, point, spec.grid);
+      const std::string name = GridVariantName(variant, point, axes);
       for (int64_t seed : spec.seeds) {
         nlohmann::json config = ResolveConfig(spec, variant, seed, point);
         if (!spec.job_command.empty()) {
@@ -278,6 +343,12 @@ std::string SpecHash(const Spec& spec) {
       grid.push_back({{"key", axis.key}, {"values", axis.values}});
     }
     canonical["grid"] = std::move(grid);
+  }
+  if (spec.scale.declared()) {  // absent without a ladder: the hashes stored before stay
+    canonical["scale"] = {{"rungs", spec.scale.rungs},
+                          {"params", spec.scale.params},
+                          {"stop_if",
+                           {{"rungs", spec.scale.stop_if.rungs}, {"band", spec.scale.stop_if.band}}}};
   }
   if (!spec.job_code.empty() || !spec.job_command.empty() || !spec.snapshot_id.empty()) {
     canonical["job"] = {

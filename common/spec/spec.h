@@ -90,6 +90,42 @@ struct SearchPlan {
   bool maximize() const { return goal == "max"; }
 };
 
+// [scale] stop_if = { rungs = K, band = B }: after the first K rungs, a variant whose
+// multiplier's 95% CI lies within [1 - B, 1 + B] skips its larger rungs. rungs 0: never.
+struct ScaleStop {
+  int rungs = 0;
+  double band = 0;
+};
+
+// [scale]: a ladder of model sizes. Each rung is a set of run-key overrides (every laddered key
+// at its value there), applied to the baseline and to every variant alike; rung 0 is the
+// smallest, and rungs run in order (ExpandRuns puts them first, slowest). A rung's size N is
+// params[r] when given, else what its runs report (model/params, or a command job's params).
+struct ScaleLadder {
+  std::vector<std::string> keys;      // the laddered run keys, in key order
+  std::vector<nlohmann::json> rungs;  // per rung: key -> value; empty: no [scale]
+  std::vector<double> params;         // scale.params: N per rung; empty: from the runs
+  ScaleStop stop_if;
+
+  bool declared() const { return !rungs.empty(); }
+};
+
+// The grid-point key that names a run's rung (its value: the rung's index); it is in every
+// ladder run's config and grid point, and reads "rung" in variant names ("no-pos[rung=2]").
+inline constexpr char kRungKey[] = "scale.rung";
+
+// The rung of a variant name ("no-pos[rung=2,lr=0.1]" -> 2), or -1 without one.
+int RungOf(std::string_view variant);
+
+// The variant's name without its grid point but with its rung: what competes (an asha search
+// within variants, the tuned view) and what a ladder fits. "no-pos[rung=2,lr=0.1]" ->
+// "no-pos[rung=2]", "no-pos[lr=0.1]" -> "no-pos", "no-pos" -> "no-pos".
+std::string AblationAtRung(std::string_view variant);
+
+// The variant's name without its rung ("no-pos[rung=2,lr=0.1]" -> "no-pos[lr=0.1]",
+// "no-pos[rung=2]" -> "no-pos").
+std::string WithoutRung(std::string_view variant);
+
 struct Spec {
   std::string name;
   std::string description;
@@ -115,6 +151,8 @@ struct Spec {
   // [search]. With method asha it is part of the hash (below); with grid it only names the metric
   // the tuned table chooses on, and is not.
   SearchPlan search;
+  // [scale]: part of the hash when declared.
+  ScaleLadder scale;
 };
 
 // At most this many runs per experiment (variants x grid points x seeds); more is refused.

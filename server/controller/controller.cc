@@ -78,6 +78,17 @@ model::ExperimentReport ReportOf(const spec::Spec& spec) {
     report.alpha = spec.seeds_design.alpha;
     report.margin = spec.seeds_design.margin;
   }
+  for (const nlohmann::json& rung : spec.scale.rungs) {
+    std::vector<std::string> parts;
+    for (const auto& [key, value] : rung.items()) {
+      parts.push_back(absl::StrCat(key, "=", value.is_string() ? value.get<std::string>()
+                                                               : value.dump()));
+    }
+    report.scale.rungs.push_back(absl::StrJoin(parts, " "));
+  }
+  report.scale.params = spec.scale.params;
+  report.scale.stop_rungs = spec.scale.stop_if.rungs;
+  report.scale.stop_band = spec.scale.stop_if.band;
   const spec::SearchPlan& search = spec.search;
   report.search.declared = search.declared;
   report.search.method = search.asha() ? "asha" : "grid";

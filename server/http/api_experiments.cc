@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <cstdlib>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -259,7 +261,9 @@ absl::StatusOr<query::ReportResult> Api::ReportOf(const Request& request,
   std::vector<std::string> metrics =
       absl::StrSplit(request.Param("metrics"), ',', absl::SkipEmpty());
   return query_->Report(absl::StrCat(id), metrics, request.Param("baseline"), request.Param("sort"),
-                        request.Param("view"), request.Param("frontier"), request.Param("cost"));
+                        request.Param("view"), request.Param("frontier"), request.Param("cost"),
+                        !request.Param("scale").empty() && request.Param("scale") != "0",
+                        std::strtod(request.Param("at").c_str(), nullptr));
 }
 
 Response Api::ExperimentReport(const Request& request, const PathParams& params) {

@@ -70,6 +70,16 @@ struct SearchSettings {
   bool asha() const { return method == "asha"; }
 };
 
+// An experiment file's [scale] ladder as stored (common/spec's ScaleLadder): what the scale report
+// (server/report/scale.h) fits. Empty rungs: no ladder.
+struct ScaleSettings {
+  std::vector<std::string> rungs;  // per rung, its overrides as text ("model.d_model=64 ...")
+  std::vector<double> params;      // scale.params: N per rung; empty: from the runs
+  int stop_rungs = 0;              // scale.stop_if = { rungs, band }; 0: none
+  double stop_band = 0;
+  bool declared() const { return !rungs.empty(); }
+};
+
 struct ExperimentReport {
   std::vector<std::string> metrics;
   std::map<std::string, std::string> goal;
@@ -84,6 +94,7 @@ struct ExperimentReport {
   std::string correction = "holm";
   // report.pairing: "none" (Welch) or "seed" (the paired t-test of per-seed differences).
   std::string pairing = "none";
+  ScaleSettings scale = {};  // [scale]
 };
 
 // One decision of an experiment's ASHA search (server/search's Decision, as stored).

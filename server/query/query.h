@@ -21,6 +21,7 @@
 #include "server/report/frontier.h"
 #include "server/report/report.h"
 #include "server/report/savings.h"
+#include "server/report/scale.h"
 #include "server/report/tuned.h"
 #include "server/store/store.h"
 
@@ -83,6 +84,7 @@ struct ReportResult {
   std::optional<report::SearchSavings> savings;  // an asha [search] only
   std::vector<model::SearchDecisionRecord> decisions;  // an asha [search] only, in decision order
   std::optional<report::Frontier> frontier;            // asked for a frontier only
+  std::vector<report::ScaleFit> scale;                 // asked for the ladder fit only
   // ReportResponse.no_metrics, sample_run, sample_output.
   bool no_metrics = false;
   int64_t sample_run = 0;
@@ -132,12 +134,15 @@ class Query {
   // frontier: a bar ("eval/acc>=0.99", report::ParseBar) adds the cost frontier on the `cost`
   // axis (report::ParseCost) over the rows, and the bar's metric to `metrics` when missing; view
   // "" is then tuned when the experiment has grid points (each variant at its tuned point). A
-  // metric no run has is InvalidArgument listing those they have.
+  // metric no run has is InvalidArgument listing those they have. scale: a [scale] ladder's fit
+  // of the first metric (a loss) per grid point (report/scale.h), with each variant's effect at
+  // N = scale_at when > 0; the view of a ladder is "grid" (the tuned view is refused on one).
   absl::StatusOr<ReportResult> Report(const std::string& experiment,
                                       std::vector<std::string> metrics, std::string baseline,
                                       std::string sort = "", std::string view = "",
                                       const std::string& frontier = "",
-                                      const std::string& cost = "");
+                                      const std::string& cost = "", bool scale = false,
+                                      double scale_at = 0);
   // What an asha [search] saved so far (report/savings.h); nullopt for any other experiment.
   // Three statements however many runs.
   absl::StatusOr<std::optional<report::SearchSavings>> SearchSavings(

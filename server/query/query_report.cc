@@ -2,6 +2,7 @@
 // search saved. Split from query.cc, which reads everything else.
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "common/spec/spec.h"
 #include "common/status/macros.h"
 #include "server/query/query.h"
+#include "server/report/scale.h"
 
 namespace tae::query {
 
@@ -44,7 +46,8 @@ absl::Status Query::ExplainNoMetrics(const std::vector<std::string>& present,
 absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
                                            std::vector<std::string> metrics, std::string baseline,
                                            std::string sort, std::string view,
-                                           const std::string& frontier, const std::string& cost) {
+                                           const std::string& frontier, const std::string& cost,
+                                           bool scale, double scale_at) {
   TAE_CHECK_OWNER(core_);
   std::optional<report::Bar> bar;
   report::CostAxis cost_axis = report::CostAxis::kParams;
@@ -94,6 +97,27 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
       metrics.push_back(bar->metric);
     }
   }
+  const model::ScaleSettings& ladder = result.experiment.report.scale;
+  if (!scale && scale_at != 0) {
+    return absl::InvalidArgumentError("scale_at: the size to extrapolate to; ask for the scale fit");
+  }
+  if (scale && !ladder.declared()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scale: e", id, " has no [scale] ladder (its file lists no sizes)"));
+  }
+  if (scale && !(scale_at >= 0 && std::isfinite(scale_at))) {
+    return absl::InvalidArgumentError("scale_at: a size N > 0 (a parameter count)");
+  }
+  if (scale && report::HigherIsBetter(metrics.front(), result.experiment.report.goal)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scale: the ladder fits a loss (lower is better) and '", metrics.front(),
+                     "' is higher-is-better; name a loss first (--metric eval/loss)"));
+  }
+  if (ladder.declared() && view == "tuned") {
+    return absl::InvalidArgumentError(
+        "view: the tuned view of a [scale] ladder is not supported yet (it would choose across "
+        "rungs); each rung's grid points are in the grid view");
+  }
   ASSIGN_OR_RETURN(std::vector<model::RunRecord> runs, store_->ListRunsBrief(id));
   RETURN_IF_ERROR(ExplainNoMetrics(present, runs, &result));
   const std::vector<std::string>& variants = result.experiment.variants;
@@ -101,7 +125,10 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
   const bool grid = std::any_of(variants.begin(), variants.end(), [](const std::string& v) {
     return v.find('[') != std::string::npos;
   });
-  result.view = !view.empty() ? view : (search.declared || (bar && grid) ? "tuned" : "grid");
+  result.view = !view.empty()                                        ? view
+                : ladder.declared()                                   ? "grid"
+                : search.declared || (bar && grid)                    ? "tuned"
+                                                                      : "grid";
   const bool tuned = result.view == "tuned";
   if (tuned) {
     result.search_metric = search.declared ? search.metric : metrics.front();
@@ -124,6 +151,9 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
   std::vector<std::string> extras = report::ExtraMetrics();
   if (tuned) {
     extras.push_back(result.search_metric);
+  }
+  if (scale) {
+    extras.emplace_back(report::kParamsMetric);  // a command job's own parameter count
   }
   for (const std::string& extra : extras) {
     if (std::find(wanted.begin(), wanted.end(), extra) == wanted.end()) {
@@ -157,6 +187,10 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
   family_options.selected = tuned && options.confirm <= 0;
   result.correction = report::SummarizeFamily(family_options, result.rows, metrics);
   result.adaptive = options.adaptive;
+  if (scale) {
+    result.scale = report::BuildScale(ladder, result.rows, values, metrics.front(),
+                                      result.correction, scale_at);
+  }
   if (sort == "effect") {
     report::SortByEffect(&result.rows);
   } else if (sort != "spec") {

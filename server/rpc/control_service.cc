@@ -133,7 +133,8 @@ grpc::ServerUnaryReactor* ControlService::Report(grpc::CallbackServerContext* ct
         query::ReportResult result,
         query_->Report(request->experiment(),
                        {request->metrics().begin(), request->metrics().end()}, request->baseline(),
-                       request->sort(), request->view(), request->frontier(), request->cost()));
+                       request->sort(), request->view(), request->frontier(), request->cost(),
+                       request->scale(), request->scale_at()));
     wire::ToProto(result, response);
     return absl::OkStatus();
   });

@@ -69,9 +69,10 @@ std::vector<int64_t> RungSteps(const AshaRule& rule, int64_t last_step) {
 
 std::string GroupOf(spec::SearchWithin within, std::string_view variant) {
   if (within == spec::SearchWithin::kStudy) {
-    return "";
+    const int rung = spec::RungOf(variant);
+    return rung < 0 ? "" : absl::StrCat("[rung=", rung, "]");
   }
-  return std::string(variant.substr(0, variant.find('[')));
+  return spec::AblationAtRung(variant);  // a ladder's rungs never compete with each other
 }
 
 const char* VerdictName(Verdict verdict) {

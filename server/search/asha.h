@@ -20,7 +20,8 @@
 //    run of the point has one or has ended. A point waits for its own seeds, never for other
 //    points: it competes with the points that have a value at that rung so far.
 //  - Competition: within = variant, the grid points of one variant ("baseline" or an ablation)
-//    compete among themselves; within = study, all points do (GroupOf).
+//    compete among themselves; within = study, all points do (GroupOf). On a [scale] ladder each
+//    rung is a competition of its own: a bigger model never prunes a smaller one.
 //  - Judging a point at rung k records its value there, then ranks it among the n values its
 //    group has recorded at rung k, its own included: rank = 1 + the values strictly better. It is
 //    kept when rank <= keeps = max(1, n / eta) (Optuna's promotable index n // eta - 1, with -1
@@ -120,7 +121,8 @@ int64_t RungStep(const AshaRule& rule, int rung);
 std::vector<int64_t> RungSteps(const AshaRule& rule, int64_t last_step);
 
 // The competition a grid point `variant` ("no-pos[lr=0.001]") is in: its ablation's name
-// ("no-pos") when within = variant, "" when within = study.
+// ("no-pos") when within = variant, "" when within = study; on a ladder, at its rung
+// ("no-pos[rung=1]"; "[rung=1]" within the study).
 std::string GroupOf(spec::SearchWithin within, std::string_view variant);
 
 // A grid point's value at one rung: what a decision is made on.

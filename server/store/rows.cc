@@ -37,6 +37,12 @@ std::string ReportToJson(const model::ExperimentReport& report) {
       doc["search"]["confirm"] = report.search.confirm;
     }
   }
+  if (report.scale.declared()) {
+    doc["scale"] = {{"rungs", report.scale.rungs},
+                    {"params", report.scale.params},
+                    {"stop_rungs", report.scale.stop_rungs},
+                    {"stop_band", report.scale.stop_band}};
+  }
   if (report.min_seeds > 0) {
     doc["seeds"] = {{"min", report.min_seeds},
                     {"max", report.max_seeds},
@@ -90,6 +96,26 @@ model::ExperimentReport ReportFromJson(const std::string& text) {
         }
       }
     }
+  }
+  if (auto it = doc.find("scale"); it != doc.end() && it->is_object()) {
+    model::ScaleSettings& scale = report.scale;
+    if (auto rungs = it->find("rungs"); rungs != it->end() && rungs->is_array()) {
+      for (const nlohmann::json& rung : *rungs) {
+        scale.rungs.push_back(rung.is_string() ? rung.get<std::string>() : rung.dump());
+      }
+    }
+    if (auto params = it->find("params"); params != it->end() && params->is_array()) {
+      for (const nlohmann::json& n : *params) {
+        if (n.is_number()) {
+          scale.params.push_back(n.get<double>());
+        }
+      }
+    }
+    if (scale.params.size() != scale.rungs.size()) {
+      scale.params.clear();
+    }
+    scale.stop_rungs = it->value("stop_rungs", 0);
+    scale.stop_band = it->value("stop_band", 0.0);
   }
   if (auto it = doc.find("search"); it != doc.end() && it->is_object()) {
     model::SearchSettings& s = report.search;

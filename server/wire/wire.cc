@@ -214,6 +214,68 @@ void ToProto(const query::SnapshotView& in, tae::v1::Snapshot* out) {
   out->set_active_runs(static_cast<int32_t>(in.usage.active_runs));
 }
 
+namespace {
+
+void SetEstimate(const stats::Estimate& in, tae::v1::ScaleEstimate* out) {
+  out->set_value(in.value);
+  out->set_lo(in.lo);
+  out->set_hi(in.hi);
+}
+
+}  // namespace
+
+void ToProto(const report::ScaleFit& in, tae::v1::ScaleFit* out) {
+  out->set_metric(in.metric);
+  out->set_point(in.point);
+  out->set_ok(in.ok);
+  out->set_why(in.why);
+  for (const report::ScaleRung& rung : in.rungs) {
+    tae::v1::ScaleRung* r = out->add_rungs();
+    r->set_rung(rung.rung);
+    r->set_overrides(rung.overrides);
+    r->set_size(rung.size);
+    r->set_size_source(rung.size_source);
+  }
+  SetEstimate(in.exponent, out->mutable_exponent());
+  SetEstimate(in.irreducible, out->mutable_irreducible());
+  out->set_coefficient(in.coefficient);
+  for (const report::ScaleVariant& variant : in.variants) {
+    tae::v1::ScaleVariant* v = out->add_variants();
+    v->set_variant(variant.variant);
+    SetEstimate(variant.multiplier, v->mutable_multiplier());
+    SetEstimate(variant.slope, v->mutable_slope());
+    v->set_trend(variant.trend);
+    v->set_crossing(variant.crossing);
+    for (const report::ScaleRungEffect& effect : variant.rungs) {
+      tae::v1::ScaleRungEffect* e = v->add_rungs();
+      e->set_rung(effect.rung);
+      e->set_n(effect.n);
+      e->set_mean(effect.mean);
+      e->set_ci95(effect.ci95);
+      e->set_delta(effect.delta);
+      e->set_delta_lo(effect.delta_lo);
+      e->set_delta_hi(effect.delta_hi);
+      e->set_decision(effect.decision);
+      e->set_mark(effect.mark);
+      e->set_note(effect.note);
+    }
+    v->set_at_ok(variant.at_ok);
+    SetEstimate(variant.at_effect, v->mutable_at_effect());
+    v->set_at_trend(variant.at_trend);
+    v->set_at_refused(variant.at_refused);
+  }
+  out->set_intervals(in.intervals);
+  out->set_draws(in.draws);
+  out->set_failed_draws(in.failed_draws);
+  out->set_trend_level(in.trend_level);
+  for (const std::string& warning : in.warnings) {
+    out->add_warnings(warning);
+  }
+  out->set_at(in.at);
+  SetEstimate(in.at_baseline, out->mutable_at_baseline());
+  out->set_controls(in.controls);
+}
+
 void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
   ToProto(in.experiment, out->mutable_experiment());
   for (const std::string& metric : in.metrics) {
@@ -310,6 +372,9 @@ void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out) {
       frontier->set_cheapest(f.points[*f.cheapest].variant);
     }
     frontier->set_estimates(f.estimates);
+  }
+  for (const report::ScaleFit& fit : in.scale) {
+    ToProto(fit, out->add_scale());
   }
   tae::v1::ReportCorrection* correction = out->mutable_correction();
   correction->set_method(in.correction.method);

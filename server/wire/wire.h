@@ -27,6 +27,7 @@ void ToProto(const registry::Agent& in, tae::v1::AgentInfo* out);
 void ToProto(const provider::CloudVm& in, tae::v1::CloudVm* out);
 void ToProto(const provider::ProviderEvent& in, tae::v1::ProviderEvent* out);
 void ToProto(const query::ReportResult& in, tae::v1::ReportResponse* out);
+void ToProto(const report::ScaleFit& in, tae::v1::ScaleFit* out);
 void ToProto(const report::SearchSavings& in, tae::v1::SearchSavings* out);
 // A run with its final metric values and last step.
 void ToProto(const query::RunView& in, tae::v1::Run* out);

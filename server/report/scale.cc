@@ -1,0 +1,218 @@
+#include "server/report/scale.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/spec/spec.h"
+
+namespace tae::report {
+namespace {
+
+// A ladder row's parts: "rms[rung=2,lr=0.1]" -> {"rms", 2, "lr=0.1"}.
+struct LadderName {
+  std::string ablation;
+  int rung = -1;
+  std::string point;
+};
+
+LadderName Parse(const std::string& variant) {
+  LadderName name;
+  name.rung = spec::RungOf(variant);
+  const std::string rest = spec::WithoutRung(variant);
+  const size_t bracket = rest.find('[');
+  name.ablation = rest.substr(0, bracket);
+  if (bracket != std::string::npos && rest.back() == ']') {
+    name.point = rest.substr(bracket + 1, rest.size() - bracket - 2);
+  }
+  return name;
+}
+
+const Cell* CellOf(const Row& row, const std::string& metric) {
+  for (const Cell& cell : row.cells) {
+    if (cell.metric == metric) {
+      return &cell;
+    }
+  }
+  return nullptr;
+}
+
+std::string Percent(double level) { return absl::StrFormat("%.4g%%", 100 * (1 - level)); }
+
+}  // namespace
+
+std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings,
+                                 const std::vector<Row>& rows,
+                                 const std::vector<model::FinalValue>& values,
+                                 const std::string& metric, const FamilySummary& family,
+                                 double at, const stats::LadderOptions& options) {
+  const int rungs = static_cast<int>(settings.rungs.size());
+  // Grid points in the order the rows first show them; per point its variants, baseline first.
+  std::vector<std::string> points;
+  std::map<std::string, std::vector<std::string>> ablations;  // point -> ablation names
+  std::map<std::tuple<std::string, std::string, int>, const Row*> row_of;
+  for (const Row& row : rows) {
+    const LadderName name = Parse(row.variant);
+    if (name.rung < 0 || name.rung >= rungs) {
+      continue;
+    }
+    if (ablations.find(name.point) == ablations.end()) {
+      points.push_back(name.point);
+      ablations[name.point] = {std::string(spec::kBaselineName)};
+    }
+    std::vector<std::string>& names = ablations[name.point];
+    if (std::find(names.begin(), names.end(), name.ablation) == names.end()) {
+      names.push_back(name.ablation);
+    }
+    row_of[{name.point, name.ablation, name.rung}] = &row;
+  }
+  // What the runs report as their parameter count, per (point, rung): the baseline's.
+  std::map<std::pair<std::string, int>, std::pair<double, int>> reported;
+  for (const model::FinalValue& v : values) {
+    if (v.key != kParamsMetric || v.state != model::RunState::kSucceeded || v.confirm ||
+        !std::isfinite(v.value)) {
+      continue;
+    }
+    const LadderName name = Parse(v.variant);
+    if (name.rung >= 0 && name.ablation == spec::kBaselineName) {
+      auto& [sum, n] = reported[{name.point, name.rung}];
+      sum += v.value;
+      ++n;
+    }
+  }
+  std::vector<ScaleFit> fits;
+  for (const std::string& point : points) {
+    ScaleFit& fit = fits.emplace_back();
+    fit.metric = metric;
+    fit.point = point;
+    fit.at = at;
+    const std::vector<std::string>& names = ablations[point];
+    stats::LadderData data;
+    data.variants = static_cast<int>(names.size());
+    for (int r = 0; r < rungs; ++r) {
+      ScaleRung& rung = fit.rungs.emplace_back();
+      rung.rung = r;
+      rung.overrides = settings.rungs[r];
+      auto base = row_of.find({point, std::string(spec::kBaselineName), r});
+      auto own = reported.find({point, r});
+      if (r < static_cast<int>(settings.params.size())) {
+        rung.size = settings.params[r];
+        rung.size_source = "scale.params";
+      } else if (base != row_of.end() && std::isfinite(base->second->params) &&
+                 base->second->params > 0) {
+        rung.size = base->second->params;
+        rung.size_source = "model/params";
+      } else if (own != reported.end() && own->second.first > 0) {
+        rung.size = own->second.first / own->second.second;
+        rung.size_source = kParamsMetric;
+      }
+      data.sizes.push_back(rung.size);
+    }
+    for (const std::string& ablation : names) {
+      ScaleVariant& variant = fit.variants.emplace_back();
+      variant.variant = point.empty() ? ablation : absl::StrCat(ablation, "[", point, "]");
+      for (int r = 0; r < rungs; ++r) {
+        auto it = row_of.find({point, ablation, r});
+        const Cell* cell = it == row_of.end() ? nullptr : CellOf(*it->second, metric);
+        if (cell == nullptr) {
+          continue;
+        }
+        ScaleRungEffect& effect = variant.rungs.emplace_back();
+        effect.rung = r;
+        effect.n = cell->n;
+        effect.mean = cell->mean;
+        effect.ci95 = cell->ci95;
+        effect.delta = cell->delta;
+        effect.delta_lo = cell->delta_lo;
+        effect.delta_hi = cell->delta_hi;
+        effect.decision = cell->decision;
+        effect.mark = cell->mark;
+        effect.note = cell->note;
+      }
+    }
+    for (int r = 0; r < rungs; ++r) {
+      if (!(fit.rungs[r].size > 0)) {
+        fit.why = absl::StrCat("rung ", r, "'s size N is unknown: its baseline runs report no ",
+                               "model/params (nor a '", kParamsMetric,
+                               "' metric); give scale.params in the [scale] table");
+        break;
+      }
+      if (r > 0 && !(fit.rungs[r].size > fit.rungs[r - 1].size)) {
+        fit.why = absl::StrFormat(
+            "rung %d (N = %.6g) is not larger than rung %d (N = %.6g): list the ladder small to "
+            "large",
+            r, fit.rungs[r].size, r - 1, fit.rungs[r - 1].size);
+        break;
+      }
+    }
+    if (!fit.why.empty()) {
+      continue;
+    }
+    std::map<std::string, int> index;
+    for (size_t i = 0; i < names.size(); ++i) {
+      index[names[i]] = static_cast<int>(i);
+    }
+    for (const model::FinalValue& v : values) {
+      if (v.key != metric || v.state != model::RunState::kSucceeded || v.confirm) {
+        continue;
+      }
+      const LadderName name = Parse(v.variant);
+      auto it = index.find(name.ablation);
+      if (name.rung < 0 || name.rung >= rungs || name.point != point || it == index.end()) {
+        continue;
+      }
+      data.points.push_back({it->second, name.rung, v.seed, v.value});
+    }
+    const stats::LadderResult result = stats::AnalyzeLadder(data, options);
+    if (!result.ok) {
+      fit.why = result.why;
+      continue;
+    }
+    fit.ok = true;
+    fit.exponent = result.exponent;
+    fit.irreducible = result.irreducible;
+    fit.coefficient = result.fit.A;
+    fit.intervals = result.intervals;
+    fit.draws = result.draws;
+    fit.failed_draws = result.failed_draws;
+    fit.trend_level = result.trend_level;
+    fit.warnings = result.warnings;
+    for (size_t v = 0; v < fit.variants.size(); ++v) {
+      ScaleVariant& out = fit.variants[v];
+      out.multiplier = result.variants[v].multiplier;
+      out.slope = result.variants[v].slope;
+      out.trend = result.variants[v].trend;
+      out.crossing = result.variants[v].crossing > 0 ? result.variants[v].crossing : kNaN;
+      if (at > 0 && v > 0) {
+        const stats::LadderExtrapolation e =
+            stats::ExtrapolateLadder(data, result, static_cast<int>(v), at);
+        out.at_ok = e.ok;
+        out.at_effect = e.effect;
+        out.at_trend = e.trend;
+        out.at_refused = e.why;
+        if (e.ok) {
+          fit.at_baseline = e.baseline;
+        }
+      }
+    }
+    const int ablation_count = static_cast<int>(fit.variants.size()) - 1;
+    fit.controls =
+        fit.intervals
+            ? absl::StrFormat(
+                  "exponent and multipliers: %s intervals, each its own, from a bootstrap over "
+                  "seeds (%d draws); trends: one family of %d ablation%s, Bonferroni at %g (each "
+                  "slope's interval at %s); per-rung effects: the table's family (%s)",
+                  Percent(options.alpha), fit.draws, ablation_count,
+                  ablation_count == 1 ? "" : "s", options.alpha, Percent(fit.trend_level),
+                  family.family.empty() ? family.method : family.family)
+            : absl::StrFormat("estimates only (no intervals); per-rung effects: the table's "
+                              "family (%s)",
+                              family.family.empty() ? family.method : family.family);
+  }
+  return fits;
+}
+
+}  // namespace tae::report
