@@ -127,6 +127,17 @@ std::string OverridesText(const spec::Spec& spec, const spec::RunPlan& run) {
         absl::StrCat(key, "=", value.is_string() ? value.get<std::string>() : value.dump()));
   };
   for (const auto& [key, value] : run.grid.items()) {
+    if (key == spec::kRungKey && value.is_number_integer() &&
+        value.get<size_t>() < spec.scale.rungs.size()) {  // the rung's overrides, by name
+      std::vector<std::string> rung;
+      for (const auto& [scale_key, scale_value] : spec.scale.rungs[value.get<size_t>()].items()) {
+        rung.push_back(absl::StrCat(scale_key, "=", scale_value.is_string()
+                                                        ? scale_value.get<std::string>()
+                                                        : scale_value.dump()));
+      }
+      parts.push_back(absl::StrCat("rung ", value.get<size_t>(), ": ", absl::StrJoin(rung, " ")));
+      continue;
+    }
     add(key, value);
   }
   for (const spec::Variant& ablation : spec.ablations) {
@@ -166,8 +177,15 @@ int PrintDryRun(const spec::Spec& spec, bool json) {
     points *= axis.values.size();
   }
   std::fputs(table.Render().c_str(), stdout);
-  std::printf("%zu runs: %zu variants x %zu grid points x %zu seeds (dry run: nothing submitted)\n",
-              runs.size(), 1 + spec.ablations.size(), points, spec.seeds.size());
+  const std::string rungs =
+      spec.scale.declared() ? absl::StrCat(spec.scale.rungs.size(), " rungs x ") : "";
+  std::printf("%zu runs: %zu variants x %s%zu grid points x %zu seeds (dry run: nothing "
+              "submitted)\n",
+              runs.size(), 1 + spec.ablations.size(), rungs.c_str(), points, spec.seeds.size());
+  if (spec.scale.declared() && spec.scale.params.empty()) {
+    std::printf("note: each rung's size N is what its baseline runs report (model/params, or a "
+                "command job's 'params' metric); give scale.params to set it\n");
+  }
   // A command job that names neither patterns nor event files reports only what it writes for
   // TAE (tae_log, key=value lines): said before anything runs, as the report would say after.
   if (!spec.job_command.empty() && !runs.empty()) {

@@ -201,6 +201,7 @@ class FileWalker {
 
   Draft draft_;
   std::vector<Problem> problems_;
+  bool scale_entry_problem_ = false;  // [scale] had a bad entry: it is the one to report
 };
 
 FileWalker::FileWalker() {
@@ -410,6 +411,7 @@ void FileWalker::WalkScale(const toml::node& node) {
   if (draft_.scale.where.line == 0) {
     draft_.scale.where = {1, 1};
   }
+  const size_t problems_before = problems_.size();
   for (auto&& [key, value] : *table) {
     if (key.str() == "params") {
       draft_.scale.params_where = key.source().begin;
@@ -433,6 +435,7 @@ void FileWalker::WalkScale(const toml::node& node) {
       WalkScaleEntry("", key, value);
     }
   }
+  scale_entry_problem_ = problems_.size() > problems_before;
 }
 
 void FileWalker::WalkScaleStop(const toml::node& node) {
@@ -503,7 +506,7 @@ void FileWalker::WalkScaleEntry(std::string_view prefix, const toml::key& key,
 
 void FileWalker::CheckScale() {
   ParsedScale& scale = draft_.scale;
-  if (scale.where.line == 0) {
+  if (scale.where.line == 0 || scale_entry_problem_) {
     return;
   }
   if (scale.keys.empty()) {

@@ -128,7 +128,7 @@ TEST_CASE("[scale] refusals say where and why", "[spec][scale]") {
   // The ladder is every variant's: an ablation may not set a laddered key, nor [grid] vary one.
   CHECK(ErrorOf("name = \"x\"\n[[ablation]]\nname = \"wide\"\nmodel.d_model = 512\n"
                 "[scale]\n\"model.d_model\" = [32, 64]\n") ==
-        "study.toml:4:1: ablation 'wide' sets model.d_model, which [scale] ladders for every "
+        "study.toml:4:7: ablation 'wide' sets model.d_model, which [scale] ladders for every "
         "variant alike (line 6); drop one of the two");
   CHECK(ErrorOf(Ladder("\"model.d_model\" = [32, 64]\n", "[grid]\n\"model.d_model\" = [8, 16]\n"))
             .find("both laddered by [scale] and varied by [grid]") != std::string::npos);
