@@ -63,35 +63,64 @@ Shape Make(std::string name, std::vector<double> sizes, int seeds, double sd, do
 
 std::vector<Shape> Shapes() {
   const auto constant = [](double m) { return [m](double) { return m; }; };
-  const auto fading = [](double n) { return std::exp(std::log(2.0) * std::pow(n / 1e6, -0.3)); };
+  // log m falls linearly in log N, from log 2 at the ladder's bottom to 0.4 log 2 at its top: the
+  // trend model's own form.
+  const auto fading = [](const std::vector<double>& sizes) {
+    const double lo = std::log(sizes.front());
+    const double span = std::log(sizes.back()) - lo;
+    return [lo, span](double n) {
+      return std::exp(std::log(2.0) * (1 - 0.6 * (std::log(n) - lo) / span));
+    };
+  };
+  // A fade the models do not have: log m = log 2 * (N / 1e5)^-0.3, steep at first, then flat.
+  const auto curved = [](double n) { return std::exp(std::log(2.0) * std::pow(n / 1e5, -0.3)); };
   std::vector<Shape> shapes;
   {
-    Shape s = Make("4 rungs x4, 3 seeds, 1% noise", Ladder(1e6, 4, 4), 3, 0.01);
-    s.multipliers = {constant(1.0), constant(1.5), fading};
+    Shape s = Make("4 rungs x4, 3 seeds, 1% noise, constant multipliers", Ladder(1e6, 4, 4), 3,
+                   0.01);
+    s.multipliers = {constant(1.0), constant(1.5)};
+    s.constant = {1.0, 1.5};
+    s.fades = {false, false};
+    shapes.push_back(s);
+  }
+  {
+    Shape s = Make("4 rungs x4, 3 seeds, 1% noise, and a fading one", Ladder(1e6, 4, 4), 3, 0.01);
+    s.multipliers = {constant(1.0), constant(1.5), fading(s.sizes)};
     s.constant = {1.0, 1.5, NAN};
     s.fades = {false, false, true};
     shapes.push_back(s);
   }
   {
-    Shape s = Make("5 rungs x3, 2 seeds, 2% noise", Ladder(1e6, 3, 5), 2, 0.02);
-    s.multipliers = {constant(1.0), constant(0.7), fading};
+    Shape s = Make("5 rungs x3, 2 seeds, 2% noise, and a fading one", Ladder(1e6, 3, 5), 2, 0.02);
+    s.multipliers = {constant(1.0), constant(0.7), fading(s.sizes)};
     s.constant = {1.0, 0.7, NAN};
     s.fades = {false, false, true};
     shapes.push_back(s);
   }
   {
-    Shape s = Make("4 rungs x4, 5 seeds, 1% noise, seeds paired (rho 0.8)", Ladder(1e6, 4, 4), 5,
-                   0.01, 0.8);
-    s.multipliers = {constant(1.0), constant(1.25), fading};
+    Shape s = Make("4 rungs x4, 5 seeds, 1% noise, seeds paired (rho 0.8), and a fading one",
+                   Ladder(1e6, 4, 4), 5, 0.01, 0.8);
+    s.multipliers = {constant(1.0), constant(1.25), fading(s.sizes)};
     s.constant = {1.0, 1.25, NAN};
     s.fades = {false, false, true};
     shapes.push_back(s);
   }
   {
-    Shape s = Make("6 rungs x2.5, 3 seeds, 0.5% noise, alpha 0.5", Ladder(1e5, 2.5, 6), 3, 0.005);
+    Shape s = Make("6 rungs x2.5, 3 seeds, 0.5% noise, alpha 0.5, constant multipliers",
+                   Ladder(1e5, 2.5, 6), 3, 0.005);
     s.alpha = 0.5;
     s.A = 800;
-    s.multipliers = {constant(1.0), constant(2.0), fading};
+    s.multipliers = {constant(1.0), constant(2.0)};
+    s.constant = {1.0, 2.0};
+    s.fades = {false, false};
+    shapes.push_back(s);
+  }
+  {
+    Shape s = Make("6 rungs x2.5, 3 seeds, 0.5% noise, alpha 0.5, a fade neither model has",
+                   Ladder(1e5, 2.5, 6), 3, 0.005);
+    s.alpha = 0.5;
+    s.A = 800;
+    s.multipliers = {constant(1.0), constant(2.0), curved};
     s.constant = {1.0, 2.0, NAN};
     s.fades = {false, false, true};
     shapes.push_back(s);
@@ -321,7 +350,7 @@ int main(int argc, char** argv) {
                 Rate(c.false_any, c.fitted).c_str(), Rate(c.false_grows, c.constant_n).c_str(),
                 Rate(c.false_shrinks, c.constant_n).c_str(),
                 Rate(c.false_reverses, c.constant_n).c_str());
-    std::printf("  a fading multiplier (2 -> 1) called \"shrinks\": %s\n\n",
+    std::printf("  a fading multiplier called \"shrinks\": %s\n\n",
                 Rate(c.fading_shrinks, c.fading_n).c_str());
     std::fflush(stdout);
   }

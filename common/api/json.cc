@@ -376,6 +376,10 @@ nlohmann::ordered_json ScaleJson(const tae::v1::ScaleFit& fit) {
         {"trend", v.trend().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(v.trend())},
         {"crossing", number(v.crossing())},
         {"rungs", effects}};
+    if (v.skipped() > 0) {
+      variant["skipped"] = {
+          {"runs", v.skipped()}, {"why", v.skipped_why()}, {"accelerator_hours", v.skipped_hours()}};
+    }
     if (fit.at() > 0 && v.variant() != fit.variants(0).variant()) {
       variant["at"] = v.at_ok() ? nlohmann::ordered_json{{"effect", estimate(v.at_effect())},
                                                          {"model", v.at_trend() ? "trend"

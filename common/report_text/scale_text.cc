@@ -93,6 +93,13 @@ void RenderFit(const tae::v1::ScaleFit& fit, std::string* out) {
   absl::StrAppend(out, variants.Render());
   absl::StrAppend(out, "m > 1: the variant is worth a baseline m times its size; the trend says "
                        "whether that grows or shrinks with N\n");
+  for (const tae::v1::ScaleVariant& variant : fit.variants()) {
+    if (variant.skipped() > 0) {
+      absl::StrAppend(out, variant.variant(), ": ", variant.skipped(), " run(s) of larger rungs ",
+                      variant.skipped_why(), " (saved about ",
+                      absl::StrFormat("%.3g", variant.skipped_hours()), " accelerator-hours)\n");
+    }
+  }
   if (fit.at() > 0) {
     absl::StrAppend(out, "\nat N = ", Size(fit.at()), " (baseline ", fit.metric(), " ",
                     WithInterval(fit.at_baseline()), "):\n");

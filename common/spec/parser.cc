@@ -555,6 +555,11 @@ void FileWalker::CheckScale() {
       return;
     }
   }
+  if (scale.stop_if.rungs > 0 && draft_.values.at(std::string(kSeedsKey)).is_object()) {
+    Add(Problem{scale.where, Cat("scale.stop_if with adaptive ", kSeedsKey,
+                                 " is not supported: give ", kSeedsKey, " as a list")});
+    return;
+  }
   if (scale.stop_if.rungs >= static_cast<int>(rungs)) {
     Add(Problem{scale.where, Cat("scale.stop_if.rungs = ", scale.stop_if.rungs,
                                  " leaves no larger rung to skip (the ladder has ", rungs, ")")});

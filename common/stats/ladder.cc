@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "common/stats/stats.h"
 
 namespace tae::stats {
 namespace {
@@ -247,11 +248,19 @@ double Quantile(std::vector<double> values, double q) {
   return values[lo] + (at - static_cast<double>(lo)) * (values[hi] - values[lo]);
 }
 
-Estimate Interval(double value, const std::vector<double>& draws, double level_alpha) {
+// The percentile interval of the draws at 1 - level_alpha, widened about `value` by
+// t_{dof} / z at that level: the draws' spread rests on each cell's few seeds (dof: the points'
+// degrees of freedom within their cells), as a t interval's does.
+Estimate Interval(double value, const std::vector<double>& draws, double level_alpha, double dof) {
   if (draws.empty()) {
     return {value, kNaN, kNaN};
   }
-  return {value, Quantile(draws, level_alpha / 2), Quantile(draws, 1 - level_alpha / 2)};
+  const double p = 1 - level_alpha / 2;
+  const double z = StudentTQuantile(p, std::numeric_limits<double>::infinity());
+  const double widen = dof > 0 ? StudentTQuantile(p, dof) / z : 1;
+  const double lo = Quantile(draws, level_alpha / 2);
+  const double hi = Quantile(draws, p);
+  return {value, value - widen * (value - lo), value + widen * (hi - value)};
 }
 
 std::string SizeText(double n) {
@@ -262,6 +271,27 @@ std::string SizeText(double n) {
     ++unit;
   }
   return absl::StrFormat("%.3g%s", n, units[unit]);
+}
+
+// The slope's interval: estimate +- t_{dof} * the draws' standard deviation. Its level is the
+// trend family's (alpha / K), far in the tails, where a few draws' percentiles are noisy.
+Estimate SlopeInterval(double value, const std::vector<double>& draws, double level_alpha,
+                       double dof) {
+  if (draws.size() < 2) {
+    return {value, kNaN, kNaN};
+  }
+  double mean = 0;
+  for (double d : draws) {
+    mean += d / static_cast<double>(draws.size());
+  }
+  double ss = 0;
+  for (double d : draws) {
+    ss += (d - mean) * (d - mean);
+  }
+  const double sd = std::sqrt(ss / static_cast<double>(draws.size() - 1));
+  const double t = StudentTQuantile(1 - level_alpha / 2,
+                                    dof > 0 ? dof : std::numeric_limits<double>::infinity());
+  return {value, value - t * sd, value + t * sd};
 }
 
 }  // namespace
@@ -346,62 +376,61 @@ LadderFit FitLadder(const LadderData& data, bool trend, const LadderFitOptions& 
 
 namespace {
 
-// One bootstrap draw of the data: the seeds drawn anew (jointly where every cell has the same
-// seeds), each cell's spread rescaled by sqrt(n / (n - 1)) around its mean log value.
-LadderData Resample(const LadderData& data, std::mt19937_64* rng) {
-  std::map<std::pair<int, int>, std::vector<const LadderPoint*>> cells;
+// The cells of a ladder: (variant, rung) -> its points with a value.
+using Cells = std::map<std::pair<int, int>, std::vector<const LadderPoint*>>;
+
+Cells CellsOf(const LadderData& data) {
+  Cells cells;
   for (const LadderPoint& point : data.points) {
     if (point.value > 0 && std::isfinite(point.value)) {
       cells[{point.variant, point.rung}].push_back(&point);
     }
   }
-  std::vector<int64_t> seeds;
-  bool shared = true;
-  for (const auto& [cell, points] : cells) {
-    std::vector<int64_t> own;
-    for (const LadderPoint* p : points) {
-      own.push_back(p->seed);
-    }
-    std::sort(own.begin(), own.end());
-    if (seeds.empty()) {
-      seeds = own;
-    } else if (own != seeds) {
-      shared = false;
-    }
-  }
-  std::vector<int64_t> drawn;
-  if (shared) {
-    std::uniform_int_distribution<size_t> pick(0, seeds.size() - 1);
-    for (size_t i = 0; i < seeds.size(); ++i) {
-      drawn.push_back(seeds[pick(*rng)]);
-    }
-  }
+  return cells;
+}
+
+// One bootstrap draw of the data: every cell keeps its mean log value and draws its seeds'
+// deviations from it anew, with replacement, from the pooled deviations of all cells (each
+// rescaled by sqrt(n / (n - 1)), n its cell's seeds, so that 2 or 3 seeds do not shrink them).
+// Pooled: a cell's own 2 or 3 seeds would give it as many distinct draws and a spread estimated on
+// 1 or 2 degrees of freedom, and the intervals then fall short (bench/scale/ladder_sim.cc).
+LadderData Resample(const LadderData& data, const Cells& cells,
+                    const std::vector<double>& deviations, std::mt19937_64* rng) {
   LadderData out;
   out.sizes = data.sizes;
   out.variants = data.variants;
+  std::uniform_int_distribution<size_t> pick(0, deviations.size() - 1);
   for (const auto& [cell, points] : cells) {
-    const size_t n = points.size();
     double mean = 0;
     for (const LadderPoint* p : points) {
-      mean += std::log(p->value) / static_cast<double>(n);
+      mean += std::log(p->value) / static_cast<double>(points.size());
     }
-    const double inflate = n > 1 ? std::sqrt(static_cast<double>(n) / static_cast<double>(n - 1)) : 1;
-    std::uniform_int_distribution<size_t> pick(0, n - 1);
-    for (size_t i = 0; i < n; ++i) {
-      const LadderPoint* source = points[pick(*rng)];
-      if (shared) {
-        for (const LadderPoint* p : points) {
-          if (p->seed == drawn[i]) {
-            source = p;
-          }
-        }
-      }
+    for (const LadderPoint* source : points) {
       LadderPoint point = *source;
-      point.value = std::exp(mean + inflate * (std::log(source->value) - mean));
+      point.value = std::exp(mean + deviations[pick(*rng)]);
       out.points.push_back(point);
     }
   }
   return out;
+}
+
+std::vector<double> Deviations(const Cells& cells) {
+  std::vector<double> deviations;
+  for (const auto& [cell, points] : cells) {
+    const size_t n = points.size();
+    if (n < 2) {
+      continue;
+    }
+    double mean = 0;
+    for (const LadderPoint* p : points) {
+      mean += std::log(p->value) / static_cast<double>(n);
+    }
+    const double inflate = std::sqrt(static_cast<double>(n) / static_cast<double>(n - 1));
+    for (const LadderPoint* p : points) {
+      deviations.push_back(inflate * (std::log(p->value) - mean));
+    }
+  }
+  return deviations;
 }
 
 }  // namespace
@@ -439,11 +468,16 @@ LadderResult AnalyzeLadder(const LadderData& data, const LadderOptions& options)
   }
   result.intervals = !counts.empty() && std::all_of(counts.begin(), counts.end(),
                                                     [](const auto& c) { return c.second >= 2; });
+  double dof = 0;  // within the cells: what the seeds' spread is estimated from
+  for (const auto& [cell, n] : counts) {
+    dof += n - 1;
+  }
   if (!result.intervals) {
     result.warnings.push_back(
         "no intervals: a seed bootstrap needs at least 2 seeds of every variant at every rung");
   }
   const int ablations = data.variants - 1;
+  result.dof = dof;
   result.trend_level = ablations > 0 ? options.alpha / ablations : options.alpha;
   std::vector<double> alphas;
   std::vector<double> es;
@@ -451,8 +485,10 @@ LadderResult AnalyzeLadder(const LadderData& data, const LadderOptions& options)
   std::vector<std::vector<double>> betas(data.variants);
   if (result.intervals) {
     std::mt19937_64 rng(options.seed);
+    const Cells cells = CellsOf(data);
+    const std::vector<double> deviations = Deviations(cells);
     for (int b = 0; b < options.draws; ++b) {
-      const LadderData draw = Resample(data, &rng);
+      const LadderData draw = Resample(data, cells, deviations, &rng);
       LadderFit fit = FitLadder(draw, false, options.fit, &result.fit);
       LadderFit trend_fit;
       if (trend && result.trend_fit.ok) {
@@ -462,8 +498,10 @@ LadderResult AnalyzeLadder(const LadderData& data, const LadderOptions& options)
         ++result.failed_draws;
         continue;
       }
-      alphas.push_back(fit.alpha);
-      es.push_back(fit.E);
+      // The shared exponent and E from the model that lets multipliers drift, when there is one:
+      // a drifting variant forced into a constant multiplier bends them.
+      alphas.push_back(trend_fit.ok ? trend_fit.alpha : fit.alpha);
+      es.push_back(trend_fit.ok ? trend_fit.E : fit.E);
       for (int v = 1; v < data.variants; ++v) {
         mus[v].push_back(fit.log_multiplier[v]);
         if (trend_fit.ok) {
@@ -482,18 +520,19 @@ LadderResult AnalyzeLadder(const LadderData& data, const LadderOptions& options)
           result.failed_draws, options.draws));
     }
   }
-  result.exponent = Interval(result.fit.alpha, alphas, options.alpha);
-  result.irreducible = Interval(result.fit.E, es, options.alpha);
+  const LadderFit& shared = result.trend_fit.ok ? result.trend_fit : result.fit;
+  result.exponent = Interval(shared.alpha, alphas, options.alpha, dof);
+  result.irreducible = Interval(shared.E, es, options.alpha, dof);
   result.variants[0].multiplier = {1, 1, 1};
   for (int v = 1; v < data.variants; ++v) {
     LadderVariant& out = result.variants[v];
-    const Estimate mu = Interval(result.fit.log_multiplier[v], mus[v], options.alpha);
+    const Estimate mu = Interval(result.fit.log_multiplier[v], mus[v], options.alpha, dof);
     out.multiplier = {std::exp(mu.value), std::exp(mu.lo), std::exp(mu.hi)};
     if (!trend || !result.trend_fit.ok) {
       out.slope = {kNaN, kNaN, kNaN};
       continue;
     }
-    out.slope = Interval(result.trend_fit.slope[v], betas[v], result.trend_level);
+    out.slope = SlopeInterval(result.trend_fit.slope[v], betas[v], result.trend_level, dof);
     if (!result.intervals || betas[v].empty()) {
       continue;
     }
@@ -548,8 +587,8 @@ LadderExtrapolation ExtrapolateLadder(const LadderData& data, const LadderResult
   }
   constexpr double kAlpha = 0.05;
   out.effect = Interval(PredictLadder(fit, variant, size) - PredictLadder(fit, 0, size), effects,
-                        kAlpha);
-  out.baseline = Interval(PredictLadder(fit, 0, size), baselines, kAlpha);
+                        kAlpha, result.dof);
+  out.baseline = Interval(PredictLadder(fit, 0, size), baselines, kAlpha, result.dof);
   out.ok = true;
   return out;
 }

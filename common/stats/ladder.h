@@ -16,10 +16,11 @@
 // The fit minimises the Huber loss of the log residuals, log L-hat - log L, over every run's value
 // (Hoffmann et al. 2022, approach 3), by Levenberg-Marquardt on IRLS weights from a grid of
 // starts, the best kept. Intervals come from a bootstrap over seeds, never from the Hessian
-// (Besiroglu et al. 2024): each draw picks the seeds anew (with replacement, the same seed for
-// every cell that has it, so seeds that fix data order keep their pairing), each cell's spread
-// around its mean rescaled by sqrt(n / (n - 1)) so that 2 or 3 seeds do not shrink it; the fit is
-// redone from the point estimate, and the percentiles of the draws give the interval.
+// (Besiroglu et al. 2024): each draw picks each cell's seeds anew (with replacement, each cell on
+// its own), each cell's spread around its mean rescaled by sqrt(n / (n - 1)) so that 2 or 3
+// seeds do not shrink it; the fit is
+// redone from the point estimate, and the percentiles of the draws, widened about the estimate by
+// t_dof / z (dof: the seeds' degrees of freedom within their cells), give the interval.
 //
 // Pure functions on doubles; the random draws come from `LadderOptions::seed` (the same ladder
 // gives the same intervals every time).
@@ -100,6 +101,8 @@ struct LadderResult {
   std::string why;
   LadderFit fit;        // constant multipliers
   LadderFit trend_fit;  // multipliers that drift with N
+  // alpha and E: the trend model's when there is one (a variant whose multiplier drifts, forced
+  // into a constant one, would bend them), else the constant model's.
   Estimate exponent;
   Estimate irreducible;  // E
   std::vector<LadderVariant> variants;  // per variant, the baseline first
@@ -111,6 +114,9 @@ struct LadderResult {
   // 1 - alpha / K (Bonferroni, K = ablations), so the chance of any false "grows"/"shrinks" is at
   // most alpha.
   double trend_level = 0;
+  // The degrees of freedom of the seeds' spread (the sum over cells of n - 1): each percentile
+  // interval is widened about its estimate by t_dof / z at its level.
+  double dof = 0;
   std::vector<std::string> warnings;  // fewer than 4 rungs, less than one decade of N, ...
   // The draws, for ExtrapolateLadder.
   std::vector<LadderFit> fit_draws;

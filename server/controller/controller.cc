@@ -117,6 +117,13 @@ model::NewExperiment ToNewExperiment(const SubmitInput& input, const spec::Spec&
     run.seed = plan.seed;
     run.config_json = plan.config.dump();
     run.resources = ResourcesOf(plan.config);
+    // scale.stop_if: the larger rungs wait until the first K have ended and been judged.
+    const int rung = spec::RungOf(plan.variant);
+    if (spec.scale.stop_if.rungs > 0 && rung >= spec.scale.stop_if.rungs) {
+      run.not_before = model::kHeldNotBefore;
+      run.reason = absl::StrCat("submitted, held by scale.stop_if until rungs 0-",
+                                spec.scale.stop_if.rungs - 1, " have ended");
+    }
     exp.runs.push_back(std::move(run));
   }
   return exp;
@@ -260,6 +267,7 @@ void Controller::Schedule() {
   TAE_CHECK_OWNER(core_);
   EndHeldGangs();
   AddDueSeeds();
+  DecideDueLadders();
   PlaceQueued();
   PublishDemand();
   MaybePack();

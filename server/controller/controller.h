@@ -280,6 +280,11 @@ class Controller {
   // experiment's next pass adds the confirmation runs.
   void SeedsDue(int64_t experiment_id) { seeds_due_.insert(experiment_id); }
   void AddDueSeeds();
+  // scale.stop_if: the experiments a run of which ended since the last Schedule(); once the
+  // first K rungs of one have ended, report::PlanScaleStop decides which ablations skip their
+  // larger rungs (their held runs end pruned) and the rest are released (controller_scale.cc).
+  void DecideDueLadders();
+  void DecideLadder(int64_t experiment_id);
   void GrowSeeds(int64_t experiment_id);
   // Runs at new seeds, each a copy of a run's config at its seed (spec::ConfigAtSeed), added in
   // one transaction.
@@ -380,6 +385,7 @@ class Controller {
   boost::asio::steady_timer pack_timer_;
   bool packing_ = false;  // a PackSlice is due on pack_timer_
   std::set<int64_t> seeds_due_;
+  std::set<int64_t> ladders_due_;
   // Per experiment, what adaptive seeds or search.confirm last held back (logged when it changes).
   std::map<int64_t, std::string> seeds_held_;
   struct ActiveSearch {

@@ -334,6 +334,17 @@ void Controller::Recover() {
   } else {
     Noted(confirming.status(), "list the experiments with search.confirm");
   }
+  // Ladders whose larger rungs are held (scale.stop_if): judged again, in case their first rungs
+  // ended while taed was down.
+  if (absl::StatusOr<std::vector<model::QueueRow>> queued = store_->QueueRows(); queued.ok()) {
+    for (const model::QueueRow& row : *queued) {
+      if (row.not_before >= model::kHeldNotBefore) {
+        ladders_due_.insert(row.experiment_id);
+      }
+    }
+  } else {
+    Noted(queued.status(), "list the queued runs");
+  }
   // Searches under way resume from their stored decisions and points.
   if (absl::StatusOr<std::vector<int64_t>> searched = store_->SearchedExperiments();
       searched.ok()) {

@@ -65,6 +65,7 @@ search::Decision FromRecord(const model::SearchDecisionRecord& r) {
 
 void Controller::RunFinal(int64_t run_id, int64_t experiment_id) {
   SeedsDue(experiment_id);
+  ladders_due_.insert(experiment_id);
   EndSearchRun(run_id);
 }
 

@@ -28,7 +28,8 @@ provider::TpuDemand TpuDemandOf(const std::vector<DemandPool>& pools,
   for (const DemandPool& pool : pools) {
     int& waiting = demand.waiting[pool.name];
     for (const scheduler::QueuedRun& run : queued) {
-      if (!run.paused && scheduler::LabelsMatch(run.labels, pool.labels)) {
+      if (!run.paused && run.not_before < model::kHeldNotBefore &&
+          scheduler::LabelsMatch(run.labels, pool.labels)) {
         ++waiting;
       }
     }

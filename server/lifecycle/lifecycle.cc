@@ -434,4 +434,18 @@ bool MayRead(const RunRecord& run, const std::vector<std::string>& hosts,
   return run.attempt > 0 && Live(run.state) && HostOf(hosts, agent);
 }
 
+model::Decide Release(std::string reason, double at) {
+  return [reason = std::move(reason), at](const RunRecord& run)
+             -> absl::StatusOr<std::optional<RunTransition>> {
+    if (run.state != RunState::kQueued || run.not_before < model::kHeldNotBefore) {
+      return std::nullopt;
+    }
+    RunTransition t = Begin(run, run.attempt, at);
+    t.state = RunState::kQueued;
+    t.reason = RunField<std::string>::Set(reason);
+    t.not_before = RunField<double>::Set(0.0);
+    return t;
+  };
+}
+
 }  // namespace tae::lifecycle

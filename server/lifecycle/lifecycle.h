@@ -127,6 +127,9 @@ model::Decide Finish(RunState to, std::string reason, double at);
 model::Decide GangWindowEnd(double at, double window_s);
 // OnRetry with as many attempts again as the run's spec gives (resources.max_attempts).
 model::Decide Retry(std::string reason, double at);
+// A queued run held until a decision (not_before = model::kHeldNotBefore: scale.stop_if)
+// released: it may start now, `reason` its runs row's; nothing for any other run.
+model::Decide Release(std::string reason, double at);
 // OnStarted, OnExit, OnGangExit and RankExitCode, for Store::Ingest.
 const model::IngestRules& IngestRules();
 

@@ -160,6 +160,10 @@ struct RunResources {
   int64_t max_disk = 0;            // resources.max_disk: bytes a run may write on a worker; 0: any
 };
 
+// A queued run's not_before while it is held until a decision releases it (a [scale] ladder's
+// larger rungs under scale.stop_if): never started on time alone.
+inline constexpr double kHeldNotBefore = 1e300;
+
 struct NewRun {
   std::string variant;
   int64_t seed = 0;
@@ -167,6 +171,7 @@ struct NewRun {
   RunResources resources;
   std::string reason = "submitted";  // its first transition's
   bool confirm = false;              // a confirmation run (RunRecord::confirm)
+  double not_before = 0;             // kHeldNotBefore: held (scale.stop_if)
 };
 
 // What an experiment was submitted from: enough to parse its spec again.

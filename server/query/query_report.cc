@@ -188,7 +188,8 @@ absl::StatusOr<ReportResult> Query::Report(const std::string& experiment,
   result.correction = report::SummarizeFamily(family_options, result.rows, metrics);
   result.adaptive = options.adaptive;
   if (scale) {
-    result.scale = report::BuildScale(ladder, result.rows, values, metrics.front(),
+    ASSIGN_OR_RETURN(const std::vector<model::RunRecord> full, store_->ListRuns(id));
+    result.scale = report::BuildScale(ladder, result.rows, full, values, metrics.front(),
                                       result.correction, scale_at);
   }
   if (sort == "effect") {

@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/spec/spec.h"
@@ -42,10 +43,70 @@ const Cell* CellOf(const Row& row, const std::string& metric) {
 
 std::string Percent(double level) { return absl::StrFormat("%.4g%%", 100 * (1 - level)); }
 
+// What the baseline runs report as their size, per (grid point, rung) and metric: sum and count.
+using RungSizes = std::map<std::tuple<std::string, int, std::string>, std::pair<double, int>>;
+
+RungSizes SizesOf(const std::vector<model::FinalValue>& values) {
+  RungSizes sizes;
+  for (const model::FinalValue& v : values) {
+    if ((v.key != "model/params" && v.key != kParamsMetric) ||
+        v.state != model::RunState::kSucceeded || v.confirm || !(v.value > 0) ||
+        !std::isfinite(v.value)) {
+      continue;
+    }
+    const LadderName name = Parse(v.variant);
+    if (name.rung >= 0 && name.ablation == spec::kBaselineName) {
+      auto& [sum, n] = sizes[{name.point, name.rung, v.key}];
+      sum += v.value;
+      ++n;
+    }
+  }
+  return sizes;
+}
+
+// A rung's N and where it comes from: scale.params, else the engine's model/params, else a
+// command job's params; NaN and "" when none.
+std::pair<double, std::string> SizeAt(const model::ScaleSettings& settings,
+                                      const RungSizes& sizes, const std::string& point, int r) {
+  if (r < static_cast<int>(settings.params.size())) {
+    return {settings.params[r], "scale.params"};
+  }
+  for (const char* key : {"model/params", kParamsMetric}) {
+    auto it = sizes.find({point, r, key});
+    if (it != sizes.end()) {
+      return {it->second.first / it->second.second, key};
+    }
+  }
+  return {kNaN, ""};
+}
+
+// The values of `metric` of the succeeded runs of `names` (baseline first) at `point` and rungs
+// below `rungs`, as ladder points.
+void AddPoints(const std::vector<model::FinalValue>& values, const std::string& metric,
+               const std::string& point, const std::vector<std::string>& names, int rungs,
+               stats::LadderData* data) {
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < names.size(); ++i) {
+    index[names[i]] = static_cast<int>(i);
+  }
+  for (const model::FinalValue& v : values) {
+    if (v.key != metric || v.state != model::RunState::kSucceeded || v.confirm) {
+      continue;
+    }
+    const LadderName name = Parse(v.variant);
+    auto it = index.find(name.ablation);
+    if (name.rung < 0 || name.rung >= rungs || name.point != point || it == index.end()) {
+      continue;
+    }
+    data->points.push_back({it->second, name.rung, v.seed, v.value});
+  }
+}
+
 }  // namespace
 
 std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings,
                                  const std::vector<Row>& rows,
+                                 const std::vector<model::RunRecord>& runs,
                                  const std::vector<model::FinalValue>& values,
                                  const std::string& metric, const FamilySummary& family,
                                  double at, const stats::LadderOptions& options) {
@@ -69,18 +130,29 @@ std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings,
     }
     row_of[{name.point, name.ablation, name.rung}] = &row;
   }
-  // What the runs report as their parameter count, per (point, rung): the baseline's.
-  std::map<std::pair<std::string, int>, std::pair<double, int>> reported;
-  for (const model::FinalValue& v : values) {
-    if (v.key != kParamsMetric || v.state != model::RunState::kSucceeded || v.confirm ||
-        !std::isfinite(v.value)) {
+  const RungSizes sizes = SizesOf(values);
+  // What scale.stop_if saved: per (point, rung) the slot-hours of the runs that ran there.
+  std::map<std::pair<std::string, int>, std::pair<double, int>> ran;
+  for (const model::RunRecord& run : runs) {
+    const LadderName name = Parse(run.variant);
+    if (name.rung >= 0 && run.started_at && run.finished_at &&
+        run.state == model::RunState::kSucceeded) {
+      auto& [hours, n] = ran[{name.point, name.rung}];
+      hours += std::max(0.0, *run.finished_at - *run.started_at) / 3600 * run.slots * run.hosts;
+      ++n;
+    }
+  }
+  std::map<std::string, std::tuple<int, std::string, double>> skipped;  // variant -> n, why, hours
+  for (const model::RunRecord& run : runs) {
+    if (run.state != model::RunState::kPruned || !absl::StartsWith(run.reason, kScaleSkipped)) {
       continue;
     }
-    const LadderName name = Parse(v.variant);
-    if (name.rung >= 0 && name.ablation == spec::kBaselineName) {
-      auto& [sum, n] = reported[{name.point, name.rung}];
-      sum += v.value;
-      ++n;
+    const LadderName name = Parse(run.variant);
+    auto& [n, why, hours] = skipped[spec::WithoutRung(run.variant)];
+    ++n;
+    why = run.reason;
+    if (auto it = ran.find({name.point, name.rung}); it != ran.end()) {
+      hours += it->second.first / it->second.second;
     }
   }
   std::vector<ScaleFit> fits;
@@ -96,24 +168,15 @@ std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings,
       ScaleRung& rung = fit.rungs.emplace_back();
       rung.rung = r;
       rung.overrides = settings.rungs[r];
-      auto base = row_of.find({point, std::string(spec::kBaselineName), r});
-      auto own = reported.find({point, r});
-      if (r < static_cast<int>(settings.params.size())) {
-        rung.size = settings.params[r];
-        rung.size_source = "scale.params";
-      } else if (base != row_of.end() && std::isfinite(base->second->params) &&
-                 base->second->params > 0) {
-        rung.size = base->second->params;
-        rung.size_source = "model/params";
-      } else if (own != reported.end() && own->second.first > 0) {
-        rung.size = own->second.first / own->second.second;
-        rung.size_source = kParamsMetric;
-      }
+      std::tie(rung.size, rung.size_source) = SizeAt(settings, sizes, point, r);
       data.sizes.push_back(rung.size);
     }
     for (const std::string& ablation : names) {
       ScaleVariant& variant = fit.variants.emplace_back();
       variant.variant = point.empty() ? ablation : absl::StrCat(ablation, "[", point, "]");
+      if (auto it = skipped.find(variant.variant); it != skipped.end()) {
+        std::tie(variant.skipped, variant.skipped_why, variant.skipped_hours) = it->second;
+      }
       for (int r = 0; r < rungs; ++r) {
         auto it = row_of.find({point, ablation, r});
         const Cell* cell = it == row_of.end() ? nullptr : CellOf(*it->second, metric);
@@ -151,21 +214,7 @@ std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings,
     if (!fit.why.empty()) {
       continue;
     }
-    std::map<std::string, int> index;
-    for (size_t i = 0; i < names.size(); ++i) {
-      index[names[i]] = static_cast<int>(i);
-    }
-    for (const model::FinalValue& v : values) {
-      if (v.key != metric || v.state != model::RunState::kSucceeded || v.confirm) {
-        continue;
-      }
-      const LadderName name = Parse(v.variant);
-      auto it = index.find(name.ablation);
-      if (name.rung < 0 || name.rung >= rungs || name.point != point || it == index.end()) {
-        continue;
-      }
-      data.points.push_back({it->second, name.rung, v.seed, v.value});
-    }
+    AddPoints(values, metric, point, names, rungs, &data);
     const stats::LadderResult result = stats::AnalyzeLadder(data, options);
     if (!result.ok) {
       fit.why = result.why;
@@ -213,6 +262,69 @@ std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings,
                               family.family.empty() ? family.method : family.family);
   }
   return fits;
+}
+
+ScaleStopPlan PlanScaleStop(const model::ScaleSettings& settings,
+                            const std::vector<model::RunRecord>& runs,
+                            const std::vector<model::FinalValue>& values, const std::string& metric,
+                            const stats::LadderOptions& options) {
+  ScaleStopPlan plan;
+  const int k = settings.stop_rungs;
+  if (k < 2 || k >= static_cast<int>(settings.rungs.size())) {
+    return plan;
+  }
+  std::vector<std::string> points;
+  std::map<std::string, std::vector<std::string>> ablations;  // point -> names, baseline first
+  for (const model::RunRecord& run : runs) {
+    const LadderName name = Parse(run.variant);
+    if (name.rung < 0) {
+      continue;
+    }
+    if (name.rung < k && !model::IsFinal(run.state)) {
+      return plan;  // not due: a run of the first rungs has not ended
+    }
+    if (ablations.find(name.point) == ablations.end()) {
+      points.push_back(name.point);
+      ablations[name.point] = {std::string(spec::kBaselineName)};
+    }
+    std::vector<std::string>& names = ablations[name.point];
+    if (std::find(names.begin(), names.end(), name.ablation) == names.end()) {
+      names.push_back(name.ablation);
+    }
+  }
+  plan.due = true;
+  const RungSizes sizes = SizesOf(values);
+  for (const std::string& point : points) {
+    const std::vector<std::string>& names = ablations[point];
+    const auto full = [&](const std::string& ablation) {
+      return point.empty() ? ablation : absl::StrCat(ablation, "[", point, "]");
+    };
+    stats::LadderData data;
+    data.variants = static_cast<int>(names.size());
+    std::string unknown;
+    for (int r = 0; r < k; ++r) {
+      const double size = SizeAt(settings, sizes, point, r).first;
+      data.sizes.push_back(size);
+      if (!(size > 0) || (r > 0 && !(size > data.sizes[r - 1]))) {
+        unknown = absl::StrCat("rung ", r, "'s size N is unknown or not above the rung below");
+      }
+    }
+    AddPoints(values, metric, point, names, k, &data);
+    const stats::LadderResult result =
+        unknown.empty() ? stats::AnalyzeLadder(data, options) : stats::LadderResult{};
+    for (size_t v = 1; v < names.size(); ++v) {
+      const stats::Estimate& m = result.ok ? result.variants[v].multiplier : stats::Estimate{};
+      const double band = settings.stop_band;
+      if (result.ok && result.intervals && m.lo >= 1 - band && m.hi <= 1 + band) {
+        plan.skip[full(names[v])] = absl::StrFormat(
+            "%s%s m = %.3g [%.3g, %.3g] lies within 1 ± %g after rungs 0-%d", kScaleSkipped,
+            metric, m.value, m.lo, m.hi, band, k - 1);
+      } else {
+        plan.go_on.push_back(full(names[v]));
+      }
+    }
+  }
+  return plan;
 }
 
 }  // namespace tae::report

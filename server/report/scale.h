@@ -5,6 +5,7 @@
 // exponent, each ablation's effective-parameter multiplier and its trend, and with `at` the
 // effect extrapolated to a size. Pure: rows, values and the stored [scale] in, the fits out.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,11 @@ struct ScaleVariant {
   stats::Estimate at_effect{kNaN, kNaN, kNaN};
   bool at_trend = false;
   std::string at_refused;
+  // scale.stop_if: its runs that skipped their rung, why, and the accelerator-hours that saved
+  // (each skipped run at the mean slots x hours of the runs that ran at its rung).
+  int skipped = 0;
+  std::string skipped_why;
+  double skipped_hours = 0;
 };
 
 struct ScaleFit {
@@ -75,13 +81,35 @@ struct ScaleFit {
 // ladder (each "X[rung=r...]" row compared with its rung's baseline), values every run's final
 // values of `metric` and of "params". at > 0: each variant's effect extrapolated to N = at.
 // family: the table's (SummarizeFamily), named in `controls`.
+// runs: every run of the experiment (for what scale.stop_if skipped and saved).
 std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings,
                                  const std::vector<Row>& rows,
+                                 const std::vector<model::RunRecord>& runs,
                                  const std::vector<model::FinalValue>& values,
                                  const std::string& metric, const FamilySummary& family,
                                  double at = 0, const stats::LadderOptions& options = {});
 
 // The metric a command job reports its parameter count as, when the spec gives no scale.params.
 inline constexpr char kParamsMetric[] = "params";
+
+// What scale.stop_if decides once the first K rungs have ended: which ablations (at each grid
+// point: "rms", "rms[lr=0.1]") skip their larger rungs, each with why, and which go on.
+struct ScaleStopPlan {
+  bool due = false;  // every run of the first K rungs is final
+  std::map<std::string, std::string> skip;  // ablation -> why it skips
+  std::vector<std::string> go_on;           // ablation -> "" (its larger rungs run)
+};
+
+// The reason every run scale.stop_if skips ends with starts so (its state: pruned).
+inline constexpr char kScaleSkipped[] = "skipped by scale.stop_if: ";
+
+// The ladder fit of `metric` over the first settings.stop_rungs rungs (their runs and final
+// values, as BuildScale reads them); an ablation skips when its multiplier's 95% interval lies
+// within [1 - band, 1 + band]. Not due while any run of those rungs is not final. The baseline
+// never skips.
+ScaleStopPlan PlanScaleStop(const model::ScaleSettings& settings,
+                            const std::vector<model::RunRecord>& runs,
+                            const std::vector<model::FinalValue>& values, const std::string& metric,
+                            const stats::LadderOptions& options = {});
 
 }  // namespace tae::report

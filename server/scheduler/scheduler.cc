@@ -213,6 +213,8 @@ Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> 
   };
   // The same text for every run of a paused experiment, or of one at its cap.
   const int paused = waiting.Reason("experiment paused (taectl resume)");
+  const int ladder_held = waiting.Reason(
+      "held by scale.stop_if until the ladder's first rungs have ended and been judged");
   std::map<std::pair<int64_t, int>, int> capped;  // (experiment, cap) -> reason
   // The queue's shapes (one run of each): once no agent has room for any of them, nothing more
   // can be placed this pass, and every run left waits for a reason that needs no placement.
@@ -233,6 +235,10 @@ Decision Decide(const std::vector<QueuedRun>& queue, std::vector<AgentCapacity> 
   auto held = [&](const QueuedRun& run) {
     if (run.paused) {
       waiting.Add(run.run_id, paused);
+      return true;
+    }
+    if (run.not_before >= model::kHeldNotBefore) {
+      waiting.Add(run.run_id, ladder_held);
       return true;
     }
     if (run.not_before > context.now) {

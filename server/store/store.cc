@@ -249,8 +249,8 @@ absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<model::N
                                "config, state, max_attempts, priority, slots, "
                                "labels, created_at, max_concurrent, hosts, "
                                "snapshot_id, command, attempts_granted, "
-                               "keep_checkpoints, retry_on, confirm, max_disk) "
-                               "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                               "keep_checkpoints, retry_on, confirm, max_disk, not_before) "
+                               "VALUES (?,?,?,?,'queued',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   ASSIGN_OR_RETURN(Statement transition,
                    db_.Prepare("INSERT INTO run_transitions (run_id, attempt, from_state, "
                                "to_state, reason, at) VALUES (?, 0, '', 'queued', ?, ?)"));
@@ -272,7 +272,8 @@ absl::Status Store::InsertRuns(int64_t experiment_id, const std::vector<model::N
         .Bind(15, static_cast<int64_t>(r.keep_checkpoints))
         .Bind(16, r.retry_on)
         .Bind(17, static_cast<int64_t>(new_run.confirm ? 1 : 0))
-        .Bind(18, r.max_disk);
+        .Bind(18, r.max_disk)
+        .Bind(19, new_run.not_before);
     if (r.snapshot_id.empty()) {
       run.BindNull(12);
     } else {

@@ -263,6 +263,9 @@ void ToProto(const report::ScaleFit& in, tae::v1::ScaleFit* out) {
     SetEstimate(variant.at_effect, v->mutable_at_effect());
     v->set_at_trend(variant.at_trend);
     v->set_at_refused(variant.at_refused);
+    v->set_skipped(variant.skipped);
+    v->set_skipped_why(variant.skipped_why);
+    v->set_skipped_hours(variant.skipped_hours);
   }
   out->set_intervals(in.intervals);
   out->set_draws(in.draws);

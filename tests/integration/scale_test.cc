@@ -53,6 +53,31 @@ code = "src"
 command = "sh job.sh {params.n} {params.m} {params.fade} {train.seed}"
 )";
 
+// The same job, and a ladder whose first 3 rungs decide: "same" changes nothing (m = 1, so its
+// interval lies within 1 +- 0.1 and its 4th rung is skipped), "better" (m = 1.5) goes on.
+constexpr char kStopStudy[] = R"(name = "stop"
+[params]
+n = 1e6
+m = 1.0
+fade = 0.0
+[train]
+seeds = [0, 1, 2, 3]
+[report]
+metrics = ["loss"]
+[[ablation]]
+name = "same"
+"params.fade" = 0.01
+[[ablation]]
+name = "better"
+"params.m" = 1.5
+[scale]
+"params.n" = [1e6, 4e6, 1.6e7, 6.4e7]
+stop_if = { rungs = 3, band = 0.1 }
+[job]
+code = "src"
+command = "sh job.sh {params.n} {params.m} {params.fade} {train.seed}"
+)";
+
 }  // namespace
 
 TEST_CASE("a ladder whose loss follows a known law gets its exponent and trends back") {
@@ -130,6 +155,44 @@ TEST_CASE("a ladder whose loss follows a known law gets its exponent and trends 
   const CommandResult at = cluster.Taectl({"report", "ladder", "--at", "1e8"});
   CHECK(at.exit_code != 0);
   CHECK(absl::StrContains(at.err, "give --scale"));
+}
+
+TEST_CASE("scale.stop_if holds the larger rungs, then skips a variant whose multiplier is 1") {
+  Cluster cluster(1, 8);
+  TempDir work;
+  std::filesystem::create_directories(work.path() + "/src");
+  work.Write("src/job.sh", kJob);
+  const std::string spec = work.Write("study.toml", kStopStudy);
+  CommandResult submitted = cluster.Taectl({"submit", spec, "--wait", "--timeout", "240"}, 270);
+  INFO(submitted.out << submitted.err);
+  REQUIRE(submitted.exit_code == 0);  // skipped runs ended as the ladder decided: not a failure
+
+  const nlohmann::json runs = cluster.TaectlJson({"runs", "stop"});
+  INFO(runs.dump(2));
+  int skipped = 0;
+  for (const nlohmann::json& run : runs) {
+    const std::string variant = run.at("variant");
+    const bool large = absl::StrContains(variant, "[rung=3]");
+    if (large && absl::StartsWith(variant, "same")) {
+      CHECK(run.at("state") == "pruned");
+      CHECK(absl::StartsWith(run.at("reason").get<std::string>(), "skipped by scale.stop_if: "));
+      ++skipped;
+    } else {
+      CHECK(run.at("state") == "succeeded");
+    }
+  }
+  CHECK(skipped == 4);
+
+  const nlohmann::json report = cluster.TaectlJson({"report", "stop", "--scale"});
+  INFO(report.dump(2));
+  const nlohmann::json& variants = report.at("scale").at("variants");
+  REQUIRE(variants.size() == 3);
+  CHECK(variants[1].at("variant") == "same");
+  CHECK(variants[1].at("skipped").at("runs") == 4);
+  REQUIRE(variants[1].at("rungs").size() == 4);
+  CHECK(variants[1].at("rungs")[3].at("n") == 0);  // its 4th rung never ran
+  CHECK_FALSE(variants[2].contains("skipped"));
+  CHECK(variants[2].at("rungs").size() == 4);
 }
 
 }  // namespace tae::testing
