@@ -10,7 +10,8 @@
 // "grows" or "shrinks" (any, over the shape's constant ablations: the trend family's error), and
 // how often a multiplier that fades with size is called "shrinks" (power). Each with its
 // standard error. --dump writes K ladders (the shapes in turn) with the point fit as JSON lines,
-// for the independent fit (tests/stats/ladder_oracle_test.py). Deterministic: the same flags print the same numbers.
+// for the independent fit (tests/stats/ladder_oracle_test.py). Deterministic: the same flags print
+// the same numbers.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,8 +33,8 @@ struct Shape {
   std::string name;
   std::vector<double> sizes;
   int seeds = 3;
-  double sd = 0.01;    // lognormal seed noise of each run's loss
-  double rho = 0;      // correlation of a seed's noise across cells (a seed fixes data order)
+  double sd = 0.01;  // lognormal seed noise of each run's loss
+  double rho = 0;    // correlation of a seed's noise across cells (a seed fixes data order)
   double E = 2.0;
   double A = 100;
   double alpha = 0.3;
@@ -76,8 +77,8 @@ std::vector<Shape> Shapes() {
   const auto curved = [](double n) { return std::exp(std::log(2.0) * std::pow(n / 1e5, -0.3)); };
   std::vector<Shape> shapes;
   {
-    Shape s = Make("4 rungs x4, 3 seeds, 1% noise, constant multipliers", Ladder(1e6, 4, 4), 3,
-                   0.01);
+    Shape s =
+        Make("4 rungs x4, 3 seeds, 1% noise, constant multipliers", Ladder(1e6, 4, 4), 3, 0.01);
     s.multipliers = {constant(1.0), constant(1.5)};
     s.constant = {1.0, 1.5};
     s.fades = {false, false};
@@ -163,7 +164,7 @@ struct Counts {
   long false_grows = 0;
   long false_shrinks = 0;
   long false_reverses = 0;
-  long constant_n = 0;   // constant ablations judged
+  long constant_n = 0;  // constant ablations judged
   long fading_n = 0;
   long fading_shrinks = 0;
   long failed_draws = 0;
@@ -209,7 +210,8 @@ void Judge(const Shape& shape, const LadderResult& result, Counts* c) {
       continue;
     }
     ++c->multiplier_n;
-    c->multiplier_in += v.multiplier.lo <= shape.constant[a] && shape.constant[a] <= v.multiplier.hi;
+    c->multiplier_in +=
+        v.multiplier.lo <= shape.constant[a] && shape.constant[a] <= v.multiplier.hi;
     ++c->constant_n;
     const bool grows = v.trend == "grows";
     const bool shrinks = v.trend == "shrinks";
@@ -242,7 +244,8 @@ void Dump(const Shape& shape, const LadderData& data, const LadderResult& result
     std::fprintf(out, "%s[%d, %d, %ld, %.17g]", i ? ", " : "", p.variant, p.rung,
                  static_cast<long>(p.seed), p.value);
   }
-  std::fprintf(out, "], \"fit\": {\"ok\": %s, \"E\": %.17g, \"A\": %.17g, \"alpha\": %.17g, "
+  std::fprintf(out,
+               "], \"fit\": {\"ok\": %s, \"E\": %.17g, \"A\": %.17g, \"alpha\": %.17g, "
                "\"log_multiplier\": [",
                result.fit.ok ? "true" : "false", result.fit.E, result.fit.A, result.fit.alpha);
   for (size_t v = 0; v < result.fit.log_multiplier.size(); ++v) {
@@ -311,9 +314,10 @@ int main(int argc, char** argv) {
     std::fclose(out);
     return 0;
   }
-  std::printf("ladders per shape: %ld; bootstrap draws: %d; trend family: the shape's 2 constant "
-              "ablations, alpha 0.05\n\n",
-              ladders, draws);
+  std::printf(
+      "ladders per shape: %ld; bootstrap draws: %d; trend family: the shape's 2 constant "
+      "ablations, alpha 0.05\n\n",
+      ladders, draws);
   for (size_t si = 0; si < shapes.size(); ++si) {
     const Shape& shape = shapes[si];
     if (!only.empty() && shape.name.rfind(only, 0) != 0) {
@@ -345,11 +349,11 @@ int main(int argc, char** argv) {
     std::printf("  coverage of the 95%% intervals: exponent %s, E %s, constant multipliers %s\n",
                 Rate(c.exponent_in, c.fitted).c_str(), Rate(c.e_in, c.fitted).c_str(),
                 Rate(c.multiplier_in, c.multiplier_n).c_str());
-    std::printf("  constant multipliers called a trend: any %s (grows %s, shrinks %s, reverses "
-                "%s per ablation)\n",
-                Rate(c.false_any, c.fitted).c_str(), Rate(c.false_grows, c.constant_n).c_str(),
-                Rate(c.false_shrinks, c.constant_n).c_str(),
-                Rate(c.false_reverses, c.constant_n).c_str());
+    std::printf(
+        "  constant multipliers called a trend: any %s (grows %s, shrinks %s, reverses "
+        "%s per ablation)\n",
+        Rate(c.false_any, c.fitted).c_str(), Rate(c.false_grows, c.constant_n).c_str(),
+        Rate(c.false_shrinks, c.constant_n).c_str(), Rate(c.false_reverses, c.constant_n).c_str());
     std::printf("  a fading multiplier called \"shrinks\": %s\n\n",
                 Rate(c.fading_shrinks, c.fading_n).c_str());
     std::fflush(stdout);

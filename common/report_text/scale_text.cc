@@ -58,10 +58,10 @@ void RenderFit(const tae::v1::ScaleFit& fit, std::string* out) {
     for (const tae::v1::ScaleRungEffect& e : variant.rungs()) {
       const double size = e.rung() < fit.rungs_size() ? fit.rungs(e.rung()).size() : NAN;
       const std::string mean =
-          e.n() == 0 ? "-"
-                     : absl::StrCat(Num(e.mean()),
-                                    std::isfinite(e.ci95()) ? absl::StrCat(" ± ", Num(e.ci95()))
-                                                            : "");
+          e.n() == 0
+              ? "-"
+              : absl::StrCat(Num(e.mean()),
+                             std::isfinite(e.ci95()) ? absl::StrCat(" ± ", Num(e.ci95())) : "");
       std::string delta = Signed(e.delta());
       if (std::isfinite(e.delta_lo()) && std::isfinite(e.delta_hi())) {
         absl::StrAppend(&delta, " [", Signed(e.delta_lo()), ", ", Signed(e.delta_hi()), "]");
@@ -79,9 +79,9 @@ void RenderFit(const tae::v1::ScaleFit& fit, std::string* out) {
   absl::StrAppend(out, "exponent α = ", WithInterval(fit.exponent()),
                   "   E = ", WithInterval(fit.irreducible()), "   A = ", Num(fit.coefficient()),
                   "\n\n");
-  Table variants({"variant", "multiplier m [95% CI]",
-                  absl::StrCat("trend (slope d log m / d log N [",
-                               Percent(fit.trend_level()), " CI])")});
+  Table variants(
+      {"variant", "multiplier m [95% CI]",
+       absl::StrCat("trend (slope d log m / d log N [", Percent(fit.trend_level()), " CI])")});
   for (int v = 1; v < fit.variants_size(); ++v) {
     const tae::v1::ScaleVariant& variant = fit.variants(v);
     std::string trend = variant.trend().empty() ? "-" : variant.trend();
@@ -91,8 +91,9 @@ void RenderFit(const tae::v1::ScaleFit& fit, std::string* out) {
     variants.Add({variant.variant(), WithInterval(variant.multiplier()), trend});
   }
   absl::StrAppend(out, variants.Render());
-  absl::StrAppend(out, "m > 1: the variant is worth a baseline m times its size; the trend says "
-                       "whether that grows or shrinks with N\n");
+  absl::StrAppend(out,
+                  "m > 1: the variant is worth a baseline m times its size; the trend says "
+                  "whether that grows or shrinks with N\n");
   for (const tae::v1::ScaleVariant& variant : fit.variants()) {
     if (variant.skipped() > 0) {
       absl::StrAppend(out, variant.variant(), ": ", variant.skipped(), " run(s) of larger rungs ",
@@ -106,9 +107,9 @@ void RenderFit(const tae::v1::ScaleFit& fit, std::string* out) {
     for (int v = 1; v < fit.variants_size(); ++v) {
       const tae::v1::ScaleVariant& variant = fit.variants(v);
       if (variant.at_ok()) {
-        absl::StrAppend(out, "  ", variant.variant(), ": Δ ", WithInterval(variant.at_effect(), true),
-                        variant.at_trend() ? " (by its trend)" : " (by its constant multiplier)",
-                        "\n");
+        absl::StrAppend(
+            out, "  ", variant.variant(), ": Δ ", WithInterval(variant.at_effect(), true),
+            variant.at_trend() ? " (by its trend)" : " (by its constant multiplier)", "\n");
       } else {
         absl::StrAppend(out, "  ", variant.variant(), ": refused: ", variant.at_refused(), "\n");
       }

@@ -298,9 +298,8 @@ Estimate SlopeInterval(double value, const std::vector<double>& draws, double le
 
 double PredictLadder(const LadderFit& fit, int variant, double size) {
   const double log_n = std::log(size);
-  const double mu = variant < static_cast<int>(fit.log_multiplier.size())
-                        ? fit.log_multiplier[variant]
-                        : 0;
+  const double mu =
+      variant < static_cast<int>(fit.log_multiplier.size()) ? fit.log_multiplier[variant] : 0;
   const double beta = variant < static_cast<int>(fit.slope.size()) ? fit.slope[variant] : 0;
   const double x = log_n + mu + beta * (log_n - fit.log_size_ref);
   return fit.E + std::exp(std::log(fit.A) - fit.alpha * x);
@@ -515,9 +514,9 @@ LadderResult AnalyzeLadder(const LadderData& data, const LadderOptions& options)
     }
     result.draws = static_cast<int>(result.fit_draws.size());
     if (result.failed_draws > options.draws / 10) {
-      result.warnings.push_back(absl::StrFormat(
-          "%d of %d bootstrap fits did not converge: the intervals are of the rest",
-          result.failed_draws, options.draws));
+      result.warnings.push_back(
+          absl::StrFormat("%d of %d bootstrap fits did not converge: the intervals are of the rest",
+                          result.failed_draws, options.draws));
     }
   }
   const LadderFit& shared = result.trend_fit.ok ? result.trend_fit : result.fit;

@@ -51,7 +51,7 @@ struct LadderFit {
   double E = 0;
   double A = 0;  // at N_ref = 1
   double alpha = 0;
-  double log_size_ref = 0;           // log N_ref
+  double log_size_ref = 0;             // log N_ref
   std::vector<double> log_multiplier;  // mu_v, per variant (0 for the baseline)
   std::vector<double> slope;           // beta_v (trend model; 0 for the baseline), else empty
   double loss = 0;                     // the Huber objective at the fit
@@ -104,7 +104,7 @@ struct LadderResult {
   // alpha and E: the trend model's when there is one (a variant whose multiplier drifts, forced
   // into a constant one, would bend them), else the constant model's.
   Estimate exponent;
-  Estimate irreducible;  // E
+  Estimate irreducible;                 // E
   std::vector<LadderVariant> variants;  // per variant, the baseline first
   // Intervals need >= 2 seeds in every cell (a variant at a rung); else none (intervals false).
   bool intervals = false;
@@ -130,9 +130,9 @@ inline constexpr double kLadderReach = 10;
 
 struct LadderExtrapolation {
   bool ok = false;
-  std::string why;  // refused: beyond the ladder's reach, or no fit
-  Estimate effect;    // L_v(N) - L_baseline(N), interval from the draws
-  Estimate baseline;  // L_baseline(N)
+  std::string why;     // refused: beyond the ladder's reach, or no fit
+  Estimate effect;     // L_v(N) - L_baseline(N), interval from the draws
+  Estimate baseline;   // L_baseline(N)
   bool trend = false;  // from the trend model (the variant's trend is not "none")
 };
 

@@ -4,10 +4,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/spec/spec.h"
 #include "server/controller/controller.h"
 #include "server/lifecycle/lifecycle.h"
 #include "server/report/scale.h"
-#include "common/spec/spec.h"
 #include "spdlog/spdlog.h"
 
 namespace tae::controller {
@@ -83,8 +83,8 @@ void Controller::DecideLadder(int64_t experiment_id) {
       Noted(s, "skip the larger rungs scale.stop_if stopped");
     }
   }
-  spdlog::info("e{}: scale.stop_if after rungs 0-{}: {} run(s) skipped, {} released",
-               experiment_id, settings.stop_rungs - 1, skip.size(), released);
+  spdlog::info("e{}: scale.stop_if after rungs 0-{}: {} run(s) skipped, {} released", experiment_id,
+               settings.stop_rungs - 1, skip.size(), released);
 }
 
 }  // namespace tae::controller

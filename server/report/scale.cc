@@ -66,8 +66,8 @@ RungSizes SizesOf(const std::vector<model::FinalValue>& values) {
 
 // A rung's N and where it comes from: scale.params, else the engine's model/params, else a
 // command job's params; NaN and "" when none.
-std::pair<double, std::string> SizeAt(const model::ScaleSettings& settings,
-                                      const RungSizes& sizes, const std::string& point, int r) {
+std::pair<double, std::string> SizeAt(const model::ScaleSettings& settings, const RungSizes& sizes,
+                                      const std::string& point, int r) {
   if (r < static_cast<int>(settings.params.size())) {
     return {settings.params[r], "scale.params"};
   }
@@ -104,12 +104,11 @@ void AddPoints(const std::vector<model::FinalValue>& values, const std::string& 
 
 }  // namespace
 
-std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings,
-                                 const std::vector<Row>& rows,
+std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings, const std::vector<Row>& rows,
                                  const std::vector<model::RunRecord>& runs,
                                  const std::vector<model::FinalValue>& values,
-                                 const std::string& metric, const FamilySummary& family,
-                                 double at, const stats::LadderOptions& options) {
+                                 const std::string& metric, const FamilySummary& family, double at,
+                                 const stats::LadderOptions& options) {
   const int rungs = static_cast<int>(settings.rungs.size());
   // Grid points in the order the rows first show them; per point its variants, baseline first.
   std::vector<std::string> points;
@@ -254,12 +253,13 @@ std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings,
                   "exponent and multipliers: %s intervals, each its own, from a bootstrap over "
                   "seeds (%d draws); trends: one family of %d ablation%s, Bonferroni at %g (each "
                   "slope's interval at %s); per-rung effects: the table's family (%s)",
-                  Percent(options.alpha), fit.draws, ablation_count,
-                  ablation_count == 1 ? "" : "s", options.alpha, Percent(fit.trend_level),
+                  Percent(options.alpha), fit.draws, ablation_count, ablation_count == 1 ? "" : "s",
+                  options.alpha, Percent(fit.trend_level),
                   family.family.empty() ? family.method : family.family)
-            : absl::StrFormat("estimates only (no intervals); per-rung effects: the table's "
-                              "family (%s)",
-                              family.family.empty() ? family.method : family.family);
+            : absl::StrFormat(
+                  "estimates only (no intervals); per-rung effects: the table's "
+                  "family (%s)",
+                  family.family.empty() ? family.method : family.family);
   }
   return fits;
 }
@@ -316,9 +316,9 @@ ScaleStopPlan PlanScaleStop(const model::ScaleSettings& settings,
       const stats::Estimate& m = result.ok ? result.variants[v].multiplier : stats::Estimate{};
       const double band = settings.stop_band;
       if (result.ok && result.intervals && m.lo >= 1 - band && m.hi <= 1 + band) {
-        plan.skip[full(names[v])] = absl::StrFormat(
-            "%s%s m = %.3g [%.3g, %.3g] lies within 1 ± %g after rungs 0-%d", kScaleSkipped,
-            metric, m.value, m.lo, m.hi, band, k - 1);
+        plan.skip[full(names[v])] =
+            absl::StrFormat("%s%s m = %.3g [%.3g, %.3g] lies within 1 ± %g after rungs 0-%d",
+                            kScaleSkipped, metric, m.value, m.lo, m.hi, band, k - 1);
       } else {
         plan.go_on.push_back(full(names[v]));
       }

@@ -65,7 +65,7 @@ struct ScaleFit {
   std::vector<ScaleRung> rungs;
   stats::Estimate exponent{kNaN, kNaN, kNaN};
   stats::Estimate irreducible{kNaN, kNaN, kNaN};
-  double coefficient = kNaN;  // A, at N_ref = 1
+  double coefficient = kNaN;           // A, at N_ref = 1
   std::vector<ScaleVariant> variants;  // the baseline first
   bool intervals = false;
   int draws = 0;
@@ -82,8 +82,7 @@ struct ScaleFit {
 // values of `metric` and of "params". at > 0: each variant's effect extrapolated to N = at.
 // family: the table's (SummarizeFamily), named in `controls`.
 // runs: every run of the experiment (for what scale.stop_if skipped and saved).
-std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings,
-                                 const std::vector<Row>& rows,
+std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings, const std::vector<Row>& rows,
                                  const std::vector<model::RunRecord>& runs,
                                  const std::vector<model::FinalValue>& values,
                                  const std::string& metric, const FamilySummary& family,
@@ -95,7 +94,7 @@ inline constexpr char kParamsMetric[] = "params";
 // What scale.stop_if decides once the first K rungs have ended: which ablations (at each grid
 // point: "rms", "rms[lr=0.1]") skip their larger rungs, each with why, and which go on.
 struct ScaleStopPlan {
-  bool due = false;  // every run of the first K rungs is final
+  bool due = false;                         // every run of the first K rungs is final
   std::map<std::string, std::string> skip;  // ablation -> why it skips
   std::vector<std::string> go_on;           // ablation -> "" (its larger rungs run)
 };

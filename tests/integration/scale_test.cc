@@ -141,8 +141,9 @@ TEST_CASE("a ladder whose loss follows a known law gets its exponent and trends 
 
   // Beyond reach: refused, with why.
   const nlohmann::json far = cluster.TaectlJson({"report", "ladder", "--scale", "--at", "1e10"});
-  CHECK(absl::StrContains(far.at("scale").at("variants")[1].at("at").at("refused").get<std::string>(),
-                          "beyond the ladder's reach"));
+  CHECK(
+      absl::StrContains(far.at("scale").at("variants")[1].at("at").at("refused").get<std::string>(),
+                        "beyond the ladder's reach"));
 
   const CommandResult text = cluster.Taectl({"report", "ladder", "--scale"});
   INFO(text.out << text.err);

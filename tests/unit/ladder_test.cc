@@ -1,13 +1,13 @@
 // The ladder fit (common/stats/ladder.h): a law recovered from exact and from noisy data, its
 // intervals by a seed bootstrap, each trend's word, the refusals and warnings.
+#include "common/stats/ladder.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
-
-#include "common/stats/ladder.h"
 
 namespace tae::stats {
 namespace {
@@ -34,7 +34,9 @@ LadderData Law(int variants, int seeds, double sd, const std::function<double(in
 }
 
 TEST_CASE("exact data from the law gives the law back", "[ladder]") {
-  const LadderData data = Law(3, 1, 0, [](int v, double) { return v == 1 ? 2.0 : v == 2 ? 0.5 : 1; });
+  const LadderData data = Law(3, 1, 0, [](int v, double) {
+    return v == 1 ? 2.0 : v == 2 ? 0.5 : 1;
+  });
   const LadderFit fit = FitLadder(data, false);
   REQUIRE(fit.ok);
   CHECK(fit.alpha == Approx(0.34).epsilon(1e-4));
@@ -89,8 +91,8 @@ TEST_CASE("a multiplier that fades with size shrinks, and one that grows grows",
   REQUIRE(grows.ok);
   CHECK(grows.variants[1].trend == "grows");
   // A worse variant whose deficit grows is "grows" too: |log m| increases.
-  const LadderResult worse = AnalyzeLadder(
-      Law(2, 4, 0.005, [&](int v, double n) { return 1 / growing(v, n); }));
+  const LadderResult worse =
+      AnalyzeLadder(Law(2, 4, 0.005, [&](int v, double n) { return 1 / growing(v, n); }));
   CHECK(worse.variants[1].trend == "grows");
 }
 
@@ -129,9 +131,10 @@ TEST_CASE("one seed per cell: estimates, no intervals, and the reason", "[ladder
 TEST_CASE("refusals: too few rungs, no values, non-positive sizes", "[ladder]") {
   LadderData data = Law(2, 2, 0.01, [](int, double) { return 1.0; });
   LadderData one = data;
-  one.points.erase(std::remove_if(one.points.begin(), one.points.end(),
-                                  [](const LadderPoint& p) { return p.variant == 1 && p.rung > 0; }),
-                   one.points.end());
+  one.points.erase(
+      std::remove_if(one.points.begin(), one.points.end(),
+                     [](const LadderPoint& p) { return p.variant == 1 && p.rung > 0; }),
+      one.points.end());
   const LadderResult missing = AnalyzeLadder(one);
   CHECK_FALSE(missing.ok);
   CHECK(missing.why == "variant 1 has values at fewer than 2 rungs");

@@ -33,7 +33,7 @@ const std::string kFour =
 
 TEST_CASE("a [scale] ladder is read rung by rung", "[spec][scale]") {
   const Spec spec = MustParse(Ladder(kFour + "params = [1e4, 4e4, 1.6e5, 6.4e5]\n"
-                                     "stop_if = { rungs = 2, band = 0.05 }\n"));
+                                             "stop_if = { rungs = 2, band = 0.05 }\n"));
   REQUIRE(spec.scale.declared());
   REQUIRE(spec.scale.rungs.size() == 4);
   CHECK(spec.scale.keys == std::vector<std::string>{"model.d_model", "model.layers"});
@@ -67,7 +67,8 @@ TEST_CASE("a ladder's runs: every variant at every rung, small rungs first", "[s
 }
 
 TEST_CASE("a ladder with a [grid]: the rung is the slowest axis", "[spec][scale]") {
-  const Spec spec = MustParse(Ladder("\"model.d_model\" = [32, 64]\n", "[grid]\n\"train.lr\" = [1e-3, 1e-2]\n"));
+  const Spec spec =
+      MustParse(Ladder("\"model.d_model\" = [32, 64]\n", "[grid]\n\"train.lr\" = [1e-3, 1e-2]\n"));
   const std::vector<RunPlan> runs = ExpandRuns(spec);
   REQUIRE(runs.size() == 2 * 2 * 2 * 2);
   CHECK(runs[0].variant == "baseline[rung=0,lr=0.001]");
@@ -132,8 +133,7 @@ TEST_CASE("[scale] refusals say where and why", "[spec][scale]") {
         "variant alike (line 6); drop one of the two");
   CHECK(ErrorOf(Ladder("\"model.d_model\" = [32, 64]\n", "[grid]\n\"model.d_model\" = [8, 16]\n"))
             .find("both laddered by [scale] and varied by [grid]") != std::string::npos);
-  CHECK(ErrorOf(Ladder(kFour), {"model.layers=3"}).find("cannot also be set") !=
-        std::string::npos);
+  CHECK(ErrorOf(Ladder(kFour), {"model.layers=3"}).find("cannot also be set") != std::string::npos);
   // Each rung's config passes the cross-key checks, blamed at the rung's value.
   CHECK(ErrorOf(Ladder("\"model.d_model\" = [32, 66]\n")).find("study.toml:9:") == 0);
 }
