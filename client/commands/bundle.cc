@@ -7,6 +7,9 @@
 //   runs.json       GET /api/experiments/ID/runs, every page, as one array
 //   metrics.json    GET /api/experiments/ID/metrics
 //   report.json     GET /api/experiments/ID/report; report.txt|.md|.tex|.csv its text renderings
+//   report-scale.json, report-scale.txt   a [scale] ladder's fit (GET .../report?scale=1), when
+//                   the experiment is a ladder and its first metric is a loss; the manifest's
+//                   "scale" names the file, or "scale_missing" says why there is none
 //   history/M.tcol  every point of metric M (GET .../history, all pages in one body,
 //                   common/api/columns.h)
 //   curves/M.json   GET .../curves?metric=M (the dashboard's bands at their defaults)
@@ -120,6 +123,24 @@ absl::Status WriteBundle(const std::string& home, const std::string& experiment,
     ASSIGN_OR_RETURN(std::string text, http.Get(absl::StrCat(base, "/report.txt?format=", format)));
     RETURN_IF_ERROR(Write(absl::StrCat(dir, "/", file), text));
   }
+  // A ladder's fit: its rows are named by rung ("baseline[rung=0]").
+  ordered_json scale = nullptr;
+  std::string scale_missing;
+  bool ladder = false;
+  for (const ordered_json& row : report.value("rows", ordered_json::array())) {
+    ladder = ladder || row.value("variant", "").find("rung=") != std::string::npos;
+  }
+  if (ladder) {
+    absl::StatusOr<ordered_json> fit = GetJson(http, base + "/report?scale=1");
+    if (fit.ok()) {
+      RETURN_IF_ERROR(Write(dir + "/report-scale.json", fit->dump(2)));
+      ASSIGN_OR_RETURN(std::string text, http.Get(base + "/report.txt?scale=1"));
+      RETURN_IF_ERROR(Write(dir + "/report-scale.txt", text));
+      scale = "report-scale.json";
+    } else {
+      scale_missing = std::string(fit.status().message());
+    }
+  }
   ordered_json history = ordered_json::object();
   ordered_json curves = ordered_json::object();
   std::map<std::string, int> used;
@@ -181,6 +202,11 @@ absl::Status WriteBundle(const std::string& home, const std::string& experiment,
                            {"points", points},
                            {"history", history},
                            {"curves", curves}};
+  if (!scale.is_null()) {
+    manifest["scale"] = scale;
+  } else if (!scale_missing.empty()) {
+    manifest["scale_missing"] = scale_missing;
+  }
   return Write(dir + "/manifest.json", manifest.dump(2));
 }
 

@@ -20,9 +20,11 @@
 #include "client/output/table.h"
 #include "client/rpc/control_client.h"
 #include "common/api/frontier_figure.h"
+#include "common/api/scale_figure.h"
 #include "common/cli/flags.h"
 #include "common/metrics/names.h"
 #include "common/plot/frontier_svg.h"
+#include "common/plot/scale_svg.h"
 #include "common/plot/svg_plot.h"
 #include "common/tensorboard/tensorboard.h"
 #include "nlohmann/json.hpp"
@@ -165,6 +167,66 @@ int PlotFrontier(const CommandEnv& env, const std::string& experiment, const std
   return 0;
 }
 
+// taectl plot --scale: the report's ladder fit (ReportRequest.scale) as an SVG, one file per grid
+// point when the ladder has a [grid] (or the one --point names).
+int PlotScale(const CommandEnv& env, const std::string& experiment, const std::string& metric,
+              double at, const std::string& point, std::string output, const std::string& title) {
+  ControlClient client(env.home);
+  tae::v1::ReportRequest request;
+  request.set_experiment(experiment);
+  if (!metric.empty()) {
+    request.add_metrics(metric);
+  }
+  request.set_scale(true);
+  request.set_scale_at(at);
+  tae::v1::ReportResponse report;
+  absl::Status s =
+      client.Check(client.stub()->Report(ControlClient::Context().get(), request, &report));
+  if (!s.ok()) {
+    return Fail(s);
+  }
+  std::vector<int> chosen;
+  std::vector<std::string> points;
+  for (int i = 0; i < report.scale_size(); ++i) {
+    points.push_back(report.scale(i).point());
+    if (point.empty() || report.scale(i).point() == point) {
+      chosen.push_back(i);
+    }
+  }
+  if (chosen.empty()) {
+    return Fail(absl::NotFoundError(
+        point.empty() ? "the report has no ladder fit"
+                      : absl::StrCat("--point ", point, ": not a grid point of the ladder (",
+                                     absl::StrJoin(points, ", "), ")")));
+  }
+  if (chosen.size() > 1 && !output.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("-o names one file but the ladder has ", chosen.size(),
+                     " grid points; choose one with --point (", absl::StrJoin(points, ", "), ")")));
+  }
+  for (int i : chosen) {
+    const tae::v1::ScaleFit& fit = report.scale(i);
+    plot::ScaleFigure figure = api::ScaleFigureOf(report, i);
+    if (!title.empty()) {
+      figure.title = title;
+    }
+    std::string file = output;
+    if (file.empty()) {
+      file = absl::StrCat(report.experiment().name(), "-scale-",
+                          absl::StrReplaceAll(fit.metric(), {{"/", "_"}}),
+                          fit.point().empty() ? "" : absl::StrCat("-", fit.point()), ".svg");
+      file = absl::StrReplaceAll(file, {{"/", "_"}, {" ", "_"}, {",", "_"}});
+    }
+    if (!WriteFile(file, plot::RenderScaleSvg(figure))) {
+      return Fail(absl::InternalError(absl::StrCat("cannot write ", file)));
+    }
+    std::printf("wrote %s: %s against N over %d rungs, %d variants; %s\n", file.c_str(),
+                fit.metric().c_str(), fit.rungs_size(), fit.variants_size(),
+                figure.subtitle.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int Plot(const CommandEnv& env, const Args& args) {
@@ -178,11 +240,16 @@ int Plot(const CommandEnv& env, const Args& args) {
   std::string cost;
   bool tuned = false;
   bool at_grid = false;
+  bool scale = false;
+  double scale_at = 0;
+  std::string point;
   cli::FlagSet flags(
       "usage: taectl plot EXP [--metric NAME] [-o FILE.svg] [--log-y] [--max-points N]\n"
       "       taectl plot EXP --pruning [--metric prune/eval/acc]\n"
       "       taectl plot EXP --frontier \"METRIC>=VALUE\" [--cost params|flops|tokens_per_s]\n"
-      "                       [--tuned|--at-grid] [-o FILE.svg]\n\n"
+      "                       [--tuned|--at-grid] [-o FILE.svg]\n"
+      "       taectl plot EXP --scale [--metric LOSS] [--at N] [--point GRIDPOINT] [-o "
+      "FILE.svg]\n\n"
       "Writes the curves of one metric as an SVG figure: one line per variant (the mean over its\n"
       "seeds at each step) with a shaded band from the lowest to the highest seed. Long series\n"
       "are downsampled by taed to about N points per run (mean of each bucket).\n\n"
@@ -190,7 +257,14 @@ int Plot(const CommandEnv& env, const Args& args) {
       "are masked (eval.prune_heads_by_importance; Michel et al. 2019's figure).\n\n"
       "--frontier plots the metric's mean ± 95% CI of each variant against its cost with the bar,\n"
       "the Pareto front and the cheapest variant whose whole CI clears the bar ringed (taectl\n"
-      "report --frontier prints the same as a table).");
+      "report --frontier prints the same as a table).\n\n"
+      "--scale (a [scale] ladder) plots the loss against model size N on log-log axes: each\n"
+      "variant's mean ± 95% CI at every rung, a band through them, and the fitted law\n"
+      "L = E + A·(m·N)^-α with the variant's multiplier m (taectl report --scale prints the fit);\n"
+      "--at N extends the curves to N and marks it. One file per grid point with a [grid].");
+  flags.Bool("scale", &scale, "a [scale] ladder: the metric against N with the fitted law");
+  flags.Double("at", &scale_at, "with --scale: extend the curves to N parameters and mark it");
+  flags.String("point", &point, "with --scale and a [grid]: the grid point to plot (lr=0.01)");
   flags.String("frontier", &frontier, "a bar METRIC OP VALUE (>=, >, <=, <): the cost frontier");
   flags.String("cost", &cost, "the frontier's cost: params, flops or tokens_per_s [params]");
   flags.Bool("tuned", &tuned, "with --frontier: each variant at its own best grid point");
@@ -225,6 +299,21 @@ int Plot(const CommandEnv& env, const Args& args) {
   }
   if (!parsed.ok()) {
     return Fail(parsed);
+  }
+  if (parsed.ok() && !scale && (scale_at != 0 || !point.empty())) {
+    parsed = absl::InvalidArgumentError("--at and --point go with --scale");
+  }
+  if (parsed.ok() && scale && (!frontier.empty() || pruning)) {
+    parsed = absl::InvalidArgumentError("--scale: not with --frontier or --pruning");
+  }
+  if (parsed.ok() && scale && !(scale_at >= 0 && std::isfinite(scale_at))) {
+    parsed = absl::InvalidArgumentError("--at: a size N > 0");
+  }
+  if (!parsed.ok()) {
+    return Fail(parsed);
+  }
+  if (scale) {
+    return PlotScale(env, rest[0], metric, scale_at, point, output, title);
   }
   if (!frontier.empty()) {
     return PlotFrontier(env, rest[0], frontier, cost, tuned ? "tuned" : (at_grid ? "grid" : ""),

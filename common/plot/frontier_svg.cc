@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/plot/svg_parts.h"
 #include "common/plot/svg_plot.h"
 
 namespace tae::plot {
@@ -22,38 +23,9 @@ constexpr size_t kMaxLabel = 28;
 
 bool Drawn(const FrontierMark& m) { return std::isfinite(m.cost) && std::isfinite(m.mean); }
 
-// Maps one axis's values to [0, 1].
-struct Axis {
-  double lo = 0;
-  double hi = 1;
-  bool log = false;
-  std::vector<double> ticks;
-
-  double Fraction(double v) const {
-    return log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo))
-               : (v - lo) / (hi - lo);
-  }
-};
-
-Axis CostAxis(double lo, double hi) {
-  Axis axis;
-  axis.log = lo > 0 && hi / lo >= 10;
-  if (axis.log) {
-    axis.lo = lo / 1.4;
-    axis.hi = hi * 1.4;
-    axis.ticks = LogTicks(axis.lo, axis.hi);
-    return axis;
-  }
-  const double pad = lo == hi ? std::max(std::fabs(lo) * 0.1, 1.0) : 0.06 * (hi - lo);
-  axis.lo = lo - pad;
-  axis.hi = hi + pad;
-  axis.ticks = NiceTicks(axis.lo, axis.hi, 6);
-  return axis;
-}
-
-Axis ValueAxis(double lo, double hi) {
-  Axis axis;
+PlotAxis ValueAxis(double lo, double hi) {
   const double span = hi > lo ? hi - lo : std::max(std::fabs(hi) * 0.2, 1e-3);
+  PlotAxis axis;
   axis.lo = lo - 0.08 * span;
   axis.hi = hi + 0.08 * span;
   axis.ticks = NiceTicks(axis.lo, axis.hi, 6);
@@ -64,29 +36,16 @@ std::string Label(const std::string& name) {
   return name.size() <= kMaxLabel ? name : name.substr(0, kMaxLabel - 1) + "\xE2\x80\xA6";
 }
 
-double TickStep(const std::vector<double>& ticks) {
-  return ticks.size() > 1 ? ticks[1] - ticks[0] : 1;
-}
-
-void Text(std::string& out, const std::string& cls, double x, double y, const std::string& anchor,
-          const std::string& attributes, const std::string& text) {
-  out += "<text class=\"" + cls + "\" x=\"" + SvgNumber(x) + "\" y=\"" + SvgNumber(y) +
-         "\" text-anchor=\"" + anchor + "\" " + attributes + ">" + XmlEscape(text) + "</text>\n";
-}
-
 }  // namespace
 
 std::string RenderFrontierSvg(const FrontierFigure& figure) {
   const double width = std::max(figure.width, 360);
   const double height = std::max(figure.height, 240);
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + SvgNumber(width) + "\" height=\"" +
-         SvgNumber(height) + "\" viewBox=\"0 0 " + SvgNumber(width) + " " + SvgNumber(height) +
-         "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
-  out += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
-  Text(out, "title", width / 2, 26, "middle", "font-size=\"16\" font-weight=\"bold\" fill=\"#111\"",
-       figure.title);
-  Text(out, "verdict", width / 2, 46, "middle", "font-size=\"13\" fill=\"#333\"", figure.verdict);
+  std::string out = SvgOpen(width, height);
+  SvgText(out, "title", width / 2, 26, "middle",
+          "font-size=\"16\" font-weight=\"bold\" fill=\"#111\"", figure.title);
+  SvgText(out, "verdict", width / 2, 46, "middle", "font-size=\"13\" fill=\"#333\"",
+          figure.verdict);
 
   double x_lo = std::numeric_limits<double>::infinity();
   double x_hi = -x_lo;
@@ -108,13 +67,13 @@ std::string RenderFrontierSvg(const FrontierFigure& figure) {
     }
   }
   if (!std::isfinite(x_lo)) {
-    Text(out, "no-data", width / 2, height / 2, "middle", "font-size=\"16\" fill=\"#777\"",
-         "no variant with a known cost");
+    SvgText(out, "no-data", width / 2, height / 2, "middle", "font-size=\"16\" fill=\"#777\"",
+            "no variant with a known cost");
     out += "</svg>\n";
     return out;
   }
-  const Axis x = CostAxis(x_lo, x_hi);
-  const Axis y = ValueAxis(y_lo, y_hi);
+  const PlotAxis x = LogAxisIfWide(x_lo, x_hi);
+  const PlotAxis y = ValueAxis(y_lo, y_hi);
   const double plot_w = width - kLeft - kRight;
   const double plot_h = height - kTop - kBottom;
   auto X = [&](double v) { return kLeft + plot_w * x.Fraction(v); };
@@ -134,15 +93,14 @@ std::string RenderFrontierSvg(const FrontierFigure& figure) {
          "\" fill=\"none\" stroke=\"#444\"/>\n";
   out += "<g class=\"tick-labels\" font-size=\"12\" fill=\"#333\">\n";
   for (double t : x.ticks) {
-    Text(out, "x-tick", X(t), kTop + plot_h + 18, "middle", "",
-         FormatTick(t, x.log ? t / 10 : TickStep(x.ticks)));
+    SvgText(out, "x-tick", X(t), kTop + plot_h + 18, "middle", "", FormatTick(t, x.TickStep(t)));
   }
   for (double t : y.ticks) {
-    Text(out, "y-tick", kLeft - 8, Y(t) + 4, "end", "", FormatTick(t, TickStep(y.ticks)));
+    SvgText(out, "y-tick", kLeft - 8, Y(t) + 4, "end", "", FormatTick(t, y.TickStep(t)));
   }
   out += "</g>\n";
-  Text(out, "x-label", kLeft + plot_w / 2, kTop + plot_h + 42, "middle",
-       "font-size=\"13\" fill=\"#222\"", figure.x_label);
+  SvgText(out, "x-label", kLeft + plot_w / 2, kTop + plot_h + 42, "middle",
+          "font-size=\"13\" fill=\"#222\"", figure.x_label);
   const std::string cy = SvgNumber(kTop + plot_h / 2);
   out += "<text class=\"y-label\" x=\"22\" y=\"" + cy + "\" transform=\"rotate(-90 22 " + cy +
          ")\" text-anchor=\"middle\" font-size=\"13\" fill=\"#222\">" + XmlEscape(figure.y_label) +
@@ -152,8 +110,8 @@ std::string RenderFrontierSvg(const FrontierFigure& figure) {
   out += "<line class=\"bar\" x1=\"" + SvgNumber(kLeft) + "\" y1=\"" + SvgNumber(Y(figure.bar)) +
          "\" x2=\"" + SvgNumber(kLeft + plot_w) + "\" y2=\"" + SvgNumber(Y(figure.bar)) +
          "\" stroke=\"" + kBar + "\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n";
-  Text(out, "bar-label", kLeft + plot_w - 4, Y(figure.bar) - 6, "end",
-       std::string("font-size=\"12\" fill=\"") + kBar + "\"", figure.bar_label);
+  SvgText(out, "bar-label", kLeft + plot_w - 4, Y(figure.bar) - 6, "end",
+          std::string("font-size=\"12\" fill=\"") + kBar + "\"", figure.bar_label);
 
   // The front through its marks in cost order (the marks are cheapest first).
   std::vector<const FrontierMark*> front;
@@ -201,14 +159,15 @@ std::string RenderFrontierSvg(const FrontierFigure& figure) {
   out += "</g>\n";
   std::string legend =
       "filled: the whole 95% CI clears the bar; hollow: it does not; line: the Pareto front";
-  Text(out, "legend-note", kLeft, height - 10, "start", "font-size=\"11\" fill=\"#666\"", legend);
+  SvgText(out, "legend-note", kLeft, height - 10, "start", "font-size=\"11\" fill=\"#666\"",
+          legend);
   if (!unknown.empty()) {
     std::string names;
     for (const std::string& name : unknown) {
       names += (names.empty() ? "" : ", ") + name;
     }
-    Text(out, "unknown", kLeft, height - 26, "start", "font-size=\"11\" fill=\"#666\"",
-         "not drawn (cost or value unknown): " + names);
+    SvgText(out, "unknown", kLeft, height - 26, "start", "font-size=\"11\" fill=\"#666\"",
+            "not drawn (cost or value unknown): " + names);
   }
   out += "</svg>\n";
   return out;

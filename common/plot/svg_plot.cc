@@ -59,6 +59,15 @@ constexpr std::array<const char*, 7> kPalette = {"#0072B2", "#D55E00", "#009E73"
                                                  "#E69F00", "#56B4E9", "#000000"};
 constexpr std::array<const char*, 4> kDashes = {"", "8 4", "2 3", "10 3 2 3"};
 
+}  // namespace
+
+const char* SeriesColour(std::size_t index) { return kPalette[index % kPalette.size()]; }
+const char* SeriesDash(std::size_t index) {
+  return kDashes[(index / kPalette.size()) % kDashes.size()];
+}
+
+namespace {
+
 // Average glyph advances of the sans-serif fonts at 12 and 11 px, for layout only.
 constexpr double kCharWidth = 6.5;
 constexpr double kNoteCharWidth = 6.0;
@@ -67,8 +76,8 @@ constexpr std::size_t kMaxLegendChars = 36;
 constexpr double kLegendRow = 20;
 constexpr double kLegendSample = 28;
 
-const char* Colour(std::size_t index) { return kPalette[index % kPalette.size()]; }
-const char* Dash(std::size_t index) { return kDashes[(index / kPalette.size()) % kDashes.size()]; }
+const char* Colour(std::size_t index) { return SeriesColour(index); }
+const char* Dash(std::size_t index) { return SeriesDash(index); }
 
 std::size_t Utf8Length(const std::string& text) {
   return std::count_if(text.begin(), text.end(),

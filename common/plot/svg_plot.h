@@ -6,6 +6,7 @@
 // one seed, nice axis ticks, light grid, a title, axis labels and a legend to the right of the
 // plot area. Output is deterministic: the same input gives the same bytes.
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ std::string RenderSvg(const std::vector<Series>& series, const PlotOptions& opti
 
 // A coordinate with one decimal ("12.5", "3"): sub-pixel exact, small and deterministic.
 std::string SvgNumber(double value);
+// Series k's colour (Okabe & Ito, colour-blind safe) and dash pattern ("" solid): after seven
+// series the colours repeat with the next dash. The same series index gets the same look in
+// every figure.
+const char* SeriesColour(std::size_t index);
+const char* SeriesDash(std::size_t index);
 // `text` with & < > " ' escaped and control characters made spaces, for XML text and attributes.
 std::string XmlEscape(const std::string& text);
 

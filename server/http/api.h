@@ -94,8 +94,8 @@ class Api final : public Handler {
                                                 Response* error);
   std::shared_ptr<EventSource> RunLogStream(const Request& request, const PathParams& params,
                                             Response* error);
-  // api_experiments.cc: GET /api/experiments[/ID[/runs|metrics|report|frontier.svg]]; POST
-  // /api/experiments/ID/cancel|pause|resume|retry.
+  // api_experiments.cc: GET /api/experiments[/ID[/runs|metrics|report|frontier.svg|scale.svg]];
+  // POST /api/experiments/ID/cancel|pause|resume|retry.
   Response Experiments(const Request& request, const PathParams& params);
   Response ExperimentDetail(const Request& request, const PathParams& params);
   Response ExperimentRuns(const Request& request, const PathParams& params);
@@ -108,6 +108,7 @@ class Api final : public Handler {
   Response ExperimentHistory(const Request& request, const PathParams& params);
   // ?frontier=eval/acc>=0.99[&cost=params|flops|tokens_per_s][&view=tuned|grid][&download=1]
   Response FrontierSvg(const Request& request, const PathParams& params);
+  Response ScaleSvg(const Request& request, const PathParams& params);
   // The report the request's parameters ask for (metrics, baseline, sort, view, frontier, cost).
   absl::StatusOr<query::ReportResult> ReportOf(const Request& request, const PathParams& params);
   Response CancelExperiment(const Request& request, const PathParams& params);

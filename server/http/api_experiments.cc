@@ -4,21 +4,22 @@
 // apart; ?frontier= adds the cost frontier) and /frontier.svg (its figure); POST
 // /api/experiments/ID/cancel|pause|resume|retry. The curves are api_curves.cc's.
 
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
-#include <cstdlib>
-
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/api/frontier_figure.h"
 #include "common/api/json.h"
+#include "common/api/scale_figure.h"
 #include "common/metrics/names.h"
 #include "common/report_text/report_text.h"
 #include "common/spec/spec.h"
@@ -290,10 +291,18 @@ Response Api::ExperimentReportText(const Request& request, const PathParams& par
   if (!report.ok()) return FromStatus(report.status());
   tae::v1::ReportResponse proto;
   wire::ToProto(*report, &proto);
-  // What `taectl report [--frontier BAR] --format F` prints on stdout, from the same code.
-  absl::StatusOr<std::string> text = !request.Param("frontier").empty() && format == "table"
-                                         ? report_text::RenderFrontier(proto)
-                                         : report_text::RenderReport(proto, format);
+  // What `taectl report [--frontier BAR | --scale] --format F` prints on stdout, from the same
+  // code.
+  const bool scale = !request.Param("scale").empty() && request.Param("scale") != "0";
+  if (scale && format != "table") {
+    return FromStatus(absl::InvalidArgumentError(
+        absl::StrCat("format: the scale fit is text (table) or JSON (/report), not ", format)));
+  }
+  absl::StatusOr<std::string> text =
+      scale ? absl::StatusOr<std::string>(report_text::RenderScale(proto))
+      : !request.Param("frontier").empty() && format == "table"
+          ? report_text::RenderFrontier(proto)
+          : report_text::RenderReport(proto, format);
   if (!text.ok()) return FromStatus(text.status());
   Response response;
   response.status = 200;
@@ -319,6 +328,38 @@ Response Api::FrontierSvg(const Request& request, const PathParams& params) {
       std::move(response),
       absl::StrCat("e", report->experiment.id, "-frontier-",
                    absl::StrReplaceAll(proto.frontier().metric(), {{"/", "_"}}), ".svg"),
+      request.Param("download") == "1");
+}
+
+// ?metrics=LOSS&at=N&point=GRIDPOINT: the ladder fit's figure (taectl plot --scale); with a [grid]
+// the first point's unless `point` names one.
+Response Api::ScaleSvg(const Request& request, const PathParams& params) {
+  Request scaled = request;
+  scaled.query["scale"] = "1";
+  absl::StatusOr<query::ReportResult> report = ReportOf(scaled, params);
+  if (!report.ok()) return FromStatus(report.status());
+  tae::v1::ReportResponse proto;
+  wire::ToProto(*report, &proto);
+  const std::string point = request.Param("point");
+  int index = -1;
+  std::vector<std::string> points;
+  for (int i = 0; i < proto.scale_size(); ++i) {
+    points.push_back(proto.scale(i).point());
+    if (index < 0 && (point.empty() || proto.scale(i).point() == point)) index = i;
+  }
+  if (index < 0) {
+    return FromStatus(absl::NotFoundError(
+        point.empty() ? "the report has no ladder fit"
+                      : absl::StrCat("point: '", point, "' is not a grid point of the ladder (",
+                                     absl::StrJoin(points, ", "), ")")));
+  }
+  Response response;
+  response.content_type = "image/svg+xml";
+  response.body = plot::RenderScaleSvg(api::ScaleFigureOf(proto, index));
+  return Download(
+      std::move(response),
+      absl::StrCat("e", report->experiment.id, "-scale-",
+                   absl::StrReplaceAll(proto.scale(index).metric(), {{"/", "_"}}), ".svg"),
       request.Param("download") == "1");
 }
 

@@ -21,6 +21,7 @@ const std::vector<Api::Route>& Api::Routes() {
       {"GET", "/api/experiments/{exp}/report.txt", &Api::ExperimentReportText},
       {"GET", "/api/experiments/{exp}/history", &Api::ExperimentHistory},
       {"GET", "/api/experiments/{exp}/frontier.svg", &Api::FrontierSvg},
+      {"GET", "/api/experiments/{exp}/scale.svg", &Api::ScaleSvg},
       {"GET", "/api/experiments/{exp}/curves", &Api::CurvesAsJson},
       {"GET", "/api/experiments/{exp}/curves.csv", &Api::CurvesAsCsv},
       {"GET", "/api/experiments/{exp}/curves.svg", &Api::CurvesAsSvg},

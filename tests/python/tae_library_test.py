@@ -6,7 +6,7 @@ usage: tae_library_test.py BIN_DIR PYTHON_DIR BUILD_PYTHON_DIR
 
 Checks: runs() has every run with typed columns; history() returns every stored point (compared
 with `taectl export --format csv`); report() equals `taectl report --json` cell by cell (plain,
-grid, tuned, adaptive) and its to_latex()/to_markdown() equal `--format latex|md`; the offline
+grid, tuned, adaptive), and a [scale] ladder's fit equals `taectl report --scale --json` and its to_latex()/to_markdown() equal `--format latex|md`; the offline
 bundle (`taectl export --bundle`) gives the same frames with taed stopped; ended runs' series are
 fetched once; each named error is raised where it should be.
 
@@ -95,6 +95,35 @@ command = "sh score.sh {train.lr} {train.seed}"
 """
 
 
+LAW = """#!/bin/sh
+awk -v n="$1" -v m="$2" -v s="$3" 'BEGIN {
+  srand(s * 7919 + int(log(n) * 1000) + int(m * 100) * 13)
+  u1 = rand(); u2 = rand(); if (u1 < 1e-12) u1 = 1e-12
+  z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2)
+  loss = (2 + 100 * exp(-0.3 * log(m * n))) * exp(0.005 * z)
+  printf "step=1 params=%d loss=%.9f\\n", n, loss
+}'
+"""
+
+LADDER = """name = "ladder"
+[params]
+n = 1e6
+m = 1.0
+[train]
+seeds = [0, 1, 2]
+[report]
+metrics = ["loss"]
+[[ablation]]
+name = "wide"
+"params.m" = 1.5
+[scale]
+"params.n" = [1e6, 4e6, 1.6e7, 6.4e7]
+[job]
+code = "src"
+command = "sh law.sh {params.n} {params.m} {train.seed}"
+"""
+
+
 def taectl(home, *args, timeout=600, check=True):
     p = subprocess.run([os.path.join(BIN, "taectl"), "--home", home, *args], capture_output=True,
                        text=True, timeout=timeout)
@@ -132,12 +161,15 @@ class Library(unittest.TestCase):
         os.makedirs(os.path.join(cls.tmp, "src"))
         with open(os.path.join(cls.tmp, "src", "score.sh"), "w") as f:
             f.write(SCORE)
-        for name, text in (("plain", PLAIN), ("grid", GRID), ("adaptive", ADAPTIVE)):
+        with open(os.path.join(cls.tmp, "src", "law.sh"), "w") as f:
+            f.write(LAW)
+        for name, text in (("plain", PLAIN), ("grid", GRID), ("adaptive", ADAPTIVE),
+                           ("ladder", LADDER)):
             path = os.path.join(cls.tmp, f"{name}.toml")
             with open(path, "w") as f:
                 f.write(text)
             taectl(cls.home, "submit", path)
-        for name in ("plain", "grid", "adaptive"):
+        for name in ("plain", "grid", "adaptive", "ladder"):
             taectl(cls.home, "wait", name, "--timeout", "300")
         cls.c = tae.connect()
 
@@ -334,6 +366,37 @@ class Library(unittest.TestCase):
                             "--cost", "params")
         self.assertTrue(same(r.frontier["points"], cli["points"]))
 
+    def test_scale_fit_is_taectl_report_scale(self):
+        e = self.c.experiment("ladder")
+        r = e.report(scale=True, at=2e8)
+        cli = self.cli_json("report", "ladder", "--scale", "--at", "2e8", "--json")
+        self.assertTrue(same(r.scale.fits[0], cli["scale"]))
+        s = r.scale
+        self.assertEqual(len(s), 2 * 4)  # baseline and wide at 4 rungs
+        self.assertEqual(sorted(set(s["variant"])), ["baseline", "wide"])
+        self.assertEqual(s["rung"].dtype, np.int64)
+        self.assertEqual(sorted(set(s["params"])), [1e6, 4e6, 1.6e7, 6.4e7])
+        wide = s[s["variant"] == "wide"].iloc[0]
+        fit = cli["scale"]["variants"][1]
+        self.assertEqual(wide["multiplier"], fit["multiplier"]["value"])
+        self.assertEqual((wide["multiplier_lo"], wide["multiplier_hi"]),
+                         tuple(fit["multiplier"]["ci95"]))
+        self.assertEqual(wide["trend"], fit["trend"])
+        self.assertEqual(wide["at_effect"], fit["at"]["effect"]["value"])
+        # The law's multiplier, 1.5, inside the interval taed gives.
+        self.assertLess(wide["multiplier_lo"], 1.5)
+        self.assertGreater(wide["multiplier_hi"], 1.5)
+        self.assertEqual(s.exponent, (cli["scale"]["exponent"]["value"],
+                                      *cli["scale"]["exponent"]["ci95"]))
+        self.assertEqual(str(s), taectl(self.home, "report", "ladder", "--scale", "--at", "2e8"))
+        self.assertEqual(str(r), taectl(self.home, "report", "ladder"))  # the table stays the table
+        self.assertIsNone(e.report().scale)
+        with self.assertRaises(tae.BadRequest):
+            e.report(at=2e8)  # at without scale
+        with self.assertRaises(tae.BadRequest) as raised:
+            self.c.experiment("plain").report(scale=True)
+        self.assertIn("no [scale] ladder", str(raised.exception))
+
     # --- curves --------------------------------------------------------------------------------
     def test_curves_are_the_dashboards_bands(self):
         e = self.c.experiment("plain")
@@ -363,6 +426,16 @@ class Library(unittest.TestCase):
                 pd.testing.assert_frame_equal(offline.curves(metric), live.curves(metric))
                 with self.assertRaises(tae.BadRequest):
                     offline.report(view="tuned")
+                with self.assertRaises(tae.NotFound):
+                    offline.report(scale=True)  # not a ladder
+        out = os.path.join(self.tmp, "ladder-bundle")
+        taectl(self.home, "export", "ladder", "--bundle", out)
+        live, offline = self.c.experiment("ladder"), tae.open_bundle(out)
+        pd.testing.assert_frame_equal(pd.DataFrame(offline.report(scale=True).scale),
+                                      pd.DataFrame(live.report(scale=True).scale))
+        self.assertEqual(str(offline.report(scale=True).scale), str(live.report(scale=True).scale))
+        with self.assertRaises(tae.BadRequest):
+            offline.report(scale=True, at=1e9)  # exported without one
 
     # --- errors --------------------------------------------------------------------------------
     def test_each_named_error_where_it_should_be(self):

@@ -6,9 +6,11 @@
 #include <limits>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/plot/frontier_svg.h"
+#include "common/plot/scale_svg.h"
 
 namespace tae::plot {
 namespace {
@@ -367,6 +369,123 @@ TEST_CASE("RenderFrontierSvg without a known cost says so", "[plot][frontier]") 
   const std::string svg = RenderFrontierSvg(figure);
   CHECK(XmlProblem(svg).empty());
   CHECK(svg.find("no variant with a known cost") != std::string::npos);
+}
+
+// A ladder whose means lie on the law: the baseline (m = 1) and an ablation worth 2x its size.
+ScaleFigure LawLadder() {
+  ScaleFigure figure;
+  figure.title = "ladder (e5): eval/loss against N";
+  figure.subtitle = "alpha = 0.3";
+  figure.x_label = "N (parameters)";
+  figure.y_label = "eval/loss";
+  figure.E = 1.5;
+  figure.A = 40;
+  figure.alpha = 0.3;
+  for (double m : {1.0, 2.0}) {
+    ScaleLine& line = figure.lines.emplace_back();
+    line.name = m == 1 ? "baseline" : "wide<&>";
+    line.detail = m == 1 ? "baseline (m = 1)" : "m = 2 [1.8, 2.2], trend none";
+    line.multiplier = m;
+    for (double n : {1e4, 4e4, 1.6e5, 6.4e5}) {
+      const double v = ScaleLaw(figure, m, n);
+      line.marks.push_back({n, v, v - 0.02, v + 0.02});
+    }
+  }
+  return figure;
+}
+
+std::vector<std::pair<double, double>> PathPoints(const std::string& d) {
+  std::vector<std::pair<double, double>> points;
+  const std::regex point("[ML](-?[0-9.]+),(-?[0-9.]+)");
+  for (auto it = std::sregex_iterator(d.begin(), d.end(), point); it != std::sregex_iterator();
+       ++it) {
+    points.emplace_back(std::stod((*it)[1]), std::stod((*it)[2]));
+  }
+  return points;
+}
+
+TEST_CASE("RenderScaleSvg draws each variant's rungs on its fitted law", "[plot][scale]") {
+  const std::string svg = RenderScaleSvg(LawLadder());
+  CHECK(XmlProblem(svg).empty());
+  CHECK(svg == RenderScaleSvg(LawLadder()));  // deterministic
+  CHECK(svg.find("<title>wide&lt;&amp;&gt;</title>") != std::string::npos);
+  CHECK(svg.find("m = 2 [1.8, 2.2], trend none") != std::string::npos);
+  CHECK(Count(svg, "class=\"band\"") == 2);
+  CHECK(Count(svg, "class=\"ci\"") == 8);
+  CHECK(Count(svg, "class=\"mean\"") == 8);
+  // Every mark lies on its own variant's curve: the circle, less its dodge, within 1.5 px of
+  // the polyline (the law is smooth on log-log axes, 96 samples over the ladder).
+  const std::regex fit("class=\"fit\" d=\"([^\"]+)\"");
+  const std::regex circle("cx=\"(-?[0-9.]+)\" cy=\"(-?[0-9.]+)\"");
+  std::vector<std::string> groups;
+  for (std::size_t at = svg.find("<g class=\"variant\">"); at != std::string::npos;
+       at = svg.find("<g class=\"variant\">", at + 1)) {
+    groups.push_back(svg.substr(at, svg.find("</g>", at) - at));
+  }
+  REQUIRE(groups.size() == 2);
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    std::smatch m;
+    REQUIRE(std::regex_search(groups[k], m, fit));
+    const auto curve = PathPoints(m[1]);
+    REQUIRE(curve.size() > 50);
+    for (std::size_t i = 1; i < curve.size(); ++i) {
+      CHECK(curve[i].first > curve[i - 1].first);
+      CHECK(curve[i].second >= curve[i - 1].second);  // the loss falls: lower on the page
+    }
+    const double dodge = k == 0 ? -2 : 2;
+    int marks = 0;
+    for (auto it = std::sregex_iterator(groups[k].begin(), groups[k].end(), circle);
+         it != std::sregex_iterator(); ++it, ++marks) {
+      const double cx = std::stod((*it)[1]) - dodge;
+      const double cy = std::stod((*it)[2]);
+      double best = 1e9;
+      for (std::size_t i = 1; i < curve.size(); ++i) {
+        if (curve[i - 1].first <= cx && cx <= curve[i].first) {
+          const double t = (cx - curve[i - 1].first) / (curve[i].first - curve[i - 1].first);
+          best = std::fabs(curve[i - 1].second + t * (curve[i].second - curve[i - 1].second) - cy);
+        }
+      }
+      CHECK(best < 1.5);
+    }
+    CHECK(marks == 4);
+  }
+}
+
+TEST_CASE("RenderScaleSvg marks the size it extrapolates to and notes the warnings",
+          "[plot][scale]") {
+  ScaleFigure figure = LawLadder();
+  figure.at = 1e7;
+  figure.notes = {"warning: fewer than 4 rungs"};
+  const std::string svg = RenderScaleSvg(figure);
+  CHECK(XmlProblem(svg).empty());
+  CHECK(svg.find("class=\"at\"") != std::string::npos);
+  CHECK(svg.find("N = 10M") != std::string::npos);
+  CHECK(svg.find("warning: fewer than 4 rungs") != std::string::npos);
+  // The x axis reaches 1e7: a tick label of 10M is drawn.
+  CHECK(svg.find(">10M</text>") != std::string::npos);
+}
+
+TEST_CASE("RenderScaleSvg without a fit draws the marks alone, and without marks says so",
+          "[plot][scale]") {
+  ScaleFigure figure = LawLadder();
+  figure.alpha = kNaN;
+  std::string svg = RenderScaleSvg(figure);
+  CHECK(XmlProblem(svg).empty());
+  CHECK(Count(svg, "class=\"fit\"") == 0);
+  CHECK(Count(svg, "class=\"mean\"") == 8);
+  // A value that is not positive: the y axis is linear, nothing is lost.
+  figure.lines[0].marks[0].mean = -0.5;
+  svg = RenderScaleSvg(figure);
+  CHECK(XmlProblem(svg).empty());
+  CHECK(Count(svg, "class=\"mean\"") == 8);
+  for (ScaleLine& line : figure.lines) {
+    for (ScaleMark& m : line.marks) {
+      m.mean = kNaN;
+    }
+  }
+  svg = RenderScaleSvg(figure);
+  CHECK(XmlProblem(svg).empty());
+  CHECK(svg.find("no rung has a value yet") != std::string::npos);
 }
 
 }  // namespace

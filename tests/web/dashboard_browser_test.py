@@ -10,7 +10,8 @@ its state (zoom included); a new point reaches the chart within 1 s of being sto
 zoom is kept; the log view follows a live run; an action without the CSRF token is refused and
 changes nothing; a baseline at a task's shortcut shows the same banner in the terminal, the JSON
 and the page; an asha [search] opens on its tuned table, as `taectl report` chooses it, with the
-savings and its rung view, and toggles to the per-point view. Screenshots of every view (light and dark) go to OUT_DIR: look at them.
+savings and its rung view, and toggles to the per-point view; a [scale] ladder's view shows
+`taectl report --scale`'s fit and taed's figure. Screenshots of every view (light and dark) go to OUT_DIR: look at them.
 
 Exits 77 (ctest: skipped) with "TAE-SKIPPED: reason" when chromium, chromedriver or selenium is
 missing.
@@ -157,6 +158,35 @@ command = "python3 silent.py"
 """
 
 
+# A ladder of four sizes whose loss follows a known law, L = 2 + 100 (m N)^-0.3 with 0.5% seed
+# noise: "wide" is worth a baseline 1.5 times its size at every N.
+LAW_JOB = r"""
+import math, random, sys
+n, m, seed = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(seed * 7919 + int(math.log(n) * 1000) + int(m * 100))
+loss = (2 + 100 * (m * n) ** -0.3) * math.exp(0.005 * rng.gauss(0, 1))
+print(f"step=1 params={int(n)} loss={loss:.9f}", flush=True)
+"""
+
+LADDER = """name = "ladder"
+[params]
+n = 1e6
+m = 1.0
+[train]
+seeds = [0, 1, 2]
+[report]
+metrics = ["loss"]
+[[ablation]]
+name = "wide"
+"params.m" = 1.5
+[scale]
+"params.n" = [1e6, 4e6, 1.6e7, 6.4e7]
+[job]
+code = "src"
+command = "python3 law.py {params.n} {params.m} {train.seed}"
+"""
+
+
 def taectl(home, *args, timeout=600):
     p = subprocess.run([os.path.join(BIN, "taectl"), "--home", home, *args], capture_output=True,
                        text=True, timeout=timeout)
@@ -203,15 +233,16 @@ class Dashboard(unittest.TestCase):
             f.write(SMALL)
         taectl(cls.home, "submit", study, "--wait")
         os.makedirs(os.path.join(cls.tmp, "src"))
-        for name, text in (("live.py", LIVE_JOB), ("sweep.py", SWEEP_JOB), ("silent.py", SILENT_JOB)):
+        for name, text in (("live.py", LIVE_JOB), ("sweep.py", SWEEP_JOB), ("silent.py", SILENT_JOB),
+                           ("law.py", LAW_JOB)):
             with open(os.path.join(cls.tmp, "src", name), "w") as f:
                 f.write(text)
         for name, text in (("live.toml", LIVE), ("shortcut.toml", SHORTCUT), ("tuned.toml", TUNED),
-                           ("silent.toml", SILENT)):
+                           ("silent.toml", SILENT), ("ladder.toml", LADDER)):
             with open(os.path.join(cls.tmp, name), "w") as f:
                 f.write(text)
             taectl(cls.home, "submit", os.path.join(cls.tmp, name))
-        for name in ("shortcut", "tuned", "silent"):  # seconds: the live job leaves two slots free
+        for name in ("shortcut", "tuned", "silent", "ladder"):  # the live job leaves two slots free
             taectl(cls.home, "wait", name, "--timeout", "120")
         cls.url = taectl(cls.home, "ui").strip()
         cls.base = cls.url.split("/?")[0]
@@ -319,6 +350,40 @@ class Dashboard(unittest.TestCase):
             "const i = document.querySelector('img.frontier-svg'); return i && i.naturalWidth > 0"))
         self.assertEqual(self.js_errors(), [])
         self.shot("frontier")
+
+    def test_scale_view_equals_taectl_report_scale(self):
+        fit = json.loads(taectl(self.home, "report", "ladder", "--scale", "--at", "2e8",
+                                "--json"))["scale"]
+        self.go("#/e/ladder", ".scale-link:not([hidden])")  # a ladder's table links its fit
+        self.go("#/e/ladder/scale?at=2e8", ".scale-fit tbody tr")
+        shown = self.d.execute_script("""
+            return [...document.querySelectorAll('.scale-fit tbody tr')].map(tr => ({
+              variant: tr.dataset.variant, m: tr.querySelector('.scale-m').textContent,
+              trend: tr.querySelector('.scale-trend').textContent,
+              at: tr.querySelector('.scale-at-effect').textContent}))""")
+        self.assertEqual([r["variant"] for r in shown], [v["variant"] for v in fit["variants"]])
+        wide = fit["variants"][1]
+        m = wide["multiplier"]
+        self.assertEqual(shown[1]["m"], "%s [%s, %s]" % tuple(
+            self.d.execute_script("return arguments[0].map(x => Number(x).toPrecision(3))",
+                                  [m["value"], *m["ci95"]])))
+        self.assertEqual(shown[1]["trend"], wide["trend"])
+        self.assertIn("(constant)" if wide["at"]["effect"] and wide["at"]["model"] == "constant"
+                      else "(trend)", shown[1]["at"])
+        law = self.d.find_element(By.CSS_SELECTOR, ".scale-exponent").text
+        self.assertEqual(law, self.d.execute_script(
+            "return `${Number(arguments[0]).toPrecision(3)} [${Number(arguments[1]).toPrecision(3)}, "
+            "${Number(arguments[2]).toPrecision(3)}]`",
+            fit["exponent"]["value"], *fit["exponent"]["ci95"]))
+        cells = self.d.find_elements(By.CSS_SELECTOR, ".scale-rungs tbody tr")
+        self.assertEqual(len(cells), 2)
+        self.assertEqual(len(cells[1].find_elements(By.CSS_SELECTOR, "td")), 1 + 4)
+        wait_for("the scale figure", lambda: self.d.execute_script(
+            "const i = document.querySelector('img.scale-svg'); return i && i.naturalWidth > 0"))
+        self.assertEqual(self.js_errors(), [])
+        self.shot("scale")
+        self.go("#/e/browser", ".scale-link")
+        self.assertFalse(self.d.find_element(By.CSS_SELECTOR, ".scale-link").is_displayed())
 
     def test_url_round_trips_its_state(self):
         route = "#/e/browser/curves?metric=eval%2Floss&smooth=0.6&logy=1"

@@ -6,6 +6,7 @@ import * as experiments from "./experiments.js";
 import * as table from "./table.js";
 import * as curves from "./curves.js";
 import * as frontier from "./frontier.js";
+import * as scale from "./scale.js";
 import * as run from "./run.js";
 import * as fleet from "./fleet.js";
 
@@ -54,6 +55,7 @@ function resolve(route) {
   if (p[0] === "e" && p.length === 2 && p[1]) return { key: "e/" + p[1], mod: table };
   if (p[0] === "e" && p.length === 3 && p[2] === "curves" && p[1]) return { key: "c/" + p[1], mod: curves };
   if (p[0] === "e" && p.length === 3 && p[2] === "frontier" && p[1]) return { key: "f/" + p[1], mod: frontier };
+  if (p[0] === "e" && p.length === 3 && p[2] === "scale" && p[1]) return { key: "s/" + p[1], mod: scale };
   if (p[0] === "r" && p.length === 2 && /^r?\d+$/.test(p[1])) return { key: "r/" + p[1], mod: run };
   return null;
 }

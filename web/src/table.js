@@ -85,7 +85,9 @@ export function mount(root, route, app) {
   const curvesLink = h("a.btn", { title: "Curves of every variant" }, "Curves");
   const frontierLink = h("a.btn.frontier-link", { title: "The cheapest variant that clears a bar, and the cost frontier" },
     "Frontier");
-  const head = experimentHeader({ refresh: () => refetch(), extra: [curvesLink, frontierLink] });
+  const scaleLink = h("a.btn.scale-link", { title: "A [scale] ladder: each effect across model sizes and the fitted law", hidden: true },
+    "Scale");
+  const head = experimentHeader({ refresh: () => refetch(), extra: [curvesLink, frontierLink, scaleLink] });
   const runsOpen = () => (q.runs ? q.runs === "1" : (exp?.counts?.total ?? 0) <= 100);
 
   function crumbs() {
@@ -423,6 +425,8 @@ export function mount(root, route, app) {
     if (!head.parentNode) headSlot.append(head);
     curvesLink.href = hashFor(`${hashBase}/curves`, { metric: metricsShown()[0], baseline: q.baseline });
     frontierLink.href = hashFor(`${hashBase}/frontier`, {});
+    scaleLink.href = hashFor(`${hashBase}/scale`, {});
+    scaleLink.hidden = !(report.rows || []).some((r) => /[[,]rung=\d+/.test(r.variant));
     head.update(exp);
     patch(toolSlot, JSON.stringify([q, metricList, exp.variants, report.metrics, report.baseline, report.view, varyingKeys(report), menuOpen]), toolbar);
     patch(bannerSlot, error ? error.message : "", () => error ? h("div.banner.error", `${error.message}: showing the last answer`) : null);

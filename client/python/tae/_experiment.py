@@ -47,12 +47,12 @@ _NAT = np.iinfo(np.int64).min  # pandas' NaT as nanoseconds
 
 class ReportFrame(pd.DataFrame):
     """The ablation table, one row per (variant, metric): exactly the numbers of `taectl report
-    --json`. What the table controls, its banners, the frontier and the JSON itself are
-    attributes; to_latex() and to_markdown() are taed's own renderings (`taectl report --format
+    --json`. What the table controls, its banners, the frontier, a ladder's fit (`scale`, a
+    ScaleFrame) and the JSON itself are attributes; to_latex() and to_markdown() are taed's own renderings (`taectl report --format
     latex|md`), and str() is `taectl report`'s table. Frames derived from it are plain
     DataFrames."""
 
-    _metadata = ["json", "correction", "banners", "frontier", "view", "_texts"]
+    _metadata = ["json", "correction", "banners", "frontier", "view", "scale", "_texts"]
 
     @property
     def _constructor(self):
@@ -90,7 +90,85 @@ _CELL_FIELDS = ["n", "mean", "std", "ci95", "best", "delta", "rel_delta", "delta
                 "margin", "diverged", "diverged_step", "level_kind", "level_value", "level_what"]
 
 
-def report_frame(report, texts):
+_SCALE_COLUMNS = ["point", "variant", "baseline", "rung", "params", "params_from", "overrides",
+                  "n", "mean", "ci95", "delta", "delta_lo", "delta_hi", "decision", "mark",
+                  "multiplier", "multiplier_lo", "multiplier_hi", "trend", "slope", "slope_lo",
+                  "slope_hi", "crossing", "skipped_runs", "at_effect", "at_lo", "at_hi",
+                  "at_refused"]
+
+
+class ScaleFrame(pd.DataFrame):
+    """A [scale] ladder's fit as taed computes it (`taectl report --scale --json`): one row per
+    (grid point, variant, rung) with the rung's N, the variant's mean and its effect against the
+    rung's baseline, and the variant's multiplier, trend and (with `at`) extrapolated effect
+    repeated on each of its rows. `fits` is the JSON (one fit per grid point); `exponent` and
+    `irreducible` the first fit's alpha and E as (value, lo, hi); str() is `taectl report
+    --scale`'s text."""
+
+    _metadata = ["fits", "exponent", "irreducible", "_text"]
+
+    @property
+    def _constructor(self):
+        return pd.DataFrame
+
+    def text(self):
+        """`taectl report --scale`'s text."""
+        return self._text()
+
+    def __str__(self):
+        return self.text()
+
+
+def _estimate(e):
+    e = e or {}
+    lo, hi = e.get("ci95") or (None, None)
+    return _num(e.get("value")), _num(lo), _num(hi)
+
+
+def _num(x):
+    return np.nan if x is None else float(x)
+
+
+def scale_frame(fits, text):
+    if isinstance(fits, dict):
+        fits = [fits]
+    rows = []
+    for fit in fits:
+        rungs = {r["rung"]: r for r in fit.get("rungs", [])}
+        variants = fit.get("variants", [])
+        for k, v in enumerate(variants):
+            m, m_lo, m_hi = _estimate(v.get("multiplier"))
+            b, b_lo, b_hi = _estimate(v.get("slope"))
+            at = v.get("at") or {}
+            a, a_lo, a_hi = _estimate(at.get("effect"))
+            for e in v.get("rungs", []):
+                rung = rungs.get(e["rung"], {})
+                lo, hi = e.get("delta_ci") or (None, None)
+                rows.append({
+                    "point": fit.get("point"), "variant": v["variant"], "baseline": k == 0,
+                    "rung": e["rung"], "params": _num(rung.get("params")),
+                    "params_from": rung.get("params_from"), "overrides": rung.get("overrides"),
+                    "n": e.get("n", 0), "mean": _num(e.get("mean")), "ci95": _num(e.get("ci95")),
+                    "delta": _num(e.get("delta")), "delta_lo": _num(lo), "delta_hi": _num(hi),
+                    "decision": e.get("decision"), "mark": e.get("mark"),
+                    "multiplier": m, "multiplier_lo": m_lo, "multiplier_hi": m_hi,
+                    "trend": v.get("trend"), "slope": b, "slope_lo": b_lo, "slope_hi": b_hi,
+                    "crossing": _num(v.get("crossing")),
+                    "skipped_runs": (v.get("skipped") or {}).get("runs", 0),
+                    "at_effect": a, "at_lo": a_lo, "at_hi": a_hi,
+                    "at_refused": at.get("refused")})
+    frame = ScaleFrame(pd.DataFrame(rows, columns=_SCALE_COLUMNS))
+    for column in ("rung", "n", "skipped_runs"):
+        frame[column] = frame[column].astype("int64")
+    frame.fits = fits
+    first = fits[0] if fits else {}
+    frame.exponent = _estimate(first.get("exponent"))
+    frame.irreducible = _estimate(first.get("irreducible"))
+    frame._text = text
+    return frame
+
+
+def report_frame(report, texts, scale_text=None):
     rows = []
     for row in report.get("rows", []):
         base = {"variant": row["variant"], "baseline": row["variant"] == report.get("baseline")}
@@ -125,6 +203,8 @@ def report_frame(report, texts):
     frame.banners = report.get("banners", [])
     frame.frontier = report.get("frontier")
     frame.view = report.get("view")
+    frame.scale = (scale_frame(report["scale"], scale_text)
+                   if report.get("scale") is not None else None)
     frame._texts = (texts, {})
     return frame
 
@@ -351,17 +431,26 @@ class Experiment:
         return frame
 
     # --- the table ----------------------------------------------------------------------------
-    def report(self, metrics=None, baseline=None, sort=None, view=None, frontier=None, cost=None):
+    def report(self, metrics=None, baseline=None, sort=None, view=None, frontier=None, cost=None,
+               scale=False, at=None):
         """The ablation table as taed computes it (`taectl report --json`), one row per
         (variant, metric); see ReportFrame. view: "tuned" | "grid"; frontier: a bar such as
-        "eval/acc>=0.99"; cost: params | flops | tokens_per_s."""
+        "eval/acc>=0.99"; cost: params | flops | tokens_per_s. scale=True (a [scale] ladder):
+        the fit across sizes as `.scale`, a ScaleFrame (`taectl report --scale`); at: a size N
+        to extrapolate each effect to."""
+        if at is not None and not scale:
+            raise BadRequest("at: the size the scale fit extrapolates to; pass scale=True")
         params = {"metrics": ",".join(metrics) if isinstance(metrics, (list, tuple)) else metrics,
                   "baseline": baseline, "sort": sort, "view": view, "frontier": frontier,
-                  "cost": cost}
+                  "cost": cost, "scale": "1" if scale else None,
+                  "at": None if at is None else repr(float(at))}
         params = {k: v for k, v in params.items() if v not in (None, "")}
         report = self._source.report(self.id, params)
+        # The table's own renderings are the plain report's; the ladder's text is --scale's.
+        plain = {k: v for k, v in params.items() if k not in ("scale", "at")}
         return report_frame(report,
-                            lambda fmt: self._source.report_text(self.id, fmt, params))
+                            lambda fmt: self._source.report_text(self.id, fmt, plain),
+                            lambda: self._source.report_text(self.id, "table", params))
 
     # --- curves -------------------------------------------------------------------------------
     def curves(self, metric=None, x="step", smooth=None, variants=None, delta=False,

@@ -159,7 +159,8 @@ class HttpSource:
 
 class BundleSource:
     """A directory `taectl export EXP --bundle DIR` wrote: manifest.json, experiment.json,
-    runs.json, metrics.json, report.json, report.md, report.tex, history/<metric>.tcol and
+    runs.json, metrics.json, report.json, report.md, report.tex (report-scale.json and .txt for a
+    ladder), history/<metric>.tcol and
     curves/<metric>.json (docs/python.md, "Offline")."""
 
     def __init__(self, path):
@@ -232,16 +233,33 @@ class BundleSource:
             raise BadRequest(f"{self.where} holds the {what} as exported (default arguments); "
                              f"{', '.join(sorted(extra))} need a running taed")
 
+    def _scale_only(self, params):
+        """params asks for the ladder fit as exported (scale=1, nothing else): True; else the
+        defaults are required."""
+        params = {k: v for k, v in (params or {}).items() if v not in (None, "")}
+        if params.pop("scale", None) is None:
+            self._defaults_only(params, "report")
+            return False
+        self._defaults_only(params, "scale fit")
+        if not self.manifest.get("scale"):
+            why = self.manifest.get("scale_missing") or "the experiment has no [scale] ladder"
+            raise NotFound(f"{self.where} holds no scale fit: {why}")
+        return True
+
     def report(self, exp_id, params):
         self._check_exp(exp_id)
-        self._defaults_only(params, "report")
+        if self._scale_only(params):
+            return self._json(self.manifest["scale"])
         return self._json("report.json")
 
     def report_text(self, exp_id, fmt, params):
         self._check_exp(exp_id)
-        self._defaults_only(params, "report")
+        if self._scale_only(params):
+            if fmt != "table":
+                raise BadRequest(f"format: the scale fit is text (table), not {fmt}")
+            fmt = "scale"
         name = {"md": "report.md", "latex": "report.tex", "table": "report.txt",
-                "csv": "report.csv"}.get(fmt)
+                "csv": "report.csv", "scale": "report-scale.txt"}.get(fmt)
         if name is None:
             raise BadRequest(f"format: '{fmt}' is not one of table, md, csv, latex")
         try:

@@ -1,0 +1,71 @@
+#include "common/plot/svg_parts.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/plot/svg_plot.h"
+
+namespace tae::plot {
+
+double PlotAxis::Fraction(double v) const {
+  return log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo))
+             : (v - lo) / (hi - lo);
+}
+
+double PlotAxis::TickStep(double t) const {
+  if (log) {
+    return t / 10;
+  }
+  return ticks.size() > 1 ? ticks[1] - ticks[0] : 1;
+}
+
+PlotAxis LinearAxis(double lo, double hi, double pad) {
+  PlotAxis axis;
+  const double margin = lo == hi ? std::max(std::fabs(lo) * 0.1, 1.0) : pad * (hi - lo);
+  axis.lo = lo - margin;
+  axis.hi = hi + margin;
+  axis.ticks = NiceTicks(axis.lo, axis.hi, 6);
+  return axis;
+}
+
+PlotAxis LogAxisIfWide(double lo, double hi, double min_ratio) {
+  if (!(lo > 0 && hi / lo >= min_ratio)) {
+    return LinearAxis(lo, hi);
+  }
+  PlotAxis axis;
+  axis.log = true;
+  axis.lo = lo / 1.4;
+  axis.hi = hi * 1.4;
+  axis.ticks = LogTicks(axis.lo, axis.hi);
+  return axis;
+}
+
+PlotAxis LogAxis(double lo, double hi, double pad) {
+  PlotAxis axis;
+  axis.log = true;
+  const double decades = hi > lo ? std::log10(hi / lo) : 0.1;
+  const double factor = std::pow(10.0, pad * decades);
+  axis.lo = lo / factor;
+  axis.hi = hi * factor;
+  axis.ticks = LogTicks(axis.lo, axis.hi);
+  return axis;
+}
+
+std::string SvgOpen(double width, double height) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + SvgNumber(width) + "\" height=\"" +
+         SvgNumber(height) + "\" viewBox=\"0 0 " + SvgNumber(width) + " " + SvgNumber(height) +
+         "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
+  out += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  return out;
+}
+
+void SvgText(std::string& out, const std::string& cls, double x, double y,
+             const std::string& anchor, const std::string& attributes, const std::string& text) {
+  out += "<text class=\"" + cls + "\" x=\"" + SvgNumber(x) + "\" y=\"" + SvgNumber(y) +
+         "\" text-anchor=\"" + anchor + "\" " + attributes + ">" + XmlEscape(text) + "</text>\n";
+}
+
+}  // namespace tae::plot
