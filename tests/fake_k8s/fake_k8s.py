@@ -43,8 +43,10 @@ Inadmissible when its LocalQueue does not exist) until its chips fit the quota, 
 
 A kubelet, with --kubelet-root: an admitted (unsuspended) JobSet's pods run as local processes,
 one per completion index of each replicated job (JOB_COMPLETION_INDEX set), the container's
-command as given, with its paths mapped: each Secret volume's mountPath to a directory holding
-the Secret's keys as files, each --image-path PATH (a directory of the image) to DIR, and each
+command as given, after its init containers (each run to its end first; one that fails fails
+the pod), with its paths mapped: each Secret volume's mountPath to a directory holding the
+Secret's keys as files, each emptyDir's to a directory the pod's containers share, a volume a
+container does not mount to nothing it can name, each --image-path PATH (a directory of the image) to DIR, and each
 --pod-local PATH (the container's own filesystem, e.g. /var/tmp) to a directory of the pod's. A
 pod's exit ends it Succeeded or Failed; a failed pod fails its JobSet (failurePolicy maxRestarts
 0: condition Failed, reason FailedJobs) and its other pods are stopped; all succeeded: Completed.
@@ -92,6 +94,7 @@ CONTAINER = {"name": None, "image": None, "command": None, "args": None, "env": 
              "resources": None, "volumeMounts": None, "ports": None, "securityContext": None,
              "workingDir": None, "imagePullPolicy": None}
 POD_SPEC = {"restartPolicy": None, "nodeSelector": None, "containers": [CONTAINER],
+            "initContainers": [CONTAINER], "automountServiceAccountToken": None,
             "volumes": None, "tolerations": None, "affinity": None, "subdomain": None,
             "hostname": None, "hostNetwork": None, "dnsPolicy": None,
             "serviceAccountName": None, "terminationGracePeriodSeconds": None,
@@ -268,22 +271,45 @@ def start_pod(ns, js, rj_name, job_index, pod_spec):
     container = (pod_spec.get("containers") or [{}])[0]
     volumes = {v.get("name"): v for v in pod_spec.get("volumes") or []}
     missing = []
-    for mount in container.get("volumeMounts") or []:
-        volume = volumes.get(mount.get("name"), {})
-        secret_name = (volume.get("secret") or {}).get("secretName")
-        where = os.path.join(root, "volumes", mount.get("name", "v"))
-        os.makedirs(where, exist_ok=True)
-        mapping[mount["mountPath"]] = where
-        if secret_name:
-            secret = STATE.objects.get(("secrets", ns, secret_name))
-            if secret is None:
-                missing.append(secret_name)
-                continue
-            files = {k: v.encode() for k, v in (secret.get("stringData") or {}).items()}
-            files.update({k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()})
-            for key, value in files.items():
-                with open(os.path.join(where, key), "wb") as f:
-                    f.write(value)
+
+    def mounted(one):
+        """The path mapping of one container: the pod's own paths and the volumes it mounts."""
+        paths = dict(mapping)
+        for mount in one.get("volumeMounts") or []:
+            volume = volumes.get(mount.get("name"), {})
+            secret_name = (volume.get("secret") or {}).get("secretName")
+            where = os.path.join(root, "volumes", mount.get("name", "v"))
+            os.makedirs(where, exist_ok=True)
+            paths[mount["mountPath"]] = where
+            if secret_name:
+                secret = STATE.objects.get(("secrets", ns, secret_name))
+                if secret is None:
+                    missing.append(secret_name)
+                    continue
+                files = {k: v.encode() for k, v in (secret.get("stringData") or {}).items()}
+                files.update({k: base64.b64decode(v)
+                              for k, v in (secret.get("data") or {}).items()})
+                for key, value in files.items():
+                    with open(os.path.join(where, key), "wb") as f:
+                        f.write(value)
+        return paths
+
+    init_failed = False
+    for init in pod_spec.get("initContainers") or []:
+        paths = mounted(init)
+        if missing:
+            break
+        init_env = {k: v for k, v in os.environ.items() if not k.startswith("TAE_")}
+        init_env["JOB_COMPLETION_INDEX"] = str(job_index)
+        argv = [map_paths(arg, paths) for arg in
+                (init.get("command") or []) + (init.get("args") or [])]
+        with open(os.path.join(root, "init.log"), "ab") as log:
+            done = subprocess.run(argv, env=init_env, cwd=root, stdin=subprocess.DEVNULL,
+                                  stdout=log, stderr=subprocess.STDOUT, timeout=60)
+        if done.returncode != 0:
+            init_failed = True
+            break
+    mapping = mounted(container) if not missing else mapping
     env = {k: v for k, v in os.environ.items() if not k.startswith("TAE_")}
     env["JOB_COMPLETION_INDEX"] = str(job_index)
     env["HOME"] = mapping.get("/root", root)
@@ -309,8 +335,8 @@ def start_pod(ns, js, rj_name, job_index, pod_spec):
                                        "message": f'failed to pull image "{container.get("image")}":'
                                                   ' not found'}}}]}
         return
-    if missing or STATE.fail_next > 0 or not command:
-        if not missing and command:
+    if missing or init_failed or STATE.fail_next > 0 or not command:
+        if not missing and not init_failed and command:
             STATE.fail_next -= 1
         pod.phase, pod.exit_code = "Failed", 1
     else:

@@ -146,11 +146,12 @@ TEST_CASE("gke: a slice is one JobSet with a pod per host, queued in Kueue, on o
   CHECK(container.at("image") == "registry.example/tae-agent:1");
   CHECK(container.at("resources").at("limits").at("google.com/tpu") == 4);  // [GKE]
   // The agent: SLICE-wW with labels slice and worker (the scheduler's gang labels), the
-  // credential read from the Secret's key for its [JOB] index, TLS from the pool's secret.
+  // credential read from the pod's own copy of its [JOB] index's key, TLS from the pool's secret.
   const std::string script = container.at("command")[2];
   CHECK(container.at("command")[0] == "/bin/sh");
   CHECK(absl::StrContains(script,
-                          "TAE_AGENT_TOKEN=\"$(cat /var/run/tae/token-$JOB_COMPLETION_INDEX)\""));
+                          "TAE_AGENT_TOKEN=\"$(cat /var/run/tae/token)\" && rm -f "
+                          "/var/run/tae/token && exec "));
   CHECK(absl::StrContains(script, "--id tae-v5e-1-w$JOB_COMPLETION_INDEX"));
   CHECK(absl::StrContains(
       script, "--labels slice=tae-v5e-1,worker=$JOB_COMPLETION_INDEX,accelerator=tpu,pool=v5e"));
@@ -158,14 +159,50 @@ TEST_CASE("gke: a slice is one JobSet with a pod per host, queued in Kueue, on o
   CHECK(absl::StrContains(script, "--slots 2"));
   CHECK(absl::StrContains(script, "--tls-ca /etc/tae/tls/ca.crt"));
   CHECK_FALSE(absl::StrContains(script, "--token"));  // never a flag (ps shows flags)
-  // [K8S] the Secrets as read-only volumes.
+  CHECK_FALSE(absl::StrContains(script, "/etc/tae/slice"));
+  // [K8S] no service account token mounted (automountServiceAccountToken).
+  CHECK(pod_spec.at("automountServiceAccountToken") == false);
+  // [K8S] the slice's Secret is a volume only the init container mounts (read-only); it copies
+  // the pod's own key into a memory-backed emptyDir, the one credential the agent's container
+  // sees. The TLS secret is read-only.
   const auto& volumes = pod_spec.at("volumes");
-  REQUIRE(volumes.size() == 2);
-  CHECK(volumes[0].at("secret").at("secretName") == "tae-v5e-1");
-  CHECK(volumes[1].at("secret").at("secretName") == "tae-agent-tls");
+  REQUIRE(volumes.size() == 3);
+  CHECK(volumes[0].at("name") == "credential");
+  CHECK(volumes[0].at("emptyDir").at("medium") == "Memory");
+  CHECK(volumes[1].at("secret").at("secretName") == "tae-v5e-1");
+  CHECK(volumes[2].at("secret").at("secretName") == "tae-agent-tls");
+  std::set<std::string> agent_mounts;
   for (const auto& mount : container.at("volumeMounts")) {
-    CHECK(mount.at("readOnly") == true);
+    agent_mounts.insert(mount.at("name").get<std::string>());
   }
+  CHECK(agent_mounts == std::set<std::string>{"credential", "tls"});
+  REQUIRE(pod_spec.at("initContainers").size() == 1);
+  const auto& init = pod_spec.at("initContainers")[0];
+  CHECK(init.at("image") == "registry.example/tae-agent:1");
+  CHECK(init.at("command")[2] ==
+        "cp /etc/tae/slice/token-$JOB_COMPLETION_INDEX /var/run/tae/token && chmod 0400 "
+        "/var/run/tae/token");
+  const auto& init_mounts = init.at("volumeMounts");
+  REQUIRE(init_mounts.size() == 2);
+  CHECK(init_mounts[0].at("name") == "slice-credentials");
+  CHECK(init_mounts[0].at("mountPath") == "/etc/tae/slice");
+  CHECK(init_mounts[0].at("readOnly") == true);
+  CHECK(init_mounts[1].at("mountPath") == "/var/run/tae");
+}
+
+// What the pool file holds goes into the pod's `sh -c` quoted: a label value with shell syntax
+// stays one word of tae-agent's arguments.
+TEST_CASE("gke: the pool's labels and address are shell-quoted in the pods' command") {
+  GkePool pool = Pool();
+  pool.labels["note"] = "$(touch /tmp/x); `id` 'q'";
+  pool.taed = "taed.example.org:7733;reboot";
+  const std::string script =
+      JobSetManifest(pool, "tae-v5e-1")["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+                                       ["spec"]["containers"][0]["command"][2];
+  CHECK(absl::StrContains(script, "--taed 'taed.example.org:7733;reboot' "));
+  CHECK(absl::StrContains(script,
+                          "--labels slice=tae-v5e-1,worker=$JOB_COMPLETION_INDEX,'accelerator=tpu,"
+                          "note=$(touch /tmp/x); `id` '\\''q'\\'',pool=v5e' "));
 }
 
 TEST_CASE("gke: a slice's credentials are one Secret, a key per host index, owned by TAE") {
