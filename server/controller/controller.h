@@ -21,12 +21,14 @@
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/steady_timer.hpp"
 #include "common/clock/clock.h"
+#include "common/log/limiter.h"
 #include "common/thread/owner.h"
 #include "server/controller/demand.h"
 #include "server/controller/queue_cache.h"
 #include "server/provider/demand.h"
 #include "server/provider/provider_log.h"
 #include "server/registry/credentials.h"
+#include "server/registry/placement.h"
 #include "server/registry/registry.h"
 #include "server/search/asha.h"
 #include "server/store/store.h"
@@ -240,7 +242,20 @@ class Controller {
   static constexpr double kEnrolRetryS = 600;
   // A provider starting agent `agent_id`: a fresh credential, replacing any earlier one (a
   // recreated VM comes back under its id). PermissionDenied for a revoked id.
-  absl::StatusOr<std::string> MintCredential(const std::string& agent_id);
+  // `how` is what it is minted for: "provider" (an agent taed starts and supervises, which never
+  // outlives taed) or "gke" (a slice's pod, which may).
+  // `placement`: the placement labels the provider gives the agent, which it must register with
+  // (server/registry/placement.h).
+  absl::StatusOr<std::string> MintCredential(const std::string& agent_id,
+                                             const std::string& how = "provider",
+                                             const registry::PlacementLabels& placement = {});
+  // Credentials that die with what they were minted for: every live one minted as `how`, or with
+  // `ids` only those of them, stops working at once (its streams end) without the agent being
+  // revoked: a provider may mint the id a new one later. "provider" ones at taed's start and
+  // clean stop (their agents died or stop with taed); a gke slice's when it is deleted. Returns
+  // how many were retired.
+  int RetireCredentials(const std::string& how, const std::vector<std::string>& ids,
+                        const std::string& reason);
   // Locks the agent out: its credential stops working, its link closes, its runs are requeued
   // (without spending their attempts' user budget), and its id cannot enrol again. Returns how
   // many runs went back to the queue.
@@ -272,6 +287,8 @@ class Controller {
   double Now() const;
 
  private:
+  // Refused registrations are logged once a minute per agent id.
+  log::LineLimiter registration_refusals_{60.0, 1024};
   // A store write whose failure has no caller to go to: logged with `what`, and counted.
   void Noted(const absl::Status& status, const char* what);
   // Adaptive seeds: the experiments a run of which ended since the last Schedule(); it asks
@@ -340,7 +357,14 @@ class Controller {
   void CountInfraFaults(const std::string& agent_id, const std::vector<model::IngestEvent>& events);
   // A new secret for the agent, stored (its hash) and put in the credential table; returns the
   // credential "ID.SECRET". `how`: "token" or "provider".
-  absl::StatusOr<std::string> IssueCredential(const std::string& agent_id, const std::string& how);
+  // nullopt `placement`: bound at the agent's first registration (an enrolment).
+  absl::StatusOr<std::string> IssueCredential(
+      const std::string& agent_id, const std::string& how,
+      const std::optional<registry::PlacementLabels>& placement = std::nullopt);
+  // Whether the agent may register with its declared slots and labels (registry::
+  // JudgeRegistration against what the store holds); binds an enrolled agent's placement labels
+  // at its first registration.
+  absl::Status JudgeRegistration(const registry::Agent& agent);
   // The events of `events` that `agent_id` may report (lifecycle::MayReport), logging the
   // others: nullopt when it may report them all (the batch as it is: no copy of 12,000 values on
   // the core), else a copy of those it may.

@@ -21,6 +21,15 @@ void Controller::OnRegister(std::shared_ptr<registry::AgentChannel> channel, Age
     channel->Close();
     return;
   }
+  if (absl::Status judged = JudgeRegistration(agent); !judged.ok()) {
+    // Once a minute per agent id: a refused agent retries with backoff.
+    if (std::optional<int64_t> dropped = registration_refusals_.Admit(agent.id, Now())) {
+      spdlog::warn("registering refused: {}{}", std::string(judged.message()),
+                   *dropped > 0 ? absl::StrCat(" (and ", *dropped, " more since)") : "");
+    }
+    channel->Close();
+    return;
+  }
   double now = Now();
   agent.connected = true;
   agent.connected_at = now;

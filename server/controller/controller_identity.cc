@@ -75,7 +75,9 @@ absl::StatusOr<std::string> Controller::Enrol(const std::string& agent_id,
   return credential;
 }
 
-absl::StatusOr<std::string> Controller::MintCredential(const std::string& agent_id) {
+absl::StatusOr<std::string> Controller::MintCredential(const std::string& agent_id,
+                                                       const std::string& how,
+                                                       const registry::PlacementLabels& placement) {
   TAE_CHECK_OWNER(core_);
   RETURN_IF_ERROR(CheckAgentId(agent_id));
   ASSIGN_OR_RETURN(std::vector<model::CredentialRecord> all, store_->ListCredentials());
@@ -85,13 +87,81 @@ absl::StatusOr<std::string> Controller::MintCredential(const std::string& agent_
           absl::StrCat("agent ", agent_id, " was revoked (", c.revoked_reason, ")"));
     }
   }
-  return IssueCredential(agent_id, "provider");
+  return IssueCredential(agent_id, how, registry::PlacementOf(placement));
 }
 
-absl::StatusOr<std::string> Controller::IssueCredential(const std::string& agent_id,
-                                                        const std::string& how) {
+absl::Status Controller::JudgeRegistration(const registry::Agent& agent) {
+  registry::Registration registration{agent.id, agent.slots, agent.labels, true,
+                                      registry::PlacementOf(agent.labels)};
+  std::vector<registry::PlacementHolder> others;
+  if (options_.credentials != nullptr) {
+    ASSIGN_OR_RETURN(std::vector<model::CredentialRecord> all, store_->ListCredentials());
+    bool found = false;
+    for (const model::CredentialRecord& c : all) {
+      if (c.revoked_at.has_value() || c.secret_sha256.empty()) {
+        continue;  // revoked or retired: holds nothing
+      }
+      if (c.agent_id == agent.id) {
+        found = true;
+        registration.minted = c.how != "token";
+        registration.bound = c.placement;
+      } else if (c.placement.has_value()) {
+        others.push_back({c.agent_id, c.how != "token", *c.placement});
+      }
+    }
+    if (!found) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("agent ", agent.id, ": its credential is no longer valid"));
+    }
+  }
+  RETURN_IF_ERROR(registry::JudgeRegistration(registration, others));
+  if (!registration.bound.has_value()) {
+    RETURN_IF_ERROR(store_->BindCredentialPlacement(agent.id, registry::PlacementOf(agent.labels)));
+  }
+  return absl::OkStatus();
+}
+
+int Controller::RetireCredentials(const std::string& how, const std::vector<std::string>& ids,
+                                  const std::string& reason) {
+  TAE_CHECK_OWNER(core_);
+  absl::StatusOr<std::vector<model::CredentialRecord>> all = store_->ListCredentials();
+  if (!all.ok()) {
+    spdlog::warn("credentials of {} agents not retired ({}): {}", how, reason,
+                 std::string(all.status().message()));
+    return 0;
+  }
+  const std::set<std::string> only(ids.begin(), ids.end());
+  int retired = 0;
+  for (const model::CredentialRecord& c : *all) {
+    if (c.how != how || c.revoked_at.has_value() || c.secret_sha256.empty() ||
+        (!only.empty() && only.count(c.agent_id) == 0)) {
+      continue;
+    }
+    if (absl::Status stored = store_->RetireCredential(c.agent_id); !stored.ok()) {
+      Noted(stored, "retire an agent's credential");
+      continue;
+    }
+    if (options_.credentials != nullptr) {
+      options_.credentials->Revoke(c.agent_id);
+      for (const std::shared_ptr<registry::AgentChannel>& stream :
+           options_.credentials->TakeStreams(c.agent_id)) {
+        stream->Close();
+      }
+    }
+    ++retired;
+  }
+  if (retired > 0) {
+    spdlog::info("{} agent credential(s) minted as {} retired: {}", retired, how, reason);
+  }
+  return retired;
+}
+
+absl::StatusOr<std::string> Controller::IssueCredential(
+    const std::string& agent_id, const std::string& how,
+    const std::optional<registry::PlacementLabels>& placement) {
   ASSIGN_OR_RETURN(std::string secret, registry::NewSecret());
-  model::CredentialRecord record{agent_id, registry::SecretHash(secret), how, Now(), {}, ""};
+  model::CredentialRecord record{agent_id, registry::SecretHash(secret), how, Now(), {}, "",
+                                 placement};
   RETURN_IF_ERROR(store_->PutCredential(record));
   if (options_.credentials != nullptr) {
     options_.credentials->Put(agent_id, record.secret_sha256);

@@ -169,7 +169,9 @@ absl::Status Daemon::Init() {
   RETURN_IF_ERROR(store_->db()->CheckpointInBackground());
   query_ = std::make_unique<query::Query>(store_.get());
   ASSIGN_OR_RETURN(blobs_, blobs::BlobWorker::Start(config_.home + "/blobs"));
-  ASSIGN_OR_RETURN(checkpoint_blobs_, blobs::BlobWorker::Start(config_.home + "/checkpoints"));
+  // Checkpoint uploads are answered the same whether a blob is stored or not (docs/security.md).
+  ASSIGN_OR_RETURN(checkpoint_blobs_, blobs::BlobWorker::Start(config_.home + "/checkpoints",
+                                                               /*answer_as_missing=*/true));
   ASSIGN_OR_RETURN(std::string token, LoadOrCreateToken(config_.home));
   controller::Options options;
   options.agent_grace_s = config_.agent_grace_s;
@@ -216,6 +218,16 @@ absl::Status Daemon::Init() {
   const std::string loopback = local_agent_port_ != 0
                                    ? absl::StrCat("127.0.0.1:", local_agent_port_)
                                    : DialAddress(config_.agent_listen, agent_port_);
+  {
+    // The agents taed starts die with it (die_with_parent), so nothing that should still use a
+    // credential an earlier taed minted for one holds it: each agent started now gets a fresh one.
+    std::promise<void> retired;
+    boost::asio::post(core_, [this, &retired] {
+      controller_->RetireCredentials("provider", {}, "minted by an earlier start of taed");
+      retired.set_value();
+    });
+    retired.get_future().wait();
+  }
   if (config_.local_agents > 0 || !ssh_hosts_.empty() || !tpu_pools_.empty()) {
     provider::LocalOptions local{
         config_.local_agents,
@@ -229,7 +241,9 @@ absl::Status Daemon::Init() {
         loopback,
         controller_->provider_log(),
         config_.local_slice,
-        [this](const std::string& id) { return controller_->MintCredential(id); }};
+        [this](const std::string& id, const std::map<std::string, std::string>& labels) {
+          return controller_->MintCredential(id, "provider", registry::PlacementOf(labels));
+        }};
     provider_ = std::make_unique<provider::LocalProvider>(&core_, local);
     std::promise<absl::Status> started;
     boost::asio::post(core_, [this, &started] { started.set_value(provider_->Start()); });
@@ -317,14 +331,21 @@ void Daemon::StartGkeProvider(const std::string& kubectl) {
   };
   // Credentials are minted on the core (the store and the credential table live there); the
   // provider's thread waits for them, never for long.
-  gke.mint = [this](std::vector<std::string> ids) -> absl::StatusOr<std::vector<std::string>> {
+  gke.mint = [this](std::vector<std::string> ids,
+                    std::vector<std::map<std::string, std::string>> labels)
+      -> absl::StatusOr<std::vector<std::string>> {
     using Minted = absl::StatusOr<std::vector<std::string>>;
     auto promise = std::make_shared<std::promise<Minted>>();
     std::future<Minted> future = promise->get_future();
-    boost::asio::post(core_, [this, ids = std::move(ids), promise] {
+    if (labels.size() != ids.size()) {
+      return absl::InvalidArgumentError("one set of labels per agent id");
+    }
+    boost::asio::post(core_, [this, ids = std::move(ids), labels = std::move(labels), promise] {
       std::vector<std::string> credentials;
-      for (const std::string& id : ids) {
-        absl::StatusOr<std::string> credential = controller_->MintCredential(id);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const std::string& id = ids[i];
+        absl::StatusOr<std::string> credential =
+            controller_->MintCredential(id, "gke", registry::PlacementOf(labels[i]));
         if (!credential.ok()) {
           promise->set_value(credential.status());
           return;
@@ -337,6 +358,19 @@ void Daemon::StartGkeProvider(const std::string& kubectl) {
       return absl::DeadlineExceededError("taed's core did not answer within 30 s");
     }
     return future.get();
+  };
+  // A deleted slice's credentials die with it (its Secret is gone, but a job on it may have
+  // kept a copy).
+  gke.retire = [this](std::vector<std::string> ids) {
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> future = done->get_future();
+    boost::asio::post(core_, [this, ids = std::move(ids), done] {
+      controller_->RetireCredentials("gke", ids, "its gke slice was deleted");
+      done->set_value();
+    });
+    if (future.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+      spdlog::warn("gke: taed's core did not retire a deleted slice's credentials within 30 s");
+    }
   };
   gke_provider_ = std::make_unique<provider::GkeProvider>(std::move(gke));
   gke_provider_->Start();
@@ -490,6 +524,13 @@ void Daemon::Stop() {
     });
     prepared.get_future().wait();
     provider_->Stop();  // agents stop their jobs and exit
+    // Their credentials die with them (a job may have kept a copy of its agent's).
+    std::promise<void> retired;
+    boost::asio::post(core_, [this, &retired] {
+      controller_->RetireCredentials("provider", {}, "taed stopped its agents");
+      retired.set_value();
+    });
+    retired.get_future().wait();
   }
   if (http_server_ != nullptr) {
     http_server_->Stop();  // its streams end; nothing more is asked of the core

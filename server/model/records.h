@@ -373,10 +373,14 @@ struct AgentRecord {
 struct CredentialRecord {
   std::string agent_id;
   std::string secret_sha256;
-  std::string how;  // "token" or "provider"
+  // "token" (enrolled), "provider" (minted for an agent taed starts, which ends with taed),
+  // "gke" (minted for a slice's pod), "retired" (no longer valid; may be minted again)
+  std::string how;
   double enrolled_at = 0;
   std::optional<double> revoked_at;
   std::string revoked_reason;
+  // Its placement labels (server/registry/placement.h); nullopt: none bound yet.
+  std::optional<std::map<std::string, std::string>> placement;
 };
 
 // What the agent link delivers, already decoded from the wire (see server/rpc).

@@ -79,6 +79,10 @@ int SliceIndex(const GkePool& pool, const std::string& name);
 // suspended until Kueue admits it. Its agents' credentials come from the Secret `SliceName`
 // (keys token-0, token-1, ...; SecretManifest).
 nlohmann::ordered_json JobSetManifest(const GkePool& pool, const std::string& slice);
+// The labels the JobSet's pod of completion index `worker` gives its agent: slice=SLICE,
+// worker=W and the pool's (with pool=NAME); its credential is minted with them.
+std::map<std::string, std::string> SliceAgentLabels(const GkePool& pool, const std::string& slice,
+                                                    int worker);
 
 // The Secret holding `tokens[w]` as key token-W for the slice's agents.
 nlohmann::ordered_json SecretManifest(const GkePool& pool, const std::string& slice,

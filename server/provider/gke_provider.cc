@@ -149,13 +149,27 @@ void GkeProvider::RoundPool(const GkePool& pool, const TpuDemand& demand, double
   }
 }
 
-bool GkeProvider::CreateSlice(const GkePool& pool, const GkeAction& action) {
+namespace {
+
+// The agent ids of a slice's pods: SLICE-w0 ... (the JobSet's AgentScript).
+std::vector<std::string> SliceAgentIds(const GkePool& pool, const std::string& slice) {
   std::vector<std::string> ids;
   for (int w = 0; w < pool.hosts; ++w) {
-    ids.push_back(absl::StrCat(action.name, "-w", w));
+    ids.push_back(absl::StrCat(slice, "-w", w));
+  }
+  return ids;
+}
+
+}  // namespace
+
+bool GkeProvider::CreateSlice(const GkePool& pool, const GkeAction& action) {
+  const std::vector<std::string> ids = SliceAgentIds(pool, action.name);
+  std::vector<std::map<std::string, std::string>> labels;
+  for (int w = 0; w < pool.hosts; ++w) {
+    labels.push_back(SliceAgentLabels(pool, action.name, w));
   }
   absl::StatusOr<std::vector<std::string>> credentials =
-      options_.mint ? options_.mint(ids)
+      options_.mint ? options_.mint(ids, labels)
                     : absl::StatusOr<std::vector<std::string>>(
                           absl::FailedPreconditionError("no credentials can be made"));
   if (!credentials.ok() || credentials->size() != ids.size()) {
@@ -198,6 +212,9 @@ bool GkeProvider::DeleteSlice(const GkePool& pool, const GkeAction& action) {
           {"delete", "jobsets.jobset.x-k8s.io", action.name, "--ignore-not-found", "--wait=false"})
           .ok) {
     DeleteSecret(pool, action.name);
+    if (options_.retire) {
+      options_.retire(SliceAgentIds(pool, action.name));
+    }
     idle_since_.erase(action.name);
     return true;
   }
@@ -252,7 +269,14 @@ int GkeProvider::DeleteAll() {
       if (end == std::string::npos) {
         end = gone.out.size();
       }
-      deleted += gone.out.compare(start, 7, "jobset.") == 0 ? 1 : 0;
+      if (gone.out.compare(start, 7, "jobset.") == 0) {
+        ++deleted;
+        // "jobset.jobset.x-k8s.io/NAME": the slice's agents' credentials die with it.
+        const size_t slash = gone.out.find('/', start);
+        if (options_.retire && slash != std::string::npos && slash < end) {
+          options_.retire(SliceAgentIds(pool, gone.out.substr(slash + 1, end - slash - 1)));
+        }
+      }
       start = end + 1;
     }
   }

@@ -9,9 +9,10 @@
 //   would keep the tokens in plain text), then the JobSet (`kubectl apply`), suspended until
 //   Kueue admits it. Its pods' agents dial taed themselves (the pool's `taed` address).
 // - a slice deleted (evicted, preempted, failed, finished, or idle): its JobSet and Secret go
-//   (`kubectl delete`); the cluster stops its pods, whose agents give their runs back as they
-//   stop (or, on a lost node, taed finds them gone after its grace); taed requeues those runs as
-//   the worker's fault, and the next round asks for a new slice while runs wait.
+//   (`kubectl delete`) and its agents' credentials stop working (`retire`); the cluster stops its
+//   pods, whose agents give their runs back as they stop (or, on a lost node, taed finds them gone
+//   after its grace); taed requeues those runs as the worker's fault, and the next round asks for a
+//   new slice while runs wait.
 //
 // Kueue decides when a slice runs: a held slice is shown with Kueue's words (`vms`, which taed
 // shows in `taectl agents`, the dashboard and the queue's reasons). kubectl calls block this
@@ -43,8 +44,14 @@ struct GkeProviderOptions {
   // No answer (nothing recent from the core): the round is skipped.
   std::function<std::optional<TpuDemand>()> demand;
   // Called from the provider thread: a fresh credential ("ID.SECRET") for each agent id, in
-  // order; it waits for taed's core (bounded).
-  std::function<absl::StatusOr<std::vector<std::string>>(std::vector<std::string>)> mint;
+  // order, holding the placement labels of `labels` (the same order); it waits for taed's core
+  // (bounded).
+  std::function<absl::StatusOr<std::vector<std::string>>(
+      std::vector<std::string> ids, std::vector<std::map<std::string, std::string>> labels)>
+      mint;
+  // Called from the provider thread once a slice's JobSet is deleted (and by DeleteAll): its
+  // agents' ids, whose credentials die with it; it waits for taed's core (bounded).
+  std::function<void(std::vector<std::string>)> retire;
   // Called from the provider thread for every kubectl call: (subject, event, detail).
   std::function<void(std::string, std::string, std::string)> log;
   // Called from the provider thread after each complete listing of a pool: its slices, with

@@ -30,7 +30,7 @@ LocalProvider::LocalProvider(boost::asio::io_context* io, LocalOptions options)
     Child child;
     child.id = host.id;
     child.session = true;
-    child.command = {host.id, "ssh", SshArgv(host, options_.tunnel_target), {}};
+    child.command = {host.id, "ssh", SshArgv(host, options_.tunnel_target), {}, host.labels};
     Add(std::move(child));
   }
 }
@@ -101,11 +101,23 @@ void LocalProvider::RemoveSession(const std::string& id, int grace_ms) {
   }
 }
 
+std::map<std::string, std::string> LocalProvider::LabelsOf(const Child& child) const {
+  if (child.session) {
+    return child.command.labels;
+  }
+  std::map<std::string, std::string> labels = {{"accelerator", "cpu"}, {"provider", "local"}};
+  if (!options_.slice.empty()) {
+    labels["slice"] = options_.slice;
+    labels["worker"] = absl::StrCat(child.worker);
+  }
+  return labels;
+}
+
 absl::StatusOr<std::string> LocalProvider::KeyFor(const Child& child) {
   if (!options_.credential) {
     return options_.token;
   }
-  absl::StatusOr<std::string> credential = options_.credential(child.id);
+  absl::StatusOr<std::string> credential = options_.credential(child.id, LabelsOf(child));
   if (!credential.ok()) {
     Record(child, "refused", std::string(credential.status().message()));
   }
@@ -131,10 +143,7 @@ absl::Status LocalProvider::Spawn(Child* child) {
                   "--work-dir",
                   absl::StrCat(options_.work_root, "/", child->id),
                   "--labels",
-                  options_.slice.empty()
-                      ? std::string("accelerator=cpu,provider=local")
-                      : absl::StrCat("accelerator=cpu,provider=local,slice=", options_.slice,
-                                     ",worker=", child->worker)};
+                  absl::StrJoin(LabelsOf(*child), ",", absl::PairFormatter("="))};
   request.env = {{"TAE_AGENT_TOKEN", *key}};  // never on the command line
   // Local agents dial loopback without TLS (docs/security.md): taed's own TLS settings in the
   // environment (TAE_TLS_CERT and TAE_TLS_KEY are its server certificate) are not theirs, nor is

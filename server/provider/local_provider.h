@@ -40,7 +40,10 @@ struct LocalOptions {
   // Set: each agent started gets its own credential from this (taed's controller, on the core)
   // instead of the shared token, minted afresh at every start (docs/security.md). An error
   // (a revoked id) leaves the agent unstarted until its next restart attempt.
-  std::function<absl::StatusOr<std::string>(const std::string& agent_id)> credential;
+  // `labels`: what the agent's --labels give it, whose placement labels its credential holds.
+  std::function<absl::StatusOr<std::string>(const std::string& agent_id,
+                                            const std::map<std::string, std::string>& labels)>
+      credential;
 };
 
 class LocalProvider {
@@ -78,6 +81,8 @@ class LocalProvider {
   absl::Status SpawnSession(Child* child, const std::string& key);
   // What the agent authenticates with: its minted credential, or the shared token.
   absl::StatusOr<std::string> KeyFor(const Child& child);
+  // The labels the agent is started with.
+  std::map<std::string, std::string> LabelsOf(const Child& child) const;
   void CloseStdin(Child* child);
   void Record(const Child& child, const std::string& event, const std::string& detail);
   void WatchChildren();

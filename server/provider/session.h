@@ -7,6 +7,7 @@
 // stop its runs and exit, and closing it (taed gone) makes the agent exit and leave its runs to
 // be adopted. LocalProvider supervises sessions like its local agents (restart with backoff).
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,9 @@ struct AgentSession {
   std::string provider;           // "ssh", "gcloud-tpu": what `taectl agents --provider` shows
   std::vector<std::string> argv;  // argv[0] is the path to execute
   std::vector<std::pair<std::string, std::string>> env;  // added to taed's environment
+  // The labels its command gives the agent (--labels): its credential is minted with their
+  // placement labels (server/registry/placement.h), which it must then register with.
+  std::map<std::string, std::string> labels;
 };
 
 }  // namespace tae::provider

@@ -268,9 +268,7 @@ std::string TpuAgentId(const TpuWorker& worker) {
   return absl::StrCat(worker.vm, "-w", worker.index);
 }
 
-std::string TpuAgentCommand(const TpuPool& pool, const TpuWorker& worker) {
-  const std::string id = TpuAgentId(worker);
-  const std::string work_dir = absl::StrCat(pool.work_dir, "/", id);
+std::map<std::string, std::string> TpuAgentLabels(const TpuPool& pool, const TpuWorker& worker) {
   std::map<std::string, std::string> labels = pool.labels;
   labels["provider"] = "gcloud-tpu";
   labels["slice"] = worker.vm;
@@ -279,8 +277,14 @@ std::string TpuAgentCommand(const TpuPool& pool, const TpuWorker& worker) {
   if (!worker.ip.empty()) {
     labels["addr"] = worker.ip;
   }
+  return labels;
+}
+
+std::string TpuAgentCommand(const TpuPool& pool, const TpuWorker& worker) {
+  const std::string id = TpuAgentId(worker);
+  const std::string work_dir = absl::StrCat(pool.work_dir, "/", id);
   std::vector<std::string> pairs;
-  for (const auto& [key, value] : labels) {
+  for (const auto& [key, value] : TpuAgentLabels(pool, worker)) {
     pairs.push_back(absl::StrCat(key, "=", value));
   }
   // In a container: the host's network (the tunnel's end is the host's loopback) and devices

@@ -97,6 +97,9 @@ std::vector<std::string> TpuQueuedDeleteArgs(const TpuPool& pool, const std::str
 std::string TpuAgentId(const TpuWorker& worker);
 // The remote command that runs the worker's agent (one string for the worker's shell).
 std::string TpuAgentCommand(const TpuPool& pool, const TpuWorker& worker);
+// The labels TpuAgentCommand gives the worker's agent: the pool's, provider=gcloud-tpu,
+// slice=VM, worker=INDEX, zone and (when known) addr=IP.
+std::map<std::string, std::string> TpuAgentLabels(const TpuPool& pool, const TpuWorker& worker);
 // `compute tpus tpu-vm ssh` of the worker's long-lived agent session: strict host key checking
 // (taed pins the keys, TpuKnownHostsLine), the reverse forward of 127.0.0.1:tunnel_port to
 // `tunnel_target` (taed's loopback agent address) and keepalives.

@@ -342,6 +342,7 @@ void TpuProvider::StartAgents(const TpuPool& pool, const Vm& vm) {
     session.id = TpuAgentId(worker);
     session.provider = "gcloud-tpu";
     session.argv = TpuSshArgs(pool, worker, options_.tunnel_target);
+    session.labels = TpuAgentLabels(pool, worker);
     session.argv.insert(session.argv.begin(), options_.gcloud);
     session.env = {{"HOME", options_.ssh_home}};
     if (!options_.cloudsdk_config.empty()) {

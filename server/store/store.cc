@@ -566,13 +566,28 @@ absl::Status Store::PutCredential(const model::CredentialRecord& credential) {
   ASSIGN_OR_RETURN(
       Statement stmt,
       db_.Prepare(
-          "INSERT INTO agent_credentials (agent_id, secret_sha256, how, enrolled_at) "
-          "VALUES (?,?,?,?) ON CONFLICT(agent_id) DO UPDATE SET secret_sha256 = "
-          "excluded.secret_sha256, how = excluded.how, enrolled_at = excluded.enrolled_at"));
+          "INSERT INTO agent_credentials (agent_id, secret_sha256, how, enrolled_at, placement) "
+          "VALUES (?,?,?,?,?) ON CONFLICT(agent_id) DO UPDATE SET secret_sha256 = "
+          "excluded.secret_sha256, how = excluded.how, enrolled_at = excluded.enrolled_at, "
+          "placement = excluded.placement"));
   stmt.Bind(1, credential.agent_id)
       .Bind(2, credential.secret_sha256)
       .Bind(3, credential.how)
       .Bind(4, credential.enrolled_at);
+  if (credential.placement.has_value()) {
+    stmt.Bind(5, nlohmann::json(*credential.placement).dump());
+  } else {
+    stmt.BindNull(5);
+  }
+  return stmt.Run();
+}
+
+absl::Status Store::BindCredentialPlacement(const std::string& agent_id,
+                                            const std::map<std::string, std::string>& placement) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("UPDATE agent_credentials SET placement = ? WHERE agent_id = ? "
+                               "AND revoked_at IS NULL"));
+  stmt.Bind(1, nlohmann::json(placement).dump()).Bind(2, agent_id);
   return stmt.Run();
 }
 
@@ -588,10 +603,19 @@ absl::Status Store::RevokeCredential(const std::string& agent_id, const std::str
   return stmt.Run();
 }
 
+absl::Status Store::RetireCredential(const std::string& agent_id) {
+  ASSIGN_OR_RETURN(Statement stmt,
+                   db_.Prepare("UPDATE agent_credentials SET secret_sha256 = '', how = 'retired' "
+                               "WHERE agent_id = ? AND revoked_at IS NULL"));
+  stmt.Bind(1, agent_id);
+  return stmt.Run();
+}
+
 absl::StatusOr<std::vector<model::CredentialRecord>> Store::ListCredentials() {
   ASSIGN_OR_RETURN(Statement stmt,
                    db_.Prepare("SELECT agent_id, secret_sha256, how, enrolled_at, revoked_at, "
-                               "revoked_reason FROM agent_credentials ORDER BY agent_id"));
+                               "revoked_reason, placement FROM agent_credentials ORDER BY "
+                               "agent_id"));
   std::vector<model::CredentialRecord> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -607,6 +631,19 @@ absl::StatusOr<std::vector<model::CredentialRecord>> Store::ListCredentials() {
       c.revoked_at = stmt.Double(4);
     }
     c.revoked_reason = stmt.Text(5);
+    if (!stmt.IsNull(6)) {
+      // Written by this store only; unreadable (hand-edited): bound to nothing, which no
+      // registration matches but an empty declaration.
+      const nlohmann::json labels = nlohmann::json::parse(stmt.Text(6), nullptr, false);
+      c.placement.emplace();
+      if (labels.is_object()) {
+        for (const auto& [key, value] : labels.items()) {
+          if (value.is_string()) {
+            (*c.placement)[key] = value.get<std::string>();
+          }
+        }
+      }
+    }
     out.push_back(std::move(c));
   }
   return out;

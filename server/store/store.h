@@ -206,6 +206,13 @@ class Store {
   // Agent credentials (migration 0010).
   absl::Status PutCredential(const model::CredentialRecord& credential);
   absl::Status RevokeCredential(const std::string& agent_id, const std::string& reason, double now);
+  // The agent's credential stops working (its secret's hash is cleared, `how` becomes
+  // "retired"); unlike a revocation, a provider may mint the id a new one later.
+  absl::Status RetireCredential(const std::string& agent_id);
+  // Binds placement labels to the agent's live credential (an enrolled agent's first
+  // registration).
+  absl::Status BindCredentialPlacement(const std::string& agent_id,
+                                       const std::map<std::string, std::string>& placement);
   absl::StatusOr<std::vector<model::CredentialRecord>> ListCredentials();
 
   // The connection, for the read side (server/query) on the same thread, and for tests.

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -22,7 +23,9 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "grpcpp/create_channel.h"
 #include "nlohmann/json.hpp"
+#include "tae/v1/agent_link.grpc.pb.h"
 #include "tests/integration/fake_k8s.h"
 #include "tests/integration/fake_tpu_api.h"  // ReadFile
 #include "tests/integration/harness.h"
@@ -101,6 +104,32 @@ size_t Count(const std::vector<std::string>& lines, const std::string& text) {
     n += absl::StrContains(line, text) ? 1 : 0;
   }
   return n;
+}
+
+// What taed answers an agent that presents `credential` and registers as `id`: OK once it is
+// registered, UNAUTHENTICATED for a credential that works no longer.
+grpc::StatusCode RegisterWith(const Cluster& cluster, const std::string& id,
+                              const std::string& credential) {
+  auto stub = tae::v1::AgentLink::NewStub(grpc::CreateChannel(
+      FirstLine(cluster.home() + "/agent.addr"), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + credential);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto stream = stub->Connect(&ctx);
+  tae::v1::AgentMessage hello;
+  hello.mutable_register_()->set_agent_id(id);
+  hello.mutable_register_()->set_slots(1);
+  hello.mutable_register_()->set_host("kept-a-copy");
+  stream->Write(hello);
+  tae::v1::TaedMessage in;
+  while (stream->Read(&in)) {
+    if (in.has_registered()) {
+      ctx.TryCancel();
+      stream->Finish().ok();
+      return grpc::StatusCode::OK;
+    }
+  }
+  return stream->Finish().error_code();
 }
 
 // A cluster with the fake's kubelet, a LocalQueue `tpu-queue` in namespace ml (no quota yet),
@@ -237,6 +266,21 @@ TEST_CASE(
     CHECK(labels.at("pool") == "v5e");
     CHECK(labels.at("accelerator") == "tpu");
   }
+  // Each pod's agent took its own credential out of the pod's credential volume as it started:
+  // nothing there for its jobs to read.
+  // (The kubelet keeps a pod's directory after the pod ends.)
+  int pod_dirs = 0;
+  for (const auto& pod : std::filesystem::directory_iterator(k8s.dir().path() + "/pods/ml")) {
+    if (!absl::StartsWith(pod.path().filename().string(), "tae-v5e-1-")) {
+      continue;
+    }
+    ++pod_dirs;
+    const std::filesystem::path volume = pod.path() / "volumes" / "credential";
+    INFO(volume);
+    CHECK(std::filesystem::is_directory(volume));
+    CHECK(std::filesystem::is_empty(volume));
+  }
+  CHECK(pod_dirs == 2);
   // The agents' credentials went into the Secret only: never into a provider event.
   const nlohmann::json secret = k8s.KubectlJson({"get", "secret", "tae-v5e-1"});
   std::vector<std::string> tokens;
@@ -261,6 +305,12 @@ TEST_CASE(
   CHECK(Count(Events(cluster, "delete"), "tae-v5e-1: idle for ") == 1);
   CHECK(WaitUntil([&] { return Names(k8s, "secrets", "tae.dev/owned=true").empty(); }, 30));
   CHECK(WaitUntil([&] { return k8s.Control("GET", "pods").empty(); }, 30));
+  // A job on the slice that kept a copy of its pod's credential holds nothing once the slice is
+  // deleted: the credentials died with it.
+  for (size_t w = 0; w < tokens.size(); ++w) {
+    CHECK(RegisterWith(cluster, "tae-v5e-1-w" + std::to_string(w), tokens[w]) ==
+          grpc::StatusCode::UNAUTHENTICATED);
+  }
 
   // 4. Work again, then the day ends: `taectl down` deletes what TAE made there, and only that.
   REQUIRE(cluster.Taectl({"submit", cluster.dir().Write("b.toml", GkeSpec("gke-b", 2000, 0))})

@@ -82,6 +82,56 @@ TEST_CASE("enrolment gives each id one credential, providers re-key, revoked ids
   }
 }
 
+TEST_CASE("credentials die with what they were minted for, and may be minted again after") {
+  boost::asio::io_context io;
+  auto store = store::Store::Open(":memory:");
+  REQUIRE(store.ok());
+  registry::CredentialTable table;
+  controller::Options options;
+  options.credentials = &table;
+  controller::Controller controller(&io, store->get(), options);
+
+  auto enrolled = controller.Enrol("hand-1");
+  auto local = controller.MintCredential("local-0");
+  auto pod0 = controller.MintCredential("tae-v5e-1-w0", "gke");
+  auto pod1 = controller.MintCredential("tae-v5e-1-w1", "gke");
+  auto other = controller.MintCredential("tae-v5e-2-w0", "gke");
+  for (const auto* key : {&enrolled, &local, &pod0, &pod1, &other}) {
+    REQUIRE(key->ok());
+  }
+  // A deleted slice: exactly its pods' credentials stop working, another slice's do not.
+  CHECK(controller.RetireCredentials("gke", {"tae-v5e-1-w0", "tae-v5e-1-w1", "local-0"},
+                                     "its gke slice was deleted") == 2);
+  CHECK_FALSE(table.Authenticate(*pod0).has_value());
+  CHECK_FALSE(table.Authenticate(*pod1).has_value());
+  CHECK(table.Authenticate(*other) == std::optional<std::string>("tae-v5e-2-w0"));
+  CHECK(table.Authenticate(*local) == std::optional<std::string>("local-0"));
+  // Again: nothing left to retire.
+  CHECK(controller.RetireCredentials("gke", {"tae-v5e-1-w0"}, "again") == 0);
+  // taed stops (or starts again): every credential minted for an agent it starts dies; the
+  // enrolled agent's and the other slice's live on.
+  CHECK(controller.RetireCredentials("provider", {}, "taed stopped its agents") == 1);
+  CHECK_FALSE(table.Authenticate(*local).has_value());
+  CHECK(table.Authenticate(*enrolled) == std::optional<std::string>("hand-1"));
+  CHECK(table.Authenticate(*other).has_value());
+  // The store agrees after a restart, and no secret is left in it for a retired id.
+  auto stored = (*store)->ListCredentials();
+  REQUIRE(stored.ok());
+  registry::CredentialTable reloaded;
+  reloaded.Load(*stored);
+  for (const auto* key : {&local, &pod0, &pod1}) {
+    CHECK_FALSE(reloaded.Authenticate(**key).has_value());
+  }
+  CHECK(reloaded.Authenticate(*other).has_value());
+  CHECK(reloaded.Authenticate(*enrolled).has_value());
+  // Retired is not revoked: a slice of the same name later gets its pods fresh credentials,
+  // while the enrolment token still cannot take the id.
+  auto again = controller.MintCredential("tae-v5e-1-w0", "gke");
+  REQUIRE(again.ok());
+  CHECK(table.Authenticate(*again) == std::optional<std::string>("tae-v5e-1-w0"));
+  CHECK(controller.Enrol("tae-v5e-1-w1").status().code() == absl::StatusCode::kAlreadyExists);
+}
+
 class CountingChannel final : public registry::AgentChannel {
  public:
   void Send(const tae::v1::TaedMessage&) override {}
