@@ -118,7 +118,7 @@ absl::StatusOr<ChunkResult> BlobStore::WriteChunk(std::string_view hash, uint64_
                                                    offset, "..", offset + data.size(),
                                                    " past its size ", total_size));
   }
-  if (Has(hash)) {
+  if (!answer_as_missing_ && Has(hash)) {
     return ChunkResult{true, 0};
   }
   if (offset == 0 && data.size() == total_size && partial_.count(hash) == 0) {

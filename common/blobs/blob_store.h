@@ -70,6 +70,11 @@ class BlobStore {
   // and Sync() makes everything written so far durable at once (one syncfs instead of one fsync
   // per file: a 10,000-file upload would otherwise spend seconds in fsync).
   void set_fsync_each(bool on) { fsync_each_ = on; }
+  // true: WriteChunk writes and answers a blob that is stored already exactly as one that is not
+  // (its bytes hashed, its ranges counted, stored again over the same content), so an uploader
+  // learns nothing from the answer about what others stored (checkpoints: docs/security.md).
+  // false (the default): a chunk of a stored blob is answered complete at once, unwritten.
+  void set_answer_as_missing(bool on) { answer_as_missing_ = on; }
   // Makes the blobs stored since the last Sync durable: a few are fsync'ed one by one (with
   // their directories), many with one syncfs.
   absl::Status Sync();
@@ -87,6 +92,7 @@ class BlobStore {
   static constexpr size_t kFsyncEachUpTo = 64;
   std::string root_;
   bool fsync_each_ = true;
+  bool answer_as_missing_ = false;
   std::vector<std::string> unsynced_;  // blobs stored since the last Sync (when !fsync_each_)
   std::unique_ptr<std::unordered_set<std::string>> index_;
   // Per partial upload: total size and the byte ranges received so far (merged).

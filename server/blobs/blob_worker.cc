@@ -4,12 +4,14 @@
 
 namespace tae::blobs {
 
-absl::StatusOr<std::unique_ptr<BlobWorker>> BlobWorker::Start(const std::string& root) {
+absl::StatusOr<std::unique_ptr<BlobWorker>> BlobWorker::Start(const std::string& root,
+                                                              bool answer_as_missing) {
   absl::StatusOr<BlobStore> store = BlobStore::Open(root);
   if (!store.ok()) {
     return store.status();
   }
   store->set_fsync_each(false);
+  store->set_answer_as_missing(answer_as_missing);
   if (absl::Status indexed = store->EnableIndex(); !indexed.ok()) {
     return indexed;
   }

@@ -22,7 +22,9 @@ class BlobWorker {
  public:
   // Opens the store at `root` (blobs are synced once per PutBlobs call, not per file) and starts
   // the thread.
-  static absl::StatusOr<std::unique_ptr<BlobWorker>> Start(const std::string& root);
+  // `answer_as_missing`: BlobStore::set_answer_as_missing (the checkpoint store).
+  static absl::StatusOr<std::unique_ptr<BlobWorker>> Start(const std::string& root,
+                                                           bool answer_as_missing = false);
   ~BlobWorker();
 
   // Runs fn(store) on the worker thread, in posting order.

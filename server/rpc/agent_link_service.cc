@@ -428,14 +428,30 @@ grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* AgentLinkService::FetchBlobs
         grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
   }
   // Only the blobs of the snapshots (or checkpoints) of runs the caller holds.
-  BlobFetchGate gate = [this, request,
-                        caller = *std::move(caller)](std::function<void(grpc::Status)> answer) {
+  BlobFetchGate gate = [this, request, caller = *caller](std::function<void(grpc::Status)> answer) {
     boost::asio::post(*core_, [this, request, caller, answer = std::move(answer)] {
       const std::vector<std::string> hashes(request->hashes().begin(), request->hashes().end());
       answer(ToGrpc(controller_->MayFetchBlobs(caller, request->checkpoints(), hashes)));
     });
   };
-  return NewBlobFetch(request->checkpoints() ? checkpoint_blobs_ : blobs_, request, gate);
+  // Identity for the life of the call, as on a Connect stream: a fetch of many blobs stops at
+  // the next chunk once the credential is revoked or replaced, or past the stream lifetime.
+  constexpr std::string_view kPrefix = "Bearer ";
+  BlobFetchCheck check = [credentials = credentials_, caller = *caller,
+                          presented = std::string(Authorization(ctx).substr(kPrefix.size())),
+                          controller = controller_, opened_at = controller_->Now()] {
+    if (credentials->Authenticate(presented) != std::optional<std::string>(caller)) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "the agent's credential is no longer valid (revoked or replaced)");
+    }
+    if (controller->Now() - opened_at > tae::v1::kTaedStreamLifetimeS) {
+      return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                          "the fetch reached the stream lifetime; fetch the rest again");
+    }
+    return grpc::Status::OK;
+  };
+  return NewBlobFetch(request->checkpoints() ? checkpoint_blobs_ : blobs_, request, gate,
+                      std::move(check));
 }
 
 }  // namespace tae::rpc

@@ -95,8 +95,8 @@ constexpr uint64_t kFetchChunk = 1 << 20;
 class BlobFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk> {
  public:
   BlobFetch(blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request,
-            const BlobFetchGate& gate)
-      : blobs_(blobs), request_(request) {
+            const BlobFetchGate& gate, BlobFetchCheck check)
+      : blobs_(blobs), request_(request), check_(std::move(check)) {
     for (int i = 0; i < request->hashes_size(); ++i) {
       if (!blobs::IsBlobHash(request->hashes(i))) {
         Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -135,6 +135,12 @@ class BlobFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk
       return;
     }
     blobs_->Post([this](blobs::BlobStore& store) {
+      if (check_) {
+        if (grpc::Status still = check_(); !still.ok()) {
+          Finish(std::move(still));
+          return;
+        }
+      }
       const std::string& hash = request_->hashes(index_);
       absl::StatusOr<uint64_t> size = store.Size(hash);
       absl::StatusOr<std::string> data =
@@ -159,6 +165,7 @@ class BlobFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk
 
   blobs::BlobWorker* blobs_;
   const tae::v1::FetchBlobsRequest* request_;
+  const BlobFetchCheck check_;
   tae::v1::FetchBlobsChunk chunk_;
   int index_ = 0;
   uint64_t offset_ = 0;
@@ -173,9 +180,9 @@ class RejectedFetch final : public grpc::ServerWriteReactor<tae::v1::FetchBlobsC
 }  // namespace
 
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* NewBlobFetch(
-    blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request,
-    const BlobFetchGate& gate) {
-  return new BlobFetch(blobs, request, gate);
+    blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request, const BlobFetchGate& gate,
+    BlobFetchCheck check) {
+  return new BlobFetch(blobs, request, gate, std::move(check));
 }
 
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* RejectedBlobFetch(grpc::Status status) {

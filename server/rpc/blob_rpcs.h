@@ -45,12 +45,16 @@ void PostWriteChunks(blobs::BlobWorker* blobs, const tae::v1::PutCheckpointBlobs
 // Asked once, with well-formed hashes, before a fetch reads anything: answers (once, from any
 // thread) OK to go on, or the status the fetch finishes with.
 using BlobFetchGate = std::function<void(std::function<void(grpc::Status)>)>;
+// Asked before each chunk (from the blob worker's thread): OK to go on, or the status the fetch
+// finishes with (the caller's credential revoked or replaced, the call past its lifetime).
+using BlobFetchCheck = std::function<grpc::Status()>;
 
 // A reactor streaming the bytes of request->hashes() from `blobs`, in 1 MiB chunks, one read on
-// the blob worker per write; with a gate, only once the gate allowed it.
+// the blob worker per write; with a gate, only once the gate allowed it; with a check, only while
+// it holds.
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* NewBlobFetch(
     blobs::BlobWorker* blobs, const tae::v1::FetchBlobsRequest* request,
-    const BlobFetchGate& gate = nullptr);
+    const BlobFetchGate& gate = nullptr, BlobFetchCheck check = nullptr);
 // A reactor that only finishes with `status`.
 grpc::ServerWriteReactor<tae::v1::FetchBlobsChunk>* RejectedBlobFetch(grpc::Status status);
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/snapshot/snapshot.h"
 #include "tests/unit/temp_dir.h"
 
@@ -119,6 +121,46 @@ TEST_CASE("a dropped partial upload leaves neither its bytes nor its bookkeeping
   // Starting again from scratch works.
   REQUIRE(store->WriteChunk(hash, 0, content.size(), content).ok());
   CHECK(store->Has(hash));
+}
+
+// The checkpoint store: what an upload is answered must not tell the uploader whether someone
+// else stored the blob already.
+TEST_CASE("with answer_as_missing, a stored blob's upload is answered as a missing one's",
+          "[blobs]") {
+  TempDir dir;
+  std::string content(3000, 'q');
+  const std::string hash = Sha256Hex(content);
+  // The same uploads, in the same order, against a store without the blob and one with it.
+  auto answers = [&](bool stored) {
+    auto store = BlobStore::Open(dir.path() + (stored ? "/with" : "/without"));
+    REQUIRE(store.ok());
+    store->set_answer_as_missing(true);
+    if (stored) {
+      REQUIRE(store->WriteChunk(hash, 0, content.size(), content).ok());
+      REQUIRE(store->Has(hash));
+    }
+    std::vector<std::string> out;
+    auto say = [&](const absl::StatusOr<ChunkResult>& r) {
+      out.push_back(r.ok() ? absl::StrCat(r->complete, "/", r->bytes_written)
+                           : absl::StrCat(absl::StatusCodeToString(r.status().code()), ": ",
+                                          r.status().message()));
+    };
+    // Out of order in three chunks: complete only once every range came.
+    say(store->WriteChunk(hash, 2000, content.size(), content.substr(2000)));
+    say(store->WriteChunk(hash, 0, content.size(), content.substr(0, 1000)));
+    say(store->WriteChunk(hash, 1000, content.size(), content.substr(1000, 1000)));
+    // Whole, with the wrong bytes: refused either way.
+    say(store->WriteChunk(hash, 0, content.size(), std::string(3000, 'x')));
+    // Whole and right.
+    say(store->WriteChunk(hash, 0, content.size(), content));
+    CHECK(store->Has(hash));
+    CHECK(*store->Read(hash, 0, content.size()) == content);
+    return out;
+  };
+  const std::vector<std::string> missing = answers(false);
+  CHECK(missing == std::vector<std::string>{"0/1000", "0/1000", "1/1000", missing[3], "1/3000"});
+  CHECK(absl::StartsWith(missing[3], "DATA_LOSS"));
+  CHECK(answers(true) == missing);
 }
 
 TEST_CASE("an empty blob is stored from one empty chunk", "[blobs]") {
