@@ -76,6 +76,21 @@ std::optional<std::string> CookieValue(std::string_view header, std::string_view
   return std::nullopt;
 }
 
+std::vector<std::string> CookieValues(std::string_view header, std::string_view name) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(Absl(header), ';')) {
+    part = absl::StripAsciiWhitespace(part);
+    const size_t eq = part.find('=');
+    if (eq != absl::string_view::npos && part.substr(0, eq) == Absl(name)) {
+      out.emplace_back(part.substr(eq + 1));
+      if (out.size() == kMaxSameNameCookies) {
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 std::string SessionSetCookie(const Secrets& secrets) {
   return absl::StrCat(
       kSessionCookie, "=", secrets.session,
@@ -99,10 +114,13 @@ Verdict Check(const RequestFacts& request, const Secrets& secrets, int port) {
       return Verdict::kBadOrigin;
     }
   }
-  std::optional<std::string> cookie = CookieValue(request.cookie, kSessionCookie);
   // No session to compare with (none signed in, or the cookie names none) is never a match, an
-  // empty cookie value included.
-  if (!cookie.has_value() || secrets.session.empty() || !SecretEquals(*cookie, secrets.session)) {
+  // empty cookie value included. Any of the cookies of our name may be ours.
+  bool signed_in = false;
+  for (const std::string& cookie : CookieValues(request.cookie, kSessionCookie)) {
+    signed_in = signed_in || (!secrets.session.empty() && SecretEquals(cookie, secrets.session));
+  }
+  if (!signed_in) {
     return Verdict::kNoSession;
   }
   if (post && !SecretEquals(request.csrf, secrets.csrf)) {

@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -70,6 +71,11 @@ bool SecretEquals(std::string_view a, std::string_view b);
 
 // The value of cookie `name` in a Cookie header ("a=1; tae_session=x"), if present.
 std::optional<std::string> CookieValue(std::string_view header, std::string_view name);
+// Every value of cookie `name` in the header, in its order. Cookies are not scoped by port: a
+// page of another 127.0.0.1 port can set one of the same name beside ours, and the browser sends
+// both, so a session is looked for among all of them (at most kMaxSameNameCookies).
+inline constexpr size_t kMaxSameNameCookies = 8;
+std::vector<std::string> CookieValues(std::string_view header, std::string_view name);
 
 // The Set-Cookie header value that signs a browser in (Max-Age kSessionSeconds).
 std::string SessionSetCookie(const Secrets& secrets);
@@ -86,12 +92,12 @@ enum class Verdict {
 };
 
 struct RequestFacts {
-  std::string_view method;      // "GET", "POST", ...
-  std::string_view host;        // the Host header
-  std::string_view origin;      // the Origin header ("" when absent)
-  std::string_view cookie;      // the Cookie header
-  std::string_view csrf;        // the X-CSRF-Token header
-  std::string_view fetch_site;  // the Sec-Fetch-Site header ("" when absent: not a browser)
+  std::string_view method;              // "GET", "POST", ...
+  std::string_view host;                // the Host header
+  std::string_view origin;              // the Origin header ("" when absent)
+  std::string_view cookie;              // the Cookie header
+  std::string_view csrf;                // the X-CSRF-Token header
+  std::string_view fetch_site;          // the Sec-Fetch-Site header ("" when absent: not a browser)
   std::string_view authorization = {};  // the Authorization header ("" when absent)
 };
 

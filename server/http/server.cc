@@ -248,8 +248,10 @@ bool Decide(const bhttp::request<bhttp::string_body>& req, const Secrets& token,
   }
   // The presented session's secrets, or none: Check never matches an empty session.
   std::optional<Secrets> session;
-  if (std::optional<std::string> cookie = CookieValue(facts.cookie, kSessionCookie)) {
-    session = sessions->Find(*cookie, now);
+  for (const std::string& cookie : CookieValues(facts.cookie, kSessionCookie)) {
+    if (!session.has_value()) {
+      session = sessions->Find(cookie, now);
+    }
   }
   const Verdict verdict = Check(facts, session.value_or(Secrets{}), port);
   if (verdict != Verdict::kAllowed) {

@@ -70,6 +70,26 @@ TEST_CASE("cookies are read by name from a Cookie header") {
   CHECK(CookieValue("a=1; tae_session=xyz; b=2", "tae_session") == "xyz");
   CHECK(CookieValue("tae_session_x=1", "tae_session") == std::nullopt);
   CHECK(CookieValue("", "tae_session") == std::nullopt);
+  CHECK(CookieValues("tae_session=other; a=1; tae_session=xyz", "tae_session") ==
+        std::vector<std::string>{"other", "xyz"});
+  CHECK(CookieValues("a=1", "tae_session").empty());
+  std::string many;
+  for (int i = 0; i < 20; ++i) {
+    many += "tae_session=" + std::to_string(i) + "; ";
+  }
+  CHECK(CookieValues(many, "tae_session").size() == kMaxSameNameCookies);
+}
+
+// Another 127.0.0.1 port's page can set a cookie of our name (cookies are not scoped by port);
+// the browser then sends both, in an order it chooses: ours still signs the request in.
+TEST_CASE("a cookie of our name set by another local port does not sign the dashboard out") {
+  const std::string ours = std::string(kSessionCookie) + "=" + kSecrets.session;
+  const std::string theirs = std::string(kSessionCookie) + "=set-by-another-port";
+  for (const std::string& header : {theirs + "; " + ours, ours + "; " + theirs}) {
+    INFO(header);
+    CHECK(Check(Facts("GET", "127.0.0.1:8750", header), kSecrets, 8750) == Verdict::kAllowed);
+  }
+  CHECK(Check(Facts("GET", "127.0.0.1:8750", theirs), kSecrets, 8750) == Verdict::kNoSession);
 }
 
 TEST_CASE("a GET needs the session cookie and our loopback Host") {
