@@ -41,18 +41,24 @@ plot::ScaleFigure ScaleFigureOf(const tae::v1::ReportResponse& report, int index
     figure.E = fit.irreducible().value();
     figure.A = fit.coefficient();
     figure.alpha = fit.exponent().value();
-    figure.subtitle = absl::StrCat("L = E + A·(m·N)^-α:  α = ", WithInterval(fit.exponent()),
-                                   ",  E = ", WithInterval(fit.irreducible()));
+    figure.subtitle =
+        absl::StrCat("L = E + A·(m·N)^-α:  α = ", WithInterval(fit.exponent()), ",  E = ",
+                     fit.irreducible().value() == 0 && !std::isfinite(fit.irreducible().lo())
+                         ? std::string("0 (at its floor)")
+                         : WithInterval(fit.irreducible()));
   } else {
     figure.alpha = NAN;
     figure.subtitle = absl::StrCat("no fit: ", fit.why());
   }
   figure.at = fit.at();
+  figure.log_size_ref = fit.curve_log_size_ref();
   for (int v = 0; v < fit.variants_size(); ++v) {
     const tae::v1::ScaleVariant& variant = fit.variants(v);
     plot::ScaleLine& line = figure.lines.emplace_back();
     line.name = variant.variant();
-    line.multiplier = fit.ok() ? variant.multiplier().value() : NAN;
+    // The curve of the model alpha, E and A come from (with a trend model, m drifts with N).
+    line.multiplier = fit.ok() ? std::exp(variant.curve_log_multiplier()) : NAN;
+    line.slope = variant.curve_slope();
     if (v == 0) {
       line.detail = "baseline (m = 1)";
     } else if (fit.ok()) {
@@ -79,8 +85,8 @@ plot::ScaleFigure ScaleFigureOf(const tae::v1::ReportResponse& report, int index
   }
   if (fit.ok()) {
     figure.notes.push_back(
-        "lines: the fitted law with each variant's constant multiplier; bars and bands: 95% CI of "
-        "the rung's mean over seeds");
+        "lines: the fitted law, each variant's multiplier drifting with N as the trend model "
+        "fits it; bars and bands: 95% CI of the rung's mean over seeds");
   }
   return figure;
 }

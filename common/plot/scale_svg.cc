@@ -34,8 +34,9 @@ std::string Point(double x, double y) { return SvgNumber(x) + "," + SvgNumber(y)
 
 }  // namespace
 
-double ScaleLaw(const ScaleFigure& figure, double multiplier, double n) {
-  return figure.E + figure.A * std::pow(multiplier * n, -figure.alpha);
+double ScaleLaw(const ScaleFigure& figure, double multiplier, double n, double slope) {
+  const double m = multiplier * std::exp(slope * (std::log(n) - figure.log_size_ref));
+  return figure.E + figure.A * std::pow(m * n, -figure.alpha);
 }
 
 std::string RenderScaleSvg(const ScaleFigure& figure) {
@@ -88,14 +89,22 @@ std::string RenderScaleSvg(const ScaleFigure& figure) {
   if (law) {
     for (const ScaleLine& line : figure.lines) {
       if (std::isfinite(line.multiplier) && line.multiplier > 0) {
-        add_y(ScaleLaw(figure, line.multiplier, x_lo));
-        add_y(ScaleLaw(figure, line.multiplier, x_hi));
+        add_y(ScaleLaw(figure, line.multiplier, x_lo, line.slope));
+        add_y(ScaleLaw(figure, line.multiplier, x_hi, line.slope));
       }
     }
   }
   const PlotAxis x = LogAxis(x_lo, x_hi, 0.06);
   const PlotAxis y = y_lo > 0 ? LogAxis(y_lo, y_hi, 0.06) : LinearAxis(y_lo, y_hi, 0.08);
-  const double notes_h = kNoteRow * static_cast<double>(figure.notes.size());
+  // Notes and legend details wrapped to the figure (about 6 px a character at 11 px).
+  const size_t note_columns = static_cast<size_t>(std::max(40.0, (width - kLeft - 16) / 6.2));
+  std::vector<std::string> note_lines;
+  for (const std::string& note : figure.notes) {
+    for (std::string& line : WrapWords(note, note_columns)) {
+      note_lines.push_back(std::move(line));
+    }
+  }
+  const double notes_h = kNoteRow * static_cast<double>(note_lines.size());
   const double plot_w = width - kLeft - kLegendWidth - 24;
   const double plot_h = std::max(120.0, height - kTop - kBottom - notes_h);
   auto X = [&](double v) { return kLeft + plot_w * x.Fraction(v); };
@@ -173,7 +182,7 @@ std::string RenderScaleSvg(const ScaleFigure& figure) {
       const double to = std::log10(x.hi);
       for (int i = 0; i < kCurvePoints; ++i) {
         const double n = std::pow(10.0, from + (to - from) * i / (kCurvePoints - 1));
-        const double v = ScaleLaw(figure, line.multiplier, n);
+        const double v = ScaleLaw(figure, line.multiplier, n, line.slope);
         if (!std::isfinite(v) || (y.log && v <= 0)) {
           continue;
         }
@@ -201,19 +210,25 @@ std::string RenderScaleSvg(const ScaleFigure& figure) {
   // The legend: name, then the multiplier and trend.
   const double legend_x = width - kLegendWidth - 8;
   out += "<g class=\"legend\" font-size=\"12\" fill=\"#222\">\n";
+  double top = kTop;
   for (std::size_t k = 0; k < count; ++k) {
-    const double top = kTop + kLegendRow * static_cast<double>(k);
     out += "<g class=\"legend-entry\"><rect x=\"" + SvgNumber(legend_x) + "\" y=\"" +
            SvgNumber(top) + "\" width=\"22\" height=\"10\" fill=\"" + SeriesColour(k) + "\"/>";
     out += "<text x=\"" + SvgNumber(legend_x + 30) + "\" y=\"" + SvgNumber(top + 10) + "\">" +
            XmlEscape(figure.lines[k].name) + "</text>";
-    out += "<text class=\"legend-detail\" x=\"" + SvgNumber(legend_x + 30) + "\" y=\"" +
-           SvgNumber(top + 24) + "\" font-size=\"11\" fill=\"#555\">" +
-           XmlEscape(figure.lines[k].detail) + "</text></g>\n";
+    out += "<text class=\"legend-detail\" font-size=\"11\" fill=\"#555\">";
+    const std::vector<std::string> detail = WrapWords(figure.lines[k].detail, 36);
+    for (size_t i = 0; i < detail.size(); ++i) {
+      out += "<tspan x=\"" + SvgNumber(legend_x + 30) + "\" y=\"" +
+             SvgNumber(top + 24 + 13 * static_cast<double>(i)) + "\">" + XmlEscape(detail[i]) +
+             "</tspan>";
+    }
+    out += "</text></g>\n";
+    top += kLegendRow + 13 * static_cast<double>(detail.size() - 1);
   }
   out += "</g>\n";
   double note_y = kTop + plot_h + 62;
-  for (const std::string& note : figure.notes) {
+  for (const std::string& note : note_lines) {
     SvgText(out, "note", kLeft, note_y, "start", "font-size=\"11\" fill=\"#8a4b00\"", note);
     note_y += kNoteRow;
   }

@@ -25,7 +25,8 @@ struct ScaleMark {
 struct ScaleLine {
   std::string name;              // legend text; escaped on output
   std::string detail;            // the legend's second line: "m = 1.12 [1.05, 1.19], trend none"
-  double multiplier = 0;         // the fitted curve's m; non-finite: no curve
+  double multiplier = 0;         // the curve's m (at N = exp(log_size_ref)); non-finite: no curve
+  double slope = 0;              // d log m / d log N of the curve (a trend model's), else 0
   std::vector<ScaleMark> marks;  // one per rung it has a value at
 };
 
@@ -38,6 +39,7 @@ struct ScaleFigure {
   double E = 0;
   double A = 0;
   double alpha = 0;
+  double log_size_ref = 0;       // where a line's multiplier is taken when its slope is not 0
   double at = 0;                 // > 0: extend the curves there and mark it
   std::vector<ScaleLine> lines;  // the baseline first
   std::vector<std::string> notes;
@@ -45,8 +47,9 @@ struct ScaleFigure {
   int height = 560;
 };
 
-// The law's value for multiplier m at size n: E + A·(m·n)^-alpha.
-double ScaleLaw(const ScaleFigure& figure, double multiplier, double n);
+// The law's value for multiplier m at size n: E + A·(m(n)·n)^-alpha, with
+// m(n) = m·exp(slope·(log n - log_size_ref)).
+double ScaleLaw(const ScaleFigure& figure, double multiplier, double n, double slope = 0);
 
 // A complete standalone SVG document; without any drawable mark, one that says "no rung has a
 // value yet".

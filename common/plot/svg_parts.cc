@@ -53,6 +53,36 @@ PlotAxis LogAxis(double lo, double hi, double pad) {
   return axis;
 }
 
+std::vector<std::string> WrapWords(const std::string& text, size_t columns) {
+  const auto width = [](const std::string& s) {
+    size_t n = 0;
+    for (unsigned char c : s) {
+      n += (c & 0xC0) != 0x80 ? 1 : 0;
+    }
+    return n;
+  };
+  std::vector<std::string> lines;
+  std::string line;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) {
+      end = text.size();
+    }
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && width(line) + 1 + width(word) > columns) {
+      lines.push_back(line);
+      line.clear();
+    }
+    line += line.empty() ? word : " " + word;
+    start = end + 1;
+  }
+  if (!line.empty() || lines.empty()) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
 std::string SvgOpen(double width, double height) {
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + SvgNumber(width) + "\" height=\"" +

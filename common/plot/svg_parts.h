@@ -29,6 +29,10 @@ PlotAxis LogAxisIfWide(double lo, double hi, double min_ratio = 10);
 PlotAxis LogAxis(double lo, double hi, double pad = 0.06);
 
 // <?xml ...?><svg ...> with a white background; the caller closes it with "</svg>\n".
+// `text` broken at spaces into lines of at most `columns` characters (UTF-8 sequences count as
+// one); a word longer than that is a line of its own.
+std::vector<std::string> WrapWords(const std::string& text, size_t columns);
+
 std::string SvgOpen(double width, double height);
 // <text class="cls" x y text-anchor="anchor" attributes>text</text>, text escaped.
 void SvgText(std::string& out, const std::string& cls, double x, double y,

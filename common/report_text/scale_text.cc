@@ -76,9 +76,10 @@ void RenderFit(const tae::v1::ScaleFit& fit, std::string* out) {
     absl::StrAppend(out, "no fit: ", fit.why(), "\n");
     return;
   }
-  absl::StrAppend(out, "exponent α = ", WithInterval(fit.exponent()),
-                  "   E = ", WithInterval(fit.irreducible()), "   A = ", Num(fit.coefficient()),
-                  "\n\n");
+  const bool e_at_floor = fit.irreducible().value() == 0 && !std::isfinite(fit.irreducible().lo());
+  absl::StrAppend(out, "exponent α = ", WithInterval(fit.exponent()), "   E = ",
+                  e_at_floor ? "0 (at its floor: not identified)" : WithInterval(fit.irreducible()),
+                  "   A = ", Num(fit.coefficient()), "\n\n");
   Table variants(
       {"variant", "multiplier m [95% CI]",
        absl::StrCat("trend (slope d log m / d log N [", Percent(fit.trend_level()), " CI])")});

@@ -522,6 +522,23 @@ LadderResult AnalyzeLadder(const LadderData& data, const LadderOptions& options)
   const LadderFit& shared = result.trend_fit.ok ? result.trend_fit : result.fit;
   result.exponent = Interval(shared.alpha, alphas, options.alpha, dof);
   result.irreducible = Interval(shared.E, es, options.alpha, dof);
+  // E at its floor: the losses are far above the loss they tend to, so the ladder cannot tell E
+  // from alpha (a larger E with a larger alpha fits as well within the seeds' noise, but every
+  // fit runs to the floor). An interval of draws that all sit there would claim E = 0 for sure.
+  double min_y = std::numeric_limits<double>::infinity();
+  for (const LadderPoint& point : data.points) {
+    if (std::isfinite(point.value) && point.value > 0) {
+      min_y = std::min(min_y, point.value);
+    }
+  }
+  if (shared.E < kLadderEFloor * min_y) {
+    result.irreducible = {0, kNaN, kNaN};
+    result.warnings.push_back(
+        "E is fitted at 0, its floor: these losses are far from the loss they tend to, so the "
+        "ladder cannot tell E from α; α and the multipliers are those of L = A·(m·N)^-α, and "
+        "their intervals leave out what E's uncertainty would add (a ladder that reaches lower "
+        "losses, more rungs or longer training, would tell)");
+  }
   result.variants[0].multiplier = {1, 1, 1};
   for (int v = 1; v < data.variants; ++v) {
     LadderVariant& out = result.variants[v];

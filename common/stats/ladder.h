@@ -104,7 +104,9 @@ struct LadderResult {
   // alpha and E: the trend model's when there is one (a variant whose multiplier drifts, forced
   // into a constant one, would bend them), else the constant model's.
   Estimate exponent;
-  Estimate irreducible;                 // E
+  // E; {0, NaN, NaN} when fitted at its floor (below kLadderEFloor of the smallest loss: not
+  // identified, with a warning saying so).
+  Estimate irreducible;
   std::vector<LadderVariant> variants;  // per variant, the baseline first
   // Intervals need >= 2 seeds in every cell (a variant at a rung); else none (intervals false).
   bool intervals = false;
@@ -122,6 +124,9 @@ struct LadderResult {
   std::vector<LadderFit> fit_draws;
   std::vector<LadderFit> trend_draws;
 };
+
+// E below this fraction of the smallest loss is at the fit's floor.
+inline constexpr double kLadderEFloor = 1e-6;
 
 LadderResult AnalyzeLadder(const LadderData& data, const LadderOptions& options = {});
 

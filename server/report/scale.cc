@@ -222,7 +222,11 @@ std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings, const std
     fit.ok = true;
     fit.exponent = result.exponent;
     fit.irreducible = result.irreducible;
-    fit.coefficient = result.fit.A;
+    // alpha, E and A of one model (the trend model when fitted: LadderResult::exponent), and the
+    // figure's curves from that model too.
+    const stats::LadderFit& shared = result.trend_fit.ok ? result.trend_fit : result.fit;
+    fit.coefficient = shared.A;
+    fit.curve_log_size_ref = shared.log_size_ref;
     fit.intervals = result.intervals;
     fit.draws = result.draws;
     fit.failed_draws = result.failed_draws;
@@ -233,6 +237,8 @@ std::vector<ScaleFit> BuildScale(const model::ScaleSettings& settings, const std
       out.multiplier = result.variants[v].multiplier;
       out.slope = result.variants[v].slope;
       out.trend = result.variants[v].trend;
+      out.curve_log_multiplier = v < shared.log_multiplier.size() ? shared.log_multiplier[v] : 0;
+      out.curve_slope = v < shared.slope.size() ? shared.slope[v] : 0;
       out.crossing = result.variants[v].crossing > 0 ? result.variants[v].crossing : kNaN;
       if (at > 0 && v > 0) {
         const stats::LadderExtrapolation e =

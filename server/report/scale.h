@@ -55,6 +55,10 @@ struct ScaleVariant {
   int skipped = 0;
   std::string skipped_why;
   double skipped_hours = 0;
+  // The figure's curve, of the model the exponent, E and A come from (the trend model when it
+  // was fitted): m(N) = exp(curve_log_multiplier + curve_slope (log N - curve_log_size_ref)).
+  double curve_log_multiplier = 0;
+  double curve_slope = 0;
 };
 
 struct ScaleFit {
@@ -65,7 +69,8 @@ struct ScaleFit {
   std::vector<ScaleRung> rungs;
   stats::Estimate exponent{kNaN, kNaN, kNaN};
   stats::Estimate irreducible{kNaN, kNaN, kNaN};
-  double coefficient = kNaN;           // A, at N_ref = 1
+  double coefficient = kNaN;  // A, at N_ref = 1, of the model `exponent` comes from
+  double curve_log_size_ref = 0;
   std::vector<ScaleVariant> variants;  // the baseline first
   bool intervals = false;
   int draws = 0;

@@ -239,6 +239,7 @@ void ToProto(const report::ScaleFit& in, tae::v1::ScaleFit* out) {
   SetEstimate(in.exponent, out->mutable_exponent());
   SetEstimate(in.irreducible, out->mutable_irreducible());
   out->set_coefficient(in.coefficient);
+  out->set_curve_log_size_ref(in.curve_log_size_ref);
   for (const report::ScaleVariant& variant : in.variants) {
     tae::v1::ScaleVariant* v = out->add_variants();
     v->set_variant(variant.variant);
@@ -246,6 +247,8 @@ void ToProto(const report::ScaleFit& in, tae::v1::ScaleFit* out) {
     SetEstimate(variant.slope, v->mutable_slope());
     v->set_trend(variant.trend);
     v->set_crossing(variant.crossing);
+    v->set_curve_log_multiplier(variant.curve_log_multiplier);
+    v->set_curve_slope(variant.curve_slope);
     for (const report::ScaleRungEffect& effect : variant.rungs) {
       tae::v1::ScaleRungEffect* e = v->add_rungs();
       e->set_rung(effect.rung);

@@ -9,8 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "common/plot/frontier_svg.h"
 #include "common/plot/scale_svg.h"
+#include "common/plot/svg_parts.h"
 
 namespace tae::plot {
 namespace {
@@ -463,6 +465,39 @@ TEST_CASE("RenderScaleSvg marks the size it extrapolates to and notes the warnin
   CHECK(svg.find("warning: fewer than 4 rungs") != std::string::npos);
   // The x axis reaches 1e7: a tick label of 10M is drawn.
   CHECK(svg.find(">10M</text>") != std::string::npos);
+}
+
+TEST_CASE("long notes and legend details are wrapped to the figure, no word lost",
+          "[plot][scale]") {
+  const std::vector<std::string> lines =
+      WrapWords("E is fitted at 0, its floor: α and the multipliers are those of L", 20);
+  for (const std::string& line : lines) {
+    CHECK(line.size() <= 21);  // "α" is two bytes, one column
+  }
+  CHECK(absl::StrJoin(lines, " ") ==
+        "E is fitted at 0, its floor: α and the multipliers are those of L");
+  CHECK(WrapWords("", 10) == std::vector<std::string>{""});
+  CHECK(WrapWords("averyveryverylongword x", 5) ==
+        std::vector<std::string>{"averyveryverylongword", "x"});
+  ScaleFigure figure = LawLadder();
+  figure.notes = {"warning: " + std::string(60, 'a') + " " + std::string(60, 'b') + " " +
+                  std::string(60, 'c') + " " + std::string(60, 'd') + " " + std::string(60, 'e')};
+  figure.lines[1].detail = "m = 0.429 [0.388, 0.479], trend reverses near N ≈ 62.3K";
+  const std::string svg = RenderScaleSvg(figure);
+  CHECK(XmlProblem(svg).empty());
+  CHECK(Count(svg, "class=\"note\"") >= 2);
+  CHECK(svg.find("reverses near N ≈ 62.3K") != std::string::npos);
+  CHECK(Count(svg, "<tspan") >= 3);
+}
+
+// A trend model's curve: the multiplier drifts with N, and ScaleLaw follows it.
+TEST_CASE("ScaleLaw with a slope drifts the multiplier about log_size_ref", "[plot][scale]") {
+  ScaleFigure figure = LawLadder();
+  figure.log_size_ref = std::log(1e5);
+  CHECK(ScaleLaw(figure, 2.0, 1e5, 0.5) == Approx(ScaleLaw(figure, 2.0, 1e5)));
+  // At 10x the reference, m = 2 * 10^0.5.
+  CHECK(ScaleLaw(figure, 2.0, 1e6, 0.5) == Approx(ScaleLaw(figure, 2.0 * std::sqrt(10.0), 1e6)));
+  CHECK(ScaleLaw(figure, 2.0, 1e4, -0.5) == Approx(ScaleLaw(figure, 2.0 * std::sqrt(10.0), 1e4)));
 }
 
 TEST_CASE("RenderScaleSvg without a fit draws the marks alone, and without marks says so",
