@@ -235,7 +235,7 @@ TEST_CASE(
     auto stream = stub->Connect(&ctx);
     tae::v1::AgentMessage hello;
     hello.mutable_register_()->set_agent_id("rogue");
-    hello.mutable_register_()->set_slots(0);
+    hello.mutable_register_()->set_slots(1);
     REQUIRE(stream->Write(hello));
     tae::v1::AgentMessage batch;
     auto add = [&](uint64_t seq) {

@@ -11,13 +11,16 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "common/snapshot/snapshot.h"
 #include "grpcpp/create_channel.h"
 #include "tae/v1/agent_link.grpc.pb.h"
+#include "tests/integration/fake_tpu_api.h"  // ReadFile
 #include "tests/integration/harness.h"
 
 namespace tae::testing {
@@ -46,10 +49,14 @@ class Stream {
     stream_->Finish().ok();  // cancelled by us, or ended by taed
   }
 
-  bool Register(const std::string& id, int64_t held_run = 0) {
+  bool Register(const std::string& id, int64_t held_run = 0,
+                const std::map<std::string, std::string>& labels = {}, int slots = 1) {
     tae::v1::AgentMessage hello;
     hello.mutable_register_()->set_agent_id(id);
-    hello.mutable_register_()->set_slots(1);
+    hello.mutable_register_()->set_slots(slots);
+    for (const auto& [key, value] : labels) {
+      (*hello.mutable_register_()->mutable_labels())[key] = value;
+    }
     hello.mutable_register_()->set_host("rogue");
     if (held_run > 0) {
       tae::v1::HeldRun* held = hello.mutable_register_()->add_held_runs();
@@ -338,9 +345,10 @@ TEST_CASE(
     CHECK(claimed.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
     CHECK(claimed.error_code() == unstored.error_code());
     CHECK(claimed.error_message() == unstored.error_message());
-    // Other bytes of the same size under the name: the store already has the blob and ignores
-    // them, but they do not show the rogue holds it.
-    CHECK(rogue.Put(std::string(weights.size(), 'x'), snapshot::Sha256Hex(weights)).ok());
+    // Other bytes of the same size under the name: refused as they would be for a blob the store
+    // lacks (the answer does not tell that it has it), and they do not make the rogue hold it.
+    CHECK(rogue.Put(std::string(weights.size(), 'x'), snapshot::Sha256Hex(weights)).error_code() ==
+          grpc::StatusCode::DATA_LOSS);
     CHECK(rogue.Commit(own_run, stolen).error_code() == grpc::StatusCode::FAILED_PRECONDITION);
     CHECK(rogue.Fetch(snapshot::Sha256Hex(weights), true, &got).error_code() ==
           grpc::StatusCode::NOT_FOUND);
@@ -399,6 +407,113 @@ TEST_CASE(
   CHECK(StateOf(cluster, "rogue-1") == "revoked");
   // The holder is not affected.
   CHECK(owner.Manifest(start.snapshot_id()).ok());
+}
+
+TEST_CASE("a blob fetch in flight ends at the next chunk once its agent's credential is revoked",
+          "[security]") {
+  Cluster cluster(0, 1);
+  REQUIRE(cluster.started());
+  // A run whose code holds one large file: its fetch is many 1 MiB chunks.
+  std::string weights(96u << 20, '\0');
+  for (size_t i = 0; i < weights.size(); ++i) {
+    weights[i] = static_cast<char>((i * 2654435761u) >> 13);
+  }
+  std::filesystem::create_directories(cluster.dir().path() + "/job");
+  cluster.dir().Write("job/run.sh", "echo never run here\n");
+  cluster.dir().Write("job/weights.bin", weights);
+  const std::string spec = cluster.dir().Write(
+      "big.toml",
+      "name = \"big\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\ncommand = \"sh run.sh\"\n");
+  REQUIRE(cluster.Taectl({"submit", spec}).exit_code == 0);
+  Calls enrolment(cluster, FirstLine(cluster.home() + "/agent.token"));
+  std::string key;
+  REQUIRE(enrolment.Enrol("holder", &key).ok());
+  Stream holder(cluster, key);
+  REQUIRE(holder.Register("holder"));
+  REQUIRE(holder.ReadUntil([](const tae::v1::TaedMessage& m) { return m.has_start_run(); }));
+  const int64_t run = holder.last().start_run().run_id();
+  {
+    tae::v1::EventBatch started;
+    AddEvent(&started, 1, run)->mutable_started()->set_pid(1);
+    REQUIRE(holder.SendEvents(started));
+    REQUIRE(holder.AckedUpTo(1));
+  }
+  // The fetch starts as the holder's own; mid-way, the holder is revoked.
+  auto stub = tae::v1::AgentLink::NewStub(Dial(cluster));
+  grpc::ClientContext ctx;
+  Prepare(&ctx, key);
+  tae::v1::FetchBlobsRequest request;
+  request.add_hashes(snapshot::Sha256Hex(weights));
+  auto reader = stub->FetchBlobs(&ctx, request);
+  tae::v1::FetchBlobsChunk chunk;
+  REQUIRE(reader->Read(&chunk));
+  uint64_t got = chunk.data().size();
+  CHECK(chunk.total_size() == weights.size());
+  CommandResult revoked = cluster.Taectl({"agents", "revoke", "holder", "lost its laptop"});
+  REQUIRE(revoked.exit_code == 0);
+  while (reader->Read(&chunk)) {
+    got += chunk.data().size();
+  }
+  const grpc::Status finished = reader->Finish();
+  INFO(finished.error_message() << "; " << got << " of " << weights.size() << " bytes");
+  CHECK(finished.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK(got < weights.size());
+}
+
+// Whether taed registers `id` on a fresh stream with `key` and these labels and slots.
+bool Registers(const Cluster& cluster, const std::string& key, const std::string& id,
+               const std::map<std::string, std::string>& labels, int slots = 1) {
+  Stream stream(cluster, key);
+  stream.Register(id, 0, labels, slots);
+  return stream.ReadUntil([](const tae::v1::TaedMessage& m) { return m.has_registered(); });
+}
+
+TEST_CASE(
+    "a rogue agent cannot claim a slice of agents taed started, a held worker, a provider's "
+    "labels or absurd slots, and an enrolled agent keeps the placement it first registered with",
+    "[security]") {
+  // taed's two local agents are one slice, "local" (workers 0 and 1).
+  Cluster cluster(2, 1, nullptr, {"--slice", "local"});
+  REQUIRE(cluster.started());
+  REQUIRE(WaitUntil([&] { return StateOf(cluster, "local-1") == "ready"; }, 60));
+  Calls enrolment(cluster, FirstLine(cluster.home() + "/agent.token"));
+  std::string rogue;
+  std::string hand0;
+  std::string hand1;
+  REQUIRE(enrolment.Enrol("rogue-1", &rogue).ok());
+  REQUIRE(enrolment.Enrol("hand-0", &hand0).ok());
+  REQUIRE(enrolment.Enrol("hand-1", &hand1).ok());
+
+  // Rank 0 of taed's slice (its MASTER_ADDR), or a worker it lacks: refused.
+  CHECK_FALSE(Registers(cluster, rogue, "rogue-1",
+                        {{"slice", "local"}, {"worker", "0"}, {"addr", "10.6.6.6"}}));
+  CHECK_FALSE(Registers(cluster, rogue, "rogue-1", {{"slice", "local"}, {"worker", "2"}}));
+  // A provider's accounting labels.
+  CHECK_FALSE(Registers(cluster, rogue, "rogue-1", {{"provider", "local"}}));
+  CHECK_FALSE(Registers(cluster, rogue, "rogue-1", {{"pool", "v5e"}}));
+  // Slots out of range.
+  CHECK_FALSE(Registers(cluster, rogue, "rogue-1", {}, 0));
+  CHECK_FALSE(Registers(cluster, rogue, "rogue-1", {}, 1 << 30));
+  CHECK(StateOf(cluster, "rogue-1").empty());  // never registered
+  // The slice is still taed's two agents.
+  for (const nlohmann::json& agent : cluster.TaectlJson({"agents"})) {
+    INFO(agent.dump());
+    if (agent.at("labels").value("slice", "") == "local") {
+      CHECK(absl::StartsWith(agent.at("id").get<std::string>(), "local-"));
+    }
+  }
+  const std::string log = ReadFile(cluster.home() + "/logs/taed.log");
+  CHECK(log.find("agent rogue-1: slice local is made of agents taed started") != std::string::npos);
+
+  // A slice of the user's own, started by hand: a worker joins, a held worker cannot be taken,
+  // and a worker cannot move once it has registered.
+  CHECK(Registers(cluster, hand0, "hand-0", {{"slice", "mine"}, {"worker", "0"}}));
+  CHECK_FALSE(Registers(cluster, hand1, "hand-1", {{"slice", "mine"}, {"worker", "0"}}));
+  CHECK(Registers(cluster, hand1, "hand-1", {{"slice", "mine"}, {"worker", "1"}}));
+  CHECK_FALSE(Registers(cluster, hand0, "hand-0", {{"slice", "mine"}, {"worker", "2"}}));
+  CHECK(Registers(cluster, hand0, "hand-0", {{"slice", "mine"}, {"worker", "0"}}));
+  // The rogue, with labels it may have, is an agent like any other.
+  CHECK(Registers(cluster, rogue, "rogue-1", {{"accelerator", "cpu"}}));
 }
 
 TEST_CASE("a job's output that is not UTF-8 reaches taectl logs with U+FFFD", "[security]") {
