@@ -79,32 +79,7 @@ std::string RenderFrontierSvg(const FrontierFigure& figure) {
   auto X = [&](double v) { return kLeft + plot_w * x.Fraction(v); };
   auto Y = [&](double v) { return kTop + plot_h * (1 - y.Fraction(v)); };
 
-  out += "<g class=\"grid\" stroke=\"#e3e3e3\" shape-rendering=\"crispEdges\">\n";
-  for (double t : x.ticks) {
-    out += "<line x1=\"" + SvgNumber(X(t)) + "\" y1=\"" + SvgNumber(kTop) + "\" x2=\"" +
-           SvgNumber(X(t)) + "\" y2=\"" + SvgNumber(kTop + plot_h) + "\"/>\n";
-  }
-  for (double t : y.ticks) {
-    out += "<line x1=\"" + SvgNumber(kLeft) + "\" y1=\"" + SvgNumber(Y(t)) + "\" x2=\"" +
-           SvgNumber(kLeft + plot_w) + "\" y2=\"" + SvgNumber(Y(t)) + "\"/>\n";
-  }
-  out += "</g>\n<path class=\"axes\" d=\"M" + SvgNumber(kLeft) + "," + SvgNumber(kTop) + "V" +
-         SvgNumber(kTop + plot_h) + "H" + SvgNumber(kLeft + plot_w) +
-         "\" fill=\"none\" stroke=\"#444\"/>\n";
-  out += "<g class=\"tick-labels\" font-size=\"12\" fill=\"#333\">\n";
-  for (double t : x.ticks) {
-    SvgText(out, "x-tick", X(t), kTop + plot_h + 18, "middle", "", FormatTick(t, x.TickStep(t)));
-  }
-  for (double t : y.ticks) {
-    SvgText(out, "y-tick", kLeft - 8, Y(t) + 4, "end", "", FormatTick(t, y.TickStep(t)));
-  }
-  out += "</g>\n";
-  SvgText(out, "x-label", kLeft + plot_w / 2, kTop + plot_h + 42, "middle",
-          "font-size=\"13\" fill=\"#222\"", figure.x_label);
-  const std::string cy = SvgNumber(kTop + plot_h / 2);
-  out += "<text class=\"y-label\" x=\"22\" y=\"" + cy + "\" transform=\"rotate(-90 22 " + cy +
-         ")\" text-anchor=\"middle\" font-size=\"13\" fill=\"#222\">" + XmlEscape(figure.y_label) +
-         "</text>\n";
+  SvgFrame(out, x, y, {kLeft, kTop, plot_w, plot_h}, figure.x_label, figure.y_label);
 
   // The bar, dashed, labelled at its right end.
   out += "<line class=\"bar\" x1=\"" + SvgNumber(kLeft) + "\" y1=\"" + SvgNumber(Y(figure.bar)) +

@@ -98,4 +98,37 @@ void SvgText(std::string& out, const std::string& cls, double x, double y,
          "\" text-anchor=\"" + anchor + "\" " + attributes + ">" + XmlEscape(text) + "</text>\n";
 }
 
+void SvgFrame(std::string& out, const PlotAxis& x, const PlotAxis& y, const PlotBox& box,
+              const std::string& x_label, const std::string& y_label) {
+  auto X = [&](double v) { return box.left + box.width * x.Fraction(v); };
+  auto Y = [&](double v) { return box.top + box.height * (1 - y.Fraction(v)); };
+  const double right = box.left + box.width;
+  const double bottom = box.top + box.height;
+  out += "<g class=\"grid\" stroke=\"#e3e3e3\" shape-rendering=\"crispEdges\">\n";
+  for (double t : x.ticks) {
+    out += "<line x1=\"" + SvgNumber(X(t)) + "\" y1=\"" + SvgNumber(box.top) + "\" x2=\"" +
+           SvgNumber(X(t)) + "\" y2=\"" + SvgNumber(bottom) + "\"/>\n";
+  }
+  for (double t : y.ticks) {
+    out += "<line x1=\"" + SvgNumber(box.left) + "\" y1=\"" + SvgNumber(Y(t)) + "\" x2=\"" +
+           SvgNumber(right) + "\" y2=\"" + SvgNumber(Y(t)) + "\"/>\n";
+  }
+  out += "</g>\n<path class=\"axes\" d=\"M" + SvgNumber(box.left) + "," + SvgNumber(box.top) + "V" +
+         SvgNumber(bottom) + "H" + SvgNumber(right) + "\" fill=\"none\" stroke=\"#444\"/>\n";
+  out += "<g class=\"tick-labels\" font-size=\"12\" fill=\"#333\">\n";
+  for (double t : x.ticks) {
+    SvgText(out, "x-tick", X(t), bottom + 18, "middle", "", FormatTick(t, x.TickStep(t)));
+  }
+  for (double t : y.ticks) {
+    SvgText(out, "y-tick", box.left - 8, Y(t) + 4, "end", "", FormatTick(t, y.TickStep(t)));
+  }
+  out += "</g>\n";
+  SvgText(out, "x-label", box.left + box.width / 2, bottom + 42, "middle",
+          "font-size=\"13\" fill=\"#222\"", x_label);
+  const std::string cy = SvgNumber(box.top + box.height / 2);
+  out += "<text class=\"y-label\" x=\"22\" y=\"" + cy + "\" transform=\"rotate(-90 22 " + cy +
+         ")\" text-anchor=\"middle\" font-size=\"13\" fill=\"#222\">" + XmlEscape(y_label) +
+         "</text>\n";
+}
+
 }  // namespace tae::plot

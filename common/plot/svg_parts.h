@@ -28,12 +28,24 @@ PlotAxis LogAxisIfWide(double lo, double hi, double min_ratio = 10);
 // A log axis over [lo, hi] (both > 0) padded by `pad` of its span in decades.
 PlotAxis LogAxis(double lo, double hi, double pad = 0.06);
 
-// <?xml ...?><svg ...> with a white background; the caller closes it with "</svg>\n".
 // `text` broken at spaces into lines of at most `columns` characters (UTF-8 sequences count as
 // one); a word longer than that is a line of its own.
 std::vector<std::string> WrapWords(const std::string& text, size_t columns);
 
+// <?xml ...?><svg ...> with a white background; the caller closes it with "</svg>\n".
 std::string SvgOpen(double width, double height);
+
+// Where the plot area is, in the document's pixels.
+struct PlotBox {
+  double left = 0;
+  double top = 0;
+  double width = 0;
+  double height = 0;
+};
+// The plot's frame: grid lines at every tick of `x` and `y`, the axes on the left and bottom,
+// the tick labels and the two axis labels (the y one turned).
+void SvgFrame(std::string& out, const PlotAxis& x, const PlotAxis& y, const PlotBox& box,
+              const std::string& x_label, const std::string& y_label);
 // <text class="cls" x y text-anchor="anchor" attributes>text</text>, text escaped.
 void SvgText(std::string& out, const std::string& cls, double x, double y,
              const std::string& anchor, const std::string& attributes, const std::string& text);
