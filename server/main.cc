@@ -28,10 +28,12 @@ int main(int argc, char** argv) {
       !absl::SimpleAtod(tae::cli::EnvOr("TAE_AGENT_GRACE", "30"), &config.agent_grace_s) ||
       !absl::SimpleAtod(tae::cli::EnvOr("TAE_RETRY_BACKOFF", "10"), &config.retry_backoff_s) ||
       !absl::SimpleAtod(tae::cli::EnvOr("TAE_TPU_POLL", "10"), &config.tpu_poll_s) ||
-      !absl::SimpleAtod(tae::cli::EnvOr("TAE_AGENT_TIMEOUT", "20"), &config.agent_timeout_s)) {
+      !absl::SimpleAtod(tae::cli::EnvOr("TAE_AGENT_TIMEOUT", "20"), &config.agent_timeout_s) ||
+      !absl::SimpleAtod(tae::cli::EnvOr("TAE_UPLOAD_GRANT", "3600"), &config.upload_grant_s)) {
     std::fprintf(stderr,
                  "taed: TAE_LOCAL_AGENTS and TAE_SLOTS must be integers, TAE_AGENT_GRACE, "
-                 "TAE_RETRY_BACKOFF, TAE_TPU_POLL and TAE_AGENT_TIMEOUT numbers\n");
+                 "TAE_RETRY_BACKOFF, TAE_TPU_POLL, TAE_AGENT_TIMEOUT and TAE_UPLOAD_GRANT "
+                 "numbers\n");
     return 2;
   }
   std::string log_level = "info";
@@ -50,7 +52,7 @@ int main(int argc, char** argv) {
       "Environment: TAE_HOME, TAE_AGENT_LISTEN, TAE_TLS_CERT, TAE_TLS_KEY, TAE_TLS_CLIENT_CA,\n"
       "TAE_LOCAL_AGENTS, TAE_SLOTS, TAE_AGENT_GRACE, TAE_RETRY_BACKOFF, TAE_AGENT_TIMEOUT,\n"
       "TAE_TPU_POLL (seconds between the TPU and GKE providers' rounds), "
-      "TAE_MAX_CHECKPOINT_BYTES, TAE_HTTP, "
+      "TAE_MAX_CHECKPOINT_BYTES, TAE_UPLOAD_GRANT, TAE_HTTP, "
       "TAE_LOG_LEVEL.");
   flags.Path("home", &config.home, "data dir (database, socket, logs)");
   flags.String("agent-listen", &config.agent_listen,
@@ -87,6 +89,9 @@ int main(int argc, char** argv) {
   flags.Int("max-checkpoint-bytes", &config.max_checkpoint_bytes,
             "refuse checkpoints larger than this many bytes (0: no cap); the run's log says "
             "so (TAE_MAX_CHECKPOINT_BYTES; default 64 GiB)");
+  flags.Double("upload-grant", &config.upload_grant_s,
+               "seconds an agent's checkpoint upload stays open without a commit; then what it "
+               "uploaded and no checkpoint names is removed (TAE_UPLOAD_GRANT; default 3600)");
   config.ssh_hosts_path = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_SSH_HOSTS", ""));
   config.tpu_pools_path = tae::cli::AbsolutePath(tae::cli::EnvOr("TAE_TPU_POOLS", ""));
   flags.Path("tpu-pools", &config.tpu_pools_path,
@@ -111,6 +116,11 @@ int main(int argc, char** argv) {
   if (!parsed.ok() || !positional.empty()) {
     std::fprintf(stderr, "taed: %s\n",
                  parsed.ok() ? "unexpected arguments" : std::string(parsed.message()).c_str());
+    return 2;
+  }
+  if (!(config.upload_grant_s >= 1)) {
+    std::fprintf(stderr, "taed: --upload-grant: %g: must be at least 1 (seconds)\n",
+                 config.upload_grant_s);
     return 2;
   }
   tae::log::Setup("taed", log_level);

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -80,9 +82,23 @@ absl::Status EventFileFollower::Resume(const std::map<int, uint64_t>& offsets) {
   if (!text.ok()) {
     return absl::OkStatus();  // none found before
   }
-  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+  std::vector<std::string> lines = absl::StrSplit(*text, '\n');
+  // The text after the last newline is empty, or an append a crash tore: no point of that file
+  // was reported (the append is synced first), so it is found again as new. The registry is
+  // written again without it, so that the next append starts a line.
+  const bool torn = !lines.empty() && !lines.back().empty();
+  lines.pop_back();
+  if (lines.size() > kMaxEventFiles) {
+    lines.resize(kMaxEventFiles);
+  }
+  if (torn) {
+    RETURN_IF_ERROR(fs::WriteFileAtomically(
+        registry_, lines.empty() ? std::string() : absl::StrJoin(lines, "\n") + "\n",
+        {0644, fs::Durability::kFileAndDir}));
+  }
+  for (std::string& line : lines) {
     File file;
-    file.path = std::string(line);
+    file.path = std::move(line);
     auto it = offsets.find(kFirstEventFileStream + static_cast<int>(files_.size()));
     file.offset = it == offsets.end() ? 0 : it->second;
     // Which tags name which plugin: TF2 says so only with a tag's first value. Read again up to
@@ -97,77 +113,156 @@ absl::Status EventFileFollower::Resume(const std::map<int, uint64_t>& offsets) {
       }
       at += consumed;
     }
+    known_.insert(file.path);
     files_.push_back(std::move(file));
   }
   return absl::OkStatus();
 }
 
-absl::Status EventFileFollower::Register(const std::string& path) {
-  std::vector<std::string> paths;
-  for (const File& file : files_) {
-    paths.push_back(file.path);
+absl::Status EventFileFollower::Register(const std::vector<std::string>& paths) {
+  std::string lines;
+  for (const std::string& path : paths) {
+    absl::StrAppend(&lines, path, "\n");
   }
-  paths.push_back(path);
-  // Durable before any point of the file is journaled with its number.
-  RETURN_IF_ERROR(fs::WriteFileAtomically(registry_, absl::StrJoin(paths, "\n") + "\n",
-                                          {0644, fs::Durability::kFileAndDir}));
-  File file;
-  file.path = path;
-  files_.push_back(std::move(file));
+  // Appended and synced once for all of them, before any point of theirs is journaled with its
+  // number. A failed append may have left part of a line: the registry is then written whole.
+  if (rewrite_) {
+    std::string all;
+    for (const File& file : files_) {
+      absl::StrAppend(&all, file.path, "\n");
+    }
+    RETURN_IF_ERROR(fs::WriteFileAtomically(registry_, all + lines,
+                                            {0644, fs::Durability::kFileAndDir}));
+    rewrite_ = false;
+  } else {
+    absl::Status written = fs::AppendDurably(registry_, lines, 0644);
+    if (!written.ok()) {
+      rewrite_ = true;
+      return written;
+    }
+  }
+  for (const std::string& path : paths) {
+    File file;
+    file.path = path;
+    known_.insert(path);
+    files_.push_back(std::move(file));
+  }
   return absl::OkStatus();
+}
+
+std::vector<std::string> EventFileFollower::Walk(int budget) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  if (!walk_.has_value()) {
+    walk_.emplace(root_, std::filesystem::directory_options::skip_permission_denied, ec);
+    if (ec) {
+      walk_.reset();  // no directory yet
+      return found;
+    }
+  }
+  std::filesystem::recursive_directory_iterator& it = *walk_;
+  last_walk_entries_ = 0;
+  for (; last_walk_entries_ < budget && it != std::filesystem::recursive_directory_iterator();
+       ++last_walk_entries_) {
+    const std::string name = it->path().filename().string();
+    // A name with a newline cannot be a registry line: not followed.
+    if (name.find("tfevents") != std::string::npos && name.find('\n') == std::string::npos &&
+        it->is_regular_file(ec) && !it->is_symlink(ec)) {
+      std::string path = std::filesystem::relative(it->path(), root_, ec).string();
+      if (!ec && known_.count(path) == 0) {
+        found.push_back(std::move(path));
+      }
+    }
+    it.increment(ec);
+    if (ec) {
+      break;
+    }
+  }
+  if (ec || it == std::filesystem::recursive_directory_iterator()) {
+    walk_.reset();  // the next poll starts a new walk
+  }
+  return found;
+}
+
+EventFileFollower::Read EventFileFollower::ReadFile(size_t index, uint64_t size,
+                                                    uint64_t max_bytes, bool final,
+                                                    uint64_t* bytes_read) {
+  File& file = files_[index];
+  const uint64_t start = file.offset;
+  const std::string data =
+      ReadRange(root_ + "/" + file.path, start, std::min({size - start, kMaxReadBytes, max_bytes}));
+  *bytes_read = data.size();
+  tensorboard::EventRecords records =
+      tensorboard::ReadEventRecords(data, file.offset, &file.plugins);
+  Read read;
+  read.stream = kFirstEventFileStream + static_cast<int>(index);
+  read.path = file.path;
+  read.scalars = std::move(records.scalars);
+  read.warnings = std::move(records.warnings);
+  for (std::string& warning : read.warnings) {
+    warning = absl::StrCat("warning: tensorboard file ", file.path, ": ", warning);
+  }
+  file.offset += records.consumed;
+  read.end = file.offset;
+  // Read to the end of the file, and still a partial record there.
+  if (final && file.offset < size && !file.torn_warned && data.size() == size - start) {
+    file.torn_warned = true;
+    read.warnings.push_back(absl::StrCat(
+        "warning: tensorboard file ", file.path, ": byte offset ", file.offset, ": the last ",
+        size - file.offset, " bytes are not a whole record (ignored)"));
+  }
+  return read;
+}
+
+std::vector<std::string> EventFileFollower::TakeNotes() {
+  std::vector<std::string> out;
+  out.swap(notes_);
+  return out;
 }
 
 std::vector<EventFileFollower::Read> EventFileFollower::Poll(bool final) {
   std::vector<Read> out;
-  // New files, in name order within one look.
-  std::error_code ec;
-  std::vector<std::string> found;
-  for (auto it = std::filesystem::recursive_directory_iterator(
-           root_, std::filesystem::directory_options::skip_permission_denied, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_regular_file(ec) && !it->is_symlink(ec) &&
-        it->path().filename().string().find("tfevents") != std::string::npos) {
-      found.push_back(std::filesystem::relative(it->path(), root_, ec).string());
-    }
+  // New files: a slice of the walk, or at the end all of a new one. In name order within a poll.
+  if (final) {
+    walk_.reset();
   }
+  std::vector<std::string> found = Walk(final ? INT_MAX : kWalkEntriesPerPoll);
   std::sort(found.begin(), found.end());
-  for (const std::string& path : found) {
-    const bool known = std::any_of(files_.begin(), files_.end(),
-                                   [&](const File& file) { return file.path == path; });
-    if (!known && !Register(path).ok()) {
-      break;  // the registry cannot be written: the file waits for the next poll
+  const size_t room = kMaxEventFiles - std::min(kMaxEventFiles, files_.size());
+  if (found.size() > room) {
+    if (!left_out_warned_) {
+      left_out_warned_ = true;
+      notes_.push_back(absl::StrCat("warning: job.tensorboard: more than ", kMaxEventFiles,
+                                    " event files; ", found[room],
+                                    " and any after it are not read"));
     }
+    found.resize(room);
   }
-  for (size_t i = 0; i < files_.size(); ++i) {
-    File& file = files_[i];
-    const std::string full = root_ + "/" + file.path;
-    const uint64_t size = SizeOf(full);
-    if (size <= file.offset) {
-      continue;
+  if (!found.empty() && !Register(found).ok()) {
+    found.clear();  // the registry cannot be written: the files wait for a later walk
+  }
+  // What was appended, round robin from where the last poll's byte budget ran out; at the end,
+  // every file to its end.
+  uint64_t budget = final ? UINT64_MAX : kMaxReadBytesPerPoll;
+  const size_t n = files_.size();
+  for (size_t k = 0; k < n && budget > 0; ++k) {
+    const size_t i = (next_read_ + k) % n;
+    const uint64_t size = SizeOf(root_ + "/" + files_[i].path);
+    while (size > files_[i].offset && budget > 0) {
+      const uint64_t before = files_[i].offset;
+      uint64_t got = 0;
+      Read read = ReadFile(i, size, budget, final, &got);
+      budget -= std::min(budget, got);
+      const bool moved = files_[i].offset > before;
+      if (moved || !read.warnings.empty()) {
+        out.push_back(std::move(read));
+      }
+      if (!final || !moved) {
+        break;
+      }
     }
-    const uint64_t start = file.offset;
-    const std::string data = ReadRange(full, start, std::min(size - start, kMaxReadBytes));
-    tensorboard::EventRecords records =
-        tensorboard::ReadEventRecords(data, file.offset, &file.plugins);
-    Read read;
-    read.stream = kFirstEventFileStream + static_cast<int>(i);
-    read.path = file.path;
-    read.scalars = std::move(records.scalars);
-    read.warnings = std::move(records.warnings);
-    for (std::string& warning : read.warnings) {
-      warning = absl::StrCat("warning: tensorboard file ", file.path, ": ", warning);
-    }
-    file.offset += records.consumed;
-    read.end = file.offset;
-    // Read to the end of the file, and still a partial record there.
-    if (final && file.offset < size && !file.torn_warned && data.size() == size - start) {
-      file.torn_warned = true;
-      read.warnings.push_back(absl::StrCat(
-          "warning: tensorboard file ", file.path, ": byte offset ", file.offset, ": the last ",
-          size - file.offset, " bytes are not a whole record (ignored)"));
-    }
-    if (records.consumed > 0 || !read.warnings.empty()) {
-      out.push_back(std::move(read));
+    if (budget == 0) {
+      next_read_ = (i + 1) % n;
     }
   }
   return out;

@@ -436,6 +436,52 @@ void Runner::MarkDone(int64_t run_id, int attempt) {
     std::error_code ec;
     std::filesystem::remove(absl::StrCat(dir, "/", name), ec);
   }
+  PruneEndedAttempts();
+}
+
+void Runner::PruneEndedAttempts() {
+  struct Ended {
+    std::filesystem::file_time_type at;
+    int64_t run_id = 0;
+    int attempt = 0;
+  };
+  std::vector<Ended> ended;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(options_.work_dir + "/runs", ec)) {
+    const std::string name = entry.path().filename().string();
+    int64_t run_id = 0;
+    int attempt = 0;
+    const size_t dash = name.find("-a");
+    if (name.size() < 8 || name[0] != 'r' || !absl::EndsWith(name, ".job") ||
+        dash == std::string::npos ||
+        !absl::SimpleAtoi(absl::string_view(name).substr(1, dash - 1), &run_id) ||
+        !absl::SimpleAtoi(absl::string_view(name).substr(dash + 2, name.size() - dash - 6),
+                          &attempt) ||
+        JobDir(run_id, attempt) != entry.path().string()) {
+      continue;
+    }
+    std::error_code time_ec;
+    const auto at = std::filesystem::last_write_time(entry.path() / "done", time_ec);
+    if (!time_ec && jobs_.count({run_id, attempt}) == 0) {
+      ended.push_back({at, run_id, attempt});
+    }
+  }
+  if (ended.size() <= kKeepEndedAttempts) {
+    return;
+  }
+  std::sort(ended.begin(), ended.end(), [](const Ended& a, const Ended& b) {
+    return a.at != b.at ? a.at > b.at : a.run_id > b.run_id;
+  });
+  for (size_t i = kKeepEndedAttempts; i < ended.size(); ++i) {
+    for (const std::string& path :
+         {RunDir(ended[i].run_id, ended[i].attempt), JobDir(ended[i].run_id, ended[i].attempt)}) {
+      std::error_code remove_ec;
+      std::filesystem::remove_all(path, remove_ec);
+    }
+  }
+  spdlog::info("removed the directories of {} attempts that ended before the newest {}",
+               ended.size() - kKeepEndedAttempts, kKeepEndedAttempts);
 }
 
 void Runner::Emit(const Job& job, tae::v1::Event event, std::optional<OutputMark> mark) {

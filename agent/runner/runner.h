@@ -88,8 +88,14 @@ class Runner {
                      const std::map<int, uint64_t>& event_file_offsets = {});
   // Job directories whose exit was not yet delivered to taed (no `done` file).
   std::vector<OrphanJob> Orphans() const;
-  // The exit of this run was acked by taed: its job directory is done with.
+  // MarkDone's removal of ended attempts beyond kKeepEndedAttempts.
+  void PruneEndedAttempts();
+  // The exit of this run was acked by taed: its job directory is done with. Then the attempts
+  // that ended longest ago, beyond the newest kKeepEndedAttempts, have their run and job
+  // directories removed (a worker runs for months); runs/rN (TAE_CHECKPOINT_DIR, checkpoints
+  // kept on the worker, uploads in flight) is left as it is.
   void MarkDone(int64_t run_id, int attempt);
+  static constexpr size_t kKeepEndedAttempts = 32;
 
   // SIGTERM to the run's process group, SIGKILL after the grace; the exit is reported with
   // cancelled = true. Unknown runs are ignored.

@@ -140,7 +140,11 @@ void Runner::PollEventFiles(Job& job, bool final) {
   }
   job.event_files_due = now + kEventFilesEvery;
   const bool reports_metrics = job.spec.world_size() <= 1 || job.spec.rank() == 0;
-  for (EventFileFollower::Read& read : job.event_files->Poll(final)) {
+  std::vector<EventFileFollower::Read> reads = job.event_files->Poll(final);
+  for (std::string& note : job.event_files->TakeNotes()) {
+    Emit(job, AgentLine(std::move(note)), std::nullopt);
+  }
+  for (EventFileFollower::Read& read : reads) {
     std::vector<tae::v1::Event> events;
     for (std::string& warning : read.warnings) {
       events.push_back(AgentLine(std::move(warning)));

@@ -13,7 +13,8 @@ A fresh TAE_HOME with `taectl up --agents 2 --slots 2`, then until H hours have 
   - a stranger every second: 20 TCP connections to the agent port that send garbage, and 20
     dashboard requests without a session (401s).
 Every S seconds it records taed's and local-0's RSS, open descriptors and threads, the database
-and WAL sizes, the log directory's size and the runs stored, into DIR/soak.csv; at the end it
+and WAL sizes, the log directory's, the agents' work directories' and the checkpoint store's
+sizes and the studies submitted, into DIR/soak.csv; at the end it
 prints each figure's first and last value and its least-squares slope per hour over the second
 half (after warm-up), and what that slope gives in 30 days. Runs niced beside other work.
 """
@@ -214,6 +215,7 @@ def main():
                            "db_mb": size_mb(db), "wal_mb": size_mb(db + "-wal"),
                            "logs_mb": size_mb(os.path.join(home, "logs")),
                            "agent_dirs_mb": size_mb(os.path.join(home, "agents")),
+                           "checkpoints_mb": size_mb(os.path.join(home, "checkpoints")),
                            "studies": n}
                     rows.append(row)
                     if writer is None:

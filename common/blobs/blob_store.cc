@@ -67,19 +67,27 @@ std::string BlobStore::PathOf(std::string_view hash) const {
   return absl::StrCat(root_, "/", std::string(hash.substr(0, 2)), "/", std::string(hash.substr(2)));
 }
 
-void BlobStore::DropPartial(std::string_view hash) {
-  auto it = partial_.find(hash);
+void BlobStore::DropPartial(std::string_view hash, std::string_view uploader) {
+  const std::string key = PartialKey(hash, uploader);
+  auto it = partial_.find(key);
   if (it == partial_.end()) {
     return;
   }
   partial_.erase(it);
   // A part file already gone is what we want; any other failure leaves a file the next start
   // removes with the other stale parts.
-  unlink(PartPath(hash).c_str());
+  unlink(PartPath(key).c_str());
 }
 
-std::string BlobStore::PartPath(std::string_view hash) const {
-  return absl::StrCat(root_, "/tmp/", std::string(hash), ".part");
+std::string BlobStore::PartialKey(std::string_view hash, std::string_view uploader) {
+  if (uploader.empty()) {
+    return std::string(hash);
+  }
+  return absl::StrCat(std::string(hash), ".", snapshot::Sha256Hex(uploader).substr(0, 16));
+}
+
+std::string BlobStore::PartPath(std::string_view key) const {
+  return absl::StrCat(root_, "/tmp/", std::string(key), ".part");
 }
 
 absl::Status BlobStore::EnableIndex() {
@@ -108,7 +116,8 @@ std::vector<std::string> BlobStore::Missing(const std::vector<std::string>& hash
 }
 
 absl::StatusOr<ChunkResult> BlobStore::WriteChunk(std::string_view hash, uint64_t offset,
-                                                  uint64_t total_size, std::string_view data) {
+                                                  uint64_t total_size, std::string_view data,
+                                                  std::string_view uploader) {
   if (!IsBlobHash(hash)) {
     return absl::InvalidArgumentError(absl::StrCat("sha256: '", std::string(hash.substr(0, 80)),
                                                    "' is not 64 lowercase hex digits"));
@@ -121,10 +130,11 @@ absl::StatusOr<ChunkResult> BlobStore::WriteChunk(std::string_view hash, uint64_
   if (!answer_as_missing_ && Has(hash)) {
     return ChunkResult{true, 0};
   }
-  if (offset == 0 && data.size() == total_size && partial_.count(hash) == 0) {
-    return WriteWhole(hash, data);
+  const std::string key = PartialKey(hash, uploader);
+  if (offset == 0 && data.size() == total_size && partial_.count(key) == 0) {
+    return WriteWhole(hash, key, data);
   }
-  auto [it, inserted] = partial_.try_emplace(std::string(hash));
+  auto [it, inserted] = partial_.try_emplace(key);
   Partial& partial = it->second;
   if (inserted) {
     partial.total = total_size;
@@ -133,7 +143,7 @@ absl::StatusOr<ChunkResult> BlobStore::WriteChunk(std::string_view hash, uint64_
                                                    total_size, " differs from the earlier ",
                                                    partial.total));
   }
-  const std::string part = PartPath(hash);
+  const std::string part = PartPath(key);
   int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
     return Errno(absl::StrCat("cannot write ", part));
@@ -178,14 +188,30 @@ absl::StatusOr<ChunkResult> BlobStore::WriteChunk(std::string_view hash, uint64_
   return ChunkResult{true, data.size()};
 }
 
-absl::StatusOr<ChunkResult> BlobStore::WriteWhole(std::string_view hash, std::string_view data) {
+absl::StatusOr<BlobStore::Removed> BlobStore::RemoveAllBut(const std::set<std::string>& keep) {
+  ASSIGN_OR_RETURN(std::vector<std::string> all, List());
+  Removed removed;
+  for (const std::string& hash : all) {
+    if (keep.count(hash) > 0) {
+      continue;
+    }
+    const uint64_t size = Size(hash).value_or(0);
+    RETURN_IF_ERROR(Remove(hash));
+    removed.blobs += 1;
+    removed.bytes += size;
+  }
+  return removed;
+}
+
+absl::StatusOr<ChunkResult> BlobStore::WriteWhole(std::string_view hash, std::string_view key,
+                                                  std::string_view data) {
   // The common case, a blob in one chunk: verified in memory before anything is written.
   const std::string actual = snapshot::Sha256Hex(data);
   if (actual != hash) {
     return absl::DataLossError(absl::StrCat("blob ", std::string(hash), ": its ", data.size(),
                                             " bytes hash to ", actual, "; discarded"));
   }
-  const std::string part = PartPath(hash);
+  const std::string part = PartPath(key);
   int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     return Errno(absl::StrCat("cannot write ", part));

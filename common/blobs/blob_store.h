@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -48,8 +49,12 @@ class BlobStore {
   // discarded with DataLoss. A chunk of a blob already stored is accepted and ignored.
   // InvalidArgument for a bad hash, a chunk past total_size, or a total_size that differs from
   // an earlier chunk's.
+  // `uploader`: whose upload this is. Each uploader's chunks of a blob make their own partial
+  // upload, so one uploader's bytes never mix with another's (a wrong chunk from one cannot spoil
+  // or finish another's upload); empty: one shared partial per blob (a single trusted writer).
   absl::StatusOr<ChunkResult> WriteChunk(std::string_view hash, uint64_t offset,
-                                         uint64_t total_size, std::string_view data);
+                                         uint64_t total_size, std::string_view data,
+                                         std::string_view uploader = {});
 
   // Up to `length` bytes of a stored blob from `offset` (NotFound if not stored).
   absl::StatusOr<std::string> Read(std::string_view hash, uint64_t offset, uint64_t length) const;
@@ -57,12 +62,19 @@ class BlobStore {
 
   // Removes a stored blob; OK if it was not there.
   absl::Status Remove(std::string_view hash);
-  // Forgets a partial upload of `hash` and removes its part file (nothing if there is none).
-  void DropPartial(std::string_view hash);
+  // Forgets `uploader`'s partial upload of `hash` and removes its part file (nothing if there is
+  // none).
+  void DropPartial(std::string_view hash, std::string_view uploader = {});
   // How many partial uploads are open (for tests).
   size_t partial_uploads() const { return partial_.size(); }
   // Every stored blob's hash (for garbage collection against the snapshots' manifests).
   absl::StatusOr<std::vector<std::string>> List() const;
+  // Removes every stored blob not in `keep`.
+  struct Removed {
+    int blobs = 0;
+    uint64_t bytes = 0;
+  };
+  absl::StatusOr<Removed> RemoveAllBut(const std::set<std::string>& keep);
 
   std::string PathOf(std::string_view hash) const;
 
@@ -84,8 +96,11 @@ class BlobStore {
 
  private:
   explicit BlobStore(std::string root) : root_(std::move(root)) {}
-  std::string PartPath(std::string_view hash) const;
-  absl::StatusOr<ChunkResult> WriteWhole(std::string_view hash, std::string_view data);
+  // The partial upload's key: the hash, and for a named uploader a digest of its name.
+  static std::string PartialKey(std::string_view hash, std::string_view uploader);
+  std::string PartPath(std::string_view key) const;
+  absl::StatusOr<ChunkResult> WriteWhole(std::string_view hash, std::string_view key,
+                                         std::string_view data);
   // Optionally syncs the verified part file, then renames it into place.
   absl::Status Publish(std::string_view hash, const std::string& part);
 
@@ -95,7 +110,7 @@ class BlobStore {
   bool answer_as_missing_ = false;
   std::vector<std::string> unsynced_;  // blobs stored since the last Sync (when !fsync_each_)
   std::unique_ptr<std::unordered_set<std::string>> index_;
-  // Per partial upload: total size and the byte ranges received so far (merged).
+  // Per partial upload (by PartialKey): total size and the byte ranges received so far (merged).
   struct Partial {
     uint64_t total = 0;
     std::map<uint64_t, uint64_t> ranges;  // begin -> end: [begin, end), disjoint, not touching

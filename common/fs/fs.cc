@@ -105,8 +105,6 @@ absl::Status WriteAll(int fd, std::string_view data, std::string_view path) {
   return absl::OkStatus();
 }
 
-namespace {
-
 absl::Status SyncDirOf(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   const std::string dir =
@@ -120,6 +118,24 @@ absl::Status SyncDirOf(const std::string& path) {
   }
   return absl::OkStatus();
 }
+
+absl::Status AppendDurably(const std::string& path, std::string_view data, mode_t mode) {
+  struct stat st {};
+  const bool existed = ::stat(path.c_str(), &st) == 0;
+  Fd fd(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, mode));
+  if (!fd.valid()) {
+    return ErrnoStatus(errno, "open", path);
+  }
+  if (absl::Status written = WriteAll(fd.get(), data, path); !written.ok()) {
+    return written;
+  }
+  if (::fsync(fd.get()) != 0) {
+    return ErrnoStatus(errno, "fsync", path);
+  }
+  return existed ? absl::OkStatus() : SyncDirOf(path);
+}
+
+namespace {
 
 // Creates a unique path.tmp.XXXXXX (two processes may replace the same file at once) and writes
 // `content` there; *temp is its name.

@@ -65,6 +65,14 @@ struct WriteOptions {
   Durability durability = Durability::kFile;
 };
 
+// Appends `data` to `path` (created with `mode` if missing) and fsyncs it, and its directory when
+// the file was created: once this returns the bytes survive a crash. A crash during the call may
+// leave part of `data` at the end; a failed call may have appended part of it.
+absl::Status AppendDurably(const std::string& path, std::string_view data, mode_t mode = 0600);
+
+// fsyncs the directory that holds `path`.
+absl::Status SyncDirOf(const std::string& path);
+
 // Replaces `path` with `content` through a unique path.tmp.XXXXXX and rename(2): a reader never
 // sees a partial file, and concurrent writers of one path do not clobber each other's temporary
 // file (the last rename wins). On failure the temporary file is removed and `path` is left as it

@@ -192,6 +192,9 @@ class Controller {
   absl::StatusOr<model::CheckpointsDropped> CompleteCheckpoint(int64_t run_id, int64_t id);
   // Its blobs are not all stored: forgotten.
   absl::Status AbandonCheckpoint(int64_t id);
+  // Of `hashes` (blobs whose upload grants expired), those no checkpoint row names: stored by an
+  // upload no commit followed, for the caller to remove.
+  absl::StatusOr<std::vector<std::string>> UncommittedBlobs(const std::vector<std::string>& hashes);
   // Removes checkpoints: of the named runs or experiments, all, or older than older_than_s;
   // without named runs, those of queued or running runs stay.
   absl::StatusOr<CheckpointScrap> ScrapCheckpoints(const ScrapInput& input);

@@ -22,26 +22,34 @@ absl::Status UnstoredBlobs(size_t missing, size_t of) {
 
 absl::Status Controller::CheckCheckpoint(const CheckpointOffer& offer, const std::string& agent) {
   TAE_CHECK_OWNER(core_);
-  ASSIGN_OR_RETURN(model::RunRecord run, store_->GetRun(offer.run_id));
-  const std::vector<std::string> hosts = AgentsOfRun(run);
-  const bool allowed =
-      offer.artifact.empty()
-          ? lifecycle::MayCheckpoint(run, hosts, agent, offer.attempt, Now(),
-                                     options_.checkpoint_tail_s)
-          : lifecycle::MayReport(run, hosts, agent, offer.attempt, Now(), options_.report_tail_s);
   if (!offer.artifact.empty() && !v1::IsArtifactName(offer.artifact)) {
     return absl::InvalidArgumentError(
         absl::StrCat("artifact: '", offer.artifact.substr(0, 80),
                      "' is not an artifact name (1-64 of [A-Za-z0-9._-], not starting with .)"));
   }
+  // A run the agent is not a host of reads as one that does not exist: the answer tells nothing
+  // of other runs (whether they exist, their attempt or state; docs/security.md).
+  const absl::Status not_theirs = absl::PermissionDeniedError(
+      absl::StrCat("run_id: r", offer.run_id, " is not agent ", agent, "'s"));
+  absl::StatusOr<model::RunRecord> found = store_->GetRun(offer.run_id);
+  if (absl::IsNotFound(found.status())) {
+    return not_theirs;
+  }
+  RETURN_IF_ERROR(found.status());
+  const model::RunRecord& run = *found;
+  const std::vector<std::string> hosts = AgentsOfRun(run);
+  if (std::find(hosts.begin(), hosts.end(), agent) == hosts.end()) {
+    return not_theirs;
+  }
+  const bool allowed =
+      offer.artifact.empty()
+          ? lifecycle::MayCheckpoint(run, hosts, agent, offer.attempt, Now(),
+                                     options_.checkpoint_tail_s)
+          : lifecycle::MayReport(run, hosts, agent, offer.attempt, Now(), options_.report_tail_s);
   if (offer.attempt != run.attempt) {
     return absl::FailedPreconditionError(absl::StrCat("attempt: r", run.id, " is at attempt ",
                                                       run.attempt, "; attempt ", offer.attempt,
                                                       " is superseded"));
-  }
-  if (std::find(hosts.begin(), hosts.end(), agent) == hosts.end()) {
-    return absl::PermissionDeniedError(absl::StrCat("run_id: r", run.id, " attempt ", offer.attempt,
-                                                    " is not agent ", agent, "'s"));
   }
   if (!allowed) {
     return absl::FailedPreconditionError(
@@ -70,6 +78,12 @@ absl::StatusOr<std::vector<std::string>> Controller::NewBlobs(const CheckpointOf
     }
   }
   return out;
+}
+
+absl::StatusOr<std::vector<std::string>> Controller::UncommittedBlobs(
+    const std::vector<std::string>& hashes) {
+  TAE_CHECK_OWNER(core_);
+  return store_->UnnamedCheckpointBlobs(hashes);
 }
 
 absl::StatusOr<int64_t> Controller::BeginCheckpoint(const CheckpointOffer& offer,

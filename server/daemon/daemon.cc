@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <future>
 #include <optional>
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -192,12 +193,27 @@ absl::Status Daemon::Init() {
     options.demand = &demand_;
   }
   controller_ = std::make_unique<controller::Controller>(&core_, store_.get(), options);
-  // Uploads a crash interrupted were never offered; their blobs go at the next checkpoint scrap.
+  // Uploads a crash interrupted were never offered. Their blobs, and those of uploads no commit
+  // followed (their grants died with the last taed), are removed before any agent can upload:
+  // every checkpoint blob no row names.
   ASSIGN_OR_RETURN(int incomplete, store_->DeleteIncompleteCheckpoints());
   if (incomplete > 0) {
     spdlog::info("dropped {} checkpoints whose upload a restart interrupted", incomplete);
   }
+  ASSIGN_OR_RETURN(std::set<std::string> named, store_->CheckpointBlobs());
+  checkpoint_blobs_->Post([named = std::move(named)](blobs::BlobStore& store) {
+    absl::StatusOr<blobs::BlobStore::Removed> removed = store.RemoveAllBut(named);
+    if (!removed.ok()) {
+      spdlog::warn("checkpoint blobs no checkpoint names: {}", removed.status().ToString());
+    } else if (removed->blobs > 0) {
+      spdlog::info("removed {} checkpoint blobs ({} bytes) that no checkpoint names (uploads "
+                   "that an earlier taed took but no commit followed)",
+                   removed->blobs, removed->bytes);
+    }
+  });
   RETURN_IF_ERROR(StartServers(token, std::move(agent_credentials)));
+  reclaim_timer_ = std::make_unique<boost::asio::steady_timer>(core_);
+  ScheduleReclaim();
 
   auto signals = std::make_shared<boost::asio::signal_set>(core_, SIGINT, SIGTERM);
   signals->async_wait([this, signals](const boost::system::error_code& error, int signo) {
@@ -441,7 +457,8 @@ absl::Status Daemon::StartServers(const std::string& token,
 
   agent_service_ =
       std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), query_.get(), blobs_.get(),
-                                              checkpoint_blobs_.get(), token, &credentials_);
+                                              checkpoint_blobs_.get(), token, &credentials_,
+                                              config_.upload_grant_s);
   grpc::ServerBuilder agent_builder;
   agent_builder.AddListeningPort(config_.agent_listen, std::move(agent_credentials), &agent_port_);
   const bool loopback_agents =
@@ -555,6 +572,7 @@ void Daemon::Stop() {
     core_thread_.join();
   }
   log_rotation_.reset();  // its timer, once nothing runs on the core
+  reclaim_timer_.reset();
   if (checkpoint_blobs_ != nullptr) {
     checkpoint_blobs_->Stop();
   }
@@ -565,6 +583,18 @@ void Daemon::Stop() {
     unlink((config_.home + "/taed.sock").c_str());  // ours: only a lock holder gets this far
     spdlog::info("taed stopped");
   }
+}
+
+void Daemon::ScheduleReclaim() {
+  const double every_s = std::clamp(config_.upload_grant_s / 4, 0.25, 60.0);
+  reclaim_timer_->expires_after(std::chrono::milliseconds(static_cast<int64_t>(every_s * 1000)));
+  reclaim_timer_->async_wait([this](const boost::system::error_code& error) {
+    if (error) {
+      return;  // cancelled: taed is stopping
+    }
+    agent_service_->ReclaimUploads();
+    ScheduleReclaim();
+  });
 }
 
 Daemon::~Daemon() { Stop(); }

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/io_context.hpp"
+#include "boost/asio/steady_timer.hpp"
 #include "common/log/rotate.h"
 #include "common/tls/tls.h"
 #include "grpcpp/server.h"
@@ -57,6 +58,9 @@ struct Config {
   std::string http_listen;
   // A checkpoint larger than this is refused (the agent says so in the run's log); 0: no cap.
   int64_t max_checkpoint_bytes = int64_t{64} << 30;
+  // How long an agent's checkpoint upload stays open without a commit; then its partial uploads
+  // and the blobs it stored that no checkpoint names are removed (rpc::UploadGrants).
+  double upload_grant_s = 3600;
 };
 
 class Daemon {
@@ -83,6 +87,8 @@ class Daemon {
   absl::Status StartServers(const std::string& token,
                             std::shared_ptr<grpc::ServerCredentials> agent_credentials);
   void Stop();
+  // Runs AgentLinkService::ReclaimUploads every so often, on the core.
+  void ScheduleReclaim();
 
   Config config_;
   std::optional<HomeLock> lock_;
@@ -107,6 +113,7 @@ class Daemon {
   std::vector<provider::GkePool> gke_pools_;
   std::unique_ptr<provider::GkeProvider> gke_provider_;
   std::unique_ptr<log::StderrRotation> log_rotation_;  // taed.log by size, on the core
+  std::unique_ptr<boost::asio::steady_timer> reclaim_timer_;  // AgentLinkService::ReclaimUploads
   std::thread core_thread_;
   int agent_port_ = 0;
   int local_agent_port_ = 0;

@@ -74,6 +74,7 @@ CliResult RunCli(const std::vector<std::string>& argv, const std::string& input,
   const double deadline = start + timeout_s;
   bool timed_out = false;
   bool stopped = false;
+  bool cut[2] = {false, false};
   while (fds[0] >= 0 || fds[1] >= 0) {
     pollfd pfds[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
     const double left = deadline - clock::SteadyNow();
@@ -97,8 +98,10 @@ CliResult RunCli(const std::vector<std::string>& argv, const std::string& input,
       if (n <= 0) {
         close(fds[i]);
         fds[i] = -1;
-      } else if (sinks[i]->size() < (16 << 20)) {
+      } else if (sinks[i]->size() + static_cast<size_t>(n) <= kMaxCliOutputBytes) {
         sinks[i]->append(buf, static_cast<size_t>(n));
+      } else {
+        cut[i] = true;  // read on to the end (the tool must not block), kept no further
       }
     }
   }
@@ -113,7 +116,13 @@ CliResult RunCli(const std::vector<std::string>& argv, const std::string& input,
   int status = 0;
   while (waitpid(spawned->pid, &status, 0) < 0 && errno == EINTR) {
   }
-  result.ok = !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  result.ok = !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0 && !cut[0];
+  if (cut[0]) {
+    // A cut answer is no answer: a listing missing its end would read as fewer objects.
+    result.out.clear();
+    result.err = absl::StrCat("error: its output passed ", kMaxCliOutputBytes >> 20,
+                              " MiB and was not read; ", result.err);
+  }
   if (timed_out) {
     result.err = stopped ? absl::StrCat("taed is stopping; ", result.err)
                          : absl::StrCat("no answer within ", timeout_s, " s; ", result.err);

@@ -5,6 +5,7 @@
 // when the call runs past its time or the provider stops. The providers log every call with
 // CallSummary. Blocks the calling thread only.
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,6 +18,11 @@ struct CliResult {
   std::string err;  // stderr; on a timeout or stop, prefixed with why it was cut short
   double seconds = 0;
 };
+
+// What of each output stream a call keeps. A stdout longer than this fails the call (its output
+// is dropped and stderr says so), as a cut listing would read as a shorter one; a longer stderr
+// is cut.
+inline constexpr size_t kMaxCliOutputBytes = size_t{16} << 20;
 
 // `aborted`, polled about once a second, ends the call at once when it answers true (taed is
 // stopping). The variables that carry credentials (TAE_AGENT_TOKEN, TAE_TLS_KEY) are not passed.

@@ -77,18 +77,24 @@ void GkeProvider::RoundPool(const GkePool& pool, const TpuDemand& demand, double
   if (!listed.ok || !jobsets.has_value()) {
     return;  // logged; the next round tries again
   }
-  std::optional<std::vector<nlohmann::json>> workloads = std::vector<nlohmann::json>();
-  if (!jobsets->empty()) {
-    Result wl = Kubectl(pool, pool.name, "list", {"get", "workloads.kueue.x-k8s.io", "-o", "json"});
-    workloads = ListItems(wl.out);
-    if (!wl.ok || !workloads.has_value()) {
+  // Only the Workloads of these JobSets (Kueue labels each with its job's uid), not the
+  // namespace's: a few calls of at most kUidsPerCall uids each.
+  std::vector<nlohmann::json> workloads;
+  const std::vector<std::string> selectors = WorkloadSelectors(*jobsets, kUidsPerCall);
+  for (const std::string& selector : selectors) {
+    Result wl = Kubectl(pool, pool.name, "list",
+                        {"get", "workloads.kueue.x-k8s.io", "-l", selector, "-o", "json"});
+    std::optional<std::vector<nlohmann::json>> items = ListItems(wl.out);
+    if (!wl.ok || !items.has_value()) {
       return;  // without them an evicted slice would read as waiting
     }
+    workloads.insert(workloads.end(), std::make_move_iterator(items->begin()),
+                     std::make_move_iterator(items->end()));
   }
   std::vector<GkeSlice> slices;
   std::vector<CloudVm> shown;
   std::set<std::string> names;
-  for (ListedSlice& listed_slice : ReadSlices(pool, *jobsets, *workloads)) {
+  for (ListedSlice& listed_slice : ReadSlices(pool, *jobsets, workloads)) {
     const std::string name = listed_slice.name;
     names.insert(name);
     GkeSlice slice;

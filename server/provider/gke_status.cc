@@ -1,8 +1,10 @@
 #include "server/provider/gke_status.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace tae::provider {
 namespace {
@@ -124,6 +126,30 @@ std::optional<std::vector<nlohmann::json>> ListItems(const std::string& text) {
     return std::nullopt;
   }
   return items->get<std::vector<nlohmann::json>>();
+}
+
+std::vector<std::string> WorkloadSelectors(const std::vector<nlohmann::json>& jobsets,
+                                           size_t per_selector) {
+  std::vector<std::string> uids;
+  for (const nlohmann::json& jobset : jobsets) {
+    const nlohmann::json meta = Child(jobset, "metadata");
+    const std::string uid = meta.is_object() ? Text(meta, "uid") : "";
+    const bool plain = !uid.empty() && uid.size() <= 63 &&
+                       std::all_of(uid.begin(), uid.end(), [](char c) {
+                         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                (c >= '0' && c <= '9') || c == '-';
+                       });
+    if (plain) {
+      uids.push_back(uid);
+    }
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < uids.size(); i += std::max<size_t>(per_selector, 1)) {
+    const size_t end = std::min(uids.size(), i + std::max<size_t>(per_selector, 1));
+    out.push_back(absl::StrCat("kueue.x-k8s.io/job-uid in (",
+                               absl::StrJoin(uids.begin() + i, uids.begin() + end, ","), ")"));
+  }
+  return out;
 }
 
 std::string ObjectName(const nlohmann::json& object) {

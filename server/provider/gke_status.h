@@ -10,6 +10,7 @@
 // PodsReadyTimeout, InactiveWorkload, ...), Preempted, Finished. JobSet
 // (jobset.x-k8s.io/v1alpha2): spec.suspend, conditions Completed, Failed, Suspended.
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,14 @@ struct ListedSlice {
 // not an object with a name; what a cluster answered is never trusted (never throws).
 std::vector<ListedSlice> ReadSlices(const GkePool& pool, const std::vector<nlohmann::json>& jobsets,
                                     const std::vector<nlohmann::json>& workloads);
+
+// Label selectors that list the Workloads Kueue made for `jobsets` (a listing's items) and no
+// others: "kueue.x-k8s.io/job-uid in (UID,...)", at most `per_selector` uids each, in listing
+// order. A uid that is not 1-63 of [A-Za-z0-9-] (what the API server gives) is left out, so
+// nothing a cluster answered can change a selector's meaning; no jobsets: no selectors.
+inline constexpr size_t kUidsPerCall = 100;
+std::vector<std::string> WorkloadSelectors(const std::vector<nlohmann::json>& jobsets,
+                                           size_t per_selector);
 
 // `jobset`: the JobSet object; `workload`: its Workload, or null when Kueue has not made one
 // yet. Malformed parts read as absent (never throws).

@@ -24,21 +24,50 @@ namespace {
 
 using Offer = std::shared_ptr<controller::CheckpointOffer>;
 
-// Drops the partial uploads of grants that expired (on the blob worker; a blob another grant
-// still names keeps uploading from scratch, which is correct if slower).
-void DropExpired(UploadGrants* grants, blobs::BlobWorker* worker) {
-  std::vector<std::string> expired = grants->Expire(clock::WallNow());
+}  // namespace
+
+void AgentLinkService::ReclaimUploads() {
+  const double now = clock::WallNow();
+  UploadGrants::Expired expired = grants_.Expire(now);
   if (expired.empty()) {
     return;
   }
-  worker->Post([expired = std::move(expired)](blobs::BlobStore& store) {
-    for (const std::string& hash : expired) {
-      store.DropPartial(hash);
+  // Which of the blobs no grant names any more no checkpoint names either: stored by an upload
+  // that no commit followed. Any grant opened after this (on the blob worker, before the removal
+  // runs there) has its chunks written after the removal, so what it uploads is stored again;
+  // the removal also skips a blob a grant names by then.
+  absl::StatusOr<std::vector<std::string>> uncommitted =
+      controller_->UncommittedBlobs(expired.unnamed);
+  if (!uncommitted.ok()) {
+    spdlog::warn("expired checkpoint uploads: {}", uncommitted.status().ToString());
+    uncommitted = std::vector<std::string>{};
+  }
+  checkpoint_blobs_->Post([this, now, expired = std::move(expired),
+                           uncommitted = *std::move(uncommitted)](blobs::BlobStore& store) {
+    for (const auto& [agent, hash] : expired.partials) {
+      store.DropPartial(hash, agent);
+    }
+    int removed = 0;
+    uint64_t bytes = 0;
+    for (const std::string& hash : uncommitted) {
+      if (grants_.Named(hash, now) || !store.Has(hash)) {
+        continue;
+      }
+      const uint64_t size = store.Size(hash).value_or(0);
+      if (absl::Status gone = store.Remove(hash); !gone.ok()) {
+        spdlog::warn("checkpoint blob {}: {}", hash, gone.ToString());
+        continue;
+      }
+      removed += 1;
+      bytes += size;
+    }
+    if (removed > 0) {
+      spdlog::info("removed {} checkpoint blobs ({} bytes) that agents uploaded but no commit "
+                   "named within {} s",
+                   removed, bytes, grants_.grant_seconds());
     }
   });
 }
-
-}  // namespace
 
 grpc::ServerUnaryReactor* AgentLinkService::OfferCheckpoint(
     grpc::CallbackServerContext* ctx, const tae::v1::OfferCheckpointRequest* request,
@@ -49,7 +78,6 @@ grpc::ServerUnaryReactor* AgentLinkService::OfferCheckpoint(
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad agent credential"));
     return reactor;
   }
-  DropExpired(&grants_, checkpoint_blobs_);
   checkpoint_blobs_->Post([this, reactor, request, response, caller = *caller](blobs::BlobStore&) {
     auto sizes = std::make_shared<std::map<std::string, uint64_t>>();
     absl::StatusOr<controller::CheckpointOffer> parsed =
@@ -110,7 +138,7 @@ grpc::ServerUnaryReactor* AgentLinkService::PutCheckpointBlobs(
     reactor->Finish(ToGrpc(granted));
     return reactor;
   }
-  PostWriteChunks(checkpoint_blobs_, request, reactor, response);
+  PostWriteChunks(checkpoint_blobs_, request, *caller, reactor, response);
   return reactor;
 }
 

@@ -312,14 +312,16 @@ bool TokenMatches(std::string_view header, std::string_view token) {
 AgentLinkService::AgentLinkService(boost::asio::io_context* core,
                                    controller::Controller* controller, query::Query* query,
                                    blobs::BlobWorker* blobs, blobs::BlobWorker* checkpoint_blobs,
-                                   std::string token, registry::CredentialTable* credentials)
+                                   std::string token, registry::CredentialTable* credentials,
+                                   double upload_grant_s)
     : core_(core),
       controller_(controller),
       query_(query),
       blobs_(blobs),
       checkpoint_blobs_(checkpoint_blobs),
       token_(std::move(token)),
-      credentials_(credentials) {}
+      credentials_(credentials),
+      grants_(upload_grant_s) {}
 
 namespace {
 

@@ -32,11 +32,13 @@ namespace tae::rpc {
 class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
  public:
   // token: the shared enrolment token (Enrol only); credentials: the table every other call is
-  // authenticated against (kept current by the controller).
+  // authenticated against (kept current by the controller); upload_grant_s: how long a checkpoint
+  // offer's uploads stay open (UploadGrants).
   AgentLinkService(boost::asio::io_context* core, controller::Controller* controller,
                    query::Query* query, blobs::BlobWorker* blobs,
                    blobs::BlobWorker* checkpoint_blobs, std::string token,
-                   registry::CredentialTable* credentials);
+                   registry::CredentialTable* credentials,
+                   double upload_grant_s = UploadGrants::kGrantSeconds);
 
   grpc::ServerUnaryReactor* Enrol(grpc::CallbackServerContext* ctx,
                                   const tae::v1::EnrolRequest* request,
@@ -61,6 +63,12 @@ class AgentLinkService final : public tae::v1::AgentLink::CallbackService {
   grpc::ServerUnaryReactor* CommitCheckpoint(grpc::CallbackServerContext* ctx,
                                              const tae::v1::CommitCheckpointRequest* request,
                                              tae::v1::CommitCheckpointResponse* response) override;
+
+  // On the core, every so often (taed: every min(60 s, upload_grant_s / 4)): ends the upload
+  // grants past their time, drops their partial uploads, and removes the blobs they stored that
+  // no checkpoint names (uploaded, never committed). So what an agent uploads without committing
+  // leaves taed's disk within upload_grant_s and one period.
+  void ReclaimUploads();
 
   // Checkpoint blobs granted by offers (for tests).
   UploadGrants* grants() { return &grants_; }

@@ -40,12 +40,13 @@ namespace {
 
 absl::Status WriteChunks(blobs::BlobStore& store,
                          const google::protobuf::RepeatedPtrField<tae::v1::BlobChunk>& chunks,
-                         uint64_t* bytes_written, int* blobs_completed) {
+                         std::string_view uploader, uint64_t* bytes_written,
+                         int* blobs_completed) {
   absl::Status status = absl::OkStatus();
   for (int i = 0; i < chunks.size(); ++i) {
     const tae::v1::BlobChunk& chunk = chunks[i];
     absl::StatusOr<blobs::ChunkResult> result =
-        store.WriteChunk(chunk.hash(), chunk.offset(), chunk.total_size(), chunk.data());
+        store.WriteChunk(chunk.hash(), chunk.offset(), chunk.total_size(), chunk.data(), uploader);
     if (!result.ok()) {
       status = absl::Status(result.status().code(),
                             absl::StrCat("chunks[", i, "]: ", result.status().message()));
@@ -61,12 +62,12 @@ absl::Status WriteChunks(blobs::BlobStore& store,
 
 // Both puts: their requests carry `chunks`, their responses the two counters.
 template <typename Request, typename Response>
-void PostWrite(blobs::BlobWorker* blobs, const Request* request, grpc::ServerUnaryReactor* reactor,
-               Response* response) {
-  blobs->Post([reactor, request, response](blobs::BlobStore& store) {
+void PostWrite(blobs::BlobWorker* blobs, const Request* request, std::string uploader,
+               grpc::ServerUnaryReactor* reactor, Response* response) {
+  blobs->Post([reactor, request, response, uploader = std::move(uploader)](blobs::BlobStore& store) {
     uint64_t bytes = 0;
     int completed = 0;
-    absl::Status status = WriteChunks(store, request->chunks(), &bytes, &completed);
+    absl::Status status = WriteChunks(store, request->chunks(), uploader, &bytes, &completed);
     response->set_bytes_written(bytes);
     response->set_blobs_completed(completed);
     reactor->Finish(ToGrpc(status));
@@ -77,13 +78,13 @@ void PostWrite(blobs::BlobWorker* blobs, const Request* request, grpc::ServerUna
 
 void PostWriteChunks(blobs::BlobWorker* blobs, const tae::v1::PutBlobsRequest* request,
                      grpc::ServerUnaryReactor* reactor, tae::v1::PutBlobsResponse* response) {
-  PostWrite(blobs, request, reactor, response);
+  PostWrite(blobs, request, std::string(), reactor, response);
 }
 
 void PostWriteChunks(blobs::BlobWorker* blobs, const tae::v1::PutCheckpointBlobsRequest* request,
-                     grpc::ServerUnaryReactor* reactor,
+                     std::string uploader, grpc::ServerUnaryReactor* reactor,
                      tae::v1::PutCheckpointBlobsResponse* response) {
-  PostWrite(blobs, request, reactor, response);
+  PostWrite(blobs, request, std::move(uploader), reactor, response);
 }
 
 namespace {
@@ -193,25 +194,12 @@ void RemoveUnreferencedBlobs(blobs::BlobWorker* blobs, std::set<std::string> ref
                              grpc::ServerUnaryReactor* reactor, tae::v1::ScrapResponse* response) {
   auto kept = std::make_shared<std::set<std::string>>(std::move(referenced));
   blobs->Post([reactor, response, kept](blobs::BlobStore& store) {
-    absl::StatusOr<std::vector<std::string>> all = store.List();
-    if (!all.ok()) {
-      reactor->Finish(ToGrpc(all.status()));
-      return;
+    absl::StatusOr<blobs::BlobStore::Removed> removed = store.RemoveAllBut(*kept);
+    if (removed.ok()) {
+      response->set_blobs_removed(removed->blobs);
+      response->set_bytes_freed(static_cast<int64_t>(removed->bytes));
     }
-    for (const std::string& hash : *all) {
-      if (kept->count(hash) > 0) {
-        continue;
-      }
-      const uint64_t size = store.Size(hash).value_or(0);
-      absl::Status removed = store.Remove(hash);
-      if (!removed.ok()) {
-        reactor->Finish(ToGrpc(removed));
-        return;
-      }
-      response->set_blobs_removed(response->blobs_removed() + 1);
-      response->set_bytes_freed(response->bytes_freed() + static_cast<int64_t>(size));
-    }
-    reactor->Finish(grpc::Status::OK);
+    reactor->Finish(ToGrpc(removed.status()));
   });
 }
 

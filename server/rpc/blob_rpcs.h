@@ -35,11 +35,12 @@ absl::Status CheckChunks(const google::protobuf::RepeatedPtrField<tae::v1::BlobC
 // A put of checked chunks (CheckChunks), on `blobs`' worker: writes the request's chunks into the
 // store, then makes what was stored durable (one sync for the batch), sets the response's
 // bytes_written and blobs_completed, and finishes `reactor` (errors name the chunk). The request
-// and response are the call's, alive until it finishes.
+// and response are the call's, alive until it finishes. A checkpoint put is `uploader`'s own
+// partial upload (BlobStore::WriteChunk); a snapshot put (taectl's) shares one per blob.
 void PostWriteChunks(blobs::BlobWorker* blobs, const tae::v1::PutBlobsRequest* request,
                      grpc::ServerUnaryReactor* reactor, tae::v1::PutBlobsResponse* response);
 void PostWriteChunks(blobs::BlobWorker* blobs, const tae::v1::PutCheckpointBlobsRequest* request,
-                     grpc::ServerUnaryReactor* reactor,
+                     std::string uploader, grpc::ServerUnaryReactor* reactor,
                      tae::v1::PutCheckpointBlobsResponse* response);
 
 // Asked once, with well-formed hashes, before a fetch reads anything: answers (once, from any

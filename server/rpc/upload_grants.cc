@@ -34,7 +34,7 @@ absl::Status UploadGrants::Grant(const std::string& agent,
       g = Granted{};
       g.size = size;
     }
-    g.until = now + kGrantSeconds;
+    g.until = now + grant_seconds_;
   }
   return absl::OkStatus();
 }
@@ -116,13 +116,13 @@ void UploadGrants::Done(const std::string& agent, const std::vector<std::string>
   }
 }
 
-std::vector<std::string> UploadGrants::Expire(double now) {
+UploadGrants::Expired UploadGrants::Expire(double now) {
   absl::MutexLock lock(&mu_);
-  std::vector<std::string> out;
+  Expired out;
   for (auto agent = grants_.begin(); agent != grants_.end();) {
     for (auto it = agent->second.begin(); it != agent->second.end();) {
       if (it->second.until < now) {
-        out.push_back(it->first);
+        out.partials.emplace_back(agent->first, it->first);
         it = agent->second.erase(it);
       } else {
         ++it;
@@ -130,7 +130,30 @@ std::vector<std::string> UploadGrants::Expire(double now) {
     }
     agent = agent->second.empty() ? grants_.erase(agent) : std::next(agent);
   }
+  std::set<std::string> unnamed;
+  for (const auto& [agent, hash] : out.partials) {
+    bool named = false;
+    for (const auto& [other, mine] : grants_) {
+      auto it = mine.find(hash);
+      named = named || (it != mine.end() && it->second.until >= now);
+    }
+    if (!named) {
+      unnamed.insert(hash);
+    }
+  }
+  out.unnamed.assign(unnamed.begin(), unnamed.end());
   return out;
+}
+
+bool UploadGrants::Named(const std::string& hash, double now) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [agent, mine] : grants_) {
+    auto it = mine.find(hash);
+    if (it != mine.end() && it->second.until >= now) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace tae::rpc

@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -18,9 +19,11 @@
 namespace tae::rpc {
 
 // Which checkpoint blobs each agent may upload: those its accepted offers said were missing,
-// each at the size its manifest gave, for an hour after the offer. A put of anything else is
-// refused, so a credential holder cannot fill taed's disk with blobs nobody asked for; expired
-// grants name the partial uploads to drop.
+// each at the size its manifest gave, for `grant_seconds` (an hour) after the offer. A put of
+// anything else is refused, so a credential holder cannot fill taed's disk with blobs nobody
+// asked for; expired grants name the partial uploads to drop, and the blobs that an upload
+// stored but no commit followed (AgentLinkService::ReclaimUploads removes those no checkpoint
+// names).
 //
 // And which of them each agent has shown it holds. A hash is not proof of the content: a commit
 // may name a blob its run has not named before only if the committing agent uploaded it, in full,
@@ -31,10 +34,12 @@ namespace tae::rpc {
 class UploadGrants {
  public:
   static constexpr double kGrantSeconds = 3600;
+  explicit UploadGrants(double grant_seconds = kGrantSeconds) : grant_seconds_(grant_seconds) {}
+  double grant_seconds() const { return grant_seconds_; }
   // At most this many bytes granted to one agent at a time (offers beyond it are refused).
   static constexpr uint64_t kMaxGrantedBytes = uint64_t{64} << 30;
 
-  // Grants `agent` the blobs `sizes` (hash -> size) until now + kGrantSeconds. A blob granted
+  // Grants `agent` the blobs `sizes` (hash -> size) until now + grant_seconds. A blob granted
   // before at the same size keeps what was uploaded of it. ResourceExhausted beyond
   // kMaxGrantedBytes.
   absl::Status Grant(const std::string& agent, const std::map<std::string, uint64_t>& sizes,
@@ -50,8 +55,16 @@ class UploadGrants {
                              double now);
   // The commit that needed them is done: no longer granted.
   void Done(const std::string& agent, const std::vector<std::string>& hashes);
-  // Removes grants past their time; returns their hashes (partial uploads to drop).
-  std::vector<std::string> Expire(double now);
+  // What Expire removed.
+  struct Expired {
+    std::vector<std::pair<std::string, std::string>> partials;  // (agent, hash): uploads to drop
+    std::vector<std::string> unnamed;  // their hashes that no open grant names any more
+    bool empty() const { return partials.empty(); }
+  };
+  // Removes grants past their time.
+  Expired Expire(double now);
+  // Whether an open grant of any agent names `hash`.
+  bool Named(const std::string& hash, double now);
 
  private:
   struct Granted {
@@ -61,6 +74,7 @@ class UploadGrants {
     std::unique_ptr<snapshot::Sha256Stream> sha;  // over those bytes
     bool held = false;                            // a run reached `size` and hashed to the name
   };
+  const double grant_seconds_;
   absl::Mutex mu_;
   std::map<std::string, std::map<std::string, Granted>> grants_ ABSL_GUARDED_BY(mu_);
 };

@@ -159,6 +159,9 @@ class Store {
                                                                       const std::string& name);
   // Every blob hash any checkpoint row names.
   absl::StatusOr<std::set<std::string>> CheckpointBlobs();
+  // Those of `hashes` that no checkpoint row (complete or not) names.
+  absl::StatusOr<std::vector<std::string>> UnnamedCheckpointBlobs(
+      const std::vector<std::string>& hashes);
   // The blob hashes the run's complete checkpoints and artifacts name.
   absl::StatusOr<std::set<std::string>> RunCheckpointBlobs(int64_t run_id);
 

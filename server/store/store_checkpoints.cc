@@ -251,6 +251,22 @@ absl::StatusOr<std::set<std::string>> Store::CheckpointBlobs() {
   return out;
 }
 
+absl::StatusOr<std::vector<std::string>> Store::UnnamedCheckpointBlobs(
+    const std::vector<std::string>& hashes) {
+  ASSIGN_OR_RETURN(CachedStatement stmt,
+                   db_.Cached("SELECT 1 FROM checkpoint_blobs WHERE hash = ? LIMIT 1"));
+  std::vector<std::string> out;
+  for (const std::string& hash : hashes) {
+    stmt->Reset();
+    stmt->Bind(1, hash);
+    ASSIGN_OR_RETURN(bool named, stmt->Step());
+    if (!named) {
+      out.push_back(hash);
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<std::set<std::string>> Store::RunCheckpointBlobs(int64_t run_id) {
   ASSIGN_OR_RETURN(CachedStatement stmt,
                    db_.Cached("SELECT DISTINCT b.hash FROM checkpoints c JOIN checkpoint_blobs b "

@@ -451,12 +451,32 @@ def resource_list(group_version, resources):
                           for plural, (kind, namespaced) in resources.items()]}
 
 
+SELECTOR_TERM = re.compile(
+    r"\s*([A-Za-z0-9./_-]+)\s*(?:(==|=|!=)\s*([A-Za-z0-9._-]*)|\s+(in|notin)\s*\(([^)]*)\))\s*(?:,|$)")
+
+
 def label_match(obj, selector):
+    """Equality (k=v, k==v, k!=v) and set-based (k in (a,b), k notin (a,b)) terms, comma-joined,
+    as the API server takes them; a selector it cannot parse is a 400, as there."""
     labels = obj.get("metadata", {}).get("labels", {}) or {}
-    for term in filter(None, selector.split(",")):
-        key, _, value = term.partition("=")
-        if labels.get(key.strip()) != value.strip():
-            return False
+    at = 0
+    while at < len(selector):
+        m = SELECTOR_TERM.match(selector, at)
+        if m is None:
+            raise ValueError(f"unable to parse requirement: {selector[at:]!r}")
+        at = m.end()
+        key, op, value, set_op, values = m.groups()
+        have = labels.get(key)
+        if op in ("=", "=="):
+            if have != value:
+                return False
+        elif op == "!=":
+            if have == value:
+                return False
+        else:
+            members = {v.strip() for v in values.split(",") if v.strip()}
+            if (set_op == "in") != (have in members):
+                return False
     return True
 
 
@@ -710,9 +730,12 @@ class Handler(BaseHTTPRequestHandler):
                 return 200, STATE.objects[key]
             if method == "GET":
                 selector = query.get("labelSelector", [""])[0]
-                items = [o for (p, ns, _), o in sorted(STATE.objects.items())
-                         if p == plural and (not namespace or ns == namespace)
-                         and label_match(o, selector)]
+                try:
+                    items = [o for (p, ns, _), o in sorted(STATE.objects.items())
+                             if p == plural and (not namespace or ns == namespace)
+                             and label_match(o, selector)]
+                except ValueError as e:
+                    return status(400, "BadRequest", str(e))
                 return 200, {"kind": f"{kind}List", "apiVersion": api_version,
                              "metadata": {"resourceVersion": str(STATE.version)}, "items": items}
             if method == "DELETE":

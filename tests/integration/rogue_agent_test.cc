@@ -3,7 +3,8 @@
 // with its own valid credential tries what it does not hold. A revoked agent's idle second stream
 // cannot register it again; a checkpoint of its own cannot claim a blob another run stored by
 // naming its hash; another run's manifest, snapshot blob and checkpoint blob read as
-// missing, with the very answer a missing one gets; a forged ProfileFailed is ignored; a batch
+// missing, with the very answer a missing one gets, and an offer for another run is answered as
+// one for a run that does not exist; a forged ProfileFailed is ignored; a batch
 // with NaN in it is acked and its other events stored; a job's output that is not UTF-8 reaches
 // `taectl logs` with U+FFFD.
 
@@ -315,6 +316,19 @@ TEST_CASE(
   CHECK(got.empty());
   CHECK(no_checkpoint.error_code() == their_checkpoint.error_code());
   CHECK(no_checkpoint.error_message() == their_checkpoint.error_message());
+  // An offer for the victim's run (live, at attempt 1) is answered as one for a run that does not
+  // exist: nothing of its existence, attempt or state.
+  {
+    const grpc::Status theirs_offer = rogue.Offer(run, Calls::OneFile("x"));
+    const grpc::Status none_offer = rogue.Offer(987654, Calls::OneFile("x"));
+    CHECK(theirs_offer.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+    CHECK(none_offer.error_code() == theirs_offer.error_code());
+    std::string theirs_text = theirs_offer.error_message();
+    const std::string id = "r" + std::to_string(run);
+    REQUIRE(theirs_text.find(id) != std::string::npos);
+    theirs_text.replace(theirs_text.find(id), id.size(), "r987654");
+    CHECK(none_offer.error_message() == theirs_text);
+  }
 
   // The rogue registers on one stream and keeps a second one idle.
   Stream registered(cluster, rogue_key);
@@ -407,6 +421,73 @@ TEST_CASE(
   CHECK(StateOf(cluster, "rogue-1") == "revoked");
   // The holder is not affected.
   CHECK(owner.Manifest(start.snapshot_id()).ok());
+}
+
+// Where the checkpoint store keeps blob `hash`.
+std::string CheckpointBlobPath(const Cluster& cluster, const std::string& hash) {
+  return cluster.home() + "/checkpoints/" + hash.substr(0, 2) + "/" + hash.substr(2);
+}
+
+TEST_CASE("what an agent uploads and never commits leaves taed's disk within the upload grant",
+          "[security]") {
+  // A blob in the store that no checkpoint names, as an earlier taed's uncommitted upload left it.
+  const std::string planted = "uploaded before a restart, never committed";
+  const std::string planted_hash = snapshot::Sha256Hex(planted);
+  setenv("TAE_UPLOAD_GRANT", "2", 1);
+  Cluster cluster(0, 1, [&](const std::string& home) {
+    const std::string path =
+        home + "/checkpoints/" + planted_hash.substr(0, 2) + "/" + planted_hash.substr(2);
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream(path) << planted;
+  });
+  unsetenv("TAE_UPLOAD_GRANT");
+  REQUIRE(cluster.started());
+  // Removed at start, before any agent could upload.
+  CHECK_FALSE(std::filesystem::exists(CheckpointBlobPath(cluster, planted_hash)));
+
+  std::filesystem::create_directories(cluster.dir().path() + "/job");
+  cluster.dir().Write("job/run.sh", "echo never run here\n");
+  const std::string spec = cluster.dir().Write(
+      "one.toml",
+      "name = \"one\"\n[train]\nseeds = [0]\n[job]\ncode = \"job\"\ncommand = \"sh run.sh\"\n");
+  REQUIRE(cluster.Taectl({"submit", spec}).exit_code == 0);
+  Calls enrolment(cluster, FirstLine(cluster.home() + "/agent.token"));
+  std::string key;
+  REQUIRE(enrolment.Enrol("uploader", &key).ok());
+  Stream stream(cluster, key);
+  REQUIRE(stream.Register("uploader"));
+  REQUIRE(stream.ReadUntil([](const tae::v1::TaedMessage& m) { return m.has_start_run(); }));
+  const int64_t run = stream.last().start_run().run_id();
+  {
+    tae::v1::EventBatch started;
+    AddEvent(&started, 1, run)->mutable_started()->set_pid(1);
+    REQUIRE(stream.SendEvents(started));
+    REQUIRE(stream.AckedUpTo(1));
+  }
+  Calls agent(cluster, key);
+  const std::string kept = "a committed checkpoint";
+  REQUIRE(agent.Checkpoint(run, kept).ok());
+  // Offered and uploaded in full, then never committed.
+  const std::string abandoned = "uploaded, never committed";
+  const std::string abandoned_hash = snapshot::Sha256Hex(abandoned);
+  REQUIRE(agent.Offer(run, Calls::OneFile(abandoned)).ok());
+  REQUIRE(agent.Put(abandoned).ok());
+  CHECK(std::filesystem::exists(CheckpointBlobPath(cluster, abandoned_hash)));
+  // Gone within the grant (2 s) and one reclaim period (0.5 s), with margin for a loaded machine.
+  CHECK(WaitUntil(
+      [&] { return !std::filesystem::exists(CheckpointBlobPath(cluster, abandoned_hash)); }, 60));
+  const std::string log = ReadFile(cluster.home() + "/logs/taed.log");
+  CHECK(log.find("removed 1 checkpoint blobs (" + std::to_string(abandoned.size()) +
+                 " bytes) that agents uploaded but no commit named") != std::string::npos);
+  CHECK(log.find("removed 1 checkpoint blobs (" + std::to_string(planted.size()) +
+                 " bytes) that no checkpoint names") != std::string::npos);
+  // The committed checkpoint's blob stays, and a late commit of the abandoned one is refused.
+  CHECK(std::filesystem::exists(CheckpointBlobPath(cluster, snapshot::Sha256Hex(kept))));
+  std::string got;
+  CHECK(agent.Fetch(snapshot::Sha256Hex(kept), true, &got).ok());
+  CHECK(got == kept);
+  CHECK(agent.Commit(run, Calls::OneFile(abandoned)).error_code() ==
+        grpc::StatusCode::FAILED_PRECONDITION);
 }
 
 TEST_CASE("a blob fetch in flight ends at the next chunk once its agent's credential is revoked",

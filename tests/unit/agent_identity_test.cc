@@ -215,7 +215,11 @@ TEST_CASE("an agent may upload only the blobs its own offers named, at their siz
   chunk->set_total_size(10);
   // Expired: refused, and named for its partial upload to be dropped.
   const double later = rpc::UploadGrants::kGrantSeconds + 1;
-  CHECK(grants.Expire(later) == std::vector<std::string>{hash});
+  {
+    const rpc::UploadGrants::Expired expired = grants.Expire(later);
+    CHECK(expired.partials == std::vector<std::pair<std::string, std::string>>{{"a", hash}});
+    CHECK(expired.unnamed == std::vector<std::string>{hash});
+  }
   CHECK(grants.Accept("a", chunks, later).code() == absl::StatusCode::kPermissionDenied);
   // Done: no longer granted.
   REQUIRE(grants.Grant("a", {{hash, 10}}, 0).ok());
@@ -231,6 +235,25 @@ TEST_CASE("an agent may upload only the blobs its own offers named, at their siz
   CHECK(grants.Grant("b", {{second, 20}}, 0).ok());  // nothing of the refused grant was kept
   CHECK(grants.Grant("b", {{hash, ~uint64_t{0} - 10}}, 0).code() ==
         absl::StatusCode::kResourceExhausted);
+}
+
+TEST_CASE("an expired grant names its blob for removal only when no other agent's grant does",
+          "[rpc][checkpoints]") {
+  rpc::UploadGrants grants(100);
+  const std::string shared(64, 'e');
+  const std::string own(64, 'f');
+  REQUIRE(grants.Grant("a", {{shared, 10}, {own, 10}}, 0).ok());
+  REQUIRE(grants.Grant("b", {{shared, 10}}, 50).ok());
+  CHECK(grants.Named(shared, 60));
+  const rpc::UploadGrants::Expired first = grants.Expire(120);  // a's are over, b's open to 150
+  CHECK(first.partials.size() == 2);
+  CHECK(first.unnamed == std::vector<std::string>{own});
+  CHECK(grants.Named(shared, 120));
+  CHECK_FALSE(grants.Named(own, 120));
+  const rpc::UploadGrants::Expired second = grants.Expire(151);
+  CHECK(second.partials == std::vector<std::pair<std::string, std::string>>{{"b", shared}});
+  CHECK(second.unnamed == std::vector<std::string>{shared});
+  CHECK(grants.Expire(152).empty());
 }
 
 TEST_CASE("a manifest whose sizes would wrap, or name one content with two sizes, is refused",

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,59 @@ TEST_CASE("a dropped partial upload leaves neither its bytes nor its bookkeeping
   // Starting again from scratch works.
   REQUIRE(store->WriteChunk(hash, 0, content.size(), content).ok());
   CHECK(store->Has(hash));
+}
+
+TEST_CASE("each uploader's chunks make its own partial upload: another's bytes never mix in",
+          "[blobs]") {
+  TempDir dir;
+  auto store = BlobStore::Open(dir.path() + "/blobs");
+  REQUIRE(store.ok());
+  const std::string content(3000, 'q');
+  const std::string hash = Sha256Hex(content);
+  // The honest agent sends the first two thirds; a rogue one that knows the hash writes garbage
+  // over the same ranges, and then the last third, which would complete a shared upload.
+  REQUIRE(store->WriteChunk(hash, 0, 3000, content.substr(0, 2000), "honest").ok());
+  auto garbage = store->WriteChunk(hash, 0, 3000, std::string(2000, 'x'), "rogue");
+  REQUIRE(garbage.ok());
+  CHECK_FALSE(garbage->complete);
+  auto tail = store->WriteChunk(hash, 2000, 3000, content.substr(2000), "rogue");
+  CHECK(tail.status().code() == absl::StatusCode::kDataLoss);  // its own bytes, not honest's
+  CHECK_FALSE(store->Has(hash));
+  CHECK(store->partial_uploads() == 1);  // honest's, untouched
+  auto done = store->WriteChunk(hash, 2000, 3000, content.substr(2000), "honest");
+  REQUIRE(done.ok());
+  CHECK(done->complete);
+  CHECK(store->Has(hash));
+  // Dropping one uploader's partial leaves another's.
+  const std::string other(5000, 'r');
+  const std::string other_hash = Sha256Hex(other);
+  REQUIRE(store->WriteChunk(other_hash, 0, 5000, other.substr(0, 10), "a").ok());
+  REQUIRE(store->WriteChunk(other_hash, 0, 5000, other.substr(0, 10), "b").ok());
+  CHECK(store->partial_uploads() == 2);
+  store->DropPartial(other_hash, "a");
+  CHECK(store->partial_uploads() == 1);
+  CHECK(store->WriteChunk(other_hash, 10, 5000, other.substr(10), "b")->complete);
+}
+
+TEST_CASE("RemoveAllBut removes every blob but those kept, and says how much", "[blobs]") {
+  TempDir dir;
+  auto store = BlobStore::Open(dir.path() + "/blobs");
+  REQUIRE(store.ok());
+  std::set<std::string> keep;
+  for (int i = 0; i < 6; ++i) {
+    const std::string content(100 + i, static_cast<char>('a' + i));
+    REQUIRE(store->WriteChunk(Sha256Hex(content), 0, content.size(), content)->complete);
+    if (i % 2 == 0) {
+      keep.insert(Sha256Hex(content));
+    }
+  }
+  auto removed = store->RemoveAllBut(keep);
+  REQUIRE(removed.ok());
+  CHECK(removed->blobs == 3);
+  CHECK(removed->bytes == 101 + 103 + 105);
+  auto left = store->List();
+  REQUIRE(left.ok());
+  CHECK(std::set<std::string>(left->begin(), left->end()) == keep);
 }
 
 // The checkpoint store: what an upload is answered must not tell the uploader whether someone

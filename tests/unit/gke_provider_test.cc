@@ -80,6 +80,18 @@ TEST_CASE("a CLI call gets its input, and ends at its time limit or when taed st
 
   const CliResult missing = RunCli({"/nonexistent/kubectl"}, "", 30, {});
   CHECK_FALSE(missing.ok);
+
+  // An answer longer than what is kept fails the call, never reads as a shorter answer.
+  const CliResult huge =
+      RunCli({"/bin/sh", "-c", "head -c 17000000 /dev/zero; echo fine >&2"}, "", 60, {});
+  CHECK_FALSE(huge.ok);
+  CHECK(huge.out.empty());
+  CHECK(CallOutcome(huge) == "failed: error: its output passed 16 MiB and was not read; fine");
+  const CliResult just = RunCli(
+      {"/bin/sh", "-c", "head -c " + std::to_string(kMaxCliOutputBytes) + " /dev/zero"}, "", 60,
+      {});
+  CHECK(just.ok);
+  CHECK(just.out.size() == kMaxCliOutputBytes);
 }
 
 }  // namespace tae::provider

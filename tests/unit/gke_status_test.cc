@@ -142,4 +142,23 @@ TEST_CASE(
   CHECK(ReadSlices(pool, many, {}).size() == 5000);
 }
 
+TEST_CASE("gke status: the Workloads listed are only those of the pool's JobSets, by uid") {
+  std::vector<nlohmann::json> jobsets;
+  for (int i = 0; i < 5; ++i) {
+    jobsets.push_back({{"metadata", {{"name", "tae-v5e-" + std::to_string(i + 1)},
+                                     {"uid", "uid-" + std::to_string(i)}}}});
+  }
+  // Whatever the cluster put in a uid cannot widen or break the selector.
+  jobsets.push_back({{"metadata", {{"name", "tae-v5e-9"}, {"uid", "x),other in (y"}}}});
+  jobsets.push_back({{"metadata", {{"name", "tae-v5e-10"}, {"uid", 42}}}});
+  jobsets.push_back({{"metadata", {{"name", "tae-v5e-11"}, {"uid", std::string(64, 'a')}}}});
+  jobsets.push_back("not an object");
+  CHECK(WorkloadSelectors(jobsets, 2) ==
+        std::vector<std::string>{"kueue.x-k8s.io/job-uid in (uid-0,uid-1)",
+                                 "kueue.x-k8s.io/job-uid in (uid-2,uid-3)",
+                                 "kueue.x-k8s.io/job-uid in (uid-4)"});
+  CHECK(WorkloadSelectors(jobsets, kUidsPerCall).size() == 1);
+  CHECK(WorkloadSelectors({}, kUidsPerCall).empty());
+}
+
 }  // namespace tae::provider

@@ -70,6 +70,28 @@ TEST_CASE("runner: a missing engine binary is a start fault, not a job that ran"
   CHECK(runner.idle());
 }
 
+TEST_CASE("runner: the directories of attempts that ended longest ago go, checkpoints stay") {
+  RunnerFixture f;
+  boost::asio::io_context io;
+  Runner runner(&io, f.options, [](tae::v1::Event, std::optional<OutputMark>) {});
+  const size_t total = Runner::kKeepEndedAttempts + 8;
+  for (size_t i = 1; i <= total; ++i) {
+    const std::string run = "runs/r" + std::to_string(i);
+    f.dir.Write(run + "-a1/out.txt", "what the job wrote");
+    f.dir.Write(run + "-a1.job/start.pb", "");
+    f.dir.Write(run + "/checkpoint/state.txt", "kept on the worker");
+    runner.MarkDone(static_cast<int64_t>(i), 1);  // ended in this order
+  }
+  for (size_t i = 1; i <= total; ++i) {
+    const std::string run = f.dir.Full("runs/r" + std::to_string(i));
+    INFO("r" << i);
+    const bool kept = i > total - Runner::kKeepEndedAttempts;
+    CHECK(std::filesystem::exists(run + "-a1") == kept);
+    CHECK(std::filesystem::exists(run + "-a1.job") == kept);
+    CHECK(std::filesystem::exists(run + "/checkpoint/state.txt"));
+  }
+}
+
 TEST_CASE("runner: a job past resources.max_disk is stopped and reported failed, not cancelled") {
   RunnerFixture f;
   if (!std::filesystem::exists(f.bin / "tae-job")) {
