@@ -11,6 +11,10 @@
 namespace tae::http {
 namespace {
 
+constexpr size_t kAnswerCacheEntries = 64;
+// The answers (curves, runs pages) kept between requests, in bytes of body and key; an answer
+// larger than a quarter of it is not kept.
+constexpr int64_t kAnswerCacheBytes = 32 << 20;
 constexpr auto kPublishEvery = std::chrono::milliseconds(100);
 // The series the curves keep in memory between requests (server/http/series_cache.h).
 constexpr int64_t kSeriesCacheBytes = 128 << 20;
@@ -111,6 +115,30 @@ void Api::Dispatch(const Route& route, Request request, PathParams params,
   OnCore([this, handler = route.core, request = std::move(request),
           params = std::move(params)] { return (this->*handler)(request, params); },
          std::move(done));
+}
+
+std::optional<Response> Api::CachedAnswer(const std::string& key, int64_t version) const {
+  auto it = answer_cache_.find(key);
+  if (it == answer_cache_.end() || it->second.first != version) {
+    return std::nullopt;
+  }
+  return it->second.second;
+}
+
+void Api::KeepAnswer(const std::string& key, int64_t version, const Response& response) {
+  const int64_t size = static_cast<int64_t>(response.body.size() + key.size());
+  if (size > kAnswerCacheBytes / 4) {
+    return;
+  }
+  if (answer_cache_.size() >= kAnswerCacheEntries || answer_cache_bytes_ + size > kAnswerCacheBytes) {
+    answer_cache_.clear();
+    answer_cache_bytes_ = 0;
+  }
+  if (auto old = answer_cache_.find(key); old != answer_cache_.end()) {
+    answer_cache_bytes_ -= static_cast<int64_t>(old->second.second.body.size() + key.size());
+  }
+  answer_cache_[key] = {version, response};
+  answer_cache_bytes_ += size;
 }
 
 }  // namespace tae::http

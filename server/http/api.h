@@ -125,9 +125,6 @@ class Api final : public Handler {
   absl::StatusOr<std::string> DefaultCurveMetric(const model::ExperimentRecord& exp);
   absl::StatusOr<curves::Curves> BuildCurves(const model::ExperimentRecord& exp,
                                              const CurveRequest& req);
-  // The cached answer to `key` at data version `version`, if any; Keep stores one.
-  std::optional<Response> CachedCurves(const std::string& key, int64_t version) const;
-  void KeepCurves(const std::string& key, int64_t version, const Response& response);
   // api_runs.cc: GET /api/runs/ID[/series]; POST /api/runs/ID/cancel.
   Response RunDetail(const Request& request, const PathParams& params);
   Response RunSeries(const Request& request, const PathParams& params);
@@ -150,9 +147,13 @@ class Api final : public Handler {
   std::atomic<bool> stopped_{false};
   std::unique_ptr<boost::asio::steady_timer> timer_;  // on the core
   SeriesCache series_cache_;                          // core only
-  // Curves answers by request, with the data version they were computed at (core only).
-  std::map<std::string, std::pair<int64_t, Response>> curve_cache_;
-  int64_t curve_cache_bytes_ = 0;  // bodies and keys of curve_cache_
+  // Answers (curves, runs pages) by request, with the data version they were computed at: one
+  // asked again while nothing was stored is answered from here (core only; api.cc).
+  std::map<std::string, std::pair<int64_t, Response>> answer_cache_;
+  int64_t answer_cache_bytes_ = 0;  // bodies and keys of answer_cache_
+  // The cached answer to `key` at data version `version`, if any; Keep stores one.
+  std::optional<Response> CachedAnswer(const std::string& key, int64_t version) const;
+  void KeepAnswer(const std::string& key, int64_t version, const Response& response);
 };
 
 }  // namespace tae::http

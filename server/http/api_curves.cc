@@ -21,11 +21,6 @@
 namespace tae::http {
 namespace {
 
-constexpr size_t kCurveCacheEntries = 64;
-// The curve answers kept between requests, in bytes of body; an answer larger than a quarter of
-// it is not kept.
-constexpr int64_t kCurveCacheBytes = 32 << 20;
-
 // The variants whose runs the curves read: those asked for and, for deltas, their baselines; all
 // when none was asked for (empty).
 std::set<std::string> WantedVariants(const CurveRequest& req) {
@@ -211,15 +206,15 @@ Response Api::Curves(const Request& request, const PathParams& params, CurveForm
     if (!metric.ok()) return FromStatus(metric.status());
     req.metric = *metric;
   }
-  const std::string key = absl::StrCat(static_cast<int>(format), "|", req.Key(*id));
+  const std::string key = absl::StrCat("curves|", static_cast<int>(format), "|", req.Key(*id));
   const int64_t version = query_->DataVersion();
-  if (std::optional<Response> cached = CachedCurves(key, version)) {
+  if (std::optional<Response> cached = CachedAnswer(key, version)) {
     return *std::move(cached);
   }
   absl::StatusOr<curves::Curves> built = BuildCurves(*exp, req);
   if (!built.ok()) return FromStatus(built.status());
   Response response = RenderCurves(*exp, req, *built, format, request.Param("download") == "1");
-  KeepCurves(key, version, response);
+  KeepAnswer(key, version, response);
   return response;
 }
 
@@ -256,30 +251,6 @@ absl::StatusOr<curves::Curves> Api::BuildCurves(const model::ExperimentRecord& e
     ToDeltas(req, &built);
   }
   return built;
-}
-
-std::optional<Response> Api::CachedCurves(const std::string& key, int64_t version) const {
-  auto it = curve_cache_.find(key);
-  if (it == curve_cache_.end() || it->second.first != version) {
-    return std::nullopt;
-  }
-  return it->second.second;
-}
-
-void Api::KeepCurves(const std::string& key, int64_t version, const Response& response) {
-  const int64_t size = static_cast<int64_t>(response.body.size() + key.size());
-  if (size > kCurveCacheBytes / 4) {
-    return;
-  }
-  if (curve_cache_.size() >= kCurveCacheEntries || curve_cache_bytes_ + size > kCurveCacheBytes) {
-    curve_cache_.clear();
-    curve_cache_bytes_ = 0;
-  }
-  if (auto old = curve_cache_.find(key); old != curve_cache_.end()) {
-    curve_cache_bytes_ -= static_cast<int64_t>(old->second.second.body.size() + key.size());
-  }
-  curve_cache_[key] = {version, response};
-  curve_cache_bytes_ += size;
 }
 
 }  // namespace tae::http

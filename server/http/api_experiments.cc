@@ -84,10 +84,19 @@ Response Api::ExperimentRuns(const Request& request, const PathParams& params) {
   if (!form.empty() && form != "rows" && form != "columns") {
     return Response::Error(400, absl::StrCat("form: '", form, "' is not rows or columns"));
   }
+  // Asked again while nothing was stored (a notebook's runs(), the dashboard's list of an ended
+  // study): the same bytes.
+  const std::string key = absl::StrCat("runs|", *id, "|", form, "|", after, "|", limit);
+  const int64_t version = query_->DataVersion();
+  if (std::optional<Response> cached = CachedAnswer(key, version)) {
+    return *std::move(cached);
+  }
   absl::StatusOr<query::RunsPage> page = query_->ListRunsPage(absl::StrCat(*id), after, limit);
   if (!page.ok()) return FromStatus(page.status());
   if (form == "columns") {
-    return RunsAsColumns(*page);
+    Response response = RunsAsColumns(*page);
+    KeepAnswer(key, version, response);
+    return response;
   }
   ordered_json list = ordered_json::array();
   for (const query::RunView& run : page->runs) {
@@ -95,7 +104,10 @@ Response Api::ExperimentRuns(const Request& request, const PathParams& params) {
     wire::ToProto(run, &proto);
     list.push_back(api::RunJson(proto));
   }
-  return Ok({{"runs", list}, {"total", page->total}, {"next_after", page->next_after}});
+  Response response =
+      Ok({{"runs", list}, {"total", page->total}, {"next_after", page->next_after}});
+  KeepAnswer(key, version, response);
+  return response;
 }
 
 // ?form=columns: the page as columns, for a reader that makes a table of it (the `tae` Python

@@ -395,6 +395,18 @@ TEST_CASE("runs come a page at a time in taectl runs and the dashboard, each pag
   CHECK(last.at("runs").size() == 3);
   CHECK(last.at("next_after") == 0);
   CHECK(GetJson(d, absl::StrCat("/api/experiments/", exp, "/runs")).at("runs").size() == 7);
+  // A page asked again answers from the cache only while nothing was stored: a run cancelled
+  // since shows as cancelled, in both forms.
+  for (const char* form : {"rows", "columns"}) {
+    GetJson(d, absl::StrCat("/api/experiments/", exp, "/runs?limit=4&form=", form));
+  }
+  REQUIRE(cluster.Taectl({"cancel", absl::StrCat("r", ids[0])}).exit_code == 0);
+  CHECK(GetJson(d, absl::StrCat("/api/experiments/", exp, "/runs?limit=4&form=rows"))
+            .at("runs")[0]
+            .at("state") == "cancelled");
+  CHECK(GetJson(d, absl::StrCat("/api/experiments/", exp, "/runs?limit=4&form=columns"))
+            .at("columns")
+            .at("state")[0] == "cancelled");
   for (const char* bad : {"limit=-1", "limit=x", "after=%FF", "limit=99999999999999999999"}) {
     INFO(bad);
     CHECK(Http(d.port, {"GET",

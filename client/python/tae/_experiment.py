@@ -43,6 +43,30 @@ def _grid_key(short, config):
 
 
 _NAT = np.iinfo(np.int64).min  # pandas' NaT as nanoseconds
+_INT64 = (np.iinfo(np.int64).min, np.iinfo(np.int64).max)
+
+
+def _column_dtype(values):
+    """The dtype pandas' infer_objects gives a column of `values` (config values as JSON has
+    them, NaN for absent): bool when all are bools, int64 when all are ints within its range,
+    float64 when all are numbers (not bools), else object."""
+    kinds = set()
+    for v in values:
+        if isinstance(v, bool):
+            kinds.add("bool")
+        elif isinstance(v, int):
+            kinds.add("int" if _INT64[0] <= v <= _INT64[1] else "other")
+        elif isinstance(v, float):
+            kinds.add("float")
+        else:
+            kinds.add("other")
+    if kinds == {"bool"}:
+        return np.dtype(bool)
+    if kinds == {"int"}:
+        return np.dtype(np.int64)
+    if kinds and kinds <= {"int", "float"}:
+        return np.dtype(np.float64)
+    return np.dtype(object)
 
 
 class ReportFrame(pd.DataFrame):
@@ -276,16 +300,29 @@ class Experiment:
                 key = _grid_key(short, bases[ref[first_of[v]]] if n else {})
                 if key not in grid_keys:
                     grid_keys.append(key)
+        diffs = {}
+        for i, key, value in table["config_diff"]:
+            diffs.setdefault(key, []).append((i, value))
+        absent = {}
+        for i, key in table["config_absent"]:
+            absent.setdefault(key, []).append(i)
         config = {}
         for key in config_keys:
-            per_base = np.empty(len(bases), dtype=object)
-            for j, b in enumerate(bases):
-                per_base[j] = b.get(key, math.nan)
-            config[key] = per_base[ref] if n else np.empty(0, dtype=object)
-        for i, key, value in table["config_diff"]:
-            config[key][i] = value
-        for i, key in table["config_absent"]:
-            config[key][i] = math.nan
+            per_base = [b.get(key, math.nan) for b in bases]
+            changed = diffs.get(key, ())
+            # Typed once from its few distinct values (as infer_objects would type the column),
+            # then spread over the runs.
+            dtype = _column_dtype(per_base + [v for _, v in changed] +
+                                  ([math.nan] if key in absent else []))
+            typed = np.empty(len(bases), dtype=dtype)
+            for j, value in enumerate(per_base):  # one by one: a value may be a list
+                typed[j] = value
+            column = typed[ref] if n else np.empty(0, dtype=dtype)
+            for i, value in changed:
+                column[i] = value
+            for i in absent.get(key, ()):
+                column[i] = math.nan
+            config[key] = column
 
         def times(name):
             # To the nanosecond as pd.Timestamp(seconds, unit="s") has it: whole seconds, then
@@ -331,11 +368,9 @@ class Experiment:
                 data[key] = config[key]
         for key in finals:  # a final metric whose name a column has already is "final:NAME"
             data["final:" + key if key in data else key] = final[key]
-        frame = pd.DataFrame(data, columns=list(data))
-        for column in frame.columns:
-            if frame[column].dtype == object:
-                frame[column] = frame[column].infer_objects()
-        return frame
+        # Object columns typed by what they hold, all in one pass (as Series.infer_objects would
+        # each: numbers, bools, strings and mixed columns stay what they are).
+        return pd.DataFrame(data, columns=list(data)).infer_objects()
 
     # --- history ------------------------------------------------------------------------------
     def metrics(self):
