@@ -6,7 +6,8 @@ usage: soak.py BIN_DIR [--hours H] [--sample S] [--out DIR]
 
 A fresh TAE_HOME with `taectl up --agents 2 --slots 2`, then until H hours have passed:
   - a study every 15 s: 3 variants x 2 seeds of a shell job that prints 30 key=value points at
-    0.1 s, marks a checkpoint (a JSON line on TAE_METRICS_FD) at steps 10 and 20, and exits 1
+    0.1 s, writes a 4 KiB checkpoint and marks it (a JSON line on TAE_METRICS_FD) at steps 10
+    and 20 (taed keeps each run's last two), and exits 1
     for one seed in five; every 4th study is cancelled 4 s after it is submitted;
   - every 5 minutes one local agent is killed with SIGKILL (taed starts it again);
   - the dashboard polled every 2 s (the experiments list and the newest study's curve);
@@ -35,14 +36,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from taed_client import Client, taectl  # noqa: E402  bench/taed_client.py
 
 JOB = r"""#!/bin/sh
-# $1: seed. 30 points, a checkpoint mark at steps 10 and 20, one seed in five fails.
+# $1: seed. 30 points, a checkpoint (4 KiB) marked at steps 10 and 20, one seed in five fails.
 mkdir -p "$TAE_CHECKPOINT_DIR"
 i=1
 while [ $i -le 30 ]; do
   echo "step=$i loss=$(awk "BEGIN { print 2.0 / $i + $1 / 100 }")"
   if [ $i -eq 10 ] || [ $i -eq 20 ]; then
-    echo "state $i" > "$TAE_CHECKPOINT_DIR/state.txt"
-    eval "echo '{\"checkpoint\": {\"step\": $i, \"time\": '$(date +%s)'}}' >&$TAE_METRICS_FD"
+    head -c 4096 /dev/urandom > "$TAE_CHECKPOINT_DIR/state.bin"
+    eval "echo '{\"checkpoint\": {\"step\": $i, \"time\": '$(date +%s.%N)'}}' >&$TAE_METRICS_FD"
   fi
   sleep 0.1
   i=$((i + 1))
