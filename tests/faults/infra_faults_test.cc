@@ -379,7 +379,13 @@ TEST_CASE(
   pgid_in >> pgid;
   REQUIRE(pgid > 0);
   kill(static_cast<pid_t>(-pgid), SIGKILL);
-  std::filesystem::remove_all(work_dir + "/runs");
+  // The job's supervisor may be writing the exit file (a temporary then a rename) while the
+  // directory goes: a removal that meets a file renamed away under it is tried again.
+  std::error_code removed;
+  for (int tries = 0; tries < 100 && std::filesystem::exists(work_dir + "/runs"); ++tries) {
+    std::filesystem::remove_all(work_dir + "/runs", removed);
+  }
+  REQUIRE_FALSE(std::filesystem::exists(work_dir + "/runs"));
 
   CommandResult waited = cluster.Taectl({"wait", exp, "--timeout", "120"}, 180);
   const nlohmann::json run = cluster.TaectlJson({"runs", exp}).at(0);
