@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -473,15 +475,52 @@ void Runner::PruneEndedAttempts() {
   std::sort(ended.begin(), ended.end(), [](const Ended& a, const Ended& b) {
     return a.at != b.at ? a.at > b.at : a.run_id > b.run_id;
   });
+  std::set<int64_t> kept_runs;
+  for (const auto& [key, job] : jobs_) {
+    kept_runs.insert(key.first);
+  }
+  for (size_t i = 0; i < kKeepEndedAttempts; ++i) {
+    kept_runs.insert(ended[i].run_id);
+  }
+  std::map<int64_t, bool> on_taed;  // pruned run -> its checkpoints go to taed
   for (size_t i = kKeepEndedAttempts; i < ended.size(); ++i) {
+    const Ended& gone = ended[i];
+    bool& uploads = on_taed.try_emplace(gone.run_id, true).first->second;
+    tae::v1::StartRun start;
+    absl::StatusOr<std::string> bytes = fs::ReadFile(JobDir(gone.run_id, gone.attempt) + "/start.pb");
+    if (bytes.ok() && start.ParseFromString(*bytes)) {
+      nlohmann::json config = nlohmann::json::parse(start.config_json(), nullptr, false);
+      const auto keep =
+          config.is_object() ? config.find("resources.keep_checkpoints") : config.end();
+      if (keep != config.end() && keep->is_number_integer() && keep->get<int64_t>() <= 0) {
+        uploads = false;  // resources.keep_checkpoints = 0: the worker's copy is the only one
+      }
+    }
     for (const std::string& path :
-         {RunDir(ended[i].run_id, ended[i].attempt), JobDir(ended[i].run_id, ended[i].attempt)}) {
+         {RunDir(gone.run_id, gone.attempt), JobDir(gone.run_id, gone.attempt)}) {
       std::error_code remove_ec;
       std::filesystem::remove_all(path, remove_ec);
     }
   }
-  spdlog::info("removed the directories of {} attempts that ended before the newest {}",
-               ended.size() - kKeepEndedAttempts, kKeepEndedAttempts);
+  // A run none of whose attempts is kept or live: its TAE_CHECKPOINT_DIR goes too when its
+  // checkpoints were uploaded to taed (a later attempt restores from there) and no upload of it
+  // is in flight.
+  int checkpoint_dirs = 0;
+  for (const auto& [run_id, uploads] : on_taed) {
+    const std::string dir = absl::StrCat(options_.work_dir, "/runs/r", run_id);
+    std::error_code captures_ec;
+    const bool capturing = std::filesystem::exists(dir + "/.captures", captures_ec) &&
+                           !std::filesystem::is_empty(dir + "/.captures", captures_ec);
+    if (!uploads || kept_runs.count(run_id) > 0 || capturing) {
+      continue;
+    }
+    std::error_code remove_ec;
+    checkpoint_dirs += std::filesystem::remove_all(dir, remove_ec) > 0 ? 1 : 0;
+  }
+  spdlog::info(
+      "removed the directories of {} attempts that ended before the newest {} ({} runs' "
+      "checkpoint directories, their checkpoints on taed)",
+      ended.size() - kKeepEndedAttempts, kKeepEndedAttempts, checkpoint_dirs);
 }
 
 void Runner::Emit(const Job& job, tae::v1::Event event, std::optional<OutputMark> mark) {

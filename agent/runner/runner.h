@@ -92,8 +92,9 @@ class Runner {
   void PruneEndedAttempts();
   // The exit of this run was acked by taed: its job directory is done with. Then the attempts
   // that ended longest ago, beyond the newest kKeepEndedAttempts, have their run and job
-  // directories removed (a worker runs for months); runs/rN (TAE_CHECKPOINT_DIR, checkpoints
-  // kept on the worker, uploads in flight) is left as it is.
+  // directories removed (a worker runs for months), and runs/rN (TAE_CHECKPOINT_DIR) of a run
+  // none of whose attempts is kept or live, unless its checkpoints stay only on the worker
+  // (resources.keep_checkpoints = 0) or an upload of one is in flight (runs/rN/.captures).
   void MarkDone(int64_t run_id, int attempt);
   static constexpr size_t kKeepEndedAttempts = 32;
 

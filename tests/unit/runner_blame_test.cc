@@ -70,16 +70,26 @@ TEST_CASE("runner: a missing engine binary is a start fault, not a job that ran"
   CHECK(runner.idle());
 }
 
-TEST_CASE("runner: the directories of attempts that ended longest ago go, checkpoints stay") {
+TEST_CASE(
+    "runner: the directories of attempts that ended longest ago go, and their checkpoint "
+    "directories unless the checkpoints stay only on the worker or are being uploaded") {
   RunnerFixture f;
   boost::asio::io_context io;
   Runner runner(&io, f.options, [](tae::v1::Event, std::optional<OutputMark>) {});
   const size_t total = Runner::kKeepEndedAttempts + 8;
   for (size_t i = 1; i <= total; ++i) {
     const std::string run = "runs/r" + std::to_string(i);
+    tae::v1::StartRun start;
+    start.set_run_id(static_cast<int64_t>(i));
+    start.set_attempt(1);
+    // r1: keep_checkpoints = 0 (the worker's copy is the only one); r2: an upload in flight.
+    start.set_config_json(i == 1 ? R"({"resources.keep_checkpoints": 0})" : "{}");
     f.dir.Write(run + "-a1/out.txt", "what the job wrote");
-    f.dir.Write(run + "-a1.job/start.pb", "");
-    f.dir.Write(run + "/checkpoint/state.txt", "kept on the worker");
+    f.dir.Write(run + "-a1.job/start.pb", start.SerializeAsString());
+    f.dir.Write(run + "/checkpoint/state.txt", "a checkpoint");
+    if (i == 2) {
+      f.dir.Write(run + "/.captures/step-10/state.txt", "being uploaded");
+    }
     runner.MarkDone(static_cast<int64_t>(i), 1);  // ended in this order
   }
   for (size_t i = 1; i <= total; ++i) {
@@ -88,7 +98,7 @@ TEST_CASE("runner: the directories of attempts that ended longest ago go, checkp
     const bool kept = i > total - Runner::kKeepEndedAttempts;
     CHECK(std::filesystem::exists(run + "-a1") == kept);
     CHECK(std::filesystem::exists(run + "-a1.job") == kept);
-    CHECK(std::filesystem::exists(run + "/checkpoint/state.txt"));
+    CHECK(std::filesystem::exists(run + "/checkpoint/state.txt") == (kept || i <= 2));
   }
 }
 
