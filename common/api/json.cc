@@ -84,38 +84,49 @@ nlohmann::ordered_json OrNull(const T& value, bool present) {
 
 }  // namespace
 
-nlohmann::ordered_json RunJson(const tae::v1::Run& run) {
+void RunFields(const tae::v1::Run& run,
+               absl::FunctionRef<void(const char* name, nlohmann::ordered_json value)> field,
+               bool config) {
+  const bool exited = tae::v1::IsFinal(run.state()) && run.started_at() > 0;
+  field("id", run.id());
+  field("experiment", run.experiment_id());
+  field("variant", run.variant());
+  field("seed", run.seed());
+  field("confirm", run.confirm());
+  field("state", tae::v1::StateName(run.state()));
+  field("attempt", run.attempt());
+  field("agent", OrNull(run.agent_id(), !run.agent_id().empty()));
+  field("pid", OrNull(run.pid(), run.pid() > 0));
+  field("exit_code", OrNull(run.exit_code(), exited));
+  field("reason", run.reason());
+  field("created_at", run.created_at());
+  field("started_at", OrNull(run.started_at(), run.started_at() > 0));
+  field("finished_at", OrNull(run.finished_at(), run.finished_at() > 0));
+  field("last_step", run.last_step());
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
   for (const tae::v1::Scalar& s : run.final_metrics()) {
     metrics[s.key()] = s.value();
   }
+  field("final_metrics", std::move(metrics));
   nlohmann::ordered_json meta = nlohmann::ordered_json::object();
   for (const auto& [key, value] :
        std::map<std::string, std::string>(run.meta().begin(), run.meta().end())) {
     meta[key] = value;  // sorted: a proto map has no order
   }
-  nlohmann::ordered_json config = nlohmann::ordered_json::parse(run.config_json(), nullptr, false);
-  bool exited = tae::v1::IsFinal(run.state()) && run.started_at() > 0;
-  return {
-      {"id", run.id()},
-      {"experiment", run.experiment_id()},
-      {"variant", run.variant()},
-      {"seed", run.seed()},
-      {"confirm", run.confirm()},
-      {"state", tae::v1::StateName(run.state())},
-      {"attempt", run.attempt()},
-      {"agent", OrNull(run.agent_id(), !run.agent_id().empty())},
-      {"pid", OrNull(run.pid(), run.pid() > 0)},
-      {"exit_code", OrNull(run.exit_code(), exited)},
-      {"reason", run.reason()},
-      {"created_at", run.created_at()},
-      {"started_at", OrNull(run.started_at(), run.started_at() > 0)},
-      {"finished_at", OrNull(run.finished_at(), run.finished_at() > 0)},
-      {"last_step", run.last_step()},
-      {"final_metrics", metrics},
-      {"meta", meta},
-      {"config", config.is_discarded() ? nlohmann::ordered_json() : config},
-  };
+  field("meta", std::move(meta));
+  if (config) {
+    nlohmann::ordered_json parsed =
+        nlohmann::ordered_json::parse(run.config_json(), nullptr, false);
+    field("config", parsed.is_discarded() ? nlohmann::ordered_json() : std::move(parsed));
+  }
+}
+
+nlohmann::ordered_json RunJson(const tae::v1::Run& run) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  RunFields(run, [&out](const char* name, nlohmann::ordered_json value) {
+    out.emplace(name, std::move(value));
+  });
+  return out;
 }
 
 nlohmann::ordered_json AgentJson(const tae::v1::AgentInfo& agent) {

@@ -3,6 +3,7 @@
 // The JSON shapes of the Control API's messages: what taectl prints with --json (docs/cli.md) and
 // what taed's dashboard endpoints answer (docs/dashboard.md), from one implementation.
 
+#include "absl/functional/function_ref.h"
 #include "common/api/head_grid.h"
 #include "nlohmann/json.hpp"
 #include "tae/v1/control.pb.h"
@@ -11,6 +12,11 @@ namespace tae::api {
 
 nlohmann::ordered_json ExperimentJson(const tae::v1::Experiment& exp);
 nlohmann::ordered_json RunJson(const tae::v1::Run& run);
+// RunJson's fields one by one, in its order, without the object: field(name, value) for each;
+// without `config` the config is not parsed and not given (a reader that has it another way).
+void RunFields(const tae::v1::Run& run,
+               absl::FunctionRef<void(const char* name, nlohmann::ordered_json value)> field,
+               bool config = true);
 nlohmann::ordered_json AgentJson(const tae::v1::AgentInfo& agent);
 // {"agents": [AgentJson], "provider_events": [{time, provider, subject, event, detail}],
 //  "vms": [{provider, pool, name, zone, state}]}

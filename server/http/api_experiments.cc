@@ -5,6 +5,7 @@
 // /api/experiments/ID/cancel|pause|resume|retry. The curves are api_curves.cc's.
 
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <optional>
@@ -164,23 +165,22 @@ Response Api::RunsAsColumns(const query::RunsPage& page) {
     tae::v1::Run proto;
     wire::ToProto(run, &proto);
     const std::string text = std::move(*proto.mutable_config_json());
-    proto.clear_config_json();  // handled below, not parsed again by RunJson
-    ordered_json one = api::RunJson(proto);
-    for (auto& [key, value] : one.items()) {
-      if (key == "config") {
-        continue;
-      }
-      if (key == "final_metrics") {
-        for (auto& [metric, number] : value.items()) {
-          if (number.is_null()) {
-            nulls.push_back(ordered_json::array({row, metric}));  // NaN or inf: diverged
+    // RunJson's fields straight into the columns (no object per run); the config below.
+    api::RunFields(
+        proto,
+        [&](const char* key, ordered_json value) {
+          if (std::strcmp(key, "final_metrics") != 0) {
+            columns.Of(key, rows)[row] = std::move(value);
+            return;
           }
-          finals.Of(metric, rows)[row] = std::move(number);
-        }
-        continue;
-      }
-      columns.Of(key, rows)[row] = std::move(value);
-    }
+          for (auto& [metric, number] : value.items()) {
+            if (number.is_null()) {
+              nulls.push_back(ordered_json::array({row, metric}));  // NaN or inf: diverged
+            }
+            finals.Of(metric, rows)[row] = std::move(number);
+          }
+        },
+        /*config=*/false);
     auto [at, fresh] = base_of.try_emplace(run.run.variant, bases.size());
     if (fresh) {
       Base& base = bases.emplace_back();

@@ -441,8 +441,11 @@ class Experiment:
                 continue
             counts = np.array([series[r][0]["count"] for r in ids], dtype=np.int64)
             steps = np.concatenate([series[r][1] for r in ids])
-            tokens_per_step = np.repeat(
-                np.array([series[r][0].get("tokens_per_step") or np.nan for r in ids]), counts)
+            per_run = np.array([series[r][0].get("tokens_per_step") or np.nan for r in ids])
+            if np.isnan(per_run).all():
+                tokens = np.full(len(steps), np.nan)  # none known: no repeat, no product
+            else:
+                tokens = steps * np.repeat(per_run, counts)
             parts.append(pd.DataFrame({
                 "run": np.repeat(np.array(ids, dtype=np.int64), counts),
                 "step": steps,
@@ -450,7 +453,7 @@ class Experiment:
                                                     [metric]),
                 "value": np.concatenate([series[r][2] for r in ids]),
                 "wall_time": np.concatenate([series[r][3] for r in ids]),
-                "tokens": steps * tokens_per_step,
+                "tokens": tokens,
             }, copy=False))  # the arrays just made are the frame's: no second copy
         if not parts:
             return pd.DataFrame({"run": pd.Series(dtype="int64"),
