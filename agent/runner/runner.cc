@@ -441,6 +441,11 @@ void Runner::MarkDone(int64_t run_id, int attempt) {
   PruneEndedAttempts();
 }
 
+namespace {
+// In runs/rN: its attempts were pruned while an upload of its checkpoints was in flight.
+constexpr char kPrunedMark[] = ".pruned";
+}  // namespace
+
 void Runner::PruneEndedAttempts() {
   struct Ended {
     std::filesystem::file_time_type at;
@@ -448,12 +453,20 @@ void Runner::PruneEndedAttempts() {
     int attempt = 0;
   };
   std::vector<Ended> ended;
+  std::set<int64_t> waiting;  // runs/rN marked kPrunedMark: to go once its uploads are done
   std::error_code ec;
   for (const auto& entry :
        std::filesystem::directory_iterator(options_.work_dir + "/runs", ec)) {
     const std::string name = entry.path().filename().string();
     int64_t run_id = 0;
     int attempt = 0;
+    std::error_code mark_ec;
+    if (name.size() > 1 && name[0] == 'r' &&
+        absl::SimpleAtoi(absl::string_view(name).substr(1), &run_id) &&
+        std::filesystem::exists(entry.path() / kPrunedMark, mark_ec)) {
+      waiting.insert(run_id);
+      continue;
+    }
     const size_t dash = name.find("-a");
     if (name.size() < 8 || name[0] != 'r' || !absl::EndsWith(name, ".job") ||
         dash == std::string::npos ||
@@ -469,7 +482,7 @@ void Runner::PruneEndedAttempts() {
       ended.push_back({at, run_id, attempt});
     }
   }
-  if (ended.size() <= kKeepEndedAttempts) {
+  if (ended.size() <= kKeepEndedAttempts && waiting.empty()) {
     return;
   }
   std::sort(ended.begin(), ended.end(), [](const Ended& a, const Ended& b) {
@@ -479,10 +492,13 @@ void Runner::PruneEndedAttempts() {
   for (const auto& [key, job] : jobs_) {
     kept_runs.insert(key.first);
   }
-  for (size_t i = 0; i < kKeepEndedAttempts; ++i) {
+  for (size_t i = 0; i < std::min(kKeepEndedAttempts, ended.size()); ++i) {
     kept_runs.insert(ended[i].run_id);
   }
   std::map<int64_t, bool> on_taed;  // pruned run -> its checkpoints go to taed
+  for (int64_t run_id : waiting) {
+    on_taed[run_id] = true;  // marked only when they do
+  }
   for (size_t i = kKeepEndedAttempts; i < ended.size(); ++i) {
     const Ended& gone = ended[i];
     bool& uploads = on_taed.try_emplace(gone.run_id, true).first->second;
@@ -511,16 +527,24 @@ void Runner::PruneEndedAttempts() {
     std::error_code captures_ec;
     const bool capturing = std::filesystem::exists(dir + "/.captures", captures_ec) &&
                            !std::filesystem::is_empty(dir + "/.captures", captures_ec);
-    if (!uploads || kept_runs.count(run_id) > 0 || capturing) {
+    if (!uploads || kept_runs.count(run_id) > 0) {
+      continue;
+    }
+    if (capturing) {
+      // Looked at again after a later attempt ends, until its uploads are done.
+      std::ofstream(dir + "/" + kPrunedMark);
       continue;
     }
     std::error_code remove_ec;
     checkpoint_dirs += std::filesystem::remove_all(dir, remove_ec) > 0 ? 1 : 0;
   }
-  spdlog::info(
-      "removed the directories of {} attempts that ended before the newest {} ({} runs' "
-      "checkpoint directories, their checkpoints on taed)",
-      ended.size() - kKeepEndedAttempts, kKeepEndedAttempts, checkpoint_dirs);
+  if (ended.size() > kKeepEndedAttempts || checkpoint_dirs > 0) {
+    spdlog::info(
+        "removed the directories of {} attempts that ended before the newest {} ({} runs' "
+        "checkpoint directories, their checkpoints on taed)",
+        ended.size() - std::min(ended.size(), kKeepEndedAttempts), kKeepEndedAttempts,
+        checkpoint_dirs);
+  }
 }
 
 void Runner::Emit(const Job& job, tae::v1::Event event, std::optional<OutputMark> mark) {

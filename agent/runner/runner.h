@@ -94,7 +94,8 @@ class Runner {
   // that ended longest ago, beyond the newest kKeepEndedAttempts, have their run and job
   // directories removed (a worker runs for months), and runs/rN (TAE_CHECKPOINT_DIR) of a run
   // none of whose attempts is kept or live, unless its checkpoints stay only on the worker
-  // (resources.keep_checkpoints = 0) or an upload of one is in flight (runs/rN/.captures).
+  // (resources.keep_checkpoints = 0); one with an upload in flight (runs/rN/.captures) is marked
+  // and goes at a later attempt's end once the upload is done.
   void MarkDone(int64_t run_id, int attempt);
   static constexpr size_t kKeepEndedAttempts = 32;
 

@@ -100,6 +100,13 @@ TEST_CASE(
     CHECK(std::filesystem::exists(run + "-a1.job") == kept);
     CHECK(std::filesystem::exists(run + "/checkpoint/state.txt") == (kept || i <= 2));
   }
+  // r2's upload ends: its directory goes at the next attempt's end; r1's stays.
+  std::filesystem::remove_all(f.dir.Full("runs/r2/.captures/step-10"));
+  f.dir.Write("runs/r999-a1/out.txt", "");
+  f.dir.Write("runs/r999-a1.job/start.pb", "");
+  runner.MarkDone(999, 1);
+  CHECK_FALSE(std::filesystem::exists(f.dir.Full("runs/r2")));
+  CHECK(std::filesystem::exists(f.dir.Full("runs/r1/checkpoint/state.txt")));
 }
 
 TEST_CASE("runner: a job past resources.max_disk is stopped and reported failed, not cancelled") {
