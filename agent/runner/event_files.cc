@@ -131,8 +131,8 @@ absl::Status EventFileFollower::Register(const std::vector<std::string>& paths) 
     for (const File& file : files_) {
       absl::StrAppend(&all, file.path, "\n");
     }
-    RETURN_IF_ERROR(fs::WriteFileAtomically(registry_, all + lines,
-                                            {0644, fs::Durability::kFileAndDir}));
+    RETURN_IF_ERROR(
+        fs::WriteFileAtomically(registry_, all + lines, {0644, fs::Durability::kFileAndDir}));
     rewrite_ = false;
   } else {
     absl::Status written = fs::AppendDurably(registry_, lines, 0644);
@@ -184,9 +184,8 @@ std::vector<std::string> EventFileFollower::Walk(int budget) {
   return found;
 }
 
-EventFileFollower::Read EventFileFollower::ReadFile(size_t index, uint64_t size,
-                                                    uint64_t max_bytes, bool final,
-                                                    uint64_t* bytes_read) {
+EventFileFollower::Read EventFileFollower::ReadFile(size_t index, uint64_t size, uint64_t max_bytes,
+                                                    bool final, uint64_t* bytes_read) {
   File& file = files_[index];
   const uint64_t start = file.offset;
   const std::string data =
@@ -207,9 +206,9 @@ EventFileFollower::Read EventFileFollower::ReadFile(size_t index, uint64_t size,
   // Read to the end of the file, and still a partial record there.
   if (final && file.offset < size && !file.torn_warned && data.size() == size - start) {
     file.torn_warned = true;
-    read.warnings.push_back(absl::StrCat(
-        "warning: tensorboard file ", file.path, ": byte offset ", file.offset, ": the last ",
-        size - file.offset, " bytes are not a whole record (ignored)"));
+    read.warnings.push_back(absl::StrCat("warning: tensorboard file ", file.path, ": byte offset ",
+                                         file.offset, ": the last ", size - file.offset,
+                                         " bytes are not a whole record (ignored)"));
   }
   return read;
 }

@@ -21,9 +21,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -86,8 +86,7 @@ class EventFileFollower {
   std::vector<std::string> Walk(int budget);
   // One read of file `index` (`size` bytes now) from its offset, of at most `max_bytes`; the
   // bytes read go to `bytes_read`.
-  Read ReadFile(size_t index, uint64_t size, uint64_t max_bytes, bool final,
-                uint64_t* bytes_read);
+  Read ReadFile(size_t index, uint64_t size, uint64_t max_bytes, bool final, uint64_t* bytes_read);
 
   std::string root_;
   std::string registry_;

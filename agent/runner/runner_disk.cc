@@ -1,14 +1,23 @@
 // The Runner's side of a job's disk use (agent/runner/disk.h): what each held run wrote, the
-// periodic resources.max_disk check, and stopping and reclaiming a job that filled the disk.
+// periodic resources.max_disk check, stopping and reclaiming a job that filled the disk, and
+// removing what ended attempts left (PruneEndedAttempts).
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "agent/runner/runner.h"
 #include "agent/runner/runner_job.h"
 #include "boost/asio/post.hpp"
 #include "common/fs/fs.h"
+#include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
 namespace tae::agent {
@@ -103,6 +112,117 @@ void Runner::CheckDisk() {
     Terminate(job, job->fail_reason);
   }
   ScheduleDiskCheck();
+}
+
+namespace {
+
+// In runs/rN: its attempts were pruned while an upload of its checkpoints was in flight.
+constexpr char kPrunedMark[] = ".pruned";
+
+// False when the attempt of `job_dir` kept its checkpoints only on the worker
+// (resources.keep_checkpoints = 0, from its start.pb).
+bool CheckpointsGoToTaed(const std::string& job_dir) {
+  tae::v1::StartRun start;
+  absl::StatusOr<std::string> bytes = fs::ReadFile(job_dir + "/start.pb");
+  if (!bytes.ok() || !start.ParseFromString(*bytes)) {
+    return true;
+  }
+  nlohmann::json config = nlohmann::json::parse(start.config_json(), nullptr, false);
+  const auto keep = config.is_object() ? config.find("resources.keep_checkpoints") : config.end();
+  return keep == config.end() || !keep->is_number_integer() || keep->get<int64_t>() > 0;
+}
+
+}  // namespace
+
+void Runner::PruneEndedAttempts() {
+  struct Ended {
+    std::filesystem::file_time_type at;
+    int64_t run_id = 0;
+    int attempt = 0;
+  };
+  std::vector<Ended> ended;
+  std::set<int64_t> waiting;  // runs/rN marked kPrunedMark: to go once its uploads are done
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(options_.work_dir + "/runs", ec)) {
+    const std::string name = entry.path().filename().string();
+    int64_t run_id = 0;
+    int attempt = 0;
+    std::error_code mark_ec;
+    if (name.size() > 1 && name[0] == 'r' &&
+        absl::SimpleAtoi(absl::string_view(name).substr(1), &run_id) &&
+        std::filesystem::exists(entry.path() / kPrunedMark, mark_ec)) {
+      waiting.insert(run_id);
+      continue;
+    }
+    const size_t dash = name.find("-a");
+    if (name.size() < 8 || name[0] != 'r' || !absl::EndsWith(name, ".job") ||
+        dash == std::string::npos ||
+        !absl::SimpleAtoi(absl::string_view(name).substr(1, dash - 1), &run_id) ||
+        !absl::SimpleAtoi(absl::string_view(name).substr(dash + 2, name.size() - dash - 6),
+                          &attempt) ||
+        JobDir(run_id, attempt) != entry.path().string()) {
+      continue;
+    }
+    std::error_code time_ec;
+    const auto at = std::filesystem::last_write_time(entry.path() / "done", time_ec);
+    if (!time_ec && jobs_.count({run_id, attempt}) == 0) {
+      ended.push_back({at, run_id, attempt});
+    }
+  }
+  if (ended.size() <= kKeepEndedAttempts && waiting.empty()) {
+    return;
+  }
+  std::sort(ended.begin(), ended.end(), [](const Ended& a, const Ended& b) {
+    return a.at != b.at ? a.at > b.at : a.run_id > b.run_id;
+  });
+  std::set<int64_t> kept_runs;
+  for (const auto& [key, job] : jobs_) {
+    kept_runs.insert(key.first);
+  }
+  for (size_t i = 0; i < std::min(kKeepEndedAttempts, ended.size()); ++i) {
+    kept_runs.insert(ended[i].run_id);
+  }
+  std::map<int64_t, bool> on_taed;  // pruned run -> its checkpoints go to taed
+  for (int64_t run_id : waiting) {
+    on_taed[run_id] = true;  // marked only when they do
+  }
+  for (size_t i = kKeepEndedAttempts; i < ended.size(); ++i) {
+    const Ended& gone = ended[i];
+    bool& uploads = on_taed.try_emplace(gone.run_id, true).first->second;
+    uploads = uploads && CheckpointsGoToTaed(JobDir(gone.run_id, gone.attempt));
+    for (const std::string& path :
+         {RunDir(gone.run_id, gone.attempt), JobDir(gone.run_id, gone.attempt)}) {
+      std::error_code remove_ec;
+      std::filesystem::remove_all(path, remove_ec);
+    }
+  }
+  // A run none of whose attempts is kept or live: its TAE_CHECKPOINT_DIR goes too when its
+  // checkpoints were uploaded to taed (a later attempt restores from there) and no upload of it
+  // is in flight.
+  int checkpoint_dirs = 0;
+  for (const auto& [run_id, uploads] : on_taed) {
+    const std::string dir = absl::StrCat(options_.work_dir, "/runs/r", run_id);
+    std::error_code captures_ec;
+    const bool capturing = std::filesystem::exists(dir + "/.captures", captures_ec) &&
+                           !std::filesystem::is_empty(dir + "/.captures", captures_ec);
+    if (!uploads || kept_runs.count(run_id) > 0) {
+      continue;
+    }
+    if (capturing) {
+      // Looked at again after a later attempt ends, until its uploads are done.
+      std::ofstream(dir + "/" + kPrunedMark);
+      continue;
+    }
+    std::error_code remove_ec;
+    checkpoint_dirs += std::filesystem::remove_all(dir, remove_ec) > 0 ? 1 : 0;
+  }
+  if (ended.size() > kKeepEndedAttempts || checkpoint_dirs > 0) {
+    spdlog::info(
+        "removed the directories of {} attempts that ended before the newest {} ({} runs' "
+        "checkpoint directories, their checkpoints on taed)",
+        ended.size() - std::min(ended.size(), kKeepEndedAttempts), kKeepEndedAttempts,
+        checkpoint_dirs);
+  }
 }
 
 }  // namespace tae::agent

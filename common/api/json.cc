@@ -375,10 +375,11 @@ nlohmann::ordered_json ScaleJson(const tae::v1::ScaleFit& fit) {
            {"delta", number(e.delta())},
            {"delta_ci", interval ? nlohmann::ordered_json({e.delta_lo(), e.delta_hi()})
                                  : nlohmann::ordered_json()},
-           {"decision", e.decision().empty() ? nlohmann::ordered_json()
-                                             : nlohmann::ordered_json(e.decision())},
+           {"decision",
+            e.decision().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(e.decision())},
            {"mark", e.mark()},
-           {"note", e.note().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(e.note())}});
+           {"note",
+            e.note().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(e.note())}});
     }
     nlohmann::ordered_json variant = {
         {"variant", v.variant()},
@@ -388,20 +389,22 @@ nlohmann::ordered_json ScaleJson(const tae::v1::ScaleFit& fit) {
         {"crossing", number(v.crossing())},
         {"rungs", effects}};
     if (v.skipped() > 0) {
-      variant["skipped"] = {
-          {"runs", v.skipped()}, {"why", v.skipped_why()}, {"accelerator_hours", v.skipped_hours()}};
+      variant["skipped"] = {{"runs", v.skipped()},
+                            {"why", v.skipped_why()},
+                            {"accelerator_hours", v.skipped_hours()}};
     }
     if (fit.at() > 0 && v.variant() != fit.variants(0).variant()) {
-      variant["at"] = v.at_ok() ? nlohmann::ordered_json{{"effect", estimate(v.at_effect())},
-                                                         {"model", v.at_trend() ? "trend"
-                                                                                : "constant"}}
-                                : nlohmann::ordered_json{{"refused", v.at_refused()}};
+      variant["at"] = v.at_ok()
+                          ? nlohmann::ordered_json{{"effect", estimate(v.at_effect())},
+                                                   {"model", v.at_trend() ? "trend" : "constant"}}
+                          : nlohmann::ordered_json{{"refused", v.at_refused()}};
     }
     variants.push_back(std::move(variant));
   }
   nlohmann::ordered_json out = {
       {"metric", fit.metric()},
-      {"point", fit.point().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(fit.point())},
+      {"point",
+       fit.point().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(fit.point())},
       {"ok", fit.ok()},
       {"why", fit.why().empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(fit.why())},
       {"law", "L = E + A * (m * N)^-alpha"},

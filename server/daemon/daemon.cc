@@ -4,11 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <future>
 #include <optional>
-#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -206,9 +206,10 @@ absl::Status Daemon::Init() {
     if (!removed.ok()) {
       spdlog::warn("checkpoint blobs no checkpoint names: {}", removed.status().ToString());
     } else if (removed->blobs > 0) {
-      spdlog::info("removed {} checkpoint blobs ({} bytes) that no checkpoint names (uploads "
-                   "that an earlier taed took but no commit followed)",
-                   removed->blobs, removed->bytes);
+      spdlog::info(
+          "removed {} checkpoint blobs ({} bytes) that no checkpoint names (uploads "
+          "that an earlier taed took but no commit followed)",
+          removed->blobs, removed->bytes);
     }
   });
   RETURN_IF_ERROR(StartServers(token, std::move(agent_credentials)));
@@ -455,10 +456,9 @@ absl::Status Daemon::StartServers(const std::string& token,
     return absl::PermissionDeniedError(absl::StrCat("chmod 0600 ", socket_path));
   }
 
-  agent_service_ =
-      std::make_unique<rpc::AgentLinkService>(&core_, controller_.get(), query_.get(), blobs_.get(),
-                                              checkpoint_blobs_.get(), token, &credentials_,
-                                              config_.upload_grant_s);
+  agent_service_ = std::make_unique<rpc::AgentLinkService>(
+      &core_, controller_.get(), query_.get(), blobs_.get(), checkpoint_blobs_.get(), token,
+      &credentials_, config_.upload_grant_s);
   grpc::ServerBuilder agent_builder;
   agent_builder.AddListeningPort(config_.agent_listen, std::move(agent_credentials), &agent_port_);
   const bool loopback_agents =

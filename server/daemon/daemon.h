@@ -112,7 +112,7 @@ class Daemon {
   std::unique_ptr<provider::TpuProvider> tpu_provider_;
   std::vector<provider::GkePool> gke_pools_;
   std::unique_ptr<provider::GkeProvider> gke_provider_;
-  std::unique_ptr<log::StderrRotation> log_rotation_;  // taed.log by size, on the core
+  std::unique_ptr<log::StderrRotation> log_rotation_;         // taed.log by size, on the core
   std::unique_ptr<boost::asio::steady_timer> reclaim_timer_;  // AgentLinkService::ReclaimUploads
   std::thread core_thread_;
   int agent_port_ = 0;

@@ -130,7 +130,8 @@ void Api::KeepAnswer(const std::string& key, int64_t version, const Response& re
   if (size > kAnswerCacheBytes / 4) {
     return;
   }
-  if (answer_cache_.size() >= kAnswerCacheEntries || answer_cache_bytes_ + size > kAnswerCacheBytes) {
+  if (answer_cache_.size() >= kAnswerCacheEntries ||
+      answer_cache_bytes_ + size > kAnswerCacheBytes) {
     answer_cache_.clear();
     answer_cache_bytes_ = 0;
   }

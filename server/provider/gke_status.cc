@@ -134,11 +134,11 @@ std::vector<std::string> WorkloadSelectors(const std::vector<nlohmann::json>& jo
   for (const nlohmann::json& jobset : jobsets) {
     const nlohmann::json meta = Child(jobset, "metadata");
     const std::string uid = meta.is_object() ? Text(meta, "uid") : "";
-    const bool plain = !uid.empty() && uid.size() <= 63 &&
-                       std::all_of(uid.begin(), uid.end(), [](char c) {
-                         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                                (c >= '0' && c <= '9') || c == '-';
-                       });
+    const bool plain =
+        !uid.empty() && uid.size() <= 63 && std::all_of(uid.begin(), uid.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '-';
+        });
     if (plain) {
       uids.push_back(uid);
     }

@@ -62,9 +62,10 @@ void AgentLinkService::ReclaimUploads() {
       bytes += size;
     }
     if (removed > 0) {
-      spdlog::info("removed {} checkpoint blobs ({} bytes) that agents uploaded but no commit "
-                   "named within {} s",
-                   removed, bytes, grants_.grant_seconds());
+      spdlog::info(
+          "removed {} checkpoint blobs ({} bytes) that agents uploaded but no commit "
+          "named within {} s",
+          removed, bytes, grants_.grant_seconds());
     }
   });
 }

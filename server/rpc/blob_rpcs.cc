@@ -40,8 +40,7 @@ namespace {
 
 absl::Status WriteChunks(blobs::BlobStore& store,
                          const google::protobuf::RepeatedPtrField<tae::v1::BlobChunk>& chunks,
-                         std::string_view uploader, uint64_t* bytes_written,
-                         int* blobs_completed) {
+                         std::string_view uploader, uint64_t* bytes_written, int* blobs_completed) {
   absl::Status status = absl::OkStatus();
   for (int i = 0; i < chunks.size(); ++i) {
     const tae::v1::BlobChunk& chunk = chunks[i];
@@ -64,14 +63,15 @@ absl::Status WriteChunks(blobs::BlobStore& store,
 template <typename Request, typename Response>
 void PostWrite(blobs::BlobWorker* blobs, const Request* request, std::string uploader,
                grpc::ServerUnaryReactor* reactor, Response* response) {
-  blobs->Post([reactor, request, response, uploader = std::move(uploader)](blobs::BlobStore& store) {
-    uint64_t bytes = 0;
-    int completed = 0;
-    absl::Status status = WriteChunks(store, request->chunks(), uploader, &bytes, &completed);
-    response->set_bytes_written(bytes);
-    response->set_blobs_completed(completed);
-    reactor->Finish(ToGrpc(status));
-  });
+  blobs->Post(
+      [reactor, request, response, uploader = std::move(uploader)](blobs::BlobStore& store) {
+        uint64_t bytes = 0;
+        int completed = 0;
+        absl::Status status = WriteChunks(store, request->chunks(), uploader, &bytes, &completed);
+        response->set_bytes_written(bytes);
+        response->set_blobs_completed(completed);
+        reactor->Finish(ToGrpc(status));
+      });
 }
 
 }  // namespace

@@ -423,6 +423,19 @@ TEST_CASE(
   CHECK(owner.Manifest(start.snapshot_id()).ok());
 }
 
+// Registers `stream` as `id`, waits for the run taed starts there, and reports it started, as an
+// agent does; returns the run's id.
+int64_t TakeRun(Stream& stream, const std::string& id) {
+  REQUIRE(stream.Register(id));
+  REQUIRE(stream.ReadUntil([](const tae::v1::TaedMessage& m) { return m.has_start_run(); }));
+  const int64_t run = stream.last().start_run().run_id();
+  tae::v1::EventBatch started;
+  AddEvent(&started, 1, run)->mutable_started()->set_pid(1);
+  REQUIRE(stream.SendEvents(started));
+  REQUIRE(stream.AckedUpTo(1));
+  return run;
+}
+
 // Where the checkpoint store keeps blob `hash`.
 std::string CheckpointBlobPath(const Cluster& cluster, const std::string& hash) {
   return cluster.home() + "/checkpoints/" + hash.substr(0, 2) + "/" + hash.substr(2);
@@ -455,15 +468,7 @@ TEST_CASE("what an agent uploads and never commits leaves taed's disk within the
   std::string key;
   REQUIRE(enrolment.Enrol("uploader", &key).ok());
   Stream stream(cluster, key);
-  REQUIRE(stream.Register("uploader"));
-  REQUIRE(stream.ReadUntil([](const tae::v1::TaedMessage& m) { return m.has_start_run(); }));
-  const int64_t run = stream.last().start_run().run_id();
-  {
-    tae::v1::EventBatch started;
-    AddEvent(&started, 1, run)->mutable_started()->set_pid(1);
-    REQUIRE(stream.SendEvents(started));
-    REQUIRE(stream.AckedUpTo(1));
-  }
+  const int64_t run = TakeRun(stream, "uploader");
   Calls agent(cluster, key);
   const std::string kept = "a committed checkpoint";
   REQUIRE(agent.Checkpoint(run, kept).ok());
@@ -510,15 +515,7 @@ TEST_CASE("a blob fetch in flight ends at the next chunk once its agent's creden
   std::string key;
   REQUIRE(enrolment.Enrol("holder", &key).ok());
   Stream holder(cluster, key);
-  REQUIRE(holder.Register("holder"));
-  REQUIRE(holder.ReadUntil([](const tae::v1::TaedMessage& m) { return m.has_start_run(); }));
-  const int64_t run = holder.last().start_run().run_id();
-  {
-    tae::v1::EventBatch started;
-    AddEvent(&started, 1, run)->mutable_started()->set_pid(1);
-    REQUIRE(holder.SendEvents(started));
-    REQUIRE(holder.AckedUpTo(1));
-  }
+  TakeRun(holder, "holder");
   // The fetch starts as the holder's own; mid-way, the holder is revoked.
   auto stub = tae::v1::AgentLink::NewStub(Dial(cluster));
   grpc::ClientContext ctx;

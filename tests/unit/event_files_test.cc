@@ -163,9 +163,9 @@ TEST_CASE("a torn last registry line is dropped at a restart and its file found 
   // a's points were journaled up to its end; the append naming b was torn by a crash.
   dir.Write("registry", names[0] + "\n" + names[1].substr(0, 5));
   EventFileFollower follower(root, dir.path() + "/registry");
-  REQUIRE(follower.Resume({{kFirstEventFileStream, std::filesystem::file_size(root + "/" +
-                                                                             names[0])}})
-              .ok());
+  REQUIRE(
+      follower.Resume({{kFirstEventFileStream, std::filesystem::file_size(root + "/" + names[0])}})
+          .ok());
   CHECK(Lines(dir.path() + "/registry") == std::vector<std::string>{names[0]});
   std::vector<EventFileFollower::Read> reads = follower.Poll(false);
   REQUIRE(reads.size() == 1);

@@ -87,9 +87,9 @@ TEST_CASE("a CLI call gets its input, and ends at its time limit or when taed st
   CHECK_FALSE(huge.ok);
   CHECK(huge.out.empty());
   CHECK(CallOutcome(huge) == "failed: error: its output passed 16 MiB and was not read; fine");
-  const CliResult just = RunCli(
-      {"/bin/sh", "-c", "head -c " + std::to_string(kMaxCliOutputBytes) + " /dev/zero"}, "", 60,
-      {});
+  const CliResult just =
+      RunCli({"/bin/sh", "-c", "head -c " + std::to_string(kMaxCliOutputBytes) + " /dev/zero"}, "",
+             60, {});
   CHECK(just.ok);
   CHECK(just.out.size() == kMaxCliOutputBytes);
 }

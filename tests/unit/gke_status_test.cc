@@ -145,8 +145,9 @@ TEST_CASE(
 TEST_CASE("gke status: the Workloads listed are only those of the pool's JobSets, by uid") {
   std::vector<nlohmann::json> jobsets;
   for (int i = 0; i < 5; ++i) {
-    jobsets.push_back({{"metadata", {{"name", "tae-v5e-" + std::to_string(i + 1)},
-                                     {"uid", "uid-" + std::to_string(i)}}}});
+    jobsets.push_back(
+        {{"metadata",
+          {{"name", "tae-v5e-" + std::to_string(i + 1)}, {"uid", "uid-" + std::to_string(i)}}}});
   }
   // Whatever the cluster put in a uid cannot widen or break the selector.
   jobsets.push_back({{"metadata", {{"name", "tae-v5e-9"}, {"uid", "x),other in (y"}}}});
