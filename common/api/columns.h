@@ -2,22 +2,37 @@
 
 // The columnar form of metric points: what GET /api/experiments/ID/history answers and what
 // `taectl export --bundle` writes per metric (history/<metric>.tcol), read by the `tae` Python
-// library (python/tae/_columns.py) with numpy.frombuffer, without a copy or a parse per point.
+// library (python/tae/_columns.py) with numpy, without a parse per point.
 //
-// Layout (all integers little-endian):
-//   bytes 0..7    the magic "TAECOL1\n"
+// Layout, version 2 (all integers little-endian):
+//   bytes 0..7    the magic "TAECOL2\n"
 //   bytes 8..11   H, the header's length in bytes (uint32)
 //   H bytes       the header: UTF-8 JSON, an object with at least
-//                   "points":  N, the points in every column
-//                   "columns": [{"name": "step", "dtype": "<i8"}, {"name": "value", "dtype":
-//                              "<f8"}, {"name": "wall_time", "dtype": "<f8"}]
-//                 and what the writer adds ("runs": [{"run", "count", ...}], the points of each
-//                 run being `count` consecutive rows, runs in the listed order; "next_after").
-//   0..7 bytes    zero padding, so that the first column starts at a multiple of 8
-//   N * 8 bytes   each column in the listed order, one after the other
-// Non-finite values (a diverged run's NaN or inf) are stored as they are. A reader refuses a
-// body whose length is not 12 + H + padding + 8 N per column (a truncated download).
+//                   "points":  N, the points of every column
+//                   "runs":    [{"run", "count", ...}, ...]: R runs, the points of each being
+//                              `count` consecutive rows, runs in the listed order (the counts
+//                              add up to N)
+//                   "columns": [{"name": "step", "dtype": "<i8", "coding": C, ...},
+//                               {"name": "value", "dtype": "<f8", ...},
+//                               {"name": "wall_time", "dtype": "<f8", ...}]
+//                 and what the writer adds ("experiment", "metric", "next_after").
+//   0..7 bytes    zero padding, so that the first section starts at a multiple of 8
+//   sections      one per column in the listed order, each of "bytes" bytes (a multiple of 8:
+//                 zero padding at its end), holding the column's N values of `dtype` coded as:
+//     "plain"  N values of dtype, 8 bytes each
+//     "f4"     (dtype "<f8") N IEEE-754 float32s, each exactly its double (written only where
+//              every value of the column converts there and back bit for bit)
+//     "delta"  R int64s, each run's first value, then N signed integers of "width" bytes (1, 2
+//              or 4): a run's i-th value is its (i-1)-th plus the i-th integer, in wrapping
+//              64-bit arithmetic; a "<f8" column codes its bit patterns. A run's first integer
+//              is its first value minus the previous run's last where that fits the width, else
+//              0: a reader may take the page's running sum and correct each run by its first
+//              value, or decode each run alone from its first value.
+// Exact: every step, value and wall time comes back bit for bit, NaN and inf as they were. A
+// reader refuses a body whose length is not what its header says (a truncated download).
+// Version 1 ("TAECOL1\n": no "runs" needed, three plain columns) is still read.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -28,7 +43,8 @@
 
 namespace tae::api {
 
-inline constexpr std::string_view kColumnsMagic = "TAECOL1\n";
+inline constexpr std::string_view kColumnsMagic = "TAECOL2\n";
+inline constexpr std::string_view kColumnsMagicV1 = "TAECOL1\n";
 
 // The three columns of metric points, equally long.
 struct PointColumns {
@@ -37,23 +53,57 @@ struct PointColumns {
   std::vector<double> walls;
 };
 
-// The body: `header` (an object; "points" and "columns" are set here) and the columns.
-// Empty on a machine that is not little-endian (no reader could read it).
+// Writes a body run by run in two passes over the same runs in the same order: Plan each run's
+// points (so the narrowest exact coding of each column is known), then Start and Write each run
+// again, then Finish. The body is one buffer of its final size; nothing is kept per point
+// between the passes.
+class ColumnsEncoder {
+ public:
+  void Plan(const int64_t* steps, const double* values, const double* walls, size_t n);
+  // Plan for a run known by bounds alone: no delta between consecutive steps (or wall times'
+  // bit patterns, as signed integers) farther from 0 than its bound (d or -d - 1 for d < 0),
+  // and whether every value is a float32 exactly (a packed series knows these: series_pack.h).
+  void PlanBounds(size_t n, uint64_t step_bound, uint64_t wall_bound, bool values_float);
+  // `header` is the body's header less "points" and "columns" (set here); its "runs" must list
+  // the planned runs in order with their counts (else Finish refuses).
+  void Start(nlohmann::ordered_json header);
+  void Write(const int64_t* steps, const double* values, const double* walls, size_t n);
+  // The body; empty on a machine that is not little-endian (no reader could read it), or where
+  // Write did not repeat Plan's runs.
+  std::string Finish();
+
+ private:
+  // A 64-bit integer column's (the steps, the wall times' bits) plan and position.
+  struct Int {
+    uint64_t max_magnitude = 0;  // of the deltas within runs
+    int width = 8;               // 8: plain
+    size_t firsts_at = 0;
+    size_t deltas_at = 0;
+    uint64_t last = 0;  // the previous run's last value, while writing
+    void Note(const uint64_t* bits, size_t n);
+    void Choose(size_t points, size_t runs);
+    size_t Bytes(size_t points, size_t runs) const;
+  };
+  void Put(Int* column, const uint64_t* bits, size_t n);
+
+  size_t planned_points_ = 0;
+  size_t planned_runs_ = 0;
+  std::vector<size_t> planned_counts_;
+  bool values_f4_ = true;
+  Int steps_;
+  Int walls_;
+  size_t values_at_ = 0;
+  size_t written_points_ = 0;
+  size_t written_runs_ = 0;
+  std::string body_;
+  std::vector<uint64_t> bits_;  // one run's wall time bits, reused
+};
+
+// One body of `columns`, its runs' counts in header["runs"] (a header without "runs" is one
+// run); Start's header rules otherwise.
 std::string EncodeColumns(nlohmann::ordered_json header, const PointColumns& columns);
 
-// A body of `points` rows with its header written and its columns zeroed, for a writer that
-// fills them in place (one buffer of the body's size, no column copied twice): the steps at
-// body[steps_at], values at values_at, wall times at walls_at, `points` 8-byte values each.
-// An empty body where EncodeColumns's would be.
-struct ColumnsBody {
-  std::string body;
-  size_t steps_at = 0;
-  size_t values_at = 0;
-  size_t walls_at = 0;
-};
-ColumnsBody StartColumns(nlohmann::ordered_json header, size_t points);
-
-// The inverse, for tests and tools: the header, and the columns into `out`.
+// The inverse, of version 1 or 2, for tests and tools: the header, and the columns into `out`.
 absl::StatusOr<nlohmann::json> DecodeColumns(std::string_view body, PointColumns* out);
 
 }  // namespace tae::api

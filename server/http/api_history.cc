@@ -7,7 +7,6 @@
 // whether it is final and at which attempt, so a client can keep an ended run's series and never
 // ask for it again. The series come through the dashboard's series cache (series_cache.h).
 
-#include <cstring>
 #include <map>
 #include <set>
 
@@ -104,35 +103,55 @@ Response Api::ExperimentHistory(const Request& request, const PathParams& params
                            {"final", model::IsFinal(run.state)},
                            {"tokens_per_step", tokens_of[run.variant]}});
   }
-  api::ColumnsBody body = api::StartColumns(
-      {{"experiment", *id}, {"metric", metric}, {"runs", listed_runs}, {"next_after", next_after}},
-      static_cast<size_t>(points));
-  if (body.body.empty()) {
-    return Response::Error(500, "this machine is not little-endian: no columns");
-  }
+  // Two passes over the page's runs: the first finds each column's narrowest exact coding, the
+  // second writes the body of that size (common/api/columns.h).
+  api::ColumnsEncoder encoder;
   store::SeriesColumns one;
-  size_t at = 0;
-  for (const Part& part : page) {
-    if (part.count == 0) {
-      continue;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      encoder.Start({{"experiment", *id},
+                     {"metric", metric},
+                     {"runs", listed_runs},
+                     {"next_after", next_after}});
     }
-    if (absl::Status s = part.series->Columns(true, true, &one); !s.ok()) {
-      return FromStatus(s);
+    for (const Part& part : page) {
+      if (pass == 0 && part.series != nullptr && !part.series->pack.empty()) {
+        const store::PackInfo& info = part.series->packed;  // no unpacking to plan a pack
+        encoder.PlanBounds(static_cast<size_t>(part.count), info.step_delta_bound,
+                           info.wall_delta_bound, info.values_float);
+        continue;
+      }
+      one.steps.clear();
+      one.values.clear();
+      one.walls.clear();
+      if (part.count > 0) {
+        if (absl::Status s = part.series->Columns(true, true, &one); !s.ok()) {
+          return FromStatus(s);
+        }
+      }
+      const size_t n = one.steps.size();
+      if (static_cast<int64_t>(n) != part.count || one.values.size() != n ||
+          one.walls.size() != n) {
+        return Response::Error(500, absl::StrCat("r", part.view->run.id, ": ", n, " points where ",
+                                                 part.count, " were counted"));
+      }
+      if (pass == 0) {
+        encoder.Plan(one.steps.data(), one.values.data(), one.walls.data(), n);
+      } else {
+        encoder.Write(one.steps.data(), one.values.data(), one.walls.data(), n);
+      }
     }
-    const size_t n = one.steps.size();
-    if (static_cast<int64_t>(n) != part.count || one.values.size() != n || one.walls.size() != n) {
-      return Response::Error(500, absl::StrCat("r", part.view->run.id, ": ", n, " points where ",
-                                               part.count, " were counted"));
-    }
-    std::memcpy(body.body.data() + body.steps_at + at * 8, one.steps.data(), n * 8);
-    std::memcpy(body.body.data() + body.values_at + at * 8, one.values.data(), n * 8);
-    std::memcpy(body.body.data() + body.walls_at + at * 8, one.walls.data(), n * 8);
-    at += n;
+  }
+  std::string body = encoder.Finish();
+  if (body.empty()) {
+    return Response::Error(500,
+                           "the history's columns could not be written (a machine that is "
+                           "not little-endian, or a page that changed while written)");
   }
   Response response;
   response.status = 200;
   response.content_type = "application/octet-stream";
-  response.body = std::move(body.body);
+  response.body = std::move(body);
   return response;
 }
 

@@ -1,6 +1,7 @@
 #include "server/store/series_pack.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -107,11 +108,13 @@ namespace {
 // Whether bytes [p, p + n) are exactly `count` varints as GetVarint reads them (each at most 10
 // bytes), one after another up to p + n. Without decoding them: a varint ends at each byte without
 // its high bit, so this counts those 8 bytes at a time and measures only the runs of other bytes
-// between them, with no chain from one varint to the next.
-bool WholeVarints(const char* p, size_t n, uint64_t count) {
+// between them, with no chain from one varint to the next. `longest` gets the length of the
+// longest but the first (0 where there are fewer than two).
+bool WholeVarints(const char* p, size_t n, uint64_t count, int* longest) {
   constexpr uint64_t kHigh = 0x8080808080808080ULL;
   uint64_t ends = 0;
   int run = 0;  // bytes since the last end
+  int most = 0;
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     uint64_t word = 0;
@@ -124,25 +127,39 @@ bool WholeVarints(const char* p, size_t n, uint64_t count) {
       }
       continue;
     }
-    ends += ((stops >> 7) * 0x0101010101010101ULL) >> 56;  // bytes that end one
-    if (run + (__builtin_ctzll(stops) >> 3) >= 10) {
-      return false;
+    int before = -1;  // the byte of the word's previous end
+    for (uint64_t s = stops; s != 0; s &= s - 1) {
+      const int at = __builtin_ctzll(s) >> 3;
+      const int length = before < 0 ? run + at + 1 : at - before;
+      if (length > 10) {
+        return false;
+      }
+      if (ends > 0) {
+        most = std::max(most, length);
+      }
+      ++ends;
+      before = at;
     }
-    run = __builtin_clzll(stops) >> 3;
+    run = 7 - before;
   }
   for (; i < n; ++i) {
     if ((static_cast<uint8_t>(p[i]) & 0x80) == 0) {
+      if (ends > 0) {
+        most = std::max(most, run + 1);
+      }
       ++ends;
       run = 0;
     } else if (++run >= 10) {
       return false;
     }
   }
+  *longest = most;
   return ends == count && run == 0;
 }
 
-// The wall-time sink of a walk that only checks them (WholeVarints).
+// The wall-time sink of a walk that only checks them (WholeVarints), and bounds their deltas.
 struct SkipWalls {
+  int* longest;
   void operator()(uint64_t, uint64_t) const {}
 };
 
@@ -184,7 +201,7 @@ const char* Walk(std::string_view blob, bool walls, OnCount on_count, OnStep on_
     return nullptr;
   }
   if constexpr (std::is_same_v<OnWall, SkipWalls>) {
-    return WholeVarints(blob.data() + pos, blob.size() - pos, count)
+    return WholeVarints(blob.data() + pos, blob.size() - pos, count, on_wall.longest)
                ? nullptr
                : "its wall times are not whole varints";
   }
@@ -258,19 +275,45 @@ absl::StatusOr<PackInfo> CheckPack(std::string_view blob) {
   PackInfo info;
   info.min_step = std::numeric_limits<int64_t>::max();
   info.max_step = std::numeric_limits<int64_t>::min();
+  int64_t previous = 0;
+  int longest = 0;
   const char* why = Walk(
       blob, true, [&](uint64_t count) { info.count = static_cast<int64_t>(count); },
-      [&](uint64_t, int64_t step) {
+      [&](uint64_t i, int64_t step) {
         info.min_step = std::min(info.min_step, step);
         info.max_step = std::max(info.max_step, step);
+        if (i > 0) {
+          const auto d =
+              static_cast<int64_t>(static_cast<uint64_t>(step) - static_cast<uint64_t>(previous));
+          info.step_delta_bound = std::max(
+              info.step_delta_bound, d >= 0 ? static_cast<uint64_t>(d) : ~static_cast<uint64_t>(d));
+        }
+        previous = step;
       },
-      [](const char*) {}, SkipWalls{});
+      [&](const char* bytes) {
+        for (int64_t i = 0; info.values_float && i < info.count; ++i) {
+          double v = 0;
+          std::memcpy(&v, bytes + i * sizeof(double), sizeof v);
+          // Out of float's range is not a float (and converting it would be undefined).
+          if (std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max()) {
+            info.values_float = false;
+            break;
+          }
+          const double back = static_cast<float>(v);
+          info.values_float = std::memcmp(&back, &v, sizeof v) == 0;
+        }
+      },
+      SkipWalls{&longest});
   if (why != nullptr) {
     return Damaged(blob, why);
   }
   if (info.count == 0) {
     info.min_step = info.max_step = 0;
   }
+  // A zigzag varint of L bytes holds less than 2^(7L): a delta's bound is half of that.
+  info.wall_delta_bound = longest == 0    ? 0
+                          : longest >= 10 ? ~uint64_t{0} >> 1
+                                          : (uint64_t{1} << (7 * longest - 1)) - 1;
   return info;
 }
 

@@ -43,10 +43,17 @@ absl::Status UnpackColumns(std::string_view blob, bool values, bool walls, Serie
 
 // What CheckPack finds in a whole pack: its point count and its least and greatest step (both 0
 // when it has no point).
+// Also what a writer of the columnar form (common/api/columns.h) needs to choose its codings
+// without unpacking: bounds on the differences between consecutive steps and between
+// consecutive wall times' bit patterns (as signed integers, |d| <= bound for d >= 0, -d - 1 <=
+// bound for d < 0), and whether every value is a float32 exactly.
 struct PackInfo {
   int64_t count = 0;
   int64_t min_step = 0;
   int64_t max_step = 0;
+  uint64_t step_delta_bound = 0;  // exact: the greatest
+  uint64_t wall_delta_bound = 0;  // from the varints' lengths: at least the greatest
+  bool values_float = true;
 };
 
 // The blob's PackInfo where it is a whole version-1 pack (UnpackSeries would take it), read

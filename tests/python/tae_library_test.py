@@ -506,5 +506,130 @@ class ColumnTypes(unittest.TestCase):
             self.assertEqual(got, expected, values)
 
 
+class ColumnsFormat(unittest.TestCase):
+    """The columnar form's codings (common/api/columns.h) read by _columns.Page, against bodies
+    written here from the header's description alone: each run decoded alone and in spans of
+    runs, with and without a chained first delta, every value back bit for bit; and the local
+    cache's file written and read back, a page whole and a page of which some runs are kept."""
+
+    @staticmethod
+    def body(runs, steps, values, walls, width, f4, chain, rng):
+        import struct
+        n, r = len(steps), len(runs)
+        sections, specs = [], []
+
+        def pad(b):
+            return b + b"\0" * ((8 - len(b) % 8) % 8)
+
+        def delta(ints, w):
+            firsts, deltas, at, last = [], [], 0, None
+            for run in runs:
+                c = run["count"]
+                firsts.append(int(ints[at]) if c else 0)
+                for i in range(c):
+                    if i == 0:
+                        d = ((int(ints[at]) - last + 2**63) % 2**64 - 2**63) if last is not None \
+                            else 0
+                        fits = -(2**(8 * w - 1)) <= d < 2**(8 * w - 1)
+                        d = d if chain and fits else (rng.randrange(-3, 3) if w == 8 else 0)
+                    else:
+                        d = (int(ints[at + i]) - int(ints[at + i - 1]) + 2**63) % 2**64 - 2**63
+                    deltas.append(d)
+                if c:
+                    last = int(ints[at + c - 1])
+                at += c
+            return pad(np.array(firsts, dtype="<i8").tobytes() +
+                       np.array(deltas, dtype={1: "<i1", 2: "<i2", 4: "<i4"}[w]).tobytes())
+
+        step_bytes = delta(steps, width) if width else steps.astype("<i8").tobytes()
+        specs.append({"name": "step", "dtype": "<i8", "coding": "delta" if width else "plain",
+                      "width": width, "bytes": len(step_bytes)})
+        value_bytes = pad(values.astype("<f4").tobytes()) if f4 else values.tobytes()
+        specs.append({"name": "value", "dtype": "<f8", "coding": "f4" if f4 else "plain",
+                      "bytes": len(value_bytes)})
+        wall_bits = walls.view("<i8")
+        wall_bytes = delta(wall_bits, 4)
+        specs.append({"name": "wall_time", "dtype": "<f8", "coding": "delta", "width": 4,
+                      "bytes": len(wall_bytes)})
+        text = json.dumps({"metric": "m", "points": n, "runs": runs, "columns": specs}).encode()
+        head = b"TAECOL2\n" + struct.pack("<I", len(text)) + text
+        return pad(head) + step_bytes + value_bytes + wall_bytes
+
+    def random_page(self, rng, width, f4, chain):
+        runs, steps, values, walls = [], [], [], []
+        for k in range(rng.randrange(1, 9)):
+            count = 0 if rng.random() < 0.2 else rng.randrange(1, 40)
+            runs.append({"run": k + 1, "count": count, "final": rng.random() < 0.7,
+                         "attempt": 1})
+            step = rng.randrange(-2**40, 2**40) if width == 4 else rng.randrange(-50, 50)
+            wall = 1.79e9 + rng.random() * 1e4
+            for _ in range(count):
+                steps.append(step)
+                step += rng.randrange(0, {1: 100, 2: 30000, 4: 2**31 - 1}[width or 4])
+                v = rng.choice([rng.random(), math.nan, -0.0, math.inf, 1e-300])
+                values.append(float(np.float32(v)) if f4 else v)
+                walls.append(wall)
+                wall += rng.random() * 100
+        return (runs, np.array(steps, dtype=np.int64), np.array(values, dtype=np.float64),
+                np.array(walls, dtype=np.float64))
+
+    def test_pages_decode_bit_for_bit_alone_and_in_spans(self):
+        import random
+        from tae import _columns
+        from tae._experiment import _decode_runs
+        rng = random.Random(11)
+        for trial in range(400):
+            width = rng.choice([0, 1, 2, 4])
+            f4, chain = rng.random() < 0.5, rng.random() < 0.5
+            runs, steps, values, walls = self.random_page(rng, width, f4, chain)
+            page = _columns.decode(self.body(runs, steps, values, walls, width, f4, chain, rng))
+            got = page.arrays()
+            for a, b in zip(got, (steps, values, walls)):
+                self.assertEqual(a.tobytes(), b.tobytes(), (trial, width, f4, chain))
+            # A random choice of the runs with points, decoded as one frame's columns.
+            starts = np.concatenate([[0], np.cumsum([r["count"] for r in runs])])
+            chosen = [k for k, r in enumerate(runs) if r["count"] and rng.random() < 0.6]
+            if not chosen:
+                continue
+            expect = [np.concatenate([col[starts[k]:starts[k + 1]] for k in chosen])
+                      for col in (steps, values, walls)]
+            total = sum(runs[k]["count"] for k in chosen)
+            for a, b in zip(_decode_runs([(runs[k], page, k) for k in chosen], total), expect):
+                self.assertEqual(a.tobytes(), b.tobytes(), (trial, chosen))
+            for k in chosen:
+                alone = page.run_arrays(k)
+                self.assertEqual(alone[0].tobytes(), steps[starts[k]:starts[k + 1]].tobytes())
+
+    def test_the_local_cache_keeps_whole_pages_and_parts_of_pages(self):
+        import random
+        from tae import _columns
+        from tae._cache import SeriesCache
+        rng = random.Random(3)
+        with tempfile.TemporaryDirectory() as d:
+            cache = SeriesCache("http://x", d)
+            experiment = {"id": 4, "created_at": 123.5}
+            for trial in range(60):
+                pages = []
+                for _ in range(rng.randrange(1, 4)):
+                    width = rng.choice([0, 1, 2, 4])
+                    runs, steps, values, walls = self.random_page(rng, width, True, True)
+                    for r in runs:
+                        r["run"] += 100 * len(pages)
+                    pages.append(_columns.decode(self.body(runs, steps, values, walls, width,
+                                                           True, True, rng)))
+                kept = {e["run"]: (e, p, k) for p in pages for k, e in enumerate(p.runs)
+                        if e["count"] and (e["final"] or trial % 2)}
+                if not kept:
+                    continue
+                cache.store(experiment, "m", kept).join()
+                back = cache.load(experiment, "m")
+                self.assertEqual(sorted(back), sorted(kept))
+                for run, (entry, page, k) in kept.items():
+                    self.assertEqual(back[run][0], entry)
+                    for a, b in zip(back[run][1].run_arrays(back[run][2]), page.run_arrays(k)):
+                        self.assertEqual(a.tobytes(), b.tobytes())
+                self.assertEqual(cache.load({"id": 4, "created_at": 9.0}, "m"), {})
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -67,6 +67,62 @@ TEST_CASE("a packed series comes back exactly, in about 13 bytes a point") {
   CHECK(std::signbit(back[0].value));
 }
 
+TEST_CASE("CheckPack bounds a pack's deltas as the columnar writer needs them") {
+  std::mt19937_64 rng(17);
+  auto magnitude = [](uint64_t d) {
+    const auto s = static_cast<int64_t>(d);
+    return s >= 0 ? static_cast<uint64_t>(s) : ~static_cast<uint64_t>(s);
+  };
+  std::uniform_int_distribution<uint64_t> any;
+  int floats = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<model::SeriesPoint> points =
+        RandomSeries(rng, std::uniform_int_distribution<size_t>(0, 200)(rng));
+    const int kind = trial % 4;
+    for (model::SeriesPoint& p : points) {
+      if (kind == 1) {
+        p.value = static_cast<float>(std::tanh(p.value));
+      }
+      if (kind == 2 && std::uniform_int_distribution<int>(0, 20)(rng) == 0) {
+        p.step = static_cast<int64_t>(any(rng));  // wrapping differences
+        std::memcpy(&p.wall_time, &p.step, 8);
+      }
+    }
+    absl::StatusOr<PackInfo> info = CheckPack(PackSeries(points));
+    REQUIRE(info.ok());
+    uint64_t steps = 0;
+    uint64_t walls = 0;
+    bool all_float = true;
+    for (size_t i = 0; i < points.size(); ++i) {
+      const double v = points[i].value;
+      if (std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max()) {
+        all_float = false;
+      } else {
+        const double back = static_cast<float>(v);
+        all_float = all_float && std::memcmp(&back, &v, 8) == 0;
+      }
+      if (i == 0) {
+        continue;
+      }
+      steps = std::max(steps, magnitude(static_cast<uint64_t>(points[i].step) -
+                                        static_cast<uint64_t>(points[i - 1].step)));
+      uint64_t a = 0;
+      uint64_t b = 0;
+      std::memcpy(&a, &points[i - 1].wall_time, 8);
+      std::memcpy(&b, &points[i].wall_time, 8);
+      walls = std::max(walls, magnitude(b - a));
+    }
+    CHECK(info->step_delta_bound == steps);  // exact
+    CHECK(info->wall_delta_bound >= walls);  // a bound
+    if (walls < (uint64_t{1} << 55)) {
+      CHECK(info->wall_delta_bound <= walls * 128 + 127);  // within a varint byte's worth
+    }
+    CHECK(info->values_float == all_float);
+    floats += info->values_float && !points.empty();
+  }
+  CHECK(floats > 50);
+}
+
 TEST_CASE("a damaged pack is refused whole and nothing is appended") {
   std::mt19937_64 rng(11);
   const std::string blob = PackSeries(RandomSeries(rng, 300));

@@ -1,10 +1,14 @@
 """The local cache of ended runs' series: a run that is final never changes its points (a retry
 is a new attempt, and the cache is keyed by attempt and count), so its columns are fetched once.
-One file per (taed, experiment, metric) under $XDG_CACHE_HOME/tae (else ~/.cache/tae), in the
-columnar form taed sends (common/api/columns.h); written atomically."""
+One file per (taed, experiment, metric) under $XDG_CACHE_HOME/tae (else ~/.cache/tae), written
+atomically: the magic "TAESER2\n", a little-endian uint32 length, a JSON header (the
+experiment's creation time, the byte length of each page), then the pages, each a body in the
+columnar form taed sends (common/api/columns.h), as it came where every run in it is kept."""
 
 import hashlib
+import json
 import os
+import struct
 import tempfile
 import threading
 
@@ -12,6 +16,8 @@ import numpy as np
 
 from . import _columns
 from ._errors import BundleError
+
+MAGIC = b"TAESER2\n"
 
 
 def cache_dir():
@@ -29,10 +35,10 @@ class SeriesCache:
 
     def _path(self, experiment, metric):
         key = hashlib.sha256(f"{self.identity}\n{experiment}\n{metric}".encode()).hexdigest()[:32]
-        return os.path.join(self.directory, f"e{experiment['id']}-{key}.tcol")
+        return os.path.join(self.directory, f"e{experiment['id']}-{key}.tser")
 
     def load(self, experiment, metric):
-        """{run id: (entry, steps, values, walls)} of the runs kept, {} when none or damaged."""
+        """{run id: (entry, page, k)} of the runs kept, {} when none or damaged."""
         path = self._path(experiment, metric)
         with SeriesCache._lock:
             writer = SeriesCache._writing.get(path)
@@ -41,24 +47,32 @@ class SeriesCache:
         try:
             with open(path, "rb") as f:
                 body = f.read()
-            header, columns = _columns.decode(body, "the local series cache")
-        except (OSError, BundleError):
+            if body[:len(MAGIC)] != MAGIC or len(body) < len(MAGIC) + 4:
+                return {}
+            (length,) = struct.unpack_from("<I", body, len(MAGIC))
+            at = len(MAGIC) + 4 + length
+            header = json.loads(body[len(MAGIC) + 4:at].decode("utf-8"))
+            if header.get("experiment_created") != experiment.get("created_at"):
+                return {}  # another taed's experiment of the same id
+            view = memoryview(body)
+            out = {}
+            for size in header.get("pages", []):
+                page = _columns.decode(view[at:at + size], "the local series cache")
+                at += size
+                for k, entry in enumerate(page.runs):
+                    if entry["count"] > 0:
+                        out[entry["run"]] = (entry, page, k)
+            if at != len(body):
+                return {}
+            return out
+        except (OSError, BundleError, ValueError, UnicodeDecodeError, TypeError, KeyError,
+                struct.error):
             return {}
-        if header.get("experiment_created") != experiment.get("created_at"):
-            return {}  # another taed's experiment of the same id
-        out, offset = {}, 0
-        for entry in header.get("runs", []):
-            n = entry["count"]
-            out[entry["run"]] = (entry, columns["step"][offset:offset + n],
-                                 columns["value"][offset:offset + n],
-                                 columns["wall_time"][offset:offset + n])
-            offset += n
-        return out
 
     def store(self, experiment, metric, kept):
-        """Writes the final runs' series `kept` ({run: (entry, steps, values, walls)}) on a
-        thread of its own, so that the frame is built meanwhile (the write syscalls release the
-        GIL); the interpreter waits for it at exit. Returns the thread."""
+        """Writes the final runs' series `kept` ({run: (entry, page, k)}) on a thread of its
+        own, so that the frame is built meanwhile (the write syscalls release the GIL); the
+        interpreter waits for it at exit. Returns the thread."""
         if not kept:
             return None
         path = self._path(experiment, metric)
@@ -82,22 +96,36 @@ class SeriesCache:
                 if SeriesCache._writing.get(path) is threading.current_thread():
                     del SeriesCache._writing[path]
 
+    @staticmethod
+    def _bodies(kept):
+        """Each page's body once: as it came where every run with points in it is kept from it,
+        else its kept runs written anew (plain columns)."""
+        pages = {}  # id(page): (page, [k, ...]), in the order of the runs
+        for run in sorted(kept):
+            _, page, k = kept[run]
+            pages.setdefault(id(page), (page, []))[1].append(k)
+        for page, ks in pages.values():
+            if len(ks) == int(np.count_nonzero(page.counts)):
+                yield page.body
+                continue
+            arrays = [page.run_arrays(k) for k in ks]
+            yield _columns.encode({"metric": page.header.get("metric")},
+                                  [page.runs[k] for k in ks],
+                                  [np.concatenate([a[i] for a in arrays]) for i in range(3)])
+
     def _write_file(self, experiment, metric, kept):
-        runs = sorted(kept)
+        bodies = list(self._bodies(kept))
         header = {"experiment": experiment["id"], "experiment_created": experiment.get(
-            "created_at"), "metric": metric, "runs": [kept[r][0] for r in runs]}
-        points = sum(len(kept[r][1]) for r in runs)
+            "created_at"), "metric": metric, "pages": [len(b) for b in bodies]}
+        text = json.dumps(header, separators=(",", ":")).encode("utf-8")
         try:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
             try:
-                # Run by run through the file's buffer: no copy of the whole series in memory.
                 with os.fdopen(fd, "wb") as f:
-                    f.write(_columns.encode_head(header, points))
-                    for column, dtype in ((1, "<i8"), (2, "<f8"), (3, "<f8")):
-                        for r in runs:
-                            f.write(memoryview(np.ascontiguousarray(kept[r][column],
-                                                                    dtype=dtype)).cast("B"))
+                    f.write(MAGIC + struct.pack("<I", len(text)) + text)
+                    for body in bodies:
+                        f.write(body)
                 os.replace(tmp, self._path(experiment, metric))
             except BaseException:
                 os.unlink(tmp)

@@ -242,7 +242,7 @@ class Experiment:
         identity = source.cache_identity() if cache else None
         self._cache = SeriesCache(identity) if identity else None
         self._runs = None
-        self._history = {}  # metric -> {run: (entry, steps, values, walls)}
+        self._history = {}  # metric -> {run: (entry, page, index in the page)}
 
     @property
     def id(self):
@@ -378,8 +378,9 @@ class Experiment:
         return list(self._source.metrics(self.id)["metrics"])
 
     def _series(self, metric, refresh=False):
-        """{run: (entry, steps, values, walls)} of every run with points of `metric`: ended runs
-        from memory or the local cache, the others (and new runs) from taed."""
+        """{run: (entry, page, k)} of every run with points of `metric` (the k-th run of a
+        _columns.Page): ended runs from memory or the local cache, the others (and new runs)
+        from taed."""
         have = self._history.get(metric)
         if have is None:
             have = self._cache.load(self.record, metric) if self._cache else {}
@@ -400,16 +401,13 @@ class Experiment:
                 wanted = None
         fetched = {}
         if wanted is None or wanted:
-            for header, columns in self._source.history(self.id, metric, wanted):
-                offset = 0
-                for entry in header.get("runs", []):
-                    n = entry["count"]
-                    fetched[entry["run"]] = (entry, columns["step"][offset:offset + n],
-                                             columns["value"][offset:offset + n],
-                                             columns["wall_time"][offset:offset + n])
-                    offset += n
+            chosen = None if wanted is None else set(wanted)
+            for page in self._source.history(self.id, metric, wanted):
+                for k, entry in enumerate(page.runs):
+                    if entry["count"] > 0 and (chosen is None or entry["run"] in chosen):
+                        fetched[entry["run"]] = (entry, page, k)
         series = dict(keep)
-        series.update({run: v for run, v in fetched.items() if v[0]["count"] > 0})
+        series.update(fetched)
         self._history[metric] = series
         if self._cache is not None:
             finals = {run: v for run, v in series.items() if v[0].get("final")}
@@ -440,7 +438,7 @@ class Experiment:
             if not ids:
                 continue
             counts = np.array([series[r][0]["count"] for r in ids], dtype=np.int64)
-            steps = np.concatenate([series[r][1] for r in ids])
+            steps, values, walls = _decode_runs([series[r] for r in ids], int(counts.sum()))
             per_run = np.array([series[r][0].get("tokens_per_step") or np.nan for r in ids])
             if np.isnan(per_run).all():
                 tokens = np.full(len(steps), np.nan)  # none known: no repeat, no product
@@ -451,10 +449,10 @@ class Experiment:
                 "step": steps,
                 "metric": pd.Categorical.from_codes(np.zeros(len(steps), dtype=np.int8),
                                                     [metric]),
-                "value": np.concatenate([series[r][2] for r in ids]),
-                "wall_time": np.concatenate([series[r][3] for r in ids]),
+                "value": values,
+                "wall_time": walls,
                 "tokens": tokens,
-            }, copy=False))  # the arrays just made are the frame's: no second copy
+            }, copy=False))  # the arrays just decoded are the frame's own: no second copy
         if not parts:
             return pd.DataFrame({"run": pd.Series(dtype="int64"),
                                  "step": pd.Series(dtype="int64"),
@@ -566,3 +564,26 @@ class Experiment:
             if timeout is not None and time.monotonic() - start > timeout:
                 raise TimeoutError(f"e{self.id} still has runs going after {timeout:.0f} s")
             time.sleep(poll)
+
+
+def _decode_runs(chosen, points):
+    """(steps, values, walls) of the runs `chosen` ([(entry, page, k)], in order), `points` in
+    all, decoded straight into new arrays: the runs that follow each other in one page as one
+    span (a running sum over it), never a copy of a whole column twice."""
+    steps = np.empty(points, dtype=np.int64)
+    values = np.empty(points, dtype=np.float64)
+    walls = np.empty(points, dtype=np.float64)
+    at, i = 0, 0
+    while i < len(chosen):
+        _, page, lo = chosen[i]
+        hi, j = lo + 1, i + 1
+        # The next run continues the span if it is in the same page with no points between.
+        while j < len(chosen) and chosen[j][1] is page and chosen[j][2] >= hi and \
+                page.starts[chosen[j][2]] == page.starts[hi]:
+            hi, j = chosen[j][2] + 1, j + 1
+        n = int(page.starts[hi] - page.starts[lo])
+        page.decode("step", lo, hi, steps[at:at + n])
+        page.decode("value", lo, hi, values[at:at + n])
+        page.decode("wall_time", lo, hi, walls[at:at + n])
+        at, i = at + n, j
+    return steps, values, walls

@@ -129,16 +129,16 @@ class HttpSource:
         return self.json(f"/api/experiments/{exp_id}/metrics")
 
     def history(self, exp_id, metric, runs=None):
-        """Yields (header, columns) pages of every point of `metric` of the runs (all, or the ids
-        in `runs`)."""
+        """Yields the pages (_columns.Page) of every point of `metric` of the runs (all, or the
+        ids in `runs`)."""
         after = 0
         listed = ",".join(str(r) for r in runs) if runs else None
         while True:
             body = self._open(f"/api/experiments/{exp_id}/history",
                               {"metric": metric, "runs": listed, "after": after})
-            header, columns = _columns.decode(body, f"{self.where}: history of {metric}")
-            yield header, columns
-            after = header.get("next_after") or 0
+            page = _columns.decode(body, f"{self.where}: history of {metric}")
+            yield page
+            after = page.header.get("next_after") or 0
             if not after:
                 return
 
@@ -222,10 +222,7 @@ class BundleSource:
                 body = f.read()
         except OSError as e:
             raise BundleError(f"{self.where}: {name}: {e.strerror}") from None
-        header, columns = _columns.decode(body, f"{self.where}: {name}")
-        if runs:
-            header, columns = _select_runs(header, columns, set(int(r) for r in runs))
-        yield header, columns
+        yield _columns.decode(body, f"{self.where}: {name}")  # the caller picks `runs` from it
 
     def _defaults_only(self, params, what):
         extra = {k: v for k, v in (params or {}).items() if v not in (None, "")}
@@ -281,20 +278,3 @@ class BundleSource:
     def cache_identity(self):
         return None  # nothing to cache: the files are local
 
-
-def _select_runs(header, columns, wanted):
-    import numpy as np
-    keep = []
-    offset = 0
-    runs = []
-    for entry in header.get("runs", []):
-        count = entry["count"]
-        if entry["run"] in wanted:
-            keep.append((offset, offset + count))
-            runs.append(entry)
-        offset += count
-    index = np.concatenate([np.arange(a, b) for a, b in keep]) if keep else np.arange(0)
-    header = dict(header)
-    header["runs"] = runs
-    header["points"] = int(len(index))
-    return header, {k: v[index] for k, v in columns.items()}
