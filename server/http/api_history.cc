@@ -3,9 +3,11 @@
 // (what the `tae` Python library reads into pandas without a parse per point). Runs come in id
 // order, each run's points in step order; a page holds whole runs and stops once it has
 // kHistoryPagePoints points (one run larger than that is a page of its own), "next_after" names
-// the last run of the page when more follow (0: the last page). Each run's header entry says
-// whether it is final and at which attempt, so a client can keep an ended run's series and never
-// ask for it again. The series come through the dashboard's series cache (series_cache.h).
+// the last run of the page when more follow (0: the last page), "remaining_points" counts the
+// points of this page and every later one (so that a reader can make its arrays once). Each run's
+// header entry says whether it is final and at which attempt, so a client can keep an ended run's
+// series and never ask for it again. The series come through the dashboard's series cache
+// (series_cache.h).
 
 #include <map>
 #include <set>
@@ -79,6 +81,7 @@ Response Api::ExperimentHistory(const Request& request, const PathParams& params
   std::vector<Part> page;
   int64_t points = 0;
   int64_t next_after = 0;
+  int64_t remaining = 0;  // this page's points and every later page's
   for (const query::RunView& view : *runs) {
     const model::RunRecord& run = view.run;
     if (run.id <= after || (!only.empty() && only.count(run.id) == 0)) {
@@ -87,9 +90,13 @@ Response Api::ExperimentHistory(const Request& request, const PathParams& params
     auto it = (*stored)->find(run.id);
     const query::StoredSeries* series = it == (*stored)->end() ? nullptr : &it->second;
     const int64_t count = series == nullptr ? 0 : series->size();
+    remaining += count;
+    if (next_after != 0) {
+      continue;
+    }
     if (points > 0 && points + count > kHistoryPagePoints) {
       next_after = page.back().view->run.id;
-      break;
+      continue;
     }
     page.push_back({&view, series, count});
     points += count;
@@ -112,7 +119,8 @@ Response Api::ExperimentHistory(const Request& request, const PathParams& params
       encoder.Start({{"experiment", *id},
                      {"metric", metric},
                      {"runs", listed_runs},
-                     {"next_after", next_after}});
+                     {"next_after", next_after},
+                     {"remaining_points", remaining}});
     }
     for (const Part& part : page) {
       if (pass == 0 && part.series != nullptr && !part.series->pack.empty()) {

@@ -62,8 +62,9 @@ constexpr char kPageSummaries[] =
 // One key's summary of each of the experiment's runs that has it, in run id order.
 constexpr char kKeySummaries[] =
     "SELECT s.run_id, k.name, s.last_step, s.last_value, s.min_value, s.max_value, s.count FROM "
-    "metric_keys k JOIN runs r INDEXED BY runs_listing JOIN run_summaries s ON s.run_id = r.id "
-    "AND s.key_id = k.id WHERE k.name = ?2 AND r.experiment_id = ?1 ORDER BY r.id";
+    "metric_keys k JOIN runs r INDEXED BY runs_listing JOIN run_summaries s INDEXED BY "
+    "run_summaries_by_key ON s.run_id = r.id AND s.key_id = k.id WHERE k.name = ?2 AND "
+    "r.experiment_id = ?1 ORDER BY r.id";
 constexpr char kRunCount[] = "SELECT COUNT(*) FROM runs WHERE experiment_id = ?";
 constexpr char kMetricNames[] =
     "SELECT k.name FROM experiment_metrics e JOIN metric_keys k ON k.id = e.key_id WHERE "
@@ -634,18 +635,19 @@ absl::StatusOr<std::map<int64_t, StoredSeries>> Query::ExperimentSeries(
   std::vector<int64_t> damaged;
   std::vector<std::pair<int64_t, StoredSeries*>> unchecked;
   int64_t bytes = 0;
-  std::string column;
+  // The file's bytes are its runs' packs: each series a view into them, none copied.
+  auto column = std::make_shared<std::string>();
   std::vector<std::pair<int64_t, std::string_view>> column_packs;
   ASSIGN_OR_RETURN(bool from_column,
-                   store_->ReadColumn(experiment_id, key, &column, &column_packs));
+                   store_->ReadColumn(experiment_id, key, column.get(), &column_packs));
   for (const auto& [run_id, pack] : column_packs) {
     StoredSeries& series = out[run_id];
-    series.pack.assign(pack);
+    series.pack = pack;
+    series.pack_bytes = column;
     bytes += static_cast<int64_t>(pack.size());
     unchecked.emplace_back(run_id, &series);
   }
   column_packs.clear();
-  std::string().swap(column);
   if (!from_column) {
     ASSIGN_OR_RETURN(CachedStatement packs, db_->Cached(kExperimentPacks));
     packs->Bind(1, key).Bind(2, experiment_id);
@@ -656,7 +658,9 @@ absl::StatusOr<std::map<int64_t, StoredSeries>> Query::ExperimentSeries(
       }
       const int64_t run_id = packs->Int(0);
       StoredSeries& series = out[run_id];
-      series.pack.assign(packs->Blob(1));
+      auto blob = std::make_shared<const std::string>(packs->Blob(1));
+      series.pack = *blob;
+      series.pack_bytes = std::move(blob);
       bytes += static_cast<int64_t>(series.pack.size());
       unchecked.emplace_back(run_id, &series);
     }

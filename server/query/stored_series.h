@@ -4,7 +4,9 @@
 // dashboard's series cache keeps it, a pack as stored or points. Pure: no SQLite here.
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -19,7 +21,10 @@ namespace tae::query {
 // run's pack as stored (store/series_pack.h: about 13 bytes a point, half the size of its
 // points, and checked whole when read), else its points in step order.
 struct StoredSeries {
-  std::string pack;        // empty where `points` holds the series
+  // Empty where `points` holds the series; else the pack's bytes, in `pack_bytes`: one column
+  // file read whole is shared by all its runs' series (no copy of each pack).
+  std::string_view pack;
+  std::shared_ptr<const std::string> pack_bytes;
   store::PackInfo packed;  // the pack's, where there is one
   std::vector<model::SeriesPoint> points;
 

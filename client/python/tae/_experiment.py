@@ -381,6 +381,11 @@ class Experiment:
         """{run: (entry, page, k)} of every run with points of `metric` (the k-th run of a
         _columns.Page): ended runs from memory or the local cache, the others (and new runs)
         from taed."""
+        return self._fetch(metric, refresh)[0]
+
+    def _fetch(self, metric, refresh=False, fill=False):
+        """(_series's answer, a _Filling of every run's columns where `fill` and every run came
+        from taed in this call (a first read), else None)."""
         have = self._history.get(metric)
         if have is None:
             have = self._cache.load(self.record, metric) if self._cache else {}
@@ -400,12 +405,15 @@ class Experiment:
             if len(wanted) == len(records):
                 wanted = None
         fetched = {}
+        filling = _Filling() if fill and wanted is None and not keep else None
         if wanted is None or wanted:
             chosen = None if wanted is None else set(wanted)
             for page in self._source.history(self.id, metric, wanted):
                 for k, entry in enumerate(page.runs):
                     if entry["count"] > 0 and (chosen is None or entry["run"] in chosen):
                         fetched[entry["run"]] = (entry, page, k)
+                if filling is not None:
+                    filling.add(page)  # while the next page is on its way
         series = dict(keep)
         series.update(fetched)
         self._history[metric] = series
@@ -413,7 +421,7 @@ class Experiment:
             finals = {run: v for run, v in series.items() if v[0].get("final")}
             if set(finals) - set(keep):
                 self._cache.store(self.record, metric, finals)
-        return series
+        return series, filling
 
     def history(self, metrics=None, runs=None, x="step"):
         """Every stored point, never sampled, in long form: run, step, metric, value, wall_time,
@@ -433,19 +441,20 @@ class Experiment:
         wanted = None if runs is None else set(int(r) for r in runs)
         parts = []
         for metric in metrics:
-            series = self._series(metric)
+            series, filling = self._fetch(metric, fill=True)
             ids = sorted(r for r in series if wanted is None or r in wanted)
             if not ids:
                 continue
-            counts = np.array([series[r][0]["count"] for r in ids], dtype=np.int64)
-            steps, values, walls = _decode_runs([series[r] for r in ids], int(counts.sum()))
-            per_run = np.array([series[r][0].get("tokens_per_step") or np.nan for r in ids])
-            if np.isnan(per_run).all():
-                tokens = np.full(len(steps), np.nan)  # none known: no repeat, no product
+            filled = filling.columns(ids) if filling is not None else None
+            if filled is None:
+                total = sum(series[r][0]["count"] for r in ids)
+                steps, values, walls = _decode_runs([series[r] for r in ids], total)
+                run, tokens = np.empty(total, dtype=np.int64), np.empty(total)
+                _runs_and_tokens([series[r][0] for r in ids], steps, run, tokens)
             else:
-                tokens = steps * np.repeat(per_run, counts)
+                run, steps, values, walls, tokens = filled
             parts.append(pd.DataFrame({
-                "run": np.repeat(np.array(ids, dtype=np.int64), counts),
+                "run": run,
                 "step": steps,
                 "metric": pd.Categorical.from_codes(np.zeros(len(steps), dtype=np.int8),
                                                     [metric]),
@@ -587,3 +596,60 @@ def _decode_runs(chosen, points):
         page.decode("wall_time", lo, hi, walls[at:at + n])
         at, i = at + n, j
     return steps, values, walls
+
+
+def _runs_and_tokens(entries, steps, run, tokens):
+    """Fills `run` with each point's run id and `tokens` with step x the run's tokens per step
+    (NaN where its config does not say) for the runs `entries` (their header entries, in order)
+    whose points' steps are `steps`."""
+    counts = np.array([e["count"] for e in entries], dtype=np.int64)
+    run[:] = np.repeat(np.array([e["run"] for e in entries], dtype=np.int64), counts)
+    per_run = np.array([e.get("tokens_per_step") or np.nan for e in entries], dtype=np.float64)
+    if np.isnan(per_run).all():
+        tokens.fill(np.nan)  # none known: no repeat, no product
+    else:
+        tokens[:] = np.repeat(per_run, counts)
+        tokens *= steps
+
+
+class _Filling:
+    """A first read's frame columns (run, step, value, wall_time, tokens), filled page by page
+    as the pages come, while the next is on its way (taed's first page says how many points all
+    of them hold: "remaining_points"); given up, for _decode_runs to do afterwards, where a page
+    does not fit."""
+
+    def __init__(self):
+        self.ids, self.arrays, self.at, self.ok = [], None, 0, True
+
+    def add(self, page):
+        if not self.ok:
+            return
+        if self.arrays is None:
+            total = page.header.get("remaining_points")
+            if not isinstance(total, int) or total < page.points:
+                self.ok = False
+                return
+            self.arrays = (np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64),
+                           np.empty(total, dtype=np.float64), np.empty(total, dtype=np.float64),
+                           np.empty(total, dtype=np.float64))
+        n = page.points
+        if self.at + n > len(self.arrays[0]):
+            self.ok = False
+            return
+        run, steps, values, walls, tokens = (a[self.at:self.at + n] for a in self.arrays)
+        if page.runs:
+            for name, out in (("step", steps), ("value", values), ("wall_time", walls)):
+                page.decode(name, 0, len(page.runs), out)
+        entries = [entry for entry in page.runs if entry["count"] > 0]
+        _runs_and_tokens(entries, steps, run, tokens)
+        self.ids.extend(entry["run"] for entry in entries)
+        self.at += n
+
+    def columns(self, ids):
+        """(run, steps, values, walls, tokens) when they are exactly the runs `ids`' in order,
+        else None."""
+        if not self.ok or self.arrays is None or self.at != len(self.arrays[0]) or \
+                self.ids != ids:
+            return None
+        arrays, self.arrays = self.arrays, None  # the frame's own from here on
+        return arrays

@@ -5,7 +5,9 @@ shapes, so every frame is built by one code path (_experiment.py)."""
 import http.client
 import json
 import os
+import queue
 import socket
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -130,17 +132,42 @@ class HttpSource:
 
     def history(self, exp_id, metric, runs=None):
         """Yields the pages (_columns.Page) of every point of `metric` of the runs (all, or the
-        ids in `runs`)."""
-        after = 0
+        ids in `runs`). The next page is fetched on a thread of its own while the caller works
+        on this one (the socket's reads release the GIL)."""
         listed = ",".join(str(r) for r in runs) if runs else None
-        while True:
-            body = self._open(f"/api/experiments/{exp_id}/history",
-                              {"metric": metric, "runs": listed, "after": after})
-            page = _columns.decode(body, f"{self.where}: history of {metric}")
-            yield page
-            after = page.header.get("next_after") or 0
-            if not after:
-                return
+        pages = queue.Queue(maxsize=1)
+        stop = threading.Event()
+
+        def fetch():
+            after = 0
+            try:
+                while not stop.is_set():
+                    body = self._open(f"/api/experiments/{exp_id}/history",
+                                      {"metric": metric, "runs": listed, "after": after})
+                    page = _columns.decode(body, f"{self.where}: history of {metric}")
+                    after = page.header.get("next_after") or 0
+                    pages.put((page, None))
+                    if not after:
+                        return
+            except BaseException as e:  # handed to the caller, raised there
+                pages.put((None, e))
+
+        fetcher = threading.Thread(target=fetch, name="tae-history-fetch", daemon=True)
+        fetcher.start()
+        try:
+            while True:
+                page, error = pages.get()
+                if error is not None:
+                    raise error
+                yield page
+                if not page.header.get("next_after"):
+                    return
+        finally:
+            stop.set()
+            try:
+                pages.get_nowait()  # a fetch waiting to hand over its page ends
+            except queue.Empty:
+                pass
 
     def report(self, exp_id, params):
         return self.json(f"/api/experiments/{exp_id}/report", params)
