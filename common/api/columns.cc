@@ -183,70 +183,99 @@ void ColumnsEncoder::Start(nlohmann::ordered_json header) {
   auto place = [&](Int* column, size_t at) {
     column->firsts_at = at;
     column->deltas_at = column->width == 8 ? at : at + r * 8;
-    column->last = 0;
   };
   place(&steps_, head);
   values_at_ = head + steps_bytes;
   place(&walls_, values_at_ + values_bytes);
   body_.resize(walls_.firsts_at + walls_bytes, '\0');
-  written_points_ = 0;
-  written_runs_ = 0;
+  offsets_.assign(r + 1, 0);
+  for (size_t i = 0; i < r; ++i) {
+    offsets_[i + 1] = offsets_[i] + planned_counts_[i];
+  }
+  written_.assign(r, 0);
+  sequential_ = PartAt(0);
 }
 
-void ColumnsEncoder::Put(Int* column, const uint64_t* bits, size_t n) {
+void ColumnsEncoder::Put(const Int& column, const void* src, size_t n, size_t run, size_t point,
+                         uint64_t* last, bool chained) {
   char* base = body_.data();
-  if (column->width == 8) {
+  const auto* bytes = static_cast<const char*>(src);
+  if (column.width == 8) {
     if (n > 0) {
-      std::memcpy(base + column->deltas_at + written_points_ * 8, bits, n * 8);
+      std::memcpy(base + column.deltas_at + point * 8, src, n * 8);
     }
     return;
   }
-  const uint64_t first = n > 0 ? bits[0] : 0;
-  std::memcpy(base + column->firsts_at + written_runs_ * 8, &first, 8);
-  const int w = column->width;
-  char* at = base + column->deltas_at + written_points_ * static_cast<size_t>(w);
+  auto at_index = [&](size_t i) {
+    uint64_t v = 0;
+    std::memcpy(&v, bytes + i * 8, 8);
+    return v;
+  };
+  const uint64_t first = n > 0 ? at_index(0) : 0;
+  std::memcpy(base + column.firsts_at + run * 8, &first, 8);
+  const int w = column.width;
+  char* at = base + column.deltas_at + point * static_cast<size_t>(w);
+  uint64_t previous = first;
   for (size_t i = 0; i < n; ++i, at += w) {
+    const uint64_t value = at_index(i);
     uint64_t delta = 0;
     if (i > 0) {
-      delta = bits[i] - bits[i - 1];
-    } else if (written_points_ > 0 && Fits(first - column->last, w)) {
-      delta = first - column->last;  // a running sum over the page needs no correction here
+      delta = value - previous;
+    } else if (chained && Fits(first - *last, w)) {
+      delta = first - *last;  // a running sum over the page needs no correction here
     }
     StoreDelta(at, w, delta);
+    previous = value;
   }
   if (n > 0) {
-    column->last = bits[n - 1];
+    *last = previous;
   }
 }
 
-void ColumnsEncoder::Write(const int64_t* steps, const double* values, const double* walls,
-                           size_t n) {
-  if (body_.empty() || written_runs_ >= planned_runs_ || planned_counts_[written_runs_] != n) {
-    body_.clear();  // not the planned runs: Finish refuses
-    return;
+ColumnsEncoder::Part ColumnsEncoder::PartAt(size_t first_run) {
+  Part part;
+  part.encoder_ = this;
+  part.run_ = first_run;
+  return part;
+}
+
+bool ColumnsEncoder::Part::Write(const int64_t* steps, const double* values, const double* walls,
+                                 size_t n) {
+  ColumnsEncoder& e = *encoder_;
+  if (e.body_.empty() || run_ >= e.planned_runs_ || e.planned_counts_[run_] != n ||
+      e.written_[run_] != 0) {
+    refused_ = true;
+    return false;
   }
-  Put(&steps_, reinterpret_cast<const uint64_t*>(steps), n);
+  const size_t point = e.offsets_[run_];
+  e.Put(e.steps_, steps, n, run_, point, &step_last_, chained_);
   if (n > 0) {
-    if (values_f4_) {
-      char* at = body_.data() + values_at_ + written_points_ * 4;
+    if (e.values_f4_) {
+      char* at = e.body_.data() + e.values_at_ + point * 4;
       for (size_t i = 0; i < n; ++i, at += 4) {
         const auto f = static_cast<float>(values[i]);
         std::memcpy(at, &f, 4);
       }
     } else {
-      std::memcpy(body_.data() + values_at_ + written_points_ * 8, values, n * 8);
+      std::memcpy(e.body_.data() + e.values_at_ + point * 8, values, n * 8);
     }
-    bits_.resize(n);
-    std::memcpy(bits_.data(), walls, n * 8);
   }
-  Put(&walls_, bits_.data(), n);
-  written_points_ += n;
-  ++written_runs_;
+  e.Put(e.walls_, walls, n, run_, point, &wall_last_, chained_);
+  e.written_[run_] = 1;
+  chained_ = chained_ || n > 0;
+  ++run_;
+  return true;
+}
+
+void ColumnsEncoder::Write(const int64_t* steps, const double* values, const double* walls,
+                           size_t n) {
+  sequential_.Write(steps, values, walls, n);
 }
 
 std::string ColumnsEncoder::Finish() {
   std::string out;
-  if (written_runs_ == planned_runs_ && written_points_ == planned_points_) {
+  const bool all = std::all_of(written_.begin(), written_.end(), [](uint8_t w) { return w != 0; });
+  if (!sequential_.refused_ && all && written_.size() == planned_runs_ && !body_.empty()) {
     out.swap(body_);
   }
   *this = ColumnsEncoder();

@@ -67,9 +67,32 @@ class ColumnsEncoder {
   // `header` is the body's header less "points" and "columns" (set here); its "runs" must list
   // the planned runs in order with their counts (else Finish refuses).
   void Start(nlohmann::ordered_json header);
+
+  // The planned runs from `first_run` on, written in order, each with its planned count. Parts
+  // of disjoint runs may be written at once, each on its own thread (the body is sized by
+  // Start; each part writes only its runs' bytes). A part's first run is not chained to the run
+  // before it (its first delta is 0).
+  class Part {
+   public:
+    // False, with nothing written, for a run that is not the next planned one with this count
+    // (Finish then refuses: that run stays unwritten, or the part had no run left).
+    bool Write(const int64_t* steps, const double* values, const double* walls, size_t n);
+
+   private:
+    friend class ColumnsEncoder;
+    ColumnsEncoder* encoder_ = nullptr;
+    size_t run_ = 0;
+    uint64_t step_last_ = 0;
+    uint64_t wall_last_ = 0;
+    bool chained_ = false;  // a run of this part came before
+    bool refused_ = false;
+  };
+  Part PartAt(size_t first_run);
+  // One part of every run, on the calling thread.
   void Write(const int64_t* steps, const double* values, const double* walls, size_t n);
+
   // The body; empty on a machine that is not little-endian (no reader could read it), or where
-  // Write did not repeat Plan's runs.
+  // the runs written were not Plan's.
   std::string Finish();
 
  private:
@@ -79,24 +102,26 @@ class ColumnsEncoder {
     int width = 8;               // 8: plain
     size_t firsts_at = 0;
     size_t deltas_at = 0;
-    uint64_t last = 0;  // the previous run's last value, while writing
     void Note(const uint64_t* bits, size_t n);
     void Choose(size_t points, size_t runs);
     size_t Bytes(size_t points, size_t runs) const;
   };
-  void Put(Int* column, const uint64_t* bits, size_t n);
+  // One run's column of 8-byte values (int64s or doubles' bits) at `src`.
+  void Put(const Int& column, const void* src, size_t n, size_t run, size_t point, uint64_t* last,
+           bool chained);
 
   size_t planned_points_ = 0;
   size_t planned_runs_ = 0;
   std::vector<size_t> planned_counts_;
+  std::vector<size_t> offsets_;   // each planned run's first point
+  std::vector<uint8_t> written_;  // each planned run's: once written
   bool values_f4_ = true;
   Int steps_;
   Int walls_;
   size_t values_at_ = 0;
-  size_t written_points_ = 0;
-  size_t written_runs_ = 0;
   std::string body_;
-  std::vector<uint64_t> bits_;  // one run's wall time bits, reused
+  Part sequential_;
+  std::vector<uint64_t> bits_;  // one run's wall time bits, reused by Plan
 };
 
 // One body of `columns`, its runs' counts in header["runs"] (a header without "runs" is one

@@ -16,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/api/columns.h"
+#include "common/status/macros.h"
+#include "common/thread/parallel.h"
 #include "server/http/api.h"
 #include "server/http/reply.h"
 #include "server/http/views.h"
@@ -27,6 +29,8 @@ using nlohmann::ordered_json;
 
 // Points per page: about 100 MB of columns, a few hundred ms of the core's time.
 constexpr int64_t kHistoryPagePoints = 4'000'000;
+// Points a thread writes of a page at a time (common/thread/parallel.h: milliseconds of work).
+constexpr size_t kHistorySpanPoints = 500'000;
 // Run ids one request may name.
 constexpr size_t kHistoryMaxRuns = 10'000;
 
@@ -110,45 +114,69 @@ Response Api::ExperimentHistory(const Request& request, const PathParams& params
                            {"final", model::IsFinal(run.state)},
                            {"tokens_per_step", tokens_of[run.variant]}});
   }
-  // Two passes over the page's runs: the first finds each column's narrowest exact coding, the
-  // second writes the body of that size (common/api/columns.h).
+  // Two passes over the page's runs: the first finds each column's narrowest exact coding (from
+  // what CheckPack learnt of a pack, else from the points), the second writes the body of that
+  // size (common/api/columns.h), a few spans of runs at once on a large page.
   api::ColumnsEncoder encoder;
-  store::SeriesColumns one;
-  for (int pass = 0; pass < 2; ++pass) {
-    if (pass == 1) {
-      encoder.Start({{"experiment", *id},
-                     {"metric", metric},
-                     {"runs", listed_runs},
-                     {"next_after", next_after},
-                     {"remaining_points", remaining}});
+  // One run's points into `one`; an error where they are not what was counted.
+  auto points_of = [&](const Part& part, store::SeriesColumns* one) -> absl::Status {
+    one->steps.clear();
+    one->values.clear();
+    one->walls.clear();
+    if (part.count > 0) {
+      RETURN_IF_ERROR(part.series->Columns(true, true, one));
     }
+    const size_t n = one->steps.size();
+    if (static_cast<int64_t>(n) != part.count || one->values.size() != n ||
+        one->walls.size() != n) {
+      return absl::InternalError(absl::StrCat("r", part.view->run.id, ": ", n, " points where ",
+                                              part.count, " were counted"));
+    }
+    return absl::OkStatus();
+  };
+  {
+    store::SeriesColumns one;
     for (const Part& part : page) {
-      if (pass == 0 && part.series != nullptr && !part.series->pack.empty()) {
+      if (part.series != nullptr && !part.series->pack.empty()) {
         const store::PackInfo& info = part.series->packed;  // no unpacking to plan a pack
         encoder.PlanBounds(static_cast<size_t>(part.count), info.step_delta_bound,
                            info.wall_delta_bound, info.values_float);
         continue;
       }
-      one.steps.clear();
-      one.values.clear();
-      one.walls.clear();
-      if (part.count > 0) {
-        if (absl::Status s = part.series->Columns(true, true, &one); !s.ok()) {
-          return FromStatus(s);
-        }
-      }
-      const size_t n = one.steps.size();
-      if (static_cast<int64_t>(n) != part.count || one.values.size() != n ||
-          one.walls.size() != n) {
-        return Response::Error(500, absl::StrCat("r", part.view->run.id, ": ", n, " points where ",
-                                                 part.count, " were counted"));
-      }
-      if (pass == 0) {
-        encoder.Plan(one.steps.data(), one.values.data(), one.walls.data(), n);
-      } else {
-        encoder.Write(one.steps.data(), one.values.data(), one.walls.data(), n);
-      }
+      if (absl::Status s = points_of(part, &one); !s.ok()) return FromStatus(s);
+      encoder.Plan(one.steps.data(), one.values.data(), one.walls.data(), one.steps.size());
     }
+  }
+  encoder.Start({{"experiment", *id},
+                 {"metric", metric},
+                 {"runs", listed_runs},
+                 {"next_after", next_after},
+                 {"remaining_points", remaining}});
+  // Spans of about kHistorySpanPoints points, in order, each written by one thread.
+  std::vector<size_t> spans = {0};
+  for (size_t i = 0, in_span = 0; i < page.size(); ++i) {
+    in_span += static_cast<size_t>(page[i].count);
+    if (in_span >= kHistorySpanPoints && i + 1 < page.size()) {
+      spans.push_back(i + 1);
+      in_span = 0;
+    }
+  }
+  spans.push_back(page.size());
+  const int n_spans = static_cast<int>(spans.size()) - 1;
+  std::vector<absl::Status> written(static_cast<size_t>(n_spans));
+  thread::ParallelFor(n_spans, n_spans > 1 ? thread::UsefulThreads(4) : 1, [&](int k) {
+    store::SeriesColumns one;
+    api::ColumnsEncoder::Part writer = encoder.PartAt(spans[k]);
+    for (size_t i = spans[k]; i < spans[k + 1]; ++i) {
+      if (absl::Status s = points_of(page[i], &one); !s.ok()) {
+        written[k] = s;
+        return;
+      }
+      writer.Write(one.steps.data(), one.values.data(), one.walls.data(), one.steps.size());
+    }
+  });
+  for (const absl::Status& s : written) {
+    if (!s.ok()) return FromStatus(s);
   }
   std::string body = encoder.Finish();
   if (body.empty()) {

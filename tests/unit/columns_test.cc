@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tae::api {
@@ -225,6 +226,48 @@ TEST_CASE("columns: a damaged or truncated body is refused, a version-1 body is 
   RequireSame(s.columns, back);
 }
 
+TEST_CASE("columns: runs written in parts on several threads decode as written in one") {
+  std::mt19937_64 rng(99);
+  for (int trial = 0; trial < 200; ++trial) {
+    Study s = RandomStudy(rng, trial % 3);
+    const size_t runs = s.header["runs"].size();
+    std::vector<size_t> at = {0};  // each run's first point
+    for (const auto& run : s.header["runs"]) {
+      at.push_back(at.back() + run["count"].get<size_t>());
+    }
+    ColumnsEncoder encoder;
+    for (size_t r = 0; r < runs; ++r) {
+      encoder.Plan(s.columns.steps.data() + at[r], s.columns.values.data() + at[r],
+                   s.columns.walls.data() + at[r], at[r + 1] - at[r]);
+    }
+    encoder.Start(s.header);
+    // Parts of random lengths, each on its own thread, started in reverse order.
+    std::vector<size_t> cuts = {0};
+    while (cuts.back() < runs) {
+      cuts.push_back(
+          std::min(runs, cuts.back() + std::uniform_int_distribution<size_t>(1, 4)(rng)));
+    }
+    std::vector<std::thread> threads;
+    for (size_t p = cuts.size() - 1; p-- > 0;) {
+      threads.emplace_back([&, p] {
+        ColumnsEncoder::Part part = encoder.PartAt(cuts[p]);
+        for (size_t r = cuts[p]; r < cuts[p + 1]; ++r) {
+          CHECK(part.Write(s.columns.steps.data() + at[r], s.columns.values.data() + at[r],
+                           s.columns.walls.data() + at[r], at[r + 1] - at[r]));
+        }
+      });
+    }
+    for (std::thread& t : threads) {
+      t.join();
+    }
+    const std::string body = encoder.Finish();
+    REQUIRE(!body.empty());
+    PointColumns back;
+    REQUIRE(DecodeColumns(body, &back).ok());
+    RequireSame(s.columns, back);
+  }
+}
+
 TEST_CASE("columns: the encoder refuses a second pass that is not the first's runs") {
   const std::vector<int64_t> steps = {1, 2, 3};
   const std::vector<double> values = {1, 2, 3};
@@ -233,6 +276,24 @@ TEST_CASE("columns: the encoder refuses a second pass that is not the first's ru
   encoder.Start({{"runs", {{{"run", 1}, {"count", 3}}}}});
   encoder.Write(steps.data(), values.data(), values.data(), 2);
   CHECK(encoder.Finish().empty());  // 2 points where 3 were planned
+
+  // A run left unwritten, or a part past the planned runs.
+  for (int k = 0; k < 2; ++k) {
+    ColumnsEncoder two;
+    two.Plan(steps.data(), values.data(), values.data(), 3);
+    two.Plan(steps.data(), values.data(), values.data(), 1);
+    two.Start({{"runs", {{{"run", 1}, {"count", 3}}, {{"run", 2}, {"count", 1}}}}});
+    ColumnsEncoder::Part first = two.PartAt(0);
+    CHECK(first.Write(steps.data(), values.data(), values.data(), 3));
+    if (k == 1) {
+      CHECK(first.Write(steps.data(), values.data(), values.data(), 1));
+      CHECK(!first.Write(steps.data(), values.data(), values.data(), 1));          // no run left
+      CHECK(!two.PartAt(1).Write(steps.data(), values.data(), values.data(), 1));  // written
+      CHECK(!two.Finish().empty());
+    } else {
+      CHECK(two.Finish().empty());  // run 2 not written
+    }
+  }
 }
 
 }  // namespace
