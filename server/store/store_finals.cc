@@ -74,7 +74,7 @@ absl::StatusOr<std::vector<model::FinalValue>> Store::FinalValues(
     return model::FinalValue{run.id, run.variant, run.seed, run.state,   keys[key],
                              kNaN,   kNaN,        kNaN,     run.confirm, std::nullopt};
   };
-  // Each wanted key's summaries in run id order, through run_summaries_by_key (migration 0020),
+  // Each wanted key's summaries in run id order, through run_summaries_by_key (migrations 0020, 0023),
   // so only the rows shown are read. A study's runs are mostly one block of ids (a submit is one
   // transaction): one range of the index per key, other studies' runs in it skipped. Runs added
   // much later (adaptive seeds, confirmations) spread the ids; where the range holds over 4 ids
