@@ -600,6 +600,29 @@ class ColumnsFormat(unittest.TestCase):
                 alone = page.run_arrays(k)
                 self.assertEqual(alone[0].tobytes(), steps[starts[k]:starts[k + 1]].tobytes())
 
+    def test_a_version_1_body_is_read_and_a_damaged_one_refused(self):
+        import struct
+        from tae import _columns
+        from tae._errors import BundleError
+        steps = np.array([1, 2, 3, 10], dtype="<i8")
+        values = np.array([0.5, math.nan, -0.0, 2.0], dtype="<f8")
+        walls = np.array([1.8e9, 1.8e9 + 1, 1.8e9 + 2, 1.8e9 + 3], dtype="<f8")
+        header = {"points": 4, "runs": [{"run": 3, "count": 3}, {"run": 5, "count": 1}],
+                  "columns": [{"name": "step", "dtype": "<i8"},
+                              {"name": "value", "dtype": "<f8"},
+                              {"name": "wall_time", "dtype": "<f8"}]}
+        text = json.dumps(header).encode()
+        head = b"TAECOL1\n" + struct.pack("<I", len(text)) + text
+        body = head + b"\0" * ((8 - len(head) % 8) % 8) + steps.tobytes() + values.tobytes() + \
+            walls.tobytes()
+        page = _columns.decode(body)
+        for a, b in zip(page.arrays(), (steps, values, walls)):
+            self.assertEqual(a.tobytes(), b.tobytes())
+        self.assertEqual(page.run_arrays(1)[0].tolist(), [10])
+        for damaged in (body[:-8], body + b"\0" * 8, b"TAECOL3\n" + body[8:], body[:10]):
+            with self.assertRaises(BundleError):
+                _columns.decode(damaged)
+
     def test_the_local_cache_keeps_whole_pages_and_parts_of_pages(self):
         import random
         from tae import _columns

@@ -119,8 +119,6 @@ def decode(body, where="taed's answer"):
     n = header["points"]
     offset = _pad8(head)
     runs = header.get("runs")
-    if runs is None and magic == MAGIC_V1:
-        runs = header["runs"] = [{"run": 0, "count": n}]
     if (not isinstance(runs, list) or
             not all(isinstance(r, dict) and isinstance(r.get("count"), int) and r["count"] >= 0
                     for r in runs) or sum(r["count"] for r in runs) != n):
