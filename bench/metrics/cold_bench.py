@@ -16,7 +16,8 @@ first request is timed from outside:
 the memory the read lands in has been touched lately. On a VM whose host backs guest memory on
 first touch and takes freed memory back within seconds (free page reporting), memory that was
 not touched lately costs ~1-3 ms a MB to touch (400 MB of numpy.ones: 1.0-1.4 s, against 0.05 s
-right after): with it, the figures are the disk's and the code's, not the VM's. Before the rounds it waits until taed has written the study's column files (store/column_file.h,
+right after): with it, the figures are the disk's and the code's, not the VM's.
+Before the rounds it waits until taed has written the study's column files (store/column_file.h,
 nothing to wait for where they are written or where this taed has none), so the figures are those
 of a study that ended a while ago. Median and slowest of --rounds, printed with the disk's size.
 """
