@@ -196,7 +196,7 @@ void ColumnsEncoder::Start(nlohmann::ordered_json header) {
   sequential_ = PartAt(0);
 }
 
-void ColumnsEncoder::Put(const Int& column, const void* src, size_t n, size_t run, size_t point,
+bool ColumnsEncoder::Put(const Int& column, const void* src, size_t n, size_t run, size_t point,
                          uint64_t* last, bool chained) {
   char* base = body_.data();
   const auto* bytes = static_cast<const char*>(src);
@@ -204,7 +204,7 @@ void ColumnsEncoder::Put(const Int& column, const void* src, size_t n, size_t ru
     if (n > 0) {
       std::memcpy(base + column.deltas_at + point * 8, src, n * 8);
     }
-    return;
+    return true;
   }
   auto at_index = [&](size_t i) {
     uint64_t v = 0;
@@ -221,6 +221,9 @@ void ColumnsEncoder::Put(const Int& column, const void* src, size_t n, size_t ru
     uint64_t delta = 0;
     if (i > 0) {
       delta = value - previous;
+      if (!Fits(delta, w)) {
+        return false;  // not what was planned: never a delta cut short
+      }
     } else if (chained && Fits(first - *last, w)) {
       delta = first - *last;  // a running sum over the page needs no correction here
     }
@@ -230,6 +233,7 @@ void ColumnsEncoder::Put(const Int& column, const void* src, size_t n, size_t ru
   if (n > 0) {
     *last = previous;
   }
+  return true;
 }
 
 ColumnsEncoder::Part ColumnsEncoder::PartAt(size_t first_run) {
@@ -248,7 +252,10 @@ bool ColumnsEncoder::Part::Write(const int64_t* steps, const double* values, con
     return false;
   }
   const size_t point = e.offsets_[run_];
-  e.Put(e.steps_, steps, n, run_, point, &step_last_, chained_);
+  if (!e.Put(e.steps_, steps, n, run_, point, &step_last_, chained_)) {
+    refused_ = true;
+    return false;
+  }
   if (n > 0) {
     if (e.values_f4_) {
       char* at = e.body_.data() + e.values_at_ + point * 4;
@@ -260,7 +267,10 @@ bool ColumnsEncoder::Part::Write(const int64_t* steps, const double* values, con
       std::memcpy(e.body_.data() + e.values_at_ + point * 8, values, n * 8);
     }
   }
-  e.Put(e.walls_, walls, n, run_, point, &wall_last_, chained_);
+  if (!e.Put(e.walls_, walls, n, run_, point, &wall_last_, chained_)) {
+    refused_ = true;
+    return false;
+  }
   e.written_[run_] = 1;
   chained_ = chained_ || n > 0;
   ++run_;

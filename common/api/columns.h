@@ -74,8 +74,9 @@ class ColumnsEncoder {
   // before it (its first delta is 0).
   class Part {
    public:
-    // False, with nothing written, for a run that is not the next planned one with this count
-    // (Finish then refuses: that run stays unwritten, or the part had no run left).
+    // False for a run that is not the next planned one with this count, or whose differences
+    // do not fit what was planned (Finish then refuses: that run stays unwritten, or the part
+    // had no run left).
     bool Write(const int64_t* steps, const double* values, const double* walls, size_t n);
 
    private:
@@ -106,8 +107,9 @@ class ColumnsEncoder {
     void Choose(size_t points, size_t runs);
     size_t Bytes(size_t points, size_t runs) const;
   };
-  // One run's column of 8-byte values (int64s or doubles' bits) at `src`.
-  void Put(const Int& column, const void* src, size_t n, size_t run, size_t point, uint64_t* last,
+  // One run's column of 8-byte values (int64s or doubles' bits) at `src`; false where a
+  // difference does not fit the planned width.
+  bool Put(const Int& column, const void* src, size_t n, size_t run, size_t point, uint64_t* last,
            bool chained);
 
   size_t planned_points_ = 0;

@@ -277,6 +277,15 @@ TEST_CASE("columns: the encoder refuses a second pass that is not the first's ru
   encoder.Write(steps.data(), values.data(), values.data(), 2);
   CHECK(encoder.Finish().empty());  // 2 points where 3 were planned
 
+  // Bounds that were wrong (a step delta of 1000 planned as at most 1): refused, not cut short.
+  const std::vector<int64_t> jump = {0, 1000, 1001};
+  const std::vector<double> same = {5, 5, 5};
+  ColumnsEncoder lied;
+  lied.PlanBounds(3, 1, 0, false);  // the walls (all 5) do fit
+  lied.Start({{"runs", {{{"run", 1}, {"count", 3}}}}});
+  CHECK(!lied.PartAt(0).Write(jump.data(), values.data(), same.data(), 3));
+  CHECK(lied.Finish().empty());
+
   // A run left unwritten, or a part past the planned runs.
   for (int k = 0; k < 2; ++k) {
     ColumnsEncoder two;
