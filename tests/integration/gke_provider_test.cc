@@ -344,8 +344,9 @@ TEST_CASE(
   if (!fx.k8s.missing().empty()) {
     TAE_SKIP(fx.k8s.missing());
   }
-  // 10 s: room for a loaded machine to start a good slice's agents, short for the bad one.
-  REQUIRE(fx.Start(/*idle_timeout_s=*/600, /*start_timeout_s=*/10));
+  // 30 s: room for a loaded machine to start a good slice's agents (10 s was not, beside the
+  // engine's tests on 2 cores: a second slice timed out), short enough for the bad one.
+  REQUIRE(fx.Start(/*idle_timeout_s=*/600, /*start_timeout_s=*/30));
   Cluster& cluster = *fx.cluster;
   FakeK8s& k8s = fx.k8s;
   INFO("taed log:\n" << ReadFile(cluster.home() + "/logs/taed.log"));
@@ -433,7 +434,7 @@ TEST_CASE(
   CHECK(run.at("state") == "succeeded");
   CHECK(run.at("attempt").get<int>() >= 3);
   CHECK(Count(Events(cluster, "delete"),
-              "failed to start: 0 of its 2 agents registered within start_timeout_s = 10 s of its "
+              "failed to start: 0 of its 2 agents registered within start_timeout_s = 30 s of its "
               "admission; pod tae-v5e-") == 1);
   CHECK(Count(Events(cluster, "delete"),
               "Pending: ErrImagePull: failed to pull image "
