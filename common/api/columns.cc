@@ -1,11 +1,11 @@
 #include "common/api/columns.h"
 
 #include <algorithm>
-#include <cfloat>
-#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/api/exact.h"
+#include "common/status/macros.h"
 
 namespace tae::api {
 namespace {
@@ -23,21 +23,8 @@ bool LittleEndian() {
 
 size_t Pad8(size_t n) { return n + (8 - n % 8) % 8; }
 
-// How far a delta is from 0, so that it fits a signed w-byte integer iff it is < 2^(8w-1).
-uint64_t Magnitude(uint64_t delta) {
-  const auto d = static_cast<int64_t>(delta);
-  return d >= 0 ? static_cast<uint64_t>(d) : ~static_cast<uint64_t>(d);
-}
-
-bool Fits(uint64_t delta, int width) { return Magnitude(delta) < (uint64_t{1} << (8 * width - 1)); }
-
-// Whether the double is a float32 exactly, bit for bit (NaN payloads and -0.0 included).
-bool IsFloat(double v) {
-  if (std::isfinite(v) && std::fabs(v) > FLT_MAX) {
-    return false;  // out of float's range (a conversion there is undefined)
-  }
-  const double back = static_cast<float>(v);
-  return std::memcmp(&back, &v, sizeof v) == 0;
+bool Fits(uint64_t delta, int width) {
+  return DeltaMagnitude(delta) < (uint64_t{1} << (8 * width - 1));
 }
 
 void StoreDelta(char* at, int width, uint64_t delta) {
@@ -84,7 +71,7 @@ uint64_t LoadDelta(const char* at, int width) {
 
 void ColumnsEncoder::Int::Note(const uint64_t* bits, size_t n) {
   for (size_t i = 1; i < n; ++i) {
-    max_magnitude = std::max(max_magnitude, Magnitude(bits[i] - bits[i - 1]));
+    max_magnitude = std::max(max_magnitude, DeltaMagnitude(bits[i] - bits[i - 1]));
   }
 }
 
@@ -111,7 +98,7 @@ void ColumnsEncoder::Plan(const int64_t* steps, const double* values, const doub
   }
   walls_.Note(bits_.data(), n);
   for (size_t i = 0; values_f4_ && i < n; ++i) {
-    values_f4_ = IsFloat(values[i]);
+    values_f4_ = IsFloat32(values[i]);
   }
   planned_points_ += n;
   ++planned_runs_;
@@ -360,9 +347,10 @@ absl::StatusOr<nlohmann::json> DecodeV1(std::string_view body, nlohmann::json he
   return header;
 }
 
-// One 64-bit integer column of `n` points of the runs `counts` from `section`, into `out`.
+// One column of `n` 8-byte values (int64s, or doubles' bit patterns) of the runs `counts` from
+// `section`, into `out`.
 absl::Status DecodeInt(std::string_view section, const nlohmann::json& column,
-                       const std::vector<size_t>& counts, size_t n, uint64_t* out) {
+                       const std::vector<size_t>& counts, size_t n, void* out) {
   const std::string coding = column.value("coding", "");
   if (coding == "plain") {
     if (section.size() != n * 8) {
@@ -391,45 +379,74 @@ absl::Status DecodeInt(std::string_view section, const nlohmann::json& column,
       if (i > 0) {
         value += LoadDelta(deltas + at * w, w);
       }
-      out[at] = value;
+      std::memcpy(static_cast<char*>(out) + at * 8, &value, 8);
     }
   }
   return absl::OkStatus();
 }
 
-}  // namespace
+// A float64 column of `n` values from `section` ("f4" or "plain"), into `out`.
+absl::Status DecodeValues(std::string_view section, const nlohmann::json& column, size_t n,
+                          double* out) {
+  const std::string coding = column.value("coding", "");
+  if (coding == "f4" && section.size() == Pad8(n * 4)) {
+    for (size_t i = 0; i < n; ++i) {
+      float f = 0;
+      std::memcpy(&f, section.data() + i * 4, 4);
+      out[i] = f;
+    }
+  } else if (coding == "plain" && section.size() == n * 8) {
+    if (n > 0) {
+      std::memcpy(out, section.data(), n * 8);
+    }
+  } else {
+    return absl::DataLossError("columns body: the values' section is not f4 or plain of N");
+  }
+  return absl::OkStatus();
+}
 
-absl::StatusOr<nlohmann::json> DecodeColumns(std::string_view body, PointColumns* out) {
+// A body's magic, header and where its first section starts.
+struct Framed {
+  bool v1 = false;
+  nlohmann::json header;
+  size_t start = 0;
+};
+
+absl::StatusOr<Framed> Frame(std::string_view body) {
+  const std::string_view magic = body.substr(0, kColumnsMagic.size());
   if (body.size() < kColumnsMagic.size() + 4 ||
-      (body.substr(0, kColumnsMagic.size()) != kColumnsMagic &&
-       body.substr(0, kColumnsMagic.size()) != kColumnsMagicV1)) {
+      (magic != kColumnsMagic && magic != kColumnsMagicV1)) {
     return absl::DataLossError("not a TAE columns body (no TAECOL2 or TAECOL1 magic)");
   }
-  const bool v1 = body.substr(0, kColumnsMagic.size()) == kColumnsMagicV1;
   const size_t length = HeaderLength(body);
   const size_t head = kColumnsMagic.size() + 4 + length;
   if (body.size() < head) {
     return absl::DataLossError("columns body: the header runs past the end");
   }
-  nlohmann::json header =
-      nlohmann::json::parse(body.substr(kColumnsMagic.size() + 4, length), nullptr, false);
-  if (!header.is_object() || !header.contains("points") || !header["points"].is_number_unsigned()) {
+  Framed out;
+  out.v1 = magic == kColumnsMagicV1;
+  out.header = nlohmann::json::parse(body.substr(kColumnsMagic.size() + 4, length), nullptr, false);
+  if (!out.header.is_object() || !out.header.contains("points") ||
+      !out.header["points"].is_number_unsigned()) {
     return absl::DataLossError("columns body: the header is not an object with \"points\"");
   }
-  const size_t start = Pad8(head);
-  if (v1) {
-    return DecodeV1(body, std::move(header), start, out);
-  }
-  const size_t n = header["points"].get<size_t>();
-  std::vector<size_t> counts;
+  out.start = Pad8(head);
+  return out;
+}
+
+// A version-2 body's runs' counts (adding up to `n`) and its three sections, each its
+// column's "bytes" long, filling the body to its end.
+absl::Status Sections(std::string_view body, const Framed& framed, size_t n,
+                      std::vector<size_t>* counts, std::vector<std::string_view>* sections) {
+  const nlohmann::json& header = framed.header;
   size_t total = 0;
   if (header.contains("runs") && header["runs"].is_array()) {
     for (const auto& run : header["runs"]) {
       if (!run.is_object() || !run.contains("count") || !run["count"].is_number_unsigned()) {
         return absl::DataLossError("columns body: a run without a count");
       }
-      counts.push_back(run["count"].get<size_t>());
-      total += counts.back();
+      counts->push_back(run["count"].get<size_t>());
+      total += counts->back();
     }
   }
   const nlohmann::json columns = header.value("columns", nlohmann::json::array());
@@ -438,52 +455,42 @@ absl::StatusOr<nlohmann::json> DecodeColumns(std::string_view body, PointColumns
         "columns body: the runs' counts are not the points, or the "
         "columns are not step, value, wall_time");
   }
-  std::vector<std::string_view> sections;
-  size_t at = start;
+  size_t at = framed.start;
   for (const auto& column : columns) {
     const size_t bytes = column.is_object() ? column.value("bytes", size_t{0}) : 0;
     if (bytes > body.size() - std::min(at, body.size())) {
       return absl::DataLossError(
           absl::StrCat("columns body: ", body.size(), " bytes, shorter than its sections"));
     }
-    sections.push_back(body.substr(at, bytes));
+    sections->push_back(body.substr(at, bytes));
     at += bytes;
   }
   if (at != body.size()) {
     return absl::DataLossError(
         absl::StrCat("columns body: ", body.size(), " bytes, not the ", at, " its sections take"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> DecodeColumns(std::string_view body, PointColumns* out) {
+  ASSIGN_OR_RETURN(Framed framed, Frame(body));
+  if (framed.v1) {
+    return DecodeV1(body, std::move(framed.header), framed.start, out);
+  }
+  const size_t n = framed.header["points"].get<size_t>();
+  std::vector<size_t> counts;
+  std::vector<std::string_view> sections;
+  RETURN_IF_ERROR(Sections(body, framed, n, &counts, &sections));
+  const nlohmann::json& columns = framed.header["columns"];
   out->steps.resize(n);
   out->values.resize(n);
   out->walls.resize(n);
-  absl::Status s =
-      DecodeInt(sections[0], columns[0], counts, n, reinterpret_cast<uint64_t*>(out->steps.data()));
-  if (!s.ok()) {
-    return s;
-  }
-  std::vector<uint64_t> bits(n);
-  s = DecodeInt(sections[2], columns[2], counts, n, bits.data());
-  if (!s.ok()) {
-    return s;
-  }
-  if (n > 0) {
-    std::memcpy(out->walls.data(), bits.data(), n * 8);
-  }
-  const std::string coding = columns[1].value("coding", "");
-  if (coding == "f4" && sections[1].size() == Pad8(n * 4)) {
-    for (size_t i = 0; i < n; ++i) {
-      float f = 0;
-      std::memcpy(&f, sections[1].data() + i * 4, 4);
-      out->values[i] = f;
-    }
-  } else if (coding == "plain" && sections[1].size() == n * 8) {
-    if (n > 0) {
-      std::memcpy(out->values.data(), sections[1].data(), n * 8);
-    }
-  } else {
-    return absl::DataLossError("columns body: the values' section is not f4 or plain of N");
-  }
-  return header;
+  RETURN_IF_ERROR(DecodeInt(sections[0], columns[0], counts, n, out->steps.data()));
+  RETURN_IF_ERROR(DecodeValues(sections[1], columns[1], n, out->values.data()));
+  RETURN_IF_ERROR(DecodeInt(sections[2], columns[2], counts, n, out->walls.data()));
+  return std::move(framed.header);
 }
 
 }  // namespace tae::api

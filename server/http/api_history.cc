@@ -34,160 +34,195 @@ constexpr size_t kHistorySpanPoints = 500'000;
 // Run ids one request may name.
 constexpr size_t kHistoryMaxRuns = 10'000;
 
-}  // namespace
-
-Response Api::ExperimentHistory(const Request& request, const PathParams& params) {
-  absl::StatusOr<int64_t> id = ExperimentOf(params);
-  if (!id.ok()) return FromStatus(id.status());
-  const std::string metric = request.Param("metric");
-  if (metric.empty()) {
-    return Response::Error(400, "metric: required, e.g. metric=train/loss");
-  }
+// What a request asks: the metric, the runs named (none: all), the run after which the page
+// starts.
+struct HistoryAsk {
+  std::string metric;
   std::set<int64_t> only;
+  int64_t after = 0;
+};
+
+absl::StatusOr<HistoryAsk> ParseAsk(const Request& request) {
+  HistoryAsk ask;
+  ask.metric = request.Param("metric");
+  if (ask.metric.empty()) {
+    return absl::InvalidArgumentError("metric: required, e.g. metric=train/loss");
+  }
   const std::vector<std::string> listed =
       absl::StrSplit(request.Param("runs"), ',', absl::SkipEmpty());
   if (listed.size() > kHistoryMaxRuns) {
-    return Response::Error(400, absl::StrCat("runs: at most ", kHistoryMaxRuns, " run ids"));
+    return absl::InvalidArgumentError(absl::StrCat("runs: at most ", kHistoryMaxRuns, " run ids"));
   }
   for (const std::string& text : listed) {
     int64_t run = 0;
     if (!absl::SimpleAtoi(text, &run) || run <= 0) {
-      return Response::Error(400, absl::StrCat("runs: '", text, "' is not a run id"));
+      return absl::InvalidArgumentError(absl::StrCat("runs: '", text, "' is not a run id"));
     }
-    only.insert(run);
+    ask.only.insert(run);
   }
-  int64_t after = 0;
   if (const std::string text = request.Param("after");
-      !text.empty() && (!absl::SimpleAtoi(text, &after) || after < 0)) {
-    return Response::Error(400, "after: a whole number >= 0 (a run id)");
+      !text.empty() && (!absl::SimpleAtoi(text, &ask.after) || ask.after < 0)) {
+    return absl::InvalidArgumentError("after: a whole number >= 0 (a run id)");
   }
-  absl::StatusOr<std::vector<query::RunView>> runs = query_->CurveRuns(*id, metric);
-  if (!runs.ok()) return FromStatus(runs.status());
-  absl::StatusOr<const std::map<int64_t, query::StoredSeries>*> stored =
-      series_cache_.Get(*id, *runs, metric);
-  if (!stored.ok()) return FromStatus(stored.status());
+  return ask;
+}
 
-  // Tokens per step by variant: the runs are brief, a variant's config is its first run's.
+// One run of a page and its points.
+struct HistoryPart {
+  const query::RunView* view;
+  const query::StoredSeries* series;  // null: no points
+  int64_t count;
+};
+
+// The runs of the page `ask` asks for, in id order, and what the header says of the rest.
+struct HistoryPage {
+  std::vector<HistoryPart> parts;
+  int64_t next_after = 0;  // 0: the last page
+  int64_t remaining = 0;   // this page's points and every later page's
+};
+
+HistoryPage ChoosePage(const std::vector<query::RunView>& runs,
+                       const std::map<int64_t, query::StoredSeries>& stored,
+                       const HistoryAsk& ask) {
+  HistoryPage page;
+  int64_t points = 0;
+  for (const query::RunView& view : runs) {
+    const model::RunRecord& run = view.run;
+    if (run.id <= ask.after || (!ask.only.empty() && ask.only.count(run.id) == 0)) {
+      continue;
+    }
+    auto it = stored.find(run.id);
+    const query::StoredSeries* series = it == stored.end() ? nullptr : &it->second;
+    const int64_t count = series == nullptr ? 0 : series->size();
+    page.remaining += count;
+    if (page.next_after != 0) {
+      continue;
+    }
+    if (points > 0 && points + count > kHistoryPagePoints) {
+      page.next_after = page.parts.back().view->run.id;
+      continue;
+    }
+    page.parts.push_back({&view, series, count});
+    points += count;
+  }
+  return page;
+}
+
+// The header's entry of each run of the page; tokens per step by variant (the runs are brief,
+// a variant's config is its first run's).
+ordered_json RunEntries(const std::vector<query::RunView>& runs, const HistoryPage& page) {
   std::map<std::string, double> tokens_of;
-  for (const query::RunView& view : *runs) {
+  for (const query::RunView& view : runs) {
     if (tokens_of.count(view.run.variant) == 0) {
       absl::StatusOr<XAxis> tokens = XAxisOf("tokens", view.run);
       tokens_of[view.run.variant] = tokens.ok() ? tokens->per_step : 0.0;
     }
   }
-  // The page's runs and their counts first, then one body of its size, each run's points
-  // unpacked straight into their place in it.
-  struct Part {
-    const query::RunView* view;
-    const query::StoredSeries* series;  // null: no points
-    int64_t count;
-  };
-  std::vector<Part> page;
-  int64_t points = 0;
-  int64_t next_after = 0;
-  int64_t remaining = 0;  // this page's points and every later page's
-  for (const query::RunView& view : *runs) {
-    const model::RunRecord& run = view.run;
-    if (run.id <= after || (!only.empty() && only.count(run.id) == 0)) {
-      continue;
-    }
-    auto it = (*stored)->find(run.id);
-    const query::StoredSeries* series = it == (*stored)->end() ? nullptr : &it->second;
-    const int64_t count = series == nullptr ? 0 : series->size();
-    remaining += count;
-    if (next_after != 0) {
-      continue;
-    }
-    if (points > 0 && points + count > kHistoryPagePoints) {
-      next_after = page.back().view->run.id;
-      continue;
-    }
-    page.push_back({&view, series, count});
-    points += count;
-  }
-  ordered_json listed_runs = ordered_json::array();
-  for (const Part& part : page) {
+  ordered_json entries = ordered_json::array();
+  for (const HistoryPart& part : page.parts) {
     const model::RunRecord& run = part.view->run;
-    listed_runs.push_back({{"run", run.id},
-                           {"count", part.count},
-                           {"attempt", run.attempt},
-                           {"final", model::IsFinal(run.state)},
-                           {"tokens_per_step", tokens_of[run.variant]}});
+    entries.push_back({{"run", run.id},
+                       {"count", part.count},
+                       {"attempt", run.attempt},
+                       {"final", model::IsFinal(run.state)},
+                       {"tokens_per_step", tokens_of[run.variant]}});
   }
-  // Two passes over the page's runs: the first finds each column's narrowest exact coding (from
-  // what CheckPack learnt of a pack, else from the points), the second writes the body of that
-  // size (common/api/columns.h), a few spans of runs at once on a large page.
+  return entries;
+}
+
+// One run's points into `one`; an error where they are not what was counted.
+absl::Status PointsOf(const HistoryPart& part, store::SeriesColumns* one) {
+  one->steps.clear();
+  one->values.clear();
+  one->walls.clear();
+  if (part.count > 0) {
+    RETURN_IF_ERROR(part.series->Columns(true, true, one));
+  }
+  const size_t n = one->steps.size();
+  if (static_cast<int64_t>(n) != part.count || one->values.size() != n || one->walls.size() != n) {
+    return absl::InternalError(absl::StrCat("r", part.view->run.id, ": ", n, " points where ",
+                                            part.count, " were counted"));
+  }
+  return absl::OkStatus();
+}
+
+// The page's body in two passes over its runs: the first finds each column's narrowest exact
+// coding (from what CheckPack learnt of a pack, else from the points), the second writes the
+// body of that size (common/api/columns.h), a few spans of runs at once on a large page.
+absl::StatusOr<std::string> WriteColumns(const HistoryPage& page, ordered_json header) {
+  const std::vector<HistoryPart>& parts = page.parts;
   api::ColumnsEncoder encoder;
-  // One run's points into `one`; an error where they are not what was counted.
-  auto points_of = [&](const Part& part, store::SeriesColumns* one) -> absl::Status {
-    one->steps.clear();
-    one->values.clear();
-    one->walls.clear();
-    if (part.count > 0) {
-      RETURN_IF_ERROR(part.series->Columns(true, true, one));
+  store::SeriesColumns one;
+  for (const HistoryPart& part : parts) {
+    if (part.series != nullptr && !part.series->pack.empty()) {
+      const store::PackInfo& info = part.series->packed;  // no unpacking to plan a pack
+      encoder.PlanBounds(static_cast<size_t>(part.count), info.step_delta_bound,
+                         info.wall_delta_bound, info.values_float);
+      continue;
     }
-    const size_t n = one->steps.size();
-    if (static_cast<int64_t>(n) != part.count || one->values.size() != n ||
-        one->walls.size() != n) {
-      return absl::InternalError(absl::StrCat("r", part.view->run.id, ": ", n, " points where ",
-                                              part.count, " were counted"));
-    }
-    return absl::OkStatus();
-  };
-  {
-    store::SeriesColumns one;
-    for (const Part& part : page) {
-      if (part.series != nullptr && !part.series->pack.empty()) {
-        const store::PackInfo& info = part.series->packed;  // no unpacking to plan a pack
-        encoder.PlanBounds(static_cast<size_t>(part.count), info.step_delta_bound,
-                           info.wall_delta_bound, info.values_float);
-        continue;
-      }
-      if (absl::Status s = points_of(part, &one); !s.ok()) return FromStatus(s);
-      encoder.Plan(one.steps.data(), one.values.data(), one.walls.data(), one.steps.size());
-    }
+    RETURN_IF_ERROR(PointsOf(part, &one));
+    encoder.Plan(one.steps.data(), one.values.data(), one.walls.data(), one.steps.size());
   }
-  encoder.Start({{"experiment", *id},
-                 {"metric", metric},
-                 {"runs", listed_runs},
-                 {"next_after", next_after},
-                 {"remaining_points", remaining}});
+  encoder.Start(std::move(header));
   // Spans of about kHistorySpanPoints points, in order, each written by one thread.
   std::vector<size_t> spans = {0};
-  for (size_t i = 0, in_span = 0; i < page.size(); ++i) {
-    in_span += static_cast<size_t>(page[i].count);
-    if (in_span >= kHistorySpanPoints && i + 1 < page.size()) {
+  for (size_t i = 0, in_span = 0; i < parts.size(); ++i) {
+    in_span += static_cast<size_t>(parts[i].count);
+    if (in_span >= kHistorySpanPoints && i + 1 < parts.size()) {
       spans.push_back(i + 1);
       in_span = 0;
     }
   }
-  spans.push_back(page.size());
+  spans.push_back(parts.size());
   const int n_spans = static_cast<int>(spans.size()) - 1;
   std::vector<absl::Status> written(static_cast<size_t>(n_spans));
   thread::ParallelFor(n_spans, n_spans > 1 ? thread::UsefulThreads(4) : 1, [&](int k) {
-    store::SeriesColumns one;
+    store::SeriesColumns points;
     api::ColumnsEncoder::Part writer = encoder.PartAt(spans[k]);
     for (size_t i = spans[k]; i < spans[k + 1]; ++i) {
-      if (absl::Status s = points_of(page[i], &one); !s.ok()) {
+      if (absl::Status s = PointsOf(parts[i], &points); !s.ok()) {
         written[k] = s;
         return;
       }
-      writer.Write(one.steps.data(), one.values.data(), one.walls.data(), one.steps.size());
+      writer.Write(points.steps.data(), points.values.data(), points.walls.data(),
+                   points.steps.size());
     }
   });
   for (const absl::Status& s : written) {
-    if (!s.ok()) return FromStatus(s);
+    RETURN_IF_ERROR(s);
   }
   std::string body = encoder.Finish();
   if (body.empty()) {
-    return Response::Error(500,
-                           "the history's columns could not be written (a machine that is "
-                           "not little-endian, or a page that changed while written)");
+    return absl::InternalError(
+        "the history's columns could not be written (a machine that is not little-endian, or "
+        "a page that changed while written)");
   }
+  return body;
+}
+
+}  // namespace
+
+Response Api::ExperimentHistory(const Request& request, const PathParams& params) {
+  absl::StatusOr<int64_t> id = ExperimentOf(params);
+  if (!id.ok()) return FromStatus(id.status());
+  absl::StatusOr<HistoryAsk> ask = ParseAsk(request);
+  if (!ask.ok()) return FromStatus(ask.status());
+  absl::StatusOr<std::vector<query::RunView>> runs = query_->CurveRuns(*id, ask->metric);
+  if (!runs.ok()) return FromStatus(runs.status());
+  absl::StatusOr<const std::map<int64_t, query::StoredSeries>*> stored =
+      series_cache_.Get(*id, *runs, ask->metric);
+  if (!stored.ok()) return FromStatus(stored.status());
+  const HistoryPage page = ChoosePage(*runs, **stored, *ask);
+  absl::StatusOr<std::string> body = WriteColumns(page, {{"experiment", *id},
+                                                         {"metric", ask->metric},
+                                                         {"runs", RunEntries(*runs, page)},
+                                                         {"next_after", page.next_after},
+                                                         {"remaining_points", page.remaining}});
+  if (!body.ok()) return FromStatus(body.status());
   Response response;
   response.status = 200;
   response.content_type = "application/octet-stream";
-  response.body = std::move(body);
+  response.body = *std::move(body);
   return response;
 }
 

@@ -1,13 +1,13 @@
 #include "server/store/series_pack.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "common/api/exact.h"
 
 namespace tae::store {
 namespace {
@@ -283,10 +283,9 @@ absl::StatusOr<PackInfo> CheckPack(std::string_view blob) {
         info.min_step = std::min(info.min_step, step);
         info.max_step = std::max(info.max_step, step);
         if (i > 0) {
-          const auto d =
-              static_cast<int64_t>(static_cast<uint64_t>(step) - static_cast<uint64_t>(previous));
           info.step_delta_bound = std::max(
-              info.step_delta_bound, d >= 0 ? static_cast<uint64_t>(d) : ~static_cast<uint64_t>(d));
+              info.step_delta_bound,
+              api::DeltaMagnitude(static_cast<uint64_t>(step) - static_cast<uint64_t>(previous)));
         }
         previous = step;
       },
@@ -294,13 +293,7 @@ absl::StatusOr<PackInfo> CheckPack(std::string_view blob) {
         for (int64_t i = 0; info.values_float && i < info.count; ++i) {
           double v = 0;
           std::memcpy(&v, bytes + i * sizeof(double), sizeof v);
-          // Out of float's range is not a float (and converting it would be undefined).
-          if (std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max()) {
-            info.values_float = false;
-            break;
-          }
-          const double back = static_cast<float>(v);
-          info.values_float = std::memcmp(&back, &v, sizeof v) == 0;
+          info.values_float = api::IsFloat32(v);
         }
       },
       SkipWalls{&longest});

@@ -80,25 +80,23 @@ class Page:
         for k in moved:
             target[at[k]:ends[k]] += shift[k]
 
-    def run_arrays(self, k):
-        """(steps, values, walls) of the page's k-th run as new arrays."""
-        n = int(self.counts[k])
-        steps, values, walls = np.empty(n, _I8), np.empty(n, _F8), np.empty(n, _F8)
-        self.decode("step", k, k + 1, steps)
-        self.decode("value", k, k + 1, values)
-        self.decode("wall_time", k, k + 1, walls)
-        return steps, values, walls
+    def decode_runs(self, lo, hi, steps, values, walls):
+        """Every column of the page's runs lo..hi-1 into `steps`, `values` and `walls` (their
+        points each)."""
+        for name, out in zip(NAMES, (steps, values, walls)):
+            self.decode(name, lo, hi, out)
+
+    def run_arrays(self, k, hi=None):
+        """(steps, values, walls) of the page's runs k..hi-1 (hi: k + 1) as new arrays."""
+        hi = k + 1 if hi is None else hi
+        n = int(self.starts[hi] - self.starts[k])
+        arrays = np.empty(n, _I8), np.empty(n, _F8), np.empty(n, _F8)
+        self.decode_runs(k, hi, *arrays)
+        return arrays
 
     def arrays(self):
         """Every point: (steps, values, walls)."""
-        n = self.points
-        steps, values, walls = np.empty(n, _I8), np.empty(n, _F8), np.empty(n, _F8)
-        if len(self.runs):
-            self.decode("step", 0, len(self.runs), steps)
-            self.decode("value", 0, len(self.runs), values)
-            self.decode("wall_time", 0, len(self.runs), walls)
-        return steps, values, walls
-
+        return self.run_arrays(0, len(self.runs))
 
 def decode(body, where="taed's answer"):
     """A Page of a body; BundleError where it is damaged."""

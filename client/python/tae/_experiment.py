@@ -591,9 +591,7 @@ def _decode_runs(chosen, points):
                 page.starts[chosen[j][2]] == page.starts[hi]:
             hi, j = chosen[j][2] + 1, j + 1
         n = int(page.starts[hi] - page.starts[lo])
-        page.decode("step", lo, hi, steps[at:at + n])
-        page.decode("value", lo, hi, values[at:at + n])
-        page.decode("wall_time", lo, hi, walls[at:at + n])
+        page.decode_runs(lo, hi, steps[at:at + n], values[at:at + n], walls[at:at + n])
         at, i = at + n, j
     return steps, values, walls
 
@@ -637,9 +635,7 @@ class _Filling:
             self.ok = False
             return
         run, steps, values, walls, tokens = (a[self.at:self.at + n] for a in self.arrays)
-        if page.runs:
-            for name, out in (("step", steps), ("value", values), ("wall_time", walls)):
-                page.decode(name, 0, len(page.runs), out)
+        page.decode_runs(0, len(page.runs), steps, values, walls)
         entries = [entry for entry in page.runs if entry["count"] > 0]
         _runs_and_tokens(entries, steps, run, tokens)
         self.ids.extend(entry["run"] for entry in entries)
